@@ -1,0 +1,440 @@
+//! `rialto bench-compare`: the same benchmarks on several engines, alternately, several
+//! rounds, then a table of median ops/sec and ratios.
+//!
+//! Why this shape: run-to-run noise on a shared machine is easily 10%, and a machine that
+//! warms up (page cache, CPU frequency) favours whichever engine runs later. So every round
+//! runs every engine once on a fresh database with the same seed (same keys and values), the
+//! order alternates between rounds (A B, B A, A B, ...), and the table reports medians, which
+//! one slow run does not move.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::config::{BenchFlags, Config, EngineKind};
+use crate::engine::EngineFactory;
+use crate::error::{out_err, BenchError, Result};
+use crate::runner::{destroy_db, BenchResult, Runner};
+use crate::workload::Benchmark;
+
+/// Flags of `rialto bench-compare`: its own, plus every flag of `rialto bench`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(rename_all = "snake_case")]
+pub struct CompareFlags {
+    /// Rounds; each runs every engine once on a fresh database, alternating who goes first.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub rounds: usize,
+
+    /// Engines to compare, comma-separated; ratios are the first engine's over each other's.
+    #[arg(long, default_value = "rialto,rocksdb", value_name = "LIST")]
+    pub engines: String,
+
+    /// Benchmark flags (--db is the parent directory of each run's database).
+    #[command(flatten)]
+    pub bench: BenchFlags,
+}
+
+impl CompareFlags {
+    /// The engines of `--engines`, checked: known, distinct, at least one, and not mixed up
+    /// with `--engine`.
+    pub fn engine_kinds(&self) -> Result<Vec<EngineKind>> {
+        if self.bench.engine.is_some() {
+            return Err(BenchError::usage(
+                "bench-compare takes --engines=a,b (plural), not --engine",
+            ));
+        }
+        let mut kinds = Vec::new();
+        for name in self.engines.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let k = EngineKind::parse(name)?;
+            if kinds.contains(&k) {
+                return Err(BenchError::usage(format!(
+                    "engine '{name}' is listed twice in --engines"
+                )));
+            }
+            kinds.push(k);
+        }
+        if kinds.is_empty() {
+            return Err(BenchError::usage("--engines is empty"));
+        }
+        Ok(kinds)
+    }
+}
+
+/// Default parent directory of comparison databases: `/tmp/rialtobench-$USER/compare`.
+pub fn default_base_dir() -> std::path::PathBuf {
+    crate::config::default_db_path(EngineKind::Rialto)
+        .parent()
+        .map(|p| p.join("compare"))
+        .unwrap_or_else(|| std::env::temp_dir().join("rialtobench-compare"))
+}
+
+/// Median of `samples` (mean of the middle two for an even count); `None` when empty.
+pub fn median(samples: &[f64]) -> Option<f64> {
+    if samples.is_empty() {
+        return None;
+    }
+    let mut s = samples.to_vec();
+    s.sort_by(f64::total_cmp);
+    let mid = s.len() / 2;
+    Some(if s.len() % 2 == 1 {
+        s[mid]
+    } else {
+        (s[mid - 1] + s[mid]) / 2.0
+    })
+}
+
+/// `a / b`, when both exist and `b` is not zero.
+pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b != 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+/// Every sample of a comparison, and the table of medians.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareReport {
+    /// Engine names, in `--engines` order.
+    pub engines: Vec<String>,
+    /// Timed benchmarks, in run order.
+    pub benchmarks: Vec<String>,
+    /// `ops_per_sec[engine][benchmark]`: one sample per round.
+    pub ops_per_sec: Vec<Vec<Vec<f64>>>,
+    /// `fillrandom_write_amp[engine]`: write amplification right after fillrandom, per round.
+    pub fillrandom_write_amp: Vec<Vec<f64>>,
+    /// Rounds asked for.
+    pub rounds: usize,
+}
+
+impl CompareReport {
+    /// An empty report.
+    pub fn new(engines: Vec<String>, benchmarks: Vec<String>, rounds: usize) -> Self {
+        let n = engines.len();
+        let b = benchmarks.len();
+        CompareReport {
+            engines,
+            benchmarks,
+            ops_per_sec: vec![vec![Vec::new(); b]; n],
+            fillrandom_write_amp: vec![Vec::new(); n],
+            rounds,
+        }
+    }
+
+    /// Adds one run's results of engine number `engine`. Results come in benchmark order,
+    /// one per timed benchmark.
+    pub fn add_run(&mut self, engine: usize, results: &[BenchResult]) -> Result<()> {
+        let mismatch = || {
+            BenchError::engine(
+                "bench-compare",
+                "collect results",
+                "a run's results do not match the benchmark list",
+            )
+        };
+        if engine >= self.engines.len() || results.len() != self.benchmarks.len() {
+            return Err(mismatch());
+        }
+        let mut wamp_seen = false;
+        for (i, r) in results.iter().enumerate() {
+            if r.benchmark.name() != self.benchmarks[i] {
+                return Err(mismatch());
+            }
+            self.ops_per_sec[engine][i].push(r.ops_per_sec());
+            if r.benchmark == Benchmark::FillRandom && !wamp_seen {
+                wamp_seen = true;
+                if let Some(w) = r.write_amplification() {
+                    self.fillrandom_write_amp[engine].push(w);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Median ops/sec of engine `e` on benchmark `b`.
+    pub fn median_ops(&self, e: usize, b: usize) -> Option<f64> {
+        self.ops_per_sec.get(e)?.get(b).and_then(|s| median(s))
+    }
+
+    /// Median write amplification after fillrandom of engine `e`.
+    pub fn median_write_amp(&self, e: usize) -> Option<f64> {
+        self.fillrandom_write_amp.get(e).and_then(|s| median(s))
+    }
+
+    /// The table: one row per benchmark with each engine's median ops/sec and the ratio of
+    /// the first engine to each other one, then the write amplification row.
+    pub fn table(&self) -> String {
+        const NAME_W: usize = 22;
+        let col_w: Vec<usize> = self.engines.iter().map(|e| e.len().max(12) + 2).collect();
+        let ratio_names: Vec<String> = self
+            .engines
+            .iter()
+            .skip(1)
+            .map(|e| format!("{}/{}", self.engines[0], e))
+            .collect();
+        let ratio_w: Vec<usize> = ratio_names.iter().map(|n| n.len().max(8) + 2).collect();
+        let fmt_num = |v: Option<f64>, w: usize, prec: usize| match v {
+            Some(v) => format!("{v:>w$.prec$}"),
+            None => format!("{:>w$}", "-"),
+        };
+
+        let mut s = String::new();
+        let first = self.engines.first().map(String::as_str).unwrap_or("");
+        s.push_str(&format!(
+            "\n===== median of {} rounds: ops/sec (ratio > 1: {first} is faster) =====\n",
+            self.rounds
+        ));
+        let mut header = format!("{:<NAME_W$}", "benchmark");
+        for (e, w) in self.engines.iter().zip(&col_w) {
+            header.push_str(&format!("{e:>w$}"));
+        }
+        for (n, w) in ratio_names.iter().zip(&ratio_w) {
+            header.push_str(&format!("{n:>w$}"));
+        }
+        s.push_str(header.trim_end());
+        s.push('\n');
+        let row = |name: &str, values: Vec<Option<f64>>, prec: usize| {
+            let mut line = format!("{name:<NAME_W$}");
+            for (v, w) in values.iter().zip(&col_w) {
+                line.push_str(&fmt_num(*v, *w, prec));
+            }
+            for (v, w) in values.iter().skip(1).zip(&ratio_w) {
+                line.push_str(&fmt_num(ratio(values[0], *v), *w, 2));
+            }
+            line.push('\n');
+            line
+        };
+        for (b, name) in self.benchmarks.iter().enumerate() {
+            let values = (0..self.engines.len())
+                .map(|e| self.median_ops(e, b))
+                .collect();
+            s.push_str(&row(name, values, 0));
+        }
+        let wamp: Vec<Option<f64>> = (0..self.engines.len())
+            .map(|e| self.median_write_amp(e))
+            .collect();
+        if wamp.iter().any(Option::is_some) {
+            s.push_str(&row("write-amp fillrandom", wamp, 2));
+            s.push_str(&format!(
+                "(write-amp: storage bytes written / user bytes written, at the end of fillrandom; \
+                 ratio < 1: {first} writes less)\n"
+            ));
+        } else {
+            s.push_str("(no fillrandom in --benchmarks: no write amplification to compare)\n");
+        }
+        s
+    }
+}
+
+/// Runs the comparison: `rounds` rounds, each running every engine once, in alternating
+/// order, on a fresh database under `base`; prints each run's report, then the table.
+pub fn run(
+    cfg: &Config,
+    base: &Path,
+    factories: &[&dyn EngineFactory],
+    rounds: usize,
+    out: &mut dyn Write,
+) -> Result<CompareReport> {
+    if rounds == 0 {
+        return Err(BenchError::usage("--rounds must be at least 1"));
+    }
+    if cfg.use_existing_db {
+        return Err(BenchError::usage(
+            "bench-compare always starts from fresh databases; drop --use_existing_db",
+        ));
+    }
+    let benchmarks: Vec<String> = cfg
+        .benchmarks
+        .iter()
+        .filter(|b| b.is_timed())
+        .map(|b| b.name().to_string())
+        .collect();
+    let names = factories.iter().map(|f| f.name().to_string()).collect();
+    let mut report = CompareReport::new(names, benchmarks, rounds);
+    for round in 0..rounds {
+        let order: Vec<usize> = if round % 2 == 0 {
+            (0..factories.len()).collect()
+        } else {
+            (0..factories.len()).rev().collect()
+        };
+        // Same seed for every engine of a round (same keys, same values); a new one per round.
+        let seed = cfg.seed.wrapping_add(round as u64 * 7919);
+        for e in order {
+            let f = factories[e];
+            let mut run_cfg = cfg.clone();
+            run_cfg.db = base.join(format!("{}-{}", f.name(), round + 1));
+            run_cfg.seed = seed;
+            writeln!(out, "\n===== round {}/{rounds}: {} =====", round + 1, f.name())
+                .map_err(out_err)?;
+            let results = Runner::new(&run_cfg, f, out).run_all()?;
+            destroy_db(&run_cfg.db)?;
+            report.add_run(e, &results)?;
+        }
+    }
+    out.write_all(report.table().as_bytes()).map_err(out_err)?;
+    out.flush().map_err(out_err)?;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::memory::MemFactory;
+    use std::time::Duration;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0]), Some(3.0));
+        assert_eq!(median(&[5.0, 1.0, 3.0]), Some(3.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[1.0, 100.0, 2.0]), Some(2.0), "an outlier does not move it");
+        assert_eq!(ratio(Some(3.0), Some(2.0)), Some(1.5));
+        assert_eq!(ratio(Some(3.0), Some(0.0)), None);
+        assert_eq!(ratio(None, Some(2.0)), None);
+    }
+
+    fn result(b: Benchmark, ops: u64, secs: f64, wamp: Option<f64>) -> BenchResult {
+        BenchResult {
+            engine: "x",
+            benchmark: b,
+            ops,
+            threads: 1,
+            elapsed: Duration::from_secs_f64(secs),
+            bytes: 0,
+            message: String::new(),
+            histogram: None,
+            stats: wamp.map(|w| rialto_engine::EngineStats {
+                user_bytes_written: 100,
+                wal_bytes_written: (w * 100.0) as u64,
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn table_of_medians_and_ratios() {
+        let mut r = CompareReport::new(
+            vec!["rialto".into(), "rocksdb".into()],
+            vec!["fillrandom".into(), "readrandom".into()],
+            3,
+        );
+        for (fill, read, w) in [(1000.0, 4000.0, 2.0), (900.0, 5000.0, 3.0), (1100.0, 4500.0, 2.5)]
+        {
+            r.add_run(
+                0,
+                &[
+                    result(Benchmark::FillRandom, fill as u64, 1.0, Some(w)),
+                    result(Benchmark::ReadRandom, read as u64, 1.0, None),
+                ],
+            )
+            .unwrap();
+        }
+        for (fill, read, w) in [(500.0, 2000.0, 5.0), (400.0, 2500.0, 4.0), (600.0, 3000.0, 6.0)] {
+            r.add_run(
+                1,
+                &[
+                    result(Benchmark::FillRandom, fill as u64, 1.0, Some(w)),
+                    result(Benchmark::ReadRandom, read as u64, 1.0, None),
+                ],
+            )
+            .unwrap();
+        }
+        assert_eq!(r.median_ops(0, 0), Some(1000.0));
+        assert_eq!(r.median_ops(1, 1), Some(2500.0));
+        assert_eq!(r.median_write_amp(0), Some(2.5));
+        assert_eq!(r.median_write_amp(1), Some(5.0));
+        let expected = "
+===== median of 3 rounds: ops/sec (ratio > 1: rialto is faster) =====
+benchmark                     rialto       rocksdb  rialto/rocksdb
+fillrandom                      1000           500            2.00
+readrandom                      4500          2500            1.80
+write-amp fillrandom            2.50          5.00            0.50
+(write-amp: storage bytes written / user bytes written, at the end of fillrandom; ratio < 1: rialto writes less)
+";
+        assert_eq!(r.table(), expected);
+    }
+
+    #[test]
+    fn mismatched_runs_are_rejected() {
+        let mut r = CompareReport::new(vec!["a".into()], vec!["fillseq".into()], 1);
+        assert!(r.add_run(0, &[]).is_err());
+        assert!(r
+            .add_run(0, &[result(Benchmark::ReadSeq, 1, 1.0, None)])
+            .is_err());
+        assert!(r
+            .add_run(1, &[result(Benchmark::FillSeq, 1, 1.0, None)])
+            .is_err());
+        assert!(r
+            .add_run(0, &[result(Benchmark::FillSeq, 1, 1.0, None)])
+            .is_ok());
+        // No fillrandom: the table says so instead of printing a row of dashes.
+        assert!(r.table().contains("no fillrandom"));
+    }
+
+    #[test]
+    fn engines_flag() {
+        let mut f = CompareFlags {
+            rounds: 3,
+            engines: "rialto, rocksdb".into(),
+            bench: BenchFlags::default(),
+        };
+        assert_eq!(
+            f.engine_kinds().unwrap(),
+            vec![EngineKind::Rialto, EngineKind::Rocksdb]
+        );
+        f.engines = "rialto,rialto".into();
+        assert!(f.engine_kinds().is_err());
+        f.engines = "rialto,mysql".into();
+        assert!(f.engine_kinds().is_err());
+        f.engines = ",".into();
+        assert!(f.engine_kinds().is_err());
+        f.engines = "rialto".into();
+        f.bench.engine = Some(EngineKind::Rialto);
+        assert_eq!(f.engine_kinds().unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn alternating_rounds_on_fresh_databases() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Config::from_flags(&BenchFlags {
+            benchmarks: "fillrandom,readrandom,stats".into(),
+            num: 500,
+            seed: Some(3),
+            ..BenchFlags::default()
+        })
+        .unwrap();
+        let a = MemFactory::new("alpha");
+        let b = MemFactory::new("beta");
+        let mut out = Vec::new();
+        let report = run(&cfg, dir.path(), &[&a, &b], 3, &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let order: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("===== round"))
+            .collect();
+        assert_eq!(
+            order,
+            vec![
+                "===== round 1/3: alpha =====",
+                "===== round 1/3: beta =====",
+                "===== round 2/3: beta =====",
+                "===== round 2/3: alpha =====",
+                "===== round 3/3: alpha =====",
+                "===== round 3/3: beta =====",
+            ]
+        );
+        assert_eq!(report.benchmarks, vec!["fillrandom", "readrandom"]);
+        for e in 0..2 {
+            assert_eq!(report.ops_per_sec[e][0].len(), 3);
+            // The memory engine writes each byte once.
+            assert_eq!(report.median_write_amp(e), Some(1.0));
+        }
+        assert!(out.contains("alpha/beta"));
+        assert!(out.contains("write-amp fillrandom"));
+        // Each run's database is gone afterwards.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+        let mut bad = cfg.clone();
+        bad.use_existing_db = true;
+        assert!(run(&bad, dir.path(), &[&a], 1, &mut Vec::new()).is_err());
+        assert!(run(&cfg, dir.path(), &[&a], 0, &mut Vec::new()).is_err());
+    }
+}

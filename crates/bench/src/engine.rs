@@ -1,0 +1,128 @@
+//! The seam between the harness and an engine.
+//!
+//! [`BenchEngine`] is deliberately smaller than `rialto_engine::KvEngine`: it has only what
+//! db_bench's workloads do, in a form every engine can provide without generic types or
+//! borrowed iterators (RocksDB's iterators borrow the database), so that one harness drives
+//! Rialto and RocksDB through the same `dyn` calls and neither gets a cheaper path.
+
+use std::path::Path;
+
+use rialto_engine::{BatchOp, EngineStats};
+
+use crate::config::{CompressionKind, Config};
+use crate::error::Result;
+
+/// Where a scan starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanFrom<'a> {
+    /// The first key (forward) or the last key (reverse).
+    End,
+    /// The first key `>= key` (forward) or the last key `<= key` (reverse).
+    Key(&'a [u8]),
+}
+
+/// A callback given each `(key, value)` a scan visits.
+pub type Visitor<'a> = &'a mut dyn FnMut(&[u8], &[u8]);
+
+/// What one engine must do for the benchmarks. Every method may be called from many threads.
+pub trait BenchEngine: Send + Sync {
+    /// Engine name as printed in reports (`rialto`, `rocksdb`).
+    fn name(&self) -> &'static str;
+
+    /// Sets `key` to `value`; `sync` makes it durable before returning.
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()>;
+
+    /// Applies `ops` atomically as one batch.
+    fn write_batch(&self, ops: &[BatchOp<'_>], sync: bool) -> Result<()>;
+
+    /// Removes `key`.
+    fn delete(&self, key: &[u8], sync: bool) -> Result<()>;
+
+    /// Length of the value of `key`, or `None` when absent. Engines should avoid copying the
+    /// value where they can (RocksDB: pinned slices), as db_bench does.
+    fn get(&self, key: &[u8]) -> Result<Option<usize>>;
+
+    /// Visits up to `limit` entries in key order (`reverse`: descending) starting at `from`;
+    /// returns how many it visited.
+    fn scan(&self, from: ScanFrom<'_>, reverse: bool, limit: u64, visit: Visitor<'_>)
+        -> Result<u64>;
+
+    /// Seeks to the first key `>= key`, then visits up to `nexts` entries from there (the
+    /// first included, as db_bench's seekrandom counts them). Returns whether the seek landed
+    /// exactly on `key`.
+    fn seek(&self, key: &[u8], nexts: usize, visit: Visitor<'_>) -> Result<bool> {
+        let mut found = false;
+        let mut first = true;
+        let mut seen = 0usize;
+        self.scan(ScanFrom::Key(key), false, nexts.max(1) as u64, &mut |k, v| {
+            if first {
+                found = k == key;
+                first = false;
+            }
+            if seen < nexts {
+                visit(k, v);
+                seen += 1;
+            }
+        })?;
+        Ok(found)
+    }
+
+    /// Writes every memtable out to tables and waits for it.
+    fn flush(&self) -> Result<()>;
+
+    /// Compacts the whole key range down the tree and waits for it.
+    fn compact_all(&self) -> Result<()>;
+
+    /// Counters since the engine was opened. `user_bytes_written` and `live_data_bytes` are
+    /// the engine's own view; the harness replaces them by what it wrote (see `runner`).
+    fn stats(&self) -> Result<EngineStats>;
+
+    /// Closes the engine, waiting for background work, and reports a failure to do so.
+    fn close(self: Box<Self>) -> Result<()>;
+}
+
+/// Settings that every engine is opened with, taken from the flags so that each engine is
+/// configured alike.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineConfig {
+    /// Memtable bytes.
+    pub write_buffer_size: u64,
+    /// Block cache bytes (0: no cache).
+    pub cache_size: u64,
+    /// Bloom bits per key (0: no filter).
+    pub bloom_bits: u32,
+    /// Block compression.
+    pub compression: CompressionKind,
+    /// Target data block size: 4 KiB for every engine.
+    pub block_size: usize,
+    /// Background flush/compaction threads: 2 for every engine.
+    pub background_jobs: usize,
+}
+
+impl EngineConfig {
+    /// The engine settings of a run.
+    pub fn from_config(cfg: &Config) -> EngineConfig {
+        EngineConfig {
+            write_buffer_size: cfg.write_buffer_size,
+            cache_size: cfg.cache_size,
+            bloom_bits: cfg.bloom_bits,
+            compression: cfg.compression,
+            block_size: 4096,
+            background_jobs: 2,
+        }
+    }
+}
+
+/// Opens engines of one kind.
+pub trait EngineFactory: Sync {
+    /// Engine name (`rialto`, `rocksdb`).
+    fn name(&self) -> &'static str;
+
+    /// Opens (creating if missing) the database in directory `path`.
+    fn open(&self, path: &Path, cfg: &EngineConfig) -> Result<Box<dyn BenchEngine>>;
+
+    /// One-line description of the engine's build (version) for the report header.
+    fn describe(&self) -> String {
+        self.name().to_string()
+    }
+}

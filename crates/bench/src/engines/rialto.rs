@@ -1,0 +1,158 @@
+//! Adapter for Rialto's LSM engine (`rialto_lsm::Db`).
+
+use std::path::Path;
+
+use rialto_engine::{
+    BatchOp, EngineIterator, EngineStats, IterOptions, KvEngine, WriteBatch, WriteOptions,
+};
+use rialto_lsm::cache::BlockCache;
+use rialto_lsm::{Compression, Db, Options};
+
+use crate::config::CompressionKind;
+use crate::engine::{BenchEngine, EngineConfig, EngineFactory, ScanFrom, Visitor};
+use crate::error::{BenchError, Result};
+
+const NAME: &str = "rialto";
+
+fn err(op: &str, e: rialto_engine::Error) -> BenchError {
+    BenchError::engine(NAME, op, e)
+}
+
+/// Opens `rialto_lsm::Db`s.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RialtoFactory;
+
+/// Rialto's options for the bench settings; everything not set here keeps Rialto's default.
+pub fn options(cfg: &EngineConfig) -> Options {
+    Options {
+        create_if_missing: true,
+        write_buffer_size: usize::try_from(cfg.write_buffer_size).unwrap_or(usize::MAX),
+        bloom_bits_per_key: cfg.bloom_bits,
+        compression: match cfg.compression {
+            CompressionKind::None => Compression::None,
+            CompressionKind::Lz4 => Compression::Lz4,
+            CompressionKind::Zstd => Compression::Zstd,
+        },
+        // A cache of its own, sized by --cache_size, rather than the process-wide one, so
+        // that a comparison gives each engine the same budget.
+        block_cache: Some(BlockCache::new(
+            usize::try_from(cfg.cache_size).unwrap_or(usize::MAX),
+        )),
+        block_size: cfg.block_size,
+        max_background_jobs: cfg.background_jobs,
+        ..Options::default()
+    }
+}
+
+impl EngineFactory for RialtoFactory {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn open(&self, path: &Path, cfg: &EngineConfig) -> Result<Box<dyn BenchEngine>> {
+        let db = Db::open(path, options(cfg))
+            .map_err(|e| err(&format!("open {}", path.display()), e))?;
+        Ok(Box::new(RialtoEngine { db }))
+    }
+
+    fn describe(&self) -> String {
+        format!("rialto {}", env!("CARGO_PKG_VERSION"))
+    }
+}
+
+/// An open Rialto database.
+pub struct RialtoEngine {
+    db: Db,
+}
+
+fn wopts(sync: bool) -> WriteOptions {
+    WriteOptions { sync }
+}
+
+impl BenchEngine for RialtoEngine {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
+        KvEngine::put(&self.db, key, value, wopts(sync)).map_err(|e| err("put", e))
+    }
+
+    fn write_batch(&self, ops: &[BatchOp<'_>], sync: bool) -> Result<()> {
+        let bytes: usize = ops
+            .iter()
+            .map(|op| match op {
+                BatchOp::Put(k, v) => k.len() + v.len() + 10,
+                BatchOp::Delete(k) => k.len() + 5,
+            })
+            .sum();
+        let mut b = WriteBatch::with_capacity(bytes);
+        for op in ops {
+            match *op {
+                BatchOp::Put(k, v) => b.put(k, v),
+                BatchOp::Delete(k) => b.delete(k),
+            }
+        }
+        KvEngine::write(&self.db, b, wopts(sync)).map_err(|e| err("write batch", e))
+    }
+
+    fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
+        KvEngine::delete(&self.db, key, wopts(sync)).map_err(|e| err("delete", e))
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<usize>> {
+        KvEngine::get(&self.db, key)
+            .map(|v| v.map(|b| b.len()))
+            .map_err(|e| err("get", e))
+    }
+
+    fn scan(
+        &self,
+        from: ScanFrom<'_>,
+        reverse: bool,
+        limit: u64,
+        visit: Visitor<'_>,
+    ) -> Result<u64> {
+        // Spelled out: `IterOptions::default()` would need `Snapshot: Default`.
+        let opts = IterOptions {
+            lower: None,
+            upper: None,
+            snapshot: None,
+        };
+        let mut it = KvEngine::iter(&self.db, opts).map_err(|e| err("new iterator", e))?;
+        match (from, reverse) {
+            (ScanFrom::End, false) => it.seek_to_first(),
+            (ScanFrom::End, true) => it.seek_to_last(),
+            (ScanFrom::Key(k), false) => it.seek(k),
+            (ScanFrom::Key(k), true) => it.seek_for_prev(k),
+        }
+        let mut n = 0u64;
+        while n < limit && it.valid() {
+            visit(it.key(), it.value());
+            n += 1;
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
+        }
+        it.status().map_err(|e| err("iterate", e))?;
+        Ok(n)
+    }
+
+    fn flush(&self) -> Result<()> {
+        KvEngine::flush(&self.db).map_err(|e| err("flush", e))
+    }
+
+    fn compact_all(&self) -> Result<()> {
+        KvEngine::compact_range(&self.db, None, None).map_err(|e| err("compact", e))
+    }
+
+    fn stats(&self) -> Result<EngineStats> {
+        Ok(KvEngine::stats(&self.db))
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        self.db.close().map_err(|e| err("close", e))
+    }
+}

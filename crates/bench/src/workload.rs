@@ -1,0 +1,354 @@
+//! The benchmarks and how many operations of what kind each one does ([`Plan`]).
+//!
+//! Op counts follow db_bench so that results compare with published db_bench numbers:
+//! every thread runs the benchmark's whole count (fills: `--writes`, default `--num`;
+//! reads: `--reads`, default `--num`; deleterandom: `--num`; fillsync: `--num / 1000`
+//! unless `--writes` is given), and keys are drawn from `[0, --num)`.
+
+use crate::config::Config;
+use crate::error::{BenchError, Result};
+
+/// One db_bench benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Benchmark {
+    /// Write keys 0, 1, 2, ... into a fresh database.
+    FillSeq,
+    /// Write uniformly random keys into a fresh database.
+    FillRandom,
+    /// Write uniformly random keys into the existing database.
+    Overwrite,
+    /// fillrandom with a WAL sync per write, 1/1000 of the ops.
+    FillSync,
+    /// Point lookups of uniformly random keys.
+    ReadRandom,
+    /// A forward scan from the first key.
+    ReadSeq,
+    /// A reverse scan from the last key.
+    ReadReverse,
+    /// readrandom on `--threads` threads while one more thread overwrites at full speed.
+    ReadWhileWriting,
+    /// Seek to random keys, then read `--seek_nexts` entries.
+    SeekRandom,
+    /// Delete uniformly random keys.
+    DeleteRandom,
+    /// Flush memtables to tables (one timed op).
+    Flush,
+    /// Compact the whole key range (one timed op).
+    Compact,
+    /// Print engine statistics and amplification (not timed).
+    Stats,
+}
+
+impl Benchmark {
+    /// Every benchmark, in the order `--help` lists them.
+    pub const ALL: [Benchmark; 13] = [
+        Benchmark::FillSeq,
+        Benchmark::FillRandom,
+        Benchmark::Overwrite,
+        Benchmark::FillSync,
+        Benchmark::ReadRandom,
+        Benchmark::ReadSeq,
+        Benchmark::ReadReverse,
+        Benchmark::ReadWhileWriting,
+        Benchmark::SeekRandom,
+        Benchmark::DeleteRandom,
+        Benchmark::Flush,
+        Benchmark::Compact,
+        Benchmark::Stats,
+    ];
+
+    /// db_bench's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Benchmark::FillSeq => "fillseq",
+            Benchmark::FillRandom => "fillrandom",
+            Benchmark::Overwrite => "overwrite",
+            Benchmark::FillSync => "fillsync",
+            Benchmark::ReadRandom => "readrandom",
+            Benchmark::ReadSeq => "readseq",
+            Benchmark::ReadReverse => "readreverse",
+            Benchmark::ReadWhileWriting => "readwhilewriting",
+            Benchmark::SeekRandom => "seekrandom",
+            Benchmark::DeleteRandom => "deleterandom",
+            Benchmark::Flush => "flush",
+            Benchmark::Compact => "compact",
+            Benchmark::Stats => "stats",
+        }
+    }
+
+    /// The benchmark called `name`, if any.
+    pub fn parse(name: &str) -> Option<Benchmark> {
+        Benchmark::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// Parses `--benchmarks`: comma-separated, blanks ignored (db_bench tolerates trailing
+    /// commas); an unknown name is a usage error naming the known ones.
+    pub fn parse_list(list: &str) -> Result<Vec<Benchmark>> {
+        let mut out = Vec::new();
+        for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match Benchmark::parse(name) {
+                Some(b) => out.push(b),
+                None => {
+                    let known: Vec<_> = Benchmark::ALL.iter().map(|b| b.name()).collect();
+                    return Err(BenchError::usage(format!(
+                        "unknown benchmark '{name}' (known: {})",
+                        known.join(", ")
+                    )));
+                }
+            }
+        }
+        if out.is_empty() {
+            return Err(BenchError::usage("--benchmarks is empty"));
+        }
+        Ok(out)
+    }
+
+    /// True for benchmarks that start from an empty database.
+    pub fn fresh_db(self) -> bool {
+        matches!(
+            self,
+            Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::FillSync
+        )
+    }
+
+    /// True for benchmarks that time operations and print a report line.
+    pub fn is_timed(self) -> bool {
+        self != Benchmark::Stats
+    }
+}
+
+/// Order of the keys a writer produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyOrder {
+    /// Indices 0, 1, 2, ... (each thread starts at 0, as in db_bench).
+    Sequential,
+    /// Uniform over `[0, key_space)`.
+    Random,
+}
+
+/// What a benchmark's threads do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// Puts (or deletes), `batch_size` per write.
+    Write {
+        /// Key order.
+        order: KeyOrder,
+        /// Delete instead of put.
+        delete: bool,
+    },
+    /// Point lookups of random keys.
+    ReadRandom,
+    /// One scan per thread of up to `ops_per_thread` entries.
+    Scan {
+        /// Descending.
+        reverse: bool,
+    },
+    /// Seeks to random keys.
+    Seek,
+    /// Random reads on every worker plus one background writer.
+    ReadWhileWriting,
+    /// One flush.
+    Flush,
+    /// One full compaction.
+    Compact,
+    /// Statistics; no operation.
+    Stats,
+}
+
+/// How a benchmark runs under a configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The benchmark.
+    pub benchmark: Benchmark,
+    /// What the threads do.
+    pub op: Op,
+    /// Operations each measured thread performs (an upper bound for scans).
+    pub ops_per_thread: u64,
+    /// Keys are drawn from `[0, key_space)`.
+    pub key_space: u64,
+    /// Measured threads (readwhilewriting adds an unmeasured writer).
+    pub threads: usize,
+    /// Sync every write.
+    pub sync: bool,
+    /// Start from an empty database.
+    pub fresh_db: bool,
+}
+
+impl Plan {
+    /// The plan of `benchmark` under `cfg`.
+    pub fn new(benchmark: Benchmark, cfg: &Config) -> Plan {
+        let writes = cfg.writes.unwrap_or(cfg.num);
+        let (op, ops, threads, sync) = match benchmark {
+            Benchmark::FillSeq => (
+                Op::Write {
+                    order: KeyOrder::Sequential,
+                    delete: false,
+                },
+                writes,
+                cfg.threads,
+                cfg.sync,
+            ),
+            Benchmark::FillRandom | Benchmark::Overwrite => (
+                Op::Write {
+                    order: KeyOrder::Random,
+                    delete: false,
+                },
+                writes,
+                cfg.threads,
+                cfg.sync,
+            ),
+            Benchmark::FillSync => (
+                Op::Write {
+                    order: KeyOrder::Random,
+                    delete: false,
+                },
+                cfg.writes.unwrap_or((cfg.num / 1000).max(1)),
+                cfg.threads,
+                true,
+            ),
+            Benchmark::DeleteRandom => (
+                Op::Write {
+                    order: KeyOrder::Random,
+                    delete: true,
+                },
+                cfg.num,
+                cfg.threads,
+                cfg.sync,
+            ),
+            Benchmark::ReadRandom => (Op::ReadRandom, cfg.reads, cfg.threads, false),
+            Benchmark::ReadSeq => (Op::Scan { reverse: false }, cfg.reads, cfg.threads, false),
+            Benchmark::ReadReverse => (Op::Scan { reverse: true }, cfg.reads, cfg.threads, false),
+            Benchmark::ReadWhileWriting => (Op::ReadWhileWriting, cfg.reads, cfg.threads, cfg.sync),
+            Benchmark::SeekRandom => (Op::Seek, cfg.reads, cfg.threads, false),
+            Benchmark::Flush => (Op::Flush, 1, 1, false),
+            Benchmark::Compact => (Op::Compact, 1, 1, false),
+            Benchmark::Stats => (Op::Stats, 0, 0, false),
+        };
+        Plan {
+            benchmark,
+            op,
+            ops_per_thread: ops,
+            key_space: cfg.num,
+            threads,
+            sync,
+            fresh_db: benchmark.fresh_db(),
+        }
+    }
+
+    /// Operations all measured threads perform together (scans: at most this many).
+    pub fn total_ops(&self) -> u64 {
+        self.ops_per_thread.saturating_mul(self.threads as u64)
+    }
+
+    /// Largest key index the plan can write, plus one (sizes the live-key set).
+    pub fn index_bound(&self) -> u64 {
+        match self.op {
+            Op::Write {
+                order: KeyOrder::Sequential,
+                ..
+            } => self.ops_per_thread.max(self.key_space),
+            _ => self.key_space,
+        }
+    }
+
+    /// What the histogram's "Microseconds per ..." line calls one op.
+    pub fn op_label(&self) -> &'static str {
+        match self.op {
+            Op::Write { delete: true, .. } => "delete",
+            Op::Write { .. } => "write",
+            Op::ReadRandom | Op::Scan { .. } | Op::ReadWhileWriting => "read",
+            Op::Seek => "seek",
+            Op::Flush => "flush",
+            Op::Compact => "compaction",
+            Op::Stats => "op",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::BenchFlags;
+
+    fn cfg(f: BenchFlags) -> Config {
+        Config::from_flags(&BenchFlags {
+            seed: Some(1),
+            ..f
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for b in Benchmark::ALL {
+            assert_eq!(Benchmark::parse(b.name()), Some(b));
+        }
+        assert_eq!(Benchmark::parse("fillbatch"), None);
+        assert_eq!(
+            Benchmark::parse_list(" fillseq, readrandom,,").unwrap(),
+            vec![Benchmark::FillSeq, Benchmark::ReadRandom]
+        );
+        let e = Benchmark::parse_list("fillseq,bogus").unwrap_err();
+        assert!(e.to_string().contains("unknown benchmark 'bogus'"), "{e}");
+        assert!(Benchmark::parse_list(" , ").is_err());
+    }
+
+    #[test]
+    fn op_counts_follow_db_bench() {
+        let c = cfg(BenchFlags {
+            num: 10_000,
+            threads: 3,
+            ..BenchFlags::default()
+        });
+        let p = |b| Plan::new(b, &c);
+        // Every thread runs the whole count.
+        assert_eq!(p(Benchmark::FillSeq).ops_per_thread, 10_000);
+        assert_eq!(p(Benchmark::FillSeq).total_ops(), 30_000);
+        assert_eq!(p(Benchmark::FillRandom).ops_per_thread, 10_000);
+        assert_eq!(p(Benchmark::Overwrite).ops_per_thread, 10_000);
+        assert_eq!(p(Benchmark::ReadRandom).ops_per_thread, 10_000);
+        assert_eq!(p(Benchmark::DeleteRandom).ops_per_thread, 10_000);
+        assert_eq!(p(Benchmark::ReadWhileWriting).threads, 3);
+        // fillsync: num / 1000, synced.
+        let fs = p(Benchmark::FillSync);
+        assert_eq!(fs.ops_per_thread, 10);
+        assert!(fs.sync && fs.fresh_db);
+        assert_eq!(fs.key_space, 10_000);
+        // Fresh databases for fills only.
+        assert!(p(Benchmark::FillSeq).fresh_db && p(Benchmark::FillRandom).fresh_db);
+        assert!(!p(Benchmark::Overwrite).fresh_db && !p(Benchmark::ReadSeq).fresh_db);
+        assert_eq!(p(Benchmark::Compact).total_ops(), 1);
+        assert_eq!(p(Benchmark::Stats).total_ops(), 0);
+        assert!(!Benchmark::Stats.is_timed());
+
+        let c = cfg(BenchFlags {
+            num: 500,
+            reads: 7,
+            writes: 2000,
+            ..BenchFlags::default()
+        });
+        assert_eq!(Plan::new(Benchmark::ReadRandom, &c).ops_per_thread, 7);
+        assert_eq!(Plan::new(Benchmark::ReadSeq, &c).ops_per_thread, 7);
+        assert_eq!(Plan::new(Benchmark::SeekRandom, &c).ops_per_thread, 7);
+        assert_eq!(Plan::new(Benchmark::FillRandom, &c).ops_per_thread, 2000);
+        assert_eq!(Plan::new(Benchmark::FillSync, &c).ops_per_thread, 2000);
+        // fillseq beyond --num writes indices up to --writes; random fills stay in [0, num).
+        assert_eq!(Plan::new(Benchmark::FillSeq, &c).index_bound(), 2000);
+        assert_eq!(Plan::new(Benchmark::FillRandom, &c).index_bound(), 500);
+        // fillsync of a tiny --num still does one op.
+        let c = cfg(BenchFlags {
+            num: 10,
+            ..BenchFlags::default()
+        });
+        assert_eq!(Plan::new(Benchmark::FillSync, &c).ops_per_thread, 1);
+    }
+
+    #[test]
+    fn labels() {
+        let c = cfg(BenchFlags::default());
+        assert_eq!(Plan::new(Benchmark::FillSeq, &c).op_label(), "write");
+        assert_eq!(Plan::new(Benchmark::DeleteRandom, &c).op_label(), "delete");
+        assert_eq!(Plan::new(Benchmark::ReadSeq, &c).op_label(), "read");
+        assert_eq!(Plan::new(Benchmark::SeekRandom, &c).op_label(), "seek");
+    }
+}

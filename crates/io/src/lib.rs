@@ -1,0 +1,118 @@
+//! The one seam through which Rialto touches the outside world: files, fsync, renames,
+//! directory syncs, file locks and clocks.
+//!
+//! Two implementations:
+//! - [`PosixFs`]: the real file system (pread/pwrite-style access, `fdatasync`, `flock`).
+//! - [`MemFs`]: an in-memory file system that models what a crash keeps. It tracks, per file,
+//!   how many bytes were made durable by a sync, and per directory which entries were made
+//!   durable by a directory sync. [`MemFs::crash`] turns the state into what a power loss could
+//!   leave behind, and [`FaultPlan`]s fail the Nth write, sync or rename with EIO or ENOSPC.
+//!
+//! Every engine component takes an `Arc<dyn Fs>`; nothing in the engine calls `std::fs`.
+//!
+//! Errors are plain `std::io::Error`s so that callers can inspect `raw_os_error()` (EIO, ENOSPC)
+//! and `kind()` the same way for both implementations.
+
+mod clock;
+mod mem;
+mod posix;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use mem::{CrashMode, Fault, FaultOp, FaultPlan, MemFs};
+pub use posix::PosixFs;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A file opened for appending. Writes may be buffered in user space until [`flush`],
+/// and are durable only after [`sync_data`] or [`sync_all`] returned `Ok`.
+///
+/// After any error from `append`, `flush` or a sync, the file's durable contents are unknown:
+/// callers must not retry a sync and trust it (fsyncgate); the engine turns read-only instead.
+///
+/// [`flush`]: WritableFile::flush
+/// [`sync_data`]: WritableFile::sync_data
+/// [`sync_all`]: WritableFile::sync_all
+pub trait WritableFile: Send + Sync {
+    /// Appends `data` at the end of the file.
+    fn append(&mut self, data: &[u8]) -> io::Result<()>;
+    /// Hands buffered bytes to the operating system (no durability implied).
+    fn flush(&mut self) -> io::Result<()>;
+    /// Flushes, then makes the file's data durable (`fdatasync`).
+    fn sync_data(&mut self) -> io::Result<()>;
+    /// Flushes, then makes the file's data and metadata durable (`fsync`).
+    fn sync_all(&mut self) -> io::Result<()>;
+    /// Logical length of the file: every byte appended so far, flushed or not.
+    fn len(&self) -> u64;
+    /// True when nothing was appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file opened for positional reads. Safe to share between threads.
+pub trait RandomAccessFile: Send + Sync {
+    /// Fills `buf` from `offset`. Reading past the end is an `UnexpectedEof` error.
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+    /// Length of the file when it was opened.
+    fn len(&self) -> u64;
+    /// True for an empty file.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// An exclusive lock on a file, held until dropped.
+pub trait FileLock: Send + Sync {}
+
+/// Every file-system operation the engine performs.
+pub trait Fs: Send + Sync + 'static {
+    /// Creates `path` and its missing parents.
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// Creates (or truncates) `path` for appending.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for appending at its end.
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for positional reads.
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
+    /// Reads a whole file.
+    fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let f = self.open_read(path)?;
+        let len = usize::try_from(f.len())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "file too large"))?;
+        let mut buf = vec![0u8; len];
+        f.read_exact_at(0, &mut buf)?;
+        Ok(buf)
+    }
+    /// Atomically renames `from` to `to`, replacing `to`. Durable after [`Fs::sync_dir`].
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes a file. Durable after [`Fs::sync_dir`].
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Cuts a file to `len` bytes and syncs it.
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
+    /// Names (not paths) of the entries of a directory, in no particular order.
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>>;
+    /// True if `path` exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Current length of a file.
+    fn file_size(&self, path: &Path) -> io::Result<u64>;
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, path: &Path) -> io::Result<()>;
+    /// Takes an exclusive lock on `path` (creating it). Fails with `ErrorKind::WouldBlock`
+    /// when another process (or another open database in this process) holds it.
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>>;
+}
+
+/// Shared handle to a file system.
+pub type FsRef = Arc<dyn Fs>;
+
+/// `dir/name`.
+pub fn join(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}
+
+/// True if `e` is the operating system's "no space left on device".
+pub fn is_no_space(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENOSPC)
+}

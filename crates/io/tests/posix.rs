@@ -1,0 +1,176 @@
+//! Tests of `PosixFs` against a temporary directory.
+
+use std::io::ErrorKind;
+use std::path::Path;
+
+use rialto_io::{Fs, PosixFs};
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temporary directory")
+}
+
+#[test]
+fn write_read_round_trip() {
+    let dir = tempdir();
+    let fs = PosixFs::new();
+    let path = dir.path().join("data");
+
+    let mut w = fs.create(&path).unwrap();
+    assert!(w.is_empty());
+    w.append(b"hello ").unwrap();
+    w.append(b"world").unwrap();
+    assert_eq!(w.len(), 11);
+    w.sync_data().unwrap();
+
+    let r = fs.open_read(&path).unwrap();
+    assert_eq!(r.len(), 11);
+    let mut buf = [0u8; 5];
+    r.read_exact_at(6, &mut buf).unwrap();
+    assert_eq!(&buf, b"world");
+    let err = r.read_exact_at(8, &mut buf).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::UnexpectedEof);
+    assert_eq!(fs.read_all(&path).unwrap(), b"hello world");
+    assert_eq!(fs.file_size(&path).unwrap(), 11);
+}
+
+#[test]
+fn buffered_appends_reach_the_file_on_flush() {
+    let dir = tempdir();
+    let fs = PosixFs::new();
+    let path = dir.path().join("wal");
+
+    let mut w = fs.create(&path).unwrap();
+    for _ in 0..100 {
+        w.append(b"0123456789").unwrap();
+    }
+    assert_eq!(w.len(), 1000, "len counts buffered bytes");
+    assert_eq!(
+        fs.file_size(&path).unwrap(),
+        0,
+        "small appends stay buffered"
+    );
+    w.flush().unwrap();
+    assert_eq!(fs.file_size(&path).unwrap(), 1000);
+
+    // An append larger than the buffer goes straight to the file, after what was buffered.
+    w.append(b"abc").unwrap();
+    let big = vec![7u8; 100 * 1024];
+    w.append(&big).unwrap();
+    assert_eq!(fs.file_size(&path).unwrap(), 1003 + big.len() as u64);
+    let data = fs.read_all(&path).unwrap();
+    assert_eq!(&data[1000..1003], b"abc");
+    assert_eq!(&data[1003..], &big[..]);
+}
+
+#[test]
+fn drop_flushes_and_open_append_continues_at_the_end() {
+    let dir = tempdir();
+    let fs = PosixFs::new();
+    let path = dir.path().join("log");
+
+    let mut w = fs.create(&path).unwrap();
+    w.append(b"first").unwrap();
+    drop(w);
+    assert_eq!(fs.read_all(&path).unwrap(), b"first");
+
+    let mut w = fs.open_append(&path).unwrap();
+    assert_eq!(w.len(), 5);
+    w.append(b"+second").unwrap();
+    w.sync_all().unwrap();
+    assert_eq!(w.len(), 12);
+    assert_eq!(fs.read_all(&path).unwrap(), b"first+second");
+}
+
+#[test]
+fn lock_excludes_a_second_lock_in_the_same_process() {
+    let dir = tempdir();
+    let path = dir.path().join("LOCK");
+    let fs = PosixFs::new();
+
+    let guard = fs.lock(&path).unwrap();
+    // Another instance, as a second database opened in this process would use.
+    let err = PosixFs::new()
+        .lock(&path)
+        .err()
+        .expect("second lock must fail");
+    assert_eq!(err.kind(), ErrorKind::WouldBlock);
+    assert!(
+        err.to_string().contains("LOCK"),
+        "message names the path: {err}"
+    );
+
+    drop(guard);
+    let again = fs.lock(&path).unwrap();
+    drop(again);
+}
+
+#[test]
+fn rename_replaces_and_sync_dir_succeeds() {
+    let dir = tempdir();
+    let fs = PosixFs::new();
+    let tmp = dir.path().join("CURRENT.tmp");
+    let current = dir.path().join("CURRENT");
+
+    write_file(&fs, &current, b"old");
+    write_file(&fs, &tmp, b"new");
+    fs.rename(&tmp, &current).unwrap();
+    fs.sync_dir(dir.path()).unwrap();
+
+    assert!(!fs.exists(&tmp));
+    assert_eq!(fs.read_all(&current).unwrap(), b"new");
+    assert_eq!(
+        fs.list_dir(dir.path()).unwrap(),
+        vec!["CURRENT".to_string()]
+    );
+
+    fs.remove_file(&current).unwrap();
+    assert!(!fs.exists(&current));
+    let err = fs.remove_file(&current).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+}
+
+#[test]
+fn truncate_cuts_the_file() {
+    let dir = tempdir();
+    let fs = PosixFs::new();
+    let path = dir.path().join("wal");
+
+    write_file(&fs, &path, &[1u8; 100]);
+    fs.truncate(&path, 40).unwrap();
+    assert_eq!(fs.file_size(&path).unwrap(), 40);
+    assert_eq!(fs.read_all(&path).unwrap(), vec![1u8; 40]);
+}
+
+#[test]
+fn missing_paths_are_not_found() {
+    let dir = tempdir();
+    let fs = PosixFs::new();
+    let missing = dir.path().join("nope");
+
+    assert_eq!(
+        fs.open_read(&missing).err().unwrap().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        fs.open_append(&missing).err().unwrap().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        fs.list_dir(&missing).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+
+    let nested = dir.path().join("a/b");
+    fs.create_dir_all(&nested).unwrap();
+    assert!(fs.exists(&nested));
+    assert_eq!(
+        fs.list_dir(&dir.path().join("a")).unwrap(),
+        vec!["b".to_string()]
+    );
+}
+
+fn write_file(fs: &PosixFs, path: &Path, data: &[u8]) {
+    let mut w = fs.create(path).unwrap();
+    w.append(data).unwrap();
+    w.sync_data().unwrap();
+}

@@ -1,0 +1,340 @@
+//! The compaction picker: a pure function of the version, the files already being compacted,
+//! and the options. No I/O, so it can be tested and simulated on made-up trees.
+//!
+//! Leveled policy (as LevelDB/RocksDB):
+//! - level 0 scores `files / level0_compaction_trigger`; level `n >= 1` scores
+//!   `bytes / target(n)` with `target(1) = max_bytes_for_level_base` and each deeper level
+//!   `level_size_multiplier` times larger; the last level is never a source;
+//! - the level with the highest score `>= 1` that has a task not conflicting with running
+//!   compactions is compacted into the next level;
+//! - an L0 task takes every L0 file (they overlap) plus the overlapping L1 files;
+//! - a deeper level takes one file, round-robin over the key space from the level's compact
+//!   pointer, plus the overlapping files of the next level;
+//! - a task whose source does not overlap the next level and whose grandparent overlap is small
+//!   is a *trivial move*: the file is relinked one level down without being rewritten.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::version::{FileMeta, Version};
+
+/// The options the picker reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PickerOptions {
+    /// L0 files that trigger a compaction.
+    pub level0_compaction_trigger: usize,
+    /// Target bytes of L1.
+    pub max_bytes_for_level_base: u64,
+    /// Growth factor between levels.
+    pub level_size_multiplier: u64,
+    /// Target bytes of an output file.
+    pub target_file_size: u64,
+}
+
+impl PickerOptions {
+    /// From the database options.
+    pub fn from_options(o: &crate::Options) -> Self {
+        PickerOptions {
+            level0_compaction_trigger: o.level0_compaction_trigger.max(1),
+            max_bytes_for_level_base: o.max_bytes_for_level_base.max(1),
+            level_size_multiplier: o.level_size_multiplier.max(2),
+            target_file_size: o.target_file_size.max(1),
+        }
+    }
+
+    /// Target bytes of `level` (`>= 1`).
+    pub fn level_target(&self, level: usize) -> u64 {
+        let mut t = self.max_bytes_for_level_base;
+        for _ in 1..level {
+            t = t.saturating_mul(self.level_size_multiplier);
+        }
+        t
+    }
+
+    /// Grandparent bytes an output file may overlap before it is cut, bounding the cost of
+    /// later compacting it.
+    pub fn max_grandparent_overlap(&self) -> u64 {
+        self.target_file_size.saturating_mul(10)
+    }
+}
+
+/// Why a compaction runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// Too many L0 files.
+    Level0Files,
+    /// A level exceeds its target size.
+    LevelSize,
+    /// `compact_range` asked for it.
+    Manual,
+}
+
+/// One compaction to run.
+#[derive(Debug, Clone)]
+pub struct CompactionTask {
+    /// Source level.
+    pub level: usize,
+    /// Files of the source level.
+    pub inputs: Vec<Arc<FileMeta>>,
+    /// Overlapping files of `level + 1`.
+    pub next_inputs: Vec<Arc<FileMeta>>,
+    /// Files of `level + 2` overlapping the inputs (for cutting output files).
+    pub grandparents: Vec<Arc<FileMeta>>,
+    /// Relink the single input one level down instead of rewriting it.
+    pub trivial_move: bool,
+    /// Why.
+    pub reason: Reason,
+}
+
+impl CompactionTask {
+    /// Output level.
+    pub fn output_level(&self) -> usize {
+        self.level + 1
+    }
+
+    /// Every input file.
+    pub fn all_inputs(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
+        self.inputs.iter().chain(&self.next_inputs)
+    }
+
+    /// Bytes of every input.
+    pub fn input_bytes(&self) -> u64 {
+        self.all_inputs().map(|f| f.file_size).sum()
+    }
+}
+
+/// Compaction score of every level but the last (see the module docs).
+pub fn level_scores(v: &Version, o: &PickerOptions) -> Vec<f64> {
+    (0..v.num_levels().saturating_sub(1))
+        .map(|level| {
+            if level == 0 {
+                v.levels[0].len() as f64 / o.level0_compaction_trigger as f64
+            } else {
+                v.level_bytes(level) as f64 / o.level_target(level) as f64
+            }
+        })
+        .collect()
+}
+
+/// Picks the most needed compaction that conflicts with none running, if any is needed.
+pub fn pick(
+    v: &Version,
+    compacting: &HashSet<u64>,
+    compact_pointers: &[Vec<u8>],
+    o: &PickerOptions,
+) -> Option<CompactionTask> {
+    let scores = level_scores(v, o);
+    let mut order: Vec<usize> = (0..scores.len()).filter(|&l| scores[l] >= 1.0).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+    for level in order {
+        let task = if level == 0 {
+            pick_level0(v, compacting, o)
+        } else {
+            let pointer = compact_pointers.get(level).map_or(&[][..], |p| &p[..]);
+            pick_level(v, level, compacting, pointer, o)
+        };
+        if task.is_some() {
+            return task;
+        }
+    }
+    None
+}
+
+fn pick_level0(v: &Version, compacting: &HashSet<u64>, o: &PickerOptions) -> Option<CompactionTask> {
+    let inputs = v.levels[0].clone();
+    if inputs.is_empty() || inputs.iter().any(|f| compacting.contains(&f.number)) {
+        return None;
+    }
+    finish_task(v, 0, inputs, compacting, Reason::Level0Files, o)
+}
+
+fn pick_level(
+    v: &Version,
+    level: usize,
+    compacting: &HashSet<u64>,
+    pointer: &[u8],
+    o: &PickerOptions,
+) -> Option<CompactionTask> {
+    let files = &v.levels[level];
+    let start = files.partition_point(|f| f.largest_user() <= pointer && !pointer.is_empty());
+    // Round-robin: from the pointer to the end, then wrap around.
+    (start..files.len()).chain(0..start).find_map(|i| {
+        let f = &files[i];
+        if compacting.contains(&f.number) {
+            return None;
+        }
+        finish_task(v, level, vec![Arc::clone(f)], compacting, Reason::LevelSize, o)
+    })
+}
+
+/// Compaction of every file of `level` overlapping `[lo, hi]` into `level + 1`, for
+/// `compact_range`. `None` if nothing overlaps or a conflicting compaction runs.
+pub fn pick_manual(
+    v: &Version,
+    level: usize,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+    compacting: &HashSet<u64>,
+    o: &PickerOptions,
+) -> Option<CompactionTask> {
+    if level + 1 >= v.num_levels() {
+        return None;
+    }
+    let inputs = v.overlapping(level, lo, hi);
+    if inputs.is_empty() || inputs.iter().any(|f| compacting.contains(&f.number)) {
+        return None;
+    }
+    let mut t = finish_task(v, level, inputs, compacting, Reason::Manual, o)?;
+    // A manual compaction rewrites: it is asked for to drop garbage, which a move keeps.
+    t.trivial_move = false;
+    Some(t)
+}
+
+fn key_range(files: &[Arc<FileMeta>]) -> (&[u8], &[u8]) {
+    let lo = files.iter().map(|f| f.smallest_user()).min().unwrap_or(&[]);
+    let hi = files.iter().map(|f| f.largest_user()).max().unwrap_or(&[]);
+    (lo, hi)
+}
+
+fn finish_task(
+    v: &Version,
+    level: usize,
+    inputs: Vec<Arc<FileMeta>>,
+    compacting: &HashSet<u64>,
+    reason: Reason,
+    o: &PickerOptions,
+) -> Option<CompactionTask> {
+    let (lo, hi) = key_range(&inputs);
+    let next_inputs = v.overlapping(level + 1, Some(lo), Some(hi));
+    if next_inputs.iter().any(|f| compacting.contains(&f.number)) {
+        return None;
+    }
+    let grandparents = if level + 2 < v.num_levels() {
+        let mut all = inputs.clone();
+        all.extend(next_inputs.iter().cloned());
+        let (glo, ghi) = key_range(&all);
+        v.overlapping(level + 2, Some(glo), Some(ghi))
+    } else {
+        Vec::new()
+    };
+    let grandparent_bytes: u64 = grandparents.iter().map(|f| f.file_size).sum();
+    let trivial_move = inputs.len() == 1
+        && next_inputs.is_empty()
+        && grandparent_bytes <= o.max_grandparent_overlap();
+    Some(CompactionTask {
+        level,
+        inputs,
+        next_inputs,
+        grandparents,
+        trivial_move,
+        reason,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{make_internal_key, ValueKind};
+    use crate::version::{VersionBuilder, VersionEdit};
+
+    fn file(n: u64, lo: &str, hi: &str, size: u64) -> FileMeta {
+        FileMeta {
+            number: n,
+            file_size: size,
+            smallest: make_internal_key(lo.as_bytes(), n, ValueKind::Put),
+            largest: make_internal_key(hi.as_bytes(), n, ValueKind::Put),
+            smallest_seq: n,
+            largest_seq: n,
+            num_entries: 1,
+            num_deletions: 0,
+            raw_bytes: size,
+        }
+    }
+
+    fn version(files: Vec<(usize, FileMeta)>) -> Version {
+        let mut b = VersionBuilder::new(&Version::new(4));
+        b.apply(&VersionEdit {
+            added: files,
+            ..Default::default()
+        })
+        .unwrap();
+        b.build()
+    }
+
+    fn opts() -> PickerOptions {
+        PickerOptions {
+            level0_compaction_trigger: 2,
+            max_bytes_for_level_base: 100,
+            level_size_multiplier: 10,
+            target_file_size: 10,
+        }
+    }
+
+    #[test]
+    fn nothing_to_do_below_thresholds() {
+        let v = version(vec![(0, file(1, "a", "c", 5)), (1, file(2, "a", "z", 50))]);
+        assert!(pick(&v, &HashSet::new(), &[], &opts()).is_none());
+    }
+
+    #[test]
+    fn level0_takes_all_files_and_overlapping_l1() {
+        let v = version(vec![
+            (0, file(1, "a", "c", 5)),
+            (0, file(2, "b", "f", 5)),
+            (1, file(3, "a", "b", 5)),
+            (1, file(4, "e", "g", 5)),
+            (1, file(5, "x", "z", 5)),
+        ]);
+        let t = pick(&v, &HashSet::new(), &[], &opts()).unwrap();
+        assert_eq!(t.level, 0);
+        assert_eq!(t.inputs.len(), 2);
+        let next: Vec<u64> = t.next_inputs.iter().map(|f| f.number).collect();
+        assert_eq!(next, vec![3, 4]);
+        assert!(!t.trivial_move);
+        // A running compaction of an overlapping L1 file blocks it.
+        let busy: HashSet<u64> = [4].into_iter().collect();
+        assert!(pick(&v, &busy, &[], &opts()).is_none());
+    }
+
+    #[test]
+    fn single_non_overlapping_file_moves_trivially() {
+        let v = version(vec![(1, file(1, "a", "c", 150)), (2, file(2, "x", "z", 5))]);
+        let t = pick(&v, &HashSet::new(), &[], &opts()).unwrap();
+        assert_eq!((t.level, t.trivial_move), (1, true));
+    }
+
+    #[test]
+    fn round_robin_follows_the_compact_pointer() {
+        let v = version(vec![
+            (1, file(1, "a", "b", 60)),
+            (1, file(2, "c", "d", 60)),
+            (1, file(3, "e", "f", 60)),
+        ]);
+        let mut pointers = vec![Vec::new(); 4];
+        pointers[1] = b"d".to_vec();
+        let t = pick(&v, &HashSet::new(), &pointers, &opts()).unwrap();
+        assert_eq!(t.inputs[0].number, 3);
+        pointers[1] = b"f".to_vec();
+        let t = pick(&v, &HashSet::new(), &pointers, &opts()).unwrap();
+        assert_eq!(t.inputs[0].number, 1, "wraps around");
+    }
+
+    #[test]
+    fn higher_score_wins() {
+        let v = version(vec![
+            (0, file(1, "a", "c", 5)),
+            (0, file(2, "a", "c", 5)),
+            (1, file(3, "m", "n", 1000)),
+        ]);
+        let t = pick(&v, &HashSet::new(), &[], &opts()).unwrap();
+        assert_eq!(t.level, 1, "L1 at 10x its target outranks L0 at 1x");
+    }
+
+    #[test]
+    fn manual_rewrites_even_a_movable_file() {
+        let v = version(vec![(1, file(1, "a", "c", 5))]);
+        let t = pick_manual(&v, 1, None, None, &HashSet::new(), &opts()).unwrap();
+        assert!(!t.trivial_move);
+        assert!(pick_manual(&v, 2, None, None, &HashSet::new(), &opts()).is_none());
+    }
+}

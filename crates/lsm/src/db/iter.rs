@@ -1,0 +1,49 @@
+//! Building user iterators over a consistent view.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use rialto_engine::{IterOptions, Result};
+
+use super::{DbInner, Snapshot};
+use crate::db_iter::DbIter;
+use crate::iter::BoxedIter;
+use crate::level_iter::LevelIter;
+use crate::merge::MergingIterator;
+
+/// An iterator over the memtables and tables of the current super version, reading at the
+/// snapshot's sequence (or the latest published one). It holds the super version, so every
+/// memtable and table file it reads stays alive until it is dropped.
+pub(crate) fn new_iterator(inner: &DbInner, opts: IterOptions<Snapshot>) -> Result<DbIter> {
+    // Sequence first, then the super version: it then holds every write up to `seq`.
+    let seq = match &opts.snapshot {
+        Some(s) => s.sequence(),
+        None => inner.visible_seq.load(Ordering::Acquire),
+    };
+    let sv = inner.sv.load_full();
+    let lo = opts.lower.as_deref();
+    // Bounds only prune files; `hi` as an inclusive bound is a superset of the exclusive one.
+    let hi = opts.upper.as_deref();
+    let mut children: Vec<BoxedIter> = Vec::new();
+    children.push(Box::new(sv.mem.iter()));
+    for m in &sv.imms {
+        children.push(Box::new(m.iter()));
+    }
+    for f in sv.version.levels[0].iter().filter(|f| f.overlaps(lo, hi)) {
+        children.push(Box::new(inner.tables.iter(f)?));
+    }
+    for level in 1..sv.version.num_levels() {
+        let files = sv.version.overlapping(level, lo, hi);
+        if !files.is_empty() {
+            children.push(Box::new(LevelIter::new(files, Arc::clone(&inner.tables))));
+        }
+    }
+    let merged = MergingIterator::new(children);
+    Ok(DbIter::new(
+        Box::new(merged),
+        seq,
+        opts.lower,
+        opts.upper,
+        Box::new((sv, opts.snapshot)),
+    ))
+}

@@ -1,0 +1,750 @@
+//! The database: ties the WAL, memtables, versions, table cache and background jobs together.
+//!
+//! Threads and locks:
+//! - `writers` (a queue) serializes commits: the writer at the front is the *leader*; it merges
+//!   the batches queued behind it into one WAL record (group commit), syncs once if any member
+//!   asked for durability, inserts the group into the memtable and publishes the new sequence
+//!   number. Only the leader touches the WAL and switches memtables.
+//! - `state` guards the version set, the memtable list and background-job bookkeeping. Reads
+//!   never take it: they load the current [`SuperVersion`] (memtables + version) lock-free.
+//! - Background threads run flushes (oldest immutable memtable first, one at a time) and
+//!   compactions (conflict-free tasks from the picker), and install results under `state`.
+//!
+//! Visibility: a write becomes visible when the leader publishes its sequence number, after its
+//! WAL record was written (and synced, for durable writes) and inserted into the memtable.
+//! A reader loads the published sequence *before* the super version, so the super version holds
+//! every write up to that sequence.
+
+mod iter;
+mod recovery;
+mod write;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
+use rialto_engine::{
+    EngineStats, Error, IterOptions, KvEngine, Result, WriteBatch, WriteOptions,
+};
+use rialto_io::{FileLock, Fs};
+
+use crate::cache::BlockCache;
+use crate::compaction::picker::{self, CompactionTask, PickerOptions};
+use crate::compaction::{self, Gc, OutputContext};
+use crate::db_iter::DbIter;
+use crate::iter::{BoxedIter, InternalIterator};
+use crate::key::{self, SequenceNumber, KIND_SEEK};
+use crate::level_iter::LevelIter;
+use crate::memtable::{Lookup, MemTable};
+use crate::merge::MergingIterator;
+use crate::options::Options;
+use crate::sstable::TableBuildOptions;
+use crate::table_cache::TableCache;
+use crate::version::{Version, VersionEdit, VersionSet};
+use crate::wal::WalWriter;
+use write::WriteQueue;
+
+/// What readers load: the memtables and the version, swapped atomically as one.
+pub(crate) struct SuperVersion {
+    pub(crate) mem: Arc<MemTable>,
+    /// Immutable memtables, newest first.
+    pub(crate) imms: Vec<Arc<MemTable>>,
+    pub(crate) version: Arc<Version>,
+}
+
+/// Bookkeeping guarded by `DbInner::state`.
+pub(crate) struct State {
+    pub(crate) versions: VersionSet,
+    pub(crate) mem: Arc<MemTable>,
+    /// Immutable memtables, oldest first (flush order).
+    pub(crate) imms: Vec<Arc<MemTable>>,
+    flush_running: bool,
+    running_compactions: usize,
+    /// Files under compaction.
+    compacting: HashSet<u64>,
+    /// Numbers of files being written that no version references yet.
+    pending_outputs: HashSet<u64>,
+    /// Every version some reader may still use, for deciding which files are obsolete.
+    live_versions: Vec<Weak<Version>>,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) user_bytes: AtomicU64,
+    pub(crate) wal_bytes: AtomicU64,
+    pub(crate) wal_syncs: AtomicU64,
+    pub(crate) flush_bytes: AtomicU64,
+    pub(crate) compaction_bytes_written: AtomicU64,
+    pub(crate) compaction_bytes_read: AtomicU64,
+    pub(crate) flushes: AtomicU64,
+    pub(crate) compactions: AtomicU64,
+    pub(crate) stall_micros: AtomicU64,
+}
+
+pub(crate) struct DbInner {
+    pub(crate) opts: Options,
+    pub(crate) dir: PathBuf,
+    pub(crate) fs: Arc<dyn Fs>,
+    _lock: Box<dyn FileLock>,
+    pub(crate) tables: Arc<TableCache>,
+    block_cache: Option<Arc<BlockCache>>,
+    pub(crate) state: Mutex<State>,
+    /// Wakes background threads.
+    bg_cv: Condvar,
+    /// Signalled whenever a flush or compaction finishes (or fails).
+    done_cv: Condvar,
+    sv: ArcSwap<SuperVersion>,
+    /// Largest sequence number visible to readers.
+    pub(crate) visible_seq: AtomicU64,
+    pub(crate) writers: WriteQueue,
+    pub(crate) wal: Mutex<Option<WalWriter>>,
+    /// Set once when a write, sync or background job fails: the engine refuses writes.
+    read_only: Mutex<Option<String>>,
+    read_only_flag: AtomicBool,
+    shutting_down: AtomicBool,
+    /// Live snapshots: sequence → count.
+    snapshots: Mutex<BTreeMap<SequenceNumber, usize>>,
+    pub(crate) counters: Counters,
+}
+
+/// An open LSM database. Cheap to share across threads by reference or `Arc`.
+pub struct Db {
+    inner: Arc<DbInner>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// A consistent read view. Released when the last clone is dropped.
+#[derive(Clone)]
+pub struct Snapshot(Arc<SnapshotInner>);
+
+struct SnapshotInner {
+    seq: SequenceNumber,
+    db: Weak<DbInner>,
+}
+
+impl Snapshot {
+    /// Sequence number the snapshot reads at.
+    pub fn sequence(&self) -> SequenceNumber {
+        self.0.seq
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Snapshot({})", self.0.seq)
+    }
+}
+
+impl Drop for SnapshotInner {
+    fn drop(&mut self) {
+        if let Some(db) = self.db.upgrade() {
+            let mut s = db.snapshots.lock();
+            if let Some(c) = s.get_mut(&self.seq) {
+                *c -= 1;
+                if *c == 0 {
+                    s.remove(&self.seq);
+                }
+            }
+        }
+    }
+}
+
+enum Job {
+    Flush(Arc<MemTable>),
+    Compact(CompactionTask),
+}
+
+impl Db {
+    /// Opens (or creates, per the options) the database in `path`, recovering from its WAL.
+    /// A directory held by another open database fails with [`Error::Locked`].
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let inner = recovery::open(path.as_ref(), opts)?;
+        let inner = Arc::new(inner);
+        let n = inner.opts.max_background_jobs.max(1);
+        let mut threads = Vec::with_capacity(n);
+        for i in 0..n {
+            let db = Arc::clone(&inner);
+            let t = std::thread::Builder::new()
+                .name(format!("rialto-bg-{i}"))
+                .spawn(move || db.background_loop())
+                .map_err(|e| Error::io("spawn background thread", e))?;
+            threads.push(t);
+        }
+        inner.bg_cv.notify_all();
+        Ok(Db { inner, threads })
+    }
+
+    /// Syncs the WAL, stops background work and closes the database.
+    pub fn close(mut self) -> Result<()> {
+        let r = self.inner.sync_wal();
+        self.shutdown();
+        r
+    }
+
+    fn shutdown(&mut self) {
+        self.inner.shutting_down.store(true, Ordering::SeqCst);
+        {
+            let _s = self.inner.state.lock();
+            self.inner.bg_cv.notify_all();
+            self.inner.done_cv.notify_all();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+
+    /// The reason the engine refuses writes, if it does.
+    pub fn read_only_reason(&self) -> Option<String> {
+        self.inner.read_only.lock().clone()
+    }
+
+    /// Database directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Makes every acknowledged write durable (syncs the WAL).
+    pub fn sync_wal(&self) -> Result<()> {
+        self.inner.sync_wal()
+    }
+
+    /// Waits until no flush or compaction is pending or running.
+    pub fn wait_for_background_work(&self) -> Result<()> {
+        let inner = &self.inner;
+        let opts = PickerOptions::from_options(&inner.opts);
+        let mut st = inner.state.lock();
+        loop {
+            inner.check_writable()?;
+            let busy = st.flush_running
+                || !st.imms.is_empty()
+                || st.running_compactions > 0
+                || picker::pick(
+                    &st.versions.current(),
+                    &st.compacting,
+                    &compact_pointers(&st.versions),
+                    &opts,
+                )
+                .is_some();
+            if !busy {
+                return Ok(());
+            }
+            inner.done_cv.wait(&mut st);
+        }
+    }
+
+    /// Number of table files at `level`.
+    pub fn num_files_at_level(&self, level: usize) -> usize {
+        self.inner.sv.load().version.levels.get(level).map_or(0, |l| l.len())
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn compact_pointers(v: &VersionSet) -> Vec<Vec<u8>> {
+    (0..v.current().num_levels())
+        .map(|l| v.compact_pointer(l).to_vec())
+        .collect()
+}
+
+impl DbInner {
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.read_only_flag.load(Ordering::Acquire) {
+            let r = self.read_only.lock().clone().unwrap_or_default();
+            return Err(Error::ReadOnly(r));
+        }
+        if self.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Turns the engine read-only after a failed write, sync or background job. Never undone:
+    /// after a failed fsync the state of the file is unknown, so only a reopen (which recovers
+    /// from what is really on disk) may write again.
+    /// REQUIRES: `state` not held by the caller (see [`DbInner::set_read_only_locked`]).
+    pub(crate) fn set_read_only(&self, e: &Error) {
+        let st = self.state.lock();
+        self.set_read_only_locked(e, &st);
+    }
+
+    /// [`DbInner::set_read_only`] for a caller holding `state`; waiters on the condition
+    /// variables check the flag under `state`, so notifying under it loses no wakeup.
+    pub(crate) fn set_read_only_locked(&self, e: &Error, _st: &State) {
+        let mut r = self.read_only.lock();
+        if r.is_none() {
+            tracing::error!(error = %e, "engine turns read-only");
+            *r = Some(e.to_string());
+            self.read_only_flag.store(true, Ordering::Release);
+        }
+        drop(r);
+        self.done_cv.notify_all();
+        self.bg_cv.notify_all();
+    }
+
+    fn sync_wal(&self) -> Result<()> {
+        // Take the commit path so no leader writes while we sync.
+        let _leader = self.writers.exclusive();
+        let r = match self.wal.lock().as_mut() {
+            Some(w) => w.sync(),
+            None => Ok(()),
+        };
+        match r {
+            Ok(()) => {
+                self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => {
+                self.set_read_only(&e);
+                Err(e)
+            }
+        }
+    }
+
+    pub(crate) fn install_super_version(&self, st: &mut State) {
+        let version = st.versions.current();
+        st.live_versions.retain(|w| w.strong_count() > 0);
+        st.live_versions.push(Arc::downgrade(&version));
+        self.sv.store(Arc::new(SuperVersion {
+            mem: Arc::clone(&st.mem),
+            imms: st.imms.iter().rev().cloned().collect(),
+            version,
+        }));
+    }
+
+    pub(crate) fn notify_background(&self) {
+        self.bg_cv.notify_all();
+    }
+
+    fn snapshot_list(&self) -> Vec<SequenceNumber> {
+        self.snapshots.lock().keys().copied().collect()
+    }
+
+    fn get_at_seq(&self, user_key: &[u8], seq: SequenceNumber) -> Result<Option<Bytes>> {
+        let sv = self.sv.load();
+        let mut lookup = Lookup::Absent;
+        for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            lookup = m.get(user_key, seq);
+            if lookup != Lookup::Absent {
+                break;
+            }
+        }
+        if lookup == Lookup::Absent {
+            let ikey = key::make_internal_key(user_key, seq, KIND_SEEK);
+            lookup = sv.version.get(&self.tables, &ikey)?;
+        }
+        Ok(match lookup {
+            Lookup::Found(v) => Some(v),
+            Lookup::Deleted | Lookup::Absent => None,
+        })
+    }
+
+    // ---- background work ----
+
+    fn background_loop(self: Arc<Self>) {
+        let popts = PickerOptions::from_options(&self.opts);
+        let max_compactions = self.opts.max_background_jobs.saturating_sub(1).max(1);
+        loop {
+            let job = {
+                let mut st = self.state.lock();
+                loop {
+                    if self.shutting_down.load(Ordering::Acquire) {
+                        return;
+                    }
+                    if !self.read_only_flag.load(Ordering::Acquire) {
+                        if !st.flush_running {
+                            if let Some(m) = st.imms.first() {
+                                let m = Arc::clone(m);
+                                st.flush_running = true;
+                                break Job::Flush(m);
+                            }
+                        }
+                        if st.running_compactions < max_compactions {
+                            let v = st.versions.current();
+                            let ptrs = compact_pointers(&st.versions);
+                            if let Some(t) = picker::pick(&v, &st.compacting, &ptrs, &popts) {
+                                st.compacting.extend(t.all_inputs().map(|f| f.number));
+                                st.running_compactions += 1;
+                                break Job::Compact(t);
+                            }
+                        }
+                    }
+                    self.bg_cv.wait(&mut st);
+                }
+            };
+            let r = match job {
+                Job::Flush(m) => self.flush_memtable(&m),
+                Job::Compact(t) => self.run_compaction(t),
+            };
+            if let Err(e) = r {
+                if !matches!(e, Error::Closed) {
+                    self.set_read_only(&e);
+                }
+            }
+            let _st = self.state.lock();
+            self.done_cv.notify_all();
+            self.bg_cv.notify_all();
+        }
+    }
+
+    fn output_context<'a>(
+        &'a self,
+        new_file_number: &'a dyn Fn() -> u64,
+        grandparents: &'a [Arc<crate::version::FileMeta>],
+        target_file_size: u64,
+    ) -> OutputContext<'a> {
+        OutputContext {
+            fs: &*self.fs,
+            dir: &self.dir,
+            table_options: TableBuildOptions::from_options(&self.opts),
+            new_file_number,
+            target_file_size,
+            grandparents,
+            max_grandparent_overlap: PickerOptions::from_options(&self.opts).max_grandparent_overlap(),
+            shutting_down: &self.shutting_down,
+        }
+    }
+
+    fn allocate_output(&self) -> u64 {
+        let mut st = self.state.lock();
+        let n = st.versions.new_file_number();
+        st.pending_outputs.insert(n);
+        n
+    }
+
+    /// Writes the oldest immutable memtable `m` to an L0 table and installs it.
+    fn flush_memtable(&self, m: &Arc<MemTable>) -> Result<()> {
+        let r = self.flush_memtable_inner(m);
+        let mut st = self.state.lock();
+        st.flush_running = false;
+        r.map(|_| self.delete_obsolete_files(&mut st))
+    }
+
+    fn flush_memtable_inner(&self, m: &Arc<MemTable>) -> Result<()> {
+        let snapshots = self.snapshot_list();
+        let last = self.visible_seq.load(Ordering::Acquire);
+        let never_bottom = |_: &[u8]| false;
+        let mut gc = Gc::new(snapshots, last, &never_bottom);
+        let alloc = || self.allocate_output();
+        let ctx = self.output_context(&alloc, &[], u64::MAX);
+        let mut it = m.iter();
+        it.seek_to_first();
+        let outputs = compaction::write_tables(&mut it, &mut gc, &ctx)?;
+        self.fs
+            .sync_dir(&self.dir)
+            .map_err(|e| Error::io("sync database directory", e))?;
+
+        let mut st = self.state.lock();
+        debug_assert!(st.imms.first().is_some_and(|f| Arc::ptr_eq(f, m)));
+        // Every WAL segment older than the next memtable's is now fully in tables.
+        let next_wal = st.imms.get(1).unwrap_or(&st.mem).wal_number();
+        let bytes: u64 = outputs.iter().map(|f| f.file_size).sum();
+        let edit = VersionEdit {
+            log_number: Some(next_wal),
+            last_sequence: Some(m.largest_seq()),
+            added: outputs.iter().map(|f| (0, f.clone())).collect(),
+            ..Default::default()
+        };
+        let r = st.versions.log_and_apply(edit);
+        for f in &outputs {
+            st.pending_outputs.remove(&f.number);
+        }
+        r?;
+        st.imms.remove(0);
+        self.install_super_version(&mut st);
+        self.counters.flush_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn run_compaction(&self, task: CompactionTask) -> Result<()> {
+        let r = self.run_compaction_inner(&task);
+        let mut st = self.state.lock();
+        for f in task.all_inputs() {
+            st.compacting.remove(&f.number);
+        }
+        st.running_compactions -= 1;
+        r.map(|_| self.delete_obsolete_files(&mut st))
+    }
+
+    fn run_compaction_inner(&self, task: &CompactionTask) -> Result<()> {
+        let out_level = task.output_level();
+        let mut edit = VersionEdit::default();
+        for f in &task.inputs {
+            edit.deleted.push((task.level, f.number));
+        }
+        for f in &task.next_inputs {
+            edit.deleted.push((out_level, f.number));
+        }
+        if let Some(last) = task.inputs.iter().map(|f| f.largest_user()).max() {
+            edit.compact_pointers.push((task.level, last.to_vec()));
+        }
+        if task.trivial_move {
+            for f in &task.inputs {
+                edit.added.push((out_level, (**f).clone()));
+            }
+            let mut st = self.state.lock();
+            st.versions.log_and_apply(edit)?;
+            self.install_super_version(&mut st);
+            return Ok(());
+        }
+
+        let version = self.sv.load().version.clone();
+        let mut children: Vec<BoxedIter> = Vec::new();
+        if task.level == 0 {
+            for f in &task.inputs {
+                children.push(Box::new(self.tables.iter(f)?));
+            }
+        } else {
+            children.push(Box::new(LevelIter::new(task.inputs.clone(), Arc::clone(&self.tables))));
+        }
+        if !task.next_inputs.is_empty() {
+            children.push(Box::new(LevelIter::new(
+                task.next_inputs.clone(),
+                Arc::clone(&self.tables),
+            )));
+        }
+        let mut input = MergingIterator::new(children);
+        input.seek_to_first();
+
+        let snapshots = self.snapshot_list();
+        let last = self.visible_seq.load(Ordering::Acquire);
+        let bottommost = |uk: &[u8]| version.is_bottommost_for(out_level, uk);
+        let mut gc = Gc::new(snapshots, last, &bottommost);
+        let alloc = || self.allocate_output();
+        let ctx = self.output_context(&alloc, &task.grandparents, self.opts.target_file_size);
+        let outputs = compaction::write_tables(&mut input, &mut gc, &ctx)?;
+        self.fs
+            .sync_dir(&self.dir)
+            .map_err(|e| Error::io("sync database directory", e))?;
+
+        let written: u64 = outputs.iter().map(|f| f.file_size).sum();
+        let mut st = self.state.lock();
+        edit.added.extend(outputs.iter().map(|f| (out_level, f.clone())));
+        let r = st.versions.log_and_apply(edit);
+        for f in &outputs {
+            st.pending_outputs.remove(&f.number);
+        }
+        r?;
+        self.install_super_version(&mut st);
+        self.counters
+            .compaction_bytes_written
+            .fetch_add(written, Ordering::Relaxed);
+        self.counters
+            .compaction_bytes_read
+            .fetch_add(task.input_bytes(), Ordering::Relaxed);
+        self.counters.compactions.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(
+            level = task.level,
+            inputs = task.inputs.len() + task.next_inputs.len(),
+            outputs = outputs.len(),
+            dropped = gc.dropped,
+            "compaction done"
+        );
+        Ok(())
+    }
+
+    /// Removes files no version, pending output or WAL replay needs. Errors are ignored (a
+    /// leftover file is removed at the next open).
+    pub(crate) fn delete_obsolete_files(&self, st: &mut State) {
+        st.live_versions.retain(|w| w.strong_count() > 0);
+        let mut live: HashSet<u64> = st.pending_outputs.clone();
+        for v in st.live_versions.iter().filter_map(Weak::upgrade) {
+            live.extend(v.live_files());
+        }
+        live.extend(st.versions.current().live_files());
+        let log_number = st.versions.log_number();
+        let manifest = st.versions.manifest_number();
+        let Ok(names) = self.fs.list_dir(&self.dir) else {
+            return;
+        };
+        for name in names {
+            let obsolete = match parse_file_name(&name) {
+                Some(FileKind::Table(n)) => !live.contains(&n),
+                Some(FileKind::Wal(n)) => n < log_number,
+                Some(FileKind::Manifest(n)) => n != manifest,
+                Some(FileKind::Temp) => true,
+                None => false,
+            };
+            if obsolete {
+                if let Some(FileKind::Table(n)) = parse_file_name(&name) {
+                    self.tables.evict(n);
+                }
+                let _ = self.fs.remove_file(&self.dir.join(&name));
+            }
+        }
+    }
+}
+
+/// Kinds of files in a database directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FileKind {
+    Table(u64),
+    Wal(u64),
+    Manifest(u64),
+    Temp,
+}
+
+pub(crate) fn parse_file_name(name: &str) -> Option<FileKind> {
+    if let Some(n) = name.strip_suffix(".sst") {
+        return n.parse().ok().map(FileKind::Table);
+    }
+    if let Some(n) = name.strip_suffix(".log") {
+        return n.parse().ok().map(FileKind::Wal);
+    }
+    if let Some(n) = name.strip_prefix("MANIFEST-") {
+        return n.parse().ok().map(FileKind::Manifest);
+    }
+    (name == "CURRENT.tmp").then_some(FileKind::Temp)
+}
+
+impl KvEngine for Db {
+    type Snapshot = Snapshot;
+    type Iter = DbIter;
+
+    fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        self.inner.get_at_seq(key, seq)
+    }
+
+    fn get_at(&self, snapshot: &Snapshot, key: &[u8]) -> Result<Option<Bytes>> {
+        self.inner.get_at_seq(key, snapshot.0.seq)
+    }
+
+    fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+        self.inner.write(batch, opts)
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        let mut s = self.inner.snapshots.lock();
+        // Read the sequence under the registry lock so a compaction that lists snapshots
+        // either sees this one or ran before it existed (then it kept everything up to `seq`).
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        *s.entry(seq).or_insert(0) += 1;
+        Snapshot(Arc::new(SnapshotInner {
+            seq,
+            db: Arc::downgrade(&self.inner),
+        }))
+    }
+
+    fn iter(&self, opts: IterOptions<Snapshot>) -> Result<DbIter> {
+        iter::new_iterator(&self.inner, opts)
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.inner.flush()?;
+        self.inner.compact_range(start, end)
+    }
+
+    fn stats(&self) -> EngineStats {
+        let inner = &self.inner;
+        let c = &inner.counters;
+        let version = inner.sv.load().version.clone();
+        let levels = version.level_stats();
+        let table_bytes: u64 = levels.iter().map(|l| l.bytes).sum();
+        let wal_bytes = inner.wal.lock().as_ref().map_or(0, |w| w.len());
+        let (hits, misses) = inner
+            .block_cache
+            .as_ref()
+            .map_or((0, 0), |b| (b.hits(), b.misses()));
+        EngineStats {
+            levels,
+            user_bytes_written: c.user_bytes.load(Ordering::Relaxed),
+            wal_bytes_written: c.wal_bytes.load(Ordering::Relaxed),
+            flush_bytes_written: c.flush_bytes.load(Ordering::Relaxed),
+            compaction_bytes_written: c.compaction_bytes_written.load(Ordering::Relaxed),
+            compaction_bytes_read: c.compaction_bytes_read.load(Ordering::Relaxed),
+            live_data_bytes: version.estimate_live_bytes(),
+            disk_bytes: table_bytes + wal_bytes,
+            block_cache_hits: hits,
+            block_cache_misses: misses,
+            flushes: c.flushes.load(Ordering::Relaxed),
+            compactions: c.compactions.load(Ordering::Relaxed),
+            stall_micros: c.stall_micros.load(Ordering::Relaxed),
+            wal_syncs: c.wal_syncs.load(Ordering::Relaxed),
+            read_only_reason: inner.read_only.lock().clone(),
+        }
+    }
+}
+
+impl DbInner {
+    /// Switches the memtable (if it holds anything) and waits until every memtable up to it
+    /// is flushed.
+    fn flush(&self) -> Result<()> {
+        let target = self.force_memtable_switch()?;
+        let Some(target) = target else {
+            return Ok(());
+        };
+        let mut st = self.state.lock();
+        loop {
+            if !st.imms.iter().any(|m| Arc::ptr_eq(m, &target)) {
+                return Ok(());
+            }
+            self.check_writable()?;
+            self.bg_cv.notify_all();
+            self.done_cv.wait(&mut st);
+        }
+    }
+
+    fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
+        let popts = PickerOptions::from_options(&self.opts);
+        let max_level = {
+            let v = self.state.lock().versions.current();
+            (1..v.num_levels())
+                .rev()
+                .find(|&l| !v.overlapping(l, lo, hi).is_empty())
+                .unwrap_or(1)
+        };
+        for level in 0..max_level {
+            loop {
+                let task = {
+                    let mut st = self.state.lock();
+                    self.check_writable()?;
+                    let v = st.versions.current();
+                    if v.overlapping(level, lo, hi).is_empty() {
+                        break;
+                    }
+                    match picker::pick_manual(&v, level, lo, hi, &st.compacting, &popts) {
+                        Some(t) => {
+                            st.compacting.extend(t.all_inputs().map(|f| f.number));
+                            st.running_compactions += 1;
+                            t
+                        }
+                        None => {
+                            // A background compaction holds some of the files; wait for it.
+                            self.done_cv.wait(&mut st);
+                            continue;
+                        }
+                    }
+                };
+                let r = self.run_compaction(task);
+                {
+                    let _st = self.state.lock();
+                    self.done_cv.notify_all();
+                    self.bg_cv.notify_all();
+                }
+                if let Err(e) = r {
+                    if !matches!(e, Error::Closed) {
+                        self.set_read_only(&e);
+                    }
+                    return Err(e);
+                }
+                // One pass over the level is enough: outputs went to level + 1.
+                break;
+            }
+        }
+        Ok(())
+    }
+}

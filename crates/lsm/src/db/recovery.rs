@@ -1,0 +1,276 @@
+//! Opening a database: lock, manifest, WAL replay.
+//!
+//! Recovery argument (see docs/design.md for the long form):
+//! 1. The manifest names every table of the last installed version; an edit is installed only
+//!    after its manifest record was synced, and the tables it adds were synced (file data and
+//!    directory entry) before the edit was written. So every table the recovered version names
+//!    is complete on disk.
+//! 2. Every write acknowledged after the last installed flush is in a WAL segment numbered at
+//!    or above the manifest's log number (segments below it were entirely flushed into tables
+//!    the version names), and was written (and synced, if durable) before it was acknowledged.
+//! 3. Replaying those segments in order rebuilds the memtable state; a torn tail in the newest
+//!    segment is bytes never acknowledged as durable; anything else bad is corruption.
+//! 4. The replayed state is flushed to a table and installed together with a new log number
+//!    before the old segments are deleted, so a crash during recovery recovers again the same.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use parking_lot::{Condvar, Mutex};
+use rialto_engine::{Error, Result, WriteBatch};
+use rialto_io::Fs;
+
+use super::{parse_file_name, Counters, DbInner, FileKind, State, SuperVersion};
+use crate::cache::BlockCache;
+use crate::compaction::{self, Gc, OutputContext};
+use crate::iter::InternalIterator;
+use crate::key::SequenceNumber;
+use crate::memtable::MemTable;
+use crate::options::{Options, WalRecovery};
+use crate::sstable::TableBuildOptions;
+use crate::table_cache::TableCache;
+use crate::version::edit::MAX_LEVELS;
+use crate::version::{current_file_name, FileMeta, VersionEdit, VersionSet};
+use crate::wal::{self, SegmentEnd, WalWriter};
+
+fn validate(o: &Options) -> Result<()> {
+    let bad = |m: &str| Err(Error::InvalidArgument(m.to_string()));
+    if o.write_buffer_size < 4096 {
+        return bad("write_buffer_size must be at least 4096 bytes");
+    }
+    if !(2..=MAX_LEVELS).contains(&o.num_levels) {
+        return bad("num_levels must be between 2 and 16");
+    }
+    if o.block_size < 256 || o.block_size > (256 << 20) {
+        return bad("block_size must be between 256 bytes and 256 MiB");
+    }
+    if o.block_restart_interval == 0 {
+        return bad("block_restart_interval must be at least 1");
+    }
+    if o.level0_slowdown_trigger < o.level0_compaction_trigger
+        || o.level0_stop_trigger < o.level0_slowdown_trigger
+    {
+        return bad("level-0 triggers must satisfy compaction <= slowdown <= stop");
+    }
+    if o.max_open_files < 16 {
+        return bad("max_open_files must be at least 16");
+    }
+    Ok(())
+}
+
+pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
+    validate(&opts)?;
+    let fs = Arc::clone(&opts.fs);
+    let shown = path.display().to_string();
+    if opts.create_if_missing {
+        fs.create_dir_all(path)
+            .map_err(|e| Error::io(format!("create directory {shown}"), e))?;
+    } else if !fs.exists(path) {
+        return Err(Error::NotFound(shown));
+    }
+    let lock = fs.lock(&path.join("LOCK")).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            Error::Locked(shown.clone())
+        } else {
+            Error::io(format!("lock {shown}/LOCK"), e)
+        }
+    })?;
+
+    let mut versions = if fs.exists(&path.join(current_file_name())) {
+        if opts.error_if_exists {
+            return Err(Error::InvalidArgument(format!("a database exists in {shown}")));
+        }
+        VersionSet::recover(Arc::clone(&fs), path, opts.num_levels)?
+    } else if opts.create_if_missing {
+        VersionSet::create(Arc::clone(&fs), path, opts.num_levels)?
+    } else {
+        return Err(Error::NotFound(shown));
+    };
+
+    let (edit, max_seq) = replay_wal(&*fs, path, &opts, &mut versions)?;
+    let mut edit = edit;
+    let wal_number = versions.new_file_number();
+    let wal = WalWriter::create(&*fs, path, wal_number)?;
+    fs.sync_dir(path)
+        .map_err(|e| Error::io("sync database directory", e))?;
+    edit.log_number = Some(wal_number);
+    edit.last_sequence = Some(max_seq);
+    versions.log_and_apply(edit)?;
+
+    let block_cache = opts.block_cache.clone().or_else(|| Some(BlockCache::global()));
+    let tables = Arc::new(TableCache::new(
+        Arc::clone(&fs),
+        path.to_path_buf(),
+        block_cache.clone(),
+        opts.max_open_files,
+        opts.verify_checksums,
+    ));
+    let mem = Arc::new(MemTable::new(wal_number));
+    let version = versions.current();
+    let state = State {
+        versions,
+        mem: Arc::clone(&mem),
+        imms: Vec::new(),
+        flush_running: false,
+        running_compactions: 0,
+        compacting: HashSet::new(),
+        pending_outputs: HashSet::new(),
+        live_versions: Vec::new(),
+    };
+    let inner = DbInner {
+        dir: path.to_path_buf(),
+        fs,
+        _lock: lock,
+        tables,
+        block_cache,
+        state: Mutex::new(state),
+        bg_cv: Condvar::new(),
+        done_cv: Condvar::new(),
+        sv: ArcSwap::from_pointee(SuperVersion {
+            mem,
+            imms: Vec::new(),
+            version,
+        }),
+        visible_seq: AtomicU64::new(max_seq),
+        writers: Default::default(),
+        wal: Mutex::new(Some(wal)),
+        read_only: Mutex::new(None),
+        read_only_flag: AtomicBool::new(false),
+        shutting_down: AtomicBool::new(false),
+        snapshots: Mutex::new(BTreeMap::new()),
+        counters: Counters::default(),
+        opts,
+    };
+    {
+        let mut st = inner.state.lock();
+        inner.install_super_version(&mut st);
+        inner.delete_obsolete_files(&mut st);
+    }
+    Ok(inner)
+}
+
+/// Replays the live WAL segments into memtables, flushing them into L0 tables as they fill
+/// and at the end. Returns the edit adding those tables and the largest sequence seen.
+fn replay_wal(
+    fs: &dyn Fs,
+    dir: &Path,
+    opts: &Options,
+    versions: &mut VersionSet,
+) -> Result<(VersionEdit, SequenceNumber)> {
+    let names = fs
+        .list_dir(dir)
+        .map_err(|e| Error::io("list database directory", e))?;
+    let mut segments: Vec<u64> = names
+        .iter()
+        .filter_map(|n| match parse_file_name(n) {
+            Some(FileKind::Wal(n)) if n >= versions.log_number() => Some(n),
+            _ => None,
+        })
+        .collect();
+    segments.sort_unstable();
+
+    let flushed_seq = versions.last_sequence();
+    let mut max_seq = flushed_seq;
+    let mut edit = VersionEdit::default();
+    let versions = RefCell::new(versions);
+    let mut mem = Arc::new(MemTable::new(0));
+    for (i, &number) in segments.iter().enumerate() {
+        let name = wal::segment_file_name(number);
+        let is_last = i + 1 == segments.len();
+        let mut flush_error = None;
+        let end = wal::read_segment(fs, &dir.join(&name), number, |offset, _, payload| {
+            let (seq, batch) = WriteBatch::decode(payload)
+                .map_err(|r| Error::corruption(&name, offset, format!("bad write batch: {r}")))?;
+            let count = u64::from(batch.count());
+            if count == 0 {
+                return Ok(());
+            }
+            let last = seq + count - 1;
+            if last <= flushed_seq {
+                // Already in tables (cannot happen with one memtable per segment; kept as a
+                // guard so a replay never inserts a sequence number twice).
+                return Ok(());
+            }
+            mem.insert_batch(&batch, seq);
+            max_seq = max_seq.max(last);
+            if mem.approximate_memory_usage() >= opts.write_buffer_size {
+                match flush_recovered(fs, dir, opts, &versions, &mem, max_seq) {
+                    Ok(f) => edit.added.extend(f.into_iter().map(|f| (0, f))),
+                    Err(e) => {
+                        flush_error = Some(e.duplicate());
+                        return Err(e);
+                    }
+                }
+                mem = Arc::new(MemTable::new(0));
+            }
+            Ok(())
+        });
+        let end = match (end, opts.wal_recovery) {
+            (Ok(end), _) => end,
+            (Err(e), WalRecovery::Salvage) if e.is_corruption() && flush_error.is_none() => {
+                let (offset, reason) = match &e {
+                    Error::Corruption { offset, reason, .. } => (*offset, reason.clone()),
+                    _ => (0, String::new()),
+                };
+                SegmentEnd::Corrupt { offset, reason }
+            }
+            (Err(e), _) => return Err(e),
+        };
+        match end {
+            SegmentEnd::Clean => {}
+            SegmentEnd::TornTail { offset } if is_last => {
+                tracing::warn!(segment = %name, offset, "dropping a torn WAL tail (never acknowledged as durable)");
+            }
+            SegmentEnd::TornTail { offset } | SegmentEnd::Corrupt { offset, .. } => {
+                let reason = match &end {
+                    SegmentEnd::Corrupt { reason, .. } => reason.clone(),
+                    _ => "incomplete record before the newest segment".to_string(),
+                };
+                match opts.wal_recovery {
+                    WalRecovery::Strict => return Err(Error::corruption(&name, offset, reason)),
+                    WalRecovery::Salvage => {
+                        tracing::warn!(segment = %name, offset, %reason,
+                            "salvage: dropping the WAL from the first damaged record on");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    if !mem.is_empty() {
+        let files = flush_recovered(fs, dir, opts, &versions, &mem, max_seq)?;
+        edit.added.extend(files.into_iter().map(|f| (0, f)));
+    }
+    Ok((edit, max_seq))
+}
+
+fn flush_recovered(
+    fs: &dyn Fs,
+    dir: &Path,
+    opts: &Options,
+    versions: &RefCell<&mut VersionSet>,
+    mem: &Arc<MemTable>,
+    last_seq: SequenceNumber,
+) -> Result<Vec<FileMeta>> {
+    let never_bottom = |_: &[u8]| false;
+    let mut gc = Gc::new(Vec::new(), last_seq, &never_bottom);
+    let alloc = || versions.borrow_mut().new_file_number();
+    let stop = AtomicBool::new(false);
+    let ctx = OutputContext {
+        fs,
+        dir,
+        table_options: TableBuildOptions::from_options(opts),
+        new_file_number: &alloc,
+        target_file_size: u64::MAX,
+        grandparents: &[],
+        max_grandparent_overlap: u64::MAX,
+        shutting_down: &stop,
+    };
+    let mut it = mem.iter();
+    it.seek_to_first();
+    compaction::write_tables(&mut it, &mut gc, &ctx)
+}

@@ -1,0 +1,304 @@
+//! The commit path: a queue of writers whose front member leads a group commit.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use rialto_engine::{Error, Result, WriteBatch, WriteOptions};
+
+use super::{DbInner, State};
+use crate::memtable::MemTable;
+use crate::wal::{WalWriter, HEADER_LEN, KIND_BATCH};
+
+/// Largest group a leader builds, in batch bytes. Bounds the latency a small write pays for
+/// riding along with large ones.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+/// When the leader's own batch is small, the group stays small too (so one small write is not
+/// delayed behind a megabyte of others).
+const SMALL_BATCH_BYTES: usize = 128 << 10;
+/// Delay applied once per write when L0 reaches the slowdown trigger.
+const SLOWDOWN_DELAY: Duration = Duration::from_millis(1);
+
+/// One queued writer.
+pub(crate) struct Writer {
+    /// The batch, taken by the leader. `None` for a writer that only wants exclusivity.
+    batch: Mutex<Option<WriteBatch>>,
+    sync: bool,
+    /// Set by the leader that committed this writer's batch.
+    result: Mutex<Option<Result<()>>>,
+    cv: Condvar,
+}
+
+/// The queue of writers. The front member is the leader.
+#[derive(Default)]
+pub(crate) struct WriteQueue {
+    queue: Mutex<VecDeque<Arc<Writer>>>,
+}
+
+/// Being at the front of the queue: exclusive use of the WAL and of memtable switching.
+/// Dropping it hands leadership to the next writer.
+pub(crate) struct Leadership<'a> {
+    queue: &'a WriteQueue,
+    me: Arc<Writer>,
+}
+
+impl Drop for Leadership<'_> {
+    fn drop(&mut self) {
+        let mut q = self.queue.queue.lock();
+        if q.front().is_some_and(|f| Arc::ptr_eq(f, &self.me)) {
+            q.pop_front();
+        }
+        if let Some(next) = q.front() {
+            next.cv.notify_one();
+        }
+    }
+}
+
+impl WriteQueue {
+    /// Waits until this caller is the leader (no batch of its own).
+    pub(crate) fn exclusive(&self) -> Leadership<'_> {
+        let me = Arc::new(Writer {
+            batch: Mutex::new(None),
+            sync: false,
+            result: Mutex::new(None),
+            cv: Condvar::new(),
+        });
+        let mut q = self.queue.lock();
+        q.push_back(Arc::clone(&me));
+        while !q.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
+            me.cv.wait(&mut q);
+        }
+        Leadership { queue: self, me }
+    }
+
+    /// Enqueues `w` and waits until a leader committed it (returns its result) or it became the
+    /// leader (returns `None` with the queue locked).
+    fn enqueue<'a>(&'a self, w: &Arc<Writer>) -> std::result::Result<MutexGuard<'a, VecDeque<Arc<Writer>>>, Result<()>> {
+        let mut q = self.queue.lock();
+        q.push_back(Arc::clone(w));
+        loop {
+            if let Some(r) = w.result.lock().take() {
+                return Err(r);
+            }
+            if q.front().is_some_and(|f| Arc::ptr_eq(f, w)) {
+                return Ok(q);
+            }
+            w.cv.wait(&mut q);
+        }
+    }
+}
+
+impl DbInner {
+    /// Commits `batch` (see the module docs of `db`).
+    pub(crate) fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+        batch.validate()?;
+        self.check_writable()?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let me = Arc::new(Writer {
+            batch: Mutex::new(Some(batch)),
+            sync: opts.sync,
+            result: Mutex::new(None),
+            cv: Condvar::new(),
+        });
+        let q = match self.writers.enqueue(&me) {
+            Ok(q) => q,
+            Err(result) => return result,
+        };
+        drop(q);
+        let leadership = Leadership {
+            queue: &self.writers,
+            me: Arc::clone(&me),
+        };
+        self.make_room_for_write(false)?;
+
+        // Build the group: the leader and the writers queued behind it, up to a size bound.
+        let mut group: Vec<Arc<Writer>> = Vec::new();
+        let mut merged: Option<WriteBatch> = None;
+        let mut sync = false;
+        {
+            let q = self.writers.queue.lock();
+            let mut limit = MAX_GROUP_BYTES;
+            for w in q.iter() {
+                let mut b = w.batch.lock();
+                let Some(batch) = b.as_ref() else {
+                    break; // an exclusivity request: it waits for its own turn
+                };
+                match merged.as_mut() {
+                    None => {
+                        if batch.data().len() <= SMALL_BATCH_BYTES {
+                            limit = batch.data().len() + SMALL_BATCH_BYTES;
+                        }
+                        merged = b.take();
+                    }
+                    Some(m) => {
+                        if m.data().len() + batch.data().len() > limit {
+                            break;
+                        }
+                        m.append(batch);
+                        b.take();
+                    }
+                }
+                sync |= w.sync;
+                group.push(Arc::clone(w));
+            }
+        }
+        let Some(mut merged) = merged else {
+            return Err(Error::Closed);
+        };
+
+        let r = self.commit_group(&mut merged, sync);
+
+        // Hand out results; the leader's own is returned directly.
+        {
+            let mut q = self.writers.queue.lock();
+            for w in &group {
+                if q.front().is_some_and(|f| Arc::ptr_eq(f, w)) {
+                    q.pop_front();
+                }
+                if !Arc::ptr_eq(w, &me) {
+                    *w.result.lock() = Some(match &r {
+                        Ok(()) => Ok(()),
+                        Err(e) => Err(e.duplicate()),
+                    });
+                    w.cv.notify_one();
+                }
+            }
+        }
+        drop(leadership);
+        r
+    }
+
+    /// Logs, syncs if asked, inserts and publishes one merged batch. Leader only.
+    fn commit_group(&self, merged: &mut WriteBatch, sync: bool) -> Result<()> {
+        self.check_writable()?;
+        let first_seq = self.visible_seq.load(Ordering::Acquire) + 1;
+        let count = u64::from(merged.count());
+        let record = merged.seal(first_seq);
+        let logged = match self.wal.lock().as_mut() {
+            Some(w) => w.add_record(KIND_BATCH, record).and_then(|_| {
+                if sync {
+                    w.sync()?;
+                    self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(())
+            }),
+            None => Err(Error::Closed),
+        };
+        if let Err(e) = logged {
+            // Nothing of the group is acknowledged: the record may or may not be on disk, and a
+            // retried sync could not be trusted (fsyncgate).
+            self.set_read_only(&e);
+            return Err(e);
+        }
+        self.counters
+            .wal_bytes
+            .fetch_add((record_len(merged) + HEADER_LEN) as u64, Ordering::Relaxed);
+        self.counters
+            .user_bytes
+            .fetch_add(merged.payload_bytes(), Ordering::Relaxed);
+        // Only the leader switches memtables, so the current one is stable here.
+        let mem = Arc::clone(&self.sv.load().mem);
+        mem.insert_batch(merged, first_seq);
+        self.visible_seq
+            .store(first_seq + count - 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Ensures the memtable has room, switching it or stalling as the thresholds say.
+    /// With `force`, switches a non-empty memtable regardless of its size and returns it.
+    /// Leader only.
+    pub(crate) fn make_room_for_write(&self, mut force: bool) -> Result<Option<Arc<MemTable>>> {
+        let mut allow_delay = !force;
+        let mut switched = None;
+        let mut st = self.state.lock();
+        loop {
+            self.check_writable()?;
+            let l0 = st.versions.current().levels[0].len();
+            if allow_delay && l0 >= self.opts.level0_slowdown_trigger {
+                // Delay each write a little instead of stopping all of them later; the delay
+                // hands CPU and disk to compaction.
+                drop(st);
+                let t = self.opts.clock.now_micros();
+                self.opts.clock.sleep(SLOWDOWN_DELAY);
+                self.counters
+                    .stall_micros
+                    .fetch_add(self.opts.clock.now_micros().saturating_sub(t), Ordering::Relaxed);
+                allow_delay = false;
+                st = self.state.lock();
+                continue;
+            }
+            let full = st.mem.approximate_memory_usage() >= self.opts.write_buffer_size;
+            if !force && !full {
+                return Ok(switched);
+            }
+            if force && st.mem.is_empty() {
+                return Ok(switched);
+            }
+            if st.imms.len() + 1 >= self.opts.max_write_buffer_number.max(2) {
+                self.stall(&mut st);
+                continue;
+            }
+            if l0 >= self.opts.level0_stop_trigger {
+                self.stall(&mut st);
+                continue;
+            }
+            switched = Some(self.switch_memtable(&mut st)?);
+            force = false;
+        }
+    }
+
+    fn stall(&self, st: &mut MutexGuard<'_, State>) {
+        let t = self.opts.clock.now_micros();
+        self.bg_cv.notify_all();
+        self.done_cv.wait(st);
+        self.counters
+            .stall_micros
+            .fetch_add(self.opts.clock.now_micros().saturating_sub(t), Ordering::Relaxed);
+    }
+
+    /// Freezes the memtable and starts a new WAL segment for its successor.
+    fn switch_memtable(&self, st: &mut State) -> Result<Arc<MemTable>> {
+        let r = (|| {
+            let number = st.versions.new_file_number();
+            let mut wal = self.wal.lock();
+            // The old segment is made durable before the log moves on, so at recovery only the
+            // newest segment can end in a torn record, and a later sync never makes durable a
+            // write that follows unsynced ones.
+            if let Some(w) = wal.as_mut() {
+                w.sync()?;
+            }
+            let w = WalWriter::create(&*self.fs, &self.dir, number)?;
+            self.fs
+                .sync_dir(&self.dir)
+                .map_err(|e| Error::io("sync database directory", e))?;
+            *wal = Some(w);
+            Ok(number)
+        })();
+        let number = match r {
+            Ok(n) => n,
+            Err(e) => {
+                self.set_read_only_locked(&e, st);
+                return Err(e);
+            }
+        };
+        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
+        st.imms.push(Arc::clone(&old));
+        self.install_super_version(st);
+        self.notify_background();
+        Ok(old)
+    }
+
+    /// Switches a non-empty memtable now; returns it (None if it was empty).
+    pub(crate) fn force_memtable_switch(&self) -> Result<Option<Arc<MemTable>>> {
+        let _leader = self.writers.exclusive();
+        self.make_room_for_write(true)
+    }
+}
+
+fn record_len(b: &WriteBatch) -> usize {
+    b.data().len()
+}

@@ -1,0 +1,25 @@
+//! Rialto's log-structured merge-tree engine.
+//!
+//! Writes go to a write-ahead log ([`wal`]) and a concurrent skiplist memtable; full memtables
+//! are flushed in the background into sorted tables ([`sstable`]) in level 0; a leveled
+//! compaction merges tables down the tree. The set of live tables is a [`version`] recorded
+//! in a manifest of version edits. See `docs/design.md` for formats and the recovery argument.
+
+pub mod cache;
+pub mod compaction;
+mod db;
+pub mod db_iter;
+pub mod iter;
+pub mod key;
+pub mod level_iter;
+pub mod memtable;
+pub mod merge;
+pub mod options;
+pub mod sstable;
+pub mod table_cache;
+pub mod version;
+pub mod wal;
+
+pub use db::{Db, Snapshot};
+pub use db_iter::DbIter;
+pub use options::{Compression, Options, WalRecovery};

@@ -1,0 +1,468 @@
+//! An arena-backed skiplist with one writer at a time and any number of lock-free readers.
+//!
+//! Concurrency contract (as LevelDB's): inserts are serialized by the caller (the memtable holds
+//! a mutex around them); readers never lock. A node is fully initialized before it is published
+//! with a `Release` store into its predecessor's tower, and readers follow links with `Acquire`
+//! loads, so a reader sees either the old list or the list with the complete new node. Nodes are
+//! never removed or moved: the arena frees everything at once when the list is dropped, and
+//! iterators hold an `Arc` of the owner, so a pointer read from the list stays valid.
+//!
+//! Node layout in the arena (8-byte aligned):
+//! `key_len: u32 | value_len: u32 | height: u32 | pad: u32 | tower: [AtomicPtr<Node>; height] | key | value`
+
+use std::cell::UnsafeCell;
+use std::cmp::Ordering;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
+
+use crate::key;
+
+/// Tallest tower. With branching 4, 12 levels index 4^12 = 16M entries efficiently.
+pub const MAX_HEIGHT: usize = 12;
+const BRANCHING: u32 = 4;
+/// Arena chunk size; larger nodes get a chunk of their own.
+const CHUNK_BYTES: usize = 4 << 20;
+const HEADER_BYTES: usize = 16;
+
+#[repr(C)]
+struct Node {
+    key_len: u32,
+    value_len: u32,
+    height: u32,
+    _pad: u32,
+    // Followed in memory by the tower, the key and the value.
+}
+
+impl Node {
+    /// # Safety
+    /// `node` points to an initialized node with tower height `> level`.
+    #[inline]
+    unsafe fn next(node: *const Node, level: usize) -> *mut Node {
+        Self::tower(node, level).load(AtomicOrdering::Acquire)
+    }
+
+    /// # Safety
+    /// As for [`Node::next`].
+    #[inline]
+    unsafe fn tower<'a>(node: *const Node, level: usize) -> &'a AtomicPtr<Node> {
+        debug_assert!(level < (*node).height as usize);
+        let base = (node as *const u8).add(HEADER_BYTES) as *const AtomicPtr<Node>;
+        &*base.add(level)
+    }
+
+    /// # Safety
+    /// `node` is an initialized node (not the head).
+    #[inline]
+    unsafe fn key<'a>(node: *const Node) -> &'a [u8] {
+        let h = (*node).height as usize;
+        let p = (node as *const u8).add(HEADER_BYTES + h * 8);
+        std::slice::from_raw_parts(p, (*node).key_len as usize)
+    }
+
+    /// # Safety
+    /// `node` is an initialized node (not the head).
+    #[inline]
+    unsafe fn value<'a>(node: *const Node) -> &'a [u8] {
+        let h = (*node).height as usize;
+        let p = (node as *const u8).add(HEADER_BYTES + h * 8 + (*node).key_len as usize);
+        std::slice::from_raw_parts(p, (*node).value_len as usize)
+    }
+}
+
+/// Bump allocator over 8-byte aligned chunks. Only the writer allocates.
+struct Arena {
+    chunks: Vec<Box<[u64]>>,
+    /// Next free byte in the last chunk, and bytes left there.
+    ptr: *mut u8,
+    left: usize,
+}
+
+impl Arena {
+    fn new() -> Self {
+        Arena {
+            chunks: Vec::new(),
+            ptr: ptr::null_mut(),
+            left: 0,
+        }
+    }
+
+    /// Returns 8-byte aligned, zeroed memory of `bytes` bytes, valid until the arena drops.
+    fn alloc(&mut self, bytes: usize) -> (*mut u8, usize) {
+        let bytes = (bytes + 7) & !7;
+        if bytes > self.left {
+            if bytes > CHUNK_BYTES / 4 {
+                // A large node gets its own chunk so the current chunk's tail is not wasted.
+                let mut c = vec![0u64; bytes / 8].into_boxed_slice();
+                let p = c.as_mut_ptr() as *mut u8;
+                self.chunks.push(c);
+                return (p, bytes);
+            }
+            let mut c = vec![0u64; CHUNK_BYTES / 8].into_boxed_slice();
+            self.ptr = c.as_mut_ptr() as *mut u8;
+            self.left = CHUNK_BYTES;
+            self.chunks.push(c);
+        }
+        let p = self.ptr;
+        // SAFETY: `bytes <= left`, so the result stays inside the current chunk.
+        self.ptr = unsafe { self.ptr.add(bytes) };
+        self.left -= bytes;
+        (p, bytes)
+    }
+}
+
+/// The skiplist. See the module docs for the concurrency contract.
+pub struct SkipList {
+    head: *mut Node,
+    max_height: AtomicUsize,
+    /// Only touched by the (single, externally serialized) writer.
+    writer: UnsafeCell<WriterState>,
+    /// Bytes allocated, readable by anyone.
+    memory: AtomicUsize,
+    len: AtomicUsize,
+}
+
+struct WriterState {
+    arena: Arena,
+    rng: u64,
+}
+
+// SAFETY: readers only follow published, immutable nodes through atomics; the writer state is
+// only touched under the caller's write serialization (documented on `insert`).
+unsafe impl Send for SkipList {}
+unsafe impl Sync for SkipList {}
+
+impl SkipList {
+    /// An empty list.
+    pub fn new() -> Self {
+        let mut arena = Arena::new();
+        let (p, bytes) = arena.alloc(HEADER_BYTES + MAX_HEIGHT * 8);
+        let head = p as *mut Node;
+        // SAFETY: `p` is zeroed, aligned memory large enough for the head and its tower; zeroed
+        // atomics are null pointers.
+        unsafe {
+            (*head).height = MAX_HEIGHT as u32;
+        }
+        SkipList {
+            head,
+            max_height: AtomicUsize::new(1),
+            writer: UnsafeCell::new(WriterState {
+                arena,
+                rng: 0x9E37_79B9_7F4A_7C15,
+            }),
+            memory: AtomicUsize::new(bytes),
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    /// Bytes of memory allocated for nodes.
+    pub fn memory_usage(&self) -> usize {
+        self.memory.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.len.load(AtomicOrdering::Relaxed)
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Inserts an entry.
+    ///
+    /// # Safety
+    /// Callers serialize inserts (at most one thread inside `insert` at a time), and the list
+    /// holds no entry equal to `ikey` (internal keys are unique: sequence numbers are).
+    pub unsafe fn insert(&self, ikey: &[u8], value: &[u8]) {
+        let w = &mut *self.writer.get();
+        let mut prev = [ptr::null_mut::<Node>(); MAX_HEIGHT];
+        let found = self.find_greater_or_equal(ikey, Some(&mut prev));
+        debug_assert!(found.is_null() || key::compare(Node::key(found), ikey) != Ordering::Equal);
+
+        let height = random_height(&mut w.rng);
+        let max = self.max_height.load(AtomicOrdering::Relaxed);
+        if height > max {
+            for p in prev.iter_mut().take(height).skip(max) {
+                *p = self.head;
+            }
+            // Readers that see the new height before the node is linked see null links at the
+            // new levels from the head, which they treat as end of level: harmless.
+            self.max_height.store(height, AtomicOrdering::Relaxed);
+        }
+
+        let size = HEADER_BYTES + height * 8 + ikey.len() + value.len();
+        let (p, bytes) = w.arena.alloc(size);
+        let node = p as *mut Node;
+        (*node).key_len = ikey.len() as u32;
+        (*node).value_len = value.len() as u32;
+        (*node).height = height as u32;
+        let kp = p.add(HEADER_BYTES + height * 8);
+        ptr::copy_nonoverlapping(ikey.as_ptr(), kp, ikey.len());
+        ptr::copy_nonoverlapping(value.as_ptr(), kp.add(ikey.len()), value.len());
+        for (level, &pr) in prev.iter().enumerate().take(height) {
+            // The new node's own link need not be Release: it is published by the store below.
+            Node::tower(node, level).store(Node::next(pr, level), AtomicOrdering::Relaxed);
+            Node::tower(pr, level).store(node, AtomicOrdering::Release);
+        }
+        self.memory.fetch_add(bytes, AtomicOrdering::Relaxed);
+        self.len.fetch_add(1, AtomicOrdering::Relaxed);
+    }
+
+    /// First node `>= target`, filling `prev` with the last node `< target` at each level.
+    fn find_greater_or_equal(
+        &self,
+        target: &[u8],
+        mut prev: Option<&mut [*mut Node; MAX_HEIGHT]>,
+    ) -> *mut Node {
+        let mut x = self.head;
+        let mut level = self.max_height.load(AtomicOrdering::Relaxed) - 1;
+        loop {
+            // SAFETY: `x` is the head or a published node, both with height > level.
+            let next = unsafe { Node::next(x, level) };
+            // SAFETY: `next` is null or a published node.
+            if !next.is_null() && key::compare(unsafe { Node::key(next) }, target) == Ordering::Less
+            {
+                x = next;
+            } else {
+                if let Some(p) = prev.as_deref_mut() {
+                    p[level] = x;
+                }
+                if level == 0 {
+                    return next;
+                }
+                level -= 1;
+            }
+        }
+    }
+
+    /// Last node `< target`, or the head.
+    fn find_less_than(&self, target: &[u8]) -> *mut Node {
+        let mut x = self.head;
+        let mut level = self.max_height.load(AtomicOrdering::Relaxed) - 1;
+        loop {
+            // SAFETY: as in `find_greater_or_equal`.
+            let next = unsafe { Node::next(x, level) };
+            if !next.is_null() && key::compare(unsafe { Node::key(next) }, target) == Ordering::Less
+            {
+                x = next;
+            } else if level == 0 {
+                return x;
+            } else {
+                level -= 1;
+            }
+        }
+    }
+
+    /// Last node, or the head.
+    fn find_last(&self) -> *mut Node {
+        let mut x = self.head;
+        let mut level = self.max_height.load(AtomicOrdering::Relaxed) - 1;
+        loop {
+            // SAFETY: as in `find_greater_or_equal`.
+            let next = unsafe { Node::next(x, level) };
+            if !next.is_null() {
+                x = next;
+            } else if level == 0 {
+                return x;
+            } else {
+                level -= 1;
+            }
+        }
+    }
+
+    /// First entry `>= target`, as (internal key, value).
+    pub fn seek(&self, target: &[u8]) -> Option<(&[u8], &[u8])> {
+        let n = self.find_greater_or_equal(target, None);
+        // SAFETY: published nodes live as long as `self`.
+        (!n.is_null()).then(|| unsafe { (Node::key(n), Node::value(n)) })
+    }
+
+    /// A cursor positioned nowhere.
+    pub fn cursor(&self) -> Cursor<'_> {
+        Cursor {
+            list: self,
+            node: ptr::null_mut(),
+        }
+    }
+}
+
+impl Default for SkipList {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn random_height(rng: &mut u64) -> usize {
+    let mut h = 1;
+    while h < MAX_HEIGHT {
+        // xorshift64*: quality is ample for tower heights.
+        *rng ^= *rng >> 12;
+        *rng ^= *rng << 25;
+        *rng ^= *rng >> 27;
+        let r = rng.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32;
+        if !(r as u32).is_multiple_of(BRANCHING) {
+            break;
+        }
+        h += 1;
+    }
+    h
+}
+
+/// A position in the list. Null means invalid.
+pub struct Cursor<'a> {
+    list: &'a SkipList,
+    node: *mut Node,
+}
+
+// SAFETY: the cursor only reads published nodes of a `Sync` list.
+unsafe impl Send for Cursor<'_> {}
+
+impl<'a> Cursor<'a> {
+    /// True when positioned at an entry.
+    pub fn valid(&self) -> bool {
+        !self.node.is_null()
+    }
+    /// Current key. REQUIRES: `valid()`.
+    pub fn key(&self) -> &'a [u8] {
+        assert!(self.valid(), "skiplist cursor is not positioned");
+        // SAFETY: a non-null cursor node is a published node living as long as the list.
+        unsafe { Node::key(self.node) }
+    }
+    /// Current value. REQUIRES: `valid()`.
+    pub fn value(&self) -> &'a [u8] {
+        assert!(self.valid(), "skiplist cursor is not positioned");
+        // SAFETY: as in `key`.
+        unsafe { Node::value(self.node) }
+    }
+    /// Moves to the next entry.
+    pub fn next(&mut self) {
+        if self.valid() {
+            // SAFETY: as in `key`.
+            self.node = unsafe { Node::next(self.node, 0) };
+        }
+    }
+    /// Moves to the previous entry (O(log n): there are no back links).
+    pub fn prev(&mut self) {
+        if self.valid() {
+            let k = self.key();
+            let n = self.list.find_less_than(k);
+            self.node = if n == self.list.head {
+                ptr::null_mut()
+            } else {
+                n
+            };
+        }
+    }
+    /// Positions at the first entry `>= target`.
+    pub fn seek(&mut self, target: &[u8]) {
+        self.node = self.list.find_greater_or_equal(target, None);
+    }
+    /// Positions at the last entry `<= target`.
+    pub fn seek_for_prev(&mut self, target: &[u8]) {
+        self.seek(target);
+        if !self.valid() {
+            self.seek_to_last();
+        } else if key::compare(self.key(), target) != Ordering::Equal {
+            self.prev();
+        }
+    }
+    /// Positions at the first entry.
+    pub fn seek_to_first(&mut self) {
+        // SAFETY: the head has a full tower.
+        self.node = unsafe { Node::next(self.list.head, 0) };
+    }
+    /// Positions at the last entry.
+    pub fn seek_to_last(&mut self) {
+        let n = self.list.find_last();
+        self.node = if n == self.list.head {
+            ptr::null_mut()
+        } else {
+            n
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{make_internal_key, ValueKind};
+    use std::sync::Arc;
+
+    #[test]
+    fn ordered_and_navigable() {
+        let l = SkipList::new();
+        let mut keys = Vec::new();
+        for i in (0..1000u32).rev() {
+            let k = make_internal_key(format!("key{i:05}").as_bytes(), u64::from(i), ValueKind::Put);
+            // SAFETY: single-threaded test.
+            unsafe { l.insert(&k, &i.to_le_bytes()) };
+            keys.push(k);
+        }
+        keys.sort_by(|a, b| key::compare(a, b));
+        let mut c = l.cursor();
+        c.seek_to_first();
+        for k in &keys {
+            assert_eq!(c.key(), &k[..]);
+            c.next();
+        }
+        assert!(!c.valid());
+        c.seek_to_last();
+        for k in keys.iter().rev() {
+            assert_eq!(c.key(), &k[..]);
+            c.prev();
+        }
+        assert!(!c.valid());
+        c.seek_for_prev(&keys[500]);
+        assert_eq!(c.key(), &keys[500][..]);
+        assert_eq!(l.len(), 1000);
+    }
+
+    #[test]
+    fn large_values_get_their_own_chunk() {
+        let l = SkipList::new();
+        let v = vec![7u8; 3 << 20];
+        let k = make_internal_key(b"big", 1, ValueKind::Put);
+        // SAFETY: single-threaded test.
+        unsafe { l.insert(&k, &v) };
+        let (fk, fv) = l.seek(&k).unwrap();
+        assert_eq!(fk, &k[..]);
+        assert_eq!(fv, &v[..]);
+    }
+
+    #[test]
+    fn readers_run_concurrently_with_the_writer() {
+        let l = Arc::new(SkipList::new());
+        let writer = {
+            let l = l.clone();
+            std::thread::spawn(move || {
+                for i in 0..20_000u64 {
+                    let k = make_internal_key(&i.to_be_bytes(), i, ValueKind::Put);
+                    // SAFETY: this is the only writer thread.
+                    unsafe { l.insert(&k, &i.to_le_bytes()) };
+                }
+            })
+        };
+        let reader = {
+            let l = l.clone();
+            std::thread::spawn(move || {
+                for _ in 0..50 {
+                    let mut c = l.cursor();
+                    c.seek_to_first();
+                    let mut last: Option<Vec<u8>> = None;
+                    while c.valid() {
+                        if let Some(p) = &last {
+                            assert_eq!(key::compare(p, c.key()), Ordering::Less);
+                        }
+                        assert_eq!(&c.key()[..8], c.value().iter().rev().copied().collect::<Vec<_>>());
+                        last = Some(c.key().to_vec());
+                        c.next();
+                    }
+                }
+            })
+        };
+        writer.join().unwrap();
+        reader.join().unwrap();
+        assert_eq!(l.len(), 20_000);
+    }
+}

@@ -1,0 +1,155 @@
+//! Options of an LSM database. Every option states its default and its trade-off.
+
+use std::sync::Arc;
+
+use rialto_io::{Clock, FsRef, PosixFs, SystemClock};
+
+use crate::cache::BlockCache;
+
+/// Block compression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    /// No compression (default): fastest reads and writes, most space.
+    #[default]
+    None,
+    /// LZ4: cheap, ~2x on typical data.
+    Lz4,
+    /// Zstandard (level 3 by default): smaller than LZ4, more CPU on writes and reads.
+    Zstd,
+}
+
+impl Compression {
+    /// Parses the db_bench names `none`, `lz4`, `zstd`.
+    pub fn parse(s: &str) -> Option<Compression> {
+        match s.to_ascii_lowercase().as_str() {
+            "none" | "no" => Some(Compression::None),
+            "lz4" => Some(Compression::Lz4),
+            "zstd" => Some(Compression::Zstd),
+            _ => None,
+        }
+    }
+}
+
+/// What recovery does when the WAL is damaged somewhere other than its torn tail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WalRecovery {
+    /// Default: fail the open with a Corruption error naming the file and offset. A torn tail
+    /// (an incomplete or bad record with nothing valid after it, in the newest segment) is
+    /// always truncated: it is a write that was never acknowledged as durable.
+    #[default]
+    Strict,
+    /// Recover every record up to the first corrupt one and drop the rest (point-in-time
+    /// recovery). Acknowledged writes after the damage are lost: the caller asked for it.
+    Salvage,
+}
+
+/// Options of an LSM database.
+#[derive(Clone)]
+pub struct Options {
+    /// File system (default: the real one). Tests pass a `MemFs`.
+    pub fs: FsRef,
+    /// Clock (default: the system's).
+    pub clock: Arc<dyn Clock>,
+    /// Create the database if the directory holds none. Default `true`.
+    pub create_if_missing: bool,
+    /// Fail if a database already exists. Default `false`.
+    pub error_if_exists: bool,
+    /// Bytes a memtable holds before it is frozen and flushed. Default 64 MiB. Larger: fewer,
+    /// larger L0 files and less write amplification; more memory and longer recovery.
+    pub write_buffer_size: usize,
+    /// Memtables (mutable + immutable) kept before writers wait for a flush. Default 2.
+    pub max_write_buffer_number: usize,
+    /// Target uncompressed bytes of a data block. Default 4 KiB. Larger: smaller index, better
+    /// compression and scans; more bytes read per point lookup.
+    pub block_size: usize,
+    /// Keys between restart points in a data block. Default 16. Smaller: faster seeks in a
+    /// block, less prefix compression.
+    pub block_restart_interval: usize,
+    /// Bloom filter bits per key; 0 disables filters. Default 10 (about 1% false positives).
+    pub bloom_bits_per_key: u32,
+    /// Block compression. Default none.
+    pub compression: Compression,
+    /// Shared block cache. Default: the process-wide cache ([`BlockCache::global`]), so every
+    /// database opened in a process shares one memory budget.
+    pub block_cache: Option<Arc<BlockCache>>,
+    /// Table files kept open at once. Default: derived from the process's open-file limit
+    /// (half of `RLIMIT_NOFILE`, at least 64). Tables beyond it are reopened on demand.
+    pub max_open_files: usize,
+    /// Number of L0 files that triggers an L0→L1 compaction. Default 4.
+    pub level0_compaction_trigger: usize,
+    /// L0 files at which each write is delayed (1 ms per write batch group). Default 20.
+    pub level0_slowdown_trigger: usize,
+    /// L0 files at which writes wait until compaction catches up. Default 36.
+    pub level0_stop_trigger: usize,
+    /// Target size of L1. Default 256 MiB. Each deeper level is `level_size_multiplier` larger.
+    pub max_bytes_for_level_base: u64,
+    /// Growth factor between levels. Default 10. Larger: fewer levels, more write amplification.
+    pub level_size_multiplier: u64,
+    /// Number of levels. Default 7.
+    pub num_levels: usize,
+    /// Target size of a table file written by compaction. Default 64 MiB.
+    pub target_file_size: u64,
+    /// Background threads for flushes and compactions. Default 2 (one flush, one compaction).
+    pub max_background_jobs: usize,
+    /// What recovery does with a WAL damaged before its tail. Default strict.
+    pub wal_recovery: WalRecovery,
+    /// Verify block checksums on every read. Default `true`: a flipped bit is reported as
+    /// Corruption, never returned as data. Costs one CRC32C pass per block read from disk.
+    pub verify_checksums: bool,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("write_buffer_size", &self.write_buffer_size)
+            .field("block_size", &self.block_size)
+            .field("bloom_bits_per_key", &self.bloom_bits_per_key)
+            .field("compression", &self.compression)
+            .field("max_open_files", &self.max_open_files)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            fs: Arc::new(PosixFs::new()),
+            clock: Arc::new(SystemClock::new()),
+            create_if_missing: true,
+            error_if_exists: false,
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            block_size: 4096,
+            block_restart_interval: 16,
+            bloom_bits_per_key: 10,
+            compression: Compression::None,
+            block_cache: None,
+            max_open_files: default_max_open_files(),
+            level0_compaction_trigger: 4,
+            level0_slowdown_trigger: 20,
+            level0_stop_trigger: 36,
+            max_bytes_for_level_base: 256 << 20,
+            level_size_multiplier: 10,
+            num_levels: 7,
+            target_file_size: 64 << 20,
+            max_background_jobs: 2,
+            wal_recovery: WalRecovery::Strict,
+            verify_checksums: true,
+        }
+    }
+}
+
+/// Half of the soft open-file limit (the rest is left for sockets and logs), at least 64.
+pub fn default_max_open_files() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    if rc != 0 {
+        return 500;
+    }
+    let cur = usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX);
+    (cur / 2).clamp(64, 1 << 20)
+}

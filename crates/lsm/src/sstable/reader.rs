@@ -1,0 +1,379 @@
+//! Opens a table and serves point lookups and block reads.
+
+use std::cell::Cell;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rialto_engine::{Error, Result};
+use rialto_io::RandomAccessFile;
+
+use super::block::{Block, BlockIter};
+use super::bloom::BloomFilter;
+use super::compression::decompress;
+use super::format::{
+    crc32c, unmask_crc, BlockHandle, CompressionType, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
+};
+use super::properties::TableProperties;
+use super::table_iter::TableIter;
+use crate::cache::{BlockCache, CacheKey};
+use crate::iter::InternalIterator;
+use crate::key::{self, TRAILER_LEN};
+
+/// The index, parsed: separator keys packed in one buffer, binary-searched on every lookup.
+///
+/// Invariants (checked at open): keys are internal keys in strictly increasing order; every
+/// data block handle lies inside the data region of the file. Separator `i` is `>=` every
+/// key of block `i` and `<` every key of block `i + 1`.
+#[derive(Debug, Default)]
+pub(crate) struct Index {
+    keys: Vec<u8>,
+    /// `ends[i]` is the end of key `i` in `keys`; it starts where key `i - 1` ends.
+    ends: Vec<usize>,
+    handles: Vec<BlockHandle>,
+}
+
+impl Index {
+    pub(crate) fn len(&self) -> usize {
+        self.handles.len()
+    }
+
+    #[inline]
+    pub(crate) fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.keys[start..self.ends[i]]
+    }
+
+    #[inline]
+    pub(crate) fn handle(&self, i: usize) -> BlockHandle {
+        self.handles[i]
+    }
+
+    /// First block whose separator is `>= target`: the only block that can hold the first
+    /// entry `>= target`. `len()` if `target` is past every block.
+    #[inline]
+    pub(crate) fn find(&self, target: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if key::compare(self.key(mid), target) == Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    fn memory_usage(&self) -> usize {
+        self.keys.capacity()
+            + self.ends.capacity() * std::mem::size_of::<usize>()
+            + self.handles.capacity() * std::mem::size_of::<BlockHandle>()
+    }
+}
+
+thread_local! {
+    /// Key buffer reused by point lookups so that `get` does not allocate.
+    static GET_KEY_BUF: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// Outcome of a point lookup within one block.
+enum Probe {
+    Found(u64, Bytes),
+    Absent,
+    /// Every entry of the block is `< lookup`.
+    PastEnd,
+}
+
+/// An open table. `Send + Sync`; share it as `Arc<TableReader>`.
+///
+/// The footer, index, filter and properties are read (and always checksum-verified) at open
+/// and held in memory; data blocks are read on demand through the block cache, verified
+/// when `verify_checksums` is set.
+pub struct TableReader {
+    file: Arc<dyn RandomAccessFile>,
+    file_number: u64,
+    pub(crate) file_name: Arc<str>,
+    file_size: u64,
+    cache: Option<Arc<BlockCache>>,
+    cache_id: u64,
+    verify_checksums: bool,
+    pub(crate) index: Index,
+    filter: Option<BloomFilter>,
+    props: TableProperties,
+    /// End of the data-block region: where the first metadata block starts.
+    data_end: u64,
+}
+
+impl std::fmt::Debug for TableReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableReader")
+            .field("file_name", &self.file_name)
+            .field("file_size", &self.file_size)
+            .field("num_data_blocks", &self.index.len())
+            .field("has_filter", &self.filter.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TableReader {
+    /// Opens a table: reads and checks the footer, then loads the index, filter and
+    /// properties. Any malformed byte yields `Error::Corruption` naming `file_name` and the
+    /// offset of the bad block.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        file_number: u64,
+        file_name: String,
+        cache: Option<Arc<BlockCache>>,
+        verify_checksums: bool,
+    ) -> Result<TableReader> {
+        let file_size = file.len();
+        let mut reader = TableReader {
+            file,
+            file_number,
+            file_name: file_name.into(),
+            file_size,
+            cache,
+            cache_id: BlockCache::new_cache_id(),
+            verify_checksums,
+            index: Index::default(),
+            filter: None,
+            props: TableProperties::default(),
+            data_end: 0,
+        };
+        let footer_off = file_size
+            .checked_sub(FOOTER_LEN as u64)
+            .ok_or_else(|| reader.corruption(0, "file too short to be a table"))?;
+        let mut fb = [0u8; FOOTER_LEN];
+        reader
+            .file
+            .read_exact_at(footer_off, &mut fb)
+            .map_err(|e| Error::io(format!("read footer of {}", reader.file_name), e))?;
+        let footer = Footer::decode(&fb).map_err(|r| reader.corruption(footer_off, r))?;
+
+        let has_filter = footer.filter.size > 0;
+        let mut metas = vec![footer.index, footer.properties];
+        if has_filter {
+            metas.push(footer.filter);
+        }
+        reader.data_end = metas.iter().map(|h| h.offset).min().unwrap_or(0);
+
+        let index_block = reader.read_block(footer.index, footer_off, true)?;
+        reader.index = reader.parse_index(&index_block, footer.index.offset)?;
+        if has_filter {
+            let data = reader.read_block_contents(footer.filter, footer_off, true)?;
+            let filter = BloomFilter::from_contents(&data)
+                .map_err(|r| reader.corruption(footer.filter.offset, r))?;
+            reader.filter = Some(filter);
+        }
+        let props_block = reader.read_block(footer.properties, footer_off, true)?;
+        reader.props = TableProperties::decode(&props_block)
+            .map_err(|r| reader.corruption(footer.properties.offset, r))?;
+        Ok(reader)
+    }
+
+    fn corruption(&self, offset: u64, reason: &str) -> Error {
+        Error::corruption(&*self.file_name, offset, reason)
+    }
+
+    fn parse_index(&self, block: &Block, offset: u64) -> Result<Index> {
+        let mut index = Index::default();
+        let data_end = self.data_end;
+        block
+            .for_each_entry(|k, v| {
+                if k.len() < TRAILER_LEN {
+                    return Err("index key is not an internal key");
+                }
+                if let Some(prev) = index.len().checked_sub(1) {
+                    if key::compare(index.key(prev), k) != Ordering::Less {
+                        return Err("index keys out of order");
+                    }
+                }
+                let h = BlockHandle::decode_varint(v).ok_or("malformed block handle")?;
+                if !matches!(h.end_with_trailer(), Some(end) if end <= data_end) {
+                    return Err("data block handle out of range");
+                }
+                index.keys.extend_from_slice(k);
+                index.ends.push(index.keys.len());
+                index.handles.push(h);
+                Ok(())
+            })
+            .map_err(|r| self.corruption(offset, r))?;
+        Ok(index)
+    }
+
+    /// Reads the stored contents of the block at `h` (which must end by `limit`), checks
+    /// its CRC if `verify`, and decompresses it.
+    fn read_block_contents(&self, h: BlockHandle, limit: u64, verify: bool) -> Result<Bytes> {
+        let size = h
+            .end_with_trailer()
+            .filter(|&end| end <= limit)
+            .and_then(|_| usize::try_from(h.size).ok())
+            .ok_or_else(|| self.corruption(h.offset, "block handle out of range"))?;
+        let mut buf = vec![0u8; size + BLOCK_TRAILER_LEN];
+        self.file.read_exact_at(h.offset, &mut buf).map_err(|e| {
+            Error::io(
+                format!("read block at offset {} of {}", h.offset, self.file_name),
+                e,
+            )
+        })?;
+        let ty = buf[size];
+        if verify {
+            let mut c = [0u8; 4];
+            c.copy_from_slice(&buf[size + 1..]);
+            if unmask_crc(u32::from_le_bytes(c)) != crc32c(&buf[..=size]) {
+                return Err(self.corruption(h.offset, "block checksum mismatch"));
+            }
+        }
+        match CompressionType::from_u8(ty) {
+            None => Err(self.corruption(h.offset, "unknown block compression type")),
+            Some(CompressionType::None) => {
+                buf.truncate(size);
+                Ok(Bytes::from(buf))
+            }
+            Some(t) => decompress(t, &buf[..size])
+                .map(Bytes::from)
+                .map_err(|r| self.corruption(h.offset, r)),
+        }
+    }
+
+    fn read_block(&self, h: BlockHandle, limit: u64, verify: bool) -> Result<Block> {
+        let data = self.read_block_contents(h, limit, verify)?;
+        Block::new(data).map_err(|r| self.corruption(h.offset, r))
+    }
+
+    /// Data block `i` of the index, through the cache.
+    pub(crate) fn data_block(&self, i: usize) -> Result<Block> {
+        let h = self.index.handle(i);
+        let ck = CacheKey::new(self.cache_id, h.offset);
+        if let Some(cache) = &self.cache {
+            if let Some(b) = cache.get(ck) {
+                return Ok(b);
+            }
+        }
+        let block = self.read_block(h, self.data_end, self.verify_checksums)?;
+        if let Some(cache) = &self.cache {
+            cache.insert(ck, block.clone());
+        }
+        Ok(block)
+    }
+
+    /// The recorded properties.
+    pub fn properties(&self) -> &TableProperties {
+        &self.props
+    }
+
+    /// False only if no key with this user key is in the table (bloom filter; always true
+    /// for a table written without one).
+    #[inline]
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        match &self.filter {
+            Some(f) => f.may_contain(user_key),
+            None => true,
+        }
+    }
+
+    /// Point lookup: the first entry `>= lookup` (an internal seek key), if its user key is
+    /// `user_key(lookup)`; returns its trailer and its value, a zero-copy slice of the
+    /// cached block. Checks the bloom filter first. Allocates nothing on a cache hit.
+    pub fn get(&self, lookup: &[u8]) -> Result<Option<(u64, Bytes)>> {
+        if lookup.len() < TRAILER_LEN {
+            return Err(Error::InvalidArgument(
+                "lookup key is not an internal key".into(),
+            ));
+        }
+        let uk = key::user_key(lookup);
+        if !self.may_contain(uk) {
+            return Ok(None);
+        }
+        let i = self.index.find(lookup);
+        if i >= self.index.len() {
+            return Ok(None);
+        }
+        match self.probe_block(i, lookup, uk)? {
+            Probe::Found(t, v) => Ok(Some((t, v))),
+            Probe::Absent => Ok(None),
+            // Every entry of block `i` is < lookup <= separator `i`. The next block starts
+            // after the separator, so its first entry can only have our user key if the
+            // separator does (never with `key::separator`, which then returns the block's
+            // last key; checked anyway so that any valid separator works).
+            Probe::PastEnd
+                if i + 1 < self.index.len() && key::user_key(self.index.key(i)) == uk =>
+            {
+                match self.probe_block(i + 1, lookup, uk)? {
+                    Probe::Found(t, v) => Ok(Some((t, v))),
+                    _ => Ok(None),
+                }
+            }
+            Probe::PastEnd => Ok(None),
+        }
+    }
+
+    fn probe_block(&self, i: usize, lookup: &[u8], uk: &[u8]) -> Result<Probe> {
+        let block = self.data_block(i)?;
+        let mut it = BlockIter::with_key_buf(block, GET_KEY_BUF.take());
+        it.seek(lookup);
+        let probe = if it.valid() {
+            let k = it.key();
+            if key::user_key(k) == uk {
+                Probe::Found(key::trailer(k), it.value_bytes())
+            } else {
+                Probe::Absent
+            }
+        } else {
+            Probe::PastEnd
+        };
+        let err = it.corruption();
+        GET_KEY_BUF.set(it.into_key_buf());
+        match err {
+            Some(r) => Err(self.corruption(self.index.handle(i).offset, r)),
+            None => Ok(probe),
+        }
+    }
+
+    /// An iterator over every entry; it holds a reference to the table.
+    pub fn iter(self: &Arc<Self>) -> TableIter {
+        TableIter::new(Arc::clone(self))
+    }
+
+    /// Approximate file offset where `ikey`'s data lives (or would): the offset of the block
+    /// that would hold it, or the end of the data blocks if past the last key.
+    pub fn approximate_offset_of(&self, ikey: &[u8]) -> u64 {
+        let i = self.index.find(ikey);
+        if i < self.index.len() {
+            self.index.handle(i).offset
+        } else {
+            self.data_end
+        }
+    }
+
+    /// Number the table was opened under.
+    pub fn file_number(&self) -> u64 {
+        self.file_number
+    }
+
+    /// Name used in errors.
+    pub fn file_name(&self) -> &str {
+        &self.file_name
+    }
+
+    /// Bytes of the file.
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// Id of this reader's blocks in the cache (for [`BlockCache::erase_file`]).
+    pub fn cache_id(&self) -> u64 {
+        self.cache_id
+    }
+
+    /// Number of data blocks.
+    pub fn num_data_blocks(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Bytes held in memory by the index and filter (not counting cached blocks).
+    pub fn memory_usage(&self) -> usize {
+        self.index.memory_usage() + self.filter.as_ref().map_or(0, |f| f.memory_usage())
+    }
+}

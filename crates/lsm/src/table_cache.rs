@@ -1,0 +1,146 @@
+//! The table cache: open table readers, bounded by the open-file limit.
+//!
+//! Opening a table reads its footer, index and filter, so readers are kept open and shared.
+//! At most `capacity` are open at once; past that the least recently used are closed (their
+//! in-flight users keep them alive through their `Arc`). Sharded to keep point lookups from
+//! contending on one lock.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rialto_engine::{Error, Result};
+use rialto_io::Fs;
+
+use crate::cache::BlockCache;
+use crate::key::ValueKind;
+use crate::memtable::Lookup;
+use crate::sstable::{TableIter, TableReader};
+use crate::version::{table_file_name, FileMeta};
+
+const SHARDS: usize = 16;
+
+struct Entry {
+    reader: Arc<TableReader>,
+    last_use: u64,
+}
+
+/// Open table readers by file number.
+pub struct TableCache {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    block_cache: Option<Arc<BlockCache>>,
+    verify_checksums: bool,
+    shards: Vec<Mutex<HashMap<u64, Entry>>>,
+    per_shard_capacity: usize,
+    tick: AtomicU64,
+}
+
+impl TableCache {
+    /// A cache of at most `capacity` open tables of `dir`.
+    pub fn new(
+        fs: Arc<dyn Fs>,
+        dir: PathBuf,
+        block_cache: Option<Arc<BlockCache>>,
+        capacity: usize,
+        verify_checksums: bool,
+    ) -> Self {
+        TableCache {
+            fs,
+            dir,
+            block_cache,
+            verify_checksums,
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            per_shard_capacity: (capacity / SHARDS).max(1),
+            tick: AtomicU64::new(0),
+        }
+    }
+
+    fn shard(&self, number: u64) -> &Mutex<HashMap<u64, Entry>> {
+        &self.shards[(number as usize) % SHARDS]
+    }
+
+    /// The reader of table `file`, opening it if needed.
+    pub fn reader(&self, file: &FileMeta) -> Result<Arc<TableReader>> {
+        let now = self.tick.fetch_add(1, Ordering::Relaxed);
+        if let Some(e) = self.shard(file.number).lock().get_mut(&file.number) {
+            e.last_use = now;
+            return Ok(Arc::clone(&e.reader));
+        }
+        // Open outside the lock: it does I/O.
+        let name = table_file_name(file.number);
+        let f = self
+            .fs
+            .open_read(&self.dir.join(&name))
+            .map_err(|e| Error::io(format!("open table {name}"), e))?;
+        if f.len() != file.file_size {
+            return Err(Error::corruption(
+                name,
+                0,
+                format!("file has {} bytes, the manifest says {}", f.len(), file.file_size),
+            ));
+        }
+        let reader = Arc::new(TableReader::open(
+            f,
+            file.number,
+            name,
+            self.block_cache.clone(),
+            self.verify_checksums,
+        )?);
+        let mut shard = self.shard(file.number).lock();
+        if shard.len() >= self.per_shard_capacity {
+            evict_oldest(&mut shard);
+        }
+        let e = shard.entry(file.number).or_insert(Entry {
+            reader,
+            last_use: now,
+        });
+        Ok(Arc::clone(&e.reader))
+    }
+
+    /// Point lookup in one table.
+    pub fn get(&self, file: &FileMeta, lookup: &[u8]) -> Result<Lookup> {
+        let reader = self.reader(file)?;
+        Ok(match reader.get(lookup)? {
+            Some((trailer, value)) => {
+                if (trailer & 0xff) as u8 == ValueKind::Put as u8 {
+                    Lookup::Found(value)
+                } else {
+                    Lookup::Deleted
+                }
+            }
+            None => Lookup::Absent,
+        })
+    }
+
+    /// An iterator over table `file`.
+    pub fn iter(&self, file: &FileMeta) -> Result<TableIter> {
+        Ok(self.reader(file)?.iter())
+    }
+
+    /// Closes table `number` (after it was deleted).
+    pub fn evict(&self, number: u64) {
+        self.shard(number).lock().remove(&number);
+    }
+
+    /// Number of open tables.
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().len()).sum()
+    }
+
+    /// True when no table is open.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Closes the least recently used eighth of a full shard (amortizing the scan).
+fn evict_oldest(shard: &mut HashMap<u64, Entry>) {
+    let mut uses: Vec<u64> = shard.values().map(|e| e.last_use).collect();
+    let n = (uses.len() / 8).max(1);
+    let (_, cutoff, _) = uses.select_nth_unstable(n - 1);
+    let cutoff = *cutoff;
+    shard.retain(|_, e| e.last_use > cutoff);
+}

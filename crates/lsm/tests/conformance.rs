@@ -1,0 +1,66 @@
+//! The engine conformance suite, run against the LSM engine on the real file system and on
+//! the in-memory one, with buffers small enough that flushes and compactions happen.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rialto_engine::conformance::{self, EngineFactory};
+use rialto_engine::Result;
+use rialto_io::MemFs;
+use rialto_lsm::{Db, Options};
+
+fn small(fs: Option<MemFs>) -> Options {
+    let mut o = Options {
+        write_buffer_size: 32 << 10,
+        target_file_size: 32 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        level0_compaction_trigger: 2,
+        ..Options::default()
+    };
+    if let Some(fs) = fs {
+        o.fs = Arc::new(fs);
+    }
+    o
+}
+
+struct Posix;
+
+impl EngineFactory for Posix {
+    type Engine = Db;
+    fn open(&self, dir: &Path) -> Result<Db> {
+        Db::open(dir, small(None))
+    }
+}
+
+struct Mem(MemFs);
+
+impl EngineFactory for Mem {
+    type Engine = Db;
+    fn open(&self, dir: &Path) -> Result<Db> {
+        Db::open(dir, small(Some(self.0.clone())))
+    }
+}
+
+#[test]
+fn conformance_posix() {
+    conformance::run_all(&Posix);
+}
+
+#[test]
+fn conformance_memfs() {
+    conformance::run_all(&Mem(MemFs::new()));
+}
+
+#[test]
+fn max_size_key_and_large_value() {
+    let dir = tempfile::tempdir().unwrap();
+    // The full 512 MiB value is exercised by the ignored test below (it needs ~2 GiB of RAM).
+    conformance::check_max_size_values(&Posix, &dir.path().join("db"), 32 << 20);
+}
+
+#[test]
+#[ignore = "writes a 512 MiB value; run with --ignored on a machine with a few GiB free"]
+fn max_size_value_512_mib() {
+    let dir = tempfile::tempdir().unwrap();
+    conformance::check_max_size_values(&Posix, &dir.path().join("db"), rialto_engine::MAX_VALUE_LEN);
+}

@@ -1,0 +1,4 @@
+//! One module per subcommand: its clap arguments (`Args`) and its `run`.
+
+pub mod bench;
+pub mod bench_compare;

@@ -1,0 +1,41 @@
+//! `rialto`: the command-line entry point. Each subcommand lives in its own module under
+//! [`cmd`], so that adding one (`serve`, ...) touches only this enum and its module.
+
+mod cli;
+mod cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Rialto: a key-value database for serving derived data.
+#[derive(Debug, Parser)]
+#[command(name = "rialto", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run db_bench-compatible benchmarks (same flags, same report lines as RocksDB's db_bench).
+    Bench(cmd::bench::Args),
+    /// Run the same benchmarks on Rialto and RocksDB, alternately, several rounds, and print
+    /// a table of median ops/sec and ratios (needs a build with `--features rocksdb`).
+    BenchCompare(cmd::bench_compare::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return cli::exit_on_parse_error(&e),
+    };
+    let result = match cli.command {
+        Command::Bench(args) => cmd::bench::run(args),
+        Command::BenchCompare(args) => cmd::bench_compare::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => cli::fail(&e),
+    }
+}
