@@ -97,6 +97,10 @@ impl WriteBatch {
     /// Adds a put. Oversized keys or values make [`WriteBatch::validate`] fail.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
         self.check(key, Some(value));
+        if self.invalid.is_some() {
+            // Never committed: skip copying what may be a huge oversized value.
+            return;
+        }
         self.rep.push(KIND_PUT);
         put_varint32(&mut self.rep, len32(key.len()));
         self.rep.extend_from_slice(key);
@@ -109,6 +113,9 @@ impl WriteBatch {
     /// Adds a delete.
     pub fn delete(&mut self, key: &[u8]) {
         self.check(key, None);
+        if self.invalid.is_some() {
+            return;
+        }
         self.rep.push(KIND_DELETE);
         put_varint32(&mut self.rep, len32(key.len()));
         self.rep.extend_from_slice(key);
@@ -182,7 +189,10 @@ impl WriteBatch {
     /// Every operation is decoded and checked, so a corrupt payload is reported here.
     pub fn decode(data: &[u8]) -> std::result::Result<(u64, WriteBatch), String> {
         if data.len() < HEADER_LEN {
-            return Err(format!("batch of {} bytes is shorter than its header", data.len()));
+            return Err(format!(
+                "batch of {} bytes is shorter than its header",
+                data.len()
+            ));
         }
         let seq = u64::from_le_bytes(data[..8].try_into().map_err(|_| "header")?);
         let count = u32::from_le_bytes(data[8..12].try_into().map_err(|_| "header")?);

@@ -292,7 +292,8 @@ impl BlockCache {
     }
 
     /// Sets the capacity of the process-wide cache: before its first use it is created
-    /// with this capacity; afterwards it is resized (evicting as needed).
+    /// with this capacity; afterwards it is resized (evicting as needed; the shard count
+    /// chosen at creation stays).
     pub fn set_global_capacity(bytes: usize) {
         let g = GLOBAL.lock();
         GLOBAL_CAPACITY.store(bytes, Ordering::Relaxed);

@@ -54,7 +54,11 @@ impl InternalIterator for VecIter {
         self.pos.is_some()
     }
     fn seek_to_first(&mut self) {
-        self.pos = if self.entries.is_empty() { None } else { Some(0) };
+        self.pos = if self.entries.is_empty() {
+            None
+        } else {
+            Some(0)
+        };
     }
     fn seek_to_last(&mut self) {
         self.pos = self.entries.len().checked_sub(1);

@@ -51,7 +51,12 @@ pub fn pack_trailer(seq: SequenceNumber, kind: ValueKind) -> u64 {
 
 /// Appends the internal key `(user_key, seq, kind)` to `out`.
 #[inline]
-pub fn append_internal_key(out: &mut Vec<u8>, user_key: &[u8], seq: SequenceNumber, kind: ValueKind) {
+pub fn append_internal_key(
+    out: &mut Vec<u8>,
+    user_key: &[u8],
+    seq: SequenceNumber,
+    kind: ValueKind,
+) {
     out.extend_from_slice(user_key);
     out.extend_from_slice(&pack_trailer(seq, kind).to_le_bytes());
 }

@@ -79,7 +79,11 @@ impl TableCache {
             return Err(Error::corruption(
                 name,
                 0,
-                format!("file has {} bytes, the manifest says {}", f.len(), file.file_size),
+                format!(
+                    "file has {} bytes, the manifest says {}",
+                    f.len(),
+                    file.file_size
+                ),
             ));
         }
         let reader = Arc::new(TableReader::open(

@@ -179,7 +179,11 @@ pub fn read_segment(
 
 /// Reads the record at `offset` of a segment, verifying it (used for reading a WAL segment
 /// by record address).
-pub fn read_record_at(data: &[u8], offset: u64, number: u64) -> std::result::Result<(u8, &[u8]), String> {
+pub fn read_record_at(
+    data: &[u8],
+    offset: u64,
+    number: u64,
+) -> std::result::Result<(u8, &[u8]), String> {
     let pos = usize::try_from(offset).map_err(|_| "offset out of range".to_string())?;
     parse_record(data, pos, number)
 }
@@ -187,7 +191,10 @@ pub fn read_record_at(data: &[u8], offset: u64, number: u64) -> std::result::Res
 fn parse_record(data: &[u8], pos: usize, number: u64) -> std::result::Result<(u8, &[u8]), String> {
     let rest = &data[pos..];
     if rest.len() < HEADER_LEN {
-        return Err(format!("{} bytes left, shorter than a record header", rest.len()));
+        return Err(format!(
+            "{} bytes left, shorter than a record header",
+            rest.len()
+        ));
     }
     let crc = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
     let len = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
@@ -283,7 +290,10 @@ mod tests {
         fs.corrupt(&p, 13, 0x40).unwrap();
         let (recs, end) = read(&fs);
         assert_eq!(recs.len(), 1);
-        assert!(matches!(end, SegmentEnd::Corrupt { offset: 12, .. }), "{end:?}");
+        assert!(
+            matches!(end, SegmentEnd::Corrupt { offset: 12, .. }),
+            "{end:?}"
+        );
     }
 
     #[test]

@@ -62,5 +62,9 @@ fn max_size_key_and_large_value() {
 #[ignore = "writes a 512 MiB value; run with --ignored on a machine with a few GiB free"]
 fn max_size_value_512_mib() {
     let dir = tempfile::tempdir().unwrap();
-    conformance::check_max_size_values(&Posix, &dir.path().join("db"), rialto_engine::MAX_VALUE_LEN);
+    conformance::check_max_size_values(
+        &Posix,
+        &dir.path().join("db"),
+        rialto_engine::MAX_VALUE_LEN,
+    );
 }

@@ -45,7 +45,9 @@ struct Expect {
 impl Expect {
     fn verify(&self, db: &Db, context: &str) {
         for (k, v) in &self.acked {
-            let got = db.get(k).unwrap_or_else(|e| panic!("{context}: get failed: {e}"));
+            let got = db
+                .get(k)
+                .unwrap_or_else(|e| panic!("{context}: get failed: {e}"));
             let got = got.map(|b| b.to_vec());
             if &got == v {
                 continue;
@@ -130,7 +132,11 @@ fn crash_drops_only_unsynced_data() {
         for i in 0..50 {
             let k = key(i);
             db.put(&k, b"unsynced", WriteOptions::default()).unwrap();
-            expect.maybe.entry(k).or_default().push(Some(b"unsynced".to_vec()));
+            expect
+                .maybe
+                .entry(k)
+                .or_default()
+                .push(Some(b"unsynced".to_vec()));
         }
         fs.crash(CrashMode::DropUnsynced);
     }
@@ -143,7 +149,11 @@ fn crash_drops_only_unsynced_data() {
             seed: u64::from(seed),
         });
         drop(db);
-        drop(reopen_and_verify(&fs, &expect, &format!("random tail seed {seed}")));
+        drop(reopen_and_verify(
+            &fs,
+            &expect,
+            &format!("random tail seed {seed}"),
+        ));
     }
 }
 
@@ -160,7 +170,11 @@ fn torn_wal_tail_is_truncated_and_the_db_reopens_again() {
     fs.truncate_raw(&wal, len - 3).unwrap();
     for round in 0..2 {
         let db = Db::open(DIR, options(&fs)).unwrap();
-        assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]), "round {round}");
+        assert_eq!(
+            db.get(b"a").unwrap().as_deref(),
+            Some(&b"1"[..]),
+            "round {round}"
+        );
         assert_eq!(db.get(b"b").unwrap(), None, "round {round}");
     }
 }
@@ -232,7 +246,10 @@ fn enospc_then_space_freed_recovers_every_acknowledged_write() {
     assert!(workload(&db, &mut expect, 100, 0).is_none());
     fs.add_fault(FaultPlan::new(FaultOp::Write, 1, Fault::NoSpace).persistent());
     let err = workload(&db, &mut expect, 100, 1).expect("the disk is full");
-    assert!(err.to_string().contains("No space") || err.to_string().contains("read-only"), "{err}");
+    assert!(
+        err.to_string().contains("No space") || err.to_string().contains("read-only"),
+        "{err}"
+    );
     drop(db);
     // Space is freed (faults cleared); the process restarts without a power loss.
     let db = reopen_and_verify(&fs, &expect, "after ENOSPC");
@@ -246,7 +263,12 @@ fn enospc_then_space_freed_recovers_every_acknowledged_write() {
 #[test]
 fn error_countdown_over_every_io_operation() {
     let full = std::env::var("RIALTO_COUNTDOWN_FULL").is_ok();
-    for op in [FaultOp::Write, FaultOp::Sync, FaultOp::Rename, FaultOp::Create] {
+    for op in [
+        FaultOp::Write,
+        FaultOp::Sync,
+        FaultOp::Rename,
+        FaultOp::Create,
+    ] {
         // Count the operations of a fault-free run.
         let fs = MemFs::new();
         {
@@ -306,6 +328,10 @@ fn crash_while_background_work_runs() {
         let _ = workload(&db, &mut expect, 2000, 0);
         crasher.join().unwrap();
         drop(db);
-        drop(reopen_and_verify(&fs, &expect, &format!("crash seed {seed}")));
+        drop(reopen_and_verify(
+            &fs,
+            &expect,
+            &format!("crash seed {seed}"),
+        ));
     }
 }

@@ -20,15 +20,20 @@ fn put_get_flush_compact_reopen() {
         let db = Db::open(dir.path(), small_options()).unwrap();
         for i in 0..n {
             let k = format!("key{:08}", (i * 7919) % n);
-            db.put(k.as_bytes(), format!("value{i}").as_bytes(), WriteOptions::default())
-                .unwrap();
+            db.put(
+                k.as_bytes(),
+                format!("value{i}").as_bytes(),
+                WriteOptions::default(),
+            )
+            .unwrap();
         }
         for i in (0..n).step_by(3) {
-            db.delete(format!("key{i:08}").as_bytes(), WriteOptions::default()).unwrap();
+            db.delete(format!("key{i:08}").as_bytes(), WriteOptions::default())
+                .unwrap();
         }
         db.wait_for_background_work().unwrap();
         assert!(db.stats().flushes > 0);
-        assert_eq!(db.get(b"key00000001").unwrap().unwrap().len() > 5, true);
+        assert!(db.get(b"key00000001").unwrap().unwrap().len() > 5);
         assert_eq!(db.get(b"key00000003").unwrap(), None);
         db.compact_range(None, None).unwrap();
         assert_eq!(db.num_files_at_level(0), 0);

@@ -1,4 +1,4 @@
-//! Conformance suite: behaviour every [`KvEngine`](crate::KvEngine) must show.
+//! Conformance suite: behaviour every [`KvEngine`] must show.
 //!
 //! Compiled with the `conformance` feature (on by default).
 //!
@@ -26,8 +26,8 @@
 //!
 //! # The contract checked here
 //!
-//! Beyond the doc comments of [`KvEngine`](crate::KvEngine) and
-//! [`EngineIterator`](crate::EngineIterator), the suite pins down:
+//! Beyond the doc comments of [`KvEngine`] and
+//! [`EngineIterator`], the suite pins down:
 //!
 //! * Keys order bytewise, unsigned (`0x80 > 0x7f`), a key sorting after its prefixes. The empty
 //!   key and the empty value are ordinary: `get` of a key holding an empty value is
@@ -48,6 +48,13 @@
 //!   after a reopen.
 //! * Everything acknowledged before the engine is dropped is there after it is reopened,
 //!   whether or not it was flushed or compacted.
+//!
+//! # Who checks the checks
+//!
+//! [`crate::model::ModelEngine`], the reference engine, passes every check
+//! (`tests/model_conformance.rs`), which shows the suite asks for nothing beyond the contract;
+//! `tests/suite_catches_bugs.rs` plants one bug at a time in a wrapper around it and shows the
+//! check aimed at each bug fails.
 //!
 //! # Directories
 //!
@@ -91,7 +98,7 @@ pub use persist::{
 pub use random::{
     check_proptest_ops, check_random_ops, generate_ops, op_from_seed, proptest_ops_against_model,
     random_ops_against_model, run_ops_against_model, BatchEntry, KeySpec, Move, Op, ValueSpec,
-    RANDOM_OPS_PER_SEED, RANDOM_SEEDS,
+    MAX_LIVE, RANDOM_OPS_PER_SEED, RANDOM_SEEDS,
 };
 pub use snapshot::{
     check_iterator_sees_own_view, check_multiple_snapshots, check_snapshot_isolation,
@@ -108,7 +115,7 @@ pub trait EngineFactory {
 
 /// One named check of the suite.
 pub struct Check<F: EngineFactory> {
-    /// Name used in failure messages, e.g. `"iterator_bounds"`.
+    /// The check function's name, used in failure messages, e.g. `"check_iterator_bounds"`.
     pub name: &'static str,
     /// Runs the check in `dir` (a directory the check may own entirely). Panics on failure.
     pub run: fn(&F, &Path),

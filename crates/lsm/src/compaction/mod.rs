@@ -79,7 +79,9 @@ impl<'a> Gc<'a> {
             return Ok(false);
         }
         self.last_stripe = stripe;
-        if p.kind == ValueKind::Delete && p.seq <= self.oldest_visible && (self.bottommost)(p.user_key)
+        if p.kind == ValueKind::Delete
+            && p.seq <= self.oldest_visible
+            && (self.bottommost)(p.user_key)
         {
             // Older versions of this key fall in the same (oldest) stripe and are dropped by
             // the rule above, so dropping the tombstone cannot resurrect them.
@@ -227,12 +229,20 @@ mod tests {
     use super::*;
     use crate::key::make_internal_key;
 
-    fn run(entries: &[(&str, u64, ValueKind)], snaps: Vec<u64>, last: u64, bottom: bool) -> Vec<(String, u64)> {
+    fn run(
+        entries: &[(&str, u64, ValueKind)],
+        snaps: Vec<u64>,
+        last: u64,
+        bottom: bool,
+    ) -> Vec<(String, u64)> {
         let b = move |_: &[u8]| bottom;
         let mut gc = Gc::new(snaps, last, &b);
         entries
             .iter()
-            .filter(|(k, s, kind)| gc.keep(&make_internal_key(k.as_bytes(), *s, *kind)).unwrap())
+            .filter(|(k, s, kind)| {
+                gc.keep(&make_internal_key(k.as_bytes(), *s, *kind))
+                    .unwrap()
+            })
             .map(|(k, s, _)| (k.to_string(), *s))
             .collect()
     }
@@ -240,12 +250,26 @@ mod tests {
     #[test]
     fn keeps_newest_per_stripe() {
         use ValueKind::*;
-        let e = [("a", 9, Put), ("a", 7, Put), ("a", 5, Put), ("a", 2, Put), ("b", 3, Put)];
-        assert_eq!(run(&e, vec![], 10, false), vec![("a".into(), 9), ("b".into(), 3)]);
+        let e = [
+            ("a", 9, Put),
+            ("a", 7, Put),
+            ("a", 5, Put),
+            ("a", 2, Put),
+            ("b", 3, Put),
+        ];
+        assert_eq!(
+            run(&e, vec![], 10, false),
+            vec![("a".into(), 9), ("b".into(), 3)]
+        );
         // A snapshot at 6 sees a@5; one at 7 sees a@7.
         assert_eq!(
             run(&e, vec![6, 7], 10, false),
-            vec![("a".into(), 9), ("a".into(), 7), ("a".into(), 5), ("b".into(), 3)]
+            vec![
+                ("a".into(), 9),
+                ("a".into(), 7),
+                ("a".into(), 5),
+                ("b".into(), 3)
+            ]
         );
     }
 
@@ -256,6 +280,9 @@ mod tests {
         assert_eq!(run(&e, vec![], 10, false), vec![("a".into(), 9)]);
         assert_eq!(run(&e, vec![], 10, true), Vec::<(String, u64)>::new());
         // A snapshot at 5 still reads a@4, so both stay.
-        assert_eq!(run(&e, vec![5], 10, true), vec![("a".into(), 9), ("a".into(), 4)]);
+        assert_eq!(
+            run(&e, vec![5], 10, true),
+            vec![("a".into(), 9), ("a".into(), 4)]
+        );
     }
 }

@@ -140,7 +140,11 @@ pub fn pick(
     None
 }
 
-fn pick_level0(v: &Version, compacting: &HashSet<u64>, o: &PickerOptions) -> Option<CompactionTask> {
+fn pick_level0(
+    v: &Version,
+    compacting: &HashSet<u64>,
+    o: &PickerOptions,
+) -> Option<CompactionTask> {
     let inputs = v.levels[0].clone();
     if inputs.is_empty() || inputs.iter().any(|f| compacting.contains(&f.number)) {
         return None;
@@ -163,7 +167,14 @@ fn pick_level(
         if compacting.contains(&f.number) {
             return None;
         }
-        finish_task(v, level, vec![Arc::clone(f)], compacting, Reason::LevelSize, o)
+        finish_task(
+            v,
+            level,
+            vec![Arc::clone(f)],
+            compacting,
+            Reason::LevelSize,
+            o,
+        )
     })
 }
 

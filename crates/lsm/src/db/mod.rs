@@ -28,9 +28,7 @@ use std::thread::JoinHandle;
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
-use rialto_engine::{
-    EngineStats, Error, IterOptions, KvEngine, Result, WriteBatch, WriteOptions,
-};
+use rialto_engine::{EngineStats, Error, IterOptions, KvEngine, Result, WriteBatch, WriteOptions};
 use rialto_io::{FileLock, Fs};
 
 use crate::cache::BlockCache;
@@ -239,7 +237,13 @@ impl Db {
 
     /// Number of table files at `level`.
     pub fn num_files_at_level(&self, level: usize) -> usize {
-        self.inner.sv.load().version.levels.get(level).map_or(0, |l| l.len())
+        self.inner
+            .sv
+            .load()
+            .version
+            .levels
+            .get(level)
+            .map_or(0, |l| l.len())
     }
 }
 
@@ -408,7 +412,8 @@ impl DbInner {
             new_file_number,
             target_file_size,
             grandparents,
-            max_grandparent_overlap: PickerOptions::from_options(&self.opts).max_grandparent_overlap(),
+            max_grandparent_overlap: PickerOptions::from_options(&self.opts)
+                .max_grandparent_overlap(),
             shutting_down: &self.shutting_down,
         }
     }
@@ -460,7 +465,9 @@ impl DbInner {
         r?;
         st.imms.remove(0);
         self.install_super_version(&mut st);
-        self.counters.flush_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.counters
+            .flush_bytes
+            .fetch_add(bytes, Ordering::Relaxed);
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -504,7 +511,10 @@ impl DbInner {
                 children.push(Box::new(self.tables.iter(f)?));
             }
         } else {
-            children.push(Box::new(LevelIter::new(task.inputs.clone(), Arc::clone(&self.tables))));
+            children.push(Box::new(LevelIter::new(
+                task.inputs.clone(),
+                Arc::clone(&self.tables),
+            )));
         }
         if !task.next_inputs.is_empty() {
             children.push(Box::new(LevelIter::new(
@@ -528,7 +538,8 @@ impl DbInner {
 
         let written: u64 = outputs.iter().map(|f| f.file_size).sum();
         let mut st = self.state.lock();
-        edit.added.extend(outputs.iter().map(|f| (out_level, f.clone())));
+        edit.added
+            .extend(outputs.iter().map(|f| (out_level, f.clone())));
         let r = st.versions.log_and_apply(edit);
         for f in &outputs {
             st.pending_outputs.remove(&f.number);

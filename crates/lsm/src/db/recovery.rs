@@ -82,7 +82,9 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
 
     let mut versions = if fs.exists(&path.join(current_file_name())) {
         if opts.error_if_exists {
-            return Err(Error::InvalidArgument(format!("a database exists in {shown}")));
+            return Err(Error::InvalidArgument(format!(
+                "a database exists in {shown}"
+            )));
         }
         VersionSet::recover(Arc::clone(&fs), path, opts.num_levels)?
     } else if opts.create_if_missing {
@@ -101,7 +103,10 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     edit.last_sequence = Some(max_seq);
     versions.log_and_apply(edit)?;
 
-    let block_cache = opts.block_cache.clone().or_else(|| Some(BlockCache::global()));
+    let block_cache = opts
+        .block_cache
+        .clone()
+        .or_else(|| Some(BlockCache::global()));
     let tables = Arc::new(TableCache::new(
         Arc::clone(&fs),
         path.to_path_buf(),

@@ -75,7 +75,10 @@ impl WriteQueue {
 
     /// Enqueues `w` and waits until a leader committed it (returns its result) or it became the
     /// leader (returns `None` with the queue locked).
-    fn enqueue<'a>(&'a self, w: &Arc<Writer>) -> std::result::Result<MutexGuard<'a, VecDeque<Arc<Writer>>>, Result<()>> {
+    fn enqueue<'a>(
+        &'a self,
+        w: &Arc<Writer>,
+    ) -> std::result::Result<MutexGuard<'a, VecDeque<Arc<Writer>>>, Result<()>> {
         let mut q = self.queue.lock();
         q.push_back(Arc::clone(w));
         loop {
@@ -224,9 +227,10 @@ impl DbInner {
                 drop(st);
                 let t = self.opts.clock.now_micros();
                 self.opts.clock.sleep(SLOWDOWN_DELAY);
-                self.counters
-                    .stall_micros
-                    .fetch_add(self.opts.clock.now_micros().saturating_sub(t), Ordering::Relaxed);
+                self.counters.stall_micros.fetch_add(
+                    self.opts.clock.now_micros().saturating_sub(t),
+                    Ordering::Relaxed,
+                );
                 allow_delay = false;
                 st = self.state.lock();
                 continue;
@@ -255,9 +259,10 @@ impl DbInner {
         let t = self.opts.clock.now_micros();
         self.bg_cv.notify_all();
         self.done_cv.wait(st);
-        self.counters
-            .stall_micros
-            .fetch_add(self.opts.clock.now_micros().saturating_sub(t), Ordering::Relaxed);
+        self.counters.stall_micros.fetch_add(
+            self.opts.clock.now_micros().saturating_sub(t),
+            Ordering::Relaxed,
+        );
     }
 
     /// Freezes the memtable and starts a new WAL segment for its successor.

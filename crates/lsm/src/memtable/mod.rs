@@ -230,6 +230,9 @@ mod tests {
             seen.push((p.user_key.to_vec(), p.seq));
             it.next();
         }
-        assert_eq!(seen, vec![(b"a".to_vec(), 3), (b"a".to_vec(), 2), (b"b".to_vec(), 1)]);
+        assert_eq!(
+            seen,
+            vec![(b"a".to_vec(), 3), (b"a".to_vec(), 2), (b"b".to_vec(), 1)]
+        );
     }
 }

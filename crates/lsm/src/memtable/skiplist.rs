@@ -394,7 +394,11 @@ mod tests {
         let l = SkipList::new();
         let mut keys = Vec::new();
         for i in (0..1000u32).rev() {
-            let k = make_internal_key(format!("key{i:05}").as_bytes(), u64::from(i), ValueKind::Put);
+            let k = make_internal_key(
+                format!("key{i:05}").as_bytes(),
+                u64::from(i),
+                ValueKind::Put,
+            );
             // SAFETY: single-threaded test.
             unsafe { l.insert(&k, &i.to_le_bytes()) };
             keys.push(k);
@@ -454,7 +458,10 @@ mod tests {
                         if let Some(p) = &last {
                             assert_eq!(key::compare(p, c.key()), Ordering::Less);
                         }
-                        assert_eq!(&c.key()[..8], c.value().iter().rev().copied().collect::<Vec<_>>());
+                        assert_eq!(
+                            &c.key()[..8],
+                            c.value().iter().rev().copied().collect::<Vec<_>>()
+                        );
                         last = Some(c.key().to_vec());
                         c.next();
                     }

@@ -95,9 +95,12 @@ impl VersionEdit {
         while !data.is_empty() {
             let tag = get_varint32(&mut data).ok_or("bad tag")?;
             match tag {
-                TAG_LOG_NUMBER => e.log_number = Some(get_varint64(&mut data).ok_or("bad log number")?),
+                TAG_LOG_NUMBER => {
+                    e.log_number = Some(get_varint64(&mut data).ok_or("bad log number")?)
+                }
                 TAG_NEXT_FILE => {
-                    e.next_file_number = Some(get_varint64(&mut data).ok_or("bad next file number")?)
+                    e.next_file_number =
+                        Some(get_varint64(&mut data).ok_or("bad next file number")?)
                 }
                 TAG_LAST_SEQUENCE => {
                     e.last_sequence = Some(get_varint64(&mut data).ok_or("bad last sequence")?)

@@ -112,10 +112,19 @@ impl Version {
     }
 
     /// Files of `level` whose user-key range intersects `[lo, hi]`.
-    pub fn overlapping(&self, level: usize, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<Arc<FileMeta>> {
+    pub fn overlapping(
+        &self,
+        level: usize,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Vec<Arc<FileMeta>> {
         let files = &self.levels[level];
         if level == 0 {
-            return files.iter().filter(|f| f.overlaps(lo, hi)).cloned().collect();
+            return files
+                .iter()
+                .filter(|f| f.overlaps(lo, hi))
+                .cloned()
+                .collect();
         }
         let start = match lo {
             Some(lo) => files.partition_point(|f| f.largest_user() < lo),
@@ -222,10 +231,9 @@ impl VersionBuilder {
     /// deletes a file that is not there.
     pub fn apply(&mut self, edit: &VersionEdit) -> std::result::Result<(), String> {
         for &(level, number) in &edit.deleted {
-            let files = self
-                .levels
-                .get_mut(level)
-                .ok_or_else(|| format!("deleted file {number} is in level {level}, beyond the tree"))?;
+            let files = self.levels.get_mut(level).ok_or_else(|| {
+                format!("deleted file {number} is in level {level}, beyond the tree")
+            })?;
             let before = files.len();
             files.retain(|f| f.number != number);
             if files.len() == before {
@@ -233,10 +241,12 @@ impl VersionBuilder {
             }
         }
         for (level, f) in &edit.added {
-            let files = self
-                .levels
-                .get_mut(*level)
-                .ok_or_else(|| format!("added file {} is in level {level}, beyond the tree", f.number))?;
+            let files = self.levels.get_mut(*level).ok_or_else(|| {
+                format!(
+                    "added file {} is in level {level}, beyond the tree",
+                    f.number
+                )
+            })?;
             files.push(Arc::new(f.clone()));
         }
         Ok(())

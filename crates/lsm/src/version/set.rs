@@ -191,7 +191,10 @@ impl VersionSet {
             debug_assert!(n >= self.log_number, "log number moves forward");
         }
         edit.next_file_number = Some(self.next_file_number);
-        let last_seq = edit.last_sequence.unwrap_or(self.last_sequence).max(self.last_sequence);
+        let last_seq = edit
+            .last_sequence
+            .unwrap_or(self.last_sequence)
+            .max(self.last_sequence);
         edit.last_sequence = Some(last_seq);
 
         let rollover = self
@@ -226,7 +229,8 @@ impl VersionSet {
     /// and removes the previous manifest.
     fn write_new_manifest(&mut self) -> Result<()> {
         let number = self.new_file_number();
-        let mut m = WalWriter::create_named(&*self.fs, &self.dir, manifest_file_name(number), number)?;
+        let mut m =
+            WalWriter::create_named(&*self.fs, &self.dir, manifest_file_name(number), number)?;
         let snapshot = VersionEdit {
             log_number: Some(self.log_number),
             next_file_number: Some(self.next_file_number),
