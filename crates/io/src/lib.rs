@@ -55,6 +55,13 @@ pub trait WritableFile: Send + Sync {
 pub trait RandomAccessFile: Send + Sync {
     /// Fills `buf` from `offset`. Reading past the end is an `UnexpectedEof` error.
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+    /// Reads `len` bytes at `offset` into a new vector. Implementations may skip zeroing the
+    /// buffer first (block reads on a cache miss are hot enough for it to show).
+    fn read_vec_at(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        self.read_exact_at(offset, &mut buf)?;
+        Ok(buf)
+    }
     /// Length of the file when it was opened.
     fn len(&self) -> u64;
     /// True for an empty file.

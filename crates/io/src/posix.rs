@@ -252,6 +252,45 @@ impl RandomAccessFile for PosixRandomAccessFile {
         self.file.read_exact_at(buf, offset)
     }
 
+    fn read_vec_at(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut buf: Vec<u8> = Vec::with_capacity(len);
+        let mut done = 0usize;
+        while done < len {
+            let at = offset
+                .checked_add(done as u64)
+                .and_then(|o| libc::off_t::try_from(o).ok())
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "offset overflows"))?;
+            // SAFETY: the destination is the vector's spare capacity (len - done bytes from
+            // `done`), which pread writes and never reads; `set_len` below covers only bytes
+            // pread reported as written.
+            let n = unsafe {
+                libc::pread(
+                    self.file.as_raw_fd(),
+                    buf.as_mut_ptr().add(done).cast(),
+                    len - done,
+                    at,
+                )
+            };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "failed to fill whole buffer",
+                ));
+            }
+            done += n as usize;
+            // SAFETY: pread initialized bytes up to `done`.
+            unsafe { buf.set_len(done) };
+        }
+        Ok(buf)
+    }
+
     fn len(&self) -> u64 {
         self.len
     }

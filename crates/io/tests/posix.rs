@@ -174,3 +174,18 @@ fn write_file(fs: &PosixFs, path: &Path, data: &[u8]) {
     w.append(data).unwrap();
     w.sync_data().unwrap();
 }
+
+#[test]
+fn read_vec_at_reads_exactly_and_reports_eof() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = rialto_io::PosixFs::new();
+    let p = dir.path().join("f");
+    let mut w = rialto_io::Fs::create(&fs, &p).unwrap();
+    w.append(b"0123456789").unwrap();
+    w.sync_data().unwrap();
+    let r = rialto_io::Fs::open_read(&fs, &p).unwrap();
+    assert_eq!(r.read_vec_at(3, 4).unwrap(), b"3456");
+    assert_eq!(r.read_vec_at(0, 0).unwrap(), b"");
+    let e = r.read_vec_at(8, 4).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
+}

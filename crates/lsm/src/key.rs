@@ -120,10 +120,52 @@ pub fn parse(ikey: &[u8]) -> Option<ParsedKey<'_>> {
 /// Total order of internal keys (see the module docs).
 #[inline]
 pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
-    match user_key(a).cmp(user_key(b)) {
+    match compare_bytes(user_key(a), user_key(b)) {
         Ordering::Equal => trailer(b).cmp(&trailer(a)),
         o => o,
     }
+}
+
+/// Bytewise order of user keys, as `<[u8]>::cmp`. Compares 8 bytes at a time inline: the
+/// memtable and block searches call this on every step, and most keys differ early, where a
+/// call into `memcmp` costs more than the comparison itself.
+#[inline]
+pub fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_be_bytes([
+            a[i],
+            a[i + 1],
+            a[i + 2],
+            a[i + 3],
+            a[i + 4],
+            a[i + 5],
+            a[i + 6],
+            a[i + 7],
+        ]);
+        let y = u64::from_be_bytes([
+            b[i],
+            b[i + 1],
+            b[i + 2],
+            b[i + 3],
+            b[i + 4],
+            b[i + 5],
+            b[i + 6],
+            b[i + 7],
+        ]);
+        if x != y {
+            return x.cmp(&y);
+        }
+        i += 8;
+    }
+    while i < n {
+        if a[i] != b[i] {
+            return a[i].cmp(&b[i]);
+        }
+        i += 1;
+    }
+    a.len().cmp(&b.len())
 }
 
 /// A short key `k` with `start <= k < limit` in user-key order, used as an index separator
@@ -183,6 +225,28 @@ mod tests {
         assert!(user_key(&s).len() <= 3);
         let t = successor(&b);
         assert!(compare(&b, &t) != Ordering::Greater);
+    }
+
+    #[test]
+    fn compare_bytes_matches_slice_order() {
+        let keys: Vec<&[u8]> = vec![
+            b"",
+            b"a",
+            b"ab",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefgi",
+            b"abcdefghijklmnop",
+            b"abcdefghijklmnoq",
+            b"\xff",
+            b"\x80\x00",
+            b"\x7f",
+        ];
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(compare_bytes(a, b), a.cmp(b), "{a:?} vs {b:?}");
+            }
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! contending on one lock.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,6 +23,27 @@ use crate::version::{table_file_name, FileMeta};
 
 const SHARDS: usize = 16;
 
+/// File numbers are small distinct integers: a multiplicative mix is a good enough hash and
+/// much cheaper than SipHash on the point-lookup path.
+#[derive(Default)]
+struct NumberHasher(u64);
+
+impl Hasher for NumberHasher {
+    fn finish(&self) -> u64 {
+        self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type Shard = HashMap<u64, Entry, BuildHasherDefault<NumberHasher>>;
+
 struct Entry {
     reader: Arc<TableReader>,
     last_use: u64,
@@ -33,7 +55,7 @@ pub struct TableCache {
     dir: PathBuf,
     block_cache: Option<Arc<BlockCache>>,
     verify_checksums: bool,
-    shards: Vec<Mutex<HashMap<u64, Entry>>>,
+    shards: Vec<Mutex<Shard>>,
     per_shard_capacity: usize,
     tick: AtomicU64,
 }
@@ -52,13 +74,13 @@ impl TableCache {
             dir,
             block_cache,
             verify_checksums,
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
             per_shard_capacity: (capacity / SHARDS).max(1),
             tick: AtomicU64::new(0),
         }
     }
 
-    fn shard(&self, number: u64) -> &Mutex<HashMap<u64, Entry>> {
+    fn shard(&self, number: u64) -> &Mutex<Shard> {
         &self.shards[(number as usize) % SHARDS]
     }
 
@@ -141,7 +163,7 @@ impl TableCache {
 }
 
 /// Closes the least recently used eighth of a full shard (amortizing the scan).
-fn evict_oldest(shard: &mut HashMap<u64, Entry>) {
+fn evict_oldest(shard: &mut Shard) {
     let mut uses: Vec<u64> = shard.values().map(|e| e.last_use).collect();
     let n = (uses.len() / 8).max(1);
     let (_, cutoff, _) = uses.select_nth_unstable(n - 1);

@@ -191,7 +191,10 @@ pub fn pick_manual(
     if level + 1 >= v.num_levels() {
         return None;
     }
-    let inputs = v.overlapping(level, lo, hi);
+    let mut inputs = v.overlapping(level, lo, hi);
+    if level == 0 {
+        inputs = expand_level0(v, inputs);
+    }
     if inputs.is_empty() || inputs.iter().any(|f| compacting.contains(&f.number)) {
         return None;
     }
@@ -199,6 +202,24 @@ pub fn pick_manual(
     // A manual compaction rewrites: it is asked for to drop garbage, which a move keeps.
     t.trivial_move = false;
     Some(t)
+}
+
+/// L0 files overlap one another, and a compaction's output covers the union of its inputs'
+/// ranges. Every L0 file overlapping that union must go too: one left behind would stay above
+/// the output, and its older versions would shadow the newer ones moved down. Grows the set to
+/// a fixed point.
+fn expand_level0(v: &Version, mut inputs: Vec<Arc<FileMeta>>) -> Vec<Arc<FileMeta>> {
+    loop {
+        if inputs.is_empty() {
+            return inputs;
+        }
+        let (lo, hi) = key_range(&inputs);
+        let grown = v.overlapping(0, Some(lo), Some(hi));
+        if grown.len() == inputs.len() {
+            return grown;
+        }
+        inputs = grown;
+    }
 }
 
 fn key_range(files: &[Arc<FileMeta>]) -> (&[u8], &[u8]) {
@@ -339,6 +360,22 @@ mod tests {
         ]);
         let t = pick(&v, &HashSet::new(), &[], &opts()).unwrap();
         assert_eq!(t.level, 1, "L1 at 10x its target outranks L0 at 1x");
+    }
+
+    /// Regression (found by the conformance suite): a partial manual compaction took only the
+    /// L0 file overlapping the range, leaving an older L0 file that overlaps the output above
+    /// it; the older versions then shadowed newer ones and deleted keys came back.
+    #[test]
+    fn manual_level0_takes_every_file_overlapping_the_output() {
+        let v = version(vec![
+            (0, file(2, "b", "m", 5)), // newer, overlaps the request [c, d]
+            (0, file(1, "k", "z", 5)), // older, overlaps only file 2's range
+            (0, file(3, "x", "y", 5)), // overlaps file 1: reached on the second round
+        ]);
+        let t = pick_manual(&v, 0, Some(b"c"), Some(b"d"), &HashSet::new(), &opts()).unwrap();
+        let mut got: Vec<u64> = t.inputs.iter().map(|f| f.number).collect();
+        got.sort_unstable();
+        assert_eq!(got, vec![1, 2, 3]);
     }
 
     #[test]

@@ -210,13 +210,15 @@ impl TableReader {
             .filter(|&end| end <= limit)
             .and_then(|_| usize::try_from(h.size).ok())
             .ok_or_else(|| self.corruption(h.offset, "block handle out of range"))?;
-        let mut buf = vec![0u8; size + BLOCK_TRAILER_LEN];
-        self.file.read_exact_at(h.offset, &mut buf).map_err(|e| {
-            Error::io(
-                format!("read block at offset {} of {}", h.offset, self.file_name),
-                e,
-            )
-        })?;
+        let mut buf = self
+            .file
+            .read_vec_at(h.offset, size + BLOCK_TRAILER_LEN)
+            .map_err(|e| {
+                Error::io(
+                    format!("read block at offset {} of {}", h.offset, self.file_name),
+                    e,
+                )
+            })?;
         let ty = buf[size];
         if verify {
             let mut c = [0u8; 4];
