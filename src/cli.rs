@@ -95,7 +95,10 @@ mod tests {
         let line = one_line(&err(&["bench", "--nuum=5"]));
         assert!(line.contains("did you mean '--num'"), "{line}");
         let line = one_line(&err(&["bench", "--compression_type=snappy"]));
-        assert!(line.contains("snappy") && line.contains("none, lz4, zstd"), "{line}");
+        assert!(
+            line.contains("snappy") && line.contains("none, lz4, zstd"),
+            "{line}"
+        );
         assert!(!line.contains('\n'));
         let line = one_line(&err(&["bench", "--num=ten"]));
         assert!(line.contains("ten") && !line.contains('\n'), "{line}");
@@ -151,6 +154,27 @@ mod tests {
             crate::Command::Bench(a) => {
                 assert_eq!(a.flags.num, 2000);
                 assert!(a.flags.histogram);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn last_flag_wins_like_gflags() {
+        let cli = crate::Cli::try_parse_from([
+            "rialto",
+            "bench-compare",
+            "--rounds=3",
+            "--num=1000000",
+            "--rounds=5",
+            "--num",
+            "2000",
+        ])
+        .unwrap();
+        match cli.command {
+            crate::Command::BenchCompare(a) => {
+                assert_eq!(a.flags.rounds, 5);
+                assert_eq!(a.flags.bench.num, 2000);
             }
             other => panic!("{other:?}"),
         }

@@ -19,9 +19,12 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run db_bench-compatible benchmarks (same flags, same report lines as RocksDB's db_bench).
+    // gflags semantics: a flag given twice takes its last value.
+    #[command(after_help = rialto_bench::config::AFTER_HELP, args_override_self = true)]
     Bench(cmd::bench::Args),
     /// Run the same benchmarks on Rialto and RocksDB, alternately, several rounds, and print
     /// a table of median ops/sec and ratios (needs a build with `--features rocksdb`).
+    #[command(after_help = rialto_bench::compare::AFTER_HELP, args_override_self = true)]
     BenchCompare(cmd::bench_compare::Args),
 }
 

@@ -43,7 +43,12 @@ impl CompareFlags {
             ));
         }
         let mut kinds = Vec::new();
-        for name in self.engines.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        for name in self
+            .engines
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             let k = EngineKind::parse(name)?;
             if kinds.contains(&k) {
                 return Err(BenchError::usage(format!(
@@ -58,6 +63,16 @@ impl CompareFlags {
         Ok(kinds)
     }
 }
+
+/// Help text after the flags of `rialto bench-compare`.
+pub const AFTER_HELP: &str = "\
+Each round runs every engine once on a fresh database (same seed, so the same keys and
+values), alternating which engine goes first; the table shows median ops/sec per benchmark,
+the ratio of the first engine to each other (> 1: the first is faster) and the median write
+amplification at the end of fillrandom. scripts/bench-compare.sh builds RocksDB in and runs this.
+
+Example:
+  rialto bench-compare --rounds=3 --benchmarks=fillseq,fillrandom,readrandom --num=1000000";
 
 /// Default parent directory of comparison databases: `/tmp/rialtobench-$USER/compare`.
 pub fn default_base_dir() -> std::path::PathBuf {
@@ -261,8 +276,13 @@ pub fn run(
             let mut run_cfg = cfg.clone();
             run_cfg.db = base.join(format!("{}-{}", f.name(), round + 1));
             run_cfg.seed = seed;
-            writeln!(out, "\n===== round {}/{rounds}: {} =====", round + 1, f.name())
-                .map_err(out_err)?;
+            writeln!(
+                out,
+                "\n===== round {}/{rounds}: {} =====",
+                round + 1,
+                f.name()
+            )
+            .map_err(out_err)?;
             let results = Runner::new(&run_cfg, f, out).run_all()?;
             destroy_db(&run_cfg.db)?;
             report.add_run(e, &results)?;
@@ -285,7 +305,11 @@ mod tests {
         assert_eq!(median(&[3.0]), Some(3.0));
         assert_eq!(median(&[5.0, 1.0, 3.0]), Some(3.0));
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
-        assert_eq!(median(&[1.0, 100.0, 2.0]), Some(2.0), "an outlier does not move it");
+        assert_eq!(
+            median(&[1.0, 100.0, 2.0]),
+            Some(2.0),
+            "an outlier does not move it"
+        );
         assert_eq!(ratio(Some(3.0), Some(2.0)), Some(1.5));
         assert_eq!(ratio(Some(3.0), Some(0.0)), None);
         assert_eq!(ratio(None, Some(2.0)), None);
@@ -306,6 +330,7 @@ mod tests {
                 wal_bytes_written: (w * 100.0) as u64,
                 ..Default::default()
             }),
+            os_bytes_written: None,
         }
     }
 
@@ -316,8 +341,11 @@ mod tests {
             vec!["fillrandom".into(), "readrandom".into()],
             3,
         );
-        for (fill, read, w) in [(1000.0, 4000.0, 2.0), (900.0, 5000.0, 3.0), (1100.0, 4500.0, 2.5)]
-        {
+        for (fill, read, w) in [
+            (1000.0, 4000.0, 2.0),
+            (900.0, 5000.0, 3.0),
+            (1100.0, 4500.0, 2.5),
+        ] {
             r.add_run(
                 0,
                 &[
@@ -327,7 +355,11 @@ mod tests {
             )
             .unwrap();
         }
-        for (fill, read, w) in [(500.0, 2000.0, 5.0), (400.0, 2500.0, 4.0), (600.0, 3000.0, 6.0)] {
+        for (fill, read, w) in [
+            (500.0, 2000.0, 5.0),
+            (400.0, 2500.0, 4.0),
+            (600.0, 3000.0, 6.0),
+        ] {
             r.add_run(
                 1,
                 &[

@@ -195,9 +195,7 @@ impl EngineKind {
     /// Parses a flag value (`rialto`, `rocksdb`).
     pub fn parse(s: &str) -> Result<EngineKind> {
         EngineKind::from_str(s.trim(), true).map_err(|_| {
-            BenchError::usage(format!(
-                "unknown engine '{s}' (expected rialto or rocksdb)"
-            ))
+            BenchError::usage(format!("unknown engine '{s}' (expected rialto or rocksdb)"))
         })
     }
 }
@@ -364,15 +362,37 @@ fn clock_seed() -> u64 {
     (nanos ^ (nanos >> 29)) % 1_000_000_000 + 1
 }
 
+/// The process's user id (the owner of `/proc/self`), for when `$USER` is unset (cron, CI).
+fn current_uid() -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").ok().map(|m| m.uid())
+}
+
+/// Help text after the flags of `rialto bench`: the semantics a db_bench user must know.
+pub const AFTER_HELP: &str = "\
+Semantics follow db_bench: every thread runs the benchmark's whole op count (--threads=4 does
+four times the ops of --threads=1); micros/op = wall time x threads / ops and ops/sec = ops /
+wall time. Keys are drawn from [0, --num). fill* benchmarks start from an empty database.
+Flags take --name=value or --name value; booleans take 0/1 or true/false.
+
+Example:
+  rialto bench --benchmarks=fillrandom,readrandom,stats --num=1000000 --threads=2 --histogram=1";
+
 /// `/tmp/rialtobench-$USER/<engine>`: per user, so that users of a shared machine never delete
 /// each other's databases, and per engine, so that one engine never opens the other's files.
 pub fn default_db_path(engine: EngineKind) -> PathBuf {
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "default".to_string());
+        .unwrap_or_else(|_| current_uid().map_or_else(|| "default".to_string(), |u| u.to_string()));
     let user: String = user
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     std::env::temp_dir()
         .join(format!("rialtobench-{user}"))
@@ -454,7 +474,10 @@ mod tests {
         assert_eq!(f.seed, Some(42));
         assert_eq!((f.seek_nexts, f.batch_size, f.threads), (10, 8, 4));
         assert_eq!(f.compression_ratio, 0.25);
-        assert_eq!((f.write_buffer_size, f.cache_size, f.bloom_bits), (1 << 20, 0, 0));
+        assert_eq!(
+            (f.write_buffer_size, f.cache_size, f.bloom_bits),
+            (1 << 20, 0, 0)
+        );
     }
 
     #[test]

@@ -44,8 +44,13 @@ pub trait BenchEngine: Send + Sync {
 
     /// Visits up to `limit` entries in key order (`reverse`: descending) starting at `from`;
     /// returns how many it visited.
-    fn scan(&self, from: ScanFrom<'_>, reverse: bool, limit: u64, visit: Visitor<'_>)
-        -> Result<u64>;
+    fn scan(
+        &self,
+        from: ScanFrom<'_>,
+        reverse: bool,
+        limit: u64,
+        visit: Visitor<'_>,
+    ) -> Result<u64>;
 
     /// Seeks to the first key `>= key`, then visits up to `nexts` entries from there (the
     /// first included, as db_bench's seekrandom counts them). Returns whether the seek landed
@@ -54,16 +59,21 @@ pub trait BenchEngine: Send + Sync {
         let mut found = false;
         let mut first = true;
         let mut seen = 0usize;
-        self.scan(ScanFrom::Key(key), false, nexts.max(1) as u64, &mut |k, v| {
-            if first {
-                found = k == key;
-                first = false;
-            }
-            if seen < nexts {
-                visit(k, v);
-                seen += 1;
-            }
-        })?;
+        self.scan(
+            ScanFrom::Key(key),
+            false,
+            nexts.max(1) as u64,
+            &mut |k, v| {
+                if first {
+                    found = k == key;
+                    first = false;
+                }
+                if seen < nexts {
+                    visit(k, v);
+                    seen += 1;
+                }
+            },
+        )?;
         Ok(found)
     }
 
@@ -76,6 +86,13 @@ pub trait BenchEngine: Send + Sync {
     /// Counters since the engine was opened. `user_bytes_written` and `live_data_bytes` are
     /// the engine's own view; the harness replaces them by what it wrote (see `runner`).
     fn stats(&self) -> Result<EngineStats>;
+
+    /// True when the engine stores its data through the OS's `write(2)` in this process, so
+    /// the process's written bytes measure its write amplification (see
+    /// [`crate::report::process_bytes_written`]). Default true; in-memory engines say no.
+    fn writes_through_os(&self) -> bool {
+        true
+    }
 
     /// Closes the engine, waiting for background work, and reports a failure to do so.
     fn close(self: Box<Self>) -> Result<()>;

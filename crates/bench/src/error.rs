@@ -41,7 +41,11 @@ impl BenchError {
     }
 
     /// An engine error of `engine` while doing `op`.
-    pub fn engine(engine: &'static str, op: impl Into<String>, err: impl std::fmt::Display) -> Self {
+    pub fn engine(
+        engine: &'static str,
+        op: impl Into<String>,
+        err: impl std::fmt::Display,
+    ) -> Self {
         BenchError::Engine {
             engine,
             op: op.into(),
@@ -83,7 +87,10 @@ mod tests {
         let e = BenchError::engine("rialto", "put", "disk full");
         assert_eq!(e.exit_code(), 1);
         assert_eq!(e.to_string(), "rialto: put: disk full");
-        let io = BenchError::io("create /x", io::Error::from(io::ErrorKind::PermissionDenied));
+        let io = BenchError::io(
+            "create /x",
+            io::Error::from(io::ErrorKind::PermissionDenied),
+        );
         assert!(io.to_string().starts_with("create /x: "));
     }
 }

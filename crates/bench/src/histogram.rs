@@ -65,15 +65,17 @@ pub fn format_histogram(label: &str, h: &Histogram<u64>) -> String {
             cumulative += n;
             let pct = 100.0 * n as f64 / total;
             let marks = "#".repeat((pct / 5.0).round() as usize);
-            s.push_str(&format!(
-                "[ {:>7}, {:>7} ) {:>8} {:>7.3}% {:>7.3}% {}\n",
+            let line = format!(
+                "[ {:>7}, {:>7} ) {:>8} {:>7.3}% {:>7.3}% {}",
                 low_us,
                 high_us,
                 n,
                 pct,
                 100.0 * cumulative as f64 / total,
                 marks
-            ));
+            );
+            s.push_str(line.trim_end());
+            s.push('\n');
         }
         low_us = high_us;
         high_us = high_us.saturating_mul(2);
@@ -97,9 +99,21 @@ mod tests {
         let s = format_histogram("read", &h);
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines[0], "Microseconds per read:");
-        assert!(lines[1].starts_with("Count: 100 Average: 0.750"), "{}", lines[1]);
-        assert!(lines[2].starts_with("Min: 0.5000  Median: 0.5000  Max: 3.0"), "{}", lines[2]);
-        assert!(lines[3].starts_with("Percentiles: P50: 0.50 P75: 0.50 P99: 3.00"), "{}", lines[3]);
+        assert!(
+            lines[1].starts_with("Count: 100 Average: 0.750"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[2].starts_with("Min: 0.5000  Median: 0.5000  Max: 3.0"),
+            "{}",
+            lines[2]
+        );
+        assert!(
+            lines[3].starts_with("Percentiles: P50: 0.50 P75: 0.50 P99: 3.00"),
+            "{}",
+            lines[3]
+        );
         assert_eq!(
             lines[5],
             "[       0,       1 )       90  90.000%  90.000% ##################"
@@ -114,7 +128,10 @@ mod tests {
     #[test]
     fn empty_and_merged() {
         let h = new_histogram();
-        assert_eq!(format_histogram("write", &h), "Microseconds per write:\nCount: 0\n");
+        assert_eq!(
+            format_histogram("write", &h),
+            "Microseconds per write:\nCount: 0\n"
+        );
         let mut a = new_histogram();
         let mut b = new_histogram();
         record(&mut a, 1_000_000);

@@ -8,7 +8,7 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,9 @@ use crate::error::{out_err, BenchError, Result};
 use crate::histogram::{format_histogram, new_histogram, record};
 use crate::keys::encode_key;
 use crate::live::LiveKeys;
-use crate::report::{bench_view, format_line, format_stats, found_message, write_header};
+use crate::report::{
+    bench_view, format_line, format_stats, found_message, process_bytes_written, write_header,
+};
 use crate::values::ValueGen;
 use crate::workload::{Benchmark, KeyOrder, Op, Plan};
 
@@ -52,6 +54,9 @@ pub struct BenchResult {
     /// Engine statistics right after the benchmark, with the harness's amplification
     /// denominators (see [`crate::report::bench_view`]).
     pub stats: Option<EngineStats>,
+    /// Bytes the process handed to `write(2)` since the engine was opened, where the OS
+    /// reports it ([`crate::report::process_bytes_written`]).
+    pub os_bytes_written: Option<u64>,
 }
 
 impl BenchResult {
@@ -71,9 +76,15 @@ impl BenchResult {
             .then(|| self.bytes as f64 / 1048576.0 / self.elapsed.as_secs_f64().max(1e-9))
     }
 
-    /// Write amplification as of the end of this benchmark.
+    /// Write amplification as of the end of this benchmark: bytes written to storage per
+    /// key/value byte written by the benchmarks. Measured by the OS where it can be (the same
+    /// way for every engine), else as the engine counts it.
     pub fn write_amplification(&self) -> Option<f64> {
-        self.stats.as_ref().map(EngineStats::write_amplification)
+        let stats = self.stats.as_ref()?;
+        Some(match self.os_bytes_written {
+            Some(os) => crate::report::ratio(os, stats.user_bytes_written),
+            None => stats.write_amplification(),
+        })
     }
 
     /// db_bench's report line.
@@ -101,6 +112,8 @@ pub struct Runner<'a> {
     live_known: bool,
     /// Key and value bytes written since the engine was opened.
     user_bytes: u64,
+    /// The process's `write(2)` byte count when the engine was opened.
+    os_written_at_open: Option<u64>,
     /// Threads started so far: each thread's generator is seeded with `seed + this`, so no
     /// two threads of a run, nor two benchmarks, draw the same keys.
     threads_started: u64,
@@ -119,6 +132,7 @@ impl<'a> Runner<'a> {
             live: LiveKeys::new(capacity),
             live_known: false,
             user_bytes: 0,
+            os_written_at_open: None,
             threads_started: 0,
         }
     }
@@ -174,6 +188,11 @@ impl<'a> Runner<'a> {
     fn open_engine(&mut self) -> Result<()> {
         self.engine = Some(self.factory.open(&self.cfg.db, &self.engine_cfg)?);
         self.user_bytes = 0;
+        self.os_written_at_open = self
+            .engine
+            .as_ref()
+            .filter(|e| e.writes_through_os())
+            .and_then(|_| process_bytes_written());
         Ok(())
     }
 
@@ -223,11 +242,14 @@ impl<'a> Runner<'a> {
         let message = match plan.op {
             Op::ReadRandom | Op::Seek => found_message(m.workers.found, ops),
             Op::ReadWhileWriting => {
-                let w = m.writer.as_ref().map(|w| w.ops).unwrap_or(0);
+                let (w, secs) = m
+                    .writer
+                    .as_ref()
+                    .map_or((0, 0.0), |w| (w.ops, w.elapsed().as_secs_f64()));
                 format!(
                     "{} (writer: {w} ops, {:.0} ops/sec)",
                     found_message(m.workers.found, ops),
-                    w as f64 / m.elapsed.as_secs_f64().max(1e-9)
+                    w as f64 / secs.max(1e-9)
                 )
             }
             _ => String::new(),
@@ -242,6 +264,7 @@ impl<'a> Runner<'a> {
             message,
             histogram: m.workers.hist,
             stats: Some(stats),
+            os_bytes_written: self.os_bytes_since_open(),
         };
         let mut text = result.report_line();
         text.push('\n');
@@ -258,7 +281,17 @@ impl<'a> Runner<'a> {
         let raw = engine.stats()?;
         let live_keys = self.live_known.then(|| self.live.len());
         let view = bench_view(&raw, self.user_bytes, live_keys, self.cfg.entry_bytes());
-        Ok(format_stats(engine.name(), &view, &raw, live_keys))
+        Ok(format_stats(
+            engine.name(),
+            &view,
+            &raw,
+            live_keys,
+            self.os_bytes_since_open(),
+        ))
+    }
+
+    fn os_bytes_since_open(&self) -> Option<u64> {
+        Some(process_bytes_written()?.saturating_sub(self.os_written_at_open?))
     }
 }
 
@@ -283,7 +316,8 @@ pub fn destroy_db(path: &Path) -> Result<()> {
 
 /// Creates a database directory with the harness's marker in it.
 pub fn create_db_dir(path: &Path) -> Result<()> {
-    fs::create_dir_all(path).map_err(|e| BenchError::io(format!("create {}", path.display()), e))?;
+    fs::create_dir_all(path)
+        .map_err(|e| BenchError::io(format!("create {}", path.display()), e))?;
     let marker = path.join(MARKER);
     fs::write(
         &marker,
@@ -301,6 +335,10 @@ struct ThreadStats {
     user_bytes: u64,
     hist: Option<Histogram<u64>>,
     last: Instant,
+    /// When the thread started its ops (merged: the earliest start).
+    began: Option<Instant>,
+    /// When the thread finished its ops (merged: the latest end).
+    ended: Option<Instant>,
 }
 
 impl ThreadStats {
@@ -312,11 +350,31 @@ impl ThreadStats {
             user_bytes: 0,
             hist: histogram.then(new_histogram),
             last: Instant::now(),
+            began: None,
+            ended: None,
         }
     }
 
+    /// Marks the start of the thread's timed work.
     fn start(&mut self) {
-        self.last = Instant::now();
+        let now = Instant::now();
+        self.last = now;
+        self.began = Some(now);
+    }
+
+    /// Marks the end of the thread's timed work.
+    fn stop(&mut self) {
+        self.ended = Some(Instant::now());
+    }
+
+    /// From the earliest start to the latest end. Each thread takes its own times, as
+    /// db_bench does: a coordinating thread that reads the clock after releasing the workers
+    /// can be descheduled on a busy machine and miss part (or all) of their run.
+    fn elapsed(&self) -> Duration {
+        match (self.began, self.ended) {
+            (Some(b), Some(e)) => e.saturating_duration_since(b),
+            _ => Duration::ZERO,
+        }
     }
 
     /// Counts `n` finished ops; with a histogram, records the time since the previous call
@@ -335,6 +393,14 @@ impl ThreadStats {
         self.bytes += other.bytes;
         self.found += other.found;
         self.user_bytes += other.user_bytes;
+        self.began = match (self.began, other.began) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.ended = match (self.ended, other.ended) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
         if let (Some(h), Some(o)) = (&mut self.hist, &other.hist) {
             // Both histograms auto-resize, so adding cannot run out of range.
             let _ = h.add(o);
@@ -352,12 +418,12 @@ struct Measured {
 
 fn measure_single(histogram: bool, op: impl FnOnce() -> Result<()>) -> Result<Measured> {
     let mut s = ThreadStats::new(histogram);
-    let start = Instant::now();
     s.start();
     op()?;
     s.finished(1);
+    s.stop();
     Ok(Measured {
-        elapsed: start.elapsed(),
+        elapsed: s.elapsed(),
         workers: s,
         writer: None,
         user_bytes: 0,
@@ -371,8 +437,19 @@ struct Ctx<'e> {
     live: Option<&'e LiveKeys>,
     /// Set when any thread fails, so the others stop instead of finishing their count.
     abort: AtomicBool,
+    /// Measured threads still running; the last one to finish sets `done`.
+    running: AtomicUsize,
     /// Set when the measured threads are done; stops readwhilewriting's writer.
     done: AtomicBool,
+}
+
+impl Ctx<'_> {
+    /// Called by each measured thread when it is done, whether it succeeded or not.
+    fn worker_done(&self) {
+        if self.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.done.store(true, Ordering::Release);
+        }
+    }
 }
 
 fn panicked(engine: &dyn BenchEngine) -> BenchError {
@@ -391,11 +468,12 @@ fn run_threads(
         cfg,
         live,
         abort: AtomicBool::new(false),
+        running: AtomicUsize::new(plan.threads),
         done: AtomicBool::new(false),
     };
     let with_writer = plan.op == Op::ReadWhileWriting;
-    let barrier = Barrier::new(plan.threads + usize::from(with_writer) + 1);
-    let (elapsed, workers, writer) = std::thread::scope(|s| {
+    let barrier = Barrier::new(plan.threads + usize::from(with_writer));
+    let (workers, writer) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..plan.threads)
             .map(|t| {
                 let (ctx, barrier) = (&ctx, &barrier);
@@ -407,16 +485,14 @@ fn run_threads(
             let wseed = seed.wrapping_add(plan.threads as u64);
             s.spawn(move || background_writer(ctx, plan, wseed, barrier))
         });
-        barrier.wait();
-        let start = Instant::now();
         let workers: Vec<Result<ThreadStats>> = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err(panicked(engine))))
             .collect();
-        let elapsed = start.elapsed();
-        ctx.done.store(true, Ordering::Relaxed);
+        // Normally set by the last worker already; this covers a worker that panicked.
+        ctx.done.store(true, Ordering::Release);
         let writer = writer.map(|h| h.join().unwrap_or_else(|_| Err(panicked(engine))));
-        (elapsed, workers, writer)
+        (workers, writer)
     });
     let mut total = ThreadStats::new(cfg.histogram);
     for w in workers {
@@ -425,7 +501,7 @@ fn run_threads(
     let writer = writer.transpose()?;
     let user_bytes = total.user_bytes + writer.as_ref().map_or(0, |w| w.user_bytes);
     Ok(Measured {
-        elapsed,
+        elapsed: total.elapsed(),
         workers: total,
         writer,
         user_bytes,
@@ -459,6 +535,8 @@ fn worker(ctx: &Ctx<'_>, plan: &Plan, seed: u64, barrier: &Barrier) -> Result<Th
         (Op::Seek, _) => seek_random(ctx, plan, &mut rng, &mut stats),
         _ => Ok(()),
     };
+    stats.stop();
+    ctx.worker_done();
     if r.is_err() {
         ctx.abort.store(true, Ordering::Relaxed);
     }
@@ -490,6 +568,7 @@ fn background_writer(
         &mut values,
         &mut stats,
     );
+    stats.stop();
     if r.is_err() {
         ctx.abort.store(true, Ordering::Relaxed);
     }
@@ -515,7 +594,9 @@ fn write_loop(
 ) -> Result<()> {
     let cfg = ctx.cfg;
     let batch = cfg.batch_size;
-    let mut keys: Vec<Vec<u8>> = (0..batch).map(|_| Vec::with_capacity(cfg.key_size)).collect();
+    let mut keys: Vec<Vec<u8>> = (0..batch)
+        .map(|_| Vec::with_capacity(cfg.key_size))
+        .collect();
     let mut ranges = Vec::with_capacity(batch);
     let mut indices = Vec::with_capacity(batch);
     let mut i = 0u64;
@@ -523,7 +604,7 @@ fn write_loop(
         let n = match spec.ops {
             Some(total) if i >= total => break,
             Some(total) => (batch as u64).min(total - i) as usize,
-            None if ctx.done.load(Ordering::Relaxed) => break,
+            None if ctx.done.load(Ordering::Acquire) => break,
             None => batch,
         };
         if ctx.abort.load(Ordering::Relaxed) {
@@ -547,7 +628,8 @@ fn write_loop(
             if spec.delete {
                 ctx.engine.delete(&keys[0], spec.sync)?;
             } else {
-                ctx.engine.put(&keys[0], &data[ranges[0].clone()], spec.sync)?;
+                ctx.engine
+                    .put(&keys[0], &data[ranges[0].clone()], spec.sync)?;
             }
         } else {
             let ops: Vec<BatchOp<'_>> = keys[..n]
@@ -608,15 +690,11 @@ fn read_random(
 }
 
 fn scan(ctx: &Ctx<'_>, plan: &Plan, reverse: bool, stats: &mut ThreadStats) -> Result<()> {
-    ctx.engine.scan(
-        ScanFrom::End,
-        reverse,
-        plan.ops_per_thread,
-        &mut |k, v| {
+    ctx.engine
+        .scan(ScanFrom::End, reverse, plan.ops_per_thread, &mut |k, v| {
             stats.bytes += (k.len() + v.len()) as u64;
             stats.finished(1);
-        },
-    )?;
+        })?;
     Ok(())
 }
 
@@ -677,9 +755,13 @@ mod tests {
     #[test]
     fn fills_then_reads_see_every_key() {
         let dir = tempfile::tempdir().unwrap();
-        let cfg = config(dir.path(), "fillseq,readrandom,readseq,readreverse,seekrandom,stats", |f| {
-            f.seek_nexts = 3;
-        });
+        let cfg = config(
+            dir.path(),
+            "fillseq,readrandom,readseq,readreverse,seekrandom,stats",
+            |f| {
+                f.seek_nexts = 3;
+            },
+        );
         let factory = MemFactory::new("mem");
         let (results, out) = run(&cfg, &factory);
         assert_eq!(results.len(), 5);
@@ -698,18 +780,29 @@ mod tests {
         assert!(out.contains("** mem statistics **"), "{out}");
         assert!(out.contains("live keys : 2000 (counted by the bench)"));
         // The memory engine writes each byte once and stores exactly the live data.
-        assert!(out.contains("amplification : write 1.00 space 1.00"), "{out}");
+        assert!(
+            out.contains("amplification : write 1.00 space 1.00"),
+            "{out}"
+        );
         for r in &results {
-            assert!(out.contains(&r.report_line()), "missing line for {}", r.benchmark.name());
+            assert!(
+                out.contains(&r.report_line()),
+                "missing line for {}",
+                r.benchmark.name()
+            );
         }
     }
 
     #[test]
     fn random_fill_overwrite_delete() {
         let dir = tempfile::tempdir().unwrap();
-        let cfg = config(dir.path(), "fillrandom,overwrite,readrandom,deleterandom,readseq", |f| {
-            f.batch_size = 7;
-        });
+        let cfg = config(
+            dir.path(),
+            "fillrandom,overwrite,readrandom,deleterandom,readseq",
+            |f| {
+                f.batch_size = 7;
+            },
+        );
         let factory = MemFactory::new("mem");
         let (results, _) = run(&cfg, &factory);
         let fill = by_name(&results, "fillrandom");
@@ -739,10 +832,14 @@ mod tests {
     #[test]
     fn threads_each_run_the_whole_count() {
         let dir = tempfile::tempdir().unwrap();
-        let cfg = config(dir.path(), "fillrandom,readrandom,readwhilewriting,fillsync", |f| {
-            f.threads = 3;
-            f.histogram = true;
-        });
+        let cfg = config(
+            dir.path(),
+            "fillrandom,readrandom,readwhilewriting,fillsync",
+            |f| {
+                f.threads = 3;
+                f.histogram = true;
+            },
+        );
         let factory = MemFactory::new("mem");
         let (results, out) = run(&cfg, &factory);
         assert_eq!(by_name(&results, "fillrandom").ops, 6000);
@@ -750,7 +847,11 @@ mod tests {
         let rww = by_name(&results, "readwhilewriting");
         assert_eq!(rww.ops, 6000, "the writer's ops are not counted");
         assert_eq!(rww.threads, 3);
-        assert!(rww.message.contains("of 6000 found) (writer: "), "{}", rww.message);
+        assert!(
+            rww.message.contains("of 6000 found) (writer: "),
+            "{}",
+            rww.message
+        );
         let fs = by_name(&results, "fillsync");
         assert_eq!(fs.ops, 3 * 2);
         assert_eq!(fs.histogram.as_ref().map(|h| h.len()), Some(6));
@@ -767,12 +868,22 @@ mod tests {
         let factory = MemFactory::new("mem");
         let cfg = config(dir.path(), "fillseq", |_| {});
         run(&cfg, &factory);
-        let cfg = config(dir.path(), "fillrandom,readrandom,stats,flush,compact", |f| {
-            f.use_existing_db = true;
-        });
+        let cfg = config(
+            dir.path(),
+            "fillrandom,readrandom,stats,flush,compact",
+            |f| {
+                f.use_existing_db = true;
+            },
+        );
         let (results, out) = run(&cfg, &factory);
-        assert!(out.contains("fillrandom   : skipped (--use_existing_db is true)"), "{out}");
-        assert_eq!(by_name(&results, "readrandom").message, "(2000 of 2000 found)");
+        assert!(
+            out.contains("fillrandom   : skipped (--use_existing_db is true)"),
+            "{out}"
+        );
+        assert_eq!(
+            by_name(&results, "readrandom").message,
+            "(2000 of 2000 found)"
+        );
         assert!(out.contains("live keys : unknown"));
         assert_eq!(by_name(&results, "compact").ops, 1);
         assert_eq!(by_name(&results, "flush").ops, 1);
@@ -804,6 +915,22 @@ mod tests {
         destroy_db(&db).unwrap();
         assert!(!db.exists());
         destroy_db(&db).unwrap();
+    }
+
+    #[test]
+    fn elapsed_spans_earliest_start_to_latest_end() {
+        let t0 = Instant::now();
+        let mut a = ThreadStats::new(false);
+        let mut b = ThreadStats::new(false);
+        a.began = Some(t0 + Duration::from_millis(5));
+        a.ended = Some(t0 + Duration::from_millis(50));
+        b.began = Some(t0 + Duration::from_millis(10));
+        b.ended = Some(t0 + Duration::from_millis(80));
+        let mut total = ThreadStats::new(false);
+        total.merge(a);
+        total.merge(b);
+        assert_eq!(total.elapsed(), Duration::from_millis(75));
+        assert_eq!(ThreadStats::new(false).elapsed(), Duration::ZERO);
     }
 
     #[test]

@@ -91,7 +91,10 @@ mod tests {
             }
             let got = lz4_ratio(&block);
             // LZ4 spends a few bytes per back-reference: allow a small excess, never less.
-            assert!(got >= ratio - 0.02 && got <= ratio + 0.1, "ratio {ratio}: got {got:.3}");
+            assert!(
+                got >= ratio - 0.02 && got <= ratio + 0.1,
+                "ratio {ratio}: got {got:.3}"
+            );
         }
     }
 

@@ -271,11 +271,7 @@ mod tests {
     use crate::config::BenchFlags;
 
     fn cfg(f: BenchFlags) -> Config {
-        Config::from_flags(&BenchFlags {
-            seed: Some(1),
-            ..f
-        })
-        .unwrap()
+        Config::from_flags(&BenchFlags { seed: Some(1), ..f }).unwrap()
     }
 
     #[test]

@@ -185,7 +185,12 @@ impl WriteBatch {
         &self.rep
     }
 
-    /// Parses a serialized batch (as logged); returns `(first sequence, batch)`.
+    /// The serialized operations, without the header (what follows the header in `data`).
+    pub fn ops_data(&self) -> &[u8] {
+        &self.rep[HEADER_LEN..]
+    }
+
+    /// Parses a serialized batch (as sealed); returns `(first sequence, batch)`.
     /// Every operation is decoded and checked, so a corrupt payload is reported here.
     pub fn decode(data: &[u8]) -> std::result::Result<(u64, WriteBatch), String> {
         if data.len() < HEADER_LEN {
@@ -196,9 +201,13 @@ impl WriteBatch {
         }
         let seq = u64::from_le_bytes(data[..8].try_into().map_err(|_| "header")?);
         let count = u32::from_le_bytes(data[8..12].try_into().map_err(|_| "header")?);
-        let mut it = WriteBatchIter {
-            data: &data[HEADER_LEN..],
-        };
+        Ok((seq, Self::from_ops(count, &data[HEADER_LEN..])?))
+    }
+
+    /// Rebuilds a batch from `count` serialized operations (as [`WriteBatch::ops_data`] gives
+    /// them). Every operation is decoded and checked.
+    pub fn from_ops(count: u32, ops: &[u8]) -> std::result::Result<WriteBatch, String> {
+        let mut it = WriteBatchIter { data: ops };
         let mut n = 0u32;
         let mut payload = 0u64;
         while let Some(op) = it.next_checked()? {
@@ -211,15 +220,16 @@ impl WriteBatch {
         if n != count {
             return Err(format!("batch header says {count} ops, found {n}"));
         }
-        Ok((
-            seq,
-            WriteBatch {
-                rep: data.to_vec(),
-                count,
-                payload_bytes: payload,
-                invalid: None,
-            },
-        ))
+        let mut rep = Vec::with_capacity(HEADER_LEN + ops.len());
+        rep.resize(HEADER_LEN, 0);
+        rep[8..12].copy_from_slice(&count.to_le_bytes());
+        rep.extend_from_slice(ops);
+        Ok(WriteBatch {
+            rep,
+            count,
+            payload_bytes: payload,
+            invalid: None,
+        })
     }
 }
 

@@ -4,7 +4,9 @@
 //! segment file NNNNNN.log := record*
 //! record := crc: u32 LE | len: u32 LE | kind: u8 | payload (len bytes)
 //! crc    := masked crc32c(segment_number: u64 LE | len: u32 LE | kind: u8 | payload)
-//! kind   := 1 (a write batch, see rialto_engine::WriteBatch) | 2 (a version edit, manifest only)
+//! kind   := 1 (a write batch) | 2 (a version edit, manifest only)
+//! write batch payload := first_sequence: varint64 | count: varint32 | op*
+//!                        (ops as in rialto_engine::WriteBatch; op i has sequence first + i)
 //! ```
 //!
 //! A record is addressed by `(segment number, byte offset of its header)`, so an index over a
@@ -22,7 +24,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rialto_engine::{Error, Result};
+use rialto_engine::{Error, Result, WriteBatch};
 use rialto_io::{Fs, WritableFile};
 
 use crate::sstable::format::mask_crc;
@@ -37,12 +39,31 @@ pub const KIND_EDIT: u8 = 2;
 /// the commit path's group size.
 pub const MAX_RECORD_LEN: usize = u32::MAX as usize;
 
-fn record_crc(segment: u64, len: u32, kind: u8, payload: &[u8]) -> u32 {
+fn record_crc(segment: u64, len: u32, kind: u8, parts: &[&[u8]]) -> u32 {
     let mut head = [0u8; 13];
     head[..8].copy_from_slice(&segment.to_le_bytes());
     head[8..12].copy_from_slice(&len.to_le_bytes());
     head[12] = kind;
-    mask_crc(crc32c::crc32c_append(crc32c::crc32c(&head), payload))
+    let crc = parts
+        .iter()
+        .fold(crc32c::crc32c(&head), |c, p| crc32c::crc32c_append(c, p));
+    mask_crc(crc)
+}
+
+/// Serializes a write batch's WAL payload prefix (its ops follow): the first sequence and
+/// the count as varints, 5 bytes for most records instead of a fixed 12.
+pub fn batch_prefix(first_sequence: u64, count: u32, out: &mut Vec<u8>) {
+    crate::version::edit::put_varint64(out, first_sequence);
+    crate::version::edit::put_varint64(out, u64::from(count));
+}
+
+/// Parses a write-batch payload: `(first sequence, batch)`.
+pub fn decode_batch(mut payload: &[u8]) -> std::result::Result<(u64, WriteBatch), String> {
+    let seq = crate::version::edit::get_varint64(&mut payload).ok_or("bad first sequence")?;
+    let count = crate::version::edit::get_varint64(&mut payload)
+        .and_then(|c| u32::try_from(c).ok())
+        .ok_or("bad operation count")?;
+    Ok((seq, WriteBatch::from_ops(count, payload)?))
 }
 
 /// File name of WAL segment `number`.
@@ -96,23 +117,30 @@ impl WalWriter {
     /// Appends a record and hands it to the operating system; returns its offset.
     /// Not durable until [`WalWriter::sync`].
     pub fn add_record(&mut self, kind: u8, payload: &[u8]) -> Result<u64> {
-        let len = u32::try_from(payload.len()).map_err(|_| {
+        self.add_record_parts(kind, &[payload])
+    }
+
+    /// [`WalWriter::add_record`] with the payload given in pieces (written back to back), so
+    /// callers need not copy them into one buffer.
+    pub fn add_record_parts(&mut self, kind: u8, parts: &[&[u8]]) -> Result<u64> {
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        let len = u32::try_from(total).map_err(|_| {
             Error::InvalidArgument(format!(
-                "WAL record of {} bytes exceeds {} bytes",
-                payload.len(),
-                MAX_RECORD_LEN
+                "WAL record of {total} bytes exceeds {MAX_RECORD_LEN} bytes"
             ))
         })?;
         let mut header = [0u8; HEADER_LEN];
-        header[..4].copy_from_slice(&record_crc(self.number, len, kind, payload).to_le_bytes());
+        header[..4].copy_from_slice(&record_crc(self.number, len, kind, parts).to_le_bytes());
         header[4..8].copy_from_slice(&len.to_le_bytes());
         header[8] = kind;
         let at = self.offset;
         let io = |e| Error::io(format!("append to WAL {}", self.name), e);
         self.file.append(&header).map_err(io)?;
-        self.file.append(payload).map_err(io)?;
+        for p in parts {
+            self.file.append(p).map_err(io)?;
+        }
         self.file.flush().map_err(io)?;
-        self.offset += (HEADER_LEN + payload.len()) as u64;
+        self.offset += (HEADER_LEN + total) as u64;
         Ok(at)
     }
 
@@ -207,7 +235,7 @@ fn parse_record(data: &[u8], pos: usize, number: u64) -> std::result::Result<(u8
         ));
     }
     let payload = &body[..len as usize];
-    if record_crc(number, len, kind, payload) != crc {
+    if record_crc(number, len, kind, &[payload]) != crc {
         return Err("checksum mismatch".to_string());
     }
     if kind != KIND_BATCH && kind != KIND_EDIT {
@@ -304,6 +332,22 @@ mod tests {
         fs.corrupt(&p, 26, 0x01).unwrap();
         let (_, end) = read(&fs);
         assert_eq!(end, SegmentEnd::TornTail { offset: 24 });
+    }
+
+    #[test]
+    fn batch_payload_round_trip() {
+        let mut b = WriteBatch::new();
+        b.put(b"k", b"v");
+        b.delete(b"gone");
+        let mut payload = Vec::new();
+        batch_prefix(1 << 40, b.count(), &mut payload);
+        assert_eq!(payload.len(), 7);
+        payload.extend_from_slice(b.ops_data());
+        let (seq, d) = decode_batch(&payload).unwrap();
+        assert_eq!(seq, 1 << 40);
+        assert_eq!(d.iter().collect::<Vec<_>>(), b.iter().collect::<Vec<_>>());
+        assert!(decode_batch(&payload[..payload.len() - 1]).is_err());
+        assert!(decode_batch(&[0x80]).is_err());
     }
 
     #[test]

@@ -27,8 +27,6 @@ pub struct MemFactory {
     /// Name reported, so a comparison can pit two memory engines against each other.
     pub name: &'static str,
     dbs: Mutex<BTreeMap<std::path::PathBuf, Arc<RwLock<Map>>>>,
-    /// Number of opens, for tests.
-    pub opens: AtomicU64,
 }
 
 impl MemFactory {
@@ -47,7 +45,6 @@ impl EngineFactory for MemFactory {
     }
 
     fn open(&self, path: &Path, _cfg: &EngineConfig) -> Result<Box<dyn BenchEngine>> {
-        self.opens.fetch_add(1, Ordering::Relaxed);
         let mut dbs = self.dbs.lock().unwrap_or_else(PoisonError::into_inner);
         // The harness empties the directory for a fresh database; mirror that here.
         let empty = std::fs::read_dir(path)
@@ -84,6 +81,10 @@ impl MemEngine {
 }
 
 impl BenchEngine for MemEngine {
+    fn writes_through_os(&self) -> bool {
+        false
+    }
+
     fn name(&self) -> &'static str {
         self.name
     }
@@ -114,7 +115,8 @@ impl BenchEngine for MemEngine {
     }
 
     fn delete(&self, key: &[u8], _sync: bool) -> Result<()> {
-        self.user_bytes.fetch_add(key.len() as u64, Ordering::Relaxed);
+        self.user_bytes
+            .fetch_add(key.len() as u64, Ordering::Relaxed);
         self.write().remove(key);
         Ok(())
     }

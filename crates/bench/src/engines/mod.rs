@@ -26,14 +26,3 @@ pub fn factory(kind: EngineKind) -> Result<Box<dyn EngineFactory>> {
         )),
     }
 }
-
-/// True when this build can drive RocksDB.
-pub fn rocksdb_available() -> bool {
-    cfg!(feature = "rocksdb")
-}
-
-/// Fails with a usage error when a kind cannot be built; lets a comparison fail before it
-/// has run anything.
-pub fn check_available(kind: EngineKind) -> Result<()> {
-    factory(kind).map(|_| ())
-}

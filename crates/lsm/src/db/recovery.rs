@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use rialto_engine::{Error, Result, WriteBatch};
+use rialto_engine::{Error, Result};
 use rialto_io::Fs;
 
 use super::{parse_file_name, Counters, DbInner, FileKind, State, SuperVersion};
@@ -188,7 +188,7 @@ fn replay_wal(
         let is_last = i + 1 == segments.len();
         let mut flush_error = None;
         let end = wal::read_segment(fs, &dir.join(&name), number, |offset, _, payload| {
-            let (seq, batch) = WriteBatch::decode(payload)
+            let (seq, batch) = wal::decode_batch(payload)
                 .map_err(|r| Error::corruption(&name, offset, format!("bad write batch: {r}")))?;
             let count = u64::from(batch.count());
             if count == 0 {

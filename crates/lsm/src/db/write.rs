@@ -10,7 +10,7 @@ use rialto_engine::{Error, Result, WriteBatch, WriteOptions};
 
 use super::{DbInner, State};
 use crate::memtable::MemTable;
-use crate::wal::{WalWriter, HEADER_LEN, KIND_BATCH};
+use crate::wal::{batch_prefix, WalWriter, HEADER_LEN, KIND_BATCH};
 
 /// Largest group a leader builds, in batch bytes. Bounds the latency a small write pays for
 /// riding along with large ones.
@@ -180,15 +180,19 @@ impl DbInner {
         self.check_writable()?;
         let first_seq = self.visible_seq.load(Ordering::Acquire) + 1;
         let count = u64::from(merged.count());
-        let record = merged.seal(first_seq);
+        let mut prefix = Vec::with_capacity(16);
+        batch_prefix(first_seq, merged.count(), &mut prefix);
+        let record_len = prefix.len() + merged.ops_data().len();
         let logged = match self.wal.lock().as_mut() {
-            Some(w) => w.add_record(KIND_BATCH, record).and_then(|_| {
-                if sync {
-                    w.sync()?;
-                    self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok(())
-            }),
+            Some(w) => w
+                .add_record_parts(KIND_BATCH, &[&prefix, merged.ops_data()])
+                .and_then(|_| {
+                    if sync {
+                        w.sync()?;
+                        self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok(())
+                }),
             None => Err(Error::Closed),
         };
         if let Err(e) = logged {
@@ -199,7 +203,7 @@ impl DbInner {
         }
         self.counters
             .wal_bytes
-            .fetch_add((record_len(merged) + HEADER_LEN) as u64, Ordering::Relaxed);
+            .fetch_add((record_len + HEADER_LEN) as u64, Ordering::Relaxed);
         self.counters
             .user_bytes
             .fetch_add(merged.payload_bytes(), Ordering::Relaxed);
@@ -302,8 +306,4 @@ impl DbInner {
         let _leader = self.writers.exclusive();
         self.make_room_for_write(true)
     }
-}
-
-fn record_len(b: &WriteBatch) -> usize {
-    b.data().len()
 }

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Rialto against RocksDB: builds rialto with RocksDB compiled in, then runs
+# `rialto bench-compare`, which runs both engines alternately for several rounds on fresh
+# databases and prints a table of median ops/sec, ratios (Rialto / RocksDB) and the write
+# amplification of fillrandom. The comparison logic lives in Rust (crates/bench/src/compare.rs);
+# this script only installs what the build needs and builds.
+#
+# Usage:
+#   scripts/bench-compare.sh [any rialto bench-compare / rialto bench flag...]
+#   ROUNDS=5 NUM=1000000 BENCHMARKS=fillseq,fillrandom,readrandom scripts/bench-compare.sh
+#   scripts/bench-compare.sh --rounds=3 --num=2000000 --threads=2 --compression_type=lz4
+#
+# Environment (each optional; flags given on the command line win):
+#   ROUNDS       rounds (default 3)
+#   NUM          --num (default 1000000)
+#   BENCHMARKS   --benchmarks (default: db_bench's list, see `rialto bench --help`)
+#   DB           parent directory of the databases (default /tmp/rialtobench-$USER/compare)
+#
+# The first build compiles RocksDB's C++ sources: 20+ minutes on two cores. It needs a C++
+# compiler and libclang (for the generated bindings); on Debian/Ubuntu the script installs
+# clang and libclang-dev with apt-get when they are missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+have_libclang() {
+    ldconfig -p 2>/dev/null | grep -Eq 'libclang(-[0-9.]+)?\.so'
+}
+
+if ! command -v clang >/dev/null 2>&1 || ! have_libclang || ! command -v c++ >/dev/null 2>&1; then
+    echo "== installing clang, libclang-dev and g++ (needed to build RocksDB and its bindings)" >&2
+    if [ "$(id -u)" -eq 0 ]; then
+        sudo=()
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo=(sudo)
+    else
+        echo "error: clang/libclang-dev are missing and there is no root or sudo to install them" >&2
+        exit 1
+    fi
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq clang libclang-dev g++
+fi
+
+echo "== building rialto with RocksDB (the first build compiles RocksDB: 20+ minutes)" >&2
+nice -n 10 cargo build --release --locked --features rocksdb -p rialto
+
+args=()
+[ -n "${ROUNDS:-}" ] && args+=("--rounds=$ROUNDS")
+[ -n "${NUM:-}" ] && args+=("--num=$NUM")
+[ -n "${BENCHMARKS:-}" ] && args+=("--benchmarks=$BENCHMARKS")
+[ -n "${DB:-}" ] && args+=("--db=$DB")
+# Later flags override earlier ones, so the command line wins over the environment.
+exec target/release/rialto bench-compare ${args[@]+"${args[@]}"} "$@"
