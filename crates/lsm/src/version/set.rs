@@ -220,11 +220,6 @@ impl VersionSet {
         Ok(self.current())
     }
 
-    /// Records counters without changing files (used when only the sequence moved).
-    pub fn set_last_sequence(&mut self, seq: SequenceNumber) {
-        self.last_sequence = self.last_sequence.max(seq);
-    }
-
     /// Writes a manifest holding a snapshot of the current state, then points CURRENT at it
     /// and removes the previous manifest.
     fn write_new_manifest(&mut self) -> Result<()> {
