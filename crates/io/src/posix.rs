@@ -45,14 +45,14 @@ impl Fs for PosixFs {
             .create(true)
             .truncate(true)
             .open(path)?;
-        Ok(Box::new(PosixWritableFile::new(file, 0)))
+        Ok(Box::new(PosixWritableFile::new(file, 0, false)))
     }
 
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         // O_APPEND: every write(2) lands at the end, whatever else wrote to the file.
         let file = OpenOptions::new().append(true).open(path)?;
         let len = file.metadata()?.len();
-        Ok(Box::new(PosixWritableFile::new(file, len)))
+        Ok(Box::new(PosixWritableFile::new(file, len, true)))
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
@@ -160,14 +160,17 @@ struct PosixWritableFile {
     file: File,
     buf: Vec<u8>,
     len: u64,
+    /// Opened with O_APPEND (see `preallocate`).
+    append_mode: bool,
 }
 
 impl PosixWritableFile {
-    fn new(file: File, len: u64) -> Self {
+    fn new(file: File, len: u64, append_mode: bool) -> Self {
         PosixWritableFile {
             file,
             buf: Vec::with_capacity(WRITE_BUFFER_CAPACITY),
             len,
+            append_mode,
         }
     }
 
@@ -225,6 +228,30 @@ impl WritableFile for PosixWritableFile {
     fn sync_all(&mut self) -> io::Result<()> {
         self.flush_buffer()?;
         self.file.sync_all()
+    }
+
+    fn preallocate(&mut self, len: u64) -> io::Result<()> {
+        if self.append_mode || len <= self.len {
+            // O_APPEND writes land at the end of the file, which reserving would move.
+            return Ok(());
+        }
+        let len = libc::off_t::try_from(len)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "length overflows"))?;
+        loop {
+            // SAFETY: fallocate on a file descriptor we own; mode 0 allocates and extends the
+            // size, leaving the file position (where the next write goes) alone.
+            let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), 0, 0, len) };
+            if rc == 0 {
+                return Ok(());
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                // Not supported here: preallocation is only an optimization.
+                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => return Ok(()),
+                _ => return Err(e),
+            }
+        }
     }
 
     fn len(&self) -> u64 {

@@ -189,3 +189,20 @@ fn read_vec_at_reads_exactly_and_reports_eof() {
     let e = r.read_vec_at(8, 4).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
 }
+
+#[test]
+fn preallocate_keeps_appends_in_place_and_reads_zeros_beyond() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = rialto_io::PosixFs::new();
+    let p = dir.path().join("wal");
+    let mut w = rialto_io::Fs::create(&fs, &p).unwrap();
+    w.append(b"abc").unwrap();
+    w.preallocate(4096).unwrap();
+    w.append(b"def").unwrap();
+    w.sync_data().unwrap();
+    assert_eq!(w.len(), 6);
+    let data = rialto_io::Fs::read_all(&fs, &p).unwrap();
+    assert!(data.len() == 4096 || data.len() == 6, "{}", data.len());
+    assert_eq!(&data[..6], b"abcdef");
+    assert!(data[6..].iter().all(|&b| b == 0));
+}

@@ -15,6 +15,10 @@
 //! The segment number inside the checksum makes a record copied or left over from another
 //! segment fail its check. Records are never split: a segment ends where its last record ends.
 //!
+//! Segments are preallocated (`Options::wal_preallocate`) so that appends do not change the
+//! file size and each `fdatasync` commits no metadata; the unused rest reads as zeros. An
+//! all-zero remainder is the end of the segment, not damage.
+//!
 //! ## Torn tails versus corruption
 //! A crash can leave the newest segment ending in a partial or garbled record: bytes of a write
 //! that was never acknowledged as durable. Such a *torn tail* is truncated at recovery. A bad
@@ -144,6 +148,15 @@ impl WalWriter {
         Ok(at)
     }
 
+    /// Reserves `bytes` for the segment (see `WritableFile::preallocate`): appends within
+    /// them make `fdatasync` cheaper. The reserved space reads as zeros, which readers take as
+    /// the end of the segment. Best effort.
+    pub fn preallocate(&mut self, bytes: u64) {
+        if let Err(e) = self.file.preallocate(bytes) {
+            tracing::warn!(file = %self.name, error = %e, "WAL preallocation failed; continuing without");
+        }
+    }
+
     /// Makes every record written so far durable (fdatasync).
     pub fn sync(&mut self) -> Result<()> {
         self.file
@@ -183,15 +196,19 @@ pub fn read_segment(
     let data = fs
         .read_all(path)
         .map_err(|e| Error::io(format!("read WAL {name}"), e))?;
+    // Preallocated space after the last record reads as zeros. No valid record is all zeros
+    // (kind 0 does not exist), so nothing at or after the last non-zero byte's header can be
+    // one, and a segment whose remaining bytes are all zero simply ends there.
+    let end = data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
     let mut pos = 0usize;
-    while pos < data.len() {
+    while pos < end {
         match parse_record(&data, pos, number) {
             Ok((kind, payload)) => {
                 f(pos as u64, kind, payload)?;
                 pos += HEADER_LEN + payload.len();
             }
             Err(reason) => {
-                return Ok(if valid_record_after(&data, pos + 1, number) {
+                return Ok(if valid_record_after(&data[..end], pos + 1, number) {
                     SegmentEnd::Corrupt {
                         offset: pos as u64,
                         reason,
@@ -348,6 +365,48 @@ mod tests {
         assert_eq!(d.iter().collect::<Vec<_>>(), b.iter().collect::<Vec<_>>());
         assert!(decode_batch(&payload[..payload.len() - 1]).is_err());
         assert!(decode_batch(&[0x80]).is_err());
+    }
+
+    fn append_raw(fs: &MemFs, bytes: &[u8]) {
+        let p = segment_path(Path::new("/db"), 7);
+        let mut w = fs.open_append(&p).unwrap();
+        w.append(bytes).unwrap();
+        w.sync_data().unwrap();
+    }
+
+    #[test]
+    fn zeros_after_the_last_record_are_a_clean_end() {
+        let fs = MemFs::new();
+        write(&fs, &[b"one", b"two"]);
+        append_raw(&fs, &[0u8; 10_000]);
+        let (recs, end) = read(&fs);
+        assert_eq!(recs.len(), 2);
+        assert_eq!(end, SegmentEnd::Clean);
+    }
+
+    #[test]
+    fn torn_record_before_zeros_is_a_torn_tail() {
+        let fs = MemFs::new();
+        write(&fs, &[b"one", b"two"]);
+        append_raw(&fs, &[9, 9, 9, 9, 200, 0, 0, 0, 1, 7, 7]);
+        append_raw(&fs, &[0u8; 5000]);
+        let (recs, end) = read(&fs);
+        assert_eq!(recs.len(), 2);
+        assert_eq!(end, SegmentEnd::TornTail { offset: 24 });
+    }
+
+    #[test]
+    fn damage_followed_by_a_record_and_zeros_is_corruption() {
+        let fs = MemFs::new();
+        write(&fs, &[b"one", b"two", b"three"]);
+        append_raw(&fs, &[0u8; 5000]);
+        fs.corrupt(&segment_path(Path::new("/db"), 7), 13, 0x40)
+            .unwrap();
+        let (_, end) = read(&fs);
+        assert!(
+            matches!(end, SegmentEnd::Corrupt { offset: 12, .. }),
+            "{end:?}"
+        );
     }
 
     #[test]

@@ -96,7 +96,8 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     let (edit, max_seq) = replay_wal(&*fs, path, &opts, &mut versions)?;
     let mut edit = edit;
     let wal_number = versions.new_file_number();
-    let wal = WalWriter::create(&*fs, path, wal_number)?;
+    let mut wal = WalWriter::create(&*fs, path, wal_number)?;
+    wal.preallocate(opts.wal_preallocation_bytes());
     fs.sync_dir(path)
         .map_err(|e| Error::io("sync database directory", e))?;
     edit.log_number = Some(wal_number);

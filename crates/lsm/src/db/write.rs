@@ -280,7 +280,8 @@ impl DbInner {
             if let Some(w) = wal.as_mut() {
                 w.sync()?;
             }
-            let w = WalWriter::create(&*self.fs, &self.dir, number)?;
+            let mut w = WalWriter::create(&*self.fs, &self.dir, number)?;
+            w.preallocate(self.opts.wal_preallocation_bytes());
             self.fs
                 .sync_dir(&self.dir)
                 .map_err(|e| Error::io("sync database directory", e))?;
