@@ -400,7 +400,7 @@ mod tests {
         let fs = MemFs::new();
         write(&fs, &[b"one", b"two", b"three"]);
         append_raw(&fs, &[0u8; 5000]);
-        fs.corrupt(&segment_path(Path::new("/db"), 7), 13, 0x40)
+        fs.corrupt(segment_path(Path::new("/db"), 7), 13, 0x40)
             .unwrap();
         let (_, end) = read(&fs);
         assert!(
