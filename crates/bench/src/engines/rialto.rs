@@ -113,13 +113,8 @@ impl BenchEngine for RialtoEngine {
         limit: u64,
         visit: Visitor<'_>,
     ) -> Result<u64> {
-        // Spelled out: `IterOptions::default()` would need `Snapshot: Default`.
-        let opts = IterOptions {
-            lower: None,
-            upper: None,
-            snapshot: None,
-        };
-        let mut it = KvEngine::iter(&self.db, opts).map_err(|e| err("new iterator", e))?;
+        let mut it =
+            KvEngine::iter(&self.db, IterOptions::default()).map_err(|e| err("new iterator", e))?;
         match (from, reverse) {
             (ScanFrom::End, false) => it.seek_to_first(),
             (ScanFrom::End, true) => it.seek_to_last(),
