@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use rialto_engine::{Error, Result, WriteBatch};
 use rialto_io::{Fs, WritableFile};
 
+use crate::sstable::coding::{encode_varint64, take_varint64};
 use crate::sstable::format::mask_crc;
 
 /// Header bytes before a record's payload.
@@ -54,17 +55,23 @@ fn record_crc(segment: u64, len: u32, kind: u8, parts: &[&[u8]]) -> u32 {
     mask_crc(crc)
 }
 
-/// Serializes a write batch's WAL payload prefix (its ops follow): the first sequence and
-/// the count as varints, 5 bytes for most records instead of a fixed 12.
-pub fn batch_prefix(first_sequence: u64, count: u32, out: &mut Vec<u8>) {
-    crate::version::edit::put_varint64(out, first_sequence);
-    crate::version::edit::put_varint64(out, u64::from(count));
+/// Longest write-batch prefix: a varint64 sequence and a varint32 count.
+pub const MAX_BATCH_PREFIX_LEN: usize = 15;
+
+/// Encodes a write batch's WAL payload prefix (its ops follow): the first sequence and the
+/// count as varints, 5 bytes for most records instead of a fixed 12. Returns the buffer and
+/// the length used; it lives on the stack because every group commit writes one.
+pub fn batch_prefix(first_sequence: u64, count: u32) -> ([u8; MAX_BATCH_PREFIX_LEN], usize) {
+    let mut buf = [0u8; MAX_BATCH_PREFIX_LEN];
+    let n = encode_varint64(&mut buf, first_sequence);
+    let m = encode_varint64(&mut buf[n..], u64::from(count));
+    (buf, n + m)
 }
 
 /// Parses a write-batch payload: `(first sequence, batch)`.
 pub fn decode_batch(mut payload: &[u8]) -> std::result::Result<(u64, WriteBatch), String> {
-    let seq = crate::version::edit::get_varint64(&mut payload).ok_or("bad first sequence")?;
-    let count = crate::version::edit::get_varint64(&mut payload)
+    let seq = take_varint64(&mut payload).ok_or("bad first sequence")?;
+    let count = take_varint64(&mut payload)
         .and_then(|c| u32::try_from(c).ok())
         .ok_or("bad operation count")?;
     Ok((seq, WriteBatch::from_ops(count, payload)?))
@@ -356,9 +363,9 @@ mod tests {
         let mut b = WriteBatch::new();
         b.put(b"k", b"v");
         b.delete(b"gone");
-        let mut payload = Vec::new();
-        batch_prefix(1 << 40, b.count(), &mut payload);
-        assert_eq!(payload.len(), 7);
+        let (prefix, n) = batch_prefix(1 << 40, b.count());
+        assert_eq!(n, 7);
+        let mut payload = prefix[..n].to_vec();
         payload.extend_from_slice(b.ops_data());
         let (seq, d) = decode_batch(&payload).unwrap();
         assert_eq!(seq, 1 << 40);

@@ -161,28 +161,32 @@ fn pick_level(
     o: &PickerOptions,
 ) -> Option<CompactionTask> {
     let files = &v.levels[level];
-    let next = &v.levels[level + 1];
     // Least rewriting per byte moved down: the file whose overlap with the next level is
     // smallest relative to its own size. Ties go round-robin from the compact pointer, so
     // equal candidates are still taken in key order across calls.
     let start = files.partition_point(|f| f.largest_user() <= pointer && !pointer.is_empty());
-    let mut best: Option<(u128, usize)> = None;
+    // (overlap bytes, file size, index) of the best candidate so far.
+    let mut best: Option<(u64, u64, usize)> = None;
     for i in (start..files.len()).chain(0..start) {
         let f = &files[i];
         if compacting.contains(&f.number) {
             continue;
         }
-        let overlap = overlap_bytes(next, f.smallest_user(), f.largest_user(), compacting);
-        let Some(overlap) = overlap else {
-            continue; // a next-level file it needs is being compacted
-        };
-        // Compare overlap/size as overlap * 2^20 / size in integers: exact and deterministic.
-        let score = (u128::from(overlap) << 20) / u128::from(f.file_size.max(1));
-        if best.is_none_or(|(b, _)| score < b) {
-            best = Some((score, i));
+        let next = v.overlapping(level + 1, Some(f.smallest_user()), Some(f.largest_user()));
+        if next.iter().any(|n| compacting.contains(&n.number)) {
+            continue;
+        }
+        let overlap: u64 = next.iter().map(|n| n.file_size).sum();
+        let size = f.file_size.max(1);
+        // overlap / size < best_overlap / best_size, compared exactly by cross-multiplying.
+        let better = best.is_none_or(|(bo, bs, _)| {
+            u128::from(overlap) * u128::from(bs) < u128::from(bo) * u128::from(size)
+        });
+        if better {
+            best = Some((overlap, size, i));
         }
     }
-    let (_, i) = best?;
+    let (_, _, i) = best?;
     finish_task(
         v,
         level,
@@ -191,28 +195,6 @@ fn pick_level(
         Reason::LevelSize,
         o,
     )
-}
-
-/// Bytes of the files of a sorted level overlapping `[lo, hi]`; `None` if one of them is
-/// being compacted.
-fn overlap_bytes(
-    files: &[Arc<FileMeta>],
-    lo: &[u8],
-    hi: &[u8],
-    compacting: &HashSet<u64>,
-) -> Option<u64> {
-    let start = files.partition_point(|f| f.largest_user() < lo);
-    let mut total = 0u64;
-    for f in files[start..]
-        .iter()
-        .take_while(|f| f.smallest_user() <= hi)
-    {
-        if compacting.contains(&f.number) {
-            return None;
-        }
-        total += f.file_size;
-    }
-    Some(total)
 }
 
 /// Compaction of every file of `level` overlapping `[lo, hi]` into `level + 1`, for

@@ -180,12 +180,12 @@ impl DbInner {
         self.check_writable()?;
         let first_seq = self.visible_seq.load(Ordering::Acquire) + 1;
         let count = u64::from(merged.count());
-        let mut prefix = Vec::with_capacity(16);
-        batch_prefix(first_seq, merged.count(), &mut prefix);
-        let record_len = prefix.len() + merged.ops_data().len();
+        let (prefix, prefix_len) = batch_prefix(first_seq, merged.count());
+        let prefix = &prefix[..prefix_len];
+        let record_len = prefix_len + merged.ops_data().len();
         let logged = match self.wal.lock().as_mut() {
             Some(w) => w
-                .add_record_parts(KIND_BATCH, &[&prefix, merged.ops_data()])
+                .add_record_parts(KIND_BATCH, &[prefix, merged.ops_data()])
                 .and_then(|_| {
                     if sync {
                         w.sync()?;

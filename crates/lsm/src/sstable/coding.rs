@@ -25,6 +25,29 @@ pub fn put_varint64(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// Writes `v` as a varint at the start of `out` and returns its length: for encoders that
+/// keep a short prefix on the stack. REQUIRES: `out.len() >= varint_len(v)`.
+#[inline]
+pub fn encode_varint64(out: &mut [u8], mut v: u64) -> usize {
+    let mut i = 0;
+    while v >= 0x80 {
+        out[i] = (v as u8) | 0x80;
+        v >>= 7;
+        i += 1;
+    }
+    out[i] = v as u8;
+    i + 1
+}
+
+/// Decodes a `u64` varint at the start of `*data` and advances `*data` past it (for parsers
+/// that walk a record field by field).
+#[inline]
+pub fn take_varint64(data: &mut &[u8]) -> Option<u64> {
+    let (v, n) = get_varint64(data)?;
+    *data = &data[n..];
+    Some(v)
+}
+
 /// Bytes [`put_varint64`] writes for `v`.
 #[inline]
 pub fn varint_len(mut v: u64) -> usize {

@@ -18,6 +18,7 @@
 //! rather than half-understood.
 
 use crate::key::SequenceNumber;
+use crate::sstable::coding::{put_varint32, put_varint64, take_varint64};
 use crate::version::FileMeta;
 
 const TAG_LOG_NUMBER: u32 = 1;
@@ -150,42 +151,17 @@ fn get_level(data: &mut &[u8]) -> Result<usize, String> {
     Ok(l)
 }
 
-/// Appends a LEB128 varint.
-pub fn put_varint64(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn put_varint32(out: &mut Vec<u8>, v: u32) {
-    put_varint64(out, u64::from(v))
-}
-
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_varint64(out, b.len() as u64);
     out.extend_from_slice(b);
 }
 
-/// Decodes a LEB128 varint of at most 10 bytes, advancing `data`.
-pub fn get_varint64(data: &mut &[u8]) -> Option<u64> {
-    let mut v: u64 = 0;
-    for (i, &b) in data.iter().take(10).enumerate() {
-        if i == 9 && b > 1 {
-            return None;
-        }
-        v |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            *data = &data[i + 1..];
-            return Some(v);
-        }
-    }
-    None
-}
-
 fn get_varint32(data: &mut &[u8]) -> Option<u32> {
     u32::try_from(get_varint64(data)?).ok()
+}
+
+fn get_varint64(data: &mut &[u8]) -> Option<u64> {
+    take_varint64(data)
 }
 
 fn get_bytes<'a>(data: &mut &'a [u8]) -> Option<&'a [u8]> {
