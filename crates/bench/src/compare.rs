@@ -116,8 +116,15 @@ pub struct CompareReport {
     pub ops_per_sec: Vec<Vec<Vec<f64>>>,
     /// `fillrandom_write_amp[engine]`: write amplification right after fillrandom, per round.
     pub fillrandom_write_amp: Vec<Vec<f64>>,
+    /// `syncs_per_op[engine][benchmark]`: WAL syncs since open / ops, per round (meaningful
+    /// for the first benchmark of a run, where "since open" is "during the benchmark").
+    pub syncs_per_op: Vec<Vec<Vec<f64>>>,
+    /// `latency_us[engine][benchmark]`: (p50, p99) op latency in µs per round (`--histogram`).
+    pub latency_us: Vec<Vec<Vec<(f64, f64)>>>,
     /// Rounds asked for.
     pub rounds: usize,
+    /// Threads per benchmark (for the physical-limit line).
+    pub threads: usize,
 }
 
 impl CompareReport {
@@ -130,7 +137,10 @@ impl CompareReport {
             benchmarks,
             ops_per_sec: vec![vec![Vec::new(); b]; n],
             fillrandom_write_amp: vec![Vec::new(); n],
+            syncs_per_op: vec![vec![Vec::new(); b]; n],
+            latency_us: vec![vec![Vec::new(); b]; n],
             rounds,
+            threads: 1,
         }
     }
 
@@ -153,6 +163,13 @@ impl CompareReport {
                 return Err(mismatch());
             }
             self.ops_per_sec[engine][i].push(r.ops_per_sec());
+            if let Some(st) = &r.stats {
+                self.syncs_per_op[engine][i].push(st.wal_syncs as f64 / r.ops.max(1) as f64);
+            }
+            if let Some(h) = &r.histogram {
+                let us = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+                self.latency_us[engine][i].push((us(0.5), us(0.99)));
+            }
             if r.benchmark == Benchmark::FillRandom && !wamp_seen {
                 wamp_seen = true;
                 if let Some(w) = r.write_amplification() {
@@ -234,6 +251,54 @@ impl CompareReport {
         } else {
             s.push_str("(no fillrandom in --benchmarks: no write amplification to compare)\n");
         }
+        for (b, name) in self.benchmarks.iter().enumerate() {
+            if name == "fillsync" || self.latency_us.iter().any(|e| !e[b].is_empty()) {
+                s.push_str(&self.detail(b));
+            }
+        }
+        s
+    }
+
+    /// Commit detail of benchmark `b`: ops/sec, syncs per op and latency per engine, and,
+    /// when the `disk` pseudo-engine ran, the physical limit `threads × disk ops/sec`.
+    fn detail(&self, b: usize) -> String {
+        let med = |v: Vec<f64>| median(&v);
+        let fmt = |v: Option<f64>, prec: usize| match v {
+            Some(v) => format!("{v:>12.prec$}"),
+            None => format!("{:>12}", "-"),
+        };
+        let mut s = format!(
+            "\n===== {} at {} thread(s), median of {} rounds =====\n{:<12}{:>12}{:>12}{:>12}{:>12}\n",
+            self.benchmarks[b], self.threads, self.rounds, "engine", "ops/sec", "syncs/op",
+            "p50 us", "p99 us"
+        );
+        for (e, name) in self.engines.iter().enumerate() {
+            let lat = &self.latency_us[e][b];
+            s.push_str(&format!(
+                "{name:<12}{}{}{}{}\n",
+                fmt(self.median_ops(e, b), 0),
+                fmt(med(self.syncs_per_op[e][b].clone()), 3),
+                fmt(med(lat.iter().map(|l| l.0).collect()), 0),
+                fmt(med(lat.iter().map(|l| l.1).collect()), 0),
+            ));
+        }
+        if let Some(d) = self.engines.iter().position(|e| e == "disk") {
+            if let Some(one) = self.median_ops(d, b) {
+                let limit = one * self.threads as f64;
+                s.push_str(&format!(
+                    "physical limit: {} thread(s) x {one:.0} durable appends/s (1 / fdatasync \
+                     latency, measured by `disk` in this run) = {limit:.0} ops/sec\n",
+                    self.threads
+                ));
+                for (e, name) in self.engines.iter().enumerate() {
+                    if e != d {
+                        if let Some(v) = self.median_ops(e, b) {
+                            s.push_str(&format!("{name}/limit = {:.2}\n", v / limit));
+                        }
+                    }
+                }
+            }
+        }
         s
     }
 }
@@ -263,6 +328,7 @@ pub fn run(
         .collect();
     let names = factories.iter().map(|f| f.name().to_string()).collect();
     let mut report = CompareReport::new(names, benchmarks, rounds);
+    report.threads = cfg.threads;
     for round in 0..rounds {
         let order: Vec<usize> = if round % 2 == 0 {
             (0..factories.len()).collect()

@@ -63,6 +63,12 @@ pub struct BenchFlags {
           num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
     pub sync: bool,
 
+    /// Rialto's commit path for durable writes: `merger` (default; the transaction merger
+    /// with async commit, what `rialto serve` uses) or `direct` (the engine's own group
+    /// commit, one leader syncing per group). Other engines ignore it.
+    #[arg(long, value_enum, default_value_t = CommitPath::Merger, value_name = "PATH")]
+    pub commit: CommitPath,
+
     /// Database directory [default: /tmp/rialtobench-$USER/<engine>]. It is deleted before
     /// fill benchmarks, and only if it is empty or was made by rialto bench.
     #[arg(long, value_name = "PATH")]
@@ -127,6 +133,7 @@ impl Default for BenchFlags {
             value_size: 100,
             threads: 1,
             sync: false,
+            commit: CommitPath::Merger,
             db: None,
             use_existing_db: false,
             cache_size: 64 << 20,
@@ -174,6 +181,15 @@ impl CompressionKind {
     }
 }
 
+/// How Rialto commits durable writes in a benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CommitPath {
+    /// Through `rialto_txn::Merger` (async commit).
+    Merger,
+    /// Through the engine's own leader/follower group commit.
+    Direct,
+}
+
 /// Which engine to drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EngineKind {
@@ -181,6 +197,10 @@ pub enum EngineKind {
     Rialto,
     /// RocksDB (only in builds with the `rocksdb` feature).
     Rocksdb,
+    /// Not a database: appends each write to a preallocated file and, with `--sync`,
+    /// `fdatasync`s it, one at a time. Its fillsync ops/sec is the disk's durable-write limit
+    /// for one writer (1 / fdatasync latency), measured in the same run as the engines.
+    Disk,
 }
 
 impl EngineKind {
@@ -189,13 +209,16 @@ impl EngineKind {
         match self {
             EngineKind::Rialto => "rialto",
             EngineKind::Rocksdb => "rocksdb",
+            EngineKind::Disk => "disk",
         }
     }
 
     /// Parses a flag value (`rialto`, `rocksdb`).
     pub fn parse(s: &str) -> Result<EngineKind> {
         EngineKind::from_str(s.trim(), true).map_err(|_| {
-            BenchError::usage(format!("unknown engine '{s}' (expected rialto or rocksdb)"))
+            BenchError::usage(format!(
+                "unknown engine '{s}' (expected rialto, rocksdb or disk)"
+            ))
         })
     }
 }
@@ -219,6 +242,8 @@ pub struct Config {
     pub threads: usize,
     /// Sync every write.
     pub sync: bool,
+    /// Rialto's commit path for durable writes.
+    pub commit: CommitPath,
     /// Database directory.
     pub db: PathBuf,
     /// Keep the database, skip fills.
@@ -314,6 +339,7 @@ impl Config {
             value_size: f.value_size,
             threads: f.threads,
             sync: f.sync,
+            commit: f.commit,
             db,
             use_existing_db: f.use_existing_db,
             cache_size: f.cache_size,

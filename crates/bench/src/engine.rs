@@ -9,7 +9,7 @@ use std::path::Path;
 
 use rialto_engine::{BatchOp, EngineStats};
 
-use crate::config::{CompressionKind, Config};
+use crate::config::{CommitPath, CompressionKind, Config};
 use crate::error::Result;
 
 /// Where a scan starts.
@@ -114,6 +114,8 @@ pub struct EngineConfig {
     pub block_size: usize,
     /// Background flush/compaction threads: 2 for every engine.
     pub background_jobs: usize,
+    /// Rialto's commit path for durable writes.
+    pub commit: CommitPath,
 }
 
 impl EngineConfig {
@@ -126,6 +128,7 @@ impl EngineConfig {
             compression: cfg.compression,
             block_size: 4096,
             background_jobs: 2,
+            commit: cfg.commit,
         }
     }
 }

@@ -24,7 +24,7 @@ pub mod values;
 pub mod workload;
 
 pub use compare::{CompareFlags, CompareReport};
-pub use config::{BenchFlags, CompressionKind, Config, EngineKind};
+pub use config::{BenchFlags, CommitPath, CompressionKind, Config, EngineKind};
 pub use engine::{BenchEngine, EngineConfig, EngineFactory};
 pub use error::{BenchError, Result};
 pub use runner::{BenchResult, Runner};

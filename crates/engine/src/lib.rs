@@ -8,12 +8,16 @@
 mod batch;
 pub mod conformance;
 mod error;
+mod io_stats;
 pub mod model;
 mod stats;
 
 pub use batch::{BatchOp, WriteBatch, WriteBatchIter};
 pub use bytes::Bytes;
 pub use error::{Error, Result};
+pub use io_stats::{
+    IoEvent, IoEventKind, IoRecorder, IoStats, IoTotals, DEFAULT_TIMELINE_CAPACITY,
+};
 pub use stats::{EngineStats, LevelStats};
 
 /// Largest key an engine accepts: 64 KiB.
@@ -119,4 +123,38 @@ pub trait KvEngine: Send + Sync + 'static {
     fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()>;
     /// Current statistics.
     fn stats(&self) -> EngineStats;
+}
+
+/// A point in an engine's commit order: every write up to it is included. Increases with
+/// every logged write; for the LSM engine it is the sequence number of the last operation.
+pub type CommitPoint = u64;
+
+/// An engine whose commit splits into *log and apply*, *sync* and *publish*, so that a
+/// transaction merger can log group N+1 while group N's sync is in flight (RavenDB's async
+/// commit), and make each group visible only once it is durable.
+///
+/// Threads: one committer calls [`PipelinedCommit::log_and_apply`] at a time (the merger);
+/// [`PipelinedCommit::sync_log`] and [`PipelinedCommit::publish`] may run concurrently with it
+/// from another thread. Readers ([`KvEngine::get`], iterators, snapshots) see published writes
+/// only and never wait for a sync.
+pub trait PipelinedCommit: KvEngine {
+    /// Writes `batch` to the journal as one write handed to the operating system (not synced)
+    /// and applies it, invisible to readers until published. Returns its commit point (the
+    /// current applied point for an empty batch). On an I/O error the engine turns read-only.
+    fn log_and_apply(&self, batch: WriteBatch) -> Result<CommitPoint>;
+    /// Reads the newest applied state, published or not: what read-modify-write operations
+    /// executed by the committer build on.
+    fn get_applied(&self, key: &[u8]) -> Result<Option<Bytes>>;
+    /// The newest applied commit point.
+    fn applied_point(&self) -> CommitPoint;
+    /// The newest published commit point (what readers see).
+    fn published_point(&self) -> CommitPoint;
+    /// Makes every write applied before the call durable (one `fdatasync`) and returns the
+    /// commit point now durable. On error the engine turns read-only and stays so: no later
+    /// sync is trusted (fsyncgate).
+    fn sync_log(&self) -> Result<CommitPoint>;
+    /// Makes every write up to `point` visible to readers. REQUIRES: `point` was applied.
+    fn publish(&self, point: CommitPoint);
+    /// Counters and timeline of journal, flush and compaction I/O.
+    fn io_stats(&self) -> IoStats;
 }

@@ -52,12 +52,39 @@ pub trait WritableFile: Send + Sync {
         let _ = len;
         Ok(())
     }
+    /// Flushes, then asks the operating system to start writing the file's dirty pages back
+    /// without waiting (`sync_file_range(SYNC_FILE_RANGE_WRITE)` on Linux). Background
+    /// writers call it every few hundred KiB so their data trickles to disk instead of landing
+    /// in one burst at their final sync, in front of the journal's syncs. Not a durability
+    /// point. Default: flush only.
+    fn start_writeback(&mut self) -> io::Result<()> {
+        self.flush()
+    }
+    /// A handle that syncs this file's data from another thread while this one keeps
+    /// appending (the transaction merger syncs batch N while batch N+1 is written). A sync
+    /// through it makes durable every byte flushed to the operating system before the call.
+    /// Default: unsupported.
+    fn syncer(&self) -> io::Result<Arc<dyn FileSyncer>> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file cannot be synced from another handle",
+        ))
+    }
     /// Logical length of the file: every byte appended so far, flushed or not.
     fn len(&self) -> u64;
     /// True when nothing was appended.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// Syncs one file's data independently of its writer (see [`WritableFile::syncer`]).
+///
+/// Callers must not run two syncs of one file at once and trust both: after a write-back
+/// error, Linux reports it to one of them only. The WAL serializes its syncs for that reason.
+pub trait FileSyncer: Send + Sync {
+    /// `fdatasync`: makes durable every byte flushed to the operating system before the call.
+    fn sync_data(&self) -> io::Result<()>;
 }
 
 /// A file opened for positional reads. Safe to share between threads.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::{FileLock, Fs, RandomAccessFile, WritableFile};
+use crate::{FileLock, FileSyncer, Fs, RandomAccessFile, WritableFile};
 
 /// What a simulated power loss ([`MemFs::crash`]) keeps of data that was never synced.
 ///
@@ -790,6 +790,7 @@ impl SplitMix64 {
 }
 
 /// What every open file handle holds: its inode, and the generation it belongs to.
+#[derive(Clone)]
 struct Handle {
     shared: Arc<Shared>,
     inode: Arc<Inode>,
@@ -857,9 +858,26 @@ impl WritableFile for MemWritableFile {
         self.handle.mutate(OpKind::Sync, Content::sync)
     }
 
+    fn syncer(&self) -> io::Result<Arc<dyn FileSyncer>> {
+        Ok(Arc::new(MemFileSyncer {
+            handle: self.handle.clone(),
+        }))
+    }
+
     /// The inode's current length (which includes appends through other handles).
     fn len(&self) -> u64 {
         self.handle.inode.content.read().data.len() as u64
+    }
+}
+
+/// Syncs a [`MemFs`] file from another thread: counted and failed like any sync.
+struct MemFileSyncer {
+    handle: Handle,
+}
+
+impl FileSyncer for MemFileSyncer {
+    fn sync_data(&self) -> io::Result<()> {
+        self.handle.mutate(OpKind::Sync, Content::sync)
     }
 }
 

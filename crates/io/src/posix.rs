@@ -12,7 +12,7 @@ use std::os::unix::io::AsRawFd;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::{FileLock, Fs, RandomAccessFile, WritableFile};
+use crate::{FileLock, FileSyncer, Fs, RandomAccessFile, WritableFile};
 
 /// Bytes a writable file buffers in user space before handing them to `write(2)`.
 ///
@@ -230,6 +230,35 @@ impl WritableFile for PosixWritableFile {
         self.file.sync_all()
     }
 
+    fn start_writeback(&mut self) -> io::Result<()> {
+        self.flush_buffer()?;
+        loop {
+            // SAFETY: sync_file_range on a file descriptor we own; offset 0 and nbytes 0 mean
+            // "the whole file"; SYNC_FILE_RANGE_WRITE only starts write-back, it never waits.
+            let rc = unsafe {
+                libc::sync_file_range(self.file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE)
+            };
+            if rc == 0 {
+                return Ok(());
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                // Only a hint: file systems without it lose nothing.
+                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) | Some(libc::EINVAL) => return Ok(()),
+                _ => return Err(e),
+            }
+        }
+    }
+
+    fn syncer(&self) -> io::Result<Arc<dyn FileSyncer>> {
+        // A duplicated descriptor shares the open file description, so its fdatasync covers
+        // everything written through this one.
+        Ok(Arc::new(PosixFileSyncer {
+            file: self.file.try_clone()?,
+        }))
+    }
+
     fn preallocate(&mut self, len: u64) -> io::Result<()> {
         if self.append_mode || len <= self.len {
             // O_APPEND writes land at the end of the file, which reserving would move.
@@ -256,6 +285,17 @@ impl WritableFile for PosixWritableFile {
 
     fn len(&self) -> u64 {
         self.len
+    }
+}
+
+/// A duplicated descriptor of a file being appended to, for syncing it from another thread.
+struct PosixFileSyncer {
+    file: File,
+}
+
+impl FileSyncer for PosixFileSyncer {
+    fn sync_data(&self) -> io::Result<()> {
+        self.file.sync_data()
     }
 }
 

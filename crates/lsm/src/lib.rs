@@ -17,6 +17,7 @@ pub mod merge;
 pub mod options;
 pub mod sstable;
 pub mod table_cache;
+pub mod throttle;
 pub mod version;
 pub mod wal;
 

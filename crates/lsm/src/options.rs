@@ -5,6 +5,7 @@ use std::sync::Arc;
 use rialto_io::{Clock, FsRef, PosixFs, SystemClock};
 
 use crate::cache::BlockCache;
+use crate::throttle::ThrottleOptions;
 
 /// Block compression.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -101,6 +102,12 @@ pub struct Options {
     /// Verify block checksums on every read. Default `true`: a flipped bit is reported as
     /// Corruption, never returned as data. Costs one CRC32C pass per block read from disk.
     pub verify_checksums: bool,
+    /// Pacing of flush and compaction writes for the journal's sake (see
+    /// [`crate::throttle`]). Default: on, with the defaults listed there.
+    pub throttle: ThrottleOptions,
+    /// I/O events (journal writes and syncs, flushes, compactions) kept for
+    /// `Db::io_stats`. Default 4096 (about 160 KiB). 0 keeps only totals.
+    pub io_timeline_capacity: usize,
 }
 
 impl std::fmt::Debug for Options {
@@ -155,6 +162,8 @@ impl Default for Options {
             wal_preallocate: true,
             wal_recovery: WalRecovery::Strict,
             verify_checksums: true,
+            throttle: ThrottleOptions::default(),
+            io_timeline_capacity: rialto_engine::DEFAULT_TIMELINE_CAPACITY,
         }
     }
 }

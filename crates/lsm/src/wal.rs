@@ -27,9 +27,11 @@
 //! missing, so the open fails unless the caller asked to salvage.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use parking_lot::Mutex;
 use rialto_engine::{Error, Result, WriteBatch};
-use rialto_io::{Fs, WritableFile};
+use rialto_io::{FileSyncer, Fs, WritableFile};
 
 use crate::sstable::coding::{encode_varint64, take_varint64};
 use crate::sstable::format::mask_crc;
@@ -82,9 +84,39 @@ pub fn segment_file_name(number: u64) -> String {
     format!("{number:06}.log")
 }
 
+/// Syncs one segment, from any thread, one sync at a time.
+///
+/// Syncs are serialized and a failure poisons the segment: after a write-back error Linux
+/// reports it to one sync only, so a second, concurrent or later, sync could return `Ok` for
+/// data that never reached the disk. Every later sync therefore fails too (fsyncgate).
+pub struct SegmentSyncer {
+    file: Arc<dyn FileSyncer>,
+    name: String,
+    /// The first failure, if any; held while syncing.
+    failed: Mutex<Option<String>>,
+}
+
+impl SegmentSyncer {
+    /// `fdatasync`s every record handed to the operating system before the call.
+    pub fn sync(&self) -> Result<()> {
+        let mut failed = self.failed.lock();
+        if let Some(reason) = failed.as_ref() {
+            return Err(Error::ReadOnly(format!(
+                "an earlier sync of WAL {} failed: {reason}",
+                self.name
+            )));
+        }
+        self.file.sync_data().map_err(|e| {
+            *failed = Some(e.to_string());
+            Error::io(format!("sync WAL {}", self.name), e)
+        })
+    }
+}
+
 /// Appends records to one segment.
 pub struct WalWriter {
     file: Box<dyn WritableFile>,
+    syncer: Arc<SegmentSyncer>,
     number: u64,
     name: String,
     offset: u64,
@@ -102,8 +134,16 @@ impl WalWriter {
         let file = fs
             .create(&dir.join(&name))
             .map_err(|e| Error::io(format!("create WAL {name}"), e))?;
+        let syncer = Arc::new(SegmentSyncer {
+            file: file
+                .syncer()
+                .map_err(|e| Error::io(format!("open a sync handle on WAL {name}"), e))?,
+            name: name.clone(),
+            failed: Mutex::new(None),
+        });
         Ok(WalWriter {
             file,
+            syncer,
             number,
             name,
             offset: 0,
@@ -164,11 +204,15 @@ impl WalWriter {
         }
     }
 
-    /// Makes every record written so far durable (fdatasync).
+    /// Makes every record written so far durable (fdatasync). Records are handed to the
+    /// operating system as they are added, so this is the segment's [`SegmentSyncer::sync`].
     pub fn sync(&mut self) -> Result<()> {
-        self.file
-            .sync_data()
-            .map_err(|e| Error::io(format!("sync WAL {}", self.name), e))
+        self.syncer.sync()
+    }
+
+    /// The segment's syncer, for syncing while another thread appends.
+    pub fn syncer(&self) -> Arc<SegmentSyncer> {
+        Arc::clone(&self.syncer)
     }
 }
 

@@ -1,5 +1,6 @@
 //! Engine adapters: one small file per engine, so that an engine's API change touches one file.
 
+pub mod disk;
 pub mod rialto;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
@@ -17,6 +18,7 @@ use crate::error::Result;
 pub fn factory(kind: EngineKind) -> Result<Box<dyn EngineFactory>> {
     match kind {
         EngineKind::Rialto => Ok(Box::new(rialto::RialtoFactory)),
+        EngineKind::Disk => Ok(Box::new(disk::DiskFactory)),
         #[cfg(feature = "rocksdb")]
         EngineKind::Rocksdb => Ok(Box::new(rocksdb::RocksDbFactory)),
         #[cfg(not(feature = "rocksdb"))]

@@ -1,14 +1,16 @@
 //! Adapter for Rialto's LSM engine (`rialto_lsm::Db`).
 
 use std::path::Path;
+use std::sync::Arc;
 
 use rialto_engine::{
     BatchOp, EngineIterator, EngineStats, IterOptions, KvEngine, WriteBatch, WriteOptions,
 };
 use rialto_lsm::cache::BlockCache;
 use rialto_lsm::{Compression, Db, Options};
+use rialto_txn::{Merger, MergerOptions};
 
-use crate::config::CompressionKind;
+use crate::config::{CommitPath, CompressionKind};
 use crate::engine::{BenchEngine, EngineConfig, EngineFactory, ScanFrom, Visitor};
 use crate::error::{BenchError, Result};
 
@@ -50,9 +52,22 @@ impl EngineFactory for RialtoFactory {
     }
 
     fn open(&self, path: &Path, cfg: &EngineConfig) -> Result<Box<dyn BenchEngine>> {
-        let db = Db::open(path, options(cfg))
-            .map_err(|e| err(&format!("open {}", path.display()), e))?;
-        Ok(Box::new(RialtoEngine { db }))
+        let db = Arc::new(
+            Db::open(path, options(cfg))
+                .map_err(|e| err(&format!("open {}", path.display()), e))?,
+        );
+        let merger = match cfg.commit {
+            CommitPath::Merger => Some(
+                Merger::start(
+                    Arc::clone(&db),
+                    MergerOptions::default(),
+                    Arc::new(rialto_io::SystemClock::new()),
+                )
+                .map_err(|e| err("start the transaction merger", e))?,
+            ),
+            CommitPath::Direct => None,
+        };
+        Ok(Box::new(RialtoEngine { db, merger }))
     }
 
     fn describe(&self) -> String {
@@ -60,9 +75,21 @@ impl EngineFactory for RialtoFactory {
     }
 }
 
-/// An open Rialto database.
+/// An open Rialto database. Durable writes go through the transaction merger (unless
+/// `--commit=direct`), as they do in `rialto serve`; non-durable ones straight to the engine.
 pub struct RialtoEngine {
-    db: Db,
+    db: Arc<Db>,
+    merger: Option<Merger<Db>>,
+}
+
+impl RialtoEngine {
+    fn commit(&self, b: WriteBatch, sync: bool, op: &str) -> Result<()> {
+        match (&self.merger, sync) {
+            (Some(m), true) => m.write(b).wait(),
+            _ => KvEngine::write(&*self.db, b, wopts(sync)),
+        }
+        .map_err(|e| err(op, e))
+    }
 }
 
 fn wopts(sync: bool) -> WriteOptions {
@@ -75,7 +102,12 @@ impl BenchEngine for RialtoEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
-        KvEngine::put(&self.db, key, value, wopts(sync)).map_err(|e| err("put", e))
+        if sync && self.merger.is_some() {
+            let mut b = WriteBatch::with_capacity(key.len() + value.len() + 10);
+            b.put(key, value);
+            return self.commit(b, sync, "put");
+        }
+        KvEngine::put(&*self.db, key, value, wopts(sync)).map_err(|e| err("put", e))
     }
 
     fn write_batch(&self, ops: &[BatchOp<'_>], sync: bool) -> Result<()> {
@@ -93,15 +125,17 @@ impl BenchEngine for RialtoEngine {
                 BatchOp::Delete(k) => b.delete(k),
             }
         }
-        KvEngine::write(&self.db, b, wopts(sync)).map_err(|e| err("write batch", e))
+        self.commit(b, sync, "write batch")
     }
 
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
-        KvEngine::delete(&self.db, key, wopts(sync)).map_err(|e| err("delete", e))
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.commit(b, sync, "delete")
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<usize>> {
-        KvEngine::get(&self.db, key)
+        KvEngine::get(&*self.db, key)
             .map(|v| v.map(|b| b.len()))
             .map_err(|e| err("get", e))
     }
@@ -113,8 +147,8 @@ impl BenchEngine for RialtoEngine {
         limit: u64,
         visit: Visitor<'_>,
     ) -> Result<u64> {
-        let mut it =
-            KvEngine::iter(&self.db, IterOptions::default()).map_err(|e| err("new iterator", e))?;
+        let mut it = KvEngine::iter(&*self.db, IterOptions::default())
+            .map_err(|e| err("new iterator", e))?;
         match (from, reverse) {
             (ScanFrom::End, false) => it.seek_to_first(),
             (ScanFrom::End, true) => it.seek_to_last(),
@@ -136,18 +170,25 @@ impl BenchEngine for RialtoEngine {
     }
 
     fn flush(&self) -> Result<()> {
-        KvEngine::flush(&self.db).map_err(|e| err("flush", e))
+        KvEngine::flush(&*self.db).map_err(|e| err("flush", e))
     }
 
     fn compact_all(&self) -> Result<()> {
-        KvEngine::compact_range(&self.db, None, None).map_err(|e| err("compact", e))
+        KvEngine::compact_range(&*self.db, None, None).map_err(|e| err("compact", e))
     }
 
     fn stats(&self) -> Result<EngineStats> {
-        Ok(KvEngine::stats(&self.db))
+        Ok(KvEngine::stats(&*self.db))
     }
 
     fn close(self: Box<Self>) -> Result<()> {
-        self.db.close().map_err(|e| err("close", e))
+        let RialtoEngine { db, merger } = *self;
+        if let Some(m) = merger {
+            m.close().map_err(|e| err("close the merger", e))?;
+        }
+        match Arc::try_unwrap(db) {
+            Ok(db) => db.close().map_err(|e| err("close", e)),
+            Err(_) => Err(err("close", rialto_engine::Error::Closed)),
+        }
     }
 }

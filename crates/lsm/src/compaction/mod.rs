@@ -10,11 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rialto_engine::{Error, Result};
-use rialto_io::Fs;
+use rialto_io::{Fs, WritableFile};
 
 use crate::iter::InternalIterator;
 use crate::key::{self, SequenceNumber, ValueKind};
 use crate::sstable::{TableBuildOptions, TableBuilder};
+use crate::throttle::JournalFirst;
 use crate::version::{table_file_name, FileMeta};
 
 /// Decides which versions an output keeps.
@@ -110,6 +111,43 @@ pub struct OutputContext<'a> {
     pub max_grandparent_overlap: u64,
     /// Set when the database shuts down; the executor stops with `Error::Closed`.
     pub shutting_down: &'a AtomicBool,
+    /// Paces output writes when journal syncs slow down; `None` writes at full speed.
+    pub throttle: Option<Arc<JournalFirst>>,
+}
+
+/// An output file whose writes are paced by [`JournalFirst`] and whose dirty pages are sent
+/// to disk every `bytes_per_sync`, so a compaction never floods the disk queue in front of the
+/// journal's syncs.
+struct PacedFile {
+    inner: Box<dyn WritableFile>,
+    throttle: Arc<JournalFirst>,
+    unsynced: u64,
+}
+
+impl WritableFile for PacedFile {
+    fn append(&mut self, data: &[u8]) -> std::io::Result<()> {
+        self.throttle.acquire(data.len() as u64);
+        self.inner.append(data)?;
+        self.unsynced += data.len() as u64;
+        let every = self.throttle.options().bytes_per_sync;
+        if every > 0 && self.unsynced >= every {
+            self.unsynced = 0;
+            self.inner.start_writeback()?;
+        }
+        Ok(())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+    fn sync_data(&mut self) -> std::io::Result<()> {
+        self.inner.sync_data()
+    }
+    fn sync_all(&mut self) -> std::io::Result<()> {
+        self.inner.sync_all()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
 }
 
 /// Streams `input` through `gc` into tables. Returns the outputs' metadata. On error every
@@ -192,6 +230,14 @@ fn write_tables_inner(
                 .fs
                 .create(&ctx.dir.join(&name))
                 .map_err(|e| Error::io(format!("create table {name}"), e))?;
+            let file: Box<dyn WritableFile> = match ctx.throttle.as_ref() {
+                Some(t) => Box::new(PacedFile {
+                    inner: file,
+                    throttle: Arc::clone(t),
+                    unsynced: 0,
+                }),
+                None => file,
+            };
             open = Some(Open {
                 builder: TableBuilder::new(file, name, ctx.table_options.clone()),
                 number,

@@ -10,10 +10,12 @@
 //! - Background threads run flushes (oldest immutable memtable first, one at a time) and
 //!   compactions (conflict-free tasks from the picker), and install results under `state`.
 //!
-//! Visibility: a write becomes visible when the leader publishes its sequence number, after its
-//! WAL record was written (and synced, for durable writes) and inserted into the memtable.
-//! A reader loads the published sequence *before* the super version, so the super version holds
-//! every write up to that sequence.
+//! Visibility: a write becomes visible when its sequence number is published, after its WAL
+//! record was written (and synced, for durable writes) and inserted into the memtable. The
+//! classic path publishes at once; the pipelined path (`PipelinedCommit`, used by the
+//! transaction merger) publishes only after a later `sync_log` covered it, so `applied_seq`
+//! may run ahead of `visible_seq`. A reader loads the published sequence *before* the super
+//! version, so the super version holds every write up to that sequence.
 
 mod iter;
 mod recovery;
@@ -28,7 +30,10 @@ use std::thread::JoinHandle;
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
-use rialto_engine::{EngineStats, Error, IterOptions, KvEngine, Result, WriteBatch, WriteOptions};
+use rialto_engine::{
+    CommitPoint, EngineStats, Error, IoEvent, IoEventKind, IoRecorder, IoStats, IterOptions,
+    KvEngine, PipelinedCommit, Result, WriteBatch, WriteOptions,
+};
 use rialto_io::{FileLock, Fs};
 
 use crate::cache::BlockCache;
@@ -43,6 +48,7 @@ use crate::merge::MergingIterator;
 use crate::options::Options;
 use crate::sstable::TableBuildOptions;
 use crate::table_cache::TableCache;
+use crate::throttle::JournalFirst;
 use crate::version::{Version, VersionEdit, VersionSet};
 use crate::wal::WalWriter;
 use write::WriteQueue;
@@ -97,8 +103,15 @@ pub(crate) struct DbInner {
     /// Signalled whenever a flush or compaction finishes (or fails).
     done_cv: Condvar,
     sv: ArcSwap<SuperVersion>,
-    /// Largest sequence number visible to readers.
+    /// Largest sequence number visible to readers (published).
     pub(crate) visible_seq: AtomicU64,
+    /// Largest sequence number logged and inserted into the memtable, published or not.
+    /// Invariant: `visible_seq <= applied_seq`; only the commit leader raises it.
+    pub(crate) applied_seq: AtomicU64,
+    /// I/O counters and timeline.
+    pub(crate) io: IoRecorder,
+    /// Paces background writes when journal syncs slow down.
+    pub(crate) journal_first: Arc<JournalFirst>,
     pub(crate) writers: WriteQueue,
     pub(crate) wal: Mutex<Option<WalWriter>>,
     /// Set once when a write, sync or background job fails: the engine refuses writes.
@@ -298,12 +311,13 @@ impl DbInner {
         // Take the commit path so no leader writes while we sync.
         let _leader = self.writers.exclusive();
         let r = match self.wal.lock().as_mut() {
-            Some(w) => w.sync(),
+            Some(w) => self.timed_sync(|| w.sync()),
             None => Ok(()),
         };
         match r {
             Ok(()) => {
-                self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
+                // Everything applied is durable now.
+                self.publish(self.applied_seq.load(Ordering::Acquire));
                 Ok(())
             }
             Err(e) => {
@@ -330,6 +344,15 @@ impl DbInner {
 
     fn snapshot_list(&self) -> Vec<SequenceNumber> {
         self.snapshots.lock().keys().copied().collect()
+    }
+
+    /// What a flush or compaction must preserve: the live snapshots plus the published
+    /// sequence (readers that hold no snapshot read there, and writes above it may still be
+    /// unpublished), and the newest applied sequence.
+    fn gc_view(&self) -> (Vec<SequenceNumber>, SequenceNumber) {
+        let mut s = self.snapshot_list();
+        s.push(self.visible_seq.load(Ordering::Acquire));
+        (s, self.applied_seq.load(Ordering::Acquire))
     }
 
     fn get_at_seq(&self, user_key: &[u8], seq: SequenceNumber) -> Result<Option<Bytes>> {
@@ -415,6 +438,11 @@ impl DbInner {
             max_grandparent_overlap: PickerOptions::from_options(&self.opts)
                 .max_grandparent_overlap(),
             shutting_down: &self.shutting_down,
+            throttle: self
+                .opts
+                .throttle
+                .enabled
+                .then(|| Arc::clone(&self.journal_first)),
         }
     }
 
@@ -434,8 +462,8 @@ impl DbInner {
     }
 
     fn flush_memtable_inner(&self, m: &Arc<MemTable>) -> Result<()> {
-        let snapshots = self.snapshot_list();
-        let last = self.visible_seq.load(Ordering::Acquire);
+        let start = self.opts.clock.now_micros();
+        let (snapshots, last) = self.gc_view();
         let never_bottom = |_: &[u8]| false;
         let mut gc = Gc::new(snapshots, last, &never_bottom);
         let alloc = || self.allocate_output();
@@ -465,6 +493,12 @@ impl DbInner {
         r?;
         st.imms.remove(0);
         self.install_super_version(&mut st);
+        self.io.record(IoEvent {
+            kind: IoEventKind::Flush,
+            start_micros: start,
+            duration_micros: self.opts.clock.now_micros().saturating_sub(start),
+            bytes,
+        });
         self.counters
             .flush_bytes
             .fetch_add(bytes, Ordering::Relaxed);
@@ -504,6 +538,7 @@ impl DbInner {
             return Ok(());
         }
 
+        let start = self.opts.clock.now_micros();
         let version = self.sv.load().version.clone();
         let mut children: Vec<BoxedIter> = Vec::new();
         if task.level == 0 {
@@ -525,8 +560,7 @@ impl DbInner {
         let mut input = MergingIterator::new(children);
         input.seek_to_first();
 
-        let snapshots = self.snapshot_list();
-        let last = self.visible_seq.load(Ordering::Acquire);
+        let (snapshots, last) = self.gc_view();
         let bottommost = |uk: &[u8]| version.is_bottommost_for(out_level, uk);
         let mut gc = Gc::new(snapshots, last, &bottommost);
         let alloc = || self.allocate_output();
@@ -546,6 +580,12 @@ impl DbInner {
         }
         r?;
         self.install_super_version(&mut st);
+        self.io.record(IoEvent {
+            kind: IoEventKind::Compaction,
+            start_micros: start,
+            duration_micros: self.opts.clock.now_micros().saturating_sub(start),
+            bytes: written,
+        });
         self.counters
             .compaction_bytes_written
             .fetch_add(written, Ordering::Relaxed);
@@ -687,6 +727,40 @@ impl KvEngine for Db {
             wal_syncs: c.wal_syncs.load(Ordering::Relaxed),
             read_only_reason: inner.read_only.lock().clone(),
         }
+    }
+}
+
+impl PipelinedCommit for Db {
+    fn log_and_apply(&self, batch: WriteBatch) -> Result<CommitPoint> {
+        self.inner.write_group(batch, false, false)
+    }
+
+    fn get_applied(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        let seq = self.inner.applied_seq.load(Ordering::Acquire);
+        self.inner.get_at_seq(key, seq)
+    }
+
+    fn applied_point(&self) -> CommitPoint {
+        self.inner.applied_seq.load(Ordering::Acquire)
+    }
+
+    fn published_point(&self) -> CommitPoint {
+        self.inner.visible_seq.load(Ordering::Acquire)
+    }
+
+    fn sync_log(&self) -> Result<CommitPoint> {
+        self.inner.sync_log()
+    }
+
+    fn publish(&self, point: CommitPoint) {
+        self.inner.publish(point)
+    }
+
+    fn io_stats(&self) -> IoStats {
+        let mut s = self.inner.io.snapshot();
+        s.background_rate_limit = self.inner.journal_first.rate();
+        s.background_throttled_micros = self.inner.journal_first.throttled_micros();
+        s
     }
 }
 

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use rialto_engine::{Error, Result};
+use rialto_engine::{Error, IoRecorder, Result};
 use rialto_io::Fs;
 
 use super::{parse_file_name, Counters, DbInner, FileKind, State, SuperVersion};
@@ -33,6 +33,7 @@ use crate::memtable::MemTable;
 use crate::options::{Options, WalRecovery};
 use crate::sstable::TableBuildOptions;
 use crate::table_cache::TableCache;
+use crate::throttle::JournalFirst;
 use crate::version::edit::MAX_LEVELS;
 use crate::version::{current_file_name, FileMeta, VersionEdit, VersionSet};
 use crate::wal::{self, SegmentEnd, WalWriter};
@@ -142,6 +143,12 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
             version,
         }),
         visible_seq: AtomicU64::new(max_seq),
+        applied_seq: AtomicU64::new(max_seq),
+        io: IoRecorder::new(opts.io_timeline_capacity),
+        journal_first: Arc::new(JournalFirst::new(
+            opts.throttle.clone(),
+            Arc::clone(&opts.clock),
+        )),
         writers: Default::default(),
         wal: Mutex::new(Some(wal)),
         read_only: Mutex::new(None),
@@ -275,6 +282,7 @@ fn flush_recovered(
         grandparents: &[],
         max_grandparent_overlap: u64::MAX,
         shutting_down: &stop,
+        throttle: None,
     };
     let mut it = mem.iter();
     it.seek_to_first();

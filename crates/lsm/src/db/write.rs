@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use rialto_engine::{Error, Result, WriteBatch, WriteOptions};
+use rialto_engine::{Error, IoEvent, IoEventKind, Result, WriteBatch, WriteOptions};
 
 use super::{DbInner, State};
+use crate::key::SequenceNumber;
 use crate::memtable::MemTable;
 use crate::wal::{batch_prefix, WalWriter, HEADER_LEN, KIND_BATCH};
 
@@ -26,8 +27,11 @@ pub(crate) struct Writer {
     /// The batch, taken by the leader. `None` for a writer that only wants exclusivity.
     batch: Mutex<Option<WriteBatch>>,
     sync: bool,
-    /// Set by the leader that committed this writer's batch.
-    result: Mutex<Option<Result<()>>>,
+    /// Publish the group when applied. A non-publishing writer (the transaction merger's
+    /// `log_and_apply`) commits alone and publishes later, after its own sync.
+    publish: bool,
+    /// Set by the leader that committed this writer's batch: the group's last sequence.
+    result: Mutex<Option<Result<SequenceNumber>>>,
     cv: Condvar,
 }
 
@@ -62,6 +66,7 @@ impl WriteQueue {
         let me = Arc::new(Writer {
             batch: Mutex::new(None),
             sync: false,
+            publish: true,
             result: Mutex::new(None),
             cv: Condvar::new(),
         });
@@ -78,7 +83,7 @@ impl WriteQueue {
     fn enqueue<'a>(
         &'a self,
         w: &Arc<Writer>,
-    ) -> std::result::Result<MutexGuard<'a, VecDeque<Arc<Writer>>>, Result<()>> {
+    ) -> std::result::Result<MutexGuard<'a, VecDeque<Arc<Writer>>>, Result<SequenceNumber>> {
         let mut q = self.queue.lock();
         q.push_back(Arc::clone(w));
         loop {
@@ -96,14 +101,27 @@ impl WriteQueue {
 impl DbInner {
     /// Commits `batch` (see the module docs of `db`).
     pub(crate) fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+        self.write_group(batch, opts.sync, true).map(|_| ())
+    }
+
+    /// Commits `batch` through the writer queue and returns the sequence number of the last
+    /// operation of its group. With `publish` false the batch is logged and applied alone,
+    /// not synced and not visible until [`DbInner::publish`] (the pipelined commit).
+    pub(crate) fn write_group(
+        &self,
+        batch: WriteBatch,
+        sync: bool,
+        publish: bool,
+    ) -> Result<SequenceNumber> {
         batch.validate()?;
         self.check_writable()?;
         if batch.is_empty() {
-            return Ok(());
+            return Ok(self.applied_seq.load(Ordering::Acquire));
         }
         let me = Arc::new(Writer {
             batch: Mutex::new(Some(batch)),
-            sync: opts.sync,
+            sync,
+            publish,
             result: Mutex::new(None),
             cv: Condvar::new(),
         });
@@ -126,6 +144,9 @@ impl DbInner {
             let q = self.writers.queue.lock();
             let mut limit = MAX_GROUP_BYTES;
             for w in q.iter() {
+                if !group.is_empty() && (!w.publish || !publish) {
+                    break; // a non-publishing batch is committed alone
+                }
                 let mut b = w.batch.lock();
                 let Some(batch) = b.as_ref() else {
                     break; // an exclusivity request: it waits for its own turn
@@ -153,7 +174,7 @@ impl DbInner {
             return Err(Error::Closed);
         };
 
-        let r = self.commit_group(&mut merged, sync);
+        let r = self.commit_group(&mut merged, sync, publish);
 
         // Hand out results; the leader's own is returned directly.
         {
@@ -164,7 +185,7 @@ impl DbInner {
                 }
                 if !Arc::ptr_eq(w, &me) {
                     *w.result.lock() = Some(match &r {
-                        Ok(()) => Ok(()),
+                        Ok(seq) => Ok(*seq),
                         Err(e) => Err(e.duplicate()),
                     });
                     w.cv.notify_one();
@@ -175,24 +196,38 @@ impl DbInner {
         r
     }
 
-    /// Logs, syncs if asked, inserts and publishes one merged batch. Leader only.
-    fn commit_group(&self, merged: &mut WriteBatch, sync: bool) -> Result<()> {
+    /// Logs, syncs if asked, inserts and (if asked) publishes one merged batch; returns its
+    /// last sequence number. Leader only.
+    fn commit_group(
+        &self,
+        merged: &mut WriteBatch,
+        sync: bool,
+        publish: bool,
+    ) -> Result<SequenceNumber> {
         self.check_writable()?;
-        let first_seq = self.visible_seq.load(Ordering::Acquire) + 1;
+        let first_seq = self.applied_seq.load(Ordering::Acquire) + 1;
         let count = u64::from(merged.count());
         let (prefix, prefix_len) = batch_prefix(first_seq, merged.count());
         let prefix = &prefix[..prefix_len];
         let record_len = prefix_len + merged.ops_data().len();
         let logged = match self.wal.lock().as_mut() {
-            Some(w) => w
-                .add_record_parts(KIND_BATCH, &[prefix, merged.ops_data()])
-                .and_then(|_| {
-                    if sync {
-                        w.sync()?;
-                        self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Ok(())
-                }),
+            Some(w) => {
+                let start = self.opts.clock.now_micros();
+                w.add_record_parts(KIND_BATCH, &[prefix, merged.ops_data()])
+                    .and_then(|_| {
+                        let end = self.opts.clock.now_micros();
+                        self.io.record(IoEvent {
+                            kind: IoEventKind::JournalWrite,
+                            start_micros: start,
+                            duration_micros: end - start,
+                            bytes: (record_len + HEADER_LEN) as u64,
+                        });
+                        if sync {
+                            self.timed_sync(|| w.sync())?;
+                        }
+                        Ok(())
+                    })
+            }
             None => Err(Error::Closed),
         };
         if let Err(e) = logged {
@@ -210,9 +245,55 @@ impl DbInner {
         // Only the leader switches memtables, so the current one is stable here.
         let mem = Arc::clone(&self.sv.load().mem);
         mem.insert_batch(merged, first_seq);
-        self.visible_seq
-            .store(first_seq + count - 1, Ordering::Release);
+        let last = first_seq + count - 1;
+        self.applied_seq.store(last, Ordering::Release);
+        if publish {
+            self.visible_seq.fetch_max(last, Ordering::AcqRel);
+        }
+        Ok(last)
+    }
+
+    /// Runs one journal sync, recording it in the I/O stats and reporting its latency to the
+    /// background pacer. Does not handle the error (callers turn the engine read-only).
+    pub(crate) fn timed_sync(&self, sync: impl FnOnce() -> Result<()>) -> Result<()> {
+        let start = self.opts.clock.now_micros();
+        sync()?;
+        let d = self.opts.clock.now_micros().saturating_sub(start);
+        self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
+        self.io.record(IoEvent {
+            kind: IoEventKind::JournalSync,
+            start_micros: start,
+            duration_micros: d,
+            bytes: 0,
+        });
+        self.journal_first.observe_sync(d);
         Ok(())
+    }
+
+    /// The pipelined commit's sync: makes every applied write durable without holding the
+    /// commit path, so the leader keeps logging meanwhile. Returns the sequence now durable.
+    pub(crate) fn sync_log(&self) -> Result<SequenceNumber> {
+        self.check_writable()?;
+        // Records up to `applied_seq` were handed to the OS before `applied_seq` was raised,
+        // and older segments were synced before the log moved on; reading both under the WAL
+        // lock ties the number to the segment the syncer belongs to.
+        let (syncer, upto) = match self.wal.lock().as_ref() {
+            Some(w) => (w.syncer(), self.applied_seq.load(Ordering::Acquire)),
+            None => return Err(Error::Closed),
+        };
+        match self.timed_sync(|| syncer.sync()) {
+            Ok(()) => Ok(upto),
+            Err(e) => {
+                self.set_read_only(&e);
+                Err(e)
+            }
+        }
+    }
+
+    /// Makes every write up to `seq` visible. REQUIRES: `seq <= applied_seq`.
+    pub(crate) fn publish(&self, seq: SequenceNumber) {
+        debug_assert!(seq <= self.applied_seq.load(Ordering::Acquire));
+        self.visible_seq.fetch_max(seq, Ordering::AcqRel);
     }
 
     /// Ensures the memtable has room, switching it or stalling as the thresholds say.
@@ -278,7 +359,7 @@ impl DbInner {
             // newest segment can end in a torn record, and a later sync never makes durable a
             // write that follows unsynced ones.
             if let Some(w) = wal.as_mut() {
-                w.sync()?;
+                self.timed_sync(|| w.sync())?;
             }
             let mut w = WalWriter::create(&*self.fs, &self.dir, number)?;
             w.preallocate(self.opts.wal_preallocation_bytes());
@@ -295,6 +376,11 @@ impl DbInner {
                 return Err(e);
             }
         };
+        // The old segment is durable, so everything applied (all of it in the old memtable:
+        // only the leader applies, and it is here) may be seen. Flushed tables therefore hold
+        // published writes only.
+        self.visible_seq
+            .fetch_max(self.applied_seq.load(Ordering::Acquire), Ordering::AcqRel);
         let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
         st.imms.push(Arc::clone(&old));
         self.install_super_version(st);

@@ -1,0 +1,156 @@
+//! The disk as a pseudo-engine: the physical limit of durable writes on this disk.
+//!
+//! Each write appends its key and value (plus a 12-byte header, about what a WAL record
+//! costs) to a preallocated file — the cheapest durable append there is, as Rialto's WAL
+//! segments are preallocated — and with `--sync` runs `fdatasync`, one writer at a time. One
+//! writer's fillsync ops/sec is therefore 1 / fdatasync latency, and N writers whose commits
+//! are grouped perfectly could reach at most N times that: the figure a group-commit path is
+//! measured against. Reads are not supported.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use rialto_engine::{BatchOp, EngineStats};
+use rialto_io::{Fs, PosixFs, WritableFile};
+
+use crate::engine::{BenchEngine, EngineConfig, EngineFactory, ScanFrom, Visitor};
+use crate::error::{BenchError, Result};
+
+const NAME: &str = "disk";
+/// Space reserved up front; the file grows past it if a run writes more.
+const PREALLOCATE: u64 = 1 << 30;
+
+fn unsupported(op: &str) -> BenchError {
+    BenchError::engine(
+        NAME,
+        op,
+        "the disk pseudo-engine only writes (use it for fillseq/fillrandom/fillsync)",
+    )
+}
+
+/// Opens [`DiskEngine`]s.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DiskFactory;
+
+impl EngineFactory for DiskFactory {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn open(&self, path: &Path, _cfg: &EngineConfig) -> Result<Box<dyn BenchEngine>> {
+        let fs = PosixFs::new();
+        let io = |op: &str, e: std::io::Error| BenchError::engine(NAME, op, e);
+        fs.create_dir_all(path)
+            .map_err(|e| io("create directory", e))?;
+        let mut file = fs
+            .create(&path.join("append.log"))
+            .map_err(|e| io("create append.log", e))?;
+        file.preallocate(PREALLOCATE)
+            .map_err(|e| io("preallocate", e))?;
+        file.sync_all().map_err(|e| io("sync", e))?;
+        fs.sync_dir(path).map_err(|e| io("sync directory", e))?;
+        Ok(Box::new(DiskEngine {
+            file: Mutex::new(file),
+            syncs: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        }))
+    }
+
+    fn describe(&self) -> String {
+        "disk (preallocated append + fdatasync, one writer at a time)".to_string()
+    }
+}
+
+/// See the module docs.
+pub struct DiskEngine {
+    file: Mutex<Box<dyn WritableFile>>,
+    syncs: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl DiskEngine {
+    fn append(&self, parts: &[&[u8]], sync: bool) -> Result<()> {
+        let io = |op: &str, e: std::io::Error| BenchError::engine(NAME, op, e);
+        let mut f = self.file.lock();
+        let header = [0u8; 12];
+        f.append(&header).map_err(|e| io("append", e))?;
+        let mut n = header.len() as u64;
+        for p in parts {
+            f.append(p).map_err(|e| io("append", e))?;
+            n += p.len() as u64;
+        }
+        if sync {
+            f.sync_data().map_err(|e| io("fdatasync", e))?;
+            self.syncs.fetch_add(1, Ordering::Relaxed);
+        } else {
+            f.flush().map_err(|e| io("write", e))?;
+        }
+        self.bytes.fetch_add(n, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl BenchEngine for DiskEngine {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
+        self.append(&[key, value], sync)
+    }
+
+    fn write_batch(&self, ops: &[BatchOp<'_>], sync: bool) -> Result<()> {
+        let mut parts: Vec<&[u8]> = Vec::with_capacity(ops.len() * 2);
+        for op in ops {
+            match *op {
+                BatchOp::Put(k, v) => {
+                    parts.push(k);
+                    parts.push(v);
+                }
+                BatchOp::Delete(k) => parts.push(k),
+            }
+        }
+        self.append(&parts, sync)
+    }
+
+    fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
+        self.append(&[key], sync)
+    }
+
+    fn get(&self, _key: &[u8]) -> Result<Option<usize>> {
+        Err(unsupported("get"))
+    }
+
+    fn scan(
+        &self,
+        _from: ScanFrom<'_>,
+        _reverse: bool,
+        _limit: u64,
+        _visit: Visitor<'_>,
+    ) -> Result<u64> {
+        Err(unsupported("scan"))
+    }
+
+    fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn compact_all(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn stats(&self) -> Result<EngineStats> {
+        let bytes = self.bytes.load(Ordering::Relaxed);
+        Ok(EngineStats {
+            wal_bytes_written: bytes,
+            disk_bytes: bytes,
+            wal_syncs: self.syncs.load(Ordering::Relaxed),
+            ..EngineStats::default()
+        })
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,253 @@
+//! I/O statistics: counters and a bounded timeline of journal writes, journal syncs, flushes
+//! and compactions, so an operator (INFO, a dashboard) can see what the disk was doing when a
+//! commit was slow — RavenDB's I/O stats view.
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use parking_lot::Mutex;
+
+/// What an [`IoEvent`] was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IoEventKind {
+    /// One group's record handed to the operating system (no sync).
+    JournalWrite,
+    /// One `fdatasync` of the journal.
+    JournalSync,
+    /// A memtable written to a table.
+    Flush,
+    /// A compaction's output written.
+    Compaction,
+}
+
+impl IoEventKind {
+    /// Lower-case name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoEventKind::JournalWrite => "journal_write",
+            IoEventKind::JournalSync => "journal_sync",
+            IoEventKind::Flush => "flush",
+            IoEventKind::Compaction => "compaction",
+        }
+    }
+}
+
+/// One timed I/O operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoEvent {
+    /// What it was.
+    pub kind: IoEventKind,
+    /// Start, in microseconds of the engine's clock.
+    pub start_micros: u64,
+    /// How long it took.
+    pub duration_micros: u64,
+    /// Bytes written (for a sync: bytes it made durable, when known, else 0).
+    pub bytes: u64,
+}
+
+/// Totals per kind since the engine opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IoTotals {
+    /// Operations.
+    pub count: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Summed duration.
+    pub micros: u64,
+    /// Longest single operation.
+    pub max_micros: u64,
+}
+
+/// A copy of the I/O statistics at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IoStats {
+    /// Journal writes.
+    pub journal_writes: IoTotals,
+    /// Journal syncs.
+    pub journal_syncs: IoTotals,
+    /// Flushes.
+    pub flushes: IoTotals,
+    /// Compactions.
+    pub compactions: IoTotals,
+    /// The current pace allowed to flush and compaction writes in bytes per second; `None`
+    /// when unthrottled.
+    pub background_rate_limit: Option<u64>,
+    /// Time background writers spent waiting for the journal's sake.
+    pub background_throttled_micros: u64,
+    /// Journal sync latency percentiles (p50, p99, max) over the most recent syncs in the
+    /// timeline, in microseconds.
+    pub journal_sync_p50_micros: u64,
+    /// See `journal_sync_p50_micros`.
+    pub journal_sync_p99_micros: u64,
+    /// The most recent events, oldest first (at most the timeline's capacity).
+    pub timeline: Vec<IoEvent>,
+}
+
+impl IoStats {
+    /// Events of one kind from the timeline.
+    pub fn events(&self, kind: IoEventKind) -> impl Iterator<Item = &IoEvent> {
+        self.timeline.iter().filter(move |e| e.kind == kind)
+    }
+}
+
+impl fmt::Display for IoStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (name, t) in [
+            ("journal_writes", &self.journal_writes),
+            ("journal_syncs", &self.journal_syncs),
+            ("flushes", &self.flushes),
+            ("compactions", &self.compactions),
+        ] {
+            writeln!(
+                f,
+                "{name}: count={} bytes={} micros={} max_micros={}",
+                t.count, t.bytes, t.micros, t.max_micros
+            )?;
+        }
+        writeln!(
+            f,
+            "journal_sync_latency: p50_micros={} p99_micros={}",
+            self.journal_sync_p50_micros, self.journal_sync_p99_micros
+        )?;
+        match self.background_rate_limit {
+            Some(r) => writeln!(f, "background_rate_limit: {r} bytes/s")?,
+            None => writeln!(f, "background_rate_limit: unlimited")?,
+        }
+        write!(
+            f,
+            "background_throttled_micros: {}",
+            self.background_throttled_micros
+        )
+    }
+}
+
+/// Default number of events an [`IoRecorder`] keeps.
+pub const DEFAULT_TIMELINE_CAPACITY: usize = 4096;
+
+/// Records I/O events: totals forever, and the last `capacity` events. Cheap enough for every
+/// journal write (one short mutex hold).
+#[derive(Debug)]
+pub struct IoRecorder {
+    inner: Mutex<Recorded>,
+    capacity: usize,
+}
+
+#[derive(Debug, Default)]
+struct Recorded {
+    totals: [IoTotals; 4],
+    timeline: VecDeque<IoEvent>,
+}
+
+fn slot(kind: IoEventKind) -> usize {
+    match kind {
+        IoEventKind::JournalWrite => 0,
+        IoEventKind::JournalSync => 1,
+        IoEventKind::Flush => 2,
+        IoEventKind::Compaction => 3,
+    }
+}
+
+impl Default for IoRecorder {
+    fn default() -> Self {
+        IoRecorder::new(DEFAULT_TIMELINE_CAPACITY)
+    }
+}
+
+impl IoRecorder {
+    /// A recorder keeping the last `capacity` events (0 keeps totals only).
+    pub fn new(capacity: usize) -> Self {
+        IoRecorder {
+            inner: Mutex::new(Recorded::default()),
+            capacity,
+        }
+    }
+
+    /// Records one event.
+    pub fn record(&self, event: IoEvent) {
+        let mut r = self.inner.lock();
+        let t = &mut r.totals[slot(event.kind)];
+        t.count += 1;
+        t.bytes += event.bytes;
+        t.micros += event.duration_micros;
+        t.max_micros = t.max_micros.max(event.duration_micros);
+        if self.capacity > 0 {
+            if r.timeline.len() == self.capacity {
+                r.timeline.pop_front();
+            }
+            r.timeline.push_back(event);
+        }
+    }
+
+    /// A copy of totals and timeline; the throttle fields are left for the engine to fill.
+    pub fn snapshot(&self) -> IoStats {
+        let r = self.inner.lock();
+        let timeline: Vec<IoEvent> = r.timeline.iter().copied().collect();
+        drop(r);
+        let mut syncs: Vec<u64> = timeline
+            .iter()
+            .filter(|e| e.kind == IoEventKind::JournalSync)
+            .map(|e| e.duration_micros)
+            .collect();
+        syncs.sort_unstable();
+        // Nearest rank: the smallest value with at least p% of the samples at or below it.
+        let pct = |p: usize| {
+            if syncs.is_empty() {
+                0
+            } else {
+                syncs[(syncs.len() * p).div_ceil(100).max(1) - 1]
+            }
+        };
+        let r = self.inner.lock();
+        IoStats {
+            journal_writes: r.totals[0],
+            journal_syncs: r.totals[1],
+            flushes: r.totals[2],
+            compactions: r.totals[3],
+            background_rate_limit: None,
+            background_throttled_micros: 0,
+            journal_sync_p50_micros: pct(50),
+            journal_sync_p99_micros: pct(99),
+            timeline,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(kind: IoEventKind, d: u64) -> IoEvent {
+        IoEvent {
+            kind,
+            start_micros: 0,
+            duration_micros: d,
+            bytes: 10,
+        }
+    }
+
+    #[test]
+    fn timeline_is_bounded_and_totals_are_not() {
+        let r = IoRecorder::new(3);
+        for d in 1..=5 {
+            r.record(ev(IoEventKind::JournalSync, d));
+        }
+        r.record(ev(IoEventKind::Flush, 7));
+        let s = r.snapshot();
+        assert_eq!(s.timeline.len(), 3);
+        assert_eq!(s.timeline.last().map(|e| e.kind), Some(IoEventKind::Flush));
+        assert_eq!(s.journal_syncs.count, 5);
+        assert_eq!(s.journal_syncs.micros, 15);
+        assert_eq!(s.journal_syncs.max_micros, 5);
+        assert_eq!(s.flushes.bytes, 10);
+        assert_eq!(s.journal_sync_p99_micros, 5);
+    }
+
+    #[test]
+    fn zero_capacity_keeps_totals_only() {
+        let r = IoRecorder::new(0);
+        r.record(ev(IoEventKind::JournalWrite, 1));
+        let s = r.snapshot();
+        assert!(s.timeline.is_empty());
+        assert_eq!(s.journal_writes.count, 1);
+    }
+}

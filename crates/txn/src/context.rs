@@ -1,0 +1,138 @@
+//! What a transaction sees and does while the merger executes it.
+
+use std::collections::HashMap;
+
+use rialto_engine::{BatchOp, Bytes, PipelinedCommit, Result, WriteBatch};
+
+/// The group being built: the merged batch of the transactions executed so far, and (built on
+/// the first read) an index of its latest value per key, so later transactions of the group
+/// read what earlier ones wrote.
+pub(crate) struct Group {
+    pub(crate) batch: WriteBatch,
+    /// Key → latest value in `batch` (`None`: deleted). Built lazily: a group of plain writes
+    /// that nobody reads never pays for it.
+    overlay: Option<HashMap<Vec<u8>, Option<Bytes>>>,
+}
+
+impl Group {
+    pub(crate) fn new() -> Self {
+        Group {
+            batch: WriteBatch::new(),
+            overlay: None,
+        }
+    }
+
+    fn lookup(&mut self, key: &[u8]) -> Option<Option<Bytes>> {
+        if self.batch.is_empty() {
+            return None;
+        }
+        let batch = &self.batch;
+        let overlay = self.overlay.get_or_insert_with(|| {
+            let mut m = HashMap::new();
+            for op in batch.iter() {
+                apply(&mut m, op);
+            }
+            m
+        });
+        overlay.get(key).cloned()
+    }
+
+    /// Adds a committed transaction's writes.
+    fn absorb(&mut self, staged: &WriteBatch) {
+        self.batch.append(staged);
+        if let Some(m) = self.overlay.as_mut() {
+            for op in staged.iter() {
+                apply(m, op);
+            }
+        }
+    }
+}
+
+fn apply(m: &mut HashMap<Vec<u8>, Option<Bytes>>, op: BatchOp<'_>) {
+    match op {
+        BatchOp::Put(key, value) => {
+            m.insert(key.to_vec(), Some(Bytes::copy_from_slice(value)));
+        }
+        BatchOp::Delete(key) => {
+            m.insert(key.to_vec(), None);
+        }
+    }
+}
+
+/// A transaction's view: reads see the newest state, including writes that are executed but
+/// not yet durable (read-modify-write such as INCR builds on them); writes are staged and
+/// join the group only if the transaction succeeds.
+///
+/// If the sync of an earlier group fails, this transaction fails too, so nothing built on
+/// lost data is ever acknowledged.
+pub struct TxnContext<'a, E: PipelinedCommit> {
+    engine: &'a E,
+    group: &'a mut Group,
+    staged: WriteBatch,
+}
+
+impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
+    pub(crate) fn new(engine: &'a E, group: &'a mut Group) -> Self {
+        TxnContext {
+            engine,
+            group,
+            staged: WriteBatch::new(),
+        }
+    }
+
+    /// The newest value of `key`: this transaction's own writes, then earlier transactions of
+    /// its group, then the engine's applied state.
+    pub fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>> {
+        if !self.staged.is_empty() {
+            let mut found = None;
+            for op in self.staged.iter() {
+                match op {
+                    BatchOp::Put(k, value) if k == key => {
+                        found = Some(Some(Bytes::copy_from_slice(value)))
+                    }
+                    BatchOp::Delete(k) if k == key => found = Some(None),
+                    _ => {}
+                }
+            }
+            if let Some(v) = found {
+                return Ok(v);
+            }
+        }
+        if let Some(v) = self.group.lookup(key) {
+            return Ok(v);
+        }
+        self.engine.get_applied(key)
+    }
+
+    /// Stages `key = value`.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.staged.put(key, value);
+    }
+
+    /// Stages the deletion of `key`.
+    pub fn delete(&mut self, key: &[u8]) {
+        self.staged.delete(key);
+    }
+
+    /// Stages every operation of `batch`.
+    pub fn write(&mut self, batch: &WriteBatch) {
+        self.staged.append(batch);
+    }
+
+    /// Drops the writes staged so far (the transaction decided not to write).
+    pub fn discard(&mut self) {
+        self.staged.clear();
+    }
+
+    /// The engine, for reads the context does not cover (iteration reads the published state).
+    pub fn engine(&self) -> &E {
+        self.engine
+    }
+
+    /// Validates the staged writes and moves them into the group.
+    pub(crate) fn commit(self) -> Result<()> {
+        self.staged.validate()?;
+        self.group.absorb(&self.staged);
+        Ok(())
+    }
+}

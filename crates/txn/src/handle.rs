@@ -1,0 +1,107 @@
+//! The handle a writer holds until its transaction is durable: blocking or as a `Future`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use parking_lot::{Condvar, Mutex};
+use rialto_engine::{Error, Result};
+
+/// Where a transaction's outcome is delivered.
+pub(crate) struct Slot<T> {
+    state: Mutex<SlotState<T>>,
+    cv: Condvar,
+}
+
+struct SlotState<T> {
+    outcome: Option<Result<T>>,
+    waker: Option<Waker>,
+}
+
+impl<T> Slot<T> {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Slot {
+            state: Mutex::new(SlotState {
+                outcome: None,
+                waker: None,
+            }),
+            cv: Condvar::new(),
+        })
+    }
+
+    /// Delivers the outcome and wakes the waiter (thread or task).
+    pub(crate) fn fulfil(&self, outcome: Result<T>) {
+        let waker = {
+            let mut s = self.state.lock();
+            s.outcome = Some(outcome);
+            s.waker.take()
+        };
+        self.cv.notify_one();
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}
+
+/// Resolves when the transaction is durable (per the merger's [`crate::Durability`]) with
+/// its result, or with the error that kept it from becoming durable. Wait on it from a thread
+/// with [`CommitHandle::wait`], or `.await` it from an async task.
+#[must_use = "a write is acknowledged only when its handle resolves"]
+pub struct CommitHandle<T> {
+    pub(crate) slot: Arc<Slot<T>>,
+}
+
+impl<T> CommitHandle<T> {
+    /// A handle that is already resolved (a transaction refused before it was queued).
+    pub(crate) fn ready(outcome: Result<T>) -> Self {
+        let slot = Slot::new();
+        slot.fulfil(outcome);
+        CommitHandle { slot }
+    }
+
+    /// Blocks the calling thread until the outcome is known.
+    pub fn wait(self) -> Result<T> {
+        let mut s = self.slot.state.lock();
+        loop {
+            if let Some(o) = s.outcome.take() {
+                return o;
+            }
+            self.slot.cv.wait(&mut s);
+        }
+    }
+
+    /// The outcome if it is known, without waiting.
+    pub fn try_take(&mut self) -> Option<Result<T>> {
+        self.slot.state.lock().outcome.take()
+    }
+}
+
+impl<T> Future for CommitHandle<T> {
+    type Output = Result<T>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T>> {
+        let mut s = self.slot.state.lock();
+        match s.outcome.take() {
+            Some(o) => Poll::Ready(o),
+            None => {
+                s.waker = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for CommitHandle<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let done = self.slot.state.lock().outcome.is_some();
+        f.debug_struct("CommitHandle")
+            .field("resolved", &done)
+            .finish()
+    }
+}
+
+/// Turns an error shared by many transactions into one per transaction.
+pub(crate) fn share(e: &Error) -> Error {
+    e.duplicate()
+}

@@ -1,0 +1,517 @@
+//! The merger: one thread executes queued transactions in order and writes each group as one
+//! journal record; another syncs the journal and releases groups as they become durable.
+//!
+//! ```text
+//!  writers ──submit──▶ queue ──▶ merger thread: execute group N+1, log_and_apply ──▶ in flight
+//!                                                                                      │
+//!  writers ◀──resolve── syncer thread: fdatasync (covers every group logged), publish ◀┘
+//! ```
+//!
+//! Async commit: the merger never waits for a sync (except when `max_unsynced_bytes` are
+//! pending), so group N+1 executes while group N syncs, and the syncer starts a sync as soon as
+//! anything was logged — not only when more work is queued (the seed's rule). One sync covers
+//! every group logged before it began.
+//!
+//! Invariants:
+//! - Groups are logged in queue order and acknowledged in log order; a group is released only
+//!   after a sync that began after it was logged returned `Ok` (Durability::Always).
+//! - Readers see a group only after it is durable: the engine publishes it after the sync.
+//! - After a failed log write or sync, no later transaction is acknowledged: every group in
+//!   flight and every transaction queued or submitted later fails with the error, and the
+//!   engine is read-only (it refuses writes itself).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use hdrhistogram::Histogram;
+use parking_lot::{Condvar, Mutex};
+use rialto_engine::{CommitPoint, Error, IoStats, PipelinedCommit, Result, WriteBatch};
+use rialto_io::Clock;
+
+use crate::context::{Group, TxnContext};
+use crate::handle::{share, CommitHandle, Slot};
+use crate::options::{Durability, MergerOptions};
+use crate::stats::MergerStats;
+
+/// A queued transaction, type-erased.
+trait Job<E: PipelinedCommit>: Send {
+    /// Runs the transaction against the group; its outcome is kept until [`Job::complete`].
+    fn execute(&mut self, engine: &E, group: &mut Group);
+    /// Delivers the outcome, or `failure` if the group could not be made durable.
+    fn complete(self: Box<Self>, failure: Option<&Error>);
+    /// When it was submitted (µs of the merger's clock).
+    fn submitted_micros(&self) -> u64;
+}
+
+struct ClosureJob<F, T> {
+    f: Option<F>,
+    outcome: Option<Result<T>>,
+    slot: Arc<Slot<T>>,
+    submitted_micros: u64,
+}
+
+impl<E, F, T> Job<E> for ClosureJob<F, T>
+where
+    E: PipelinedCommit,
+    F: FnOnce(&mut TxnContext<'_, E>) -> Result<T> + Send,
+    T: Send,
+{
+    fn execute(&mut self, engine: &E, group: &mut Group) {
+        let Some(f) = self.f.take() else {
+            return;
+        };
+        let mut ctx = TxnContext::new(engine, group);
+        self.outcome = Some(match f(&mut ctx) {
+            // A failed transaction's staged writes are dropped with its context.
+            Ok(v) => ctx.commit().map(|()| v),
+            Err(e) => Err(e),
+        });
+    }
+
+    fn complete(mut self: Box<Self>, failure: Option<&Error>) {
+        let outcome = match failure {
+            Some(e) => Err(share(e)),
+            None => self.outcome.take().unwrap_or(Err(Error::Closed)),
+        };
+        self.slot.fulfil(outcome);
+    }
+
+    fn submitted_micros(&self) -> u64 {
+        self.submitted_micros
+    }
+}
+
+type BoxedJob<E> = Box<dyn Job<E>>;
+
+struct Queue<E: PipelinedCommit> {
+    jobs: VecDeque<BoxedJob<E>>,
+    closed: bool,
+}
+
+/// A logged group waiting for its sync.
+struct InFlight<E: PipelinedCommit> {
+    point: CommitPoint,
+    jobs: Vec<BoxedJob<E>>,
+    bytes: usize,
+}
+
+struct Pipe<E: PipelinedCommit> {
+    groups: VecDeque<InFlight<E>>,
+    unsynced_bytes: usize,
+    /// Transactions acknowledged by the last sync, and transactions logged since: the next
+    /// sync waits (up to `max_wait`) until as many arrived as the last one released.
+    last_acked: usize,
+    arrived_since_ack: usize,
+    merger_done: bool,
+    failed: Option<Error>,
+}
+
+struct Shared<E: PipelinedCommit> {
+    engine: Arc<E>,
+    opts: MergerOptions,
+    clock: Arc<dyn Clock>,
+    queue: Mutex<Queue<E>>,
+    queue_cv: Condvar,
+    pipe: Mutex<Pipe<E>>,
+    pipe_cv: Condvar,
+    stats: Mutex<StatsInner>,
+}
+
+struct StatsInner {
+    txns: u64,
+    groups: u64,
+    syncs: u64,
+    failed: Option<String>,
+    latency: Histogram<u64>,
+}
+
+/// The transaction merger over a [`PipelinedCommit`] engine. Submit from any thread or task;
+/// see the module docs for the pipeline.
+pub struct Merger<E: PipelinedCommit + Send + Sync + 'static> {
+    shared: Arc<Shared<E>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
+    /// Starts the merger's threads over `engine`.
+    pub fn start(engine: Arc<E>, opts: MergerOptions, clock: Arc<dyn Clock>) -> Result<Self> {
+        let latency = Histogram::new_with_bounds(1, 3_600_000_000, 2)
+            .map_err(|e| Error::InvalidArgument(format!("latency histogram: {e}")))?;
+        let durability = opts.durability;
+        let shared = Arc::new(Shared {
+            engine,
+            opts,
+            clock,
+            queue: Mutex::new(Queue {
+                jobs: VecDeque::new(),
+                closed: false,
+            }),
+            queue_cv: Condvar::new(),
+            pipe: Mutex::new(Pipe {
+                groups: VecDeque::new(),
+                unsynced_bytes: 0,
+                last_acked: 0,
+                arrived_since_ack: 0,
+                merger_done: false,
+                failed: None,
+            }),
+            pipe_cv: Condvar::new(),
+            stats: Mutex::new(StatsInner {
+                txns: 0,
+                groups: 0,
+                syncs: 0,
+                failed: None,
+                latency,
+            }),
+        });
+        let mut threads = Vec::new();
+        let s = Arc::clone(&shared);
+        threads.push(spawn("rialto-merger", move || s.merge_loop())?);
+        match durability {
+            Durability::Always => {
+                let s = Arc::clone(&shared);
+                threads.push(spawn("rialto-syncer", move || s.sync_loop())?);
+            }
+            Durability::EverySec => {
+                let s = Arc::clone(&shared);
+                threads.push(spawn("rialto-syncer", move || s.periodic_sync_loop())?);
+            }
+            Durability::Never => {}
+        }
+        Ok(Merger {
+            shared,
+            threads: Mutex::new(threads),
+        })
+    }
+
+    /// Queues a transaction. `f` runs on the merger thread, in submission order, and may read
+    /// (seeing every earlier transaction, durable or not) and stage writes; if it returns
+    /// `Err`, its writes are dropped. The handle resolves with `f`'s result once the group it
+    /// ran in is durable (per [`Durability`]), or with the error that prevented it.
+    ///
+    /// Keep `f` short: it runs on the one thread every write goes through.
+    pub fn submit<T, F>(&self, f: F) -> CommitHandle<T>
+    where
+        F: FnOnce(&mut TxnContext<'_, E>) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let slot = Slot::new();
+        let job: BoxedJob<E> = Box::new(ClosureJob {
+            f: Some(f),
+            outcome: None,
+            slot: Arc::clone(&slot),
+            submitted_micros: self.shared.clock.now_micros(),
+        });
+        let mut q = self.shared.queue.lock();
+        if q.closed {
+            return CommitHandle::ready(Err(Error::Closed));
+        }
+        if let Some(e) = self.shared.pipe.lock().failed.as_ref() {
+            return CommitHandle::ready(Err(share(e)));
+        }
+        q.jobs.push_back(job);
+        let first = q.jobs.len() == 1;
+        drop(q);
+        if first {
+            // The merger sleeps only on an empty queue.
+            self.shared.queue_cv.notify_one();
+        }
+        CommitHandle { slot }
+    }
+
+    /// Queues `batch` as one transaction (applied atomically).
+    pub fn write(&self, batch: WriteBatch) -> CommitHandle<()> {
+        self.submit(move |ctx| {
+            ctx.write(&batch);
+            Ok(())
+        })
+    }
+
+    /// The engine (for reads: they never go through the merger and never wait for syncs).
+    pub fn engine(&self) -> &Arc<E> {
+        &self.shared.engine
+    }
+
+    /// Options in force.
+    pub fn options(&self) -> &MergerOptions {
+        &self.shared.opts
+    }
+
+    /// The merger's counters and commit latency.
+    pub fn stats(&self) -> MergerStats {
+        let st = self.shared.stats.lock();
+        let (unsynced, failed) = {
+            let p = self.shared.pipe.lock();
+            (p.unsynced_bytes, p.failed.as_ref().map(|e| e.to_string()))
+        };
+        MergerStats {
+            durability: self.shared.opts.durability,
+            txns: st.txns,
+            groups: st.groups,
+            syncs: st.syncs,
+            queued: self.shared.queue.lock().jobs.len(),
+            unsynced_bytes: unsynced,
+            commit_p50_micros: st.latency.value_at_quantile(0.5),
+            commit_p99_micros: st.latency.value_at_quantile(0.99),
+            commit_max_micros: st.latency.max(),
+            failed: failed.or_else(|| st.failed.clone()),
+        }
+    }
+
+    /// Journal, flush and compaction I/O of the engine.
+    pub fn io_stats(&self) -> IoStats {
+        self.shared.engine.io_stats()
+    }
+
+    /// Stops accepting transactions, commits everything queued, makes it durable (a final
+    /// sync in every durability mode) and stops the threads. Returns the first failure.
+    pub fn close(&self) -> Result<()> {
+        self.shared.queue.lock().closed = true;
+        self.shared.queue_cv.notify_all();
+        self.shared.pipe_cv.notify_all();
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+        if let Some(e) = self.shared.pipe.lock().failed.as_ref() {
+            return Err(share(e));
+        }
+        if self.shared.opts.durability != Durability::Always {
+            let point = self.shared.engine.sync_log()?;
+            self.shared.engine.publish(point);
+        }
+        Ok(())
+    }
+}
+
+impl<E: PipelinedCommit + Send + Sync + 'static> Drop for Merger<E> {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(f)
+        .map_err(|e| Error::io(format!("spawn {name}"), e))
+}
+
+impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
+    fn merge_loop(&self) {
+        let mut taken: VecDeque<BoxedJob<E>> = VecDeque::new();
+        loop {
+            {
+                let mut q = self.queue.lock();
+                while q.jobs.is_empty() && !q.closed {
+                    self.queue_cv.wait(&mut q);
+                }
+                if q.jobs.is_empty() {
+                    break; // closed and drained
+                }
+                let n = q.jobs.len().min(self.opts.max_group_txns.max(1));
+                taken.extend(q.jobs.drain(..n));
+            }
+            let failed = self.pipe.lock().failed.as_ref().map(share);
+            if let Some(e) = failed {
+                for j in taken.drain(..) {
+                    j.complete(Some(&e));
+                }
+                continue;
+            }
+            let mut group = Group::new();
+            let mut jobs = Vec::with_capacity(taken.len());
+            while let Some(mut j) = taken.pop_front() {
+                if !jobs.is_empty() && group.batch.data().len() >= self.opts.max_group_bytes {
+                    taken.push_front(j);
+                    break;
+                }
+                j.execute(&self.engine, &mut group);
+                jobs.push(j);
+            }
+            if !taken.is_empty() {
+                // The group is full: the rest goes back to the front, in order.
+                let mut q = self.queue.lock();
+                while let Some(j) = taken.pop_back() {
+                    q.jobs.push_front(j);
+                }
+            }
+            self.commit_group(group, jobs);
+        }
+        self.pipe.lock().merger_done = true;
+        self.pipe_cv.notify_all();
+    }
+
+    fn commit_group(&self, group: Group, jobs: Vec<BoxedJob<E>>) {
+        let bytes = group.batch.data().len();
+        let point = if group.batch.is_empty() {
+            Ok(self.engine.applied_point())
+        } else {
+            self.engine.log_and_apply(group.batch)
+        };
+        let point = match point {
+            Ok(p) => p,
+            Err(e) => {
+                self.fail(&e);
+                for j in jobs {
+                    j.complete(Some(&e));
+                }
+                return;
+            }
+        };
+        {
+            let mut st = self.stats.lock();
+            st.groups += 1;
+            st.txns += jobs.len() as u64;
+        }
+        match self.opts.durability {
+            Durability::Always => {
+                if point <= self.engine.published_point() {
+                    // Read-only transactions over durable state: nothing to wait for.
+                    self.release(jobs);
+                    return;
+                }
+                let mut p = self.pipe.lock();
+                while p.unsynced_bytes > self.opts.max_unsynced_bytes && p.failed.is_none() {
+                    self.pipe_cv.wait(&mut p);
+                }
+                if let Some(e) = p.failed.as_ref().map(share) {
+                    drop(p);
+                    for j in jobs {
+                        j.complete(Some(&e));
+                    }
+                    return;
+                }
+                p.arrived_since_ack += jobs.len();
+                p.unsynced_bytes += bytes;
+                p.groups.push_back(InFlight { point, jobs, bytes });
+                drop(p);
+                self.pipe_cv.notify_all();
+            }
+            Durability::EverySec | Durability::Never => {
+                self.engine.publish(point);
+                self.release(jobs);
+            }
+        }
+    }
+
+    /// Acknowledges `jobs` and records their latency.
+    fn release(&self, jobs: Vec<BoxedJob<E>>) {
+        let now = self.clock.now_micros();
+        {
+            let mut st = self.stats.lock();
+            for j in &jobs {
+                let _ = st
+                    .latency
+                    .record(now.saturating_sub(j.submitted_micros()).max(1));
+            }
+        }
+        for j in jobs {
+            j.complete(None);
+        }
+    }
+
+    /// Records the first failure: nothing after it is acknowledged.
+    fn fail(&self, e: &Error) {
+        let mut p = self.pipe.lock();
+        if p.failed.is_none() {
+            tracing::error!(error = %e, "transaction merger stops acknowledging writes");
+            p.failed = Some(share(e));
+            self.stats.lock().failed = Some(e.to_string());
+        }
+        drop(p);
+        self.pipe_cv.notify_all();
+    }
+
+    /// Durability::Always: sync as soon as anything is in flight; release what it covered.
+    fn sync_loop(&self) {
+        loop {
+            let mut p = self.pipe.lock();
+            while p.groups.is_empty() && !p.merger_done {
+                self.pipe_cv.wait(&mut p);
+            }
+            if p.groups.is_empty() {
+                return; // the merger is done and everything is released
+            }
+            if p.failed.is_none() && !p.merger_done && !self.opts.max_wait.is_zero() {
+                // Let the writers the last sync released rejoin this one (see `max_wait`).
+                let deadline = std::time::Instant::now() + self.opts.max_wait;
+                while p.arrived_since_ack < p.last_acked && !p.merger_done {
+                    if self.pipe_cv.wait_until(&mut p, deadline).timed_out() {
+                        break;
+                    }
+                }
+            }
+            let failed = p.failed.as_ref().map(share);
+            drop(p);
+            let r = match failed {
+                Some(e) => Err(e),
+                None => self.engine.sync_log(),
+            };
+            match r {
+                Ok(durable) => {
+                    self.engine.publish(durable);
+                    let mut done = Vec::new();
+                    let mut p = self.pipe.lock();
+                    while p.groups.front().is_some_and(|g| g.point <= durable) {
+                        if let Some(g) = p.groups.pop_front() {
+                            p.unsynced_bytes -= g.bytes;
+                            done.push(g);
+                        }
+                    }
+                    p.last_acked = done.iter().map(|g| g.jobs.len()).sum();
+                    p.arrived_since_ack = 0;
+                    drop(p);
+                    self.pipe_cv.notify_all();
+                    self.stats.lock().syncs += 1;
+                    for g in done {
+                        self.release(g.jobs);
+                    }
+                }
+                Err(e) => {
+                    self.fail(&e);
+                    let lost: Vec<InFlight<E>> = {
+                        let mut p = self.pipe.lock();
+                        p.unsynced_bytes = 0;
+                        p.groups.drain(..).collect()
+                    };
+                    self.pipe_cv.notify_all();
+                    for g in lost {
+                        for j in g.jobs {
+                            j.complete(Some(&e));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Durability::EverySec: sync once per interval when something was logged.
+    fn periodic_sync_loop(&self) {
+        let mut synced = self.engine.applied_point();
+        loop {
+            let done = {
+                let mut p = self.pipe.lock();
+                if !p.merger_done {
+                    let _ = self.pipe_cv.wait_for(&mut p, self.opts.sync_interval);
+                }
+                p.merger_done || p.failed.is_some()
+            };
+            if done {
+                return; // `close` makes the rest durable
+            }
+            if self.engine.applied_point() > synced {
+                match self.engine.sync_log() {
+                    Ok(p) => {
+                        synced = p;
+                        self.stats.lock().syncs += 1;
+                    }
+                    Err(e) => {
+                        self.fail(&e);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Options of the transaction merger. Every option states its default and trade-off.
+
+use std::time::Duration;
+
+/// When a write is acknowledged, and what a crash can take back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Default. A write is acknowledged, and becomes visible to readers, only after an
+    /// `fdatasync` of the journal covered it. A crash (process, kernel or power) loses nothing
+    /// acknowledged and no reader ever saw a write that a crash took back.
+    #[default]
+    Always,
+    /// Acknowledged and visible once written to the operating system; the journal is synced
+    /// about once a second. A process crash loses nothing; a kernel crash or power loss loses
+    /// up to the last second of acknowledged writes (Redis `appendfsync everysec`).
+    EverySec,
+    /// Acknowledged and visible once written to the operating system; never synced by the
+    /// merger (the kernel writes back dirty pages within about 30 s on Linux defaults, and a
+    /// memtable switch or clean shutdown syncs). A process crash loses nothing; a kernel crash
+    /// or power loss can lose every write since the last of those (Redis `appendfsync no`).
+    Never,
+}
+
+impl Durability {
+    /// Parses the Redis `appendfsync` names `always`, `everysec`, `no`.
+    pub fn parse(s: &str) -> Option<Durability> {
+        match s.to_ascii_lowercase().as_str() {
+            "always" => Some(Durability::Always),
+            "everysec" => Some(Durability::EverySec),
+            "no" | "never" => Some(Durability::Never),
+            _ => None,
+        }
+    }
+
+    /// The Redis `appendfsync` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::Always => "always",
+            Durability::EverySec => "everysec",
+            Durability::Never => "no",
+        }
+    }
+}
+
+/// Options of a [`crate::Merger`].
+#[derive(Debug, Clone)]
+pub struct MergerOptions {
+    /// Durability of acknowledged writes. Default [`Durability::Always`].
+    pub durability: Durability,
+    /// A group is closed once its merged batch reaches this many bytes. Default 4 MiB.
+    /// Larger: fewer journal writes under bulk load; a small write queued behind a big group
+    /// waits for the big group's write.
+    pub max_group_bytes: usize,
+    /// A group is closed after this many transactions. Default 4096.
+    pub max_group_txns: usize,
+    /// Longest a sync waits for more transactions to join it. Default 100 µs. The sync starts
+    /// as soon as as many transactions arrived as the previous sync acknowledged (the writers
+    /// it released are likely to come back), so this only bounds the wait when they do not.
+    /// Zero: every sync starts at once, and with several writers about half of them ride on
+    /// each sync instead of all. Larger: more writes per sync, more latency for a lone writer
+    /// whose peers went idle.
+    pub max_wait: Duration,
+    /// Journal bytes logged but not yet durable before the merger waits for the sync.
+    /// Default 64 MiB. Bounds the memory of pending acknowledgements and the work a failed
+    /// sync throws away.
+    pub max_unsynced_bytes: usize,
+    /// Interval of the background sync with [`Durability::EverySec`]. Default 1 s.
+    pub sync_interval: Duration,
+}
+
+impl Default for MergerOptions {
+    fn default() -> Self {
+        MergerOptions {
+            durability: Durability::Always,
+            max_group_bytes: 4 << 20,
+            max_group_txns: 4096,
+            max_wait: Duration::from_micros(100),
+            max_unsynced_bytes: 64 << 20,
+            sync_interval: Duration::from_secs(1),
+        }
+    }
+}
