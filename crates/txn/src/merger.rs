@@ -21,6 +21,7 @@
 //!   engine is read-only (it refuses writes itself).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -30,7 +31,7 @@ use rialto_engine::{CommitPoint, Error, IoStats, PipelinedCommit, Result, WriteB
 use rialto_io::Clock;
 
 use crate::context::{Group, TxnContext};
-use crate::handle::{share, CommitHandle, Slot};
+use crate::handle::{share, CommitHandle, Notifier, Slot};
 use crate::options::{Durability, MergerOptions};
 use crate::stats::MergerStats;
 
@@ -115,6 +116,11 @@ struct Shared<E: PipelinedCommit> {
     queue_cv: Condvar,
     pipe: Mutex<Pipe<E>>,
     pipe_cv: Condvar,
+    /// Wakes threads blocked on handles.
+    notifier: Arc<Notifier>,
+    /// Lock-free hints for spinning: jobs queued, groups in flight.
+    queued_hint: AtomicUsize,
+    inflight_hint: AtomicUsize,
     stats: Mutex<StatsInner>,
 }
 
@@ -157,6 +163,9 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
                 failed: None,
             }),
             pipe_cv: Condvar::new(),
+            notifier: Arc::default(),
+            queued_hint: AtomicUsize::new(0),
+            inflight_hint: AtomicUsize::new(0),
             stats: Mutex::new(StatsInner {
                 txns: 0,
                 groups: 0,
@@ -196,7 +205,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
         F: FnOnce(&mut TxnContext<'_, E>) -> Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        let slot = Slot::new();
+        let slot = Slot::new(Arc::clone(&self.shared.notifier));
         let job: BoxedJob<E> = Box::new(ClosureJob {
             f: Some(f),
             outcome: None,
@@ -212,6 +221,9 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
         }
         q.jobs.push_back(job);
         let first = q.jobs.len() == 1;
+        self.shared
+            .queued_hint
+            .store(q.jobs.len(), Ordering::Release);
         drop(q);
         if first {
             // The merger sleeps only on an empty queue.
@@ -301,6 +313,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
     fn merge_loop(&self) {
         let mut taken: VecDeque<BoxedJob<E>> = VecDeque::new();
         loop {
+            self.spin_until(|| self.queued_hint.load(Ordering::Acquire) > 0);
             {
                 let mut q = self.queue.lock();
                 while q.jobs.is_empty() && !q.closed {
@@ -311,12 +324,11 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
                 }
                 let n = q.jobs.len().min(self.opts.max_group_txns.max(1));
                 taken.extend(q.jobs.drain(..n));
+                self.queued_hint.store(q.jobs.len(), Ordering::Release);
             }
             let failed = self.pipe.lock().failed.as_ref().map(share);
             if let Some(e) = failed {
-                for j in taken.drain(..) {
-                    j.complete(Some(&e));
-                }
+                self.fail_jobs(taken.drain(..), &e);
                 continue;
             }
             let mut group = Group::new();
@@ -335,6 +347,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
                 while let Some(j) = taken.pop_back() {
                     q.jobs.push_front(j);
                 }
+                self.queued_hint.store(q.jobs.len(), Ordering::Release);
             }
             self.commit_group(group, jobs);
         }
@@ -353,9 +366,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
             Ok(p) => p,
             Err(e) => {
                 self.fail(&e);
-                for j in jobs {
-                    j.complete(Some(&e));
-                }
+                self.fail_jobs(jobs, &e);
                 return;
             }
         };
@@ -377,16 +388,21 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
                 }
                 if let Some(e) = p.failed.as_ref().map(share) {
                     drop(p);
-                    for j in jobs {
-                        j.complete(Some(&e));
-                    }
+                    self.fail_jobs(jobs, &e);
                     return;
                 }
+                // Wake the syncer only when it can act: it is idle, or this group completes
+                // the arrivals it waits for (see `max_wait`).
+                let idle = p.groups.is_empty();
                 p.arrived_since_ack += jobs.len();
                 p.unsynced_bytes += bytes;
                 p.groups.push_back(InFlight { point, jobs, bytes });
+                self.inflight_hint.store(p.groups.len(), Ordering::Release);
+                let wake = idle || p.arrived_since_ack >= p.last_acked;
                 drop(p);
-                self.pipe_cv.notify_all();
+                if wake {
+                    self.pipe_cv.notify_all();
+                }
             }
             Durability::EverySec | Durability::Never => {
                 self.engine.publish(point);
@@ -409,6 +425,28 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
         for j in jobs {
             j.complete(None);
         }
+        self.notifier.notify_all();
+    }
+
+    /// Fails `jobs` with `e`.
+    fn fail_jobs(&self, jobs: impl IntoIterator<Item = BoxedJob<E>>, e: &Error) {
+        for j in jobs {
+            j.complete(Some(e));
+        }
+        self.notifier.notify_all();
+    }
+
+    /// Yields the CPU in a loop until `ready` or `opts.spin` passed. A thread about to sleep
+    /// on a condition variable spins first because waking it costs more (30-40 µs between
+    /// syncs were measured with three futex hand-offs per commit) than the work it waits for.
+    fn spin_until(&self, ready: impl Fn() -> bool) {
+        if self.opts.spin.is_zero() || ready() {
+            return;
+        }
+        let start = std::time::Instant::now();
+        while !ready() && start.elapsed() < self.opts.spin {
+            std::thread::yield_now();
+        }
     }
 
     /// Records the first failure: nothing after it is acknowledged.
@@ -426,6 +464,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
     /// Durability::Always: sync as soon as anything is in flight; release what it covered.
     fn sync_loop(&self) {
         loop {
+            self.spin_until(|| self.inflight_hint.load(Ordering::Acquire) > 0);
             let mut p = self.pipe.lock();
             while p.groups.is_empty() && !p.merger_done {
                 self.pipe_cv.wait(&mut p);
@@ -459,28 +498,25 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
                             done.push(g);
                         }
                     }
+                    self.inflight_hint.store(p.groups.len(), Ordering::Release);
                     p.last_acked = done.iter().map(|g| g.jobs.len()).sum();
                     p.arrived_since_ack = 0;
                     drop(p);
                     self.pipe_cv.notify_all();
                     self.stats.lock().syncs += 1;
-                    for g in done {
-                        self.release(g.jobs);
-                    }
+                    let jobs: Vec<BoxedJob<E>> = done.into_iter().flat_map(|g| g.jobs).collect();
+                    self.release(jobs);
                 }
                 Err(e) => {
                     self.fail(&e);
                     let lost: Vec<InFlight<E>> = {
                         let mut p = self.pipe.lock();
                         p.unsynced_bytes = 0;
+                        self.inflight_hint.store(0, Ordering::Release);
                         p.groups.drain(..).collect()
                     };
                     self.pipe_cv.notify_all();
-                    for g in lost {
-                        for j in g.jobs {
-                            j.complete(Some(&e));
-                        }
-                    }
+                    self.fail_jobs(lost.into_iter().flat_map(|g| g.jobs), &e);
                 }
             }
         }
