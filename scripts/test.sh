@@ -18,6 +18,8 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
-cargo test --workspace --locked 2>&1 | tee target/test-output.txt
+out="${CARGO_TARGET_DIR:-target}/test-output.txt"
+mkdir -p "$(dirname "$out")"
+cargo test --workspace --locked 2>&1 | tee "$out"
 # One summary line in the form every runner understands.
-awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "%d passed, %d failed, %d skipped\n", p, f, i }' target/test-output.txt
+awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "%d passed, %d failed, %d skipped\n", p, f, i }' "$out"

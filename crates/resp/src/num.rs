@@ -1,0 +1,309 @@
+//! Number parsing and formatting by hand, on the hot path of every request and reply.
+
+use bytes::{BufMut, BytesMut};
+
+/// Parses `s` exactly as Redis's `string2ll` does: an optional `-`, then `0` alone or a digit
+/// 1-9 followed by digits, fitting an `i64`, in fewer than 21 bytes. No `+`, no spaces, no
+/// leading zeros, no `-0`.
+pub(crate) fn parse_redis_int(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() >= 21 {
+        return None;
+    }
+    if s == b"0" {
+        return Some(0);
+    }
+    let (negative, digits) = match s.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, s),
+    };
+    let (&first, rest) = digits.split_first()?;
+    if !(b'1'..=b'9').contains(&first) {
+        return None;
+    }
+    let magnitude = accumulate(u64::from(first - b'0'), rest)?;
+    apply_sign(negative, magnitude)
+}
+
+/// Parses a RESP integer or length as sent by any server: an optional sign, then one or more
+/// digits (leading zeros allowed), fitting an `i64`.
+pub(crate) fn parse_resp_int(s: &[u8]) -> Option<i64> {
+    let (negative, digits) = match s.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        _ => (false, s),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    apply_sign(negative, accumulate(0, digits)?)
+}
+
+fn accumulate(mut v: u64, digits: &[u8]) -> Option<u64> {
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    Some(v)
+}
+
+fn apply_sign(negative: bool, magnitude: u64) -> Option<i64> {
+    if negative {
+        0i64.checked_sub_unsigned(magnitude)
+    } else {
+        i64::try_from(magnitude).ok()
+    }
+}
+
+/// Writes `v` in decimal into the end of `out`, returning where the digits start.
+fn format_i64(v: i64, out: &mut [u8; 20]) -> usize {
+    let mut n = v.unsigned_abs();
+    let mut pos = out.len();
+    loop {
+        pos -= 1;
+        out[pos] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        pos -= 1;
+        out[pos] = b'-';
+    }
+    pos
+}
+
+/// Appends `<prefix><v>\r\n`.
+pub(crate) fn put_line_int(buf: &mut BytesMut, prefix: u8, v: i64) {
+    let mut digits = [0u8; 20];
+    let start = format_i64(v, &mut digits);
+    let digits = &digits[start..];
+    buf.reserve(digits.len() + 3);
+    buf.put_u8(prefix);
+    buf.extend_from_slice(digits);
+    buf.extend_from_slice(b"\r\n");
+}
+
+/// Appends `<prefix><len>\r\n` for a length.
+pub(crate) fn put_line_len(buf: &mut BytesMut, prefix: u8, len: usize) {
+    put_line_int(buf, prefix, i64::try_from(len).unwrap_or(i64::MAX));
+}
+
+/// Room for any double Redis formats: "-" + 17 digits + "." + "e-308" and change.
+pub(crate) const DOUBLE_BUF: usize = 32;
+
+/// Formats `d` as Redis 7.2's `d2string` does: `nan`, `inf`, `-inf`, `0`, `-0`; integral values
+/// within ±2^62 as integers; otherwise the shortest digits that read back as `d`, laid out by
+/// the rules of Redis's `fpconv_dtoa` (plain when the exponent is small, else `1.5e-7`,
+/// `1e+20`). Returns the length written into `out`.
+///
+/// Redis 7.0 printed the last case with `%.17g` (`0.10000000000000001` where 7.2 prints `0.1`).
+/// Redis's grisu2 almost always finds the shortest digits too; where it does not, the strings
+/// differ but both read back as the same double.
+pub(crate) fn format_double(d: f64, out: &mut [u8; DOUBLE_BUF]) -> usize {
+    let mut w = Cursor { out, len: 0 };
+    if d.is_nan() {
+        w.put(b"nan");
+    } else if d.is_infinite() {
+        w.put(if d < 0.0 { b"-inf" } else { b"inf" });
+    } else if d == 0.0 {
+        w.put(if d.is_sign_negative() { b"-0" } else { b"0" });
+    } else if let Some(v) = exact_i64(d) {
+        let mut digits = [0u8; 20];
+        let start = format_i64(v, &mut digits);
+        w.put(&digits[start..]);
+    } else {
+        format_shortest(d, &mut w);
+    }
+    w.len
+}
+
+/// Redis's `double2ll`: `d` as an `i64` when it is integral and within ±(i64::MAX / 2).
+fn exact_i64(d: f64) -> Option<i64> {
+    let bound = (i64::MAX / 2) as f64;
+    if !(-bound..=bound).contains(&d) {
+        return None;
+    }
+    let v = d as i64;
+    (v as f64 == d).then_some(v)
+}
+
+/// Lays out the shortest round-trip digits of finite, non-zero `d` like `fpconv_dtoa`'s
+/// `emit_digits`.
+fn format_shortest(d: f64, w: &mut Cursor<'_>) {
+    use std::io::Write as _;
+    // Rust's `{:e}` gives the shortest round-trip digits as `-d.ddde-7`.
+    let mut sci = [0u8; DOUBLE_BUF];
+    let sci_len = {
+        let mut slice = &mut sci[..];
+        let before = slice.len();
+        if write!(slice, "{d:e}").is_err() {
+            return;
+        }
+        before - slice.len()
+    };
+    let sci = &sci[..sci_len];
+    let (mantissa, exponent) = match sci.iter().position(|&b| b == b'e') {
+        Some(e) => (&sci[..e], &sci[e + 1..]),
+        None => (sci, &b"0"[..]),
+    };
+    let exponent = parse_resp_int(exponent).unwrap_or(0);
+    let (negative, mantissa) = match mantissa.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, mantissa),
+    };
+    let mut digits = [0u8; 24];
+    let mut ndigits = 0usize;
+    for &c in mantissa.iter().filter(|c| c.is_ascii_digit()) {
+        if ndigits < digits.len() {
+            digits[ndigits] = c;
+            ndigits += 1;
+        }
+    }
+    let digits = &digits[..ndigits];
+    let n = ndigits as i64;
+    // value = digits × 10^k
+    let k = exponent - n + 1;
+    let exp = exponent.abs();
+    if negative {
+        w.put(b"-");
+    }
+    if k >= 0 && exp < n + 7 {
+        w.put(digits);
+        for _ in 0..k {
+            w.put(b"0");
+        }
+    } else if k < 0 && (k > -7 || exp < 4) {
+        let offset = n + k;
+        if offset <= 0 {
+            w.put(b"0.");
+            for _ in 0..-offset {
+                w.put(b"0");
+            }
+            w.put(digits);
+        } else {
+            let (int, frac) = digits.split_at(offset as usize);
+            w.put(int);
+            w.put(b".");
+            w.put(frac);
+        }
+    } else {
+        let (first, rest) = digits.split_at(1.min(digits.len()));
+        w.put(first);
+        if !rest.is_empty() {
+            w.put(b".");
+            w.put(rest);
+        }
+        w.put(if exponent < 0 { b"e-" } else { b"e+" });
+        let mut e = [0u8; 20];
+        let start = format_i64(exp, &mut e);
+        w.put(&e[start..]);
+    }
+}
+
+/// A bounded writer: bytes past the end are dropped (cannot happen for doubles, whose longest
+/// form is 24 bytes).
+struct Cursor<'a> {
+    out: &'a mut [u8; DOUBLE_BUF],
+    len: usize,
+}
+
+impl Cursor<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        let end = (self.len + bytes.len()).min(DOUBLE_BUF);
+        let n = end - self.len;
+        self.out[self.len..end].copy_from_slice(&bytes[..n]);
+        self.len = end;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redis(s: &str) -> Option<i64> {
+        parse_redis_int(s.as_bytes())
+    }
+
+    #[test]
+    fn string2ll_rules() {
+        assert_eq!(redis("0"), Some(0));
+        assert_eq!(redis("12"), Some(12));
+        assert_eq!(redis("-1"), Some(-1));
+        assert_eq!(redis("9223372036854775807"), Some(i64::MAX));
+        assert_eq!(redis("-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            "",
+            "-",
+            "+1",
+            "01",
+            "-0",
+            "00",
+            " 1",
+            "1 ",
+            "1a",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "18446744073709551616",
+            "000000000000000000001",
+        ] {
+            assert_eq!(redis(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn resp_int_rules() {
+        assert_eq!(parse_resp_int(b"+5"), Some(5));
+        assert_eq!(parse_resp_int(b"007"), Some(7));
+        assert_eq!(parse_resp_int(b"-0"), Some(0));
+        assert_eq!(parse_resp_int(b"-"), None);
+        assert_eq!(parse_resp_int(b""), None);
+        assert_eq!(parse_resp_int(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_resp_int(b"9223372036854775808"), None);
+    }
+
+    fn double(d: f64) -> String {
+        let mut out = [0u8; DOUBLE_BUF];
+        let n = format_double(d, &mut out);
+        String::from_utf8_lossy(&out[..n]).into_owned()
+    }
+
+    #[test]
+    fn doubles_like_redis_7_2() {
+        let cases: &[(f64, &str)] = &[
+            (f64::NAN, "nan"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (1.0, "1"),
+            (-42.0, "-42"),
+            (1.5, "1.5"),
+            (0.1, "0.1"),
+            (-0.001, "-0.001"),
+            (2.5e-3, "0.0025"),
+            (1e-7, "1e-7"),
+            (1.5e-7, "1.5e-7"),
+            (1.234e-10, "1.234e-10"),
+            (1e20, "1e+20"),
+            (1.2345e19, "1.2345e+19"),
+            (5e18, "5e+18"),
+            (4611686018427387904.0, "4611686018427387904"),
+            (9.223372036854776e18, "9223372036854776000"),
+            (1e300, "1e+300"),
+            (-2.5e-300, "-2.5e-300"),
+            (1234.0000000001, "1234.0000000001"),
+            (123456.7, "123456.7"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (f64::MIN_POSITIVE, "2.2250738585072014e-308"),
+            (5e-324, "5e-324"),
+        ];
+        for &(d, want) in cases {
+            assert_eq!(double(d), want, "{d:e}");
+            let back: f64 = want.parse().unwrap_or(f64::NAN);
+            assert!(back == d || (d.is_nan() && back.is_nan()));
+        }
+    }
+}
