@@ -180,9 +180,13 @@ impl IoRecorder {
 
     /// A copy of totals and timeline; the throttle fields are left for the engine to fill.
     pub fn snapshot(&self) -> IoStats {
-        let r = self.inner.lock();
-        let timeline: Vec<IoEvent> = r.timeline.iter().copied().collect();
-        drop(r);
+        let (totals, timeline) = {
+            let r = self.inner.lock();
+            (
+                r.totals,
+                r.timeline.iter().copied().collect::<Vec<IoEvent>>(),
+            )
+        };
         let mut syncs: Vec<u64> = timeline
             .iter()
             .filter(|e| e.kind == IoEventKind::JournalSync)
@@ -197,12 +201,11 @@ impl IoRecorder {
                 syncs[(syncs.len() * p).div_ceil(100).max(1) - 1]
             }
         };
-        let r = self.inner.lock();
         IoStats {
-            journal_writes: r.totals[0],
-            journal_syncs: r.totals[1],
-            flushes: r.totals[2],
-            compactions: r.totals[3],
+            journal_writes: totals[0],
+            journal_syncs: totals[1],
+            flushes: totals[2],
+            compactions: totals[3],
             background_rate_limit: None,
             background_throttled_micros: 0,
             journal_sync_p50_micros: pct(50),

@@ -114,7 +114,6 @@ struct State {
     last_refill_micros: u64,
     window_start_micros: u64,
     window_syncs: Vec<u64>,
-    window_bg_bytes: u64,
 }
 
 /// The shared pacer: the WAL calls [`JournalFirst::observe_sync`], background writers call
@@ -148,7 +147,6 @@ impl JournalFirst {
                 last_refill_micros: now,
                 window_start_micros: now,
                 window_syncs: Vec::new(),
-                window_bg_bytes: 0,
             }),
             limited: AtomicBool::new(false),
             bg_bytes: AtomicU64::new(0),
@@ -173,12 +171,11 @@ impl JournalFirst {
         if elapsed < self.opts.window.as_micros() as u64 {
             return;
         }
-        let bg = self.bg_bytes.swap(0, Ordering::Relaxed) + st.window_bg_bytes;
+        let bg = self.bg_bytes.swap(0, Ordering::Relaxed);
         let mut syncs = std::mem::take(&mut st.window_syncs);
         syncs.sort_unstable();
         st.ctl.decide(&self.opts, &syncs, bg, elapsed as f64 / 1e6);
         st.window_start_micros = now;
-        st.window_bg_bytes = 0;
         syncs.clear();
         st.window_syncs = syncs;
         self.limited.store(st.ctl.rate.is_some(), Ordering::Release);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use parking_lot::{Condvar, Mutex};
-use rialto_engine::{Error, Result};
+use rialto_engine::Result;
 
 /// Wakes blocked waiters of many handles with one broadcast: the syncer fills the slots of a
 /// whole group, then calls [`Notifier::notify_all`] once, instead of one futex wake per
@@ -119,9 +119,4 @@ impl<T> std::fmt::Debug for CommitHandle<T> {
             .field("resolved", &done)
             .finish()
     }
-}
-
-/// Turns an error shared by many transactions into one per transaction.
-pub(crate) fn share(e: &Error) -> Error {
-    e.duplicate()
 }

@@ -31,7 +31,7 @@ use rialto_engine::{CommitPoint, Error, IoStats, PipelinedCommit, Result, WriteB
 use rialto_io::Clock;
 
 use crate::context::{Group, TxnContext};
-use crate::handle::{share, CommitHandle, Notifier, Slot};
+use crate::handle::{CommitHandle, Notifier, Slot};
 use crate::options::{Durability, MergerOptions};
 use crate::stats::MergerStats;
 
@@ -72,7 +72,7 @@ where
 
     fn complete(mut self: Box<Self>, failure: Option<&Error>) {
         let outcome = match failure {
-            Some(e) => Err(share(e)),
+            Some(e) => Err(e.duplicate()),
             None => self.outcome.take().unwrap_or(Err(Error::Closed)),
         };
         self.slot.fulfil(outcome);
@@ -128,7 +128,6 @@ struct StatsInner {
     txns: u64,
     groups: u64,
     syncs: u64,
-    failed: Option<String>,
     latency: Histogram<u64>,
 }
 
@@ -170,7 +169,6 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
                 txns: 0,
                 groups: 0,
                 syncs: 0,
-                failed: None,
                 latency,
             }),
         });
@@ -217,7 +215,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
             return CommitHandle::ready(Err(Error::Closed));
         }
         if let Some(e) = self.shared.pipe.lock().failed.as_ref() {
-            return CommitHandle::ready(Err(share(e)));
+            return CommitHandle::ready(Err(e.duplicate()));
         }
         q.jobs.push_back(job);
         let first = q.jobs.len() == 1;
@@ -267,7 +265,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
             commit_p50_micros: st.latency.value_at_quantile(0.5),
             commit_p99_micros: st.latency.value_at_quantile(0.99),
             commit_max_micros: st.latency.max(),
-            failed: failed.or_else(|| st.failed.clone()),
+            failed,
         }
     }
 
@@ -286,7 +284,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
             let _ = t.join();
         }
         if let Some(e) = self.shared.pipe.lock().failed.as_ref() {
-            return Err(share(e));
+            return Err(e.duplicate());
         }
         if self.shared.opts.durability != Durability::Always {
             let point = self.shared.engine.sync_log()?;
@@ -326,7 +324,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
                 taken.extend(q.jobs.drain(..n));
                 self.queued_hint.store(q.jobs.len(), Ordering::Release);
             }
-            let failed = self.pipe.lock().failed.as_ref().map(share);
+            let failed = self.pipe.lock().failed.as_ref().map(Error::duplicate);
             if let Some(e) = failed {
                 self.fail_jobs(taken.drain(..), &e);
                 continue;
@@ -386,7 +384,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
                 while p.unsynced_bytes > self.opts.max_unsynced_bytes && p.failed.is_none() {
                     self.pipe_cv.wait(&mut p);
                 }
-                if let Some(e) = p.failed.as_ref().map(share) {
+                if let Some(e) = p.failed.as_ref().map(Error::duplicate) {
                     drop(p);
                     self.fail_jobs(jobs, &e);
                     return;
@@ -454,8 +452,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
         let mut p = self.pipe.lock();
         if p.failed.is_none() {
             tracing::error!(error = %e, "transaction merger stops acknowledging writes");
-            p.failed = Some(share(e));
-            self.stats.lock().failed = Some(e.to_string());
+            p.failed = Some(e.duplicate());
         }
         drop(p);
         self.pipe_cv.notify_all();
@@ -481,7 +478,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
                     }
                 }
             }
-            let failed = p.failed.as_ref().map(share);
+            let failed = p.failed.as_ref().map(Error::duplicate);
             drop(p);
             let r = match failed {
                 Some(e) => Err(e),

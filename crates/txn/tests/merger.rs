@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use common::{key, mem, merger, open, Gate, GateFs};
+use common::{gated, key, mem, merger, one_put, open};
 use rialto_engine::{Error, KvEngine, PipelinedCommit, WriteBatch};
-use rialto_io::{CrashMode, Fault, FaultOp, FaultPlan, Fs, MemFs};
+use rialto_io::{CrashMode, Fault, FaultOp, FaultPlan};
 use rialto_lsm::Db;
 use rialto_txn::{CommitHandle, Durability, MergerOptions, TxnContext};
 
@@ -103,12 +103,7 @@ fn a_failed_transaction_drops_its_writes_and_others_do_not_see_them() {
 
 #[test]
 fn transactions_in_one_group_read_each_others_writes() {
-    let gate = Arc::new(Gate::default());
-    let fs = Arc::new(GateFs {
-        inner: MemFs::new(),
-        gate: Arc::clone(&gate),
-    });
-    let db = open(fs);
+    let (gate, db) = gated();
     let m = merger(&db, MergerOptions::default());
     gate.close();
     // The first write's sync is held, so the following ones queue up and run as one group.
@@ -124,20 +119,9 @@ fn transactions_in_one_group_read_each_others_writes() {
 
 #[test]
 fn reads_and_the_next_group_proceed_while_a_sync_is_stalled() {
-    let gate = Arc::new(Gate::default());
-    let fs = Arc::new(GateFs {
-        inner: MemFs::new(),
-        gate: Arc::clone(&gate),
-    });
-    let db = open(fs);
+    let (gate, db) = gated();
     let m = merger(&db, MergerOptions::default());
-    m.write({
-        let mut b = WriteBatch::new();
-        b.put(b"durable", b"1");
-        b
-    })
-    .wait()
-    .unwrap();
+    m.write(one_put(b"durable", b"1")).wait().unwrap();
 
     gate.close();
     let mut first = m.submit(|tx| incr(tx, b"n"));
@@ -219,9 +203,10 @@ fn a_failed_sync_fails_its_group_and_everything_after_and_reopen_recovers_exactl
                 "nth={nth}: unacked key {k} visible"
             );
         }
-        let mut b = WriteBatch::new();
-        b.put(b"late", b"x");
-        assert!(m.write(b).wait().is_err(), "writes after the failure fail");
+        assert!(
+            m.write(one_put(b"late", b"x")).wait().is_err(),
+            "writes after the failure fail"
+        );
         let _ = m.close();
         drop(m);
         drop(db);
@@ -342,12 +327,7 @@ fn without_sync_a_crash_keeps_a_prefix_of_the_acknowledged_writes() {
 
 #[test]
 fn groups_respect_the_size_bound() {
-    let gate = Arc::new(Gate::default());
-    let fs = Arc::new(GateFs {
-        inner: MemFs::new(),
-        gate: Arc::clone(&gate),
-    });
-    let db = open(fs);
+    let (gate, db) = gated();
     let m = merger(
         &db,
         MergerOptions {
@@ -356,19 +336,11 @@ fn groups_respect_the_size_bound() {
         },
     );
     gate.close();
-    let first = m.write({
-        let mut b = WriteBatch::new();
-        b.put(b"a", b"b");
-        b
-    });
+    let first = m.write(one_put(b"a", b"b"));
     gate.wait_for_held_sync();
     let groups_before = m.stats().groups;
     let hs: Vec<_> = (0..64)
-        .map(|i| {
-            let mut b = WriteBatch::new();
-            b.put(&key(i), &[7u8; 1000]);
-            m.write(b)
-        })
+        .map(|i| m.write(one_put(&key(i), &[7u8; 1000])))
         .collect();
     gate.open();
     first.wait().unwrap();
@@ -429,19 +401,10 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 
 #[test]
 fn published_point_never_passes_the_durable_point() {
-    let gate = Arc::new(Gate::default());
-    let fs = Arc::new(GateFs {
-        inner: MemFs::new(),
-        gate: Arc::clone(&gate),
-    });
-    let db = open(Arc::clone(&fs) as Arc<dyn Fs>);
+    let (gate, db) = gated();
     let m = merger(&db, MergerOptions::default());
     gate.close();
-    let h = m.write({
-        let mut b = WriteBatch::new();
-        b.put(b"x", b"y");
-        b
-    });
+    let h = m.write(one_put(b"x", b"y"));
     gate.wait_for_held_sync();
     assert!(db.applied_point() > db.published_point());
     gate.open();

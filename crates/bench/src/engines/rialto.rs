@@ -102,12 +102,9 @@ impl BenchEngine for RialtoEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
-        if sync && self.merger.is_some() {
-            let mut b = WriteBatch::with_capacity(key.len() + value.len() + 10);
-            b.put(key, value);
-            return self.commit(b, sync, "put");
-        }
-        KvEngine::put(&*self.db, key, value, wopts(sync)).map_err(|e| err("put", e))
+        let mut b = WriteBatch::with_capacity(key.len() + value.len() + 10);
+        b.put(key, value);
+        self.commit(b, sync, "put")
     }
 
     fn write_batch(&self, ops: &[BatchOp<'_>], sync: bool) -> Result<()> {

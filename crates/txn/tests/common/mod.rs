@@ -170,6 +170,23 @@ impl Fs for GateFs {
     }
 }
 
+/// A database on a `MemFs` whose WAL syncs wait at the returned gate while it is closed.
+pub fn gated() -> (Arc<Gate>, Arc<Db>) {
+    let gate = Arc::new(Gate::default());
+    let fs = Arc::new(GateFs {
+        inner: MemFs::new(),
+        gate: Arc::clone(&gate),
+    });
+    (gate, open(fs))
+}
+
+/// A batch of one put.
+pub fn one_put(k: &[u8], v: &[u8]) -> rialto_engine::WriteBatch {
+    let mut b = rialto_engine::WriteBatch::new();
+    b.put(k, v);
+    b
+}
+
 pub fn key(i: usize) -> Vec<u8> {
     format!("key{i:08}").into_bytes()
 }
