@@ -114,6 +114,9 @@ struct Shared<E: PipelinedCommit> {
     clock: Arc<dyn Clock>,
     queue: Mutex<Queue<E>>,
     queue_cv: Condvar,
+    /// Held by whoever executes groups: the merger thread, or with `inline_execution` a
+    /// submitting thread. One executor at a time keeps groups in queue order.
+    exec: Mutex<()>,
     pipe: Mutex<Pipe<E>>,
     pipe_cv: Condvar,
     /// Wakes threads blocked on handles.
@@ -153,6 +156,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
                 closed: false,
             }),
             queue_cv: Condvar::new(),
+            exec: Mutex::new(()),
             pipe: Mutex::new(Pipe {
                 groups: VecDeque::new(),
                 unsynced_bytes: 0,
@@ -173,8 +177,10 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
             }),
         });
         let mut threads = Vec::new();
-        let s = Arc::clone(&shared);
-        threads.push(spawn("rialto-merger", move || s.merge_loop())?);
+        if !shared.opts.inline_execution {
+            let s = Arc::clone(&shared);
+            threads.push(spawn("rialto-merger", move || s.merge_loop())?);
+        }
         match durability {
             Durability::Always => {
                 let s = Arc::clone(&shared);
@@ -223,7 +229,9 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
             .queued_hint
             .store(q.jobs.len(), Ordering::Release);
         drop(q);
-        if first {
+        if self.shared.opts.inline_execution {
+            self.shared.execute_inline();
+        } else if first {
             // The merger sleeps only on an empty queue.
             self.shared.queue_cv.notify_one();
         }
@@ -278,6 +286,12 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
     /// sync in every durability mode) and stops the threads. Returns the first failure.
     pub fn close(&self) -> Result<()> {
         self.shared.queue.lock().closed = true;
+        if self.shared.opts.inline_execution {
+            // No merger thread: run what is queued, then let the syncer finish.
+            let _exec = self.shared.exec.lock();
+            while self.shared.run_group() {}
+            self.shared.pipe.lock().merger_done = true;
+        }
         self.shared.queue_cv.notify_all();
         self.shared.pipe_cv.notify_all();
         for t in self.threads.lock().drain(..) {
@@ -309,7 +323,6 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>
 
 impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
     fn merge_loop(&self) {
-        let mut taken: VecDeque<BoxedJob<E>> = VecDeque::new();
         loop {
             self.spin_until(|| self.queued_hint.load(Ordering::Acquire) > 0);
             {
@@ -320,37 +333,68 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
                 if q.jobs.is_empty() {
                     break; // closed and drained
                 }
-                let n = q.jobs.len().min(self.opts.max_group_txns.max(1));
-                taken.extend(q.jobs.drain(..n));
-                self.queued_hint.store(q.jobs.len(), Ordering::Release);
             }
-            let failed = self.pipe.lock().failed.as_ref().map(Error::duplicate);
-            if let Some(e) = failed {
-                self.fail_jobs(taken.drain(..), &e);
-                continue;
-            }
-            let mut group = Group::new();
-            let mut jobs = Vec::with_capacity(taken.len());
-            while let Some(mut j) = taken.pop_front() {
-                if !jobs.is_empty() && group.batch.data().len() >= self.opts.max_group_bytes {
-                    taken.push_front(j);
-                    break;
-                }
-                j.execute(&self.engine, &mut group);
-                jobs.push(j);
-            }
-            if !taken.is_empty() {
-                // The group is full: the rest goes back to the front, in order.
-                let mut q = self.queue.lock();
-                while let Some(j) = taken.pop_back() {
-                    q.jobs.push_front(j);
-                }
-                self.queued_hint.store(q.jobs.len(), Ordering::Release);
-            }
-            self.commit_group(group, jobs);
+            let _exec = self.exec.lock();
+            self.run_group();
         }
         self.pipe.lock().merger_done = true;
         self.pipe_cv.notify_all();
+    }
+
+    /// `inline_execution`: the submitting thread executes queued groups unless another
+    /// thread already is (flat combining). No job is stranded: a submitter queues before it
+    /// tries the lock, and the executor looks at the queue again after releasing it.
+    fn execute_inline(&self) {
+        loop {
+            let Some(exec) = self.exec.try_lock() else {
+                return; // the executor will see our job
+            };
+            while self.run_group() {}
+            drop(exec);
+            if self.queued_hint.load(Ordering::Acquire) == 0 {
+                return;
+            }
+        }
+    }
+
+    /// Takes, executes and commits one group. Requires the `exec` lock. Returns `false` when
+    /// the queue was empty.
+    fn run_group(&self) -> bool {
+        let mut taken: VecDeque<BoxedJob<E>> = {
+            let mut q = self.queue.lock();
+            if q.jobs.is_empty() {
+                return false;
+            }
+            let n = q.jobs.len().min(self.opts.max_group_txns.max(1));
+            let taken = q.jobs.drain(..n).collect();
+            self.queued_hint.store(q.jobs.len(), Ordering::Release);
+            taken
+        };
+        let failed = self.pipe.lock().failed.as_ref().map(Error::duplicate);
+        if let Some(e) = failed {
+            self.fail_jobs(taken.drain(..), &e);
+            return true;
+        }
+        let mut group = Group::new();
+        let mut jobs = Vec::with_capacity(taken.len());
+        while let Some(mut j) = taken.pop_front() {
+            if !jobs.is_empty() && group.batch.data().len() >= self.opts.max_group_bytes {
+                taken.push_front(j);
+                break;
+            }
+            j.execute(&self.engine, &mut group);
+            jobs.push(j);
+        }
+        if !taken.is_empty() {
+            // The group is full: the rest goes back to the front, in order.
+            let mut q = self.queue.lock();
+            while let Some(j) = taken.pop_back() {
+                q.jobs.push_front(j);
+            }
+            self.queued_hint.store(q.jobs.len(), Ordering::Release);
+        }
+        self.commit_group(group, jobs);
+        true
     }
 
     fn commit_group(&self, group: Group, jobs: Vec<BoxedJob<E>>) {

@@ -71,6 +71,13 @@ pub struct MergerOptions {
     /// here, and a commit hands off twice, so polling cuts durable-write latency; it costs
     /// CPU time while writers are active (never when idle). Zero: always sleep.
     pub spin: Duration,
+    /// Execute groups on the submitting thread instead of a merger thread. Default false.
+    /// A submitter that finds no group executing runs every queued transaction itself (flat
+    /// combining) and writes the group to the journal; others only queue. This removes a
+    /// thread hand-off per group, which dominates when writers are many small requests on
+    /// few cores (a server), at the price that a submitter can be held up by others' work and
+    /// by write stalls. Syncs stay on the syncer thread either way.
+    pub inline_execution: bool,
 }
 
 impl Default for MergerOptions {
@@ -83,6 +90,7 @@ impl Default for MergerOptions {
             max_unsynced_bytes: 64 << 20,
             sync_interval: Duration::from_secs(1),
             spin: Duration::from_micros(50),
+            inline_execution: false,
         }
     }
 }

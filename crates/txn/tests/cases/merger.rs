@@ -1,0 +1,430 @@
+// The merger's test cases, included by merger.rs (merger thread) and merger_inline.rs
+// (inline execution); each defines `INLINE` first.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use common::{gated, key, mem, one_put, open};
+use rialto_engine::{Error, KvEngine, PipelinedCommit, WriteBatch};
+use rialto_io::{CrashMode, Fault, FaultOp, FaultPlan};
+use rialto_lsm::Db;
+use rialto_txn::{CommitHandle, Durability, MergerOptions, TxnContext};
+
+/// Every case runs with groups executed on the merger thread and, in `merger_inline.rs`, on
+/// the submitting threads.
+fn merger(db: &Arc<Db>, opts: MergerOptions) -> rialto_txn::Merger<Db> {
+    common::merger(
+        db,
+        MergerOptions {
+            inline_execution: INLINE,
+            ..opts
+        },
+    )
+}
+
+fn incr(tx: &mut TxnContext<'_, Db>, k: &[u8]) -> rialto_engine::Result<i64> {
+    let n = match tx.get(k)? {
+        Some(v) => std::str::from_utf8(&v)
+            .ok()
+            .and_then(|s| s.parse::<i64>().ok())
+            .ok_or_else(|| Error::InvalidArgument("value is not an integer".into()))?,
+        None => 0,
+    } + 1;
+    tx.put(k, n.to_string().as_bytes());
+    Ok(n)
+}
+
+#[test]
+fn many_writers_are_acknowledged_exactly_once_in_submission_order() {
+    let (_fs, dynfs) = mem();
+    let db = open(dynfs);
+    let m = Arc::new(merger(&db, MergerOptions::default()));
+    const THREADS: usize = 16;
+    const PER_THREAD: usize = 300;
+    let mut all: Vec<i64> = thread::scope(|s| {
+        let hs: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let m = Arc::clone(&m);
+                s.spawn(move || {
+                    // Pipelined: submit a window of transactions, then wait for them in order.
+                    let mut got = Vec::new();
+                    for chunk in 0..PER_THREAD / 10 {
+                        let hs: Vec<CommitHandle<i64>> = (0..10)
+                            .map(|i| {
+                                let own = key(t * 100_000 + chunk * 10 + i);
+                                m.submit(move |tx| {
+                                    let n = incr(tx, b"counter")?;
+                                    tx.put(&own, n.to_string().as_bytes());
+                                    Ok(n)
+                                })
+                            })
+                            .collect();
+                        for h in hs {
+                            got.push(h.wait().expect("acknowledged"));
+                        }
+                    }
+                    assert!(
+                        got.windows(2).all(|w| w[0] < w[1]),
+                        "a writer's transactions run in its submission order"
+                    );
+                    got
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .flat_map(|h| h.join().expect("writer"))
+            .collect()
+    });
+    all.sort_unstable();
+    let n = (THREADS * PER_THREAD) as i64;
+    assert_eq!(
+        all,
+        (1..=n).collect::<Vec<_>>(),
+        "every increment exactly once"
+    );
+    assert_eq!(
+        db.get(b"counter").unwrap().as_deref(),
+        Some(n.to_string().as_bytes())
+    );
+    let st = m.stats();
+    assert_eq!(st.txns, n as u64);
+    assert!(st.groups <= st.txns && st.syncs <= st.groups, "{st}");
+    m.close().unwrap();
+}
+
+#[test]
+fn a_failed_transaction_drops_its_writes_and_others_do_not_see_them() {
+    let (_fs, dynfs) = mem();
+    let db = open(dynfs);
+    let m = merger(&db, MergerOptions::default());
+    let bad = m.submit(|tx| -> rialto_engine::Result<()> {
+        tx.put(b"half", b"written");
+        Err(Error::InvalidArgument("refused".into()))
+    });
+    let after = m.submit(|tx| tx.get(b"half"));
+    assert!(matches!(bad.wait(), Err(Error::InvalidArgument(_))));
+    assert_eq!(after.wait().unwrap(), None);
+    assert_eq!(db.get(b"half").unwrap(), None);
+    m.close().unwrap();
+}
+
+#[test]
+fn transactions_in_one_group_read_each_others_writes() {
+    let (gate, db) = gated();
+    let m = merger(&db, MergerOptions::default());
+    gate.close();
+    // The first write's sync is held, so the following ones queue up and run as one group.
+    let first = m.submit(|tx| incr(tx, b"n"));
+    gate.wait_for_held_sync();
+    let rest: Vec<_> = (0..50).map(|_| m.submit(|tx| incr(tx, b"n"))).collect();
+    gate.open();
+    assert_eq!(first.wait().unwrap(), 1);
+    let got: Vec<i64> = rest.into_iter().map(|h| h.wait().unwrap()).collect();
+    assert_eq!(got, (2..=51).collect::<Vec<_>>());
+    m.close().unwrap();
+}
+
+#[test]
+fn reads_and_the_next_group_proceed_while_a_sync_is_stalled() {
+    let (gate, db) = gated();
+    let m = merger(&db, MergerOptions::default());
+    m.write(one_put(b"durable", b"1")).wait().unwrap();
+
+    gate.close();
+    let mut first = m.submit(|tx| incr(tx, b"n"));
+    gate.wait_for_held_sync();
+    // Batch N's sync is held. Batch N+1 executes meanwhile, building on N's write.
+    let ran = Arc::new(AtomicBool::new(false));
+    let ran2 = Arc::clone(&ran);
+    let mut second = m.submit(move |tx| {
+        ran2.store(true, Ordering::SeqCst);
+        incr(tx, b"n")
+    });
+    while !ran.load(Ordering::SeqCst) {
+        thread::sleep(Duration::from_millis(1));
+    }
+    assert!(first.try_take().is_none() && second.try_take().is_none());
+    // Readers are not blocked, and see durable data only.
+    let reader = {
+        let db = Arc::clone(&db);
+        thread::spawn(move || (db.get(b"durable").unwrap(), db.get(b"n").unwrap()))
+    };
+    let (durable, n) = reader.join().unwrap();
+    assert_eq!(durable.as_deref(), Some(&b"1"[..]));
+    assert_eq!(n, None, "a write whose sync is in flight is not visible");
+    assert!(first.try_take().is_none(), "the sync is still held");
+    gate.open();
+    assert_eq!(first.wait().unwrap(), 1);
+    assert_eq!(second.wait().unwrap(), 2);
+    assert_eq!(db.get(b"n").unwrap().as_deref(), Some(&b"2"[..]));
+    m.close().unwrap();
+}
+
+/// Writes `count` keys through the merger, pipelined `window` at a time; returns for each
+/// key whether it was acknowledged. Stops submitting after the first failure.
+fn write_until_failure(m: &rialto_txn::Merger<Db>, count: usize, window: usize) -> Vec<bool> {
+    let mut acked = Vec::new();
+    let mut i = 0;
+    while i < count {
+        let hs: Vec<_> = (i..(i + window).min(count))
+            .map(|k| {
+                let kk = key(k);
+                m.submit(move |tx| {
+                    tx.put(&kk, b"v");
+                    Ok(())
+                })
+            })
+            .collect();
+        i += hs.len();
+        for h in hs {
+            acked.push(h.wait().is_ok());
+        }
+    }
+    acked
+}
+
+#[test]
+fn a_failed_sync_fails_its_group_and_everything_after_and_reopen_recovers_exactly_the_acknowledged()
+{
+    for nth in [1u64, 2, 3, 5, 8, 13] {
+        let (fs, dynfs) = mem();
+        let db = open(Arc::clone(&dynfs));
+        let m = merger(&db, MergerOptions::default());
+        fs.add_fault(
+            FaultPlan::new(FaultOp::Sync, nth, Fault::Eio)
+                .persistent()
+                .only_paths_containing(".log"),
+        );
+        let acked = write_until_failure(&m, 400, 16);
+        let first_failure = acked.iter().position(|a| !a).expect("a sync failed");
+        assert!(
+            acked[first_failure..].iter().all(|a| !a),
+            "nth={nth}: nothing after the failure is acknowledged"
+        );
+        // The engine is read-only with the reason, and readers never saw the failed writes.
+        assert!(db.stats().read_only_reason.is_some());
+        for (k, _) in acked.iter().enumerate().filter(|(_, a)| !**a) {
+            assert_eq!(
+                db.get(&key(k)).unwrap(),
+                None,
+                "nth={nth}: unacked key {k} visible"
+            );
+        }
+        assert!(
+            m.write(one_put(b"late", b"x")).wait().is_err(),
+            "writes after the failure fail"
+        );
+        let _ = m.close();
+        drop(m);
+        drop(db);
+        fs.clear_faults();
+        fs.crash(CrashMode::DropUnsynced);
+        let db = open(dynfs);
+        for (k, a) in acked.iter().enumerate() {
+            let got = db.get(&key(k)).unwrap();
+            assert_eq!(got.is_some(), *a, "nth={nth} key {k}: acknowledged={a}");
+        }
+        assert_eq!(db.get(b"late").unwrap(), None);
+    }
+}
+
+#[test]
+fn a_failed_log_write_fails_the_group_and_everything_after() {
+    let (fs, dynfs) = mem();
+    let db = open(Arc::clone(&dynfs));
+    let m = merger(&db, MergerOptions::default());
+    for k in 0..20 {
+        let kk = key(k);
+        m.submit(move |tx| {
+            tx.put(&kk, b"v");
+            Ok(())
+        })
+        .wait()
+        .unwrap();
+    }
+    fs.add_fault(
+        FaultPlan::new(FaultOp::Write, 1, Fault::NoSpace)
+            .persistent()
+            .only_paths_containing(".log"),
+    );
+    let acked = write_until_failure(&m, 50, 4);
+    assert!(acked.iter().all(|a| !a));
+    assert!(db.stats().read_only_reason.is_some());
+    drop(m);
+    drop(db);
+    fs.clear_faults();
+    fs.crash(CrashMode::DropUnsynced);
+    let db = open(dynfs);
+    for k in 0..20 {
+        assert!(db.get(&key(k)).unwrap().is_some());
+    }
+    for k in 0..50 {
+        // Keys 0..20 were rewritten by the failed writes with the same value; the rest never
+        // existed.
+        if k >= 20 {
+            assert_eq!(db.get(&key(k)).unwrap(), None);
+        }
+    }
+}
+
+#[test]
+fn acknowledged_writes_survive_a_crash_in_every_durability_mode_after_close() {
+    for durability in [Durability::Always, Durability::EverySec, Durability::Never] {
+        let (fs, dynfs) = mem();
+        let db = open(Arc::clone(&dynfs));
+        let m = merger(
+            &db,
+            MergerOptions {
+                durability,
+                ..MergerOptions::default()
+            },
+        );
+        let acked = write_until_failure(&m, 300, 8);
+        assert!(acked.iter().all(|a| *a));
+        m.close().unwrap();
+        drop(m);
+        drop(db);
+        fs.crash(CrashMode::DropUnsynced);
+        let db = open(dynfs);
+        for k in 0..300 {
+            assert!(db.get(&key(k)).unwrap().is_some(), "{durability:?} key {k}");
+        }
+    }
+}
+
+#[test]
+fn without_sync_a_crash_keeps_a_prefix_of_the_acknowledged_writes() {
+    for durability in [Durability::EverySec, Durability::Never] {
+        let (fs, dynfs) = mem();
+        let db = open(Arc::clone(&dynfs));
+        let m = merger(
+            &db,
+            MergerOptions {
+                durability,
+                sync_interval: Duration::from_millis(5),
+                ..MergerOptions::default()
+            },
+        );
+        // Acknowledged and visible at once, before any sync.
+        for k in 0..2000 {
+            let kk = key(k);
+            m.submit(move |tx| {
+                tx.put(&kk, b"v");
+                Ok(())
+            })
+            .wait()
+            .unwrap();
+            assert!(db.get(&key(k)).unwrap().is_some());
+        }
+        // Crash without close: whatever survives is a prefix of the history.
+        fs.crash(CrashMode::DropUnsynced);
+        drop(m);
+        drop(db);
+        let db = open(dynfs);
+        let present: Vec<bool> = (0..2000)
+            .map(|k| db.get(&key(k)).unwrap().is_some())
+            .collect();
+        let n = present.iter().take_while(|p| **p).count();
+        assert!(
+            present[n..].iter().all(|p| !p),
+            "{durability:?}: survivors are a prefix (first {n})"
+        );
+    }
+}
+
+#[test]
+fn groups_respect_the_size_bound() {
+    let (gate, db) = gated();
+    let m = merger(
+        &db,
+        MergerOptions {
+            max_group_bytes: 4096,
+            ..MergerOptions::default()
+        },
+    );
+    gate.close();
+    let first = m.write(one_put(b"a", b"b"));
+    gate.wait_for_held_sync();
+    let groups_before = m.stats().groups;
+    // From another thread: with inline execution the submitter itself may wait for the held
+    // sync (a memtable switch syncs the journal).
+    thread::scope(|s| {
+        let writer = s.spawn(|| {
+            (0..64)
+                .map(|i| m.write(one_put(&key(i), &[7u8; 1000])))
+                .collect::<Vec<_>>()
+        });
+        thread::sleep(Duration::from_millis(50));
+        gate.open();
+        first.wait().unwrap();
+        for h in writer.join().unwrap() {
+            h.wait().unwrap();
+        }
+    });
+    let groups = m.stats().groups - groups_before;
+    // A group closes once it holds 4 KiB, so each holds at most 4 KiB + one 1 KB batch.
+    assert!(
+        groups >= 64 * 1000 / (4096 + 1100),
+        "64 KB in groups of at most ~5 KB: {groups} groups"
+    );
+    m.close().unwrap();
+}
+
+#[test]
+fn submitting_after_close_fails_cleanly() {
+    let (_fs, dynfs) = mem();
+    let db = open(dynfs);
+    let m = merger(&db, MergerOptions::default());
+    m.close().unwrap();
+    assert!(matches!(
+        m.write(WriteBatch::new()).wait(),
+        Err(Error::Closed)
+    ));
+}
+
+#[test]
+fn handles_are_futures() {
+    let (_fs, dynfs) = mem();
+    let db = open(dynfs);
+    let m = merger(&db, MergerOptions::default());
+    let h = m.submit(|tx| incr(tx, b"k"));
+    // A minimal executor: poll with a waker that unparks this thread.
+    let n = block_on(h).unwrap();
+    assert_eq!(n, 1);
+    m.close().unwrap();
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        thread::park();
+    }
+}
+
+#[test]
+fn published_point_never_passes_the_durable_point() {
+    let (gate, db) = gated();
+    let m = merger(&db, MergerOptions::default());
+    gate.close();
+    let h = m.write(one_put(b"x", b"y"));
+    gate.wait_for_held_sync();
+    assert!(db.applied_point() > db.published_point());
+    gate.open();
+    h.wait().unwrap();
+    assert_eq!(db.applied_point(), db.published_point());
+    m.close().unwrap();
+}
