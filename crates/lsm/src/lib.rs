@@ -15,6 +15,7 @@ pub mod level_iter;
 pub mod memtable;
 pub mod merge;
 pub mod options;
+pub mod row_cache;
 pub mod sstable;
 pub mod table_cache;
 pub mod throttle;

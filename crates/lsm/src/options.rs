@@ -73,6 +73,10 @@ pub struct Options {
     /// Shared block cache. Default: the process-wide cache ([`BlockCache::global`]), so every
     /// database opened in a process shares one memory budget.
     pub block_cache: Option<Arc<BlockCache>>,
+    /// Bytes of the row cache of recently read values (`Db::get` only). Default 0: off. A hot
+    /// key then costs one hash lookup instead of a memtable walk and table probes; every write
+    /// takes a shard lock per key to invalidate it. See `row_cache.rs`.
+    pub row_cache_size: usize,
     /// Table files kept open at once. Default: derived from the process's open-file limit
     /// (half of `RLIMIT_NOFILE`, at least 64). Tables beyond it are reopened on demand.
     pub max_open_files: usize,
@@ -150,6 +154,7 @@ impl Default for Options {
             bloom_bits_per_key: 10,
             compression: Compression::None,
             block_cache: None,
+            row_cache_size: 0,
             max_open_files: default_max_open_files(),
             level0_compaction_trigger: 4,
             level0_slowdown_trigger: 20,

@@ -51,6 +51,28 @@ fn conformance_memfs() {
     conformance::run_all(&Mem(MemFs::new()));
 }
 
+/// With the row cache on (a small one, so eviction happens): cached reads must never differ
+/// from the tree's.
+struct MemRowCache(MemFs);
+
+impl EngineFactory for MemRowCache {
+    type Engine = Db;
+    fn open(&self, dir: &Path) -> Result<Db> {
+        Db::open(
+            dir,
+            Options {
+                row_cache_size: 64 << 10,
+                ..small(Some(self.0.clone()))
+            },
+        )
+    }
+}
+
+#[test]
+fn conformance_memfs_row_cache() {
+    conformance::run_all(&MemRowCache(MemFs::new()));
+}
+
 /// The limits themselves: a 64 KiB key with a 512 MiB value round-trips through the WAL,
 /// the memtable, a flush, compaction and reopen (about 15 s and 2 GiB of memory).
 #[test]

@@ -97,6 +97,8 @@ pub(crate) struct DbInner {
     _lock: Box<dyn FileLock>,
     pub(crate) tables: Arc<TableCache>,
     block_cache: Option<Arc<BlockCache>>,
+    /// Recently read values; every applied write invalidates its keys first.
+    pub(crate) row_cache: Option<crate::row_cache::RowCache>,
     pub(crate) state: Mutex<State>,
     /// Wakes background threads.
     bg_cv: Condvar,
@@ -663,7 +665,17 @@ impl KvEngine for Db {
 
     fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
         let seq = self.inner.visible_seq.load(Ordering::Acquire);
-        self.inner.get_at_seq(key, seq)
+        let Some(rc) = &self.inner.row_cache else {
+            return self.inner.get_at_seq(key, seq);
+        };
+        if let Some(v) = rc.get(key) {
+            return Ok(Some(v));
+        }
+        let r = self.inner.get_at_seq(key, seq)?;
+        if let Some(v) = &r {
+            rc.insert(key, v, seq);
+        }
+        Ok(r)
     }
 
     fn get_at(&self, snapshot: &Snapshot, key: &[u8]) -> Result<Option<Bytes>> {

@@ -134,6 +134,8 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         _lock: lock,
         tables,
         block_cache,
+        row_cache: (opts.row_cache_size > 0)
+            .then(|| crate::row_cache::RowCache::new(opts.row_cache_size)),
         state: Mutex::new(state),
         bg_cv: Condvar::new(),
         done_cv: Condvar::new(),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use rialto_engine::{Error, IoEvent, IoEventKind, Result, WriteBatch, WriteOptions};
+use rialto_engine::{BatchOp, Error, IoEvent, IoEventKind, Result, WriteBatch, WriteOptions};
 
 use super::{DbInner, State};
 use crate::key::SequenceNumber;
@@ -246,6 +246,13 @@ impl DbInner {
         let mem = Arc::clone(&self.sv.load().mem);
         mem.insert_batch(merged, first_seq);
         let last = first_seq + count - 1;
+        if let Some(rc) = &self.row_cache {
+            // Before the batch can be published (see row_cache.rs).
+            for op in merged.iter() {
+                let (BatchOp::Put(k, _) | BatchOp::Delete(k)) = op;
+                rc.invalidate(k, last);
+            }
+        }
         self.applied_seq.store(last, Ordering::Release);
         if publish {
             self.visible_seq.fetch_max(last, Ordering::AcqRel);
