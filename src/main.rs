@@ -26,6 +26,10 @@ enum Command {
     /// a table of median ops/sec and ratios (needs a build with `--features rocksdb`).
     #[command(after_help = rialto_bench::compare::AFTER_HELP, args_override_self = true)]
     BenchCompare(cmd::bench_compare::Args),
+    /// Serve the Redis protocol (RESP2/RESP3) on the embedded engine. Every write is durable
+    /// before it is acknowledged unless --appendfsync says otherwise.
+    #[command(after_help = rialto_server::config::help_text())]
+    Serve(cmd::serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +40,12 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(args) => cmd::bench::run(args),
         Command::BenchCompare(args) => cmd::bench_compare::run(args),
+        Command::Serve(args) => {
+            return match cmd::serve::run(args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => cli::fail(&e),
+            }
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,176 @@
+//! Connected clients: each connection's own state, and the registry CLIENT LIST/KILL and
+//! INFO read.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use rialto_resp::Protocol;
+use tokio::sync::Notify;
+
+use crate::acl::User;
+
+/// What other connections may read or ask of a client.
+pub struct ClientHandle {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub laddr: SocketAddr,
+    pub created: Instant,
+    /// Milliseconds since `created` of the last command.
+    pub last_active_ms: AtomicU64,
+    pub db: AtomicU8,
+    pub resp: AtomicU8,
+    /// Commands run.
+    pub commands: AtomicU64,
+    /// The last command's table index + 1 (0: none yet).
+    pub last_cmd: AtomicU8,
+    pub info: Mutex<ClientInfo>,
+    /// Set by CLIENT KILL or shutdown; the connection closes at its next step.
+    pub killed: AtomicBool,
+    pub kill_notify: Notify,
+}
+
+/// Mutable descriptive fields.
+#[derive(Default, Clone)]
+pub struct ClientInfo {
+    pub name: Option<Bytes>,
+    pub lib_name: Option<Bytes>,
+    pub lib_ver: Option<Bytes>,
+    pub user: String,
+}
+
+impl ClientHandle {
+    /// Asks the connection to close.
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.kill_notify.notify_one();
+    }
+
+    /// One CLIENT LIST / CLIENT INFO line (Redis 7 field order; fields Rialto does not track
+    /// are reported with Redis's idle values).
+    pub fn describe(&self) -> String {
+        let info = self.info.lock().clone();
+        let age = self.created.elapsed().as_secs();
+        let idle_ms = (self.created.elapsed().as_millis() as u64)
+            .saturating_sub(self.last_active_ms.load(Ordering::Relaxed));
+        let text = |b: &Option<Bytes>| {
+            b.as_ref()
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+                .unwrap_or_default()
+        };
+        format!(
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            text(&info.name),
+            age,
+            idle_ms / 1000,
+            self.db.load(Ordering::Relaxed),
+            match self.last_cmd.load(Ordering::Relaxed) {
+                0 => "NULL",
+                i => crate::command_table::all()
+                    .get(usize::from(i) - 1)
+                    .map_or("NULL", |s| s.name),
+            },
+            info.user,
+            self.resp.load(Ordering::Relaxed),
+            text(&info.lib_name),
+            text(&info.lib_ver),
+        )
+    }
+}
+
+/// Every connected client, by id.
+#[derive(Default)]
+pub struct Clients {
+    next_id: AtomicU64,
+    map: Mutex<BTreeMap<u64, Arc<ClientHandle>>>,
+    /// Connections accepted since start.
+    pub accepted: AtomicU64,
+    /// Connections refused for maxclients.
+    pub rejected: AtomicU64,
+}
+
+impl Clients {
+    /// Registers a new connection.
+    pub fn register(&self, addr: SocketAddr, laddr: SocketAddr, user: &str) -> Arc<ClientHandle> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let h = Arc::new(ClientHandle {
+            id,
+            addr,
+            laddr,
+            created: Instant::now(),
+            last_active_ms: AtomicU64::new(0),
+            db: AtomicU8::new(0),
+            resp: AtomicU8::new(2),
+            commands: AtomicU64::new(0),
+            last_cmd: AtomicU8::new(0),
+            info: Mutex::new(ClientInfo {
+                user: user.to_string(),
+                ..ClientInfo::default()
+            }),
+            killed: AtomicBool::new(false),
+            kill_notify: Notify::new(),
+        });
+        self.accepted.fetch_add(1, Ordering::Relaxed);
+        self.map.lock().insert(id, Arc::clone(&h));
+        h
+    }
+
+    /// Removes a closed connection.
+    pub fn unregister(&self, id: u64) {
+        self.map.lock().remove(&id);
+    }
+
+    /// Connected clients now.
+    pub fn len(&self) -> usize {
+        self.map.lock().len()
+    }
+
+    /// Whether no client is connected.
+    pub fn is_empty(&self) -> bool {
+        self.map.lock().is_empty()
+    }
+
+    /// A snapshot of every client, in id order.
+    pub fn all(&self) -> Vec<Arc<ClientHandle>> {
+        self.map.lock().values().cloned().collect()
+    }
+
+    /// Asks every connection to close (shutdown).
+    pub fn kill_all(&self) {
+        for c in self.all() {
+            c.kill();
+        }
+    }
+}
+
+/// A connection's own state, owned by its task.
+pub struct Client {
+    pub handle: Arc<ClientHandle>,
+    pub db: u8,
+    pub protocol: Protocol,
+    /// The authenticated user; `None` until AUTH when the default user needs a password.
+    pub user: Option<Arc<User>>,
+    /// Close once the replies so far are written (QUIT, protocol errors).
+    pub close_after_reply: bool,
+}
+
+impl Client {
+    /// Switches database (SELECT).
+    pub fn select(&mut self, db: u8) {
+        self.db = db;
+        self.handle.db.store(db, Ordering::Relaxed);
+    }
+
+    /// Switches protocol (HELLO).
+    pub fn set_protocol(&mut self, p: Protocol) {
+        self.protocol = p;
+        self.handle.resp.store(p.version(), Ordering::Relaxed);
+    }
+}

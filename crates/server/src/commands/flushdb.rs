@@ -1,0 +1,94 @@
+//! FLUSHDB [ASYNC | SYNC], FLUSHALL [ASYNC | SYNC] — delete every key (and expiry entry) of
+//! one or all databases, in transactions of `CHUNK` deletions through the merger; replies once
+//! the last is durable. O(n) in the keys deleted. ASYNC and SYNC behave alike (the reply always
+//! waits for durability).
+//!
+//! A write that another client had in flight may land before or after the flush, exactly as
+//! its acknowledgement and the flush's are ordered by the journal.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rialto_engine::{EngineIterator, IterOptions, KvEngine, WriteBatch};
+
+use super::util::is;
+use super::{Ctx, Outcome};
+use crate::keyspace::{DATA, EXPIRY};
+use crate::reply;
+use crate::server::Shared;
+
+/// Deletions per merger transaction.
+const CHUNK: usize = 10_000;
+
+pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    flush(ctx, args, Some(ctx.client.db))
+}
+
+pub fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    flush(ctx, args, None)
+}
+
+fn flush(ctx: &mut Ctx<'_>, args: &[Bytes], db: Option<u8>) -> Outcome {
+    match args.get(1) {
+        None => {}
+        Some(a) if args.len() == 2 && (is(a, "async") || is(a, "sync")) => {}
+        Some(_) => return Outcome::Reply(reply::syntax()),
+    }
+    let shared = Arc::clone(ctx.shared);
+    Outcome::Later(Box::pin(async move {
+        let job = tokio::task::spawn_blocking(move || delete_all(&shared, db));
+        match job.await {
+            Ok(Ok(())) => reply::ok(),
+            Ok(Err(e)) => reply::engine_error(&e),
+            Err(e) => reply::err_string(format!("ERR flush failed: {e}")),
+        }
+    }))
+}
+
+fn ranges(db: Option<u8>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    match db {
+        Some(d) => vec![
+            crate::keyspace::data_range(d),
+            (vec![EXPIRY, d], {
+                let mut v = vec![EXPIRY, d];
+                // [EXPIRY, d+1) or [EXPIRY+1) for d = 255.
+                match d.checked_add(1) {
+                    Some(n) => v[1] = n,
+                    None => v = vec![EXPIRY + 1],
+                }
+                v
+            }),
+        ],
+        None => vec![(vec![DATA], vec![EXPIRY + 1])],
+    }
+}
+
+fn delete_all(shared: &Shared, db: Option<u8>) -> rialto_engine::Result<()> {
+    let mut last = None;
+    for (lo, hi) in ranges(db) {
+        let mut it = shared.db.iter(IterOptions {
+            lower: Some(lo),
+            upper: Some(hi),
+            snapshot: None,
+        })?;
+        it.seek_to_first();
+        let mut batch = WriteBatch::new();
+        while it.valid() {
+            batch.delete(it.key());
+            if batch.count() as usize >= CHUNK {
+                let full = std::mem::take(&mut batch);
+                last = Some(shared.merger.write(full));
+            }
+            it.next();
+        }
+        it.status()?;
+        if !batch.is_empty() {
+            last = Some(shared.merger.write(batch));
+        }
+    }
+    // Transactions complete in order: the last one's acknowledgement covers them all.
+    match last {
+        Some(h) => h.wait(),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,78 @@
+//! HELLO [protover [AUTH username password] [SETNAME name]]
+
+use bytes::Bytes;
+use rialto_resp::{Protocol, Reply};
+
+use super::client::valid_name;
+use super::util::is;
+use super::{Ctx, Outcome};
+use crate::reply;
+
+/// The Redis version Rialto's protocol behaviour follows (clients gate features on it).
+pub const REDIS_COMPAT_VERSION: &str = "7.0.15";
+
+pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let mut proto = None;
+    let mut next = 1;
+    if let Some(v) = args.get(1) {
+        let Some(v) = reply::parse_i64(v) else {
+            return Outcome::Reply(Reply::error(
+                "ERR Protocol version is not an integer or out of range",
+            ));
+        };
+        match Protocol::from_version(v) {
+            Some(p) => proto = Some(p),
+            None => return Outcome::Reply(Reply::error("NOPROTO unsupported protocol version")),
+        }
+        next = 2;
+    }
+    // Options take effect left to right, as in Redis 7.0: an AUTH or SETNAME before a bad
+    // option still applies.
+    let mut j = next;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        if is(&args[j], "auth") && more >= 2 {
+            match crate::auth::authenticate(ctx.shared, Some(&args[j + 1]), &args[j + 2]) {
+                Ok(u) => crate::auth::login(ctx.client, u),
+                Err(r) => return Outcome::Reply(r),
+            }
+            j += 2;
+        } else if is(&args[j], "setname") && more >= 1 {
+            let n = &args[j + 1];
+            if !valid_name(n) {
+                return Outcome::Reply(Reply::error(
+                    "ERR Client names cannot contain spaces, newlines or special characters.",
+                ));
+            }
+            ctx.client.handle.info.lock().name = (!n.is_empty()).then(|| Bytes::copy_from_slice(n));
+            j += 1;
+        } else {
+            return Outcome::Reply(reply::err_string(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(&args[j])
+            )));
+        }
+        j += 1;
+    }
+    if ctx.client.user.is_none() {
+        return Outcome::Reply(Reply::error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
+    }
+    if let Some(p) = proto {
+        ctx.client.set_protocol(p);
+    }
+    Outcome::Reply(Reply::Map(vec![
+        (Reply::bulk("server"), Reply::bulk("redis")),
+        (Reply::bulk("version"), Reply::bulk(REDIS_COMPAT_VERSION)),
+        (
+            Reply::bulk("proto"),
+            Reply::Integer(i64::from(ctx.client.protocol.version())),
+        ),
+        (
+            Reply::bulk("id"),
+            Reply::Integer(ctx.client.handle.id as i64),
+        ),
+        (Reply::bulk("mode"), Reply::bulk("standalone")),
+        (Reply::bulk("role"), Reply::bulk("master")),
+        (Reply::bulk("modules"), Reply::Array(Vec::new())),
+    ]))
+}

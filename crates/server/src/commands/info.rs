@@ -1,0 +1,233 @@
+//! INFO [section ...] — Redis's sections, plus Rialto's engine, merger and I/O sections.
+//! `keyspace` walks every database (O(n) in keys), so it is computed off the connection
+//! threads.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rialto_engine::{KvEngine, PipelinedCommit};
+use rialto_resp::Reply;
+
+use super::hello::REDIS_COMPAT_VERSION;
+use super::util::walk_keys;
+use super::{Ctx, Outcome};
+use crate::server::Shared;
+
+/// Sections in `INFO` / `INFO default` order.
+const DEFAULT: &[&str] = &[
+    "server",
+    "clients",
+    "persistence",
+    "stats",
+    "replication",
+    "keyspace",
+    "rialto_engine",
+    "rialto_merger",
+    "rialto_io",
+];
+/// Extra sections of `INFO all` / `INFO everything`.
+const EXTRA: &[&str] = &["commandstats"];
+
+pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let mut wanted: Vec<&str> = Vec::new();
+    if args.len() == 1 {
+        wanted.extend(DEFAULT);
+    }
+    for a in &args[1..] {
+        let a = String::from_utf8_lossy(a).to_ascii_lowercase();
+        match a.as_str() {
+            "default" => wanted.extend(DEFAULT),
+            "all" | "everything" => {
+                wanted.extend(DEFAULT);
+                wanted.extend(EXTRA);
+            }
+            s => {
+                if let Some(known) = DEFAULT.iter().chain(EXTRA).find(|k| **k == s) {
+                    wanted.push(known);
+                }
+            }
+        }
+    }
+    let mut seen = Vec::new();
+    wanted.retain(|s| {
+        let fresh = !seen.contains(s);
+        seen.push(*s);
+        fresh
+    });
+    let shared = Arc::clone(ctx.shared);
+    Outcome::Later(Box::pin(async move {
+        let text = tokio::task::spawn_blocking(move || render(&shared, &wanted))
+            .await
+            .unwrap_or_default();
+        Reply::Verbatim {
+            format: *b"txt",
+            text: Bytes::from(text),
+        }
+    }))
+}
+
+fn render(shared: &Shared, sections: &[&str]) -> String {
+    let mut out = String::new();
+    for (i, s) in sections.iter().enumerate() {
+        if i > 0 {
+            out.push_str("\r\n");
+        }
+        section(shared, s, &mut out);
+    }
+    out
+}
+
+fn section(sh: &Shared, name: &str, o: &mut String) {
+    let cfg = sh.config.read().clone();
+    let uptime = sh.started.elapsed().as_secs();
+    match name {
+        "server" => {
+            let _ = write!(
+                o,
+                "# Server\r\nredis_version:{REDIS_COMPAT_VERSION}\r\nrialto_version:{}\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:{}\r\n",
+                env!("CARGO_PKG_VERSION"),
+                std::env::consts::OS,
+                std::env::consts::ARCH,
+                std::process::id(),
+                sh.run_id,
+                sh.port,
+                uptime / 86_400,
+                cfg.hz,
+                std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+            );
+        }
+        "clients" => {
+            let _ = write!(
+                o,
+                "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n",
+                sh.clients.len(),
+                cfg.maxclients
+            );
+        }
+        "persistence" => {
+            let m = sh.merger.stats();
+            let _ = write!(
+                o,
+                "# Persistence\r\nloading:0\r\naof_enabled:1\r\nappendfsync:{}\r\naof_last_write_status:{}\r\nrdb_bgsave_in_progress:0\r\n",
+                m.durability.name(),
+                if m.failed.is_some() { "err" } else { "ok" },
+            );
+        }
+        "stats" => {
+            let s = &sh.stats;
+            let _ = write!(
+                o,
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\ntotal_error_replies:0\r\nprotocol_errors:{}\r\nauth_failures:{}\r\n",
+                sh.clients.accepted.load(Ordering::Relaxed),
+                s.commands.load(Ordering::Relaxed),
+                s.net_input_bytes.load(Ordering::Relaxed),
+                s.net_output_bytes.load(Ordering::Relaxed),
+                sh.clients.rejected.load(Ordering::Relaxed),
+                s.expired_keys.load(Ordering::Relaxed),
+                s.rejected_protocol.load(Ordering::Relaxed),
+                s.auth_failures.load(Ordering::Relaxed),
+            );
+        }
+        "replication" => {
+            o.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n");
+        }
+        "keyspace" => {
+            o.push_str("# Keyspace\r\n");
+            let now = sh.now_ms();
+            for db in 0..cfg.databases.min(256) as u16 {
+                let (mut keys, mut expires) = (0u64, 0u64);
+                let walked = walk_keys(&sh.db, db as u8, None, now, |_, r| {
+                    keys += 1;
+                    expires += u64::from(r.expire_at_ms.is_some());
+                    true
+                });
+                if walked.is_ok() && keys > 0 {
+                    let _ = write!(o, "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n");
+                }
+            }
+        }
+        "commandstats" => {
+            o.push_str("# Commandstats\r\n");
+            for e in sh.registry.entries() {
+                let calls = e.calls.load(Ordering::Relaxed);
+                if calls == 0 {
+                    continue;
+                }
+                let usec = e.micros.load(Ordering::Relaxed);
+                let _ = write!(
+                    o,
+                    "cmdstat_{}:calls={calls},usec={usec},usec_per_call={:.2},rejected_calls=0,failed_calls=0\r\n",
+                    e.spec.name,
+                    usec as f64 / calls as f64
+                );
+            }
+        }
+        "rialto_engine" => {
+            let s = sh.db.stats();
+            let _ = write!(
+                o,
+                "# Rialto_engine\r\ndir:{}\r\ndisk_bytes:{}\r\nlive_data_bytes_estimate:{}\r\nuser_bytes_written:{}\r\nwal_bytes_written:{}\r\nflush_bytes_written:{}\r\ncompaction_bytes_written:{}\r\nflushes:{}\r\ncompactions:{}\r\nstall_micros:{}\r\nblock_cache_hits:{}\r\nblock_cache_misses:{}\r\nread_only:{}\r\n",
+                cfg.dir.display(),
+                s.disk_bytes,
+                s.live_data_bytes,
+                s.user_bytes_written,
+                s.wal_bytes_written,
+                s.flush_bytes_written,
+                s.compaction_bytes_written,
+                s.flushes,
+                s.compactions,
+                s.stall_micros,
+                s.block_cache_hits,
+                s.block_cache_misses,
+                s.read_only_reason.as_deref().unwrap_or("no").replace(['\r', '\n'], " "),
+            );
+            for (i, l) in s.levels.iter().enumerate() {
+                let _ = write!(o, "level{i}:files={},bytes={}\r\n", l.files, l.bytes);
+            }
+        }
+        "rialto_merger" => {
+            let m = sh.merger.stats();
+            let _ = write!(
+                o,
+                "# Rialto_merger\r\ndurability:{}\r\ntransactions:{}\r\ngroups:{}\r\nsyncs:{}\r\nqueued:{}\r\nunsynced_bytes:{}\r\ncommit_p50_micros:{}\r\ncommit_p99_micros:{}\r\ncommit_max_micros:{}\r\nfailed:{}\r\n",
+                m.durability.name(),
+                m.txns,
+                m.groups,
+                m.syncs,
+                m.queued,
+                m.unsynced_bytes,
+                m.commit_p50_micros,
+                m.commit_p99_micros,
+                m.commit_max_micros,
+                m.failed.as_deref().unwrap_or("no").replace(['\r', '\n'], " "),
+            );
+        }
+        "rialto_io" => {
+            let s = sh.db.io_stats();
+            let _ = write!(o, "# Rialto_io\r\n");
+            for (n, t) in [
+                ("journal_writes", &s.journal_writes),
+                ("journal_syncs", &s.journal_syncs),
+                ("flushes", &s.flushes),
+                ("compactions", &s.compactions),
+            ] {
+                let _ = write!(
+                    o,
+                    "{n}:count={},bytes={},micros={},max_micros={}\r\n",
+                    t.count, t.bytes, t.micros, t.max_micros
+                );
+            }
+            let _ = write!(
+                o,
+                "journal_sync_p50_micros:{}\r\njournal_sync_p99_micros:{}\r\nbackground_rate_limit:{}\r\nbackground_throttled_micros:{}\r\n",
+                s.journal_sync_p50_micros,
+                s.journal_sync_p99_micros,
+                s.background_rate_limit.map_or("none".to_string(), |r| r.to_string()),
+                s.background_throttled_micros,
+            );
+        }
+        _ => {}
+    }
+}

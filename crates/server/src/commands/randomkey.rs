@@ -1,0 +1,30 @@
+//! RANDOMKEY — seeks to a random point of the key order and returns the next live key
+//! (wrapping once). Keys after large gaps in the key space are more likely than others; Redis
+//! gives no uniformity promise either.
+
+use bytes::Bytes;
+use rialto_resp::Reply;
+
+use super::util::walk_keys;
+use super::{Ctx, Outcome};
+use crate::reply;
+
+pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
+    let db = ctx.client.db;
+    let now = ctx.shared.now_ms();
+    let start: [u8; 8] = rand::random();
+    let mut found = None;
+    for from in [Some(&start[..]), None] {
+        let r = walk_keys(&ctx.shared.db, db, from, now, |k, _| {
+            found = Some(Bytes::copy_from_slice(k));
+            false
+        });
+        if let Err(e) = r {
+            return Outcome::Reply(reply::engine_error(&e));
+        }
+        if found.is_some() {
+            break;
+        }
+    }
+    Outcome::Reply(found.map_or(Reply::Null, Reply::Bulk))
+}

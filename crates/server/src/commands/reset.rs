@@ -1,0 +1,15 @@
+//! RESET — back to a fresh connection's state: database 0, RESP2, no name, the default user
+//! (unauthenticated if it needs a password).
+
+use bytes::Bytes;
+use rialto_resp::{Protocol, Reply};
+
+use super::{Ctx, Outcome};
+
+pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
+    ctx.client.select(0);
+    ctx.client.set_protocol(Protocol::Resp2);
+    ctx.client.handle.info.lock().name = None;
+    crate::auth::logout(ctx.shared, ctx.client);
+    Outcome::Reply(Reply::simple("RESET"))
+}

@@ -1,0 +1,143 @@
+//! SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+//!
+//! Keys are ordered here, so a cursor is a position in key order: the server keeps the key to
+//! resume from under a numeric id (clients treat cursors as integers). Guarantees as Redis's:
+//! a key present for the whole scan is returned at least once (exactly once here); keys added
+//! or removed meanwhile may or may not be. Cursor ids are kept for the newest
+//! `MAX_CURSORS` scans; an older id is answered with `ERR invalid cursor`.
+
+use std::collections::{HashMap, VecDeque};
+
+use bytes::Bytes;
+use rialto_resp::Reply;
+
+use super::util::{is, walk_keys};
+use super::{Ctx, Outcome};
+use crate::reply;
+
+/// Live cursor ids kept.
+const MAX_CURSORS: usize = 65_536;
+
+/// Where unfinished scans resume.
+#[derive(Default)]
+pub struct Cursors {
+    next: u64,
+    map: HashMap<u64, (u8, Vec<u8>)>,
+    order: VecDeque<u64>,
+}
+
+impl Cursors {
+    fn take(&mut self, id: u64) -> Option<(u8, Vec<u8>)> {
+        self.map.remove(&id)
+    }
+
+    fn put(&mut self, db: u8, key: Vec<u8>) -> u64 {
+        // Ids never repeat and are never 0 (which means "start" and "done").
+        self.next += 1;
+        let id = self.next;
+        self.map.insert(id, (db, key));
+        self.order.push_back(id);
+        while self.map.len() > MAX_CURSORS {
+            match self.order.pop_front() {
+                Some(old) => {
+                    self.map.remove(&old);
+                }
+                None => break,
+            }
+        }
+        if self.order.len() > 2 * MAX_CURSORS {
+            let map = &self.map;
+            self.order.retain(|id| map.contains_key(id));
+        }
+        id
+    }
+}
+
+/// A cursor as Redis parses it (`strtoull`): empty is 0, a leading `-` wraps around.
+fn parse_cursor(arg: &[u8]) -> Option<u64> {
+    let (neg, digits) = match arg {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, arg),
+    };
+    if digits.is_empty() {
+        return (!neg && arg.is_empty()).then_some(0);
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    Outcome::from(scan(ctx, args))
+}
+
+fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> reply::CmdResult {
+    let cursor = parse_cursor(&args[1]).ok_or_else(|| Reply::error("ERR invalid cursor"))?;
+    let mut pattern: Option<&Bytes> = None;
+    let mut count: usize = 10;
+    let mut strings_only = true;
+    let mut i = 2;
+    while i < args.len() {
+        let Some(v) = args.get(i + 1) else {
+            return Err(reply::syntax());
+        };
+        if is(&args[i], "count") {
+            let n = reply::int_arg(v)?;
+            if n < 1 {
+                return Err(reply::syntax());
+            }
+            count = n as usize;
+        } else if is(&args[i], "match") {
+            pattern = Some(v);
+        } else if is(&args[i], "type") {
+            strings_only = is(v, "string");
+        } else {
+            return Err(reply::syntax());
+        }
+        i += 2;
+    }
+    let db = ctx.client.db;
+    let from = if cursor == 0 {
+        None
+    } else {
+        match ctx.shared.scan_cursors.lock().take(cursor) {
+            Some((d, k)) if d == db => Some(k),
+            _ => return Err(Reply::error("ERR invalid cursor")),
+        }
+    };
+    // Bounds the work of one call even with a huge COUNT.
+    let budget = count.min(1_000_000);
+    let mut seen = 0usize;
+    let mut keys = Vec::new();
+    let match_all = pattern.is_none_or(|p| &p[..] == b"*");
+    let resume = walk_keys(
+        &ctx.shared.db,
+        db,
+        from.as_deref(),
+        ctx.shared.now_ms(),
+        |k, _| {
+            if strings_only
+                && (match_all || pattern.is_some_and(|p| crate::glob::glob_match(p, k, false)))
+            {
+                keys.push(Reply::bulk(k));
+            }
+            seen += 1;
+            seen < budget
+        },
+    )
+    .map_err(|e| reply::engine_error(&e))?;
+    let next = match resume {
+        Some(k) => ctx.shared.scan_cursors.lock().put(db, k),
+        None => 0,
+    };
+    Ok(Reply::Array(vec![
+        Reply::bulk(next.to_string()),
+        Reply::Array(keys),
+    ]))
+}

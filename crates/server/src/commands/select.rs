@@ -1,0 +1,19 @@
+//! SELECT index
+
+use bytes::Bytes;
+use rialto_resp::Reply;
+
+use super::{Ctx, Outcome};
+use crate::reply;
+
+pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let Some(i) = reply::parse_i64(&args[1]) else {
+        return Outcome::Reply(reply::not_integer());
+    };
+    let n = ctx.shared.config.read().databases as i64;
+    if !(0..n).contains(&i) {
+        return Outcome::Reply(Reply::error("ERR DB index is out of range"));
+    }
+    ctx.client.select(i as u8);
+    Outcome::Reply(reply::ok())
+}

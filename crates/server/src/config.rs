@@ -1,0 +1,453 @@
+//! Server configuration: one table of keys that a TOML file, command-line flags
+//! (`--key value`) and `CONFIG GET/SET` all go through, so every key works in all three.
+//! Precedence: defaults, then the file, then flags; `CONFIG SET` changes the running server
+//! (only keys marked mutable).
+
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rialto_txn::Durability;
+
+/// Everything the server is configured with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub dir: PathBuf,
+    pub bind: Vec<IpAddr>,
+    pub port: u16,
+    pub appendfsync: Durability,
+    pub requirepass: Option<String>,
+    pub protected_mode: bool,
+    pub users: Vec<String>,
+    pub maxclients: usize,
+    pub timeout: Duration,
+    pub tcp_nodelay: bool,
+    pub tcp_keepalive: Duration,
+    pub proto_max_bulk_len: usize,
+    pub max_multibulk_len: usize,
+    pub client_query_buffer_limit: usize,
+    pub output_buffer_limit: usize,
+    pub databases: usize,
+    pub hz: u32,
+    pub active_expire_batch: usize,
+    pub slowlog_log_slower_than: i64,
+    pub slowlog_max_len: usize,
+    pub metrics_bind: IpAddr,
+    pub metrics_port: u16,
+    pub threads: usize,
+    pub cache_size: usize,
+    pub row_cache_size: usize,
+    pub write_buffer_size: usize,
+    pub merger_max_wait: Duration,
+    pub merger_max_group_bytes: usize,
+    pub merger_spin: Duration,
+    pub merger_inline: bool,
+    pub shutdown_timeout: Duration,
+    pub log_level: String,
+    pub log_format: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            dir: PathBuf::from("rialto-data"),
+            bind: vec![IpAddr::from([127, 0, 0, 1])],
+            port: 6379,
+            appendfsync: Durability::Always,
+            requirepass: None,
+            protected_mode: true,
+            users: Vec::new(),
+            maxclients: 10_000,
+            timeout: Duration::ZERO,
+            tcp_nodelay: true,
+            tcp_keepalive: Duration::from_secs(300),
+            proto_max_bulk_len: 512 << 20,
+            max_multibulk_len: 1024 * 1024,
+            client_query_buffer_limit: 1 << 30,
+            output_buffer_limit: 1 << 30,
+            databases: 16,
+            hz: 10,
+            active_expire_batch: 1000,
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
+            metrics_bind: IpAddr::from([127, 0, 0, 1]),
+            metrics_port: 0,
+            threads: 0,
+            cache_size: 256 << 20,
+            row_cache_size: 256 << 20,
+            write_buffer_size: 64 << 20,
+            merger_max_wait: Duration::from_micros(100),
+            merger_max_group_bytes: 4 << 20,
+            merger_spin: Duration::from_micros(50),
+            merger_inline: true,
+            shutdown_timeout: Duration::from_secs(10),
+            log_level: "info".into(),
+            log_format: "text".into(),
+        }
+    }
+}
+
+/// A configuration problem, reported as one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("unknown option '{0}' (rialto serve --help lists every option)")]
+    Unknown(String),
+    #[error("option '{key}': {reason}")]
+    Invalid { key: String, reason: String },
+    #[error("option '{0}' cannot be changed while the server runs")]
+    Immutable(String),
+    #[error("config file {path}: {reason}")]
+    File { path: String, reason: String },
+}
+
+type Setter = fn(&mut Config, &str) -> Result<(), String>;
+type Getter = fn(&Config) -> String;
+
+/// One configuration key.
+pub struct Key {
+    /// The name, as in the file, after `--` on the command line, and in CONFIG GET/SET.
+    pub name: &'static str,
+    /// Whether CONFIG SET may change it at run time.
+    pub mutable: bool,
+    /// Default, meaning and trade-off.
+    pub doc: &'static str,
+    set: Setter,
+    get: Getter,
+}
+
+fn yes_no(v: bool) -> String {
+    if v { "yes" } else { "no" }.into()
+}
+
+fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "yes" | "true" | "on" | "1" => Ok(true),
+        "no" | "false" | "off" | "0" => Ok(false),
+        _ => Err(format!("'{s}' is not yes or no")),
+    }
+}
+
+/// Parses a size as Redis does (`memtoll`): a number with an optional unit k, kb, m, mb, g,
+/// gb (k = 1000, kb = 1024).
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let lower = s.trim().to_ascii_lowercase();
+    let split = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (num, unit) = lower.split_at(split);
+    let mul: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return Err(format!("'{s}' is not a size (e.g. 512mb, 64kb, 1048576)")),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 512mb, 64kb, 1048576)"))?;
+    n.checked_mul(mul)
+        .and_then(|v| usize::try_from(v).ok())
+        .ok_or_else(|| format!("'{s}' is too large"))
+}
+
+fn parse_num<T: std::str::FromStr>(s: &str) -> Result<T, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a valid number"))
+}
+
+fn parse_ip(s: &str) -> Result<IpAddr, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not an IP address"))
+}
+
+macro_rules! key {
+    ($name:literal, $mutable:literal, $doc:literal, |$c:ident, $v:ident| $set:expr, |$g:ident| $get:expr) => {
+        Key {
+            name: $name,
+            mutable: $mutable,
+            doc: $doc,
+            set: |$c: &mut Config, $v: &str| -> Result<(), String> {
+                $set;
+                Ok(())
+            },
+            get: |$g: &Config| -> String { $get },
+        }
+    };
+}
+
+/// Every key. Read-only compatibility keys (`save`, `appendonly`) exist because tools such as
+/// redis-benchmark ask for them.
+pub static KEYS: &[Key] = &[
+    key!("dir", false, "Database directory (default ./rialto-data). Created if missing; one server per directory (locked).",
+        |c, v| c.dir = PathBuf::from(v), |c| c.dir.display().to_string()),
+    key!("bind", false, "Addresses to listen on, space-separated (default 127.0.0.1). Binding elsewhere without a password is refused by protected mode.",
+        |c, v| c.bind = v.split_whitespace().map(parse_ip).collect::<Result<Vec<_>, _>>()?,
+        |c| c.bind.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(" ")),
+    key!("port", false, "TCP port of the Redis protocol (default 6379; 0 picks a free port and logs it).",
+        |c, v| c.port = parse_num(v)?, |c| c.port.to_string()),
+    key!("appendfsync", false, "When writes are acknowledged (default always): always = after an fdatasync covered them (nothing acknowledged is ever lost); everysec = once written, synced every second (power loss can lose ~1 s); no = never synced by Rialto (power loss can lose everything since the last memtable switch).",
+        |c, v| c.appendfsync = Durability::parse(v).ok_or_else(|| format!("'{v}' is not always, everysec or no"))?,
+        |c| c.appendfsync.name().into()),
+    key!("requirepass", true, "Password of the default user (default none). Stored only as a SHA-256 hash in memory.",
+        |c, v| c.requirepass = (!v.is_empty()).then(|| v.to_string()),
+        |c| c.requirepass.clone().unwrap_or_default()),
+    key!("protected-mode", true, "With no password set, refuse clients from non-loopback addresses (default yes).",
+        |c, v| c.protected_mode = parse_bool(v)?, |c| yes_no(c.protected_mode)),
+    key!("user", false, "An ACL user, as in Redis ACL SETUSER: 'name on >password ~pattern +@read'. Repeatable (a TOML array in the file).",
+        |c, v| c.users.push(v.to_string()), |c| c.users.join("\n")),
+    key!("maxclients", true, "Most simultaneous clients (default 10000); lowered at start to fit the open-file limit.",
+        |c, v| c.maxclients = parse_num(v)?, |c| c.maxclients.to_string()),
+    key!("timeout", true, "Close a client idle this many seconds (default 0: never).",
+        |c, v| c.timeout = Duration::from_secs(parse_num(v)?), |c| c.timeout.as_secs().to_string()),
+    key!("tcp-nodelay", true, "TCP_NODELAY on client sockets (default yes): replies leave at once; no lets the kernel coalesce small replies (fewer packets, up to ~40 ms more latency for a client waiting on one reply).",
+        |c, v| c.tcp_nodelay = parse_bool(v)?, |c| yes_no(c.tcp_nodelay)),
+    key!("tcp-keepalive", true, "TCP keepalive interval in seconds (default 300; 0 off): finds dead peers.",
+        |c, v| c.tcp_keepalive = Duration::from_secs(parse_num(v)?), |c| c.tcp_keepalive.as_secs().to_string()),
+    key!("proto-max-bulk-len", true, "Largest bulk string in a request (default 512mb, the most a value can hold).",
+        |c, v| c.proto_max_bulk_len = parse_size(v)?, |c| c.proto_max_bulk_len.to_string()),
+    key!("max-multibulk-len", true, "Most elements in one request (default 1048576).",
+        |c, v| c.max_multibulk_len = parse_size(v)?, |c| c.max_multibulk_len.to_string()),
+    key!("client-query-buffer-limit", true, "Most unparsed bytes buffered for one client (default 1gb); beyond it the client is closed.",
+        |c, v| c.client_query_buffer_limit = parse_size(v)?, |c| c.client_query_buffer_limit.to_string()),
+    key!("output-buffer-limit", true, "Most reply bytes pending for one client (default 1gb, 0 unlimited); beyond it the client is closed.",
+        |c, v| c.output_buffer_limit = parse_size(v)?, |c| c.output_buffer_limit.to_string()),
+    key!("databases", false, "Number of databases SELECT can choose (default 16, at most 256).",
+        |c, v| { let n: usize = parse_num(v)?; if n == 0 || n > 256 { return Err("must be 1 to 256".into()); } c.databases = n },
+        |c| c.databases.to_string()),
+    key!("hz", true, "Background expiry passes per second (default 10): more passes delete expired keys sooner for more CPU.",
+        |c, v| { let n: u32 = parse_num(v)?; c.hz = n.clamp(1, 500) }, |c| c.hz.to_string()),
+    key!("active-expire-batch", true, "Most expired keys one pass deletes per database (default 1000).",
+        |c, v| c.active_expire_batch = parse_num::<usize>(v)?.max(1), |c| c.active_expire_batch.to_string()),
+    key!("slowlog-log-slower-than", true, "Log commands slower than this many microseconds (default 10000; 0 all; negative none).",
+        |c, v| c.slowlog_log_slower_than = parse_num(v)?, |c| c.slowlog_log_slower_than.to_string()),
+    key!("slowlog-max-len", true, "Entries kept in the slow log (default 128).",
+        |c, v| c.slowlog_max_len = parse_num(v)?, |c| c.slowlog_max_len.to_string()),
+    key!("metrics-bind", false, "Address of the HTTP operations endpoint (default 127.0.0.1).",
+        |c, v| c.metrics_bind = parse_ip(v)?, |c| c.metrics_bind.to_string()),
+    key!("metrics-port", false, "Port of the HTTP endpoint serving /metrics (Prometheus), /livez and /readyz (default 0: off).",
+        |c, v| c.metrics_port = parse_num(v)?, |c| c.metrics_port.to_string()),
+    key!("threads", false, "Threads serving connections (default 0: one per CPU).",
+        |c, v| c.threads = parse_num(v)?, |c| c.threads.to_string()),
+    key!("cache-size", false, "Block cache shared by all reads (default 256mb).",
+        |c, v| c.cache_size = parse_size(v)?, |c| c.cache_size.to_string()),
+    key!("row-cache-size", false, "Cache of recently read values by key (default 256mb; 0 off): a hot key is answered from one hash lookup instead of the memtable and table blocks; every write invalidates its keys there.",
+        |c, v| c.row_cache_size = parse_size(v)?, |c| c.row_cache_size.to_string()),
+    key!("write-buffer-size", false, "Memtable size before it is flushed to a table (default 64mb): larger absorbs more overwrites and makes recovery replay longer.",
+        |c, v| c.write_buffer_size = parse_size(v)?.max(1 << 20), |c| c.write_buffer_size.to_string()),
+    key!("merger-max-wait-us", false, "Longest a journal sync waits for more writes to join it, in microseconds (default 100).",
+        |c, v| c.merger_max_wait = Duration::from_micros(parse_num(v)?), |c| c.merger_max_wait.as_micros().to_string()),
+    key!("merger-max-group-bytes", false, "Largest merged journal write (default 4mb).",
+        |c, v| c.merger_max_group_bytes = parse_size(v)?.max(4096), |c| c.merger_max_group_bytes.to_string()),
+    key!("merger-spin-us", false, "How long the merger and syncer threads poll for work before sleeping, in microseconds (default 50): polling saves a thread wake-up per hand-off but takes CPU from connections while writes flow.",
+        |c, v| c.merger_spin = Duration::from_micros(parse_num(v)?), |c| c.merger_spin.as_micros().to_string()),
+    key!("merger-inline", false, "Execute merged write groups on the connection threads that submit them (default yes): saves a thread hand-off per group; no runs them on a merger thread of their own, so a write stall never holds a connection thread.",
+        |c, v| c.merger_inline = parse_bool(v)?, |c| yes_no(c.merger_inline)),
+    key!("shutdown-timeout", true, "Seconds a graceful shutdown waits for clients' in-flight commands (default 10).",
+        |c, v| c.shutdown_timeout = Duration::from_secs(parse_num(v)?), |c| c.shutdown_timeout.as_secs().to_string()),
+    key!("loglevel", false, "Log level: error, warn, info, debug, trace (default info); RUST_LOG overrides.",
+        |c, v| c.log_level = v.to_string(), |c| c.log_level.clone()),
+    key!("log-format", false, "Log format: text or json (default text).",
+        |c, v| { if v != "text" && v != "json" { return Err("must be text or json".into()); } c.log_format = v.to_string() },
+        |c| c.log_format.clone()),
+    Key {
+        name: "save",
+        mutable: false,
+        doc: "Read-only, for Redis tools: Rialto persists every write; there are no snapshots.",
+        set: |_, _| Err("Rialto persists every write; snapshots do not exist".into()),
+        get: |_| String::new(),
+    },
+    Key {
+        name: "appendonly",
+        mutable: false,
+        doc: "Read-only, for Redis tools: always yes (the journal is the database).",
+        set: |_, _| Err("the journal is always on".into()),
+        get: |_| "yes".into(),
+    },
+];
+
+/// The key named `name` (case-insensitive).
+pub fn key(name: &str) -> Option<&'static Key> {
+    KEYS.iter().find(|k| k.name.eq_ignore_ascii_case(name))
+}
+
+impl Config {
+    /// Sets `name` from its text form.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let k = key(name).ok_or_else(|| ConfigError::Unknown(name.to_string()))?;
+        (k.set)(self, value).map_err(|reason| ConfigError::Invalid {
+            key: k.name.to_string(),
+            reason,
+        })
+    }
+
+    /// The text form of `name`.
+    pub fn get(&self, name: &str) -> Option<String> {
+        key(name).map(|k| (k.get)(self))
+    }
+
+    /// Applies a TOML file: top-level keys named as [`KEYS`]; strings, integers, booleans, and
+    /// arrays (for repeatable keys such as `user`).
+    pub fn apply_toml(&mut self, path: &str, text: &str) -> Result<(), ConfigError> {
+        let file_err = |reason: String| ConfigError::File {
+            path: path.to_string(),
+            reason,
+        };
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            file_err(e.to_string().lines().next().unwrap_or("parse error").into())
+        })?;
+        for (name, value) in table {
+            let values = match value {
+                toml::Value::Array(items) => items,
+                other => vec![other],
+            };
+            for v in values {
+                let text = match v {
+                    toml::Value::String(s) => s,
+                    toml::Value::Integer(i) => i.to_string(),
+                    toml::Value::Boolean(b) => yes_no(b),
+                    toml::Value::Float(f) => f.to_string(),
+                    other => {
+                        return Err(file_err(format!(
+                            "'{name}' has a {} value; use a string, number or boolean",
+                            other.type_str()
+                        )))
+                    }
+                };
+                self.set(&name, &text)
+                    .map_err(|e| file_err(e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `--key value` pairs from the command line.
+    pub fn apply_flags(&mut self, args: &[String]) -> Result<(), ConfigError> {
+        let mut it = args.iter();
+        while let Some(flag) = it.next() {
+            let Some(name) = flag.strip_prefix("--") else {
+                return Err(ConfigError::Invalid {
+                    key: flag.clone(),
+                    reason: "expected --option value".into(),
+                });
+            };
+            let (name, value) = match name.split_once('=') {
+                Some((n, v)) => (n.to_string(), v.to_string()),
+                None => {
+                    let v = it.next().ok_or_else(|| ConfigError::Invalid {
+                        key: name.to_string(),
+                        reason: "missing value".into(),
+                    })?;
+                    (name.to_string(), v.clone())
+                }
+            };
+            self.set(&name, &value)?;
+        }
+        Ok(())
+    }
+
+    /// Checks combinations that single keys cannot.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.bind.is_empty() {
+            return Err(ConfigError::Invalid {
+                key: "bind".into(),
+                reason: "needs at least one address".into(),
+            });
+        }
+        if self.proto_max_bulk_len < 1024 {
+            return Err(ConfigError::Invalid {
+                key: "proto-max-bulk-len".into(),
+                reason: "must be at least 1kb".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The option list for `rialto serve --help`.
+pub fn help_text() -> String {
+    let mut s = String::from(
+        "Options (each also a key of the TOML file given with --config, and of CONFIG GET/SET\n\
+         where marked [runtime]):\n",
+    );
+    for k in KEYS {
+        let _ = writeln!(
+            s,
+            "  --{} <value>{}\n      {}",
+            k.name,
+            if k.mutable { "  [runtime]" } else { "" },
+            k.doc
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_as_redis_memtoll() {
+        assert_eq!(parse_size("512mb"), Ok(512 << 20));
+        assert_eq!(parse_size("1k"), Ok(1000));
+        assert_eq!(parse_size("1KB"), Ok(1024));
+        assert_eq!(parse_size("77"), Ok(77));
+        assert!(parse_size("1tb").is_err());
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("99999999999999999999gb").is_err());
+    }
+
+    #[test]
+    fn every_key_round_trips_its_default() {
+        let mut c = Config::default();
+        for k in KEYS {
+            let v = (k.get)(&c);
+            if k.name == "save" || k.name == "appendonly" || k.name == "user" {
+                continue;
+            }
+            // requirepass's empty default means "none".
+            c.set(k.name, &v)
+                .unwrap_or_else(|e| panic!("{}: {e}", k.name));
+            assert_eq!((k.get)(&c), v, "{}", k.name);
+        }
+    }
+
+    #[test]
+    fn file_then_flags_take_precedence() {
+        let mut c = Config::default();
+        c.apply_toml(
+            "t.toml",
+            "port = 7000\nappendfsync = \"everysec\"\nprotected-mode = false\nuser = [\"a on\", \"b on\"]\n",
+        )
+        .unwrap();
+        assert_eq!(c.port, 7000);
+        assert_eq!(c.appendfsync, Durability::EverySec);
+        assert!(!c.protected_mode);
+        assert_eq!(c.users.len(), 2);
+        c.apply_flags(&["--port".into(), "7001".into(), "--appendfsync=no".into()])
+            .unwrap();
+        assert_eq!(c.port, 7001);
+        assert_eq!(c.appendfsync, Durability::Never);
+    }
+
+    #[test]
+    fn bad_options_are_one_line_errors() {
+        let mut c = Config::default();
+        let e = c.apply_flags(&["--nope".into(), "1".into()]).unwrap_err();
+        assert!(e.to_string().contains("unknown option 'nope'"));
+        let e = c.apply_flags(&["--port".into(), "x".into()]).unwrap_err();
+        assert!(e.to_string().contains("'x' is not a valid number"));
+        let e = c.apply_flags(&["--port".into()]).unwrap_err();
+        assert!(e.to_string().contains("missing value"));
+        let e = c.apply_toml("f", "port = [").unwrap_err();
+        assert!(e.to_string().starts_with("config file f:"));
+        assert!(!e.to_string().contains('\n'));
+        let e = c.apply_toml("f", "port = { a = 1 }").unwrap_err();
+        assert!(e.to_string().contains("table"));
+    }
+}

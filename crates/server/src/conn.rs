@@ -1,0 +1,409 @@
+//! One client connection: read what arrived, decode every complete request, execute them in
+//! order, write all their replies with one socket write.
+//!
+//! Ordering: replies leave in request order. Writes go to the merger and their replies wait
+//! for durability; every request of one read is submitted before the first reply is awaited,
+//! so a pipeline shares the merger's groups and syncs. A key read that follows a pending
+//! write of the same connection runs through the merger too (behind that write, seeing it);
+//! otherwise it reads the published state at once, never waiting for a sync. Any other
+//! command waits until the connection's pending replies are resolved, then runs.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use rialto_resp::{Limits, Protocol, Reply, RequestDecoder};
+use rialto_txn::CommitHandle;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tracing::{debug, warn};
+
+use crate::client::Client;
+use crate::command_table::CmdId;
+use crate::commands::{Ctx, Handler, Outcome, R, W};
+use crate::reply;
+use crate::server::Shared;
+use crate::store::{Keys, Published, Txn};
+
+/// Replies pending before the connection stops decoding and resolves them (bounds memory).
+const MAX_PENDING: usize = 4096;
+/// Reply bytes buffered before they are written even though more requests are buffered.
+const OUT_FLUSH_BYTES: usize = 256 * 1024;
+/// Read buffer growth step.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// What a command executed by the merger hands back.
+pub struct Executed {
+    pub reply: Reply,
+    pub micros: u64,
+    /// The arguments, returned only when the command was slow enough for the slow log.
+    pub slow_args: Option<Vec<Bytes>>,
+}
+
+/// A reply computed off the connection (see [`crate::commands::Outcome::Later`]).
+pub type BoxReply = Pin<Box<dyn Future<Output = Reply> + Send>>;
+
+enum Pending {
+    Ready(Reply),
+    Commit(CommitHandle<Executed>, CmdId),
+}
+
+struct Queued {
+    proto: Protocol,
+    item: Pending,
+}
+
+struct Connection {
+    stream: TcpStream,
+    shared: Arc<Shared>,
+    client: Client,
+    inbuf: BytesMut,
+    out: BytesMut,
+    decoder: RequestDecoder,
+    queue: VecDeque<Queued>,
+    /// Whether `queue` holds a reply the merger has yet to resolve.
+    queue_has_commit: bool,
+    /// The ACL generation the connection's user was fetched at.
+    acl_seen: u64,
+}
+
+/// Serves one accepted connection until it closes.
+pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
+    let laddr = stream.local_addr().unwrap_or(addr);
+    let user = {
+        let acl = shared.acl.read();
+        (!acl.default_user_needs_auth())
+            .then(|| acl.user(b"default"))
+            .flatten()
+    };
+    let handle = shared.clients.register(addr, laddr, "default");
+    let limits = {
+        let c = shared.config.read();
+        Limits {
+            max_bulk_len: c.proto_max_bulk_len,
+            max_multibulk_len: c.max_multibulk_len,
+            ..Limits::default()
+        }
+    };
+    let mut decoder = RequestDecoder::new(limits);
+    decoder.set_pre_auth(user.is_none());
+    let id = handle.id;
+    let mut conn = Connection {
+        stream,
+        shared: Arc::clone(&shared),
+        client: Client {
+            handle,
+            db: 0,
+            protocol: Protocol::Resp2,
+            user,
+            close_after_reply: false,
+        },
+        inbuf: BytesMut::with_capacity(READ_CHUNK),
+        out: BytesMut::with_capacity(READ_CHUNK),
+        decoder,
+        queue: VecDeque::new(),
+        queue_has_commit: false,
+        acl_seen: shared.acl_generation.load(Ordering::Acquire),
+    };
+    if let Err(e) = conn.serve().await {
+        debug!(client = id, error = %e, "connection closed with an error");
+    }
+    shared.clients.unregister(id);
+}
+
+impl Connection {
+    async fn serve(&mut self) -> std::io::Result<()> {
+        let mut shutdown = self.shared.shutdown.subscribe();
+        loop {
+            loop {
+                match self.decoder.decode(&mut self.inbuf) {
+                    Ok(Some(req)) => {
+                        self.execute(req.into_args()).await;
+                        if self.client.close_after_reply {
+                            self.flush().await?;
+                            return Ok(());
+                        }
+                        if self.queue.len() >= MAX_PENDING || self.out.len() >= OUT_FLUSH_BYTES {
+                            self.flush().await?;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        self.drain().await;
+                        e.write_reply(&mut self.out);
+                        self.shared
+                            .stats
+                            .rejected_protocol
+                            .fetch_add(1, Ordering::Relaxed);
+                        debug!(client = self.client.handle.id, error = %e, "protocol error; closing");
+                        return self.write_out().await;
+                    }
+                }
+            }
+            self.flush().await?;
+            if *shutdown.borrow_and_update() || self.client.handle.killed.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            let (limit, idle) = {
+                let c = self.shared.config.read();
+                (c.client_query_buffer_limit, c.timeout)
+            };
+            if self.inbuf.len() > limit {
+                warn!(
+                    client = self.client.handle.id,
+                    bytes = self.inbuf.len(),
+                    "closing client that reached client-query-buffer-limit"
+                );
+                return Ok(());
+            }
+            self.inbuf.reserve(READ_CHUNK);
+            let handle = Arc::clone(&self.client.handle);
+            let n = tokio::select! {
+                r = self.stream.read_buf(&mut self.inbuf) => r?,
+                _ = handle.kill_notify.notified() => return Ok(()),
+                _ = shutdown.changed() => return Ok(()),
+                _ = idle_timer(idle) => {
+                    debug!(client = handle.id, "closing idle client (timeout)");
+                    return Ok(());
+                }
+            };
+            if n == 0 {
+                return Ok(());
+            }
+            self.shared
+                .stats
+                .net_input_bytes
+                .fetch_add(n as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Resolves every pending reply and writes everything out.
+    async fn flush(&mut self) -> std::io::Result<()> {
+        self.drain().await;
+        let limit = self.shared.config.read().output_buffer_limit;
+        if limit != 0 && self.out.len() > limit {
+            warn!(
+                client = self.client.handle.id,
+                bytes = self.out.len(),
+                "closing client that exceeded output-buffer-limit"
+            );
+            self.client.close_after_reply = true;
+            self.out.clear();
+            return Ok(());
+        }
+        self.write_out().await
+    }
+
+    async fn write_out(&mut self) -> std::io::Result<()> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        self.stream.write_all(&self.out).await?;
+        self.shared
+            .stats
+            .net_output_bytes
+            .fetch_add(self.out.len() as u64, Ordering::Relaxed);
+        self.out.clear();
+        if self.out.capacity() > 4 * OUT_FLUSH_BYTES {
+            // Do not keep a huge reply's buffer for the connection's lifetime.
+            self.out = BytesMut::with_capacity(READ_CHUNK);
+        }
+        Ok(())
+    }
+
+    /// Resolves pending replies, in order, into the output buffer.
+    async fn drain(&mut self) {
+        while let Some(q) = self.queue.pop_front() {
+            let reply = match q.item {
+                Pending::Ready(r) => r,
+                Pending::Commit(h, id) => match h.await {
+                    Ok(ex) => {
+                        self.record(id, ex.micros, ex.slow_args);
+                        ex.reply
+                    }
+                    Err(e) => reply::engine_error(&e),
+                },
+            };
+            reply.encode(q.proto, &mut self.out);
+        }
+        self.queue_has_commit = false;
+    }
+
+    fn push(&mut self, item: Pending) {
+        let proto = self.client.protocol;
+        match item {
+            Pending::Ready(r) if self.queue.is_empty() => r.encode(proto, &mut self.out),
+            item => {
+                if !matches!(item, Pending::Ready(_)) {
+                    self.queue_has_commit = true;
+                }
+                self.queue.push_back(Queued { proto, item });
+            }
+        }
+    }
+
+    /// Per-command statistics and the slow log.
+    fn record(&self, id: CmdId, micros: u64, slow_args: Option<Vec<Bytes>>) {
+        let entry = self.shared.registry.entry(id);
+        entry.calls.fetch_add(1, Ordering::Relaxed);
+        entry.micros.fetch_add(micros, Ordering::Relaxed);
+        if let Some(args) = slow_args {
+            let info = self.client.handle.info.lock();
+            let name = info.name.clone();
+            drop(info);
+            self.shared.slowlog.lock().push(
+                self.shared.now_ms() / 1000,
+                micros,
+                &args,
+                self.client.handle.addr,
+                name,
+            );
+        }
+    }
+
+    async fn execute(&mut self, args: Vec<Bytes>) {
+        let handle = &self.client.handle;
+        handle.last_active_ms.store(
+            handle.created.elapsed().as_millis() as u64,
+            Ordering::Relaxed,
+        );
+        handle.commands.fetch_add(1, Ordering::Relaxed);
+        self.shared.stats.commands.fetch_add(1, Ordering::Relaxed);
+        let generation = self.shared.acl_generation.load(Ordering::Acquire);
+        if generation != self.acl_seen {
+            self.acl_seen = generation;
+            if let Some(u) = &self.client.user {
+                let fresh = self.shared.acl.read().refresh(u);
+                match fresh {
+                    Some(u) => self.client.user = Some(u),
+                    None => {
+                        // The user was deleted: its connections close, as in Redis.
+                        self.client.close_after_reply = true;
+                        return;
+                    }
+                }
+            }
+        }
+        let (id, handler) = match crate::commands::admit(&self.shared, &self.client, &args) {
+            Ok(e) => {
+                handle
+                    .last_cmd
+                    .store(e.spec.id as u8 + 1, Ordering::Relaxed);
+                (e.spec.id, e.handler)
+            }
+            Err(r) => return self.push(Pending::Ready(r)),
+        };
+        let threshold = self.shared.slowlog.lock().threshold_micros();
+        match handler {
+            Handler::Read(f) if !self.queue_has_commit => {
+                let start = Instant::now();
+                let mut io = Published(&self.shared.db);
+                let mut k: R<'_> = Keys {
+                    io: &mut io,
+                    db: self.client.db,
+                    now_ms: self.shared.now_ms(),
+                };
+                let r = f(&mut k, &args).unwrap_or_else(|e| e);
+                let micros = start.elapsed().as_micros() as u64;
+                let slow = slow(threshold, micros).then_some(args);
+                self.record(id, micros, slow);
+                self.push(Pending::Ready(r));
+            }
+            Handler::Read(f) => {
+                let db = self.client.db;
+                let clock = Arc::clone(&self.shared.clock);
+                let h = self.shared.merger.submit(move |tx| {
+                    let start = Instant::now();
+                    let mut io = Txn(tx);
+                    let mut k: R<'_> = Keys {
+                        io: &mut io,
+                        db,
+                        now_ms: clock.unix_millis() as i64,
+                    };
+                    let reply = f(&mut k, &args).unwrap_or_else(|e| e);
+                    Ok(executed(reply, start, threshold, args))
+                });
+                self.push(Pending::Commit(h, id));
+            }
+            Handler::Write(f) => {
+                let db = self.client.db;
+                let clock = Arc::clone(&self.shared.clock);
+                let h = self.shared.merger.submit(move |tx| {
+                    let start = Instant::now();
+                    let r = {
+                        let mut io = Txn(&mut *tx);
+                        let mut k: W<'_> = Keys {
+                            io: &mut io,
+                            db,
+                            now_ms: clock.unix_millis() as i64,
+                        };
+                        f(&mut k, &args)
+                    };
+                    let reply = r.unwrap_or_else(|e| {
+                        // An error reply writes nothing, even if it staged writes first.
+                        tx.discard();
+                        e
+                    });
+                    Ok(executed(reply, start, threshold, args))
+                });
+                self.push(Pending::Commit(h, id));
+            }
+            Handler::Conn(f) => {
+                if !self.queue.is_empty() {
+                    self.drain().await;
+                }
+                let start = Instant::now();
+                let outcome = f(
+                    &mut Ctx {
+                        shared: &self.shared,
+                        client: &mut self.client,
+                    },
+                    &args,
+                );
+                let reply = match outcome {
+                    Outcome::Reply(r) => r,
+                    Outcome::Later(fut) => fut.await,
+                    Outcome::Close(r) => {
+                        self.client.close_after_reply = true;
+                        match r {
+                            Some(r) => r,
+                            None => return,
+                        }
+                    }
+                };
+                let micros = start.elapsed().as_micros() as u64;
+                let slow = slow(threshold, micros).then_some(args);
+                self.record(id, micros, slow);
+                // The command may have switched protocol (HELLO) or authenticated.
+                self.decoder.set_pre_auth(self.client.user.is_none());
+                self.push(Pending::Ready(reply));
+            }
+        }
+    }
+}
+
+fn slow(threshold: Option<u64>, micros: u64) -> bool {
+    threshold.is_some_and(|t| micros >= t)
+}
+
+fn executed(reply: Reply, start: Instant, threshold: Option<u64>, args: Vec<Bytes>) -> Executed {
+    let micros = start.elapsed().as_micros() as u64;
+    Executed {
+        reply,
+        micros,
+        slow_args: slow(threshold, micros).then_some(args),
+    }
+}
+
+async fn idle_timer(idle: Duration) {
+    if idle.is_zero() {
+        std::future::pending::<()>().await;
+    } else {
+        tokio::time::sleep(idle).await;
+    }
+}

@@ -1,0 +1,109 @@
+//! The background expiry pass: `hz` times a second, per database, it reads up to
+//! `active-expire-batch` due entries of the expiry index and deletes, in one merger
+//! transaction, each key whose record still expires at that time (the record is the truth;
+//! see `keyspace`), along with the index entries, stale ones included.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rialto_engine::{EngineIterator, IterOptions, KvEngine};
+use tracing::warn;
+
+use crate::keyspace::{self, Record};
+use crate::server::Shared;
+
+/// The running pass.
+pub struct ExpiryPass {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ExpiryPass {
+    /// Stops the pass and waits for its thread.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
+/// Starts the pass on its own thread.
+pub fn spawn(shared: Arc<Shared>) -> ExpiryPass {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let thread = std::thread::Builder::new()
+        .name("rialto-expire".into())
+        .spawn(move || {
+            while !flag.load(Ordering::Acquire) {
+                let (hz, dbs, batch) = {
+                    let c = shared.config.read();
+                    (c.hz.max(1), c.databases, c.active_expire_batch)
+                };
+                std::thread::park_timeout(Duration::from_millis(1000 / u64::from(hz)));
+                if flag.load(Ordering::Acquire) {
+                    break;
+                }
+                for db in 0..dbs.min(256) {
+                    match run_once(&shared, db as u8, batch) {
+                        Ok(n) => {
+                            shared.stats.expired_keys.fetch_add(n, Ordering::Relaxed);
+                        }
+                        Err(e) => {
+                            warn!(error = %e, "expiry pass failed; retrying at the next pass");
+                            break;
+                        }
+                    }
+                }
+            }
+        })
+        .ok();
+    ExpiryPass { stop, thread }
+}
+
+/// One pass over database `db`: returns how many keys it deleted.
+pub fn run_once(shared: &Shared, db: u8, batch: usize) -> rialto_engine::Result<u64> {
+    let now = shared.now_ms();
+    // Due means expired: `at < now` (a key lives through its own millisecond).
+    let (lo, hi) = keyspace::expiry_due_range(db, now - 1);
+    let mut it = shared.db.iter(IterOptions {
+        lower: Some(lo),
+        upper: Some(hi),
+        snapshot: None,
+    })?;
+    it.seek_to_first();
+    let mut due: Vec<Vec<u8>> = Vec::new();
+    while it.valid() && due.len() < batch {
+        due.push(it.key().to_vec());
+        it.next();
+    }
+    it.status()?;
+    if due.is_empty() {
+        return Ok(0);
+    }
+    let handle = shared.merger.submit(move |tx| {
+        let mut deleted = 0u64;
+        for ek in &due {
+            let Some((d, at, key)) = keyspace::parse_expiry_key(ek) else {
+                continue;
+            };
+            let dk = keyspace::data_key(d, key);
+            let live = match tx.get(&dk)? {
+                Some(raw) => Record::decode(raw).ok(),
+                None => None,
+            };
+            // Only a record that still carries this exact time is due; a newer SET, PERSIST
+            // or EXPIRE made the index entry stale.
+            if live.is_some_and(|r| r.expire_at_ms == Some(at) && r.expired(now)) {
+                tx.delete(&dk);
+                deleted += 1;
+            }
+            tx.delete(ek);
+        }
+        Ok(deleted)
+    });
+    handle.wait()
+}

@@ -1,0 +1,30 @@
+//! Rialto's Redis-protocol server (`rialto serve`): RESP2/RESP3 connections over the LSM
+//! engine, every write through the transaction merger.
+//!
+//! Layout: [`server`] (listeners, shutdown), [`conn`] (one connection's read-execute-write
+//! loop), [`commands`] (one file per command), [`store`] and [`keyspace`] (how Redis keys,
+//! values and expiry map onto the engine), [`expire_pass`], [`auth`] and [`acl`] (users),
+//! [`config`] (file, flags and CONFIG GET/SET), [`http`] and [`ops`] (/metrics, /livez,
+//! /readyz), [`slowlog`].
+
+pub mod acl;
+pub mod auth;
+pub mod client;
+pub mod command_cmd;
+pub mod command_table;
+pub mod commands;
+pub mod config;
+pub mod conn;
+pub mod expire_pass;
+pub mod glob;
+pub mod http;
+pub mod keyspace;
+pub mod ops;
+pub mod prom;
+pub mod reply;
+pub mod server;
+pub mod slowlog;
+pub mod store;
+
+pub use config::{Config, ConfigError};
+pub use server::{serve, start, RunningServer, Server, ServerError};

@@ -1,0 +1,276 @@
+//! What the operations endpoint serves: Prometheus metrics, liveness and readiness.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use rialto_engine::{KvEngine, PipelinedCommit};
+
+use crate::http::OpsState;
+use crate::prom::PromWriter;
+use crate::server::Shared;
+
+/// The server's state, as the HTTP endpoint sees it.
+pub struct Ops(pub Arc<Shared>);
+
+impl OpsState for Ops {
+    fn metrics(&self) -> String {
+        render(&self.0)
+    }
+
+    /// The process answers: it is alive (a wedged runtime would not answer at all).
+    fn live(&self) -> bool {
+        true
+    }
+
+    /// Ready to take writes: not shutting down and the engine accepts writes.
+    fn ready(&self) -> Result<(), String> {
+        if *self.0.shutdown.borrow() {
+            return Err("shutting down".into());
+        }
+        if let Some(r) = self.0.db.read_only_reason() {
+            return Err(format!("engine is read-only: {r}"));
+        }
+        if let Some(f) = self.0.merger.stats().failed {
+            return Err(format!("writes are failing: {f}"));
+        }
+        Ok(())
+    }
+}
+
+/// The metrics text.
+pub fn render(sh: &Shared) -> String {
+    let mut w = PromWriter::new();
+    let s = &sh.stats;
+    w.gauge(
+        "rialto_connected_clients",
+        "Clients connected now.",
+        &[],
+        sh.clients.len(),
+    );
+    w.counter(
+        "rialto_connections_received_total",
+        "Connections accepted since start.",
+        &[],
+        sh.clients.accepted.load(Ordering::Relaxed),
+    );
+    w.counter(
+        "rialto_connections_rejected_total",
+        "Connections refused because maxclients was reached.",
+        &[],
+        sh.clients.rejected.load(Ordering::Relaxed),
+    );
+    w.counter(
+        "rialto_commands_processed_total",
+        "Commands received, valid or not.",
+        &[],
+        s.commands.load(Ordering::Relaxed),
+    );
+    for e in sh.registry.entries() {
+        let calls = e.calls.load(Ordering::Relaxed);
+        if calls > 0 {
+            w.counter(
+                "rialto_command_calls_total",
+                "Executions per command.",
+                &[("cmd", e.spec.name)],
+                calls,
+            );
+            w.counter(
+                "rialto_command_seconds_total",
+                "Execution time per command, excluding waits for durability.",
+                &[("cmd", e.spec.name)],
+                e.micros.load(Ordering::Relaxed) as f64 / 1e6,
+            );
+        }
+    }
+    w.counter(
+        "rialto_net_input_bytes_total",
+        "Bytes read from clients.",
+        &[],
+        s.net_input_bytes.load(Ordering::Relaxed),
+    );
+    w.counter(
+        "rialto_net_output_bytes_total",
+        "Bytes written to clients.",
+        &[],
+        s.net_output_bytes.load(Ordering::Relaxed),
+    );
+    w.counter(
+        "rialto_expired_keys_total",
+        "Keys removed by the expiry pass.",
+        &[],
+        s.expired_keys.load(Ordering::Relaxed),
+    );
+    w.counter(
+        "rialto_protocol_errors_total",
+        "Connections closed for malformed requests.",
+        &[],
+        s.rejected_protocol.load(Ordering::Relaxed),
+    );
+    w.counter(
+        "rialto_auth_failures_total",
+        "Failed AUTH and HELLO AUTH attempts.",
+        &[],
+        s.auth_failures.load(Ordering::Relaxed),
+    );
+
+    let m = sh.merger.stats();
+    w.counter(
+        "rialto_merger_transactions_total",
+        "Transactions the merger executed.",
+        &[],
+        m.txns,
+    );
+    w.counter(
+        "rialto_merger_groups_total",
+        "Merged groups written to the journal (one write each).",
+        &[],
+        m.groups,
+    );
+    w.counter(
+        "rialto_merger_syncs_total",
+        "Journal syncs issued by the merger.",
+        &[],
+        m.syncs,
+    );
+    w.gauge(
+        "rialto_merger_queued",
+        "Transactions waiting to execute.",
+        &[],
+        m.queued,
+    );
+    w.gauge(
+        "rialto_merger_unsynced_bytes",
+        "Journal bytes written but not yet durable.",
+        &[],
+        m.unsynced_bytes,
+    );
+    w.gauge(
+        "rialto_merger_commit_latency_seconds",
+        "Submit-to-acknowledge latency of writes since start, by quantile.",
+        &[("quantile", "0.5")],
+        m.commit_p50_micros as f64 / 1e6,
+    );
+    w.gauge(
+        "rialto_merger_commit_latency_seconds",
+        "Submit-to-acknowledge latency of writes since start, by quantile.",
+        &[("quantile", "0.99")],
+        m.commit_p99_micros as f64 / 1e6,
+    );
+
+    let e = sh.db.stats();
+    w.gauge(
+        "rialto_engine_disk_bytes",
+        "Bytes of every file of the database.",
+        &[],
+        e.disk_bytes,
+    );
+    for (what, v) in [
+        ("user", e.user_bytes_written),
+        ("wal", e.wal_bytes_written),
+        ("flush", e.flush_bytes_written),
+        ("compaction", e.compaction_bytes_written),
+    ] {
+        w.counter(
+            "rialto_engine_written_bytes_total",
+            "Bytes written, by source (user = key and value bytes of writes).",
+            &[("source", what)],
+            v,
+        );
+    }
+    w.counter(
+        "rialto_engine_flushes_total",
+        "Memtable flushes.",
+        &[],
+        e.flushes,
+    );
+    w.counter(
+        "rialto_engine_compactions_total",
+        "Compactions.",
+        &[],
+        e.compactions,
+    );
+    w.counter(
+        "rialto_engine_stall_seconds_total",
+        "Time writes were slowed or stopped by write stalls.",
+        &[],
+        e.stall_micros as f64 / 1e6,
+    );
+    w.counter(
+        "rialto_engine_block_cache_hits_total",
+        "Block cache hits.",
+        &[],
+        e.block_cache_hits,
+    );
+    w.counter(
+        "rialto_engine_block_cache_misses_total",
+        "Block cache misses.",
+        &[],
+        e.block_cache_misses,
+    );
+    for (i, l) in e.levels.iter().enumerate() {
+        let level = i.to_string();
+        w.gauge(
+            "rialto_engine_level_files",
+            "Table files per level.",
+            &[("level", &level)],
+            l.files,
+        );
+        w.gauge(
+            "rialto_engine_level_bytes",
+            "Table bytes per level.",
+            &[("level", &level)],
+            l.bytes,
+        );
+    }
+    w.gauge(
+        "rialto_engine_read_only",
+        "1 if the engine refuses writes after a failure.",
+        &[],
+        u8::from(e.read_only_reason.is_some()),
+    );
+
+    let io = sh.db.io_stats();
+    for (what, t) in [
+        ("journal_write", &io.journal_writes),
+        ("journal_sync", &io.journal_syncs),
+        ("flush", &io.flushes),
+        ("compaction", &io.compactions),
+    ] {
+        w.counter(
+            "rialto_io_operations_total",
+            "I/O operations by kind.",
+            &[("kind", what)],
+            t.count,
+        );
+        w.counter(
+            "rialto_io_bytes_total",
+            "I/O bytes by kind.",
+            &[("kind", what)],
+            t.bytes,
+        );
+        w.counter(
+            "rialto_io_seconds_total",
+            "Time spent in I/O by kind.",
+            &[("kind", what)],
+            t.micros as f64 / 1e6,
+        );
+    }
+    for (q, v) in [
+        ("0.5", io.journal_sync_p50_micros),
+        ("0.99", io.journal_sync_p99_micros),
+    ] {
+        w.gauge(
+            "rialto_io_journal_sync_latency_seconds",
+            "Recent journal sync latency, by quantile.",
+            &[("quantile", q)],
+            v as f64 / 1e6,
+        );
+    }
+    w.gauge(
+        "rialto_io_background_rate_limit_bytes",
+        "Current pacing of flush and compaction writes (0: unpaced).",
+        &[],
+        io.background_rate_limit.unwrap_or(0),
+    );
+    w.finish()
+}

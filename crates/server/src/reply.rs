@@ -1,0 +1,176 @@
+//! Reply helpers: Redis 7's exact error texts, in one place.
+
+use bytes::Bytes;
+use rialto_resp::Reply;
+
+/// A command's outcome: `Err` carries an error reply (and drops a transaction's writes).
+pub type CmdResult<T = Reply> = Result<T, Reply>;
+
+/// `+OK`.
+pub fn ok() -> Reply {
+    Reply::simple("OK")
+}
+
+/// An error reply from an owned string (the code, e.g. `ERR`, included).
+pub fn err_string(text: String) -> Reply {
+    Reply::Error(Bytes::from(text))
+}
+
+/// `ERR syntax error`.
+pub fn syntax() -> Reply {
+    Reply::error("ERR syntax error")
+}
+
+/// `ERR value is not an integer or out of range`.
+pub fn not_integer() -> Reply {
+    Reply::error("ERR value is not an integer or out of range")
+}
+
+/// `ERR value is not a valid float`.
+pub fn not_float() -> Reply {
+    Reply::error("ERR value is not a valid float")
+}
+
+/// `ERR wrong number of arguments for 'name' command` (name as Redis prints it: lowercase,
+/// `parent|sub` for subcommands).
+pub fn wrong_arity(name: &str) -> Reply {
+    err_string(format!(
+        "ERR wrong number of arguments for '{name}' command"
+    ))
+}
+
+/// `ERR invalid expire time in 'cmd' command`.
+pub fn invalid_expire(cmd: &str) -> Reply {
+    err_string(format!("ERR invalid expire time in '{cmd}' command"))
+}
+
+/// An engine failure as the client sees it. A write refused because an earlier sync or write
+/// failed gets Redis's `MISCONF` class (what Redis answers when it cannot persist), so
+/// clients treat it as a server-side persistence problem rather than a bad command.
+pub fn engine_error(e: &rialto_engine::Error) -> Reply {
+    use rialto_engine::Error as E;
+    let text = match e {
+        E::ReadOnly(_) | E::Io { .. } => {
+            format!("MISCONF Rialto cannot persist writes and refuses them: {e}")
+        }
+        _ => format!("ERR {e}"),
+    };
+    // Error lines cannot hold CR or LF.
+    err_string(text.replace(['\r', '\n'], " "))
+}
+
+/// Parses a Redis integer argument (`string2ll`: optional `-`, no `+`, no spaces, no leading
+/// zeros, within i64).
+pub fn parse_i64(arg: &[u8]) -> Option<i64> {
+    if arg.is_empty() || arg.len() > 20 {
+        return None;
+    }
+    if arg == b"0" {
+        return Some(0);
+    }
+    let (neg, digits) = match arg[0] {
+        b'-' => (true, &arg[1..]),
+        _ => (false, arg),
+    };
+    if digits.is_empty() || digits[0] == b'0' {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    if neg {
+        if v > i64::MAX as u64 + 1 {
+            return None;
+        }
+        Some((v as i64).wrapping_neg())
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+/// An integer argument or `ERR value is not an integer or out of range`.
+pub fn int_arg(arg: &[u8]) -> CmdResult<i64> {
+    parse_i64(arg).ok_or_else(not_integer)
+}
+
+/// Parses a Redis float argument (`strtold` accepting what Redis accepts: no spaces, no NaN).
+pub fn parse_f64(arg: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(arg).ok()?;
+    if s.is_empty() || s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
+        return None;
+    }
+    let lower = s.to_ascii_lowercase();
+    let v = match lower.trim_start_matches(['+', '-']) {
+        "inf" | "infinity" => {
+            if lower.starts_with('-') {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            }
+        }
+        _ => {
+            // Rust accepts forms C's strtold rejects ("1_0" is not one, but "nan" is): guard.
+            if lower.contains("nan") {
+                return None;
+            }
+            lower.parse::<f64>().ok()?
+        }
+    };
+    (!v.is_nan()).then_some(v)
+}
+
+/// Formats an integer for a bulk reply.
+pub fn int_bytes(v: i64) -> Bytes {
+    Bytes::from(v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_parse_as_redis_string2ll() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-1"), Some(-1));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"01",
+            b"-0",
+            b"9223372036854775808",
+            b"1.0",
+            b"0x10",
+        ] {
+            assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn floats_refuse_nan_and_spaces() {
+        assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64(b"1e3"), Some(1000.0));
+        assert_eq!(parse_f64(b"nan"), None);
+        assert_eq!(parse_f64(b" 1"), None);
+        assert_eq!(parse_f64(b""), None);
+    }
+
+    #[test]
+    fn engine_errors_never_carry_line_breaks() {
+        let e = rialto_engine::Error::ReadOnly("sync failed:\r\nEIO".into());
+        let Reply::Error(text) = engine_error(&e) else {
+            panic!("not an error")
+        };
+        assert!(text.starts_with(b"MISCONF "));
+        assert!(!text.contains(&b'\n') && !text.contains(&b'\r'));
+    }
+}

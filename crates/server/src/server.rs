@@ -1,0 +1,513 @@
+//! The server: opens the engine and the merger, accepts connections, runs the expiry pass and
+//! the operations endpoint, and shuts down gracefully.
+//!
+//! Shutdown (SIGTERM, SIGINT, SHUTDOWN): stop accepting; every connection finishes the
+//! commands it has read (their writes are acknowledged only when durable) and closes; after
+//! `shutdown-timeout` the stragglers are closed; the merger commits and syncs everything
+//! queued; the memtable is flushed so the next start replays nothing; exit 0.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+use rialto_engine::KvEngine;
+use rialto_io::{Clock, SystemClock};
+use rialto_lsm::cache::BlockCache;
+use rialto_lsm::{Db, Options};
+use rialto_txn::{Merger, MergerOptions};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use crate::acl::Acl;
+use crate::client::Clients;
+use crate::commands::Registry;
+use crate::config::Config;
+use crate::slowlog::SlowLog;
+
+/// Why the server could not start or stopped with an error (one line each).
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot open the database in {dir}: {source}")]
+    Open {
+        dir: String,
+        source: rialto_engine::Error,
+    },
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("cannot start: {0}")]
+    Start(String),
+    #[error("shutdown could not make every write durable: {0}")]
+    Close(rialto_engine::Error),
+}
+
+/// Counters INFO and /metrics report.
+#[derive(Default)]
+pub struct Stats {
+    pub commands: AtomicU64,
+    pub net_input_bytes: AtomicU64,
+    pub net_output_bytes: AtomicU64,
+    pub expired_keys: AtomicU64,
+    pub rejected_protocol: AtomicU64,
+    pub auth_failures: AtomicU64,
+}
+
+/// State every connection shares.
+pub struct Shared {
+    pub config: RwLock<Config>,
+    pub db: Arc<Db>,
+    pub merger: Merger<Db>,
+    pub clock: Arc<dyn Clock>,
+    pub acl: RwLock<Acl>,
+    /// Bumped on every ACL change: connections re-fetch their user when it moves.
+    pub acl_generation: Arc<std::sync::atomic::AtomicU64>,
+    pub clients: Clients,
+    pub slowlog: Mutex<SlowLog>,
+    pub stats: Stats,
+    pub registry: Registry,
+    pub started: Instant,
+    pub run_id: String,
+    /// The port actually bound (config may say 0).
+    pub port: u16,
+    pub shutdown: watch::Sender<bool>,
+    pub scan_cursors: Mutex<crate::commands::scan::Cursors>,
+}
+
+impl Shared {
+    /// Unix milliseconds now.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.unix_millis() as i64
+    }
+
+    /// Asks the server to shut down gracefully.
+    pub fn request_shutdown(&self) {
+        let _ = self.shutdown.send(true);
+    }
+}
+
+/// A server that is listening.
+pub struct Server {
+    shared: Arc<Shared>,
+    listeners: Vec<TcpListener>,
+    http: Option<TcpListener>,
+}
+
+fn raise_fd_limit(maxclients: usize) -> usize {
+    // Connections, plus the engine's table cache and a margin for logs, listeners, the WAL.
+    const RESERVED: u64 = 32 + 1024;
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit write/read a plain struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return maxclients;
+        }
+        let want = maxclients as u64 + RESERVED;
+        if lim.rlim_cur < want {
+            let raised = libc::rlimit {
+                rlim_cur: want.min(lim.rlim_max),
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim.rlim_cur = raised.rlim_cur;
+            }
+        }
+    }
+    let fit = lim.rlim_cur.saturating_sub(RESERVED) as usize;
+    if fit < maxclients {
+        warn!(
+            maxclients,
+            open_file_limit = lim.rlim_cur,
+            lowered_to = fit,
+            "maxclients does not fit the open-file limit; lowered (raise `ulimit -n` to keep it)"
+        );
+        return fit.max(1);
+    }
+    maxclients
+}
+
+impl Server {
+    /// Opens the database and binds the sockets. Must run inside a tokio runtime.
+    pub async fn bind(mut cfg: Config) -> Result<Server, ServerError> {
+        cfg.validate()
+            .map_err(|e| ServerError::Config(e.to_string()))?;
+        cfg.maxclients = raise_fd_limit(cfg.maxclients);
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+        let mut opts = Options {
+            clock: Arc::clone(&clock),
+            write_buffer_size: cfg.write_buffer_size,
+            block_cache: Some(BlockCache::new(cfg.cache_size)),
+            row_cache_size: cfg.row_cache_size,
+            ..Options::default()
+        };
+        opts.create_if_missing = true;
+        let dir = cfg.dir.clone();
+        let db = tokio::task::spawn_blocking(move || Db::open(&dir, opts))
+            .await
+            .map_err(|e| ServerError::Start(e.to_string()))?
+            .map_err(|source| ServerError::Open {
+                dir: cfg.dir.display().to_string(),
+                source,
+            })?;
+        let db = Arc::new(db);
+        let mopts = MergerOptions {
+            durability: cfg.appendfsync,
+            max_wait: cfg.merger_max_wait,
+            max_group_bytes: cfg.merger_max_group_bytes,
+            spin: cfg.merger_spin,
+            inline_execution: cfg.merger_inline,
+            ..MergerOptions::default()
+        };
+        let merger = Merger::start(Arc::clone(&db), mopts, Arc::clone(&clock))
+            .map_err(|e| ServerError::Start(e.to_string()))?;
+
+        let mut listeners = Vec::new();
+        let mut port = cfg.port;
+        for ip in &cfg.bind {
+            let addr = SocketAddr::new(*ip, port);
+            let l = TcpListener::bind(addr)
+                .await
+                .map_err(|source| ServerError::Bind { addr, source })?;
+            // With port 0 the first listener picks; the others follow it.
+            port = l
+                .local_addr()
+                .map_err(|source| ServerError::Bind { addr, source })?
+                .port();
+            listeners.push(l);
+        }
+        let http = if cfg.metrics_port != 0 {
+            let addr = SocketAddr::new(cfg.metrics_bind, cfg.metrics_port);
+            Some(
+                TcpListener::bind(addr)
+                    .await
+                    .map_err(|source| ServerError::Bind { addr, source })?,
+            )
+        } else {
+            None
+        };
+        // CONFIG GET port reports the port clients reach, also when 0 picked it.
+        cfg.port = port;
+        let acl = crate::auth::acl_from_config(&cfg).map_err(ServerError::Config)?;
+        let mut slowlog = SlowLog::new();
+        slowlog.configure(cfg.slowlog_log_slower_than, cfg.slowlog_max_len);
+        let (shutdown, _) = watch::channel(false);
+        let run_id: String = (0..40)
+            .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).unwrap_or('0'))
+            .collect();
+        let shared = Arc::new(Shared {
+            config: RwLock::new(cfg),
+            db,
+            merger,
+            clock,
+            acl_generation: acl.generation(),
+            acl: RwLock::new(acl),
+            clients: Clients::default(),
+            slowlog: Mutex::new(slowlog),
+            stats: Stats::default(),
+            registry: Registry::new(),
+            started: Instant::now(),
+            run_id,
+            port,
+            shutdown,
+            scan_cursors: Mutex::new(Default::default()),
+        });
+        Ok(Server {
+            shared,
+            listeners,
+            http,
+        })
+    }
+
+    /// Where clients connect (the first bind address).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listeners
+            .first()
+            .and_then(|l| l.local_addr().ok())
+            .unwrap_or_else(|| SocketAddr::new(IpAddr::from([127, 0, 0, 1]), self.shared.port))
+    }
+
+    /// Where the operations endpoint listens, if enabled.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.http.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// The state shared with connections (tests and the embedding binary use it).
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Serves until shutdown is requested, then stops gracefully.
+    pub async fn run(self) -> Result<(), ServerError> {
+        let shared = self.shared;
+        for l in &self.listeners {
+            if let Ok(a) = l.local_addr() {
+                info!(addr = %a, "ready to accept connections");
+            }
+        }
+        let mut accept_tasks = Vec::new();
+        for l in self.listeners {
+            accept_tasks.push(tokio::spawn(accept_loop(l, Arc::clone(&shared))));
+        }
+        let http_task = self.http.map(|l| {
+            let st: Arc<dyn crate::http::OpsState> = Arc::new(crate::ops::Ops(Arc::clone(&shared)));
+            if let Ok(a) = l.local_addr() {
+                info!(addr = %a, "operations endpoint: /metrics /livez /readyz");
+            }
+            tokio::spawn(crate::http::serve(l, st, shared.shutdown.subscribe()))
+        });
+        let expiry = crate::expire_pass::spawn(Arc::clone(&shared));
+
+        let mut rx = shared.shutdown.subscribe();
+        while !*rx.borrow_and_update() {
+            if rx.changed().await.is_err() {
+                break;
+            }
+        }
+        info!("shutting down: no new connections, finishing in-flight commands");
+        for t in accept_tasks {
+            t.abort();
+        }
+        let timeout = shared.config.read().shutdown_timeout;
+        let deadline = Instant::now() + timeout;
+        while !shared.clients.is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if !shared.clients.is_empty() {
+            warn!(
+                clients = shared.clients.len(),
+                "shutdown timeout: closing remaining clients"
+            );
+            shared.clients.kill_all();
+            let grace = Instant::now() + Duration::from_secs(1);
+            while !shared.clients.is_empty() && Instant::now() < grace {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        expiry.stop();
+        if let Some(t) = http_task {
+            let _ = t.await;
+        }
+        let sh = Arc::clone(&shared);
+        drop(shared);
+        tokio::task::spawn_blocking(move || close_engine(sh))
+            .await
+            .map_err(|e| ServerError::Start(e.to_string()))?
+    }
+}
+
+/// Commits and syncs everything queued, then flushes the memtable so a restart replays nothing.
+fn close_engine(shared: Arc<Shared>) -> Result<(), ServerError> {
+    shared.merger.close().map_err(ServerError::Close)?;
+    if shared.db.read_only_reason().is_none() {
+        if let Err(e) = shared.db.flush() {
+            // Not fatal: every write is in the synced journal and recovery replays it.
+            warn!(error = %e, "flush at shutdown failed; the journal will be replayed at start");
+        }
+    }
+    info!("database closed; every acknowledged write is durable");
+    Ok(())
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let (stream, addr) = match listener.accept().await {
+            Ok(s) => s,
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move { admit(stream, addr, shared).await });
+    }
+}
+
+/// Checks limits and protected mode, then runs the connection.
+async fn admit(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
+    use tokio::io::AsyncWriteExt;
+    let (maxclients, protected, nodelay, keepalive) = {
+        let c = shared.config.read();
+        (
+            c.maxclients,
+            c.protected_mode,
+            c.tcp_nodelay,
+            c.tcp_keepalive,
+        )
+    };
+    let mut stream = stream;
+    if shared.clients.len() >= maxclients {
+        shared.clients.rejected.fetch_add(1, Ordering::Relaxed);
+        let _ = stream
+            .write_all(b"-ERR max number of clients reached\r\n")
+            .await;
+        return;
+    }
+    if protected && !addr.ip().is_loopback() && shared.acl.read().default_user_nopass() {
+        let _ = stream.write_all(PROTECTED_MODE_REPLY.as_bytes()).await;
+        return;
+    }
+    let _ = stream.set_nodelay(nodelay);
+    if !keepalive.is_zero() {
+        let sock = socket2_keepalive(&stream, keepalive);
+        if let Err(e) = sock {
+            tracing::debug!(error = %e, "cannot set TCP keepalive");
+        }
+    }
+    crate::conn::run(stream, addr, shared).await;
+}
+
+fn socket2_keepalive(stream: &TcpStream, interval: Duration) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = stream.as_raw_fd();
+    let on: libc::c_int = 1;
+    let secs = interval.as_secs().clamp(1, i32::MAX as u64) as libc::c_int;
+    // SAFETY: setsockopt on a socket we own, with pointers to live ints of the right size.
+    unsafe {
+        let sz = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        let p = |v: &libc::c_int| v as *const libc::c_int as *const libc::c_void;
+        if libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, p(&on), sz) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        #[cfg(target_os = "linux")]
+        {
+            libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, p(&secs), sz);
+            let intvl = (secs / 3).max(1);
+            libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, p(&intvl), sz);
+        }
+    }
+    Ok(())
+}
+
+/// What a non-loopback client gets when no password is set and protected mode is on.
+pub const PROTECTED_MODE_REPLY: &str = "-DENIED Rialto is running in protected mode because no password is set for the default user and it was reached from a non-loopback address. Either set a password (requirepass, or an ACL user) and connect with AUTH, or, if this network is trusted, disable protected mode with `--protected-mode no` (or CONFIG SET protected-mode no from a loopback client). Then restart or reconnect.\r\n";
+
+/// A running server on its own runtime thread: what tests and embedders use.
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    pub metrics_addr: Option<SocketAddr>,
+    pub shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<Result<(), ServerError>>>,
+}
+
+impl RunningServer {
+    /// Requests a graceful shutdown and waits for it.
+    pub fn shutdown(mut self) -> Result<(), ServerError> {
+        self.shared.request_shutdown();
+        self.join_inner()
+    }
+
+    /// Waits until the server stops by itself (SHUTDOWN).
+    pub fn join(mut self) -> Result<(), ServerError> {
+        self.join_inner()
+    }
+
+    fn join_inner(&mut self) -> Result<(), ServerError> {
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| ServerError::Start("server thread panicked".into()))?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            self.shared.request_shutdown();
+            let _ = self.join_inner();
+        }
+    }
+}
+
+fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, ServerError> {
+    let mut b = tokio::runtime::Builder::new_multi_thread();
+    if threads > 0 {
+        b.worker_threads(threads);
+    }
+    b.thread_name("rialto-conn")
+        .enable_all()
+        .build()
+        .map_err(|e| ServerError::Start(format!("tokio runtime: {e}")))
+}
+
+/// Starts a server on a thread of its own and returns once it listens.
+pub fn start(cfg: Config) -> Result<RunningServer, ServerError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("rialto-server".into())
+        .spawn(move || {
+            let rt = runtime(cfg.threads)?;
+            rt.block_on(async move {
+                match Server::bind(cfg).await {
+                    Ok(s) => {
+                        let _ = tx.send(Ok((
+                            s.local_addr(),
+                            s.metrics_addr(),
+                            Arc::clone(s.shared()),
+                        )));
+                        s.run().await
+                    }
+                    Err(e) => {
+                        let msg = e.to_string();
+                        let _ = tx.send(Err(e));
+                        Err(ServerError::Start(msg))
+                    }
+                }
+            })
+        })
+        .map_err(|e| ServerError::Start(e.to_string()))?;
+    match rx.recv() {
+        Ok(Ok((addr, metrics_addr, shared))) => Ok(RunningServer {
+            addr,
+            metrics_addr,
+            shared,
+            thread: Some(thread),
+        }),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(_) => Err(thread
+            .join()
+            .ok()
+            .and_then(|r| r.err())
+            .unwrap_or_else(|| ServerError::Start("server thread exited".into()))),
+    }
+}
+
+/// Runs the server in the foreground until SIGTERM, SIGINT or SHUTDOWN: `rialto serve`.
+pub fn serve(cfg: Config) -> Result<(), ServerError> {
+    let rt = runtime(cfg.threads)?;
+    rt.block_on(async move {
+        let server = Server::bind(cfg).await?;
+        let shared = Arc::clone(server.shared());
+        tokio::spawn(async move {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut term), Ok(mut int)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) else {
+                warn!("cannot install signal handlers; use SHUTDOWN to stop");
+                return;
+            };
+            tokio::select! {
+                _ = term.recv() => info!("SIGTERM received"),
+                _ = int.recv() => info!("SIGINT received"),
+            }
+            shared.request_shutdown();
+        });
+        server.run().await
+    })
+}

@@ -1,0 +1,339 @@
+//! The server through the `redis` crate: commands, pipelines, concurrency, restarts, expiry.
+
+mod common;
+
+use std::thread;
+use std::time::Duration;
+
+use redis::{Commands, Value};
+
+#[test]
+fn strings_and_keys_work_through_a_real_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let _: () = c.set("a", "1").unwrap();
+    assert_eq!(c.get::<_, String>("a").unwrap(), "1");
+    assert_eq!(c.incr::<_, _, i64>("a", 41).unwrap(), 42);
+    assert_eq!(c.append::<_, _, i64>("a", "x").unwrap(), 3);
+    assert_eq!(c.get::<_, String>("a").unwrap(), "42x");
+    let r: redis::RedisResult<i64> = c.incr("a", 1);
+    assert_eq!(
+        r.unwrap_err().to_string(),
+        "An error was signalled by the server - ResponseError: value is not an integer or out of range"
+    );
+    let _: () = c.mset(&[("k1", "v1"), ("k2", "v2")]).unwrap();
+    let v: Vec<Option<String>> = c.mget(&["k1", "nope", "k2"]).unwrap();
+    assert_eq!(v, vec![Some("v1".into()), None, Some("v2".into())]);
+    assert_eq!(c.exists::<_, i64>(&["k1", "k1", "nope"]).unwrap(), 2);
+    assert_eq!(c.del::<_, i64>(&["k1", "nope"]).unwrap(), 1);
+    let _: () = c.rename("k2", "k3").unwrap();
+    assert_eq!(c.get::<_, Option<String>>("k2").unwrap(), None);
+    let mut keys: Vec<String> = c.keys("*").unwrap();
+    keys.sort();
+    assert_eq!(keys, vec!["a", "k3"]);
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 2);
+    let _: () = redis::cmd("FLUSHDB").query(&mut c).unwrap();
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 0);
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn binary_keys_and_values_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let all: Vec<u8> = (0..=255u8).collect();
+    let big = vec![7u8; 1 << 20];
+    let _: () = c.set(&all[..], &big[..]).unwrap();
+    let _: () = c.set("empty", "").unwrap();
+    assert_eq!(c.get::<_, Vec<u8>>(&all[..]).unwrap(), big);
+    assert_eq!(c.get::<_, Vec<u8>>("empty").unwrap(), Vec::<u8>::new());
+    assert_eq!(c.strlen::<_, i64>("empty").unwrap(), 0);
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn a_pipeline_keeps_order_and_reads_its_own_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let mut p = redis::pipe();
+    for i in 0..500 {
+        p.cmd("SET").arg(format!("k{i}")).arg(i);
+        p.cmd("GET").arg(format!("k{i}"));
+        p.cmd("INCR").arg("n");
+        p.cmd("PING");
+    }
+    let out: Vec<Value> = p.query(&mut c).unwrap();
+    assert_eq!(out.len(), 2000);
+    for i in 0..500 {
+        assert_eq!(out[4 * i], Value::Okay);
+        assert_eq!(
+            out[4 * i + 1],
+            Value::BulkString(i.to_string().into_bytes())
+        );
+        assert_eq!(out[4 * i + 2], Value::Int(i as i64 + 1));
+    }
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn concurrent_increments_are_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let addr = srv.addr;
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            thread::spawn(move || {
+                let mut c = common::client(addr);
+                for _ in 0..200 {
+                    let _: i64 = c.incr("counter", 1).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut c = common::client(addr);
+    assert_eq!(c.get::<_, i64>("counter").unwrap(), 1600);
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn acknowledged_writes_and_ttls_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    for i in 0..1000 {
+        let _: () = c.set(format!("key{i}"), format!("value{i}")).unwrap();
+    }
+    let _: () = c.set_ex("ttl", "v", 1000).unwrap();
+    // SHUTDOWN closes the connection without a reply, as in Redis.
+    let r: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut c);
+    assert!(r.is_err());
+    srv.join().unwrap();
+
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    for i in 0..1000 {
+        assert_eq!(
+            c.get::<_, String>(format!("key{i}")).unwrap(),
+            format!("value{i}")
+        );
+    }
+    let ttl: i64 = c.ttl("ttl").unwrap();
+    assert!((990..=1000).contains(&ttl), "{ttl}");
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn expired_keys_are_never_returned_and_the_pass_removes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start_with(dir.path(), |c| c.hz = 50);
+    let mut c = common::client(srv.addr);
+    for i in 0..50 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("e{i}"))
+            .arg("v")
+            .arg("PX")
+            .arg(50)
+            .query(&mut c)
+            .unwrap();
+    }
+    let _: () = c.set("keep", "v").unwrap();
+    thread::sleep(Duration::from_millis(120));
+    assert_eq!(c.get::<_, Option<String>>("e1").unwrap(), None);
+    assert_eq!(c.exists::<_, i64>("e2").unwrap(), 0);
+    assert_eq!(c.ttl::<_, i64>("e3").unwrap(), -2);
+    // The pass deletes them for real (INFO counts them).
+    let mut removed = 0;
+    for _ in 0..100 {
+        let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+        removed = info
+            .lines()
+            .find_map(|l| l.strip_prefix("expired_keys:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        if removed == 50 {
+            break;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(removed, 50);
+    let keys: Vec<String> = c.keys("*").unwrap();
+    assert_eq!(keys, vec!["keep"]);
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn scan_visits_every_key_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    for i in 0..300 {
+        let _: () = c.set(format!("s{i:03}"), i).unwrap();
+    }
+    let _: () = c.set("other", 1).unwrap();
+    let mut seen: Vec<String> = c.scan_match("s*").unwrap().collect();
+    seen.sort();
+    let want: Vec<String> = (0..300).map(|i| format!("s{i:03}")).collect();
+    assert_eq!(seen, want);
+    let r: redis::RedisResult<Value> = redis::cmd("SCAN").arg("12345678").query(&mut c);
+    assert!(r.unwrap_err().to_string().contains("invalid cursor"));
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn databases_are_separate() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let _: () = c.set("k", "db0").unwrap();
+    let _: () = redis::cmd("SELECT").arg(3).query(&mut c).unwrap();
+    assert_eq!(c.get::<_, Option<String>>("k").unwrap(), None);
+    let _: () = c.set("k", "db3").unwrap();
+    let _: () = redis::cmd("FLUSHDB").query(&mut c).unwrap();
+    let _: () = redis::cmd("SELECT").arg(0).query(&mut c).unwrap();
+    assert_eq!(c.get::<_, String>("k").unwrap(), "db0");
+    let r: redis::RedisResult<()> = redis::cmd("SELECT").arg(16).query(&mut c);
+    assert!(r
+        .unwrap_err()
+        .to_string()
+        .contains("DB index is out of range"));
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn requirepass_gates_commands_until_auth() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start_with(dir.path(), |c| c.requirepass = Some("s3cret".into()));
+    let mut s = common::raw(srv.addr);
+    let r = common::exchange(&mut s, b"GET a\r\n", 32);
+    assert_eq!(r, b"-NOAUTH Authentication required.\r\n");
+    let r = common::exchange(&mut s, b"AUTH wrong\r\n", 70);
+    assert_eq!(
+        r,
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+    );
+    let r = common::exchange(&mut s, b"AUTH s3cret\r\nSET a 1\r\nGET a\r\n", 16);
+    assert_eq!(r, b"+OK\r\n+OK\r\n$1\r\n1\r\n");
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn client_kill_closes_the_other_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut victim = common::raw(srv.addr);
+    let r = common::exchange(&mut victim, b"CLIENT ID\r\n", 4);
+    let id = String::from_utf8(r[1..r.len() - 2].to_vec()).unwrap();
+    let mut c = common::client(srv.addr);
+    let n: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("ID")
+        .arg(&id)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 1);
+    assert!(common::closed(&mut victim));
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn maxclients_refuses_the_extra_connection_with_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start_with(dir.path(), |c| c.maxclients = 2);
+    let mut a = common::raw(srv.addr);
+    let mut b = common::raw(srv.addr);
+    assert_eq!(common::exchange(&mut a, b"PING\r\n", 7), b"+PONG\r\n");
+    assert_eq!(common::exchange(&mut b, b"PING\r\n", 7), b"+PONG\r\n");
+    let mut c = common::raw(srv.addr);
+    let r = common::exchange(&mut c, b"PING\r\n", 37);
+    assert_eq!(r, b"-ERR max number of clients reached\r\n");
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn an_idle_client_is_closed_after_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start_with(dir.path(), |c| c.timeout = Duration::from_secs(1));
+    let mut s = common::raw(srv.addr);
+    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    assert!(common::closed(&mut s));
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn resp3_hello_switches_protocol() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut s = common::raw(srv.addr);
+    let r = common::exchange(&mut s, b"HELLO 3\r\n", 10_000);
+    assert!(
+        r.starts_with(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n"),
+        "{r:?}"
+    );
+    let r = common::exchange(&mut s, b"GET nothing\r\nCONFIG GET port\r\n", 20);
+    let port = srv.addr.port().to_string();
+    let want = format!("_\r\n%1\r\n$4\r\nport\r\n${}\r\n{port}\r\n", port.len());
+    assert_eq!(String::from_utf8_lossy(&r), want);
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn acl_users_from_the_config_are_limited_to_their_commands_and_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start_with(dir.path(), |c| {
+        c.requirepass = Some("admin".into());
+        c.users = vec!["app on >apppw ~features:* +@read +@write -@dangerous".into()];
+    });
+    let mut s = common::raw(srv.addr);
+    let r = common::exchange(
+        &mut s,
+        b"AUTH app apppw\r\nSET features:1 x\r\nGET features:1\r\n",
+        5 + 5 + 7,
+    );
+    assert_eq!(r, b"+OK\r\n+OK\r\n$1\r\nx\r\n");
+    let r = common::exchange(&mut s, b"SET other 1\r\n", 80);
+    assert_eq!(
+        String::from_utf8_lossy(&r),
+        "-NOPERM this user has no permissions to access one of the keys used as arguments\r\n"
+    );
+    let r = common::exchange(&mut s, b"FLUSHALL\r\n", 80);
+    assert_eq!(
+        String::from_utf8_lossy(&r),
+        "-NOPERM this user has no permissions to run the 'flushall' command\r\n"
+    );
+    // Deleting the user closes its connections.
+    let mut admin = common::raw(srv.addr);
+    let r = common::exchange(&mut admin, b"AUTH admin\r\nACL DELUSER app\r\n", 9);
+    assert_eq!(r, b"+OK\r\n:1\r\n");
+    let r = common::exchange(&mut s, b"PING\r\n", 7);
+    assert_eq!(r, b"");
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn slow_commands_are_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start_with(dir.path(), |c| c.slowlog_log_slower_than = 0);
+    let mut c = common::client(srv.addr);
+    let _: () = c.set("a", "b").unwrap();
+    let n: i64 = redis::cmd("SLOWLOG").arg("LEN").query(&mut c).unwrap();
+    assert!(n >= 1);
+    let v: Value = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(-1)
+        .query(&mut c)
+        .unwrap();
+    let text = format!("{v:?}");
+    assert!(
+        text.contains(r#"bulk-string('"SET"'), bulk-string('"a"')"#),
+        "{text}"
+    );
+    srv.shutdown().unwrap();
+}

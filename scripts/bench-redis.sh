@@ -1,0 +1,295 @@
+#!/usr/bin/env bash
+# Rialto's server against Redis 7 with redis-benchmark, on this machine.
+#
+# For each round, each server configuration is started fresh (new data directory on the disk
+# that holds this repository, never tmpfs: fsync on tmpfs costs nothing and would make the
+# durable numbers meaningless), benchmarked, and stopped; Redis and Rialto alternate, and which
+# of them goes first swaps every round so neither always gets the warmer machine. The table
+# shows medians over the rounds.
+#
+# Cases (redis-benchmark -n 200000 -c 50 -d 100 -r 1000000):
+#   get-p1        GET, -P 1; all 1,000,000 keys are loaded first so every GET hits
+#   get-p16       GET, -P 16 (same servers as get-p1)
+#   set-always    SET; Redis appendonly yes + appendfsync always vs Rialto --appendfsync always
+#   set-everysec  SET; appendfsync everysec on both
+# Each -P 1 case also reports p99 latency (redis-benchmark --csv's p99_latency_ms).
+# Targets (Rialto / Redis): GET >= 1.0x, durable SET >= 1.5x, everysec SET >= 1.0x, and a
+# Rialto p99 <= 1 ms at -c 50 -P 1.
+#
+# Usage:
+#   scripts/bench-redis.sh [--rounds N] [--quick] [--cases get-p1,get-p16,set-always,set-everysec]
+#     --rounds N   rounds (default 3)
+#     --quick      -n 20000 instead of 200000, to check the setup
+#     --cases L    comma-separated subset of the cases above (default: all)
+#
+# Environment:
+#   RIALTO_BIN   the rialto binary (default: target/release/rialto, built here first)
+#   BENCH_DIR    parent of the data directories (default: target/bench-redis in this repo)
+#   REDIS_PORT, RIALTO_PORT   ports to use (default 7611 and 7612)
+#
+# Needs redis-server 7 and redis-tools (redis-benchmark, redis-cli); on Debian/Ubuntu they are
+# installed with apt-get when missing. Progress goes to stderr, the table to stdout.
+set -euo pipefail
+# Paths given by the caller are relative to where it ran, not to the repository.
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+[ -n "${RIALTO_BIN:-}" ] && [[ $RIALTO_BIN != /* ]] && [[ $RIALTO_BIN == */* ]] && RIALTO_BIN=$PWD/$RIALTO_BIN
+[ -n "${BENCH_DIR:-}" ] && [[ $BENCH_DIR != /* ]] && BENCH_DIR=$PWD/$BENCH_DIR
+cd "$(dirname "$0")/.."
+repo=$PWD
+
+rounds=3
+requests=200000
+all_cases=(get-p1 get-p16 set-always set-everysec)
+cases=("${all_cases[@]}")
+clients=50
+data_size=100
+keyspace=1000000
+redis_port=${REDIS_PORT:-7611}
+rialto_port=${RIALTO_PORT:-7612}
+bench_dir=${BENCH_DIR:-$repo/target/bench-redis}
+# A hung server must not hang the script; generous for 200000 durable SETs on a slow disk.
+bench_timeout=900
+
+die() {
+    echo "error: $*" >&2
+    exit 1
+}
+log() { echo "$*" >&2; }
+
+usage() {
+    sed -n '2,/^set -euo/p' "$self" | sed '$d' | sed 's/^# \{0,1\}//'
+}
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rounds) [ $# -ge 2 ] || die "--rounds needs a value"; rounds=$2; shift 2 ;;
+        --rounds=*) rounds=${1#*=}; shift ;;
+        --quick) requests=20000; shift ;;
+        --cases) [ $# -ge 2 ] || die "--cases needs a value"; IFS=, read -r -a cases <<<"$2"; shift 2 ;;
+        --cases=*) IFS=, read -r -a cases <<<"${1#*=}"; shift ;;
+        -h|--help) usage; exit 0 ;;
+        *) die "unknown argument $1 (see --help)" ;;
+    esac
+done
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, not '$rounds'"
+[ ${#cases[@]} -gt 0 ] || die "--cases is empty"
+for c in "${cases[@]}"; do
+    [[ " ${all_cases[*]} " == *" $c "* ]] || die "unknown case '$c' (known: ${all_cases[*]})"
+done
+want() { [[ " ${cases[*]} " == *" $1 "* ]]; }
+[ "$redis_port" != "$rialto_port" ] || die "REDIS_PORT and RIALTO_PORT must differ"
+
+# --- tools -------------------------------------------------------------------------------
+if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null \
+    || ! command -v redis-cli >/dev/null; then
+    log "== installing redis-server and redis-tools"
+    if [ "$(id -u)" -eq 0 ]; then
+        sudo=()
+    elif command -v sudo >/dev/null; then
+        sudo=(sudo)
+    else
+        die "redis-server/redis-tools are missing and there is no root or sudo to install them"
+    fi
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq redis-server redis-tools >&2
+    # The package starts a system-wide Redis on 6379; it is not ours to stop, and its port
+    # is not one of ours.
+fi
+redis_version=$(redis-server --version | sed -n 's/.* v=\([0-9.]*\).*/\1/p')
+[[ $redis_version == 7.* ]] || log "warning: the comparison is meant against Redis 7, this is '$redis_version'"
+
+if [ -z "${RIALTO_BIN:-}" ]; then
+    log "== building rialto (release)"
+    nice -n 10 cargo build --release --locked -p rialto >&2
+    RIALTO_BIN=$repo/target/release/rialto
+fi
+[ -x "$RIALTO_BIN" ] || die "RIALTO_BIN=$RIALTO_BIN is not an executable"
+
+# --- data directories: on disk, never tmpfs ------------------------------------------------
+# Checked on the nearest existing ancestor, before creating anything there.
+probe=$bench_dir
+until [ -d "$probe" ]; do probe=$(dirname "$probe"); done
+fstype=$(df --output=fstype "$probe" 2>/dev/null | tail -n 1) || true
+[ -n "$fstype" ] || fstype=$(stat -f -c %T "$probe")
+case "$fstype" in
+    tmpfs|ramfs) die "$bench_dir is on $fstype: fsync there is free, so durable results would mean nothing; set BENCH_DIR to a directory on disk" ;;
+esac
+mkdir -p "$bench_dir"
+run_dir=$(mktemp -d "$bench_dir/run.XXXXXX")
+
+# --- cleanup: our servers and our directories, whatever happens ---------------------------
+server_pid=
+cleanup() {
+    if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+        kill -KILL "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+    rm -rf "$run_dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# start_server redis|rialto MODE DIR: MODE is none (Redis without AOF), always or everysec.
+start_server() {
+    local kind=$1 mode=$2 dir=$3 port
+    if [ "$kind" = redis ]; then port=$redis_port; else port=$rialto_port; fi
+    port_in_use "$port" && die "port $port is already in use (set ${kind^^}_PORT)"
+    if [ "$kind" = redis ]; then
+        local aof=(--appendonly yes --appendfsync "$mode")
+        [ "$mode" = none ] && aof=(--appendonly no)
+        redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' "${aof[@]}" \
+            >"$dir/server.log" 2>&1 &
+    else
+        "$RIALTO_BIN" serve --dir "$dir" --port "$port" --appendfsync "$mode" \
+            >"$dir/server.log" 2>&1 &
+    fi
+    server_pid=$!
+    local i
+    for ((i = 0; i < 300; i++)); do
+        if ! kill -0 "$server_pid" 2>/dev/null; then
+            tail -n 20 "$dir/server.log" >&2 || true
+            server_pid=
+            die "$kind exited while starting"
+        fi
+        [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = PONG ] && return 0
+        sleep 0.1
+    done
+    tail -n 20 "$dir/server.log" >&2 || true
+    die "$kind did not answer PING on port $port within 30 s"
+}
+
+stop_server() {
+    [ -n "$server_pid" ] || return 0
+    kill -TERM "$server_pid" 2>/dev/null || true
+    local i
+    for ((i = 0; i < 150; i++)); do
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=
+}
+
+# Loads every key of redis-benchmark's -r keyspace (key:%012d, values of -d bytes), so that
+# every GET hits. A redis-benchmark SET run would not do: random keys cover only part of it.
+preload() {
+    local port=$1 out
+    out=$(awk -v n="$keyspace" -v size="$data_size" 'BEGIN {
+            v = sprintf("%" size "s", ""); gsub(/ /, "x", v)
+            for (i = 0; i < n; i++)
+                printf "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$%d\r\n%s\r\n", i, size, v
+        }' | redis-cli -h 127.0.0.1 -p "$port" --pipe 2>&1) || true
+    # redis-cli prints every error reply; the first and the totals tell enough.
+    [[ $out == *"errors: 0, replies: $keyspace"* ]] \
+        || die "preload failed: $(head -n 1 <<<"$out") ... $(tail -n 1 <<<"$out")"
+    local got
+    got=$(redis-cli -h 127.0.0.1 -p "$port" get "key:$(printf %012d $((keyspace - 1)))")
+    [ ${#got} -eq "$data_size" ] || die "preload check: GET returned '${got:0:40}'"
+}
+
+# bench PORT TEST PIPELINE: prints "ops_per_sec p99_ms".
+bench() {
+    local port=$1 test=$2 pipeline=$3 out line
+    out=$(timeout "$bench_timeout" redis-benchmark -h 127.0.0.1 -p "$port" -t "$test" \
+        -n "$requests" -c "$clients" -d "$data_size" -r "$keyspace" -P "$pipeline" --csv 2>&1) \
+        || die "redis-benchmark failed (or took over ${bench_timeout}s): $(head -c 2000 <<<"$out")"
+    # redis-benchmark 7 exits non-zero on an error reply; older ones only printed it, and a
+    # server answering errors must not score.
+    [[ $out != *"Error from server"* ]] || die "the server answered errors: $(grep -m1 'Error from server' <<<"$out")"
+    # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+    line=$(grep -m1 -i "^\"$test\"," <<<"$out") || die "no CSV result line in: $out"
+    awk -F, '{ gsub(/"/, ""); print $2, $7 }' <<<"$line"
+}
+
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# --- rounds --------------------------------------------------------------------------------
+declare -A ops p99
+groups=()
+{ want get-p1 || want get-p16; } && groups+=(get)
+want set-always && groups+=(set-always)
+want set-everysec && groups+=(set-everysec)
+
+log "== $rounds round(s), redis-benchmark -n $requests -c $clients -d $data_size -r $keyspace; data in $bench_dir ($fstype)"
+for ((round = 1; round <= rounds; round++)); do
+    if ((round % 2)); then order=(redis rialto); else order=(rialto redis); fi
+    for group in "${groups[@]}"; do
+        for kind in "${order[@]}"; do
+            port=$redis_port
+            [ "$kind" = rialto ] && port=$rialto_port
+            case "$group" in
+                # Reads do not touch the AOF; Rialto runs as deployed, durable.
+                get) [ "$kind" = redis ] && mode=none || mode=always ;;
+                set-always) mode=always ;;
+                set-everysec) mode=everysec ;;
+            esac
+            dir=$(mktemp -d "$run_dir/$kind-$group-$round.XXXXXX")
+            start_server "$kind" "$mode" "$dir"
+            runs=()
+            if [ "$group" = get ]; then
+                preload "$port"
+                want get-p1 && runs+=("get-p1 get 1")
+                want get-p16 && runs+=("get-p16 get 16")
+            else
+                runs+=("$group set 1")
+            fi
+            for r in "${runs[@]}"; do
+                read -r case test pipeline <<<"$r"
+                res=$(bench "$port" "$test" "$pipeline") || exit 1
+                read -r rps lat <<<"$res"
+                ops[$case,$kind]+="$rps "
+                p99[$case,$kind]+="$lat "
+                log "round $round/$rounds  $(printf '%-13s %-7s %12s ops/s  p99 %s ms' "$case" "$kind" "$rps" "$lat")"
+            done
+            stop_server
+            rm -rf "$dir"
+        done
+    done
+done
+
+# --- table ---------------------------------------------------------------------------------
+label() {
+    case "$1" in
+        get-p1) echo "GET -P 1" ;;
+        get-p16) echo "GET -P 16" ;;
+        set-always) echo "SET, appendfsync always" ;;
+        set-everysec) echo "SET, appendfsync everysec" ;;
+    esac
+}
+min_ratio() {
+    case "$1" in
+        set-always) echo 1.5 ;;
+        *) echo 1.0 ;;
+    esac
+}
+
+echo
+echo "Redis $redis_version vs Rialto ($RIALTO_BIN): redis-benchmark -n $requests -c $clients -d $data_size -r $keyspace, median of $rounds round(s), $(nproc) cores, data on $fstype"
+echo
+echo "| case | Redis ops/s | Rialto ops/s | Rialto/Redis | Redis p99 ms | Rialto p99 ms | target | met |"
+echo "|---|---:|---:|---:|---:|---:|---|---|"
+for c in "${all_cases[@]}"; do
+    want "$c" || continue
+    r_ops=$(median <<<"${ops[$c,redis]}")
+    x_ops=$(median <<<"${ops[$c,rialto]}")
+    r_p99=$(median <<<"${p99[$c,redis]}")
+    x_p99=$(median <<<"${p99[$c,rialto]}")
+    need=$(min_ratio "$c")
+    # p99 is judged at -P 1 only: with -P 16 a reply waits for its whole batch.
+    judge_p99=1
+    [ "$c" = get-p16 ] && judge_p99=0
+    awk -v c="$(label "$c")" -v ro="$r_ops" -v xo="$x_ops" -v rp="$r_p99" -v xp="$x_p99" \
+        -v need="$need" -v jp="$judge_p99" 'BEGIN {
+        ratio = (ro > 0) ? xo / ro : 0
+        target = sprintf("≥%.1f×", need); if (jp) target = target ", p99 ≤1 ms"
+        miss = ""
+        if (ratio < need) miss = "ratio"
+        if (jp && xp > 1.0) miss = miss (miss == "" ? "" : ", ") "p99"
+        met = (miss == "") ? "✓" : "✗ (" miss ")"
+        printf "| %s | %.0f | %.0f | %.2f× | %.3f | %.3f | %s | %s |\n", c, ro, xo, ratio, rp, xp, target, met
+    }'
+done

@@ -1,0 +1,896 @@
+#!/usr/bin/env python3
+"""Differential test: the same seeded random command stream to redis-server and to Rialto over raw
+sockets, every reply compared byte for byte.
+
+    differential.py --seed N --commands 10000 --redis-port P --rialto-port Q
+
+Both servers must be running on --host (127.0.0.1) without a password; both are FLUSHALLed. Two
+streams run per seed: one in RESP2 and one that starts with HELLO 3. Commands come from a small
+key space (so they collide) and cover the string, key, connection and server commands Rialto
+implements, with random valid and invalid arguments (wrong arity, bad integers and floats, syntax
+errors, conflicting options, odd casing, unknown commands and subcommands).
+
+Replies are compared byte for byte, except where Redis itself is not deterministic, which are
+compared structurally: TTL/PTTL/EXPIRETIME/PEXPIRETIME (within 2 s), TIME, RANDOMKEY (nil or not),
+CLIENT ID/LIST/INFO (type; name, db and resp fields), INFO (type; keyspace keys and expires),
+HELLO (fields other than id/server/version), COMMAND COUNT/INFO (arity and key positions),
+SLOWLOG GET/LEN (type), KEYS (as a sorted list), single SCAN calls (shape), and full SCAN
+iterations (the set of keys found; shown as `SCAN* MATCH p COUNT n` in reports). Errors are always
+compared exactly.
+
+On the first mismatch it prints the seed, stream, command index, command and both replies, then
+shrinks the stream (delta debugging, replaying from an empty database each time) to a short
+reproducer, printed as redis-cli input. Exit status 1 on any mismatch, 0 otherwise.
+
+Timing: relative expirations are either non-positive (immediate) or >= 1000 s and unique within a
+stream (so GT/LT comparisons never depend on the millisecond), absolute ones are in the past
+(immediate) or after 2100; SET never gets a past EXAT/PXAT (Redis keeps such a key until it is
+touched, and DBSIZE counts it meanwhile).
+"""
+
+import argparse
+import math
+import os
+import random
+import re
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from resp import ConnectionClosed, Connection, ProtocolError, Reply, encode_command  # noqa: E402
+
+SCAN_ALL = b"SCAN*"  # virtual command: a full SCAN iteration, compared as a set of keys
+FUTURE = 4102444800  # 2100-01-01
+
+KEYS = [b"k0", b"k1", b"k2", b"k3", b"k4", b"k5", b"", b"bin\x00\xff", b"two words", b"k*"]
+KEY_WEIGHTS = [10, 10, 8, 6, 5, 4, 1, 1, 1, 1]
+VALUES = [
+    b"0", b"1", b"-1", b"10", b"42", b"9223372036854775807", b"-9223372036854775808",
+    b"9223372036854775806", b"1.5", b"0.1", b"1e3", b"hello", b"", b"abc", b" 1", b"01", b"+1",
+    b"\x00\x01\xff\r\n", b"x" * 100, b"3.0", b"-0", b"0x10",
+]
+BAD_INTS = [b"abc", b"", b"1.5", b" 1", b"+1", b"01", b"-", b"99999999999999999999", b"9223372036854775808", b"1e3"]
+FLOATS = [
+    b"0.1", b"0.2", b"1.5", b"-2.25", b"1e3", b"3.0e-5", b"10", b"-0.5", b"5.", b".5", b"0x10",
+    b"1e-20", b"123456789.123456789", b"-1e15", b"7", b"0", b"-0.0", b"1E2",
+]
+BAD_FLOATS = [b"inf", b"-inf", b"nan", b"abc", b"", b" 1", b"1 ", b"1e", b"1e400", b"--1"]
+PATTERNS = [b"*", b"k*", b"k[0-2]", b"?", b"??", b"*\\**", b"k[^1]", b"", b"[", b"k?", b"*o*", b"\\", b"k[2-0]", b"bin*", b"K*"]
+INFO_SECTIONS = [b"keyspace", b"server", b"clients", b"nosuch", b"all", b"default", b"everything", b"KEYSPACE"]
+NAMES = [b"worker", b"w-1", b"", b"has space", b"new\nline", b"x" * 30]
+
+
+class Gen:
+    """A seeded stream of commands (lists of bytes)."""
+
+    def __init__(self, seed, resp3=False):
+        self.rng = random.Random(seed)
+        self.resp3 = resp3
+        self.i = 0
+        self.force_hello = False
+        w = [
+            (12, self.set_), (10, self.get), (2, self.setnx), (2, self.setex), (2, self.psetex),
+            (2, self.getset), (2, self.getdel), (4, self.getex), (3, self.mget), (3, self.mset),
+            (2, self.msetnx), (4, self.append), (3, self.strlen), (3, self.getrange), (3, self.setrange),
+            (4, self.incr), (3, self.incrby), (4, self.incrbyfloat),
+            (4, self.del_), (4, self.exists), (2, self.type_), (6, self.expire), (5, self.ttl),
+            (2, self.persist), (3, self.rename), (2, self.keys), (1, self.scan), (2, self.scan_all),
+            (2, self.dbsize), (1, self.randomkey), (0.3, self.flush), (3, self.select),
+            (2, self.ping), (1, self.echo), (3, self.client), (1, self.hello), (0.3, self.reset),
+            (0.2, self.quit), (1, self.server), (1, self.unknown),
+        ]
+        self.weights = [x[0] for x in w]
+        self.makers = [x[1] for x in w]
+
+    # --- building blocks
+
+    def key(self):
+        return self.rng.choices(KEYS, KEY_WEIGHTS)[0]
+
+    def keys_(self, lo=1, hi=4):
+        return [self.key() for _ in range(self.rng.randint(lo, hi))]
+
+    def value(self):
+        if self.rng.random() < 0.1:
+            return bytes(self.rng.randrange(256) for _ in range(self.rng.randrange(12)))
+        return self.rng.choice(VALUES)
+
+    def ci(self, word):
+        """A command or option name in random case, sometimes."""
+        if self.rng.random() < 0.15:
+            return bytes(c ^ 0x20 if chr(c).isalpha() and self.rng.random() < 0.5 else c for c in word)
+        return word
+
+    def rel(self, unit_ms=False, nonpositive=0.08, bad=0.05):
+        """A relative expiry: unique and >= 1000 s, or non-positive, or not an integer."""
+        x = self.rng.random()
+        if x < nonpositive:
+            return self.rng.choice([b"0", b"-1", b"-100", b"-9223372036854775808"])
+        if x < nonpositive + bad:
+            return self.rng.choice(BAD_INTS + [b"9223372036854775807"])
+        seconds = 1000 + self.i
+        return str(seconds * 1000 + 500 if unit_ms else seconds).encode()
+
+    def abs_(self, unit_ms=False, past=0.2, bad=0.05):
+        x = self.rng.random()
+        if x < past:
+            return self.rng.choice([b"1", b"0", b"1000000000", b"-5"])
+        if x < past + bad:
+            return self.rng.choice(BAD_INTS + [b"9223372036854775807"])
+        t = FUTURE + self.i
+        return str(t * 1000 + 7 if unit_ms else t).encode()
+
+    # --- commands
+
+    def set_(self):
+        args = [self.ci(b"SET"), self.key(), self.value()]
+        opts = []
+        if self.rng.random() < 0.3:
+            opts.append([self.ci(b"NX")] if self.rng.random() < 0.5 else [self.ci(b"XX")])
+        if self.rng.random() < 0.2:
+            opts.append([self.ci(b"GET")])
+        if self.rng.random() < 0.4:
+            kind = self.rng.choice([b"EX", b"PX", b"EXAT", b"PXAT", b"KEEPTTL"])
+            if kind == b"KEEPTTL":
+                opts.append([self.ci(kind)])
+            elif kind in (b"EX", b"PX"):
+                opts.append([self.ci(kind), self.rel(kind == b"PX")])
+            else:
+                opts.append([self.ci(kind), self.abs_(kind == b"PXAT", past=0)])
+        if self.rng.random() < 0.05:  # conflicting or bogus options
+            opts.append(self.rng.choice([[b"NX"], [b"XX"], [b"EX", b"1000"], [b"KEEPTTL"], [b"FOO"], [b"GET"], [b"PX"]]))
+        self.rng.shuffle(opts)
+        for o in opts:
+            args += o
+        return args
+
+    def get(self):
+        return [self.ci(b"GET"), self.key()]
+
+    def setnx(self):
+        return [self.ci(b"SETNX"), self.key(), self.value()]
+
+    def setex(self):
+        return [self.ci(b"SETEX"), self.key(), self.rel(), self.value()]
+
+    def psetex(self):
+        return [self.ci(b"PSETEX"), self.key(), self.rel(True), self.value()]
+
+    def getset(self):
+        return [self.ci(b"GETSET"), self.key(), self.value()]
+
+    def getdel(self):
+        return [self.ci(b"GETDEL"), self.key()]
+
+    def getex(self):
+        args = [self.ci(b"GETEX"), self.key()]
+        r = self.rng.random()
+        if r < 0.2:
+            args += [self.ci(b"EX"), self.rel()]
+        elif r < 0.35:
+            args += [self.ci(b"PX"), self.rel(True)]
+        elif r < 0.5:
+            args += [self.ci(b"EXAT"), self.abs_()]
+        elif r < 0.6:
+            args += [self.ci(b"PXAT"), self.abs_(True)]
+        elif r < 0.75:
+            args += [self.ci(b"PERSIST")]
+        elif r < 0.85:
+            args += self.rng.choice([[b"EX", b"1000", b"PERSIST"], [b"KEEPTTL"], [b"EX"], [b"PERSIST", b"PERSIST"], [b"FOO"]])
+        return args
+
+    def mget(self):
+        return [self.ci(b"MGET")] + self.keys_(1, 5)
+
+    def mset(self):
+        args = [self.ci(b"MSET")]
+        for k in self.keys_(1, 4):
+            args += [k, self.value()]
+        return args
+
+    def msetnx(self):
+        args = [self.ci(b"MSETNX")]
+        for k in self.keys_(1, 3):
+            args += [k, self.value()]
+        return args
+
+    def append(self):
+        return [self.ci(b"APPEND"), self.key(), self.value()]
+
+    def strlen(self):
+        return [self.ci(b"STRLEN"), self.key()]
+
+    def idx(self):
+        return str(self.rng.choice([0, 1, 2, 3, 5, 10, 100, -1, -2, -3, -10, -100, 9223372036854775807, -9223372036854775808])).encode()
+
+    def getrange(self):
+        name = b"SUBSTR" if self.rng.random() < 0.1 else b"GETRANGE"
+        return [self.ci(name), self.key(), self.idx(), self.idx()]
+
+    def setrange(self):
+        offset = self.rng.choice([b"0", b"1", b"3", b"5", b"10", b"64", b"-1", b"536870912", b"abc"])
+        return [self.ci(b"SETRANGE"), self.key(), offset, self.rng.choice([b"", b"x", b"XYZ", b"\x00"])]
+
+    def incr(self):
+        return [self.ci(self.rng.choice([b"INCR", b"DECR"])), self.key()]
+
+    def incrby(self):
+        n = self.rng.choice([b"1", b"-1", b"10", b"-100", b"0", b"9223372036854775807", b"-9223372036854775808", b"4611686018427387904"])
+        if self.rng.random() < 0.1:
+            n = self.rng.choice(BAD_INTS)
+        return [self.ci(self.rng.choice([b"INCRBY", b"DECRBY"])), self.key(), n]
+
+    def incrbyfloat(self):
+        f = self.rng.choice(FLOATS) if self.rng.random() < 0.9 else self.rng.choice(BAD_FLOATS)
+        return [self.ci(b"INCRBYFLOAT"), self.key(), f]
+
+    def del_(self):
+        return [self.ci(self.rng.choice([b"DEL", b"UNLINK"]))] + self.keys_(1, 3)
+
+    def exists(self):
+        return [self.ci(b"EXISTS")] + self.keys_(1, 4)
+
+    def type_(self):
+        return [self.ci(b"TYPE"), self.key()]
+
+    def expire(self):
+        cmd = self.rng.choice([b"EXPIRE", b"PEXPIRE", b"EXPIREAT", b"PEXPIREAT"])
+        if cmd == b"EXPIRE":
+            t = self.rel()
+        elif cmd == b"PEXPIRE":
+            t = self.rel(True)
+        else:
+            t = self.abs_(cmd == b"PEXPIREAT")
+        args = [self.ci(cmd), self.key(), t]
+        r = self.rng.random()
+        if r < 0.4:
+            args.append(self.ci(self.rng.choice([b"NX", b"XX", b"GT", b"LT"])))
+        elif r < 0.5:
+            args += self.rng.sample([b"NX", b"XX", b"GT", b"LT", b"FOO", b"nx"], 2)
+        return args
+
+    def ttl(self):
+        return [self.ci(self.rng.choice([b"TTL", b"PTTL", b"EXPIRETIME", b"PEXPIRETIME"])), self.key()]
+
+    def persist(self):
+        return [self.ci(b"PERSIST"), self.key()]
+
+    def rename(self):
+        return [self.ci(self.rng.choice([b"RENAME", b"RENAMENX"])), self.key(), self.key()]
+
+    def keys(self):
+        return [self.ci(b"KEYS"), self.rng.choice(PATTERNS)]
+
+    def scan(self):
+        # Only cursors both servers define: 0, and values neither parses. Rialto's cursors are
+        # ids it issued (docs/design.md §11.4); an id it never issued, such as Redis's -1, is
+        # "ERR invalid cursor" there, while Redis treats any number as a table position.
+        args = [self.ci(b"SCAN"), self.rng.choice([b"0", b"0", b"", b"abc", b" 1", b"18446744073709551616"])]
+        if self.rng.random() < 0.5:
+            args += [self.ci(b"MATCH"), self.rng.choice(PATTERNS)]
+        if self.rng.random() < 0.5:
+            args += [self.ci(b"COUNT"), self.rng.choice([b"1", b"5", b"100", b"0", b"-1", b"abc"])]
+        if self.rng.random() < 0.1:
+            args += self.rng.choice([[b"TYPE", b"string"], [b"TYPE", b"list"], [b"TYPE"], [b"FOO", b"x"], [b"MATCH"]])
+        return args
+
+    def scan_all(self):
+        args = [SCAN_ALL]
+        if self.rng.random() < 0.6:
+            args += [b"MATCH", self.rng.choice(PATTERNS)]
+        args += [b"COUNT", self.rng.choice([b"1", b"2", b"10", b"1000"])]
+        if self.rng.random() < 0.15:
+            args += [b"TYPE", self.rng.choice([b"string", b"list"])]
+        return args
+
+    def dbsize(self):
+        return [self.ci(b"DBSIZE")]
+
+    def randomkey(self):
+        return [self.ci(b"RANDOMKEY")]
+
+    def flush(self):
+        args = [self.ci(self.rng.choice([b"FLUSHDB", b"FLUSHDB", b"FLUSHALL"]))]
+        if self.rng.random() < 0.4:
+            args.append(self.rng.choice([b"ASYNC", b"SYNC", b"sync", b"FOO"]))
+        return args
+
+    def select(self):
+        db = self.rng.choices([b"0", b"1", b"15", b"16", b"-1", b"abc", b"1.0"], [40, 40, 3, 2, 1, 1, 1])[0]
+        return [self.ci(b"SELECT"), db]
+
+    def ping(self):
+        return [self.ci(b"PING")] + ([self.value()] if self.rng.random() < 0.4 else [])
+
+    def echo(self):
+        return [self.ci(b"ECHO"), self.value()]
+
+    def client(self):
+        r = self.rng.random()
+        if r < 0.3:
+            return [b"CLIENT", self.ci(b"SETNAME"), self.rng.choice(NAMES)]
+        if r < 0.55:
+            return [b"CLIENT", self.ci(b"GETNAME")]
+        if r < 0.65:
+            return [b"CLIENT", self.ci(b"ID")]
+        if r < 0.72:
+            return [b"CLIENT", self.ci(b"INFO")]
+        if r < 0.8:
+            return [b"CLIENT", self.ci(b"LIST")] + self.rng.choice([[], [b"TYPE", b"normal"], [b"TYPE", b"foo"], [b"ID", b"abc"], [b"ID", b"999999999"]])
+        if r < 0.92:
+            return [b"CLIENT", self.ci(b"KILL")] + self.rng.choice(
+                [[b"ID", b"999999999"], [b"ID", b"abc"], [b"ID", b"0"], [b"ADDR", b"1.2.3.4:5"], [b"1.2.3.4:5"], [b"FOO", b"bar"], [b"ADDR", b"1.2.3.4:5", b"SKIPME", b"yes"]]
+            )
+        return [b"CLIENT", self.rng.choice([b"NOSUCH", b"setname"])]
+
+    def hello(self):
+        if self.resp3:
+            proto = self.rng.choices([b"3", b"2", b"4", b"abc"], [6, 1, 1, 1])[0]
+        else:
+            proto = self.rng.choices([b"2", b"3", b"4", b"abc"], [6, 1, 1, 1])[0]
+        args = [self.ci(b"HELLO"), proto]
+        r = self.rng.random()
+        if r < 0.2:
+            args += [b"SETNAME", self.rng.choice(NAMES)]
+        elif r < 0.3:
+            args += [b"AUTH", b"default", b"anything"]
+        elif r < 0.35:
+            args += self.rng.choice([[b"FOO"], [b"AUTH"], [b"SETNAME"]])
+        return args
+
+    def reset(self):
+        return [self.ci(b"RESET")]
+
+    def quit(self):
+        return [self.ci(b"QUIT")]
+
+    def server(self):
+        return self.rng.choice(
+            [
+                lambda: [b"TIME"],
+                lambda: [b"COMMAND", b"COUNT"],
+                lambda: [b"COMMAND", b"GETKEYS"] + self.rng.choice(
+                    [[b"SET", b"a", b"b"], [b"MSET", b"a", b"1", b"b", b"2"], [b"GET"], [b"PING"], [b"NOSUCH", b"a"], [b"EXPIRE", b"k", b"10"], [b"RENAME", b"a", b"b"], [b"GET", b"a", b"b"]]
+                ),
+                lambda: [b"COMMAND", b"INFO"] + self.rng.sample([b"get", b"set", b"nosuch", b"mset", b"expire", b"client"], 2),
+                lambda: [b"CONFIG", b"GET"] + self.rng.choice([[b"databases"], [b"nosuchparam"], [], [b"databases", b"nosuch"]]),
+                lambda: [b"CONFIG"],
+                lambda: [b"SLOWLOG", self.rng.choice([b"GET", b"LEN", b"RESET", b"NOSUCH"])],
+                lambda: [b"SLOWLOG", b"GET", self.rng.choice([b"1", b"-1", b"abc", b"-2"])],
+                lambda: [b"INFO"] + ([self.rng.choice(INFO_SECTIONS)] if self.rng.random() < 0.8 else []),
+                lambda: [b"TIME", b"x"],
+                lambda: [b"DBSIZE", b"x"],
+            ]
+        )()
+
+    def unknown(self):
+        return self.rng.choice([[b"NOSUCHCMD"], [b"nosuch", b"a", b"b"], [b"GETT", b"k0"], [b"x" * 60, b"y"]])
+
+    def mutate(self, args):
+        """Breaks a command: arity, a bad integer, or an extra token."""
+        if args[0] == SCAN_ALL or len(args) < 1:
+            return args
+        args = list(args)
+        # Keep the subcommand of container commands (a bare COMMAND lists the whole table, in
+        # hash order).
+        first = 2 if args[0].upper() in (b"CLIENT", b"COMMAND", b"CONFIG", b"SLOWLOG") else 1
+        r = self.rng.random()
+        if r < 0.35 and len(args) > first:
+            del args[self.rng.randrange(first, len(args))]
+        elif r < 0.6:
+            # (No small positive numbers: `SET k v PX` + "1" would make a key that expires mid-run.)
+            args.insert(self.rng.randrange(1, len(args) + 1), self.rng.choice([b"extra", b"-1", b"NX", b"EX", b""]))
+        elif len(args) > first:
+            args[self.rng.randrange(first, len(args))] = self.rng.choice(BAD_INTS)
+        return args
+
+    def next(self):
+        self.i += 1
+        if self.force_hello:
+            self.force_hello = False
+            return [b"HELLO", b"3"]
+        args = self.rng.choices(self.makers, self.weights)[0]()
+        if self.rng.random() < 0.07 and args[0].upper() != b"QUIT" and [a.upper() for a in args[:2]] != [b"CLIENT", b"KILL"]:
+            args = self.mutate(args)
+        name = args[0].upper()
+        if self.resp3 and (name in (b"QUIT", b"RESET") or (name == b"HELLO" and len(args) > 1 and args[1] == b"2")):
+            self.force_hello = True
+        return args
+
+
+def generate(seed, n, resp3=False):
+    g = Gen(seed * 2 + (1 if resp3 else 0), resp3)
+    return [g.next() for _ in range(n)]
+
+
+# ------------------------------------------------------------------------------------------------
+# comparing replies
+
+
+class Result:
+    """What one server answered to one command: raw bytes and decoded reply, or a failure note."""
+
+    __slots__ = ("raw", "reply", "note")
+
+    def __init__(self, raw=b"", reply=None, note=None):
+        self.raw, self.reply, self.note = raw, reply, note
+
+    def show(self, limit=400):
+        text = repr(self.raw[:limit]) + ("..." if len(self.raw) > limit else "")
+        if self.note:
+            text = f"{text} <{self.note}>" if self.raw else f"<{self.note}>"
+        return text
+
+
+def _int_reply(res):
+    return res.reply is not None and res.reply.kind == ":"
+
+
+def _text(rep):
+    return rep.text() if rep is not None and rep.kind in ("$", "=", "+") and rep.value is not None else None
+
+
+def _client_fields(rep):
+    """CLIENT LIST/INFO: name, db and resp of the newest client (highest id: this connection)."""
+    text = _text(rep)
+    if text is None:
+        return None
+    best, best_id = {}, -1
+    for line in text.split(b"\n"):
+        fields = dict(f.split(b"=", 1) for f in line.strip().split(b" ") if b"=" in f)
+        if not fields:
+            continue
+        try:
+            cid = int(fields.get(b"id", b"-1"))
+        except ValueError:
+            cid = -1
+        if cid >= best_id:
+            best, best_id = fields, cid
+    return {k: best.get(k) for k in (b"name", b"db", b"resp")} if best else {}
+
+
+def _keyspace(rep):
+    text = _text(rep)
+    if text is None:
+        return None
+    out, inside = {}, False
+    for line in text.split(b"\r\n"):
+        if line.startswith(b"#"):
+            inside = line.strip().lower() == b"# keyspace"
+            continue
+        if inside and line.startswith(b"db") and b":" in line:
+            db, rest = line.split(b":", 1)
+            kv = dict(p.split(b"=", 1) for p in rest.split(b",") if b"=" in p)
+            out[db] = (kv.get(b"keys"), kv.get(b"expires"))
+    return out, b"# Keyspace" in text, text == b""
+
+
+def _as_pairs(rep):
+    if rep.kind == "%":
+        return sorted((k.value, v.value) for k, v in rep.value)
+    if rep.kind == "*" and rep.value is not None and len(rep.value) % 2 == 0:
+        return sorted((rep.value[i].value, rep.value[i + 1].value) for i in range(0, len(rep.value), 2))
+    return None
+
+
+def _issued_only_divergence(args):
+    """Whether SCAN's cursor is a number (as strtoull reads it) other than 0."""
+    c = args[1] if len(args) > 1 else b""
+    body = c[1:] if c[:1] in (b"+", b"-") else c
+    return body.isdigit() and int(body) != 0 and int(body) < 2**64
+
+
+def _scan_shape(rep):
+    return (
+        rep.kind == "*"
+        and rep.value is not None
+        and len(rep.value) == 2
+        and rep.value[0].kind == "$"
+        and re.fullmatch(rb"[0-9]+", rep.value[0].value or b"x") is not None
+        and rep.value[1].kind == "*"
+    )
+
+
+def compare(args, a, b):
+    """None if `a` and `b` agree for command `args`, else a short reason."""
+    if a.note or b.note:
+        if (a.note, a.raw) == (b.note, b.raw):
+            return None
+        return "different connection outcome"
+    if a.raw == b.raw:
+        return None
+    ra, rb = a.reply, b.reply
+    if (
+        args[:1] and args[0].upper() == b"SCAN" and not ra.is_error
+        and b.raw == b"-ERR invalid cursor\r\n" and _issued_only_divergence(args)
+    ):
+        # Rialto's cursors are ids it issued (docs/design.md §11.4): a non-zero cursor it never
+        # returned is refused, where Redis reads any number as a table position.
+        return None
+    if ra.is_error or rb.is_error:
+        return "different reply"
+    name = args[0].upper()
+    sub = args[1].upper() if len(args) > 1 else b""
+    if name in (b"TTL", b"EXPIRETIME", b"PTTL", b"PEXPIRETIME"):
+        if _int_reply(a) and _int_reply(b) and ra.value >= 0 and rb.value >= 0:
+            tol = 2000 if name.startswith(b"P") else 2
+            return None if abs(ra.value - rb.value) <= tol else "TTLs differ by more than 2 s"
+        return "different reply"
+    if name == b"TIME":
+        ok = all(
+            r.kind == "*" and r.value is not None and len(r.value) == 2 and all(x.kind == "$" and (x.value or b"").isdigit() for x in r.value)
+            for r in (ra, rb)
+        )
+        return None if ok else "TIME is not two integers"
+    if name == b"RANDOMKEY":
+        if ra.is_null or rb.is_null:
+            return None if ra.is_null and rb.is_null and ra.kind == rb.kind else "RANDOMKEY: nil on one side only"
+        return None if ra.kind == rb.kind else "different reply type"
+    if name == b"CLIENT" and sub == b"ID":
+        return None if ra.kind == rb.kind == ":" else "CLIENT ID not an integer"
+    if name == b"CLIENT" and sub in (b"LIST", b"INFO"):
+        if ra.kind != rb.kind:
+            return "different reply type"
+        fa, fb = _client_fields(ra), _client_fields(rb)
+        return None if fa == fb else f"client fields differ: {fa} vs {fb}"
+    if name == b"INFO":
+        if ra.kind != rb.kind:
+            return "different reply type"
+        ka, kb = _keyspace(ra), _keyspace(rb)
+        return None if ka == kb else f"INFO keyspace differs: {ka} vs {kb}"
+    if name == b"HELLO":
+        pa, pb = _as_pairs(ra), _as_pairs(rb)
+        if ra.kind != rb.kind or pa is None or pb is None:
+            return "different reply type"
+        skip = (b"id", b"server", b"version")
+        fa = [p for p in pa if p[0] not in skip]
+        fb = [p for p in pb if p[0] not in skip]
+        return None if (fa == fb and [p[0] for p in pa] == [p[0] for p in pb]) else "HELLO fields differ"
+    if name == b"COMMAND" and len(args) == 1:
+        return None if ra.kind == rb.kind else "different reply type"
+    if name == b"COMMAND" and sub == b"COUNT":
+        return None if ra.kind == rb.kind == ":" else "COMMAND COUNT not an integer"
+    if name == b"COMMAND" and sub == b"INFO":
+        if ra.kind != "*" or rb.kind != "*" or len(ra.value) != len(rb.value):
+            return "different reply shape"
+        for x, y in zip(ra.value, rb.value):
+            if x.is_null != y.is_null:
+                return "COMMAND INFO: nil on one side only"
+            if x.is_null:
+                continue
+            if x.kind != "*" or y.kind != "*" or len(x.value) < 6 or len(y.value) < 6:
+                return "COMMAND INFO: entry is not an array of at least 6"
+            if [x.value[i] for i in (0, 1, 3, 4, 5)] != [y.value[i] for i in (0, 1, 3, 4, 5)]:
+                return "COMMAND INFO: name, arity or key positions differ"
+        return None
+    if name == b"SLOWLOG" and sub in (b"GET", b"LEN"):
+        return None if ra.kind == rb.kind else "different reply type"
+    if name == b"CONFIG" and sub == b"GET":
+        return None if (ra.kind == rb.kind and _as_pairs(ra) == _as_pairs(rb)) else "CONFIG GET differs"
+    if name == b"KEYS":
+        if ra.kind == rb.kind == "*":
+            return None if sorted(x.value for x in ra.value) == sorted(x.value for x in rb.value) else "KEYS found different keys"
+        return "different reply"
+    if name == b"SCAN":
+        return None if _scan_shape(ra) and _scan_shape(rb) else "SCAN reply shape differs"
+    return "different reply"
+
+
+# ------------------------------------------------------------------------------------------------
+# running streams
+
+
+def fmt_arg(a):
+    if a and re.fullmatch(rb"[A-Za-z0-9_.:*?\-+\[\]^@/|{}]+", a):
+        return a.decode()
+    out = '"'
+    for c in a:
+        ch = chr(c)
+        if ch in '"\\':
+            out += "\\" + ch
+        elif 32 <= c < 127:
+            out += ch
+        else:
+            out += f"\\x{c:02x}"
+    return out + '"'
+
+
+def fmt_cmd(args):
+    if args and args[0] == SCAN_ALL:
+        return "SCAN* " + " ".join(fmt_arg(a) for a in args[1:]) + "   # (full SCAN iteration, keys compared as a set)"
+    return " ".join(fmt_arg(a) for a in args)
+
+
+class Side:
+    def __init__(self, name, host, port, timeout=10.0):
+        self.name, self.host, self.port, self.timeout = name, host, port, timeout
+        self.conn = None
+
+    def connect(self):
+        self.close()
+        self.conn = Connection(self.host, self.port, self.timeout)
+
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def fresh(self):
+        """Empty every database and start a new connection (RESP2, db 0, no name)."""
+        admin = Connection(self.host, self.port, self.timeout)
+        try:
+            rep = admin.call(b"FLUSHALL")
+            if rep.kind != "+":
+                raise RuntimeError(f"{self.name}: FLUSHALL failed: {rep!r}")
+        finally:
+            admin.close()
+        self.connect()
+
+    def send_batch(self, batch):
+        try:
+            self.conn.send(b"".join(encode_command(a) for a in batch))
+            return None
+        except OSError as e:
+            return f"send failed: {e}"
+
+    def read_results(self, n, send_error=None):
+        out = []
+        for _ in range(n):
+            if send_error or self.conn is None:
+                out.append(Result(note=send_error or "not connected"))
+                continue
+            try:
+                raw, rep = self.conn.read_reply()
+                out.append(Result(raw, rep))
+            except ConnectionClosed:
+                out.append(Result(note="connection closed"))
+                self.conn.close()
+                self.conn = None
+            except socket.timeout:
+                out.append(Result(note=f"no reply within {self.timeout:.0f}s"))
+                self.conn.close()
+                self.conn = None
+            except (ProtocolError, OSError) as e:
+                out.append(Result(note=f"{type(e).__name__}: {e}"))
+                self.conn.close()
+                self.conn = None
+        return out
+
+    def quit(self, args):
+        err = self.send_batch([args])
+        res = self.read_results(1, err)[0]
+        if self.conn is not None and not res.note:
+            closed = self.conn.wait_closed(2.0)
+            if not closed:
+                res.note = "connection still open after QUIT"
+        self.connect()
+        return res
+
+    def scan_all(self, args):
+        """Runs SCAN to completion; the Result lists the keys found (sorted, unique)."""
+        opts = list(args[1:])
+        cursor, found = b"0", set()
+        for _ in range(100_000):
+            err = self.send_batch([[b"SCAN", cursor] + opts])
+            res = self.read_results(1, err)[0]
+            if res.note:
+                return res
+            rep = res.reply
+            if rep.is_error:
+                return res
+            if not _scan_shape(rep):
+                return Result(res.raw, rep, "malformed SCAN reply")
+            cursor = rep.value[0].value
+            found.update(x.value for x in rep.value[1].value)
+            if cursor == b"0":
+                keys = sorted(found)
+                return Result(b"keys: " + repr(keys).encode(), Reply("*", [Reply("$", k) for k in keys]))
+        return Result(note="SCAN did not finish in 100000 calls")
+
+
+class Mismatch:
+    def __init__(self, index, args, a, b, reason):
+        self.index, self.args, self.a, self.b, self.reason = index, args, a, b, reason
+
+
+def run_stream(sides, ops, stop_at_first=True, batch_size=64, max_mismatches=1, stats=None):
+    """Sends `ops` to both sides from a fresh state; returns the list of Mismatch.
+
+    `stats`, if a dict, gets per-command counts: {NAME: [replies, error replies]} (first side)."""
+    a, b = sides
+    a.fresh()
+    b.fresh()
+    mismatches = []
+    i = 0
+    while i < len(ops):
+        args = ops[i]
+        special = args[0] == SCAN_ALL or args[0].upper() == b"QUIT"
+        if special:
+            if args[0] == SCAN_ALL:
+                ra, rb = a.scan_all(args), b.scan_all(args)
+            else:
+                ra, rb = a.quit(args), b.quit(args)
+            results = [(i, args, ra, rb)]
+            i += 1
+        else:
+            batch, size = [], 0
+            while i + len(batch) < len(ops) and len(batch) < batch_size and size < 32768:
+                nxt = ops[i + len(batch)]
+                if nxt[0] == SCAN_ALL or nxt[0].upper() == b"QUIT":
+                    break
+                batch.append(nxt)
+                size += sum(len(x) for x in nxt) + 16
+            ea, eb = a.send_batch(batch), b.send_batch(batch)
+            res_a, res_b = a.read_results(len(batch), ea), b.read_results(len(batch), eb)
+            results = [(i + j, batch[j], res_a[j], res_b[j]) for j in range(len(batch))]
+            i += len(batch)
+        for idx, cmd, ra, rb in results:
+            if stats is not None:
+                name = cmd[0].upper().decode(errors="replace")
+                if name in ("CLIENT", "COMMAND", "CONFIG", "SLOWLOG") and len(cmd) > 1:
+                    name += " " + cmd[1].upper().decode(errors="replace")
+                entry = stats.setdefault(name, [0, 0])
+                entry[0] += 1
+                entry[1] += bool(ra.reply is not None and ra.reply.is_error)
+            reason = compare(cmd, ra, rb)
+            if reason:
+                mismatches.append(Mismatch(idx, cmd, ra, rb, reason))
+                if stop_at_first or len(mismatches) >= max_mismatches:
+                    return mismatches
+        for s in (a, b):
+            if s.conn is None:
+                s.connect()
+    return mismatches
+
+
+def ddmin(items, fails, budget):
+    """Delta debugging: a 1-minimal sublist of `items` for which fails() holds (within budget)."""
+    n = 2
+    while len(items) >= 2 and budget["tests"] > 0 and time.monotonic() < budget["deadline"]:
+        chunk = math.ceil(len(items) / n)
+        subsets = [items[k : k + chunk] for k in range(0, len(items), chunk)]
+        reduced = False
+        for s in subsets:
+            if len(subsets) > 1 and fails(s):
+                items, n, reduced = s, 2, True
+                break
+        if not reduced:
+            for k in range(len(subsets)):
+                comp = [x for j, s in enumerate(subsets) if j != k for x in s]
+                if fails(comp):
+                    items, n, reduced = comp, max(n - 1, 2), True
+                    break
+        if not reduced:
+            if n >= len(items):
+                break
+            n = min(n * 2, len(items))
+    return items
+
+
+def minimise(sides, preamble, ops, budget_tests=400, budget_seconds=90, log=print):
+    """Shrinks ops (which must end in a mismatch) to a short stream that still mismatches."""
+    budget = {"tests": budget_tests, "deadline": time.monotonic() + budget_seconds}
+    cache = {}
+
+    def fails(candidate):
+        key = tuple(tuple(c) for c in candidate)
+        if key in cache:
+            return cache[key]
+        budget["tests"] -= 1
+        result = bool(run_stream(sides, preamble + list(candidate)))
+        cache[key] = result
+        return result
+
+    if not fails(ops):
+        log("  (the mismatch did not reproduce when replayed from an empty database: timing-dependent?)")
+        return None
+    # Most reproducers need only the last few commands: try growing suffixes first.
+    k = 1
+    while k < len(ops):
+        if fails(ops[-k:]):
+            ops = ops[-k:]
+            break
+        k *= 2
+    ops = ddmin(list(ops), fails, budget)
+    return ops
+
+
+def report_mismatch(m, seed, stream, a_name, b_name, log=print):
+    log(f"MISMATCH seed={seed} stream={stream} command #{m.index}: {fmt_cmd(m.args)}")
+    log(f"  why:    {m.reason}")
+    log(f"  {a_name + ':':7} {m.a.show()}")
+    log(f"  {b_name + ':':7} {m.b.show()}")
+
+
+def run_differential(seed, commands, redis_addr, rialto_addr, streams=("resp2", "resp3"), minimize=True,
+                     log=print, budget_tests=400, budget_seconds=90, keep_going=False, show_stats=False,
+                     skip=()):
+    """Runs the streams for one seed; returns a list of (stream, Mismatch, reproducer-or-None).
+
+    `skip`: command names (upper case) left out of the stream, to look past a known mismatch."""
+    sides = (Side("redis", *redis_addr), Side("rialto", *rialto_addr))
+    found = []
+    try:
+        for stream in streams:
+            resp3 = stream == "resp3"
+            preamble = [[b"HELLO", b"3"]] if resp3 else []
+            ops = [op for op in generate(seed, commands, resp3) if op[0].upper() not in skip]
+            t0 = time.monotonic()
+            st = {}
+            mism = run_stream(sides, preamble + ops, stop_at_first=not keep_going, max_mismatches=20 if keep_going else 1, stats=st)
+            took = time.monotonic() - t0
+            if show_stats:
+                for name, (n, e) in sorted(st.items(), key=lambda x: -x[1][0]):
+                    log(f"  {name:20} {n:6} replies, {e:5} errors")
+            if not mism:
+                errors = sum(e for _, e in st.values())
+                log(f"seed={seed} stream={stream}: {commands} commands ({errors} answered with errors), no mismatch ({took:.1f}s)")
+                continue
+            for m in mism:
+                report_mismatch(m, seed, stream, "redis", "rialto", log)
+            m = mism[0]
+            repro = None
+            if minimize and m.index >= len(preamble):
+                log("  minimising...")
+                body = ops[: m.index - len(preamble) + 1]
+                repro = minimise(sides, preamble, body, budget_tests, budget_seconds, log)
+                if repro is not None:
+                    log(f"  reproducer ({len(repro)} command{'s' if len(repro) != 1 else ''}, from an empty database"
+                        f"{', after HELLO 3' if resp3 else ''}; redis-cli syntax):")
+                    for c in preamble + repro:
+                        log(f"    {fmt_cmd(c)}")
+                    last = run_stream(sides, preamble + repro)
+                    if last:
+                        log(f"  replies to #{last[0].index} ({fmt_cmd(last[0].args)}): "
+                            f"redis {last[0].a.show()}  rialto {last[0].b.show()}")
+            found.append((stream, m, repro))
+    finally:
+        for s in sides:
+            s.close()
+    return found
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
+    ap.add_argument("--seeds", type=int, default=1, help="how many consecutive seeds to run (default 1)")
+    ap.add_argument("--commands", type=int, default=10000, help="commands per stream (default 10000)")
+    ap.add_argument("--host", default="127.0.0.1", help="where both servers listen (default 127.0.0.1)")
+    ap.add_argument("--redis-port", type=int, required=True)
+    ap.add_argument("--rialto-port", type=int, required=True)
+    ap.add_argument("--streams", default="resp2,resp3", help="comma-separated: resp2, resp3 (default both)")
+    ap.add_argument("--no-minimize", action="store_true", help="report the first mismatch without shrinking")
+    ap.add_argument("--keep-going", action="store_true", help="report up to 20 mismatches per stream (later ones may be fallout)")
+    ap.add_argument("--minimize-seconds", type=float, default=90)
+    ap.add_argument("--print-stream", action="store_true", help="print the generated commands and exit")
+    ap.add_argument("--stats", action="store_true", help="print how often each command ran and failed")
+    ap.add_argument("--skip", default="", help="comma-separated commands to leave out (to look past a known mismatch), e.g. SUBSTR,SCAN")
+    args = ap.parse_args(argv)
+    streams = [s.strip() for s in args.streams.split(",") if s.strip()]
+    for s in streams:
+        if s not in ("resp2", "resp3"):
+            ap.error(f"unknown stream {s!r}")
+    if args.print_stream:
+        for stream in streams:
+            print(f"# seed {args.seed} stream {stream}")
+            if stream == "resp3":
+                print("HELLO 3")
+            for c in generate(args.seed, args.commands, stream == "resp3"):
+                print(fmt_cmd(c))
+        return 0
+    failures = 0
+    for seed in range(args.seed, args.seed + args.seeds):
+        found = run_differential(
+            seed, args.commands, (args.host, args.redis_port), (args.host, args.rialto_port), streams,
+            minimize=not args.no_minimize, budget_seconds=args.minimize_seconds, keep_going=args.keep_going,
+            show_stats=args.stats, skip={c.strip().upper().encode() for c in args.skip.split(",") if c.strip()},
+        )
+        failures += len(found)
+    print(f"{'FAIL' if failures else 'ok'}: {failures} stream(s) with mismatches")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+//! `rialto serve` as a user runs it: start the binary, talk RESP over TCP, stop it with SIGTERM
+//! or SHUTDOWN, start it again on the same directory, and find every write there.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Serve {
+    child: Child,
+    port: u16,
+}
+
+fn spawn(dir: &std::path::Path, extra: &[&str]) -> Serve {
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_rialto"))
+        .args(["serve", "--dir"])
+        .arg(dir)
+        .args(["--port", &port.to_string(), "--threads", "1"])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rialto starts");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "rialto serve did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Serve { child, port }
+}
+
+fn request(port: u16, input: &[u8], reply_len: usize) -> Vec<u8> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(input).unwrap();
+    let mut out = vec![0u8; reply_len];
+    s.read_exact(&mut out).unwrap();
+    out
+}
+
+fn wait_exit(mut s: Serve) -> (i32, String) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            let mut err = String::new();
+            if let Some(e) = s.child.stderr.take() {
+                for l in BufReader::new(e).lines() {
+                    err.push_str(&l.unwrap_or_default());
+                    err.push('\n');
+                }
+            }
+            return (st.code().unwrap_or(-1), err);
+        }
+        assert!(Instant::now() < deadline, "rialto serve did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sigterm_stops_gracefully_and_a_restart_finds_every_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spawn(dir.path(), &[]);
+    let mut input = Vec::new();
+    for i in 0..200 {
+        input.extend_from_slice(format!("SET k{i} v{i}\r\n").as_bytes());
+    }
+    assert_eq!(request(s.port, &input, 5 * 200), b"+OK\r\n".repeat(200));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc_kill(s.child.id() as i32, 15) };
+    let (code, log) = wait_exit(s);
+    assert_eq!(code, 0, "{log}");
+    assert!(log.contains("SIGTERM received"), "{log}");
+
+    let s = spawn(dir.path(), &[]);
+    assert_eq!(request(s.port, b"GET k199\r\n", 10), b"$4\r\nv199\r\n");
+    assert_eq!(request(s.port, b"SHUTDOWN\r\n", 0), b"");
+    let (code, _) = wait_exit(s);
+    assert_eq!(code, 0);
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+#[test]
+fn bad_options_exit_2_with_one_line() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rialto"))
+        .args(["serve", "--port", "notaport"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("'notaport' is not a valid number"), "{err}");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_rialto"))
+        .args(["serve", "--no-such-option", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown option 'no-such-option'"));
+}
+
+#[test]
+fn a_config_file_and_flags_combine() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("rialto.toml");
+    std::fs::write(&cfg, "requirepass = \"pw\"\nslowlog-max-len = 7\n").unwrap();
+    let data = dir.path().join("data");
+    let s = spawn(&data, &["--config", cfg.to_str().unwrap()]);
+    assert_eq!(
+        request(s.port, b"PING\r\n", 34),
+        b"-NOAUTH Authentication required.\r\n"
+    );
+    let r = request(
+        s.port,
+        b"AUTH pw\r\nCONFIG GET slowlog-max-len\r\n",
+        5 + 4 + 21 + 8,
+    );
+    assert_eq!(r, b"+OK\r\n*2\r\n$15\r\nslowlog-max-len\r\n$1\r\n7\r\n");
+    assert_eq!(request(s.port, b"AUTH pw\r\nSHUTDOWN\r\n", 5), b"+OK\r\n");
+    let (code, _) = wait_exit(s);
+    assert_eq!(code, 0);
+}
