@@ -110,6 +110,12 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.pins" 2>/dev/null)" != "${pin
     echo "${pins[*]}" >"$venv/.pins"
 fi
 
+# COMPAT_SETUP_ONLY=1: install what the suite needs, run nothing (scripts/test.sh uses it to
+# have redis-server before the Rust tests that compare against it).
+if [ -n "${COMPAT_SETUP_ONLY:-}" ]; then
+    exit 0
+fi
+
 # --- the server under test -------------------------------------------------------------------
 
 export COMPAT_TARGET="${COMPAT_TARGET:-rialto}"

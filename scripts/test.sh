@@ -17,6 +17,26 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== setup: redis-server 7 and the compatibility suite's Python venv (installed if missing)"
+COMPAT_SETUP_ONLY=1 bash scripts/compat-tests.sh
+# Two scratch redis-servers for the Rust tests that compare the command table and the ACL module
+# with Redis byte for byte (crates/server/tests/*_vs_redis.rs; they skip without them).
+scratch="$(mktemp -d)"
+redis_pids=()
+stop_redis() {
+    for p in "${redis_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    rm -rf "$scratch"
+}
+trap stop_redis EXIT
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+for var in CMDTABLE_REDIS ACL_REDIS; do
+    port="$(free_port)"
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$scratch" \
+        --logfile "$scratch/$var.log" &
+    redis_pids+=("$!")
+    for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+    export "$var=127.0.0.1:$port"
+done
 echo "== cargo test"
 out="${CARGO_TARGET_DIR:-target}/test-output.txt"
 mkdir -p "$(dirname "$out")"

@@ -84,17 +84,17 @@ pub fn authenticate(shared: &Shared, user: Option<&[u8]>, pass: &[u8]) -> Result
 /// Makes `user` the connection's user.
 pub fn login(client: &mut Client, user: Arc<User>) {
     client.handle.info.lock().user = String::from_utf8_lossy(user.name()).into_owned();
-    client.user = Some(user);
+    client.set_user(Some(user));
 }
 
 /// Back to the default user: authenticated only if it needs no password (RESET).
 pub fn logout(shared: &Shared, client: &mut Client) {
     let acl = shared.acl.read();
-    client.user = if acl.default_user_needs_auth() {
+    client.set_user(if acl.default_user_needs_auth() {
         None
     } else {
         acl.user(b"default")
-    };
+    });
     client.handle.info.lock().user = "default".into();
 }
 

@@ -157,11 +157,19 @@ pub struct Client {
     pub protocol: Protocol,
     /// The authenticated user; `None` until AUTH when the default user needs a password.
     pub user: Option<Arc<User>>,
+    /// Whether `user` may do anything (permission checks are skipped).
+    pub unrestricted: bool,
     /// Close once the replies so far are written (QUIT, protocol errors).
     pub close_after_reply: bool,
 }
 
 impl Client {
+    /// Sets the connection's user (`None`: not authenticated).
+    pub fn set_user(&mut self, user: Option<Arc<User>>) {
+        self.unrestricted = user.as_ref().is_some_and(|u| u.unrestricted());
+        self.user = user;
+    }
+
     /// Switches database (SELECT).
     pub fn select(&mut self, db: u8) {
         self.db = db;

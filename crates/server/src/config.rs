@@ -232,7 +232,7 @@ pub static KEYS: &[Key] = &[
         |c, v| c.metrics_bind = parse_ip(v)?, |c| c.metrics_bind.to_string()),
     key!("metrics-port", false, "Port of the HTTP endpoint serving /metrics (Prometheus), /livez and /readyz (default 0: off).",
         |c, v| c.metrics_port = parse_num(v)?, |c| c.metrics_port.to_string()),
-    key!("threads", false, "Threads serving connections (default 0: one per CPU).",
+    key!("threads", false, "Threads serving connections (default 0: half the CPUs, at least 1). More serve more pipelined reads at once; fewer cost fewer cross-thread wake-ups per request.",
         |c, v| c.threads = parse_num(v)?, |c| c.threads.to_string()),
     key!("cache-size", false, "Block cache shared by all reads (default 256mb).",
         |c, v| c.cache_size = parse_size(v)?, |c| c.cache_size.to_string()),

@@ -100,6 +100,7 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
             handle,
             db: 0,
             protocol: Protocol::Resp2,
+            unrestricted: user.as_ref().is_some_and(|u| u.unrestricted()),
             user,
             close_after_reply: false,
         },
@@ -218,6 +219,13 @@ impl Connection {
 
     /// Resolves pending replies, in order, into the output buffer.
     async fn drain(&mut self) {
+        if self.queue_has_commit {
+            // Let the other connections with requests ready queue theirs first, then execute
+            // everything queued as one group: one journal write for all of them (with
+            // `merger-inline`; otherwise the merger thread already has them).
+            tokio::task::yield_now().await;
+            self.shared.merger.run_queued();
+        }
         while let Some(q) = self.queue.pop_front() {
             let reply = match q.item {
                 Pending::Ready(r) => r,
@@ -267,12 +275,14 @@ impl Connection {
     }
 
     async fn execute(&mut self, args: Vec<Bytes>) {
-        let handle = &self.client.handle;
-        handle.last_active_ms.store(
-            handle.created.elapsed().as_millis() as u64,
-            Ordering::Relaxed,
-        );
-        handle.commands.fetch_add(1, Ordering::Relaxed);
+        {
+            let handle = &self.client.handle;
+            handle.last_active_ms.store(
+                handle.created.elapsed().as_millis() as u64,
+                Ordering::Relaxed,
+            );
+            handle.commands.fetch_add(1, Ordering::Relaxed);
+        }
         self.shared.stats.commands.fetch_add(1, Ordering::Relaxed);
         let generation = self.shared.acl_generation.load(Ordering::Acquire);
         if generation != self.acl_seen {
@@ -280,7 +290,7 @@ impl Connection {
             if let Some(u) = &self.client.user {
                 let fresh = self.shared.acl.read().refresh(u);
                 match fresh {
-                    Some(u) => self.client.user = Some(u),
+                    Some(u) => self.client.set_user(Some(u)),
                     None => {
                         // The user was deleted: its connections close, as in Redis.
                         self.client.close_after_reply = true;
@@ -291,14 +301,15 @@ impl Connection {
         }
         let (id, handler) = match crate::commands::admit(&self.shared, &self.client, &args) {
             Ok(e) => {
-                handle
+                self.client
+                    .handle
                     .last_cmd
                     .store(e.spec.id as u8 + 1, Ordering::Relaxed);
                 (e.spec.id, e.handler)
             }
             Err(r) => return self.push(Pending::Ready(r)),
         };
-        let threshold = self.shared.slowlog.lock().threshold_micros();
+        let threshold = self.shared.slowlog_threshold();
         match handler {
             Handler::Read(f) if !self.queue_has_commit => {
                 let start = Instant::now();
@@ -317,7 +328,7 @@ impl Connection {
             Handler::Read(f) => {
                 let db = self.client.db;
                 let clock = Arc::clone(&self.shared.clock);
-                let h = self.shared.merger.submit(move |tx| {
+                let h = self.shared.merger.enqueue(move |tx| {
                     let start = Instant::now();
                     let mut io = Txn(tx);
                     let mut k: R<'_> = Keys {
@@ -333,7 +344,7 @@ impl Connection {
             Handler::Write(f) => {
                 let db = self.client.db;
                 let clock = Arc::clone(&self.shared.clock);
-                let h = self.shared.merger.submit(move |tx| {
+                let h = self.shared.merger.enqueue(move |tx| {
                     let start = Instant::now();
                     let r = {
                         let mut io = Txn(&mut *tx);

@@ -198,13 +198,31 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
         })
     }
 
-    /// Queues a transaction. `f` runs on the merger thread, in submission order, and may read
-    /// (seeing every earlier transaction, durable or not) and stage writes; if it returns
-    /// `Err`, its writes are dropped. The handle resolves with `f`'s result once the group it
-    /// ran in is durable (per [`Durability`]), or with the error that prevented it.
+    /// Queues a transaction. `f` runs on the merger thread (or, with `inline_execution`, on
+    /// this or another submitting thread), in submission order, and may read (seeing every
+    /// earlier transaction, durable or not) and stage writes; if it returns `Err`, its writes
+    /// are dropped. The handle resolves with `f`'s result once the group it ran in is durable
+    /// (per [`Durability`]), or with the error that prevented it.
     ///
     /// Keep `f` short: it runs on the one thread every write goes through.
     pub fn submit<T, F>(&self, f: F) -> CommitHandle<T>
+    where
+        F: FnOnce(&mut TxnContext<'_, E>) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let h = self.enqueue(f);
+        self.run_queued();
+        h
+    }
+
+    /// Like [`Merger::submit`] but, with `inline_execution`, only queues: the transaction
+    /// runs at the next [`Merger::run_queued`] or `submit` from any thread. A caller that
+    /// queues several transactions (or lets other tasks queue theirs) before running them gets
+    /// them merged into one group and one journal write. Without `inline_execution` it is
+    /// `submit`.
+    ///
+    /// The caller must call `run_queued` (or `submit`) before waiting on the handle.
+    pub fn enqueue<T, F>(&self, f: F) -> CommitHandle<T>
     where
         F: FnOnce(&mut TxnContext<'_, E>) -> Result<T> + Send + 'static,
         T: Send + 'static,
@@ -229,13 +247,19 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
             .queued_hint
             .store(q.jobs.len(), Ordering::Release);
         drop(q);
-        if self.shared.opts.inline_execution {
-            self.shared.execute_inline();
-        } else if first {
+        if first && !self.shared.opts.inline_execution {
             // The merger sleeps only on an empty queue.
             self.shared.queue_cv.notify_one();
         }
         CommitHandle { slot }
+    }
+
+    /// With `inline_execution`: executes every queued transaction on this thread unless
+    /// another thread already is (it then executes them). Without it: nothing to do.
+    pub fn run_queued(&self) {
+        if self.shared.opts.inline_execution {
+            self.shared.execute_inline();
+        }
     }
 
     /// Queues `batch` as one transaction (applied atomically).

@@ -210,7 +210,12 @@ impl DbInner {
         let (prefix, prefix_len) = batch_prefix(first_seq, merged.count());
         let prefix = &prefix[..prefix_len];
         let record_len = prefix_len + merged.ops_data().len();
-        let logged = match self.wal.lock().as_mut() {
+        // The WAL lock is held until `applied_seq` covers the record: `sync_log` reads
+        // `applied_seq` under it, so a sync never covers bytes beyond the point it reports (a
+        // write whose bytes a sync made durable is always acknowledged by that sync, never
+        // failed by a later one).
+        let mut wal = self.wal.lock();
+        let logged = match wal.as_mut() {
             Some(w) => {
                 let start = self.opts.clock.now_micros();
                 w.add_record_parts(KIND_BATCH, &[prefix, merged.ops_data()])
@@ -254,6 +259,7 @@ impl DbInner {
             }
         }
         self.applied_seq.store(last, Ordering::Release);
+        drop(wal);
         if publish {
             self.visible_seq.fetch_max(last, Ordering::AcqRel);
         }

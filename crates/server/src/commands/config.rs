@@ -103,6 +103,9 @@ fn set(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
         .lock()
         .configure(next.slowlog_log_slower_than, next.slowlog_max_len);
     ctx.shared
+        .slowlog_threshold
+        .store(next.slowlog_log_slower_than, Ordering::Relaxed);
+    ctx.shared
         .acl
         .write()
         .set_requirepass(next.requirepass.as_deref().map(str::as_bytes));

@@ -428,3 +428,25 @@ fn published_point_never_passes_the_durable_point() {
     assert_eq!(db.applied_point(), db.published_point());
     m.close().unwrap();
 }
+
+#[test]
+fn queued_transactions_run_as_one_group_at_run_queued() {
+    let (_fs, dynfs) = mem();
+    let db = open(dynfs);
+    let m = merger(&db, MergerOptions::default());
+    let before = m.stats().groups;
+    let hs: Vec<_> = (0..10).map(|i| m.enqueue(move |tx| {
+        tx.put(&key(i), b"v");
+        Ok(i)
+    })).collect();
+    m.run_queued();
+    for (i, h) in hs.into_iter().enumerate() {
+        assert_eq!(h.wait().unwrap(), i);
+    }
+    if INLINE {
+        // Queued, then executed together: one journal write.
+        assert_eq!(m.stats().groups - before, 1);
+    }
+    assert_eq!(db.get(&key(9)).unwrap().as_deref(), Some(&b"v"[..]));
+    m.close().unwrap();
+}
