@@ -184,8 +184,11 @@ impl CompressionKind {
 /// How Rialto commits durable writes in a benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CommitPath {
-    /// Through `rialto_txn::Merger` (async commit).
+    /// Through `rialto_txn::Merger` (async commit) with a merger thread.
     Merger,
+    /// Through the merger with inline execution: writer threads execute groups themselves
+    /// (`MergerOptions::inline_execution`, what `rialto serve` uses).
+    Inline,
     /// Through the engine's own leader/follower group commit.
     Direct,
 }

@@ -337,3 +337,36 @@ fn slow_commands_are_logged() {
     );
     srv.shutdown().unwrap();
 }
+
+#[test]
+fn the_operations_endpoint_serves_metrics_and_health() {
+    use std::io::{Read, Write};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start_with(dir.path(), |c| c.metrics_port = port);
+    let addr = srv.metrics_addr.expect("metrics endpoint");
+    let mut c = common::client(srv.addr);
+    let _: () = c.set("a", "b").unwrap();
+    let get = |path: &str| {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(s, "GET {path} HTTP/1.0\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    let m = get("/metrics");
+    assert!(m.starts_with("HTTP/1.1 200"), "{m}");
+    assert!(
+        m.contains("rialto_command_calls_total{cmd=\"set\"} 1"),
+        "{m}"
+    );
+    assert!(m.contains("rialto_merger_syncs_total"), "{m}");
+    assert!(get("/livez").starts_with("HTTP/1.1 200"));
+    assert!(get("/readyz").starts_with("HTTP/1.1 200"));
+    assert!(get("/nope").starts_with("HTTP/1.1 404"));
+    srv.shutdown().unwrap();
+}

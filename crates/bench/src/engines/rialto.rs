@@ -57,10 +57,13 @@ impl EngineFactory for RialtoFactory {
                 .map_err(|e| err(&format!("open {}", path.display()), e))?,
         );
         let merger = match cfg.commit {
-            CommitPath::Merger => Some(
+            CommitPath::Merger | CommitPath::Inline => Some(
                 Merger::start(
                     Arc::clone(&db),
-                    MergerOptions::default(),
+                    MergerOptions {
+                        inline_execution: cfg.commit == CommitPath::Inline,
+                        ..MergerOptions::default()
+                    },
                     Arc::new(rialto_io::SystemClock::new()),
                 )
                 .map_err(|e| err("start the transaction merger", e))?,
