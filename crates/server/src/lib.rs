@@ -28,4 +28,4 @@ pub mod store;
 pub mod workers;
 
 pub use config::{Config, ConfigError};
-pub use server::{serve, start, RunningServer, Server, ServerError};
+pub use server::{serve, start, start_on, RunningServer, Server, ServerError};

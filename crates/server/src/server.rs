@@ -145,12 +145,18 @@ fn raise_fd_limit(maxclients: usize) -> usize {
 
 impl Server {
     /// Opens the database and binds the sockets. Must run inside a tokio runtime.
-    pub async fn bind(mut cfg: Config) -> Result<Server, ServerError> {
+    pub async fn bind(cfg: Config) -> Result<Server, ServerError> {
+        Server::bind_on(cfg, Arc::new(rialto_io::PosixFs::new())).await
+    }
+
+    /// Like [`Server::bind`] with the database on `fs` (tests pass a fault-injecting `MemFs`).
+    pub async fn bind_on(mut cfg: Config, fs: rialto_io::FsRef) -> Result<Server, ServerError> {
         cfg.validate()
             .map_err(|e| ServerError::Config(e.to_string()))?;
         cfg.maxclients = raise_fd_limit(cfg.maxclients);
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
         let mut opts = Options {
+            fs,
             clock: Arc::clone(&clock),
             write_buffer_size: cfg.write_buffer_size,
             block_cache: Some(BlockCache::new(cfg.cache_size)),
@@ -488,13 +494,18 @@ fn runtime() -> Result<tokio::runtime::Runtime, ServerError> {
 
 /// Starts a server on a thread of its own and returns once it listens.
 pub fn start(cfg: Config) -> Result<RunningServer, ServerError> {
+    start_on(cfg, Arc::new(rialto_io::PosixFs::new()))
+}
+
+/// [`start`] with the database on `fs`.
+pub fn start_on(cfg: Config, fs: rialto_io::FsRef) -> Result<RunningServer, ServerError> {
     let (tx, rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("rialto-server".into())
         .spawn(move || {
             let rt = runtime()?;
             rt.block_on(async move {
-                match Server::bind(cfg).await {
+                match Server::bind_on(cfg, fs).await {
                     Ok(s) => {
                         let _ = tx.send(Ok((
                             s.local_addr(),
