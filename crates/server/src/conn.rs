@@ -131,6 +131,9 @@ impl Connection {
                         }
                         if self.queue.len() >= MAX_PENDING || self.out.len() >= OUT_FLUSH_BYTES {
                             self.flush().await?;
+                            if self.client.close_after_reply {
+                                return Ok(()); // over the output-buffer limit
+                            }
                         }
                     }
                     Ok(None) => break,
@@ -147,7 +150,10 @@ impl Connection {
                 }
             }
             self.flush().await?;
-            if *shutdown.borrow_and_update() || self.client.handle.killed.load(Ordering::Acquire) {
+            if self.client.close_after_reply
+                || *shutdown.borrow_and_update()
+                || self.client.handle.killed.load(Ordering::Acquire)
+            {
                 return Ok(());
             }
             let (limit, idle) = {

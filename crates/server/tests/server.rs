@@ -370,3 +370,18 @@ fn the_operations_endpoint_serves_metrics_and_health() {
     assert!(get("/nope").starts_with("HTTP/1.1 404"));
     srv.shutdown().unwrap();
 }
+
+#[test]
+fn a_client_over_the_output_buffer_limit_is_closed_and_others_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start_with(dir.path(), |c| c.output_buffer_limit = 1024);
+    let mut c = common::client(srv.addr);
+    let _: () = c.set("big", vec![b'x'; 4096]).unwrap();
+    let mut s = common::raw(srv.addr);
+    let r = common::exchange(&mut s, b"GET big\r\n", 8192);
+    assert_eq!(r, b"");
+    assert!(common::closed(&mut s));
+    // The limit is per client: small replies still flow.
+    assert_eq!(c.strlen::<_, i64>("big").unwrap(), 4096);
+    srv.shutdown().unwrap();
+}
