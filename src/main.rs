@@ -30,6 +30,9 @@ enum Command {
     /// before it is acknowledged unless --appendfsync says otherwise.
     #[command(after_help = rialto_server::config::help_text())]
     Serve(cmd::serve::Args),
+    /// Verify a database directory offline: every checksum and the invariants recovery
+    /// relies on; one line per problem, exit 1 if any.
+    Check(cmd::check::Args),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +43,12 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(args) => cmd::bench::run(args),
         Command::BenchCompare(args) => cmd::bench_compare::run(args),
+        Command::Check(args) => {
+            return match cmd::check::run(args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => cli::fail(&e),
+            }
+        }
         Command::Serve(args) => {
             return match cmd::serve::run(args) {
                 Ok(()) => ExitCode::SUCCESS,

@@ -132,3 +132,50 @@ fn a_config_file_and_flags_combine() {
     let (code, _) = wait_exit(s);
     assert_eq!(code, 0);
 }
+
+#[test]
+fn check_passes_a_clean_directory_and_reports_a_damaged_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spawn(dir.path(), &[]);
+    let mut input = Vec::new();
+    for i in 0..500 {
+        input.extend_from_slice(format!("SET key{i} value{i}\r\n").as_bytes());
+    }
+    assert_eq!(request(s.port, &input, 5 * 500), b"+OK\r\n".repeat(500));
+    assert_eq!(request(s.port, b"SHUTDOWN\r\n", 0), b"");
+    let (code, _) = wait_exit(s);
+    assert_eq!(code, 0);
+
+    let check = || {
+        Command::new(env!("CARGO_BIN_EXE_rialto"))
+            .args(["check", "--dir"])
+            .arg(dir.path())
+            .output()
+            .unwrap()
+    };
+    let out = check();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains(": ok"), "{text}");
+
+    // Shutdown flushed the memtable: the data is in a table. Damage it.
+    let table = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .expect("a table");
+    let mut data = std::fs::read(&table).unwrap();
+    let mid = data.len() / 3;
+    data[mid] ^= 0x40;
+    std::fs::write(&table, data).unwrap();
+    let out = check();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("problem: "), "{text}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: ") && err.contains("problem(s) in "),
+        "{err}"
+    );
+}

@@ -2,4 +2,5 @@
 
 pub mod bench;
 pub mod bench_compare;
+pub mod check;
 pub mod serve;

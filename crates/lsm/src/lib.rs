@@ -6,6 +6,7 @@
 //! in a manifest of version edits. See `docs/design.md` for formats and the recovery argument.
 
 pub mod cache;
+pub mod check;
 pub mod compaction;
 mod db;
 pub mod db_iter;
