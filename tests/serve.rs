@@ -19,6 +19,14 @@ struct Serve {
     port: u16,
 }
 
+impl Drop for Serve {
+    /// A failing test must not leave a server running.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn spawn(dir: &std::path::Path, extra: &[&str]) -> Serve {
     let port = free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_rialto"))
