@@ -69,13 +69,7 @@ pub fn check(fs: FsRef, dir: &Path) -> Result<Report> {
     if !fs.exists(&dir.join(current_file_name())) {
         return Err(Error::NotFound(format!("{shown} (no CURRENT file)")));
     }
-    let _lock = fs.lock(&dir.join("LOCK")).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::WouldBlock {
-            Error::Locked(shown.clone())
-        } else {
-            Error::io(format!("lock {shown}/LOCK"), e)
-        }
-    })?;
+    let _lock = crate::db::lock_dir(fs.as_ref(), dir)?;
     let mut report = Report::default();
     let versions = match VersionSet::recover(Arc::clone(&fs), dir, MAX_LEVELS) {
         Ok(v) => Some(v),

@@ -42,5 +42,6 @@ pub use encode::{
 };
 pub use error::{ProtocolError, ReplyDecodeError};
 pub use limits::{Limits, ReplyLimits};
+pub use num::parse_redis_int;
 pub use reply::{Protocol, Reply};
 pub use request::{Request, RequestDecoder};

@@ -5,7 +5,7 @@ use bytes::{BufMut, BytesMut};
 /// Parses `s` exactly as Redis's `string2ll` does: an optional `-`, then `0` alone or a digit
 /// 1-9 followed by digits, fitting an `i64`, in fewer than 21 bytes. No `+`, no spaces, no
 /// leading zeros, no `-0`.
-pub(crate) fn parse_redis_int(s: &[u8]) -> Option<i64> {
+pub fn parse_redis_int(s: &[u8]) -> Option<i64> {
     if s.is_empty() || s.len() >= 21 {
         return None;
     }

@@ -60,36 +60,9 @@ pub fn engine_error(e: &rialto_engine::Error) -> Reply {
 }
 
 /// Parses a Redis integer argument (`string2ll`: optional `-`, no `+`, no spaces, no leading
-/// zeros, within i64).
+/// zeros, within i64), as the codec parses lengths.
 pub fn parse_i64(arg: &[u8]) -> Option<i64> {
-    if arg.is_empty() || arg.len() > 20 {
-        return None;
-    }
-    if arg == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = match arg[0] {
-        b'-' => (true, &arg[1..]),
-        _ => (false, arg),
-    };
-    if digits.is_empty() || digits[0] == b'0' {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-    }
-    if neg {
-        if v > i64::MAX as u64 + 1 {
-            return None;
-        }
-        Some((v as i64).wrapping_neg())
-    } else {
-        i64::try_from(v).ok()
-    }
+    rialto_resp::parse_redis_int(arg)
 }
 
 /// An integer argument or `ERR value is not an integer or out of range`.

@@ -19,6 +19,7 @@
 
 mod iter;
 mod recovery;
+pub(crate) use recovery::lock_dir;
 mod write;
 
 use std::collections::{BTreeMap, HashSet};

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 use rialto_engine::{Error, IoRecorder, Result};
-use rialto_io::Fs;
+use rialto_io::{FileLock, Fs};
 
 use super::{parse_file_name, Counters, DbInner, FileKind, State, SuperVersion};
 use crate::cache::BlockCache;
@@ -63,6 +63,18 @@ fn validate(o: &Options) -> Result<()> {
     Ok(())
 }
 
+/// Takes the directory's `LOCK`: `Error::Locked` if another process (or handle) holds it.
+pub(crate) fn lock_dir(fs: &dyn Fs, path: &Path) -> Result<Box<dyn FileLock>> {
+    let shown = path.display();
+    fs.lock(&path.join("LOCK")).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            Error::Locked(shown.to_string())
+        } else {
+            Error::io(format!("lock {shown}/LOCK"), e)
+        }
+    })
+}
+
 pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     validate(&opts)?;
     let fs = Arc::clone(&opts.fs);
@@ -73,13 +85,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     } else if !fs.exists(path) {
         return Err(Error::NotFound(shown));
     }
-    let lock = fs.lock(&path.join("LOCK")).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::WouldBlock {
-            Error::Locked(shown.clone())
-        } else {
-            Error::io(format!("lock {shown}/LOCK"), e)
-        }
-    })?;
+    let lock = lock_dir(fs.as_ref(), path)?;
 
     let mut versions = if fs.exists(&path.join(current_file_name())) {
         if opts.error_if_exists {
