@@ -270,7 +270,7 @@ impl Connection {
             let info = self.client.handle.info.lock();
             let name = info.name.clone();
             drop(info);
-            self.shared.slowlog.lock().push(
+            self.shared.slowlog.push(
                 self.shared.now_ms() / 1000,
                 micros,
                 &args,
@@ -315,7 +315,7 @@ impl Connection {
             }
             Err(r) => return self.push(Pending::Ready(r)),
         };
-        let threshold = self.shared.slowlog_threshold();
+        let threshold = self.shared.slowlog.threshold_micros();
         match handler {
             Handler::Read(f) if !self.queue_has_commit => {
                 let start = Instant::now();

@@ -69,9 +69,7 @@ pub struct Shared {
     /// Bumped on every ACL change: connections re-fetch their user when it moves.
     pub acl_generation: Arc<std::sync::atomic::AtomicU64>,
     pub clients: Clients,
-    pub slowlog: Mutex<SlowLog>,
-    /// `slowlog-log-slower-than`, read on every command without the log's lock.
-    pub slowlog_threshold: std::sync::atomic::AtomicI64,
+    pub slowlog: SlowLog,
     pub stats: Stats,
     pub registry: Registry,
     pub started: Instant,
@@ -83,11 +81,6 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// The slow log's threshold in microseconds, `None` when logging is off.
-    pub fn slowlog_threshold(&self) -> Option<u64> {
-        u64::try_from(self.slowlog_threshold.load(Ordering::Relaxed)).ok()
-    }
-
     /// Unix milliseconds now.
     pub fn now_ms(&self) -> i64 {
         self.clock.unix_millis() as i64
@@ -211,9 +204,8 @@ impl Server {
         // CONFIG GET port reports the port clients reach, also when 0 picked it.
         cfg.port = port;
         let acl = crate::auth::acl_from_config(&cfg).map_err(ServerError::Config)?;
-        let mut slowlog = SlowLog::new();
+        let slowlog = SlowLog::new();
         slowlog.configure(cfg.slowlog_log_slower_than, cfg.slowlog_max_len);
-        let slowlog_threshold = cfg.slowlog_log_slower_than;
         let (shutdown, _) = watch::channel(false);
         let run_id: String = (0..40)
             .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).unwrap_or('0'))
@@ -226,8 +218,7 @@ impl Server {
             acl_generation: acl.generation(),
             acl: RwLock::new(acl),
             clients: Clients::default(),
-            slowlog: Mutex::new(slowlog),
-            slowlog_threshold: std::sync::atomic::AtomicI64::new(slowlog_threshold),
+            slowlog,
             stats: Stats::default(),
             registry: Registry::new(),
             started: Instant::now(),

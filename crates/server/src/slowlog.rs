@@ -4,8 +4,10 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 use rialto_resp::Reply;
 
 /// Most arguments kept per entry, and bytes kept per argument (Redis's limits).
@@ -22,46 +24,55 @@ pub struct SlowEntry {
     pub name: Option<Bytes>,
 }
 
-/// The bounded log.
+/// The bounded log. The threshold is read on every command, so it is an atomic outside the
+/// entries' lock.
 pub struct SlowLog {
+    threshold: AtomicI64,
+    log: Mutex<Entries>,
+}
+
+struct Entries {
     entries: VecDeque<SlowEntry>,
     next_id: u64,
-    threshold: i64,
     max_len: usize,
 }
 
 impl SlowLog {
     pub fn new() -> SlowLog {
         SlowLog {
-            entries: VecDeque::new(),
-            next_id: 0,
-            threshold: 10_000,
-            max_len: 128,
+            threshold: AtomicI64::new(10_000),
+            log: Mutex::new(Entries {
+                entries: VecDeque::new(),
+                next_id: 0,
+                max_len: 128,
+            }),
         }
     }
 
     /// Applies `slowlog-log-slower-than` and `slowlog-max-len`.
-    pub fn configure(&mut self, threshold: i64, max_len: usize) {
-        self.threshold = threshold;
-        self.max_len = max_len;
-        self.entries.truncate(max_len);
+    pub fn configure(&self, threshold: i64, max_len: usize) {
+        self.threshold.store(threshold, Ordering::Relaxed);
+        let mut l = self.log.lock();
+        l.max_len = max_len;
+        l.entries.truncate(max_len);
     }
 
     /// The threshold, or `None` when logging is off (negative).
     pub fn threshold_micros(&self) -> Option<u64> {
-        u64::try_from(self.threshold).ok()
+        u64::try_from(self.threshold.load(Ordering::Relaxed)).ok()
     }
 
     /// Logs a command (the caller checked the threshold).
     pub fn push(
-        &mut self,
+        &self,
         unix_secs: i64,
         micros: u64,
         args: &[Bytes],
         addr: SocketAddr,
         name: Option<Bytes>,
     ) {
-        if self.max_len == 0 {
+        let mut l = self.log.lock();
+        if l.max_len == 0 {
             return;
         }
         let mut kept: Vec<Bytes> = Vec::with_capacity(args.len().min(MAX_ARGS));
@@ -84,35 +95,38 @@ impl SlowLog {
                 kept.push(Bytes::copy_from_slice(a));
             }
         }
-        self.entries.push_front(SlowEntry {
-            id: self.next_id,
+        let id = l.next_id;
+        l.entries.push_front(SlowEntry {
+            id,
             unix_secs,
             micros,
             args: kept,
             addr,
             name,
         });
-        self.next_id += 1;
-        self.entries.truncate(self.max_len);
+        l.next_id += 1;
+        let max = l.max_len;
+        l.entries.truncate(max);
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.log.lock().entries.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.log.lock().entries.is_empty()
     }
 
-    pub fn reset(&mut self) {
-        self.entries.clear();
+    pub fn reset(&self) {
+        self.log.lock().entries.clear();
     }
 
     /// SLOWLOG GET's reply for the newest `count` entries (all if `None`).
     pub fn get(&self, count: Option<usize>) -> Reply {
-        let n = count.unwrap_or(self.entries.len());
+        let l = self.log.lock();
+        let n = count.unwrap_or(l.entries.len());
         Reply::Array(
-            self.entries
+            l.entries
                 .iter()
                 .take(n)
                 .map(|e| {
@@ -142,7 +156,7 @@ mod tests {
 
     #[test]
     fn keeps_the_newest_entries_and_truncates_arguments() {
-        let mut log = SlowLog::new();
+        let log = SlowLog::new();
         log.configure(0, 2);
         let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
         for i in 0..3 {

@@ -100,11 +100,7 @@ fn set(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
     // Side effects of keys that live outside the config struct.
     ctx.shared
         .slowlog
-        .lock()
         .configure(next.slowlog_log_slower_than, next.slowlog_max_len);
-    ctx.shared
-        .slowlog_threshold
-        .store(next.slowlog_log_slower_than, Ordering::Relaxed);
     ctx.shared
         .acl
         .write()

@@ -28,11 +28,11 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 }
             },
         };
-        log.lock().get(count)
+        log.get(count)
     } else if is(sub, "len") {
-        Reply::Integer(log.lock().len() as i64)
+        Reply::Integer(log.len() as i64)
     } else if is(sub, "reset") {
-        log.lock().reset();
+        log.reset();
         reply::ok()
     } else {
         Reply::Array(
