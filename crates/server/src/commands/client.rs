@@ -13,6 +13,17 @@ pub fn valid_name(n: &[u8]) -> bool {
     n.iter().all(|&c| (b'!'..=b'~').contains(&c))
 }
 
+/// Names the connection (an empty name clears it), or the error Redis gives for a bad name.
+pub fn set_name(client: &crate::client::Client, n: &[u8]) -> Result<(), Reply> {
+    if !valid_name(n) {
+        return Err(Reply::error(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    client.handle.info.lock().name = (!n.is_empty()).then(|| Bytes::copy_from_slice(n));
+    Ok(())
+}
+
 fn verbatim(text: String) -> Reply {
     Reply::Verbatim {
         format: *b"txt",
@@ -26,14 +37,10 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Reply(if is(sub, "id") {
         Reply::Integer(me.id as i64)
     } else if is(sub, "setname") {
-        let n = &args[2];
-        if !valid_name(n) {
-            return Outcome::Reply(Reply::error(
-                "ERR Client names cannot contain spaces, newlines or special characters.",
-            ));
+        match set_name(ctx.client, &args[2]) {
+            Ok(()) => reply::ok(),
+            Err(r) => r,
         }
-        me.info.lock().name = (!n.is_empty()).then(|| Bytes::copy_from_slice(n));
-        reply::ok()
     } else if is(sub, "getname") {
         me.info.lock().name.clone().map_or(Reply::Null, Reply::Bulk)
     } else if is(sub, "info") {

@@ -1,5 +1,5 @@
-//! CLUSTER ... — a single `rialto serve` is a standalone server, as Redis without
-//! cluster-enabled; cluster mode (on Kafka) answers these.
+//! CLUSTER ..., READONLY, READWRITE — a single `rialto serve` is a standalone server, and
+//! refuses them as Redis without cluster-enabled does; cluster mode (on Kafka) answers these.
 
 use bytes::Bytes;
 use rialto_resp::Reply;

@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use rialto_resp::{Protocol, Reply};
 
-use super::client::valid_name;
+use super::client::set_name;
 use super::util::is;
 use super::{Ctx, Outcome};
 use crate::reply;
@@ -38,13 +38,9 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             }
             j += 2;
         } else if is(&args[j], "setname") && more >= 1 {
-            let n = &args[j + 1];
-            if !valid_name(n) {
-                return Outcome::Reply(Reply::error(
-                    "ERR Client names cannot contain spaces, newlines or special characters.",
-                ));
+            if let Err(r) = set_name(ctx.client, &args[j + 1]) {
+                return Outcome::Reply(r);
             }
-            ctx.client.handle.info.lock().name = (!n.is_empty()).then(|| Bytes::copy_from_slice(n));
             j += 1;
         } else {
             return Outcome::Reply(reply::err_string(format!(

@@ -63,7 +63,6 @@ mod keys;
 mod ping;
 mod quit;
 mod randomkey;
-mod readonly;
 mod reset;
 pub mod scan;
 mod select;
@@ -187,8 +186,7 @@ fn handler(id: CmdId) -> Handler {
         SlowLog => Conn(slowlog::run),
         Shutdown => Conn(shutdown::run),
         Acl => Conn(acl::run),
-        Cluster => Conn(cluster::run),
-        ReadOnly | ReadWrite => Conn(readonly::run),
+        Cluster | ReadOnly | ReadWrite => Conn(cluster::run),
     }
 }
 
