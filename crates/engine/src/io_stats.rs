@@ -18,6 +18,8 @@ pub enum IoEventKind {
     Flush,
     /// A compaction's output written.
     Compaction,
+    /// Externally sorted tables written and linked into the tree (batch push).
+    Ingest,
 }
 
 impl IoEventKind {
@@ -28,6 +30,7 @@ impl IoEventKind {
             IoEventKind::JournalSync => "journal_sync",
             IoEventKind::Flush => "flush",
             IoEventKind::Compaction => "compaction",
+            IoEventKind::Ingest => "ingest",
         }
     }
 }
@@ -69,6 +72,8 @@ pub struct IoStats {
     pub flushes: IoTotals,
     /// Compactions.
     pub compactions: IoTotals,
+    /// Ingestions (batch pushes).
+    pub ingests: IoTotals,
     /// The current pace allowed to flush and compaction writes in bytes per second; `None`
     /// when unthrottled.
     pub background_rate_limit: Option<u64>,
@@ -97,6 +102,7 @@ impl fmt::Display for IoStats {
             ("journal_syncs", &self.journal_syncs),
             ("flushes", &self.flushes),
             ("compactions", &self.compactions),
+            ("ingests", &self.ingests),
         ] {
             writeln!(
                 f,
@@ -134,7 +140,7 @@ pub struct IoRecorder {
 
 #[derive(Debug, Default)]
 struct Recorded {
-    totals: [IoTotals; 4],
+    totals: [IoTotals; 5],
     timeline: VecDeque<IoEvent>,
 }
 
@@ -144,6 +150,7 @@ fn slot(kind: IoEventKind) -> usize {
         IoEventKind::JournalSync => 1,
         IoEventKind::Flush => 2,
         IoEventKind::Compaction => 3,
+        IoEventKind::Ingest => 4,
     }
 }
 
@@ -206,6 +213,7 @@ impl IoRecorder {
             journal_syncs: totals[1],
             flushes: totals[2],
             compactions: totals[3],
+            ingests: totals[4],
             background_rate_limit: None,
             background_throttled_micros: 0,
             journal_sync_p50_micros: pct(50),

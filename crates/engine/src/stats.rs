@@ -26,6 +26,8 @@ pub struct EngineStats {
     pub compaction_bytes_written: u64,
     /// Bytes of tables read by compactions.
     pub compaction_bytes_read: u64,
+    /// Bytes of tables written by ingestion (batch pushes; no WAL, no flush).
+    pub ingest_bytes_written: u64,
     /// Key and value bytes of the live data, estimated (the denominator of space amplification).
     pub live_data_bytes: u64,
     /// Bytes of every file the engine keeps on disk (tables, logs, manifest).
@@ -47,10 +49,13 @@ pub struct EngineStats {
 }
 
 impl EngineStats {
-    /// Bytes written to storage (WAL, flushes and compactions) per user byte written.
+    /// Bytes written to storage (WAL, flushes, compactions and ingestions) per user byte written.
     pub fn write_amplification(&self) -> f64 {
         ratio(
-            self.wal_bytes_written + self.flush_bytes_written + self.compaction_bytes_written,
+            self.wal_bytes_written
+                + self.flush_bytes_written
+                + self.compaction_bytes_written
+                + self.ingest_bytes_written,
             self.user_bytes_written,
         )
     }
@@ -91,12 +96,13 @@ impl fmt::Display for EngineStats {
         }
         writeln!(
             f,
-            "written : user {:.2} MB, wal {:.2} MB, flush {:.2} MB, compaction {:.2} MB (read {:.2} MB)",
+            "written : user {:.2} MB, wal {:.2} MB, flush {:.2} MB, compaction {:.2} MB (read {:.2} MB), ingest {:.2} MB",
             mb(self.user_bytes_written),
             mb(self.wal_bytes_written),
             mb(self.flush_bytes_written),
             mb(self.compaction_bytes_written),
-            mb(self.compaction_bytes_read)
+            mb(self.compaction_bytes_read),
+            mb(self.ingest_bytes_written)
         )?;
         writeln!(
             f,

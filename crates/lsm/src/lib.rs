@@ -23,6 +23,6 @@ pub mod throttle;
 pub mod version;
 pub mod wal;
 
-pub use db::{Db, Snapshot};
+pub use db::{Db, IngestStats, Ingestion, Snapshot};
 pub use db_iter::DbIter;
 pub use options::{Compression, Options, WalRecovery};

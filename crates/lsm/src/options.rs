@@ -112,7 +112,18 @@ pub struct Options {
     /// I/O events (journal writes and syncs, flushes, compactions) kept for
     /// `Db::io_stats`. Default 4096 (about 160 KiB). 0 keeps only totals.
     pub io_timeline_capacity: usize,
+    /// Splits the key space into partitions that no table file straddles: flushes and
+    /// compactions cut their output where a key's partition differs from the previous key's.
+    /// Default `None` (one partition). Trade-off: more, smaller files at partition boundaries;
+    /// in exchange a partition never written before overlaps no file, so an ingestion into it
+    /// can always link its tables into the bottom level, and a dead partition's files can be
+    /// dropped whole. Must not change over a database's life.
+    pub partitioner: Option<Partitioner>,
 }
+
+/// Returns the length of a user key's partition prefix: two keys are in the same partition
+/// when those prefixes are equal.
+pub type Partitioner = Arc<dyn Fn(&[u8]) -> usize + Send + Sync>;
 
 impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -169,6 +180,7 @@ impl Default for Options {
             verify_checksums: true,
             throttle: ThrottleOptions::default(),
             io_timeline_capacity: rialto_engine::DEFAULT_TIMELINE_CAPACITY,
+            partitioner: None,
         }
     }
 }

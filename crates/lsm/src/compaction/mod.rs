@@ -113,6 +113,20 @@ pub struct OutputContext<'a> {
     pub shutting_down: &'a AtomicBool,
     /// Paces output writes when journal syncs slow down; `None` writes at full speed.
     pub throttle: Option<Arc<JournalFirst>>,
+    /// Outputs are cut where the key's partition changes (`Options::partitioner`).
+    pub partitioner: Option<&'a crate::options::Partitioner>,
+}
+
+/// True if `a` and `b` are in different partitions.
+pub(crate) fn partition_changes(
+    p: Option<&crate::options::Partitioner>,
+    a: &[u8],
+    b: &[u8],
+) -> bool {
+    p.is_some_and(|p| {
+        let (la, lb) = (p(a).min(a.len()), p(b).min(b.len()));
+        a[..la] != b[..lb]
+    })
 }
 
 /// An output file whose writes are paced by [`JournalFirst`] and whose dirty pages are sent
@@ -212,7 +226,8 @@ fn write_tables_inner(
             // Cut only between user keys, so one key's versions never span two files of a level.
             if let Some(o) = &open {
                 let full = o.builder.estimated_file_size() >= ctx.target_file_size;
-                if full || overlapped_bytes > ctx.max_grandparent_overlap {
+                let boundary = partition_changes(ctx.partitioner, &last_user_key, user_key);
+                if full || boundary || overlapped_bytes > ctx.max_grandparent_overlap {
                     if let Some(o) = open.take() {
                         outputs.push(finish(o)?);
                     }
@@ -225,21 +240,14 @@ fn write_tables_inner(
         }
         if open.is_none() {
             let number = (ctx.new_file_number)();
-            let name = table_file_name(number);
-            let file = ctx
-                .fs
-                .create(&ctx.dir.join(&name))
-                .map_err(|e| Error::io(format!("create table {name}"), e))?;
-            let file: Box<dyn WritableFile> = match ctx.throttle.as_ref() {
-                Some(t) => Box::new(PacedFile {
-                    inner: file,
-                    throttle: Arc::clone(t),
-                    unsynced: 0,
-                }),
-                None => file,
-            };
             open = Some(Open {
-                builder: TableBuilder::new(file, name, ctx.table_options.clone()),
+                builder: create_table(
+                    ctx.fs,
+                    ctx.dir,
+                    number,
+                    ctx.throttle.as_ref(),
+                    ctx.table_options.clone(),
+                )?,
                 number,
             });
         }
@@ -255,10 +263,38 @@ fn write_tables_inner(
     Ok(())
 }
 
+/// Creates table file `number` in `dir` with a builder over it, paced by `throttle` if given.
+pub(crate) fn create_table(
+    fs: &dyn Fs,
+    dir: &Path,
+    number: u64,
+    throttle: Option<&Arc<JournalFirst>>,
+    opts: TableBuildOptions,
+) -> Result<TableBuilder> {
+    let name = table_file_name(number);
+    let file = fs
+        .create(&dir.join(&name))
+        .map_err(|e| Error::io(format!("create table {name}"), e))?;
+    let file: Box<dyn WritableFile> = match throttle {
+        Some(t) => Box::new(PacedFile {
+            inner: file,
+            throttle: Arc::clone(t),
+            unsynced: 0,
+        }),
+        None => file,
+    };
+    Ok(TableBuilder::new(file, name, opts))
+}
+
 fn finish(o: Open) -> Result<FileMeta> {
-    let meta = o.builder.finish()?;
+    finish_table(o.builder, o.number)
+}
+
+/// Finishes (and syncs) a table and returns its metadata as file `number`.
+pub(crate) fn finish_table(builder: TableBuilder, number: u64) -> Result<FileMeta> {
+    let meta = builder.finish()?;
     Ok(FileMeta {
-        number: o.number,
+        number,
         file_size: meta.file_size,
         smallest: meta.smallest,
         largest: meta.largest,

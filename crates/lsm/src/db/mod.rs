@@ -17,8 +17,10 @@
 //! may run ahead of `visible_seq`. A reader loads the published sequence *before* the super
 //! version, so the super version holds every write up to that sequence.
 
+mod ingest;
 mod iter;
 mod recovery;
+pub use ingest::{IngestStats, Ingestion};
 pub(crate) use recovery::lock_dir;
 mod write;
 
@@ -89,6 +91,7 @@ pub(crate) struct Counters {
     pub(crate) flushes: AtomicU64,
     pub(crate) compactions: AtomicU64,
     pub(crate) stall_micros: AtomicU64,
+    pub(crate) ingest_bytes: AtomicU64,
 }
 
 pub(crate) struct DbInner {
@@ -446,6 +449,7 @@ impl DbInner {
                 .throttle
                 .enabled
                 .then(|| Arc::clone(&self.journal_first)),
+            partitioner: self.opts.partitioner.as_ref(),
         }
     }
 
@@ -730,6 +734,7 @@ impl KvEngine for Db {
             flush_bytes_written: c.flush_bytes.load(Ordering::Relaxed),
             compaction_bytes_written: c.compaction_bytes_written.load(Ordering::Relaxed),
             compaction_bytes_read: c.compaction_bytes_read.load(Ordering::Relaxed),
+            ingest_bytes_written: c.ingest_bytes.load(Ordering::Relaxed),
             live_data_bytes: version.estimate_live_bytes(),
             disk_bytes: table_bytes + wal_bytes,
             block_cache_hits: hits,

@@ -291,6 +291,7 @@ fn flush_recovered(
         max_grandparent_overlap: u64::MAX,
         shutting_down: &stop,
         throttle: None,
+        partitioner: opts.partitioner.as_ref(),
     };
     let mut it = mem.iter();
     it.seek_to_first();
