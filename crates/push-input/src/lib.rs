@@ -1,0 +1,297 @@
+//! Readers of batch-push inputs (CSV, JSONL, Parquet) as key/value records.
+//!
+//! A batch push loads a whole dataset from files. [`open`] returns a [`RecordReader`] that yields
+//! one `(key, value)` pair of byte strings per record, taken from two fields named in the
+//! [`InputSpec`] (`key` and `value` by default). The format comes from the spec or from the file
+//! extension (see [`Format::from_path`]).
+//!
+//! # Formats and conversions
+//!
+//! - **CSV** (RFC 4180, quoted fields may hold delimiters and newlines). With a header the fields
+//!   are column names; without one they are 0-based column indexes (`"0"`, `"1"`). Fields are
+//!   taken as raw bytes: no trimming, no UTF-8 requirement. Every row must have as many fields
+//!   as the first one (the header, if any): a short or long row usually means a broken quote or an
+//!   unquoted delimiter, which would otherwise shift values silently.
+//! - **JSONL** (also NDJSON): one JSON object per line; lines holding only whitespace are
+//!   skipped. A string field gives its UTF-8 bytes (escapes decoded); a number or boolean gives
+//!   its JSON text as written (`42`, `3.50`, `true`); an object or array gives its JSON text with
+//!   the whitespace outside strings removed (key order and number spelling are kept).
+//! - **Parquet**: only the two columns are decoded. Strings and binaries (any width, views,
+//!   dictionary-encoded) give their bytes; integers give decimal text; floats give Rust's
+//!   shortest round-trip text (`3.5`, `1e-7`, `NaN`, `inf`); booleans give `true`/`false`. Any
+//!   other column type is refused when the file is opened.
+//!
+//! In every format a null or missing field is an error, and so is an empty key (almost always a
+//! data bug upstream); an empty value is allowed. Errors name the file and the line (CSV, JSONL)
+//! or row (Parquet), see [`InputError`]. Malformed input never panics.
+
+use std::fmt;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+mod csv_input;
+mod jsonl_input;
+mod parquet_input;
+
+/// An input file format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    Csv,
+    Jsonl,
+    Parquet,
+}
+
+impl Format {
+    /// Parses a format name: `csv`, `jsonl` (or `ndjson`), `parquet`; case-insensitive.
+    pub fn parse(s: &str) -> Option<Format> {
+        match s.to_ascii_lowercase().as_str() {
+            "csv" => Some(Format::Csv),
+            "jsonl" | "ndjson" => Some(Format::Jsonl),
+            "parquet" => Some(Format::Parquet),
+            _ => None,
+        }
+    }
+
+    /// The format given by a file's extension: `.csv`, `.jsonl`/`.ndjson`, `.parquet`/`.pq`
+    /// (case-insensitive). `.json` is not taken: it may be one big document rather than lines.
+    pub fn from_path(p: &Path) -> Option<Format> {
+        let ext = p.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "csv" => Some(Format::Csv),
+            "jsonl" | "ndjson" => Some(Format::Jsonl),
+            "parquet" | "pq" => Some(Format::Parquet),
+            _ => None,
+        }
+    }
+
+    /// The canonical lower-case name, as accepted by [`Format::parse`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Csv => "csv",
+            Format::Jsonl => "jsonl",
+            Format::Parquet => "parquet",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How to read an input file.
+#[derive(Clone, Debug)]
+pub struct InputSpec {
+    /// `None`: from the file extension, an error if it is unknown.
+    pub format: Option<Format>,
+    /// Field holding the key: a column or JSON field name, or a 0-based column index for CSV
+    /// without header. Default `"key"`.
+    pub key_field: String,
+    /// Field holding the value, like `key_field`. Default `"value"`.
+    pub value_field: String,
+    /// CSV field delimiter. Default `b','`.
+    pub csv_delimiter: u8,
+    /// Whether the first CSV row names the columns. Default `true`.
+    pub csv_has_header: bool,
+}
+
+impl Default for InputSpec {
+    fn default() -> Self {
+        InputSpec {
+            format: None,
+            key_field: "key".to_string(),
+            value_field: "value".to_string(),
+            csv_delimiter: b',',
+            csv_has_header: true,
+        }
+    }
+}
+
+/// A sequential reader of key/value records from one input file.
+///
+/// After an error the reader should not be used further: what it returns then is unspecified
+/// (though it never panics).
+pub trait RecordReader: Send {
+    /// Reads the next record into `key` and `value` (cleared first). Ok(false) at end of input.
+    fn next_record(&mut self, key: &mut Vec<u8>, value: &mut Vec<u8>) -> Result<bool, InputError>;
+    /// Bytes of the input consumed so far (for progress: MB/s and ETA); approximate for Parquet
+    /// (compressed row-group sizes, prorated by rows within the current row group).
+    fn bytes_read(&self) -> u64;
+    /// Total size of the input file in bytes.
+    fn total_bytes(&self) -> u64;
+    /// Where the last returned record came from: 1-based line (CSV, JSONL; for a CSV record
+    /// spanning lines, its first line) or 1-based row (Parquet).
+    fn location(&self) -> Location;
+}
+
+/// Opens `path` for reading records as `spec` says. Errors in the spec (unknown format, missing
+/// column, unsupported column type) are reported here rather than at the first record.
+pub fn open(path: &Path, spec: &InputSpec) -> Result<Box<dyn RecordReader>, InputError> {
+    let format = match spec.format {
+        Some(f) => f,
+        None => Format::from_path(path).ok_or_else(|| {
+            InputError::new(
+                path,
+                Location::None,
+                "unknown format: the file name does not end in .csv, .jsonl, .ndjson, .parquet \
+                 or .pq; name the format explicitly",
+            )
+        })?,
+    };
+    let (file, total) = open_file(path)?;
+    Ok(match format {
+        Format::Csv => Box::new(csv_input::CsvReader::new(path, file, total, spec)?),
+        Format::Jsonl => Box::new(jsonl_input::JsonlReader::new(path, file, total, spec)),
+        Format::Parquet => Box::new(parquet_input::ParquetReader::new(path, file, total, spec)?),
+    })
+}
+
+fn open_file(path: &Path) -> Result<(File, u64), InputError> {
+    let cannot =
+        |e: std::io::Error| InputError::new(path, Location::None, format!("cannot open: {e}"));
+    let file = File::open(path).map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
+    // Opening a directory succeeds on Unix; say so now rather than fail at the first read.
+    if meta.is_dir() {
+        return Err(InputError::new(
+            path,
+            Location::None,
+            "cannot open: is a directory",
+        ));
+    }
+    Ok((file, meta.len()))
+}
+
+/// Where in its file a record or an error is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// The file as a whole (cannot open, bad header, unsupported column type...).
+    None,
+    /// 1-based line (CSV, JSONL).
+    Line(u64),
+    /// 1-based row (Parquet).
+    Row(u64),
+}
+
+/// An error reading an input file. Displays as one line, e.g. `data.csv:17: 2 fields, expected
+/// 3`, `data.parquet: row 1234: null key`, `data.jsonl: cannot open: No such file or directory
+/// (os error 2)`.
+#[derive(Debug)]
+pub struct InputError {
+    /// The file, as given to [`open`].
+    pub file: PathBuf,
+    pub location: Location,
+    pub reason: String,
+}
+
+impl InputError {
+    pub(crate) fn new(file: &Path, location: Location, reason: impl Into<String>) -> Self {
+        InputError {
+            file: file.to_path_buf(),
+            location,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let file = self.file.display();
+        match self.location {
+            Location::None => write!(f, "{file}: {}", self.reason),
+            Location::Line(n) => write!(f, "{file}:{n}: {}", self.reason),
+            Location::Row(n) => write!(f, "{file}: row {n}: {}", self.reason),
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// Which of the two fields; used to word errors ("key field ...", "null value").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    Key,
+    Value,
+}
+
+impl Role {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Role::Key => "key",
+            Role::Value => "value",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_parse_and_from_path() {
+        assert_eq!(Format::parse("CSV"), Some(Format::Csv));
+        assert_eq!(Format::parse("jsonl"), Some(Format::Jsonl));
+        assert_eq!(Format::parse("NDJson"), Some(Format::Jsonl));
+        assert_eq!(Format::parse("parquet"), Some(Format::Parquet));
+        assert_eq!(Format::parse("json"), None);
+        assert_eq!(Format::parse(""), None);
+        for f in [Format::Csv, Format::Jsonl, Format::Parquet] {
+            assert_eq!(Format::parse(f.name()), Some(f));
+        }
+
+        let p = |s: &str| Format::from_path(Path::new(s));
+        assert_eq!(p("data.csv"), Some(Format::Csv));
+        assert_eq!(p("/a/b.c/DATA.CSV"), Some(Format::Csv));
+        assert_eq!(p("x.jsonl"), Some(Format::Jsonl));
+        assert_eq!(p("x.ndjson"), Some(Format::Jsonl));
+        assert_eq!(p("x.parquet"), Some(Format::Parquet));
+        assert_eq!(p("x.Pq"), Some(Format::Parquet));
+        assert_eq!(p("x.json"), None);
+        assert_eq!(p("x.csv.gz"), None);
+        assert_eq!(p("csv"), None);
+        assert_eq!(p("dir.csv/file"), None);
+    }
+
+    #[test]
+    fn error_display() {
+        let e = InputError::new(
+            Path::new("data.csv"),
+            Location::Line(17),
+            "value field \"score\" missing",
+        );
+        assert_eq!(e.to_string(), "data.csv:17: value field \"score\" missing");
+        let e = InputError::new(Path::new("data.parquet"), Location::Row(1234), "null key");
+        assert_eq!(e.to_string(), "data.parquet: row 1234: null key");
+        let e = InputError::new(Path::new("d/data.jsonl"), Location::None, "cannot open: x");
+        assert_eq!(e.to_string(), "d/data.jsonl: cannot open: x");
+    }
+
+    #[test]
+    fn open_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope.jsonl");
+        let e = open(&missing, &InputSpec::default()).err().unwrap();
+        assert_eq!(e.location, Location::None);
+        assert!(e.reason.starts_with("cannot open: "), "{e}");
+        assert!(e
+            .to_string()
+            .starts_with(&format!("{}: cannot open: ", missing.display())));
+
+        let unknown = dir.path().join("data.txt");
+        std::fs::write(&unknown, "key,value\na,b\n").unwrap();
+        let e = open(&unknown, &InputSpec::default()).err().unwrap();
+        assert!(e.reason.starts_with("unknown format"), "{e}");
+        // An explicit format overrides the extension.
+        let spec = InputSpec {
+            format: Some(Format::Csv),
+            ..InputSpec::default()
+        };
+        assert!(open(&unknown, &spec).is_ok());
+
+        let d = dir.path().join("d.csv");
+        std::fs::create_dir(&d).unwrap();
+        let e = open(&d, &InputSpec::default()).err().unwrap();
+        assert_eq!(e.reason, "cannot open: is a directory");
+    }
+}
