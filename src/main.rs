@@ -33,6 +33,11 @@ enum Command {
     /// Verify a database directory offline: every checksum and the invariants recovery
     /// relies on; one line per problem, exit 1 if any.
     Check(cmd::check::Args),
+    /// Load a dataset (CSV, JSONL or Parquet files) into a store as its new version and swap
+    /// it in atomically; streamed writes made meanwhile are replayed on top.
+    Push(cmd::push::Args),
+    /// Create, describe, list, delete and roll back stores.
+    Store(cmd::store::Args),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +50,18 @@ fn main() -> ExitCode {
         Command::BenchCompare(args) => cmd::bench_compare::run(args),
         Command::Check(args) => {
             return match cmd::check::run(args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => cli::fail(&e),
+            }
+        }
+        Command::Push(args) => {
+            return match cmd::push::run(args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => cli::fail(&e),
+            }
+        }
+        Command::Store(args) => {
+            return match cmd::store::run(args) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => cli::fail(&e),
             }

@@ -3,4 +3,7 @@
 pub mod bench;
 pub mod bench_compare;
 pub mod check;
+pub mod push;
 pub mod serve;
+pub mod store;
+pub mod stores_backend;

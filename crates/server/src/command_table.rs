@@ -73,6 +73,8 @@ pub enum CmdId {
     ReadOnly,
     ReadWrite,
     SubStr,
+    Store,
+    Push,
 }
 
 impl CmdId {
@@ -321,6 +323,8 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
         b"readonly" => ReadOnly,
         b"readwrite" => ReadWrite,
         b"substr" => SubStr,
+        b"store" => Store,
+        b"push" => Push,
         _ => return None,
     };
     Some(id.spec())
@@ -747,7 +751,7 @@ mod table {
 
     // One const per command, parents after their subcommands. Every fact but the prose (see the
     // module docs) is Redis 7.0.15's, checked against redis-server by tests/redis_compat.rs.
-    pub(super) static TABLE: [CommandSpec; 60] = [
+    pub(super) static TABLE: [CommandSpec; 62] = [
         PING,
         ECHO,
         HELLO,
@@ -808,6 +812,8 @@ mod table {
         READONLY,
         READWRITE,
         SUBSTR,
+        STORE,
+        PUSH,
     ];
 
     const PING: CommandSpec = cmd(Ping, "ping", -1, &["fast"], &["@fast", "@connection"])
@@ -2178,6 +2184,219 @@ mod table {
         "O(1)",
     ));
 
+    // Rialto's own commands (docs group "rialto"): stores and batch pushes.
+    const STORE_CREATE: CommandSpec = cmd(
+        Store,
+        "store|create",
+        -3,
+        &["admin", "noscript"],
+        &["@admin", "@slow", "@dangerous"],
+    )
+    .docs(
+        doc(
+            "rialto",
+            "0.1.0",
+            "Creates a store owning the keys that start with its prefix (default `NAME:`), with an empty version 1.",
+            "O(1)",
+        )
+        .args(&[
+            arg("name", Str),
+            arg("prefix", Str).token("PREFIX").opt(),
+            arg("seconds", Integer).token("REWIND").opt(),
+        ]),
+    );
+
+    const STORE_DESCRIBE: CommandSpec = cmd(
+        Store,
+        "store|describe",
+        3,
+        &["loading", "stale"],
+        &["@slow"],
+    )
+    .docs(
+        doc(
+            "rialto",
+            "0.1.0",
+            "Returns a store's prefix, versions and push in progress.",
+            "O(1)",
+        )
+        .args(&[arg("name", Str)]),
+    );
+
+    const STORE_LIST: CommandSpec = cmd(Store, "store|list", 2, &["loading", "stale"], &["@slow"])
+        .docs(doc(
+            "rialto",
+            "0.1.0",
+            "Returns the names of every store.",
+            "O(N), N being the number of stores.",
+        ));
+
+    const STORE_DELETE: CommandSpec = cmd(
+        Store,
+        "store|delete",
+        3,
+        &["admin", "noscript"],
+        &["@admin", "@slow", "@dangerous"],
+    )
+    .docs(
+        doc(
+            "rialto",
+            "0.1.0",
+            "Deletes a store; its data is removed in the background.",
+            "O(1); the removal is O(N) in the store's files and streamed keys.",
+        )
+        .args(&[arg("name", Str)]),
+    );
+
+    const STORE_ROLLBACK: CommandSpec = cmd(
+        Store,
+        "store|rollback",
+        3,
+        &["admin", "noscript"],
+        &["@admin", "@slow", "@dangerous"],
+    )
+    .docs(
+        doc(
+            "rialto",
+            "0.1.0",
+            "Makes a store's previous version current again (a second rollback undoes the first).",
+            "O(1)",
+        )
+        .args(&[arg("name", Str)]),
+    );
+
+    const STORE_HELP: CommandSpec = cmd(Store, "store|help", 2, &["loading", "stale"], &["@slow"])
+        .docs(doc(
+            "rialto",
+            "0.1.0",
+            "Lists the STORE subcommands with a short description of each.",
+            "O(1)",
+        ));
+
+    const STORE: CommandSpec = cmd(Store, "store", -2, &[], &["@slow"])
+        .docs(doc(
+            "rialto",
+            "0.1.0",
+            "Groups the subcommands that manage stores and their versions.",
+            "Varies by subcommand.",
+        ))
+        .subs(&[
+            STORE_CREATE,
+            STORE_DESCRIBE,
+            STORE_LIST,
+            STORE_DELETE,
+            STORE_ROLLBACK,
+            STORE_HELP,
+        ]);
+
+    const PUSH_BEGIN: CommandSpec = cmd(
+        Push,
+        "push|begin",
+        -3,
+        &["admin", "noscript"],
+        &["@admin", "@slow", "@dangerous"],
+    )
+    .docs(
+        doc(
+            "rialto",
+            "0.1.0",
+            "Begins a batch push into a store; returns the push id.",
+            "O(1)",
+        )
+        .args(&[
+            arg("store", Str),
+            arg("policy", Str).token("DUPLICATES").opt(),
+        ]),
+    );
+
+    const PUSH_ADD: CommandSpec = cmd(
+        Push,
+        "push|add",
+        -5,
+        &["admin", "noscript"],
+        &["@admin", "@slow", "@dangerous"],
+    )
+    .docs(
+        doc(
+            "rialto",
+            "0.1.0",
+            "Adds records (keys relative to the store's prefix) to a push, in any order.",
+            "O(N), N being the number of records.",
+        )
+        .args(&[
+            arg("id", Integer),
+            arg("data", Block)
+                .multi()
+                .sub(&[arg("key", Str), arg("value", Str)]),
+        ]),
+    );
+
+    const PUSH_COMMIT: CommandSpec = cmd(
+        Push,
+        "push|commit",
+        3,
+        &["admin", "noscript"],
+        &["@admin", "@slow", "@dangerous"],
+    )
+    .docs(
+        doc(
+            "rialto",
+            "0.1.0",
+            "Sorts and loads a push's records as the store's new version and swaps it in.",
+            "O(N log N), N being the number of records.",
+        )
+        .args(&[arg("id", Integer)]),
+    );
+
+    const PUSH_ABORT: CommandSpec = cmd(
+        Push,
+        "push|abort",
+        3,
+        &["admin", "noscript"],
+        &["@admin", "@slow", "@dangerous"],
+    )
+    .docs(
+        doc(
+            "rialto",
+            "0.1.0",
+            "Abandons a push; the store keeps its current version.",
+            "O(1)",
+        )
+        .args(&[arg("id", Integer)]),
+    );
+
+    const PUSH_LIST: CommandSpec = cmd(Push, "push|list", 2, &["loading", "stale"], &["@slow"])
+        .docs(doc(
+            "rialto",
+            "0.1.0",
+            "Returns the pushes in progress as id, store pairs.",
+            "O(N), N being the number of pushes in progress.",
+        ));
+
+    const PUSH_HELP: CommandSpec = cmd(Push, "push|help", 2, &["loading", "stale"], &["@slow"])
+        .docs(doc(
+            "rialto",
+            "0.1.0",
+            "Lists the PUSH subcommands with a short description of each.",
+            "O(1)",
+        ));
+
+    const PUSH: CommandSpec = cmd(Push, "push", -2, &[], &["@slow"])
+        .docs(doc(
+            "rialto",
+            "0.1.0",
+            "Groups the subcommands of batch pushes.",
+            "Varies by subcommand.",
+        ))
+        .subs(&[
+            PUSH_BEGIN,
+            PUSH_ADD,
+            PUSH_COMMIT,
+            PUSH_ABORT,
+            PUSH_LIST,
+            PUSH_HELP,
+        ]);
+
     const CONFIG_HELP: CommandSpec =
         cmd(Config, "config|help", 2, &["loading", "stale"], &["@slow"]).docs(doc(
             "server",
@@ -2764,8 +2983,8 @@ mod tests {
             assert_eq!(c.name, c.name.to_ascii_lowercase());
             assert!(seen.insert(c.name), "{} twice", c.name);
         }
-        assert_eq!(all().len(), 60);
-        assert_eq!(seen.len(), 60 + 38);
+        assert_eq!(all().len(), 62);
+        assert_eq!(seen.len(), 62 + 38 + 12);
     }
 
     #[test]

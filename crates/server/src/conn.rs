@@ -114,6 +114,13 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
     if let Err(e) = conn.serve().await {
         debug!(client = id, error = %e, "connection closed with an error");
     }
+    if shared.stores.pushes.owned_by(id) {
+        // A push its connection left unfinished is aborted (off the connection thread).
+        let sh = Arc::clone(&shared);
+        drop(shared.stores.pushes.run(move || {
+            sh.stores.abort_owned_by(&sh.merger, id);
+        }));
+    }
     shared.clients.unregister(id);
 }
 
@@ -320,10 +327,13 @@ impl Connection {
             Handler::Read(f) if !self.queue_has_commit => {
                 let start = Instant::now();
                 let mut io = Published(&self.shared.db);
+                let stores = self.shared.stores.read_catalog();
                 let mut k: R<'_> = Keys {
                     io: &mut io,
                     db: self.client.db,
                     now_ms: self.shared.now_ms(),
+                    stores: &stores,
+                    rt: None,
                 };
                 let r = f(&mut k, &args).unwrap_or_else(|e| e);
                 let micros = start.elapsed().as_micros() as u64;
@@ -334,13 +344,17 @@ impl Connection {
             Handler::Read(f) => {
                 let db = self.client.db;
                 let clock = Arc::clone(&self.shared.clock);
+                let st = Arc::clone(&self.shared.stores);
                 let h = self.shared.merger.enqueue(move |tx| {
                     let start = Instant::now();
                     let mut io = Txn(tx);
+                    let stores = st.exec_catalog();
                     let mut k: R<'_> = Keys {
                         io: &mut io,
                         db,
                         now_ms: clock.unix_millis() as i64,
+                        stores: &stores,
+                        rt: None,
                     };
                     let reply = f(&mut k, &args).unwrap_or_else(|e| e);
                     Ok(executed(reply, start, threshold, args))
@@ -350,14 +364,18 @@ impl Connection {
             Handler::Write(f) => {
                 let db = self.client.db;
                 let clock = Arc::clone(&self.shared.clock);
+                let st = Arc::clone(&self.shared.stores);
                 let h = self.shared.merger.enqueue(move |tx| {
                     let start = Instant::now();
                     let r = {
                         let mut io = Txn(&mut *tx);
+                        let stores = st.exec_catalog();
                         let mut k: W<'_> = Keys {
                             io: &mut io,
                             db,
                             now_ms: clock.unix_millis() as i64,
+                            stores: &stores,
+                            rt: Some(&st.rt),
                         };
                         f(&mut k, &args)
                     };

@@ -11,8 +11,9 @@ use std::time::Duration;
 use rialto_engine::{EngineIterator, IterOptions, KvEngine};
 use tracing::warn;
 
-use crate::keyspace::{self, Record};
+use crate::keyspace;
 use crate::server::Shared;
+use crate::store::{Keys, Txn};
 
 /// The running pass.
 pub struct ExpiryPass {
@@ -84,21 +85,27 @@ pub fn run_once(shared: &Shared, db: u8, batch: usize) -> rialto_engine::Result<
     if due.is_empty() {
         return Ok(0);
     }
+    let stores = Arc::clone(&shared.stores);
     let handle = shared.merger.submit(move |tx| {
         let mut deleted = 0u64;
+        let catalog = stores.exec_catalog();
         for ek in &due {
             let Some((d, at, key)) = keyspace::parse_expiry_key(ek) else {
                 continue;
             };
-            let dk = keyspace::data_key(d, key);
-            let live = match tx.get(&dk)? {
-                Some(raw) => Record::decode(raw).ok(),
-                None => None,
+            let mut keys = Keys {
+                io: &mut Txn(&mut *tx),
+                db: d,
+                now_ms: now,
+                stores: &catalog,
+                rt: Some(&stores.rt),
             };
+            // A record that does not decode is left alone (reading it reports the damage).
+            let live = keys.get_including_expired(key).ok().flatten();
             // Only a record that still carries this exact time is due; a newer SET, PERSIST
             // or EXPIRE made the index entry stale.
             if live.is_some_and(|r| r.expire_at_ms == Some(at) && r.expired(now)) {
-                tx.delete(&dk);
+                keys.delete(key);
                 deleted += 1;
             }
             tx.delete(ek);

@@ -86,7 +86,7 @@ pub fn parse_expiry_key(k: &[u8]) -> Option<(u8, i64, &[u8])> {
 
 /// The smallest key greater than every key starting with `prefix` (prefix is never all 0xff
 /// here: it starts with a small tag byte).
-fn next_prefix(prefix: &[u8]) -> Vec<u8> {
+pub fn next_prefix(prefix: &[u8]) -> Vec<u8> {
     let mut p = prefix.to_vec();
     while let Some(last) = p.pop() {
         if last != 0xff {
@@ -158,6 +158,12 @@ impl Record {
 /// Encodes a record from its parts without building a [`Record`].
 pub fn encode_record(expire_at_ms: Option<i64>, value: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(9 + value.len());
+    encode_record_into(&mut out, expire_at_ms, value);
+    out
+}
+
+/// Appends the record of `value` (expiring at `expire_at_ms`) to `out`.
+pub fn encode_record_into(out: &mut Vec<u8>, expire_at_ms: Option<i64>, value: &[u8]) {
     match expire_at_ms {
         None => out.push(TYPE_STRING << 4),
         Some(at) => {
@@ -166,7 +172,6 @@ pub fn encode_record(expire_at_ms: Option<i64>, value: &[u8]) -> Vec<u8> {
         }
     }
     out.extend_from_slice(value);
-    out
 }
 
 #[cfg(test)]

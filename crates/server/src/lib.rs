@@ -25,6 +25,7 @@ pub mod reply;
 pub mod server;
 pub mod slowlog;
 pub mod store;
+pub mod stores;
 pub mod workers;
 
 pub use config::{Config, ConfigError};

@@ -64,6 +64,12 @@ pub struct Shared {
     pub config: RwLock<Config>,
     pub db: Arc<Db>,
     pub merger: Merger<Db>,
+    /// Stores, versions and batch pushes.
+    pub stores: Arc<crate::stores::Stores>,
+    /// The stores' background upkeep (started by `run`).
+    pub maintenance: Mutex<Option<crate::stores::maintenance::MaintenanceThread>>,
+    /// The file system the database is on.
+    pub fs: rialto_io::FsRef,
     pub clock: Arc<dyn Clock>,
     pub acl: RwLock<Acl>,
     /// Bumped on every ACL change: connections re-fetch their user when it moves.
@@ -148,15 +154,7 @@ impl Server {
             .map_err(|e| ServerError::Config(e.to_string()))?;
         cfg.maxclients = raise_fd_limit(cfg.maxclients);
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-        let mut opts = Options {
-            fs,
-            clock: Arc::clone(&clock),
-            write_buffer_size: cfg.write_buffer_size,
-            block_cache: Some(BlockCache::new(cfg.cache_size)),
-            row_cache_size: cfg.row_cache_size,
-            ..Options::default()
-        };
-        opts.create_if_missing = true;
+        let opts = engine_options(&cfg, Arc::clone(&fs), Arc::clone(&clock));
         let dir = cfg.dir.clone();
         let db = tokio::task::spawn_blocking(move || Db::open(&dir, opts))
             .await
@@ -176,6 +174,14 @@ impl Server {
         };
         let merger = Merger::start(Arc::clone(&db), mopts, Arc::clone(&clock))
             .map_err(|e| ServerError::Start(e.to_string()))?;
+        let stores = {
+            let (db, cfg2, fs) = (Arc::clone(&db), cfg.clone(), Arc::clone(&fs));
+            let merger = &merger;
+            // Brief blocking work (a scan of the store records, at most a few transactions)
+            // before anything is served.
+            open_stores(&db, merger, &cfg2, &*fs)
+                .map_err(|e| ServerError::Start(format!("stores: {e}")))?
+        };
 
         let mut listeners = Vec::new();
         let mut port = cfg.port;
@@ -214,6 +220,9 @@ impl Server {
             config: RwLock::new(cfg),
             db,
             merger,
+            stores,
+            maintenance: Mutex::new(None),
+            fs,
             clock,
             acl_generation: acl.generation(),
             acl: RwLock::new(acl),
@@ -285,6 +294,25 @@ impl Server {
             tokio::spawn(crate::http::serve(l, st, shared.shutdown.subscribe()))
         });
         let expiry = crate::expire_pass::spawn(Arc::clone(&shared));
+        {
+            let weak = Arc::downgrade(&shared);
+            let every = shared.config.read().store_maintenance_interval;
+            *shared.maintenance.lock() = Some(
+                crate::stores::maintenance::MaintenanceThread::start(every, move || {
+                    if let Some(sh) = weak.upgrade() {
+                        let r = crate::stores::maintenance::run_once(
+                            &sh.stores,
+                            &sh.db,
+                            &sh.merger,
+                            sh.now_ms(),
+                        );
+                        if let Err(e) = r {
+                            warn!(error = %e, "store maintenance pass failed");
+                        }
+                    }
+                }),
+            );
+        }
 
         let mut rx = shared.shutdown.subscribe();
         while !*rx.borrow_and_update() {
@@ -313,6 +341,10 @@ impl Server {
             }
         }
         expiry.stop();
+        let maintenance = shared.maintenance.lock().take();
+        if let Some(mut m) = maintenance {
+            m.stop();
+        }
         if let Some(t) = http_task {
             let _ = t.await;
         }
@@ -336,8 +368,59 @@ impl Server {
     }
 }
 
+/// The engine options of a server's database: the configured sizes, and the partitioner
+/// that keeps every store version in table files of its own (see `stores::catalog`).
+pub fn engine_options(cfg: &Config, fs: rialto_io::FsRef, clock: Arc<dyn Clock>) -> Options {
+    Options {
+        fs,
+        clock,
+        create_if_missing: true,
+        write_buffer_size: cfg.write_buffer_size,
+        block_cache: Some(BlockCache::new(cfg.cache_size)),
+        row_cache_size: cfg.row_cache_size,
+        partitioner: Some(Arc::new(crate::stores::catalog::partition_len)),
+        ..Options::default()
+    }
+}
+
+/// Loads the stores of an open database, empties the push spill directory and finishes
+/// what a stop interrupted (an abandoned push is retired).
+pub fn open_stores(
+    db: &Db,
+    merger: &Merger<Db>,
+    cfg: &Config,
+    fs: &dyn rialto_io::Fs,
+) -> Result<Arc<crate::stores::Stores>, crate::stores::StoreError> {
+    let tmp = cfg.dir.join("push-tmp");
+    // Spill files of pushes a stop interrupted.
+    if let Ok(dirs) = fs.list_dir(&tmp) {
+        for d in dirs {
+            let sub = tmp.join(&d);
+            match fs.list_dir(&sub) {
+                Ok(files) => {
+                    for f in files {
+                        let _ = fs.remove_file(&sub.join(f));
+                    }
+                }
+                Err(_) => {
+                    let _ = fs.remove_file(&sub);
+                }
+            }
+        }
+    }
+    let opts = crate::stores::StoreOptions {
+        push_memory_limit: cfg.push_memory_limit,
+        push_tmp_dir: tmp,
+        push_threads: cfg.push_threads,
+    };
+    let stores = Arc::new(crate::stores::Stores::open(db, opts)?);
+    stores.recover(merger)?;
+    Ok(stores)
+}
+
 /// Commits and syncs everything queued, then flushes the memtable so a restart replays nothing.
 fn close_engine(shared: Arc<Shared>) -> Result<(), ServerError> {
+    shared.stores.abort_idle_pushes(&shared.merger);
     shared.merger.close().map_err(ServerError::Close)?;
     if shared.db.read_only_reason().is_none() {
         if let Err(e) = shared.db.flush() {

@@ -10,6 +10,8 @@ use rialto_txn::TxnContext;
 
 use crate::keyspace::{self, encode_record, Record};
 use crate::reply::{self, CmdResult};
+use crate::stores::catalog::{self, RtEntry};
+use crate::stores::{Catalog, RtNumbers, StoreMeta};
 
 /// Raw engine reads.
 pub trait RawRead {
@@ -60,6 +62,40 @@ pub struct Keys<'a, T: ?Sized> {
     pub db: u8,
     /// The instant expiry is judged against, Unix milliseconds.
     pub now_ms: i64,
+    /// Which keys of database 0 belong to which store (see `stores`): the read catalog for
+    /// reads of the published state, the execution-order catalog inside transactions.
+    pub stores: &'a Catalog,
+    /// Numbers real-time log entries; `None` for reads.
+    pub rt: Option<&'a RtNumbers>,
+}
+
+/// Where a user key's record lives.
+enum Place<'c> {
+    /// The default store.
+    Default,
+    /// A store: reads use its current version; writes go to its live versions.
+    Store(&'c StoreMeta),
+}
+
+impl<'a, T: ?Sized> Keys<'a, T> {
+    fn place(&self, key: &[u8]) -> Place<'a> {
+        let stores: &'a Catalog = self.stores;
+        if self.db != 0 {
+            return Place::Default;
+        }
+        match stores.route(key) {
+            Some(s) => Place::Store(s),
+            None => Place::Default,
+        }
+    }
+
+    /// The engine key reads of `key` use.
+    fn read_key(&self, key: &[u8]) -> Vec<u8> {
+        match self.place(key) {
+            Place::Default => keyspace::data_key(self.db, key),
+            Place::Store(s) => catalog::version_key(s.id, s.current.number, key),
+        }
+    }
 }
 
 impl<T: RawRead + ?Sized> Keys<'_, T> {
@@ -69,15 +105,21 @@ impl<T: RawRead + ?Sized> Keys<'_, T> {
             // Could never have been written.
             return Ok(None);
         }
+        let rec = self.get_including_expired(key)?;
+        Ok(rec.filter(|r| !r.expired(self.now_ms)))
+    }
+
+    /// The record of `key` even if its time has passed (for the expiry pass).
+    pub fn get_including_expired(&mut self, key: &[u8]) -> Result<Option<Record>, Reply> {
         let raw = self
             .io
-            .get_raw(&keyspace::data_key(self.db, key))
+            .get_raw(&self.read_key(key))
             .map_err(|e| reply::engine_error(&e))?;
         let Some(raw) = raw else {
             return Ok(None);
         };
         let rec = Record::decode(raw).map_err(|e| reply::err_string(format!("ERR {e}")))?;
-        Ok((!rec.expired(self.now_ms)).then_some(rec))
+        Ok(Some(rec))
     }
 
     /// Whether `key` exists (and is not expired).
@@ -89,10 +131,8 @@ impl<T: RawRead + ?Sized> Keys<'_, T> {
 impl<T: RawWrite + ?Sized> Keys<'_, T> {
     /// Writes `key = value` with the given expiry (`None`: persistent).
     pub fn set(&mut self, key: &[u8], value: &[u8], expire_at_ms: Option<i64>) {
-        self.io.put_raw(
-            &keyspace::data_key(self.db, key),
-            &encode_record(expire_at_ms, value),
-        );
+        let record = encode_record(expire_at_ms, value);
+        self.write(key, Some(&record));
         if let Some(at) = expire_at_ms {
             self.io
                 .put_raw(&keyspace::expiry_key(self.db, at, key), b"");
@@ -101,7 +141,42 @@ impl<T: RawWrite + ?Sized> Keys<'_, T> {
 
     /// Deletes `key` without reading it (a stale expiry key is left to the expiry pass).
     pub fn delete(&mut self, key: &[u8]) {
-        self.io.delete_raw(&keyspace::data_key(self.db, key));
+        self.write(key, None);
+    }
+
+    /// Writes `record` (or a deletion) wherever `key` lives: the default store, or every live
+    /// version of its store plus, while the store logs writes, its real-time log.
+    fn write(&mut self, key: &[u8], record: Option<&[u8]>) {
+        let store = match self.place(key) {
+            Place::Default => None,
+            Place::Store(s) => Some(s),
+        };
+        let Some(s) = store else {
+            let k = keyspace::data_key(self.db, key);
+            match record {
+                Some(r) => self.io.put_raw(&k, r),
+                None => self.io.delete_raw(&k),
+            }
+            return;
+        };
+        let (id, logs) = (s.id, s.logs_writes());
+        let versions: Vec<u32> = s.live_versions().collect();
+        for v in versions {
+            let k = catalog::version_key(id, v, key);
+            match record {
+                Some(r) => self.io.put_raw(&k, r),
+                None => self.io.delete_raw(&k),
+            }
+        }
+        if let (true, Some(rt)) = (logs, self.rt) {
+            let entry = RtEntry {
+                at_ms: self.now_ms,
+                key,
+                record,
+            };
+            self.io
+                .put_raw(&catalog::rt_key(id, rt.next(id)), &entry.encode());
+        }
     }
 
     /// Deletes `key` and reports whether it existed.

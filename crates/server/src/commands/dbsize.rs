@@ -15,10 +15,17 @@ pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     Outcome::Later(Box::pin(async move {
         let job = tokio::task::spawn_blocking(move || {
             let mut n = 0i64;
-            walk_keys(&shared.db, db, None, shared.now_ms(), |_, _| {
-                n += 1;
-                true
-            })
+            walk_keys(
+                &shared.db,
+                &shared.stores.read_catalog(),
+                db,
+                None,
+                shared.now_ms(),
+                |_, _| {
+                    n += 1;
+                    true
+                },
+            )
             .map(|_| Reply::Integer(n))
             .unwrap_or_else(|e| reply::engine_error(&e))
         });

@@ -65,7 +65,18 @@ fn ranges(db: Option<u8>) -> Vec<(Vec<u8>, Vec<u8>)> {
 
 fn delete_all(shared: &Shared, db: Option<u8>) -> rialto_engine::Result<()> {
     let mut last = None;
-    for (lo, hi) in ranges(db) {
+    let mut all = ranges(db);
+    if db.is_none_or(|d| d == 0) {
+        // Stores' keys are in database 0: empty every live version (a version being pushed
+        // is not reached: it replaces what it replaces).
+        for s in shared.stores.exec_catalog().iter() {
+            all.extend(
+                s.live_versions()
+                    .map(|v| crate::stores::catalog::version_range(s.id, v)),
+            );
+        }
+    }
+    for (lo, hi) in all {
         let mut it = shared.db.iter(IterOptions {
             lower: Some(lo),
             upper: Some(hi),

@@ -138,11 +138,18 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
             let now = sh.now_ms();
             for db in 0..cfg.databases.min(256) as u16 {
                 let (mut keys, mut expires) = (0u64, 0u64);
-                let walked = walk_keys(&sh.db, db as u8, None, now, |_, r| {
-                    keys += 1;
-                    expires += u64::from(r.expire_at_ms.is_some());
-                    true
-                });
+                let walked = walk_keys(
+                    &sh.db,
+                    &sh.stores.read_catalog(),
+                    db as u8,
+                    None,
+                    now,
+                    |_, r| {
+                        keys += 1;
+                        expires += u64::from(r.expire_at_ms.is_some());
+                        true
+                    },
+                );
                 if walked.is_ok() && keys > 0 {
                     let _ = write!(o, "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n");
                 }

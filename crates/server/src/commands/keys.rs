@@ -15,12 +15,19 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         let job = tokio::task::spawn_blocking(move || {
             let mut keys = Vec::new();
             let all = &pattern[..] == b"*";
-            walk_keys(&shared.db, db, None, shared.now_ms(), |k, _| {
-                if all || crate::glob::glob_match(&pattern, k, false) {
-                    keys.push(Reply::bulk(k));
-                }
-                true
-            })
+            walk_keys(
+                &shared.db,
+                &shared.stores.read_catalog(),
+                db,
+                None,
+                shared.now_ms(),
+                |k, _| {
+                    if all || crate::glob::glob_match(&pattern, k, false) {
+                        keys.push(Reply::bulk(k));
+                    }
+                    true
+                },
+            )
             .map(|_| Reply::Array(keys))
             .unwrap_or_else(|e| reply::engine_error(&e))
         });

@@ -61,6 +61,7 @@ mod hello;
 mod info;
 mod keys;
 mod ping;
+mod push;
 mod quit;
 mod randomkey;
 mod reset;
@@ -68,6 +69,7 @@ pub mod scan;
 mod select;
 mod shutdown;
 mod slowlog;
+pub mod store;
 mod time;
 
 /// Keys as read commands see them.
@@ -181,6 +183,8 @@ fn handler(id: CmdId) -> Handler {
         FlushAll => Conn(flushdb::flushall),
         Info => Conn(info::run),
         Config => Conn(config::run),
+        Store => Conn(store::run),
+        Push => Conn(push::run),
         Command => Conn(command::run),
         Time => Conn(time::run),
         SlowLog => Conn(slowlog::run),

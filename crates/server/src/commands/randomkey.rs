@@ -15,10 +15,17 @@ pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     let start: [u8; 8] = rand::random();
     let mut found = None;
     for from in [Some(&start[..]), None] {
-        let r = walk_keys(&ctx.shared.db, db, from, now, |k, _| {
-            found = Some(Bytes::copy_from_slice(k));
-            false
-        });
+        let r = walk_keys(
+            &ctx.shared.db,
+            &ctx.shared.stores.read_catalog(),
+            db,
+            from,
+            now,
+            |k, _| {
+                found = Some(Bytes::copy_from_slice(k));
+                false
+            },
+        );
         if let Err(e) = r {
             return Outcome::Reply(reply::engine_error(&e));
         }

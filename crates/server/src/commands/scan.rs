@@ -118,6 +118,7 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> reply::CmdResult {
     let match_all = pattern.is_none_or(|p| &p[..] == b"*");
     let resume = walk_keys(
         &ctx.shared.db,
+        &ctx.shared.stores.read_catalog(),
         db,
         from.as_deref(),
         ctx.shared.now_ms(),

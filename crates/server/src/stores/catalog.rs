@@ -1,0 +1,527 @@
+//! Stores, their versions and where their keys live in the engine's keyspace.
+//!
+//! ```text
+//! version data key  0x03 | store id (u32 BE) | version (u32 BE) | user key  -> value record
+//! real-time log     0x04 | store id (u32 BE) | n (u64 BE)                  -> rt entry
+//! store record      0x05 | name                                            -> store record
+//! next store id     0x05                                                   -> u32 LE
+//! retired range     0x06 | store id (u32 BE) | version (u32 BE)            -> empty
+//! rt entry      := op (u8: 0 delete, 1 put) | at_ms (i64 LE) | key_len (u32 LE) | key | record
+//! ```
+//!
+//! Invariants:
+//! - Store ids and, within a store, version numbers are never reused, so a new version's key
+//!   range has never held an entry: ingestion links its tables into the bottom level.
+//! - Store prefixes are non-empty and none is a prefix of another, so a key belongs to at most
+//!   one store: the one with the greatest prefix `<=` the key, if the key starts with it.
+//! - Writes to a store go to its current and previous versions (so a rollback loses no
+//!   streamed write), and to its real-time log while a push runs or when it has a rewind
+//!   window; reads use the current version only.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// Prefix of store version data keys.
+pub const VERSION_DATA: u8 = 0x03;
+/// Prefix of real-time log entries.
+pub const RT_LOG: u8 = 0x04;
+/// Prefix of store records.
+pub const STORE_META: u8 = 0x05;
+/// Prefix of retired version ranges awaiting removal.
+pub const RETIRED: u8 = 0x06;
+/// `version` of a retired range that covers the whole store (data of every version and its
+/// real-time log): the store was deleted.
+pub const WHOLE_STORE: u32 = u32::MAX;
+
+/// Longest store name.
+pub const MAX_NAME_LEN: usize = 128;
+/// Longest store prefix.
+pub const MAX_PREFIX_LEN: usize = 1024;
+
+/// One version of a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct VersionInfo {
+    /// Version number (1, 2, ...); 0: none.
+    pub number: u32,
+    /// Records the push loaded (0 for the initial, streamed-only version).
+    pub records: u64,
+    /// Key and value bytes the push loaded.
+    pub bytes: u64,
+    /// When it was created, Unix ms.
+    pub created_ms: i64,
+}
+
+/// A push in progress, as recorded durably (a crash leaves it to be cleaned up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pushing {
+    /// The version being loaded.
+    pub version: u32,
+    /// When the push began, Unix ms (the rewind window counts back from here).
+    pub started_ms: i64,
+}
+
+/// A store's durable record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreMeta {
+    /// Name (the key of the record).
+    pub name: String,
+    /// Never reused.
+    pub id: u32,
+    /// Keys starting with it belong to the store.
+    pub prefix: Vec<u8>,
+    /// The version reads use.
+    pub current: VersionInfo,
+    /// The version a rollback returns to (number 0: none).
+    pub previous: VersionInfo,
+    /// The next version number to hand out.
+    pub next_version: u32,
+    /// How far before a push's start streamed writes are replayed onto the new version, ms.
+    pub rewind_ms: u64,
+    /// The push in progress, if any.
+    pub pushing: Option<Pushing>,
+    /// When the store was created, Unix ms.
+    pub created_ms: i64,
+}
+
+const FORMAT: u8 = 1;
+
+/// A store record that does not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorruptMeta(pub &'static str);
+
+impl std::fmt::Display for CorruptMeta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "corrupt store record: {}", self.0)
+    }
+}
+
+impl StoreMeta {
+    /// Whether streamed writes must also go to the real-time log.
+    pub fn logs_writes(&self) -> bool {
+        self.pushing.is_some() || self.rewind_ms > 0
+    }
+
+    /// The versions streamed writes go to: current, then previous if any.
+    pub fn live_versions(&self) -> impl Iterator<Item = u32> + '_ {
+        [self.current.number, self.previous.number]
+            .into_iter()
+            .filter(|&v| v != 0)
+    }
+
+    /// Serializes the record (the name is the key).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut o = Vec::with_capacity(96 + self.prefix.len());
+        o.push(FORMAT);
+        o.extend_from_slice(&self.id.to_le_bytes());
+        o.extend_from_slice(&(self.prefix.len() as u32).to_le_bytes());
+        o.extend_from_slice(&self.prefix);
+        for v in [&self.current, &self.previous] {
+            o.extend_from_slice(&v.number.to_le_bytes());
+            o.extend_from_slice(&v.records.to_le_bytes());
+            o.extend_from_slice(&v.bytes.to_le_bytes());
+            o.extend_from_slice(&v.created_ms.to_le_bytes());
+        }
+        o.extend_from_slice(&self.next_version.to_le_bytes());
+        o.extend_from_slice(&self.rewind_ms.to_le_bytes());
+        let p = self.pushing.unwrap_or_default();
+        o.extend_from_slice(&p.version.to_le_bytes());
+        o.extend_from_slice(&p.started_ms.to_le_bytes());
+        o.extend_from_slice(&self.created_ms.to_le_bytes());
+        o
+    }
+
+    /// Parses a record stored under `name`.
+    pub fn decode(name: &str, b: &[u8]) -> Result<StoreMeta, CorruptMeta> {
+        let mut r = Reader(b);
+        if r.u8()? != FORMAT {
+            return Err(CorruptMeta("unknown format"));
+        }
+        let id = r.u32()?;
+        let plen = r.u32()? as usize;
+        let prefix = r.take(plen)?.to_vec();
+        let mut versions = [VersionInfo::default(); 2];
+        for v in &mut versions {
+            v.number = r.u32()?;
+            v.records = r.u64()?;
+            v.bytes = r.u64()?;
+            v.created_ms = r.u64()? as i64;
+        }
+        let next_version = r.u32()?;
+        let rewind_ms = r.u64()?;
+        let pv = r.u32()?;
+        let ps = r.u64()? as i64;
+        let created_ms = r.u64()? as i64;
+        if !r.0.is_empty() {
+            return Err(CorruptMeta("trailing bytes"));
+        }
+        if prefix.is_empty() || versions[0].number == 0 || next_version <= versions[0].number {
+            return Err(CorruptMeta("invalid fields"));
+        }
+        Ok(StoreMeta {
+            name: name.to_string(),
+            id,
+            prefix,
+            current: versions[0],
+            previous: versions[1],
+            next_version,
+            rewind_ms,
+            pushing: (pv != 0).then_some(Pushing {
+                version: pv,
+                started_ms: ps,
+            }),
+            created_ms,
+        })
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], CorruptMeta> {
+        if self.0.len() < n {
+            return Err(CorruptMeta("truncated"));
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Ok(a)
+    }
+    fn u8(&mut self) -> Result<u8, CorruptMeta> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, CorruptMeta> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn u64(&mut self) -> Result<u64, CorruptMeta> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+}
+
+/// Every store, indexed for routing. Immutable: a change builds a new catalog.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    by_name: BTreeMap<String, Arc<StoreMeta>>,
+    by_prefix: BTreeMap<Vec<u8>, Arc<StoreMeta>>,
+}
+
+impl Catalog {
+    /// A catalog of `stores`.
+    pub fn new(stores: impl IntoIterator<Item = StoreMeta>) -> Catalog {
+        let mut c = Catalog::default();
+        for s in stores {
+            c.insert(s);
+        }
+        c
+    }
+
+    /// True when there is no store (every key is in the default store).
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
+    /// The store named `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<StoreMeta>> {
+        self.by_name.get(name)
+    }
+
+    /// Every store, by name.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<StoreMeta>> {
+        self.by_name.values()
+    }
+
+    /// Every store, by prefix (key order).
+    pub fn by_prefix(&self) -> impl Iterator<Item = &Arc<StoreMeta>> {
+        self.by_prefix.values()
+    }
+
+    /// The store `key` (of database 0) belongs to, if any.
+    pub fn route(&self, key: &[u8]) -> Option<&Arc<StoreMeta>> {
+        if self.by_prefix.is_empty() {
+            return None;
+        }
+        let (p, s) = self
+            .by_prefix
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
+            .next_back()?;
+        key.starts_with(p).then_some(s)
+    }
+
+    /// Why `prefix` cannot be a new store's prefix, if it cannot.
+    pub fn prefix_conflict(&self, prefix: &[u8]) -> Option<&Arc<StoreMeta>> {
+        self.by_prefix
+            .iter()
+            .find(|(p, _)| p.starts_with(prefix) || prefix.starts_with(p))
+            .map(|(_, s)| s)
+    }
+
+    /// A copy with `meta` added or replaced.
+    pub fn with(&self, meta: StoreMeta) -> Catalog {
+        let mut c = self.clone();
+        if let Some(old) = c.by_name.get(&meta.name) {
+            let p = old.prefix.clone();
+            c.by_prefix.remove(&p);
+        }
+        c.insert(meta);
+        c
+    }
+
+    /// A copy without the store `name`.
+    pub fn without(&self, name: &str) -> Catalog {
+        let mut c = self.clone();
+        if let Some(old) = c.by_name.remove(name) {
+            c.by_prefix.remove(&old.prefix);
+        }
+        c
+    }
+
+    fn insert(&mut self, s: StoreMeta) {
+        let s = Arc::new(s);
+        self.by_prefix.insert(s.prefix.clone(), Arc::clone(&s));
+        self.by_name.insert(s.name.clone(), s);
+    }
+}
+
+/// Validates a store name: 1..=128 bytes of `[A-Za-z0-9_.-]`.
+pub fn valid_name(name: &[u8]) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+}
+
+/// The engine key of `key` in version `version` of store `id`.
+pub fn version_key(id: u32, version: u32, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9 + key.len());
+    k.push(VERSION_DATA);
+    k.extend_from_slice(&id.to_be_bytes());
+    k.extend_from_slice(&version.to_be_bytes());
+    k.extend_from_slice(key);
+    k
+}
+
+/// `[lower, upper)` of every key of one version.
+pub fn version_range(id: u32, version: u32) -> (Vec<u8>, Vec<u8>) {
+    let lo = version_key(id, version, b"");
+    let hi = crate::keyspace::next_prefix(&lo);
+    (lo, hi)
+}
+
+/// `[lower, upper)` of every version of store `id`.
+pub fn store_data_range(id: u32) -> (Vec<u8>, Vec<u8>) {
+    let mut lo = vec![VERSION_DATA];
+    lo.extend_from_slice(&id.to_be_bytes());
+    let hi = crate::keyspace::next_prefix(&lo);
+    (lo, hi)
+}
+
+/// The user key of a version data key of `(id, version)`.
+pub fn version_user_key(id: u32, version: u32, engine_key: &[u8]) -> Option<&[u8]> {
+    let p = engine_key.get(..9)?;
+    (p[0] == VERSION_DATA && p[1..5] == id.to_be_bytes() && p[5..9] == version.to_be_bytes())
+        .then(|| &engine_key[9..])
+}
+
+/// The key of real-time log entry `n` of store `id`.
+pub fn rt_key(id: u32, n: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(13);
+    k.push(RT_LOG);
+    k.extend_from_slice(&id.to_be_bytes());
+    k.extend_from_slice(&n.to_be_bytes());
+    k
+}
+
+/// `[lower, upper)` of store `id`'s real-time log.
+pub fn rt_range(id: u32) -> (Vec<u8>, Vec<u8>) {
+    let mut lo = vec![RT_LOG];
+    lo.extend_from_slice(&id.to_be_bytes());
+    let hi = crate::keyspace::next_prefix(&lo);
+    (lo, hi)
+}
+
+/// The entry number of a real-time log key.
+pub fn rt_number(k: &[u8]) -> Option<u64> {
+    let b: [u8; 8] = k.get(5..13)?.try_into().ok()?;
+    Some(u64::from_be_bytes(b))
+}
+
+/// One streamed write, as the real-time log keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RtEntry<'a> {
+    /// When it was made, Unix ms.
+    pub at_ms: i64,
+    /// The user key.
+    pub key: &'a [u8],
+    /// The value record written, or `None` for a deletion.
+    pub record: Option<&'a [u8]>,
+}
+
+impl RtEntry<'_> {
+    /// Serializes the entry.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut o = Vec::with_capacity(17 + self.key.len() + self.record.map_or(0, |r| r.len()));
+        o.push(u8::from(self.record.is_some()));
+        o.extend_from_slice(&self.at_ms.to_le_bytes());
+        o.extend_from_slice(&(self.key.len() as u32).to_le_bytes());
+        o.extend_from_slice(self.key);
+        if let Some(r) = self.record {
+            o.extend_from_slice(r);
+        }
+        o
+    }
+
+    /// Parses an entry.
+    pub fn decode(b: &[u8]) -> Result<RtEntry<'_>, CorruptMeta> {
+        let mut r = Reader(b);
+        let op = r.u8()?;
+        let at_ms = r.u64()? as i64;
+        let klen = r.u32()? as usize;
+        let key = r.take(klen)?;
+        let record = match op {
+            0 if r.0.is_empty() => None,
+            1 => Some(r.0),
+            _ => return Err(CorruptMeta("bad real-time log entry")),
+        };
+        Ok(RtEntry { at_ms, key, record })
+    }
+}
+
+/// The key of store `name`'s record.
+pub fn meta_key(name: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + name.len());
+    k.push(STORE_META);
+    k.extend_from_slice(name.as_bytes());
+    k
+}
+
+/// The key holding the next store id.
+pub fn next_id_key() -> Vec<u8> {
+    vec![STORE_META]
+}
+
+/// The key marking `(id, version)` as retired.
+pub fn retired_key(id: u32, version: u32) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9);
+    k.push(RETIRED);
+    k.extend_from_slice(&id.to_be_bytes());
+    k.extend_from_slice(&version.to_be_bytes());
+    k
+}
+
+/// Parses a retired-range key.
+pub fn parse_retired(k: &[u8]) -> Option<(u32, u32)> {
+    if k.len() != 9 || k[0] != RETIRED {
+        return None;
+    }
+    let id = u32::from_be_bytes(k[1..5].try_into().ok()?);
+    let v = u32::from_be_bytes(k[5..9].try_into().ok()?);
+    Some((id, v))
+}
+
+/// The engine's partitioner for the server's keyspace: a table file never mixes two store
+/// versions, two real-time logs, or two kinds of keys, so every new version's range is free
+/// for ingestion and a retired version's files can be dropped whole.
+pub fn partition_len(k: &[u8]) -> usize {
+    match k.first() {
+        Some(&VERSION_DATA) => 9,
+        Some(&RT_LOG) => 5,
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(name: &str, prefix: &str) -> StoreMeta {
+        StoreMeta {
+            name: name.into(),
+            id: 7,
+            prefix: prefix.as_bytes().to_vec(),
+            current: VersionInfo {
+                number: 3,
+                records: 10,
+                bytes: 100,
+                created_ms: 5,
+            },
+            previous: VersionInfo {
+                number: 2,
+                ..VersionInfo::default()
+            },
+            next_version: 5,
+            rewind_ms: 60_000,
+            pushing: Some(Pushing {
+                version: 4,
+                started_ms: 99,
+            }),
+            created_ms: 1,
+        }
+    }
+
+    #[test]
+    fn store_records_round_trip_and_damage_is_refused() {
+        let m = meta("features", "features:");
+        let b = m.encode();
+        assert_eq!(StoreMeta::decode("features", &b), Ok(m));
+        for cut in 0..b.len() {
+            assert!(StoreMeta::decode("features", &b[..cut]).is_err(), "{cut}");
+        }
+        let mut extra = b.clone();
+        extra.push(0);
+        assert!(StoreMeta::decode("features", &extra).is_err());
+    }
+
+    #[test]
+    fn routing_takes_the_store_whose_prefix_starts_the_key() {
+        let c = Catalog::new([meta("a", "ab:"), meta("b", "b:"), meta("c", "abd")]);
+        assert_eq!(c.route(b"ab:1").map(|s| s.name.as_str()), Some("a"));
+        assert_eq!(c.route(b"ab:").map(|s| s.name.as_str()), Some("a"));
+        assert_eq!(c.route(b"abd").map(|s| s.name.as_str()), Some("c"));
+        assert_eq!(c.route(b"abc"), None);
+        assert_eq!(c.route(b"ab"), None);
+        assert_eq!(c.route(b"b:x").map(|s| s.name.as_str()), Some("b"));
+        assert_eq!(c.route(b"c"), None);
+        assert_eq!(c.route(b""), None);
+        assert!(c.prefix_conflict(b"ab").is_some());
+        assert!(c.prefix_conflict(b"ab:x").is_some());
+        assert!(c.prefix_conflict(b"abe").is_none());
+        let c2 = c.without("a");
+        assert_eq!(c2.route(b"ab:1"), None);
+        assert_eq!(c.route(b"ab:1").map(|s| s.name.as_str()), Some("a"));
+    }
+
+    #[test]
+    fn rt_entries_round_trip() {
+        for e in [
+            RtEntry {
+                at_ms: 5,
+                key: b"k",
+                record: Some(b"\x00v"),
+            },
+            RtEntry {
+                at_ms: -1,
+                key: b"",
+                record: None,
+            },
+        ] {
+            assert_eq!(RtEntry::decode(&e.encode()), Ok(e.clone()));
+        }
+        assert!(RtEntry::decode(b"\x02").is_err());
+    }
+
+    #[test]
+    fn keys_decode_back() {
+        let k = version_key(1, 2, b"x");
+        assert_eq!(version_user_key(1, 2, &k), Some(&b"x"[..]));
+        assert_eq!(version_user_key(1, 3, &k), None);
+        assert_eq!(rt_number(&rt_key(9, 77)), Some(77));
+        assert_eq!(parse_retired(&retired_key(3, 4)), Some((3, 4)));
+        let (lo, hi) = version_range(1, 2);
+        assert!(lo < k && k < hi);
+        assert_eq!(partition_len(&k), 9);
+    }
+}

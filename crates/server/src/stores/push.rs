@@ -1,0 +1,499 @@
+//! Batch pushes: records arrive in any order, are sorted with bounded memory (spilling to
+//! disk), written straight into table files of a new version (no WAL, no memtable: Venice's
+//! deferred write), linked into the bottom level, and swapped in with the streamed writes
+//! made meanwhile replayed on top.
+//!
+//! Steps and what a crash at each leaves (the old version serves throughout):
+//! 1. begin: the store record names the pushed version (durable) — a crash retires it at the
+//!    next start ([`super::Stores::recover`]).
+//! 2. add: records go to the sorter — spill files are temporary, removed on abort and at
+//!    the next start (the spill directory is emptied).
+//! 3. commit: tables are written and synced, then linked by one manifest edit — before the
+//!    edit they are orphans removed at open; after it they hold a version nobody reads.
+//! 4. replay: real-time log entries are copied onto the new version in transactions.
+//! 5. swap: one transaction replays the rest, switches current/previous and retires the old
+//!    previous. Before it is durable, a restart finds the push still recorded (step 1).
+//!
+//! Heavy work (sorting, table writing) runs on one fixed-size thread pool shared by every
+//! push, never on connection threads.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rialto_engine::{EngineIterator, IterOptions, KvEngine, WriteBatch};
+use rialto_lsm::Db;
+use rialto_sort::{DuplicatePolicy, SortOptions, Sorter};
+use rialto_txn::{Merger, TxnContext};
+
+use super::catalog::{rt_key, rt_number, rt_range, version_key, RtEntry};
+use super::{Pushing, StoreError, StoreMeta, StoreResult, Stores, VersionInfo};
+use crate::keyspace;
+
+/// Real-time log entries per replay transaction before the swap.
+const REPLAY_CHUNK: usize = 1000;
+/// The swap replays at most about this many entries itself (the rest go before it).
+const SWAP_TAIL: usize = 256;
+
+/// What a push did.
+#[derive(Debug, Clone, Default)]
+pub struct PushReport {
+    /// Store name.
+    pub store: String,
+    /// The version now current.
+    pub version: u32,
+    /// Records loaded.
+    pub records: u64,
+    /// Key and value bytes loaded.
+    pub bytes: u64,
+    /// Table files written.
+    pub files: u64,
+    /// Bytes of those files.
+    pub file_bytes: u64,
+    /// Sorted runs spilled to disk.
+    pub runs_spilled: u64,
+    /// Duplicate keys dropped (last-wins).
+    pub duplicates_dropped: u64,
+    /// Streamed writes replayed onto the new version.
+    pub replayed: u64,
+    /// Time from begin to swap.
+    pub elapsed: Duration,
+}
+
+struct Session {
+    store: String,
+    meta: StoreMeta,
+    pushing: Pushing,
+    owner: Option<u64>,
+    sorter: Option<Sorter>,
+    started: Instant,
+}
+
+/// Pushes in progress and the ingestion pool.
+pub struct Pushes {
+    sessions: Mutex<HashMap<u64, Arc<Mutex<Session>>>>,
+    next_id: AtomicU64,
+    pool: Pool,
+}
+
+impl Pushes {
+    /// A registry whose pool has `threads` threads.
+    pub fn new(threads: usize) -> Pushes {
+        Pushes {
+            sessions: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            pool: Pool::new(threads),
+        }
+    }
+
+    /// Runs `job` on the ingestion pool; the result arrives on the returned channel.
+    pub fn run<T: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> T + Send + 'static,
+    ) -> tokio::sync::oneshot::Receiver<T> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.pool.spawn(Box::new(move || {
+            let _ = tx.send(job());
+        }));
+        rx
+    }
+
+    /// Pushes in progress: (id, store, records added so far).
+    pub fn list(&self) -> Vec<(u64, String)> {
+        let mut v: Vec<(u64, String)> = self
+            .sessions
+            .lock()
+            .iter()
+            .map(|(id, s)| (*id, s.lock().store.clone()))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Whether connection `client` began a push that is still open.
+    pub fn owned_by(&self, client: u64) -> bool {
+        self.sessions
+            .lock()
+            .values()
+            .any(|s| s.try_lock().is_none_or(|s| s.owner == Some(client)))
+    }
+
+    fn session(&self, id: u64) -> StoreResult<Arc<Mutex<Session>>> {
+        self.sessions
+            .lock()
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| StoreError::PushState(format!("no push with id {id}")))
+    }
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A fixed set of threads running jobs in submission order.
+struct Pool {
+    tx: Mutex<mpsc::Sender<Job>>,
+}
+
+impl Pool {
+    fn new(threads: usize) -> Pool {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        for i in 0..threads {
+            let rx = Arc::clone(&rx);
+            let spawned = std::thread::Builder::new()
+                .name(format!("rialto-ingest-{i}"))
+                .spawn(move || loop {
+                    let job = rx.lock().recv();
+                    match job {
+                        Ok(job) => job(),
+                        Err(_) => return,
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::error!(error = %e, "cannot start an ingestion thread");
+            }
+        }
+        Pool { tx: Mutex::new(tx) }
+    }
+
+    fn spawn(&self, job: Job) {
+        // The receiver lives as long as any pool thread; if none could start, run here.
+        if let Err(mpsc::SendError(job)) = self.tx.lock().send(job) {
+            job();
+        }
+    }
+}
+
+impl Stores {
+    /// Begins a push into store `name`; returns its id.
+    pub fn push_begin(
+        self: &Arc<Self>,
+        merger: &Merger<Db>,
+        fs: rialto_io::FsRef,
+        name: &str,
+        duplicates: DuplicatePolicy,
+        owner: Option<u64>,
+        now_ms: i64,
+    ) -> StoreResult<u64> {
+        let meta = self.begin_push(merger, name, now_ms)?;
+        let pushing = meta
+            .pushing
+            .ok_or_else(|| StoreError::PushState("push not recorded".into()))?;
+        let id = self.pushes.next_id.fetch_add(1, Ordering::Relaxed);
+        let tmp: PathBuf = self.opts.push_tmp_dir.join(format!("push-{id}"));
+        let sorter = Sorter::new(
+            fs,
+            SortOptions {
+                memory_limit: self.opts.push_memory_limit,
+                tmp_dir: tmp,
+                duplicates,
+                max_key_len: keyspace::MAX_USER_KEY_LEN.saturating_sub(meta.prefix.len()),
+                max_value_len: keyspace::MAX_USER_VALUE_LEN,
+            },
+        );
+        let sorter = match sorter {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = self.end_push(merger, name, None);
+                return Err(StoreError::Input(e.to_string()));
+            }
+        };
+        let session = Session {
+            store: name.to_string(),
+            meta,
+            pushing,
+            owner,
+            sorter: Some(sorter),
+            started: Instant::now(),
+        };
+        self.pushes
+            .sessions
+            .lock()
+            .insert(id, Arc::new(Mutex::new(session)));
+        Ok(id)
+    }
+
+    /// Adds records (keys relative to the store's prefix) to push `id`. On a bad record the
+    /// push is aborted.
+    pub fn push_add<'a>(
+        self: &Arc<Self>,
+        merger: &Merger<Db>,
+        id: u64,
+        records: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    ) -> StoreResult<u64> {
+        let s = self.pushes.session(id)?;
+        let r = {
+            let mut s = s.lock();
+            let sorter = s
+                .sorter
+                .as_mut()
+                .ok_or_else(|| StoreError::PushState(format!("push {id} is committing")))?;
+            let mut n = 0u64;
+            let mut r = Ok(());
+            for (k, v) in records {
+                if let Err(e) = sorter.add(k, v) {
+                    r = Err(StoreError::Input(e.to_string()));
+                    break;
+                }
+                n += 1;
+            }
+            r.map(|()| n)
+        };
+        if r.is_err() {
+            let _ = self.push_abort(merger, id);
+        }
+        r
+    }
+
+    /// Aborts push `id`: its files are removed and the store keeps its current version.
+    pub fn push_abort(self: &Arc<Self>, merger: &Merger<Db>, id: u64) -> StoreResult<()> {
+        let s = self
+            .pushes
+            .sessions
+            .lock()
+            .remove(&id)
+            .ok_or_else(|| StoreError::PushState(format!("no push with id {id}")))?;
+        let store = {
+            let mut s = s.lock();
+            s.sorter = None;
+            s.store.clone()
+        };
+        self.end_push(merger, &store, None).map(|_| ())
+    }
+
+    /// Aborts every push no command is working on (at shutdown; a committing push is left
+    /// to finish or to be retired at the next start).
+    pub fn abort_idle_pushes(self: &Arc<Self>, merger: &Merger<Db>) {
+        let ids: Vec<u64> = self
+            .pushes
+            .sessions
+            .lock()
+            .iter()
+            .filter(|(_, s)| s.try_lock().is_some_and(|s| s.sorter.is_some()))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            if let Err(e) = self.push_abort(merger, id) {
+                tracing::warn!(push = id, error = %e, "aborting a push at shutdown");
+            }
+        }
+    }
+
+    /// Aborts every push begun by connection `client` (it closed without committing).
+    pub fn abort_owned_by(self: &Arc<Self>, merger: &Merger<Db>, client: u64) {
+        let ids: Vec<u64> = self
+            .pushes
+            .sessions
+            .lock()
+            .iter()
+            .filter(|(_, s)| s.lock().owner == Some(client))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            if let Err(e) = self.push_abort(merger, id) {
+                tracing::warn!(push = id, error = %e, "aborting a push of a closed connection");
+            }
+        }
+    }
+
+    /// Sorts, writes and links push `id`'s data, replays the streamed writes and swaps the
+    /// new version in. On failure the push is aborted and the current version stays.
+    pub fn push_commit(
+        self: &Arc<Self>,
+        db: &Db,
+        merger: &Merger<Db>,
+        id: u64,
+        now_ms: impl Fn() -> i64,
+    ) -> StoreResult<PushReport> {
+        let s = self.pushes.session(id)?;
+        let mut s = s.lock();
+        let Some(sorter) = s.sorter.take() else {
+            return Err(StoreError::PushState(format!("push {id} is committing")));
+        };
+        let r = self.commit_inner(db, merger, &s, sorter, now_ms);
+        drop(s);
+        self.pushes.sessions.lock().remove(&id);
+        r
+    }
+
+    fn commit_inner(
+        self: &Arc<Self>,
+        db: &Db,
+        merger: &Merger<Db>,
+        s: &Session,
+        sorter: Sorter,
+        now_ms: impl Fn() -> i64,
+    ) -> StoreResult<PushReport> {
+        let r = self.load_and_swap(db, merger, s, sorter, now_ms);
+        if r.is_err() {
+            // Retire the pushed version (its tables may be linked already).
+            if let Err(e) = self.end_push(merger, &s.store, None) {
+                tracing::warn!(store = %s.store, error = %e, "cannot retire an aborted push");
+            }
+        }
+        r
+    }
+
+    fn load_and_swap(
+        self: &Arc<Self>,
+        db: &Db,
+        merger: &Merger<Db>,
+        s: &Session,
+        sorter: Sorter,
+        now_ms: impl Fn() -> i64,
+    ) -> StoreResult<PushReport> {
+        let m = &s.meta;
+        let v = s.pushing.version;
+        let mut sorted = sorter
+            .finish()
+            .map_err(|e| StoreError::Input(e.to_string()))?;
+        let mut ing = db.ingest()?;
+        let mut key = Vec::new();
+        let mut record = Vec::new();
+        let mut bytes = 0u64;
+        while let Some((k, val)) = sorted
+            .next()
+            .map_err(|e| StoreError::Input(e.to_string()))?
+        {
+            key.clear();
+            key.extend_from_slice(&version_key(m.id, v, &m.prefix));
+            key.extend_from_slice(k);
+            record.clear();
+            keyspace::encode_record_into(&mut record, None, val);
+            ing.add(&key, &record)?;
+            bytes += (m.prefix.len() + k.len() + val.len()) as u64;
+        }
+        let sort_stats = sorted.stats();
+        drop(sorted);
+        let ingested = ing.finish()?;
+
+        // Replay the streamed writes in chunks while they keep coming, then swap.
+        let (mut from, mut replayed) = replay_published(db, merger, m, s.pushing)?;
+        loop {
+            let pending = self.rt.peek(m.id).saturating_sub(from);
+            if pending as usize <= SWAP_TAIL {
+                break;
+            }
+            let (next, n) = replay_published_from(db, merger, m, s.pushing, from)?;
+            replayed += n;
+            if next == from {
+                // Nothing published beyond `from` yet: the swap takes the rest.
+                break;
+            }
+            from = next;
+        }
+        let tail_from = from;
+        replayed += self.rt.peek(m.id).saturating_sub(tail_from);
+        let info = VersionInfo {
+            number: v,
+            records: ingested.entries,
+            bytes,
+            created_ms: now_ms(),
+        };
+        self.end_push(merger, &s.store, Some((info, tail_from)))?;
+        Ok(PushReport {
+            store: s.store.clone(),
+            version: v,
+            records: ingested.entries,
+            bytes,
+            files: ingested.files,
+            file_bytes: ingested.file_bytes,
+            runs_spilled: sort_stats.runs_spilled,
+            duplicates_dropped: sort_stats.duplicates_dropped,
+            replayed,
+            elapsed: s.started.elapsed(),
+        })
+    }
+}
+
+/// Replays the published real-time log entries within the rewind window; returns the entry
+/// number after the last one seen and how many were replayed.
+fn replay_published(
+    db: &Db,
+    merger: &Merger<Db>,
+    m: &StoreMeta,
+    p: Pushing,
+) -> StoreResult<(u64, u64)> {
+    replay_published_from(db, merger, m, p, 0)
+}
+
+fn replay_published_from(
+    db: &Db,
+    merger: &Merger<Db>,
+    m: &StoreMeta,
+    p: Pushing,
+    from: u64,
+) -> StoreResult<(u64, u64)> {
+    let cutoff = p.started_ms.saturating_sub(m.rewind_ms as i64);
+    let (_, hi) = rt_range(m.id);
+    let mut it = db.iter(IterOptions {
+        lower: Some(rt_key(m.id, from)),
+        upper: Some(hi),
+        snapshot: None,
+    })?;
+    it.seek_to_first();
+    let mut next = from;
+    let mut replayed = 0u64;
+    let mut batch = WriteBatch::new();
+    let mut last = None;
+    while it.valid() {
+        let n = rt_number(it.key()).unwrap_or(next);
+        let e = RtEntry::decode(it.value()).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        if e.at_ms >= cutoff {
+            apply(&mut batch, m, p, &e);
+            replayed += 1;
+        }
+        next = n + 1;
+        if batch.count() as usize >= REPLAY_CHUNK {
+            last = Some(merger.write(std::mem::take(&mut batch)));
+        }
+        it.next();
+    }
+    it.status()?;
+    if !batch.is_empty() {
+        last = Some(merger.write(batch));
+    }
+    if let Some(h) = last {
+        h.wait()?;
+    }
+    Ok((next, replayed))
+}
+
+fn apply(batch: &mut WriteBatch, m: &StoreMeta, p: Pushing, e: &RtEntry<'_>) {
+    let k = version_key(m.id, p.version, e.key);
+    match e.record {
+        Some(r) => batch.put(&k, r),
+        None => batch.delete(&k),
+    }
+}
+
+/// Inside the swap transaction: replays entries `from..until` (published or not) within
+/// the rewind window onto the pushed version.
+pub(super) fn replay(
+    tx: &mut TxnContext<'_, Db>,
+    m: &StoreMeta,
+    p: Pushing,
+    from: u64,
+    until: u64,
+) -> StoreResult<()> {
+    let cutoff = p.started_ms.saturating_sub(m.rewind_ms as i64);
+    for n in from..until {
+        let Some(raw) = tx.get(&rt_key(m.id, n))? else {
+            // A number taken by a transaction that was then discarded.
+            continue;
+        };
+        let e = RtEntry::decode(&raw).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        if e.at_ms < cutoff {
+            continue;
+        }
+        let k = version_key(m.id, p.version, e.key);
+        match e.record {
+            Some(r) => tx.put(&k, r),
+            None => tx.delete(&k),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,335 @@
+//! Stores, batch pushes, atomic swaps, rollback and hybrid replay through a real client.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use redis::{Commands, Connection, Value};
+
+fn cmd(c: &mut Connection, args: &[&str]) -> redis::RedisResult<Value> {
+    let mut q = redis::cmd(args[0]);
+    for a in &args[1..] {
+        q.arg(*a);
+    }
+    q.query(c)
+}
+
+fn describe(c: &mut Connection, store: &str) -> HashMap<String, Value> {
+    let v = cmd(c, &["STORE", "DESCRIBE", store]).unwrap();
+    let items = match v {
+        Value::Array(items) => items,
+        Value::Map(pairs) => pairs.into_iter().flat_map(|(k, v)| [k, v]).collect(),
+        other => panic!("describe: {other:?}"),
+    };
+    items
+        .chunks(2)
+        .map(|p| match &p[0] {
+            Value::BulkString(k) => (String::from_utf8_lossy(k).into_owned(), p[1].clone()),
+            other => panic!("key {other:?}"),
+        })
+        .collect()
+}
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int(n) => *n,
+        other => panic!("not an int: {other:?}"),
+    }
+}
+
+/// Pushes `records` (store-relative keys) into `store` and returns the COMMIT reply.
+fn push(c: &mut Connection, store: &str, records: &[(String, String)]) -> HashMap<String, Value> {
+    let id = int(&cmd(c, &["PUSH", "BEGIN", store]).unwrap());
+    for chunk in records.chunks(500) {
+        let mut q = redis::cmd("PUSH");
+        q.arg("ADD").arg(id);
+        for (k, v) in chunk {
+            q.arg(k).arg(v);
+        }
+        let n: i64 = q.query(c).unwrap();
+        assert_eq!(n as usize, chunk.len());
+    }
+    let v = cmd(c, &["PUSH", "COMMIT", &id.to_string()]).unwrap();
+    let items = match v {
+        Value::Array(items) => items,
+        Value::Map(pairs) => pairs.into_iter().flat_map(|(k, v)| [k, v]).collect(),
+        other => panic!("commit: {other:?}"),
+    };
+    items
+        .chunks(2)
+        .map(|p| match &p[0] {
+            Value::BulkString(k) => (String::from_utf8_lossy(k).into_owned(), p[1].clone()),
+            other => panic!("key {other:?}"),
+        })
+        .collect()
+}
+
+fn dataset(n: usize, tag: &str) -> Vec<(String, String)> {
+    // Out of order on purpose: the push sorts.
+    (0..n)
+        .rev()
+        .map(|i| (format!("user{i:05}"), format!("{tag}-{i}")))
+        .collect()
+}
+
+#[test]
+fn a_push_becomes_the_current_version_and_rollback_switches_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let _: () = c.set("other", "x").unwrap();
+    let e = cmd(&mut c, &["STORE", "DESCRIBE", "features"]).unwrap_err();
+    assert!(e.to_string().contains("no such store"), "{e}");
+    cmd(&mut c, &["STORE", "CREATE", "features"]).unwrap();
+    let d = describe(&mut c, "features");
+    assert_eq!(int(&d["current-version"]), 1);
+    assert_eq!(d["prefix"], Value::BulkString(b"features:".to_vec()));
+
+    let r = push(&mut c, "features", &dataset(2000, "a"));
+    assert_eq!(int(&r["version"]), 2);
+    assert_eq!(int(&r["records"]), 2000);
+    assert_eq!(c.get::<_, String>("features:user00042").unwrap(), "a-42");
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 2001);
+
+    push(&mut c, "features", &dataset(1000, "b"));
+    assert_eq!(c.get::<_, String>("features:user00042").unwrap(), "b-42");
+    assert_eq!(
+        c.get::<_, Option<String>>("features:user01500").unwrap(),
+        None
+    );
+    let d = describe(&mut c, "features");
+    assert_eq!(int(&d["current-version"]), 3);
+    assert_eq!(int(&d["previous-version"]), 2);
+
+    cmd(&mut c, &["STORE", "ROLLBACK", "features"]).unwrap();
+    assert_eq!(c.get::<_, String>("features:user01500").unwrap(), "a-1500");
+    assert_eq!(c.get::<_, String>("features:user00042").unwrap(), "a-42");
+    // A second rollback undoes the first.
+    cmd(&mut c, &["STORE", "ROLLBACK", "features"]).unwrap();
+    assert_eq!(c.get::<_, String>("features:user00042").unwrap(), "b-42");
+
+    // Everything survives a restart.
+    srv.shutdown().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    assert_eq!(c.get::<_, String>("features:user00042").unwrap(), "b-42");
+    assert_eq!(c.get::<_, String>("other").unwrap(), "x");
+    let mut keys: Vec<String> = c.keys("features:user0000*").unwrap();
+    keys.sort();
+    assert_eq!(keys.len(), 10);
+    assert_eq!(keys[0], "features:user00000");
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn streamed_writes_land_on_every_live_version_and_are_replayed_onto_a_push() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    cmd(&mut c, &["STORE", "CREATE", "f"]).unwrap();
+    push(&mut c, "f", &dataset(100, "a"));
+
+    let id = int(&cmd(&mut c, &["PUSH", "BEGIN", "f"]).unwrap());
+    let mut q = redis::cmd("PUSH");
+    q.arg("ADD").arg(id);
+    for (k, v) in dataset(100, "b") {
+        q.arg(k).arg(v);
+    }
+    let _: i64 = q.query(&mut c).unwrap();
+    // Streamed while the push runs: must survive the swap, in order.
+    let _: () = c.set("f:user00001", "streamed-1").unwrap();
+    let _: () = c.set("f:user00001", "streamed-2").unwrap();
+    let _: () = c.set("f:new", "n").unwrap();
+    let _: i64 = c.del("f:user00002").unwrap();
+    assert_eq!(c.get::<_, String>("f:user00001").unwrap(), "streamed-2");
+    cmd(&mut c, &["PUSH", "COMMIT", &id.to_string()]).unwrap();
+
+    assert_eq!(c.get::<_, String>("f:user00001").unwrap(), "streamed-2");
+    assert_eq!(c.get::<_, String>("f:new").unwrap(), "n");
+    assert_eq!(c.get::<_, Option<String>>("f:user00002").unwrap(), None);
+    assert_eq!(c.get::<_, String>("f:user00003").unwrap(), "b-3");
+
+    // After the swap, writes go to the new current and the previous version: a rollback
+    // keeps them.
+    let _: () = c.set("f:user00004", "after").unwrap();
+    cmd(&mut c, &["STORE", "ROLLBACK", "f"]).unwrap();
+    assert_eq!(c.get::<_, String>("f:user00004").unwrap(), "after");
+    assert_eq!(c.get::<_, String>("f:user00003").unwrap(), "a-3");
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn readers_never_see_a_mix_of_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    cmd(&mut c, &["STORE", "CREATE", "s"]).unwrap();
+    push(&mut c, "s", &dataset(300, "v0"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut readers = Vec::new();
+    for _ in 0..2 {
+        let stop = Arc::clone(&stop);
+        let addr = srv.addr;
+        readers.push(thread::spawn(move || {
+            let mut c = common::client(addr);
+            let keys: Vec<String> = (0..300)
+                .step_by(7)
+                .map(|i| format!("s:user{i:05}"))
+                .collect();
+            let mut last_gen = 0u32;
+            let mut reads = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let vals: Vec<String> = c.mget(&keys).unwrap();
+                let gens: Vec<u32> = vals
+                    .iter()
+                    .map(|v| v.split('-').next().unwrap()[1..].parse().unwrap())
+                    .collect();
+                assert!(
+                    gens.iter().all(|g| *g == gens[0]),
+                    "mixed versions: {vals:?}"
+                );
+                assert!(gens[0] >= last_gen, "went back in time");
+                last_gen = gens[0];
+                reads += 1;
+            }
+            reads
+        }));
+    }
+    for g in 1..=4 {
+        push(&mut c, "s", &dataset(300, &format!("v{g}")));
+        thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn bad_commands_and_duplicate_keys_get_clear_errors_and_leave_the_version_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let e = cmd(&mut c, &["STORE", "CREATE", "bad name"]).unwrap_err();
+    assert!(e.to_string().contains("invalid store name"), "{e}");
+    cmd(&mut c, &["STORE", "CREATE", "a", "PREFIX", "ab"]).unwrap();
+    let e = cmd(&mut c, &["STORE", "CREATE", "b", "PREFIX", "abc"]).unwrap_err();
+    assert!(e.to_string().contains("overlaps"), "{e}");
+    let e = cmd(&mut c, &["STORE", "CREATE", "a"]).unwrap_err();
+    assert!(e.to_string().contains("already exists"), "{e}");
+    let _: () = c.set("zz:1", "x").unwrap();
+    let e = cmd(&mut c, &["STORE", "CREATE", "z", "PREFIX", "zz"]).unwrap_err();
+    assert!(e.to_string().contains("default store"), "{e}");
+    let e = cmd(&mut c, &["STORE", "ROLLBACK", "a"]).unwrap_err();
+    assert!(e.to_string().contains("no previous version"), "{e}");
+    let e = cmd(&mut c, &["PUSH", "BEGIN", "nope"]).unwrap_err();
+    assert!(e.to_string().contains("no such store"), "{e}");
+    let e = cmd(&mut c, &["PUSH", "COMMIT", "999"]).unwrap_err();
+    assert!(e.to_string().contains("no push"), "{e}");
+
+    push(&mut c, "a", &[("1".into(), "one".into())]);
+    let id = int(&cmd(&mut c, &["PUSH", "BEGIN", "a"]).unwrap());
+    let e = cmd(&mut c, &["PUSH", "BEGIN", "a"]).unwrap_err();
+    assert!(e.to_string().contains("already has a push"), "{e}");
+    cmd(
+        &mut c,
+        &["PUSH", "ADD", &id.to_string(), "k", "v1", "k", "v2"],
+    )
+    .unwrap();
+    let e = cmd(&mut c, &["PUSH", "COMMIT", &id.to_string()]).unwrap_err();
+    assert!(e.to_string().to_lowercase().contains("duplicate"), "{e}");
+    assert_eq!(c.get::<_, String>("ab1").unwrap(), "one");
+    assert_eq!(c.get::<_, Option<String>>("abk").unwrap(), None);
+
+    // LAST-WINS keeps the later record.
+    let id = int(&cmd(&mut c, &["PUSH", "BEGIN", "a", "DUPLICATES", "LAST-WINS"]).unwrap());
+    cmd(
+        &mut c,
+        &["PUSH", "ADD", &id.to_string(), "k", "v1", "k", "v2"],
+    )
+    .unwrap();
+    cmd(&mut c, &["PUSH", "COMMIT", &id.to_string()]).unwrap();
+    assert_eq!(c.get::<_, String>("abk").unwrap(), "v2");
+    assert_eq!(c.get::<_, Option<String>>("ab1").unwrap(), None);
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn an_aborted_or_abandoned_push_changes_nothing_and_its_files_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    cmd(&mut c, &["STORE", "CREATE", "s"]).unwrap();
+    push(&mut c, "s", &dataset(50, "a"));
+    let id = int(&cmd(&mut c, &["PUSH", "BEGIN", "s"]).unwrap());
+    cmd(&mut c, &["PUSH", "ADD", &id.to_string(), "user00001", "b"]).unwrap();
+    cmd(&mut c, &["PUSH", "ABORT", &id.to_string()]).unwrap();
+    assert_eq!(c.get::<_, String>("s:user00001").unwrap(), "a-1");
+    let d = describe(&mut c, "s");
+    assert_eq!(d["pushing-version"], Value::Nil);
+
+    // A connection that closes mid-push aborts it.
+    {
+        let mut c2 = common::client(srv.addr);
+        let id = int(&cmd(&mut c2, &["PUSH", "BEGIN", "s"]).unwrap());
+        cmd(&mut c2, &["PUSH", "ADD", &id.to_string(), "user00001", "b"]).unwrap();
+    }
+    for _ in 0..200 {
+        if describe(&mut c, "s")["pushing-version"] == Value::Nil {
+            break;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(describe(&mut c, "s")["pushing-version"], Value::Nil);
+    let _ = cmd(&mut c, &["PUSH", "BEGIN", "s"]).unwrap();
+    // Stopped with a push open: the restart retires it.
+    srv.shutdown().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    assert_eq!(describe(&mut c, "s")["pushing-version"], Value::Nil);
+    assert_eq!(c.get::<_, String>("s:user00001").unwrap(), "a-1");
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn deleting_a_store_returns_its_keys_to_the_default_store_and_removes_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start_with(dir.path(), |c| {
+        c.store_maintenance_interval = Duration::from_millis(20)
+    });
+    let mut c = common::client(srv.addr);
+    cmd(&mut c, &["STORE", "CREATE", "s"]).unwrap();
+    push(&mut c, "s", &dataset(500, "a"));
+    push(&mut c, "s", &dataset(500, "b"));
+    push(&mut c, "s", &dataset(500, "c"));
+    cmd(&mut c, &["STORE", "DELETE", "s"]).unwrap();
+    assert_eq!(c.get::<_, Option<String>>("s:user00001").unwrap(), None);
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 0);
+    let _: () = c.set("s:user00001", "default").unwrap();
+    assert_eq!(c.get::<_, String>("s:user00001").unwrap(), "default");
+    // The data goes in the background: wait for the table files to be dropped.
+    let tables = |d: &std::path::Path| {
+        std::fs::read_dir(d)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".sst"))
+            })
+            .count()
+    };
+    for _ in 0..300 {
+        if tables(dir.path()) == 0 {
+            break;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(tables(dir.path()), 0);
+    srv.shutdown().unwrap();
+}

@@ -1,0 +1,347 @@
+//! `rialto push`: loads whole datasets (CSV, JSONL, Parquet) into a store as its new version
+//! and swaps it in (see `rialto_server::stores::push`). The first Ctrl-C while reading
+//! abandons the push (the current version keeps serving, partial files are removed); during
+//! the final load it asks to wait, and a second one stops the process, which the next start
+//! of the database cleans up after.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+use rialto_push_input::{Format, InputSpec};
+use rialto_resp::Reply;
+use rialto_sort::DuplicatePolicy;
+
+use super::stores_backend::{render, Backend, BackendError, Target};
+
+/// Arguments of `rialto push`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The store to load.
+    #[arg(long)]
+    pub store: String,
+    /// Input files, read in order (keys are relative to the store's prefix).
+    #[arg(long, required = true, num_args = 1.., value_name = "PATH")]
+    pub input: Vec<PathBuf>,
+    /// Input format (default: from each file's extension: .csv, .jsonl/.ndjson, .parquet/.pq).
+    #[arg(long, value_parser = ["csv", "jsonl", "parquet"])]
+    pub format: Option<String>,
+    /// The field (column) holding keys; a 0-based index for CSV without a header.
+    #[arg(long, default_value = "key")]
+    pub key_field: String,
+    /// The field (column) holding values.
+    #[arg(long, default_value = "value")]
+    pub value_field: String,
+    /// CSV field delimiter (one byte).
+    #[arg(long, default_value = ",")]
+    pub csv_delimiter: String,
+    /// CSV files have no header row (fields are then 0-based indexes).
+    #[arg(long)]
+    pub no_header: bool,
+    /// What a key given twice does: fail the push (default) or keep the last record.
+    #[arg(long, default_value = "error", value_parser = ["error", "last-wins"])]
+    pub duplicates: String,
+    /// Records per PUSH ADD request (with --server).
+    #[arg(long, default_value_t = 2000)]
+    pub batch: usize,
+    /// Never draw the progress line.
+    #[arg(long)]
+    pub no_progress: bool,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+/// 0: running; 1: interrupted once; 2: twice.
+static INTERRUPTS: AtomicU8 = AtomicU8::new(0);
+static IN_COMMIT: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    let n = INTERRUPTS.fetch_add(1, Ordering::SeqCst);
+    if n >= 1 {
+        // SAFETY: async-signal-safe calls only.
+        unsafe {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::raise(libc::SIGINT);
+        }
+    } else if IN_COMMIT.load(Ordering::SeqCst) {
+        const MSG: &[u8] = b"\nthe load is being swapped in; Ctrl-C again stops the process (the database abandons the push when it next starts)\n";
+        // SAFETY: write(2) is async-signal-safe; the buffer is static.
+        unsafe {
+            libc::write(2, MSG.as_ptr().cast(), MSG.len());
+        }
+    }
+}
+
+fn interrupted() -> bool {
+    INTERRUPTS.load(Ordering::SeqCst) > 0
+}
+
+/// Counts and draws progress on stderr.
+struct Progress {
+    start: Instant,
+    last_draw: Instant,
+    records: u64,
+    bytes: u64,
+    /// Input bytes consumed by finished files, and the total of every input.
+    done_input: u64,
+    total_input: u64,
+    draw: bool,
+}
+
+impl Progress {
+    fn new(total_input: u64, draw: bool) -> Progress {
+        let now = Instant::now();
+        Progress {
+            start: now,
+            last_draw: now,
+            records: 0,
+            bytes: 0,
+            done_input: 0,
+            total_input,
+            draw,
+        }
+    }
+
+    fn tick(&mut self, current_input: u64) {
+        if !self.draw || self.last_draw.elapsed() < Duration::from_millis(250) {
+            return;
+        }
+        self.last_draw = Instant::now();
+        let secs = self.start.elapsed().as_secs_f64().max(1e-3);
+        let read = self.done_input + current_input;
+        let eta = if read > 0 && self.total_input > read {
+            let rate = read as f64 / secs;
+            format!("{:.0}s", (self.total_input - read) as f64 / rate)
+        } else {
+            "-".into()
+        };
+        eprint!(
+            "\r{:>12} records  {:>10.0} records/s  {:>7.1} MB/s  {:>5.1}%  ETA {:<8}",
+            self.records,
+            self.records as f64 / secs,
+            self.bytes as f64 / secs / 1e6,
+            100.0 * read as f64 / self.total_input.max(1) as f64,
+            eta
+        );
+    }
+
+    fn clear(&self) {
+        if self.draw {
+            eprint!("\r{:90}\r", "");
+        }
+    }
+}
+
+/// Runs the push.
+pub fn run(args: Args) -> Result<(), BackendError> {
+    let delim = match args.csv_delimiter.as_bytes() {
+        [b] => *b,
+        _ => {
+            return Err(BackendError::Usage(
+                "--csv-delimiter must be one byte".into(),
+            ))
+        }
+    };
+    let spec = InputSpec {
+        format: args.format.as_deref().and_then(Format::parse),
+        key_field: args.key_field.clone(),
+        value_field: args.value_field.clone(),
+        csv_delimiter: delim,
+        csv_has_header: !args.no_header,
+    };
+    let duplicates = if args.duplicates == "last-wins" {
+        DuplicatePolicy::LastWins
+    } else {
+        DuplicatePolicy::Error
+    };
+    // Open every input first: a missing file or column fails before anything starts.
+    let mut readers = Vec::new();
+    let mut total = 0u64;
+    for p in &args.input {
+        let r =
+            rialto_push_input::open(p, &spec).map_err(|e| BackendError::Usage(e.to_string()))?;
+        total += r.total_bytes();
+        readers.push(r);
+    }
+    // SAFETY: installing a handler that only touches atomics.
+    unsafe {
+        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
+    }
+    let mut backend = args.target.open()?;
+    let started = Instant::now();
+    let id = match &mut backend {
+        Backend::Local(l) => l.push_begin(&args.store, duplicates)?,
+        Backend::Remote(r) => {
+            let mut req: Vec<&[u8]> = vec![b"PUSH", b"BEGIN", args.store.as_bytes()];
+            if duplicates == DuplicatePolicy::LastWins {
+                req.extend([b"DUPLICATES".as_slice(), b"LAST-WINS"]);
+            }
+            match r.call(&req)? {
+                Reply::Integer(n) if n > 0 => n as u64,
+                other => {
+                    return Err(BackendError::Connection(format!(
+                        "unexpected reply to PUSH BEGIN: {other:?}"
+                    )))
+                }
+            }
+        }
+    };
+    let draw = !args.no_progress && std::io::stderr().is_terminal();
+    let mut progress = Progress::new(total, draw);
+    let loaded = load(&mut backend, id, readers, &mut progress, args.batch.max(1));
+    progress.clear();
+    if let Err(e) = loaded {
+        abort(&mut backend, id);
+        if let Backend::Local(l) = backend {
+            let _ = l.close();
+        }
+        return Err(if interrupted() {
+            BackendError::Interrupted
+        } else {
+            e
+        });
+    }
+    let read_secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "read {} records ({:.1} MB) in {:.1} s; sorting, writing and swapping...",
+        progress.records,
+        progress.bytes as f64 / 1e6,
+        read_secs
+    );
+    IN_COMMIT.store(true, Ordering::SeqCst);
+    let report = match &mut backend {
+        Backend::Local(l) => {
+            let r = l.push_commit(id);
+            match r {
+                Ok(r) => format!(
+                    "store: {}\nversion: {}\nrecords: {}\nbytes: {}\nfiles: {}\nfile-bytes: {}\nruns-spilled: {}\nduplicates-dropped: {}\nreplayed: {}",
+                    r.store, r.version, r.records, r.bytes, r.files, r.file_bytes, r.runs_spilled,
+                    r.duplicates_dropped, r.replayed
+                ),
+                Err(e) => {
+                    if let Backend::Local(l) = backend {
+                        let _ = l.close();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Backend::Remote(r) => {
+            render(&r.call(&[b"PUSH".as_slice(), b"COMMIT", id.to_string().as_bytes()])?)
+        }
+    };
+    if let Backend::Local(l) = backend {
+        l.close()?;
+    }
+    let secs = started.elapsed().as_secs_f64().max(1e-6);
+    println!("{report}");
+    println!(
+        "elapsed-s: {:.2}\nrecords-per-s: {:.0}\nmb-per-s: {:.1}",
+        secs,
+        progress.records as f64 / secs,
+        progress.bytes as f64 / secs / 1e6
+    );
+    Ok(())
+}
+
+fn abort(backend: &mut Backend, id: u64) {
+    let r = match backend {
+        Backend::Local(l) => l.push_abort(id),
+        Backend::Remote(r) => {
+            // Drain replies to requests in flight, then abort.
+            while r.in_flight > 0 {
+                if r.recv().is_err() && r.in_flight > 0 {
+                    break;
+                }
+            }
+            r.call(&[b"PUSH".as_slice(), b"ABORT", id.to_string().as_bytes()])
+                .map(|_| ())
+        }
+    };
+    if let Err(e) = r {
+        // Already aborted by the server (a bad record), or the connection is gone (the
+        // server aborts a push whose connection closed).
+        eprintln!("note: abort: {e}");
+    }
+}
+
+fn load(
+    backend: &mut Backend,
+    id: u64,
+    readers: Vec<Box<dyn rialto_push_input::RecordReader>>,
+    progress: &mut Progress,
+    batch: usize,
+) -> Result<(), BackendError> {
+    let mut keys: Vec<Vec<u8>> = Vec::with_capacity(batch);
+    let mut values: Vec<Vec<u8>> = Vec::with_capacity(batch);
+    let mut n = 0usize;
+    // Replies awaited before another request is sent (with --server).
+    const WINDOW: usize = 8;
+    for mut r in readers {
+        loop {
+            if interrupted() {
+                return Err(BackendError::Interrupted);
+            }
+            if n == keys.len() {
+                keys.push(Vec::new());
+                values.push(Vec::new());
+            }
+            if !r
+                .next_record(&mut keys[n], &mut values[n])
+                .map_err(|e| BackendError::Usage(e.to_string()))?
+            {
+                break;
+            }
+            progress.records += 1;
+            progress.bytes += (keys[n].len() + values[n].len()) as u64;
+            n += 1;
+            if n == batch {
+                send(backend, id, &keys[..n], &values[..n], WINDOW)?;
+                n = 0;
+                progress.tick(r.bytes_read());
+            }
+        }
+        progress.done_input += r.total_bytes();
+    }
+    if n > 0 {
+        send(backend, id, &keys[..n], &values[..n], WINDOW)?;
+    }
+    if let Backend::Remote(r) = backend {
+        r.flush()?;
+        while r.in_flight > 0 {
+            r.recv()?;
+        }
+    }
+    Ok(())
+}
+
+fn send(
+    backend: &mut Backend,
+    id: u64,
+    keys: &[Vec<u8>],
+    values: &[Vec<u8>],
+    window: usize,
+) -> Result<(), BackendError> {
+    match backend {
+        Backend::Local(l) => {
+            let pairs = keys.iter().zip(values).map(|(k, v)| (&k[..], &v[..]));
+            l.push_add(id, pairs)?;
+        }
+        Backend::Remote(r) => {
+            let id = id.to_string();
+            let mut req: Vec<&[u8]> = Vec::with_capacity(3 + 2 * keys.len());
+            req.extend([b"PUSH".as_slice(), b"ADD", id.as_bytes()]);
+            for (k, v) in keys.iter().zip(values) {
+                req.push(k);
+                req.push(v);
+            }
+            r.send(&req);
+            r.flush()?;
+            while r.in_flight >= window {
+                r.recv()?;
+            }
+        }
+    }
+    Ok(())
+}

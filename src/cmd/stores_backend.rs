@@ -1,0 +1,332 @@
+//! Where `rialto push` and `rialto store` act: a running server over RESP (`--server`), or a
+//! database directory opened in this process (`--dir`, the server must not be running).
+
+use std::fmt;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use rialto_engine::KvEngine;
+use rialto_io::{Clock, SystemClock};
+use rialto_lsm::Db;
+use rialto_resp::{Reply, ReplyDecoder, ReplyLimits};
+use rialto_server::stores::{StoreError, Stores};
+use rialto_server::Config;
+use rialto_sort::DuplicatePolicy;
+use rialto_txn::{Merger, MergerOptions};
+
+/// Where to act, from the command line.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Target {
+    /// A running server, `HOST:PORT` (default 127.0.0.1:6379 when --dir is not given).
+    #[arg(long, global = true, value_name = "HOST:PORT", conflicts_with = "dir")]
+    pub server: Option<String>,
+    /// A database directory to open in this process (the server must not be running on it).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Password for AUTH (with --server).
+    #[arg(long, global = true, env = "RIALTO_PASSWORD", hide_env_values = true)]
+    pub password: Option<String>,
+    /// User for AUTH (with --server and --password; default `default`).
+    #[arg(long, global = true)]
+    pub user: Option<String>,
+}
+
+/// A failure of a store command, as one line.
+#[derive(Debug)]
+pub enum BackendError {
+    /// The server or the store layer said no.
+    Store(String),
+    /// Connecting or talking to the server failed.
+    Connection(String),
+    /// The user interrupted.
+    Interrupted,
+    /// A bad input or argument.
+    Usage(String),
+}
+
+impl fmt::Display for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BackendError::Store(s) | BackendError::Usage(s) => f.write_str(s),
+            BackendError::Connection(s) => write!(f, "server: {s}"),
+            BackendError::Interrupted => {
+                f.write_str("interrupted: the push was abandoned; the current version serves")
+            }
+        }
+    }
+}
+
+impl crate::cli::CliError for BackendError {
+    fn exit_code(&self) -> u8 {
+        match self {
+            BackendError::Usage(_) => 2,
+            BackendError::Interrupted => 130,
+            _ => 1,
+        }
+    }
+}
+
+impl From<StoreError> for BackendError {
+    fn from(e: StoreError) -> Self {
+        // The store layer's texts are Redis errors ("ERR ..."): drop the code for the CLI.
+        let s = e.to_string();
+        BackendError::Store(s.strip_prefix("ERR ").unwrap_or(&s).to_string())
+    }
+}
+
+/// A database opened in this process.
+pub struct Local {
+    db: Arc<Db>,
+    merger: Merger<Db>,
+    stores: Arc<Stores>,
+    fs: rialto_io::FsRef,
+    clock: Arc<dyn Clock>,
+}
+
+/// A RESP connection.
+pub struct Remote {
+    stream: TcpStream,
+    decoder: ReplyDecoder,
+    inbuf: BytesMut,
+    out: BytesMut,
+    /// Requests sent whose replies are not read yet.
+    pub in_flight: usize,
+}
+
+/// Either.
+pub enum Backend {
+    Local(Box<Local>),
+    Remote(Remote),
+}
+
+impl Target {
+    /// Opens the target.
+    pub fn open(&self) -> Result<Backend, BackendError> {
+        match &self.dir {
+            Some(dir) => Ok(Backend::Local(Box::new(Local::open(dir.clone())?))),
+            None => {
+                let addr = self.server.as_deref().unwrap_or("127.0.0.1:6379");
+                let mut r = Remote::connect(addr)?;
+                // RESP3, so that maps arrive as maps.
+                let mut hello: Vec<&[u8]> = vec![b"HELLO", b"3"];
+                if let Some(p) = &self.password {
+                    let user = self.user.as_deref().unwrap_or("default");
+                    hello.extend([b"AUTH".as_slice(), user.as_bytes(), p.as_bytes()]);
+                }
+                r.call(&hello)?;
+                Ok(Backend::Remote(r))
+            }
+        }
+    }
+}
+
+impl Local {
+    fn open(dir: PathBuf) -> Result<Local, BackendError> {
+        let cfg = Config {
+            dir: dir.clone(),
+            ..Config::default()
+        };
+        let fs: rialto_io::FsRef = Arc::new(rialto_io::PosixFs::new());
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+        let opts = rialto_server::server::engine_options(&cfg, Arc::clone(&fs), Arc::clone(&clock));
+        let db = Db::open(&dir, opts)
+            .map_err(|e| BackendError::Store(format!("cannot open {}: {e}", dir.display())))?;
+        let db = Arc::new(db);
+        let merger = Merger::start(
+            Arc::clone(&db),
+            MergerOptions::default(),
+            Arc::clone(&clock),
+        )
+        .map_err(|e| BackendError::Store(e.to_string()))?;
+        let stores = rialto_server::server::open_stores(&db, &merger, &cfg, &*fs)?;
+        Ok(Local {
+            db,
+            merger,
+            stores,
+            fs,
+            clock,
+        })
+    }
+
+    /// The stores.
+    pub fn stores(&self) -> &Arc<Stores> {
+        &self.stores
+    }
+
+    /// Unix ms now.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.unix_millis() as i64
+    }
+
+    /// Begins a push.
+    pub fn push_begin(&self, store: &str, dup: DuplicatePolicy) -> Result<u64, BackendError> {
+        Ok(self.stores.push_begin(
+            &self.merger,
+            Arc::clone(&self.fs),
+            store,
+            dup,
+            None,
+            self.now_ms(),
+        )?)
+    }
+
+    /// Adds records.
+    pub fn push_add<'a>(
+        &self,
+        id: u64,
+        records: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    ) -> Result<u64, BackendError> {
+        Ok(self.stores.push_add(&self.merger, id, records)?)
+    }
+
+    /// Commits.
+    pub fn push_commit(
+        &self,
+        id: u64,
+    ) -> Result<rialto_server::stores::push::PushReport, BackendError> {
+        let clock = Arc::clone(&self.clock);
+        Ok(self
+            .stores
+            .push_commit(&self.db, &self.merger, id, move || {
+                clock.unix_millis() as i64
+            })?)
+    }
+
+    /// Aborts.
+    pub fn push_abort(&self, id: u64) -> Result<(), BackendError> {
+        Ok(self.stores.push_abort(&self.merger, id)?)
+    }
+
+    /// Creates a store.
+    pub fn create(&self, name: &str, prefix: &[u8], rewind_ms: u64) -> Result<(), BackendError> {
+        self.stores.create(
+            &self.db,
+            &self.merger,
+            name,
+            prefix,
+            rewind_ms,
+            self.now_ms(),
+        )?;
+        Ok(())
+    }
+
+    /// Deletes a store.
+    pub fn delete(&self, name: &str) -> Result<(), BackendError> {
+        Ok(self.stores.delete(&self.merger, name)?)
+    }
+
+    /// Rolls a store back.
+    pub fn rollback(&self, name: &str) -> Result<(), BackendError> {
+        self.stores.rollback(&self.merger, name)?;
+        Ok(())
+    }
+
+    /// Makes everything durable, removes what retired versions left and closes.
+    pub fn close(self) -> Result<(), BackendError> {
+        let now = self.now_ms();
+        if let Err(e) =
+            rialto_server::stores::maintenance::run_once(&self.stores, &self.db, &self.merger, now)
+        {
+            eprintln!("warning: removing retired versions failed: {e} (the server will retry)");
+        }
+        self.merger
+            .close()
+            .map_err(|e| BackendError::Store(e.to_string()))?;
+        let _ = self.db.flush();
+        Ok(())
+    }
+}
+
+impl Remote {
+    fn connect(addr: &str) -> Result<Remote, BackendError> {
+        let stream = TcpStream::connect(addr)
+            .map_err(|e| BackendError::Connection(format!("{addr}: {e}")))?;
+        let _ = stream.set_nodelay(true);
+        Ok(Remote {
+            stream,
+            decoder: ReplyDecoder::new(ReplyLimits::default()),
+            inbuf: BytesMut::with_capacity(64 << 10),
+            out: BytesMut::with_capacity(1 << 20),
+            in_flight: 0,
+        })
+    }
+
+    /// Queues a request (sent by [`Remote::flush`]).
+    pub fn send<A: AsRef<[u8]>>(&mut self, args: &[A]) {
+        rialto_resp::write_request(&mut self.out, args);
+        self.in_flight += 1;
+    }
+
+    /// Sends what is queued.
+    pub fn flush(&mut self) -> Result<(), BackendError> {
+        self.stream
+            .write_all(&self.out)
+            .map_err(|e| BackendError::Connection(e.to_string()))?;
+        self.out.clear();
+        Ok(())
+    }
+
+    /// Reads the next reply; an error reply becomes `BackendError::Store`.
+    pub fn recv(&mut self) -> Result<Reply, BackendError> {
+        loop {
+            match self.decoder.decode(&mut self.inbuf) {
+                Ok(Some(r)) => {
+                    self.in_flight = self.in_flight.saturating_sub(1);
+                    return match r {
+                        Reply::Error(e) => {
+                            let s = String::from_utf8_lossy(&e).into_owned();
+                            Err(BackendError::Store(
+                                s.strip_prefix("ERR ").unwrap_or(&s).to_string(),
+                            ))
+                        }
+                        r => Ok(r),
+                    };
+                }
+                Ok(None) => {}
+                Err(e) => return Err(BackendError::Connection(format!("bad reply: {e}"))),
+            }
+            let mut buf = [0u8; 64 << 10];
+            let n = self
+                .stream
+                .read(&mut buf)
+                .map_err(|e| BackendError::Connection(e.to_string()))?;
+            if n == 0 {
+                return Err(BackendError::Connection("connection closed".into()));
+            }
+            self.inbuf.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    /// One request, one reply.
+    pub fn call<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Result<Reply, BackendError> {
+        self.send(args);
+        self.flush()?;
+        self.recv()
+    }
+}
+
+/// A reply as text lines for the CLI (maps as `key: value`).
+pub fn render(r: &Reply) -> String {
+    fn scalar(r: &Reply) -> String {
+        match r {
+            Reply::Simple(b) | Reply::Bulk(b) | Reply::Error(b) => {
+                String::from_utf8_lossy(b).into_owned()
+            }
+            Reply::Integer(n) => n.to_string(),
+            Reply::Null | Reply::NullArray => "(none)".into(),
+            other => format!("{other:?}"),
+        }
+    }
+    match r {
+        Reply::Map(pairs) => pairs
+            .iter()
+            .map(|(k, v)| format!("{}: {}", scalar(k), scalar(v)))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Reply::Array(items) => items.iter().map(scalar).collect::<Vec<_>>().join("\n"),
+        other => scalar(other),
+    }
+}
