@@ -38,6 +38,9 @@ enum Command {
     Push(cmd::push::Args),
     /// Create, describe, list, delete and roll back stores.
     Store(cmd::store::Args),
+    /// Benchmark a batch push against RocksDB's random-put and SstFileWriter+ingest loads of
+    /// the same file (RocksDB needs a build with `--features rocksdb`).
+    BenchPush(cmd::bench_push::Args),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +59,12 @@ fn main() -> ExitCode {
         }
         Command::Push(args) => {
             return match cmd::push::run(args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => cli::fail(&e),
+            }
+        }
+        Command::BenchPush(args) => {
+            return match cmd::bench_push::run(args) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => cli::fail(&e),
             }

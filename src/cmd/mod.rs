@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_compare;
+pub mod bench_push;
 pub mod check;
 pub mod push;
 pub mod serve;

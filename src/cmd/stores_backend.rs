@@ -124,11 +124,17 @@ impl Target {
 }
 
 impl Local {
-    fn open(dir: PathBuf) -> Result<Local, BackendError> {
-        let cfg = Config {
-            dir: dir.clone(),
+    /// Opens the database in `dir` (created if missing) with the server's engine options.
+    pub fn open(dir: PathBuf) -> Result<Local, BackendError> {
+        Local::open_with(Config {
+            dir,
             ..Config::default()
-        };
+        })
+    }
+
+    /// Opens the database of `cfg.dir` with the server's engine and push options from `cfg`.
+    pub fn open_with(cfg: Config) -> Result<Local, BackendError> {
+        let dir = cfg.dir.clone();
         let fs: rialto_io::FsRef = Arc::new(rialto_io::PosixFs::new());
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
         let opts = rialto_server::server::engine_options(&cfg, Arc::clone(&fs), Arc::clone(&clock));

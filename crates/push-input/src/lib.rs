@@ -32,6 +32,9 @@ use std::path::{Path, PathBuf};
 mod csv_input;
 mod jsonl_input;
 mod parquet_input;
+mod write;
+
+pub use write::write_dataset;
 
 /// An input file format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

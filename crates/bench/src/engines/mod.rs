@@ -4,6 +4,8 @@ pub mod disk;
 pub mod rialto;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
+#[cfg(feature = "rocksdb")]
+pub mod rocksdb_load;
 
 #[cfg(test)]
 pub(crate) mod memory;

@@ -213,6 +213,7 @@ impl Db {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+        self.inner.release_wal_preallocation();
     }
 
     /// The reason the engine refuses writes, if it does.
@@ -311,6 +312,23 @@ impl DbInner {
         drop(r);
         self.done_cv.notify_all();
         self.bg_cv.notify_all();
+    }
+
+    /// Gives back the space reserved past the end of the active WAL segment (preallocation),
+    /// so a closed database occupies what it holds. Best effort: the zeros past the end read as
+    /// the segment's clean end anyway, with or without it.
+    fn release_wal_preallocation(&self) {
+        if self.read_only_flag.load(Ordering::Acquire) {
+            // After a failed write or sync the file's state is unknown: leave it to recovery.
+            return;
+        }
+        let _leader = self.writers.exclusive();
+        if let Some(w) = self.wal.lock().as_ref() {
+            let path = crate::wal::segment_path(&self.dir, w.number());
+            if let Err(e) = self.fs.truncate(&path, w.len()) {
+                tracing::debug!(error = %e, "releasing the WAL preallocation failed");
+            }
+        }
     }
 
     fn sync_wal(&self) -> Result<()> {
