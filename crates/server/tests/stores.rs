@@ -333,3 +333,53 @@ fn deleting_a_store_returns_its_keys_to_the_default_store_and_removes_its_data()
     assert_eq!(tables(dir.path()), 0);
     srv.shutdown().unwrap();
 }
+
+#[test]
+fn a_rewind_window_replays_writes_made_before_the_push_began() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    cmd(&mut c, &["STORE", "CREATE", "r", "REWIND", "3600"]).unwrap();
+    cmd(&mut c, &["STORE", "CREATE", "n"]).unwrap();
+    // Streamed before the push begins: within r's window, outside n's (no window).
+    let _: () = c.set("r:user00001", "streamed").unwrap();
+    let _: () = c.set("n:user00001", "streamed").unwrap();
+    push(&mut c, "r", &dataset(10, "batch"));
+    push(&mut c, "n", &dataset(10, "batch"));
+    assert_eq!(c.get::<_, String>("r:user00001").unwrap(), "streamed");
+    assert_eq!(c.get::<_, String>("n:user00001").unwrap(), "batch-1");
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn a_push_larger_than_its_memory_limit_spills_and_loads_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start_with(dir.path(), |c| c.push_memory_limit = 1 << 20);
+    let mut c = common::client(srv.addr);
+    cmd(&mut c, &["STORE", "CREATE", "big"]).unwrap();
+    let records: Vec<(String, String)> = (0..30_000u32)
+        .map(|i| {
+            let k = format!("k{:08}", i.wrapping_mul(2_654_435_761) % 1_000_000_007);
+            (k, format!("{i:0>100}"))
+        })
+        .collect();
+    let r = push(&mut c, "big", &records);
+    assert!(int(&r["runs-spilled"]) >= 2, "spilled: {r:?}");
+    assert_eq!(int(&r["records"]), 30_000);
+    for (k, v) in records.iter().step_by(997) {
+        assert_eq!(&c.get::<_, String>(format!("big:{k}")).unwrap(), v);
+    }
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 30_000);
+    // Nothing is left in the spill directory.
+    let tmp = dir.path().join("push-tmp");
+    let leftovers: usize = std::fs::read_dir(&tmp)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|d| std::fs::read_dir(d.path()).map_or(0, |f| f.count()))
+                .sum()
+        })
+        .unwrap_or(0);
+    assert_eq!(leftovers, 0);
+    srv.shutdown().unwrap();
+}
