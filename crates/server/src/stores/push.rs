@@ -67,14 +67,21 @@ struct Session {
     store: String,
     meta: StoreMeta,
     pushing: Pushing,
-    owner: Option<u64>,
     sorter: Option<Sorter>,
     started: Instant,
 }
 
+/// A push in the registry. Store and owner are kept outside the session's lock, which a
+/// commit holds for its whole run.
+struct Entry {
+    store: String,
+    owner: Option<u64>,
+    session: Arc<Mutex<Session>>,
+}
+
 /// Pushes in progress and the ingestion pool.
 pub struct Pushes {
-    sessions: Mutex<HashMap<u64, Arc<Mutex<Session>>>>,
+    sessions: Mutex<HashMap<u64, Entry>>,
     next_id: AtomicU64,
     pool: Pool,
 }
@@ -101,13 +108,13 @@ impl Pushes {
         rx
     }
 
-    /// Pushes in progress: (id, store, records added so far).
+    /// Pushes in progress: (id, store).
     pub fn list(&self) -> Vec<(u64, String)> {
         let mut v: Vec<(u64, String)> = self
             .sessions
             .lock()
             .iter()
-            .map(|(id, s)| (*id, s.lock().store.clone()))
+            .map(|(id, e)| (*id, e.store.clone()))
             .collect();
         v.sort();
         v
@@ -118,14 +125,14 @@ impl Pushes {
         self.sessions
             .lock()
             .values()
-            .any(|s| s.try_lock().is_none_or(|s| s.owner == Some(client)))
+            .any(|e| e.owner == Some(client))
     }
 
     fn session(&self, id: u64) -> StoreResult<Arc<Mutex<Session>>> {
         self.sessions
             .lock()
             .get(&id)
-            .cloned()
+            .map(|e| Arc::clone(&e.session))
             .ok_or_else(|| StoreError::PushState(format!("no push with id {id}")))
     }
 }
@@ -205,14 +212,15 @@ impl Stores {
             store: name.to_string(),
             meta,
             pushing,
-            owner,
             sorter: Some(sorter),
             started: Instant::now(),
         };
-        self.pushes
-            .sessions
-            .lock()
-            .insert(id, Arc::new(Mutex::new(session)));
+        let entry = Entry {
+            store: name.to_string(),
+            owner,
+            session: Arc::new(Mutex::new(session)),
+        };
+        self.pushes.sessions.lock().insert(id, entry);
         Ok(id)
     }
 
@@ -250,17 +258,15 @@ impl Stores {
 
     /// Aborts push `id`: its files are removed and the store keeps its current version.
     pub fn push_abort(self: &Arc<Self>, merger: &Merger<Db>, id: u64) -> StoreResult<()> {
-        let s = self
+        let e = self
             .pushes
             .sessions
             .lock()
             .remove(&id)
             .ok_or_else(|| StoreError::PushState(format!("no push with id {id}")))?;
-        let store = {
-            let mut s = s.lock();
-            s.sorter = None;
-            s.store.clone()
-        };
+        // Waits for a commit in progress; then the push has ended and `end_push` says so.
+        e.session.lock().sorter = None;
+        let store = e.store;
         self.end_push(merger, &store, None).map(|_| ())
     }
 
@@ -272,7 +278,7 @@ impl Stores {
             .sessions
             .lock()
             .iter()
-            .filter(|(_, s)| s.try_lock().is_some_and(|s| s.sorter.is_some()))
+            .filter(|(_, e)| e.session.try_lock().is_some_and(|s| s.sorter.is_some()))
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
@@ -289,7 +295,7 @@ impl Stores {
             .sessions
             .lock()
             .iter()
-            .filter(|(_, s)| s.lock().owner == Some(client))
+            .filter(|(_, e)| e.owner == Some(client))
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
