@@ -1,11 +1,11 @@
 //! `rialto push` and `rialto store` as a user runs them: into a directory (`--dir`) and into a
 //! running server (`--server`), with good and bad inputs.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn rialto(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rialto"))
@@ -54,25 +54,31 @@ impl Drop for Serve {
     }
 }
 
+/// Starts `rialto serve` on a port the kernel picks and learns it from the log.
 fn serve(dir: &Path) -> Serve {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(env!("CARGO_BIN_EXE_rialto"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rialto"))
         .args(["serve", "--dir"])
         .arg(dir)
-        .args(["--port", &port.to_string(), "--threads", "1"])
+        .args(["--port", "0", "--threads", "1"])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "rialto serve did not listen");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if line.contains("ready to accept connections") {
+                let _ = tx.send(line.rsplit(':').next().and_then(|p| p.trim().parse().ok()));
+            }
+        }
+    });
+    let port: u16 = rx
+        .recv_timeout(Duration::from_secs(30))
+        .ok()
+        .flatten()
+        .expect("rialto serve listens");
     Serve { child, port }
 }
 

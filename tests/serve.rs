@@ -4,19 +4,15 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 struct Serve {
     child: Child,
     port: u16,
+    /// Everything the server wrote to stderr, collected by a thread.
+    log: Arc<Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Drop for Serve {
@@ -27,23 +23,48 @@ impl Drop for Serve {
     }
 }
 
+/// Starts `rialto serve` on a port the kernel picks (`--port 0`) and learns it from the
+/// "ready to accept connections" log line, so concurrent tests never race for a port.
 fn spawn(dir: &std::path::Path, extra: &[&str]) -> Serve {
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_rialto"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rialto"))
         .args(["serve", "--dir"])
         .arg(dir)
-        .args(["--port", &port.to_string(), "--threads", "1"])
+        .args(["--port", "0", "--threads", "1"])
         .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("rialto starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "rialto serve did not listen");
-        std::thread::sleep(Duration::from_millis(20));
+    let stderr = child.stderr.take().expect("stderr piped");
+    let log = Arc::new(Mutex::new(String::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sink = Arc::clone(&log);
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if line.contains("ready to accept connections") {
+                let port = line
+                    .rsplit(':')
+                    .next()
+                    .and_then(|p| p.trim().parse::<u16>().ok());
+                let _ = tx.send(port);
+            }
+            let mut l = sink.lock().unwrap();
+            l.push_str(&line);
+            l.push('\n');
+        }
+    });
+    let port = rx
+        .recv_timeout(Duration::from_secs(30))
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| panic!("rialto serve did not listen: {}", log.lock().unwrap()));
+    Serve {
+        child,
+        port,
+        log,
+        reader: Some(reader),
     }
-    Serve { child, port }
 }
 
 fn request(port: u16, input: &[u8], reply_len: usize) -> Vec<u8> {
@@ -59,14 +80,11 @@ fn wait_exit(mut s: Serve) -> (i32, String) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Some(st) = s.child.try_wait().unwrap() {
-            let mut err = String::new();
-            if let Some(e) = s.child.stderr.take() {
-                for l in BufReader::new(e).lines() {
-                    err.push_str(&l.unwrap_or_default());
-                    err.push('\n');
-                }
+            if let Some(r) = s.reader.take() {
+                let _ = r.join();
             }
-            return (st.code().unwrap_or(-1), err);
+            let log = s.log.lock().unwrap().clone();
+            return (st.code().unwrap_or(-1), log);
         }
         assert!(Instant::now() < deadline, "rialto serve did not exit");
         std::thread::sleep(Duration::from_millis(20));
