@@ -3,66 +3,42 @@
 //! transaction, each key whose record still expires at that time (the record is the truth;
 //! see `keyspace`), along with the index entries, stale ones included.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rialto_engine::{EngineIterator, IterOptions, KvEngine};
 use tracing::warn;
 
 use crate::keyspace;
+use crate::periodic::Periodic;
 use crate::server::Shared;
 use crate::store::{Keys, Txn};
 
-/// The running pass.
-pub struct ExpiryPass {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl ExpiryPass {
-    /// Stops the pass and waits for its thread.
-    pub fn stop(mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            t.thread().unpark();
-            let _ = t.join();
-        }
-    }
-}
-
 /// Starts the pass on its own thread.
-pub fn spawn(shared: Arc<Shared>) -> ExpiryPass {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    let thread = std::thread::Builder::new()
-        .name("rialto-expire".into())
-        .spawn(move || {
-            while !flag.load(Ordering::Acquire) {
-                let (hz, dbs, batch) = {
-                    let c = shared.config.read();
-                    (c.hz.max(1), c.databases, c.active_expire_batch)
-                };
-                std::thread::park_timeout(Duration::from_millis(1000 / u64::from(hz)));
-                if flag.load(Ordering::Acquire) {
-                    break;
-                }
-                for db in 0..dbs.min(256) {
-                    match run_once(&shared, db as u8, batch) {
-                        Ok(n) => {
-                            shared.stats.expired_keys.fetch_add(n, Ordering::Relaxed);
-                        }
-                        Err(e) => {
-                            warn!(error = %e, "expiry pass failed; retrying at the next pass");
-                            break;
-                        }
+pub fn spawn(shared: Arc<Shared>) -> Periodic {
+    let sh = Arc::clone(&shared);
+    Periodic::start(
+        "rialto-expire",
+        move || Duration::from_millis(1000 / u64::from(sh.config.read().hz.max(1))),
+        move || {
+            let (dbs, batch) = {
+                let c = shared.config.read();
+                (c.databases, c.active_expire_batch)
+            };
+            for db in 0..dbs.min(256) {
+                match run_once(&shared, db as u8, batch) {
+                    Ok(n) => {
+                        shared.stats.expired_keys.fetch_add(n, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "expiry pass failed; retrying at the next pass");
+                        break;
                     }
                 }
             }
-        })
-        .ok();
-    ExpiryPass { stop, thread }
+        },
+    )
 }
 
 /// One pass over database `db`: returns how many keys it deleted.

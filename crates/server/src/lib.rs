@@ -20,6 +20,7 @@ pub mod glob;
 pub mod http;
 pub mod keyspace;
 pub mod ops;
+pub mod periodic;
 pub mod prom;
 pub mod reply;
 pub mod server;

@@ -66,8 +66,6 @@ pub struct Shared {
     pub merger: Merger<Db>,
     /// Stores, versions and batch pushes.
     pub stores: Arc<crate::stores::Stores>,
-    /// The stores' background upkeep (started by `run`).
-    pub maintenance: Mutex<Option<crate::stores::maintenance::MaintenanceThread>>,
     /// The file system the database is on.
     pub fs: rialto_io::FsRef,
     pub clock: Arc<dyn Clock>,
@@ -221,7 +219,6 @@ impl Server {
             db,
             merger,
             stores,
-            maintenance: Mutex::new(None),
             fs,
             clock,
             acl_generation: acl.generation(),
@@ -293,26 +290,22 @@ impl Server {
             }
             tokio::spawn(crate::http::serve(l, st, shared.shutdown.subscribe()))
         });
-        let expiry = crate::expire_pass::spawn(Arc::clone(&shared));
-        {
-            let weak = Arc::downgrade(&shared);
-            let every = shared.config.read().store_maintenance_interval;
-            *shared.maintenance.lock() = Some(
-                crate::stores::maintenance::MaintenanceThread::start(every, move || {
-                    if let Some(sh) = weak.upgrade() {
-                        let r = crate::stores::maintenance::run_once(
-                            &sh.stores,
-                            &sh.db,
-                            &sh.merger,
-                            sh.now_ms(),
-                        );
-                        if let Err(e) = r {
-                            warn!(error = %e, "store maintenance pass failed");
-                        }
+        let mut expiry = crate::expire_pass::spawn(Arc::clone(&shared));
+        let mut maintenance = {
+            let (sh, cfg) = (Arc::clone(&shared), Arc::clone(&shared));
+            crate::periodic::Periodic::start(
+                "rialto-stores",
+                move || cfg.config.read().store_maintenance_interval,
+                move || {
+                    let now = sh.now_ms();
+                    let r =
+                        crate::stores::maintenance::run_once(&sh.stores, &sh.db, &sh.merger, now);
+                    if let Err(e) = r {
+                        warn!(error = %e, "store maintenance pass failed");
                     }
-                }),
-            );
-        }
+                },
+            )
+        };
 
         let mut rx = shared.shutdown.subscribe();
         while !*rx.borrow_and_update() {
@@ -341,10 +334,7 @@ impl Server {
             }
         }
         expiry.stop();
-        let maintenance = shared.maintenance.lock().take();
-        if let Some(mut m) = maintenance {
-            m.stop();
-        }
+        maintenance.stop();
         if let Some(t) = http_task {
             let _ = t.await;
         }

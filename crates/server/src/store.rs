@@ -3,10 +3,10 @@
 //! reads ordered behind this connection's pending writes).
 
 use bytes::Bytes;
-use rialto_engine::{KvEngine, PipelinedCommit};
+use rialto_engine::{EngineIterator, IterOptions, KvEngine, PipelinedCommit, WriteBatch};
 use rialto_lsm::Db;
 use rialto_resp::Reply;
-use rialto_txn::TxnContext;
+use rialto_txn::{Merger, TxnContext};
 
 use crate::keyspace::{self, encode_record, Record};
 use crate::reply::{self, CmdResult};
@@ -159,16 +159,16 @@ impl<T: RawWrite + ?Sized> Keys<'_, T> {
             }
             return;
         };
-        let (id, logs) = (s.id, s.logs_writes());
-        let versions: Vec<u32> = s.live_versions().collect();
-        for v in versions {
+        // `s` borrows the catalog, not `self`: no copy of the versions is needed.
+        let id = s.id;
+        for v in s.live_versions() {
             let k = catalog::version_key(id, v, key);
             match record {
                 Some(r) => self.io.put_raw(&k, r),
                 None => self.io.delete_raw(&k),
             }
         }
-        if let (true, Some(rt)) = (logs, self.rt) {
+        if let (true, Some(rt)) = (s.logs_writes(), self.rt) {
             let entry = RtEntry {
                 at_ms: self.now_ms,
                 key,
@@ -224,4 +224,44 @@ pub fn check_value_len(len: usize) -> CmdResult<()> {
         ));
     }
     Ok(())
+}
+
+/// Deletions per transaction of [`delete_range`].
+pub const DELETE_CHUNK: usize = 10_000;
+
+/// Deletes the keys of `[lo, hi)` (as the published state holds them) in order while
+/// `take(value)` holds, in merger transactions of [`DELETE_CHUNK`]; returns how many once the
+/// last is durable.
+pub fn delete_range(
+    db: &Db,
+    merger: &Merger<Db>,
+    lo: &[u8],
+    hi: &[u8],
+    take: impl Fn(&[u8]) -> bool,
+) -> rialto_engine::Result<u64> {
+    let mut it = db.iter(IterOptions {
+        lower: Some(lo.to_vec()),
+        upper: Some(hi.to_vec()),
+        snapshot: None,
+    })?;
+    it.seek_to_first();
+    let mut n = 0u64;
+    let mut batch = WriteBatch::new();
+    let mut last = None;
+    while it.valid() && take(it.value()) {
+        batch.delete(it.key());
+        n += 1;
+        if batch.count() as usize >= DELETE_CHUNK {
+            last = Some(merger.write(std::mem::take(&mut batch)));
+        }
+        it.next();
+    }
+    it.status()?;
+    if !batch.is_empty() {
+        last = Some(merger.write(batch));
+    }
+    if let Some(h) = last {
+        h.wait()?;
+    }
+    Ok(n)
 }

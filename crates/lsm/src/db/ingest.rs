@@ -179,20 +179,6 @@ impl Ingestion {
         Ok(())
     }
 
-    /// Entries added so far.
-    pub fn entries(&self) -> u64 {
-        self.entries
-    }
-
-    /// Bytes of table files written so far (finished files plus the open one's estimate).
-    pub fn bytes_written(&self) -> u64 {
-        self.done.iter().map(|f| f.file_size).sum::<u64>()
-            + self
-                .open
-                .as_ref()
-                .map_or(0, |(b, _)| b.estimated_file_size())
-    }
-
     fn cut(&mut self) -> Result<()> {
         if let Some((b, number)) = self.open.take() {
             // On error the file is removed by Drop (it is still a pending output).

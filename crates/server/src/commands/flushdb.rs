@@ -1,5 +1,5 @@
 //! FLUSHDB [ASYNC | SYNC], FLUSHALL [ASYNC | SYNC] — delete every key (and expiry entry) of
-//! one or all databases, in transactions of `CHUNK` deletions through the merger; replies once
+//! one or all databases, in transactions of `store::DELETE_CHUNK` deletions through the merger; replies once
 //! the last is durable. O(n) in the keys deleted. ASYNC and SYNC behave alike (the reply always
 //! waits for durability).
 //!
@@ -9,16 +9,12 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rialto_engine::{EngineIterator, IterOptions, KvEngine, WriteBatch};
 
 use super::util::is;
 use super::{Ctx, Outcome};
 use crate::keyspace::{DATA, EXPIRY};
 use crate::reply;
 use crate::server::Shared;
-
-/// Deletions per merger transaction.
-const CHUNK: usize = 10_000;
 
 pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     flush(ctx, args, Some(ctx.client.db))
@@ -64,7 +60,6 @@ fn ranges(db: Option<u8>) -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 fn delete_all(shared: &Shared, db: Option<u8>) -> rialto_engine::Result<()> {
-    let mut last = None;
     let mut all = ranges(db);
     if db.is_none_or(|d| d == 0) {
         // Stores' keys are in database 0: empty every live version (a version being pushed
@@ -77,29 +72,7 @@ fn delete_all(shared: &Shared, db: Option<u8>) -> rialto_engine::Result<()> {
         }
     }
     for (lo, hi) in all {
-        let mut it = shared.db.iter(IterOptions {
-            lower: Some(lo),
-            upper: Some(hi),
-            snapshot: None,
-        })?;
-        it.seek_to_first();
-        let mut batch = WriteBatch::new();
-        while it.valid() {
-            batch.delete(it.key());
-            if batch.count() as usize >= CHUNK {
-                let full = std::mem::take(&mut batch);
-                last = Some(shared.merger.write(full));
-            }
-            it.next();
-        }
-        it.status()?;
-        if !batch.is_empty() {
-            last = Some(shared.merger.write(batch));
-        }
+        crate::store::delete_range(&shared.db, &shared.merger, &lo, &hi, |_| true)?;
     }
-    // Transactions complete in order: the last one's acknowledgement covers them all.
-    match last {
-        Some(h) => h.wait(),
-        None => Ok(()),
-    }
+    Ok(())
 }

@@ -319,13 +319,6 @@ pub fn store_data_range(id: u32) -> (Vec<u8>, Vec<u8>) {
     (lo, hi)
 }
 
-/// The user key of a version data key of `(id, version)`.
-pub fn version_user_key(id: u32, version: u32, engine_key: &[u8]) -> Option<&[u8]> {
-    let p = engine_key.get(..9)?;
-    (p[0] == VERSION_DATA && p[1..5] == id.to_be_bytes() && p[5..9] == version.to_be_bytes())
-        .then(|| &engine_key[9..])
-}
-
 /// The key of real-time log entry `n` of store `id`.
 pub fn rt_key(id: u32, n: u64) -> Vec<u8> {
     let mut k = Vec::with_capacity(13);
@@ -516,8 +509,6 @@ mod tests {
     #[test]
     fn keys_decode_back() {
         let k = version_key(1, 2, b"x");
-        assert_eq!(version_user_key(1, 2, &k), Some(&b"x"[..]));
-        assert_eq!(version_user_key(1, 3, &k), None);
         assert_eq!(rt_number(&rt_key(9, 77)), Some(77));
         assert_eq!(parse_retired(&retired_key(3, 4)), Some((3, 4)));
         let (lo, hi) = version_range(1, 2);

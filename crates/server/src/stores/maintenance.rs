@@ -7,20 +7,12 @@
 //! removed. Nobody reads a retired range, so the order of these steps cannot be observed,
 //! and a crash at any point leaves the marker, so the next pass finishes the job.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Duration;
-
 use rialto_engine::{EngineIterator, IterOptions, KvEngine, WriteBatch};
 use rialto_lsm::Db;
 use rialto_txn::Merger;
 
 use super::catalog::{self, parse_retired, rt_range, RtEntry, RETIRED, WHOLE_STORE};
 use super::{StoreResult, Stores};
-
-/// Deletions per transaction.
-const CHUNK: usize = 10_000;
 
 /// What one pass did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -52,7 +44,7 @@ pub fn run_once(
         for (lo, hi) in ranges {
             let (files, _) = db.drop_files_in_range(&lo, &hi)?;
             report.files_dropped += files;
-            report.keys_deleted += delete_range(db, merger, &lo, &hi, |_| true)?;
+            report.keys_deleted += crate::store::delete_range(db, merger, &lo, &hi, |_| true)?;
         }
         merger
             .write(one_delete(&catalog::retired_key(id, version)))
@@ -68,7 +60,7 @@ pub fn run_once(
         let (lo, hi) = rt_range(s.id);
         // Entries are in number order, which is time order up to clock steps: stop at the
         // first one inside the window.
-        report.rt_pruned += delete_range(db, merger, &lo, &hi, |v| {
+        report.rt_pruned += crate::store::delete_range(db, merger, &lo, &hi, |v| {
             RtEntry::decode(v).is_ok_and(|e| e.at_ms < cutoff)
         })?;
     }
@@ -97,83 +89,4 @@ fn retired(db: &Db) -> StoreResult<Vec<(u32, u32)>> {
     }
     it.status()?;
     Ok(out)
-}
-
-/// Deletes the keys of `[lo, hi)` in order while `take(value)` holds; returns how many.
-fn delete_range(
-    db: &Db,
-    merger: &Merger<Db>,
-    lo: &[u8],
-    hi: &[u8],
-    take: impl Fn(&[u8]) -> bool,
-) -> StoreResult<u64> {
-    let mut it = db.iter(IterOptions {
-        lower: Some(lo.to_vec()),
-        upper: Some(hi.to_vec()),
-        snapshot: None,
-    })?;
-    it.seek_to_first();
-    let mut n = 0u64;
-    let mut batch = WriteBatch::new();
-    let mut last = None;
-    while it.valid() && take(it.value()) {
-        batch.delete(it.key());
-        n += 1;
-        if batch.count() as usize >= CHUNK {
-            last = Some(merger.write(std::mem::take(&mut batch)));
-        }
-        it.next();
-    }
-    it.status()?;
-    if !batch.is_empty() {
-        last = Some(merger.write(batch));
-    }
-    if let Some(h) = last {
-        h.wait()?;
-    }
-    Ok(n)
-}
-
-/// The background thread running a pass every `interval` until stopped.
-pub struct MaintenanceThread {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl MaintenanceThread {
-    /// Starts the thread; `pass` runs one pass.
-    pub fn start(interval: Duration, pass: impl Fn() + Send + 'static) -> MaintenanceThread {
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
-            .name("rialto-stores".into())
-            .spawn(move || {
-                let step = Duration::from_millis(50);
-                let mut waited = Duration::ZERO;
-                while !s.load(Ordering::Acquire) {
-                    std::thread::sleep(step);
-                    waited += step;
-                    if waited >= interval {
-                        waited = Duration::ZERO;
-                        pass();
-                    }
-                }
-            })
-            .ok();
-        MaintenanceThread { stop, thread }
-    }
-
-    /// Stops and joins the thread.
-    pub fn stop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for MaintenanceThread {
-    fn drop(&mut self) {
-        self.stop();
-    }
 }

@@ -187,11 +187,6 @@ impl Stores {
         })
     }
 
-    /// Options.
-    pub fn options(&self) -> &StoreOptions {
-        &self.opts
-    }
-
     /// The catalog reads of the published state route with.
     pub fn read_catalog(&self) -> arc_swap::Guard<Arc<Catalog>> {
         self.read.load()
@@ -270,10 +265,8 @@ impl Stores {
             )));
         }
         // Keys already in the default store under the prefix would be shadowed.
-        let (lo, hi) = (
-            crate::keyspace::data_key(0, prefix),
-            crate::keyspace::next_prefix(&crate::keyspace::data_key(0, prefix)),
-        );
+        let lo = crate::keyspace::data_key(0, prefix);
+        let hi = crate::keyspace::next_prefix(&lo);
         let mut it = db.iter(IterOptions {
             lower: Some(lo),
             upper: Some(hi),

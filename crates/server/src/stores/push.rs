@@ -357,15 +357,16 @@ impl Stores {
             .finish()
             .map_err(|e| StoreError::Input(e.to_string()))?;
         let mut ing = db.ingest()?;
-        let mut key = Vec::new();
+        // Every engine key starts with the version's prefix and the store's.
+        let mut key = version_key(m.id, v, &m.prefix);
+        let head = key.len();
         let mut record = Vec::new();
         let mut bytes = 0u64;
         while let Some((k, val)) = sorted
             .next()
             .map_err(|e| StoreError::Input(e.to_string()))?
         {
-            key.clear();
-            key.extend_from_slice(&version_key(m.id, v, &m.prefix));
+            key.truncate(head);
             key.extend_from_slice(k);
             record.clear();
             keyspace::encode_record_into(&mut record, None, val);
@@ -377,13 +378,13 @@ impl Stores {
         let ingested = ing.finish()?;
 
         // Replay the streamed writes in chunks while they keep coming, then swap.
-        let (mut from, mut replayed) = replay_published(db, merger, m, s.pushing)?;
+        let (mut from, mut replayed) = replay_published(db, merger, m, s.pushing, 0)?;
         loop {
             let pending = self.rt.peek(m.id).saturating_sub(from);
             if pending as usize <= SWAP_TAIL {
                 break;
             }
-            let (next, n) = replay_published_from(db, merger, m, s.pushing, from)?;
+            let (next, n) = replay_published(db, merger, m, s.pushing, from)?;
             replayed += n;
             if next == from {
                 // Nothing published beyond `from` yet: the swap takes the rest.
@@ -415,18 +416,9 @@ impl Stores {
     }
 }
 
-/// Replays the published real-time log entries within the rewind window; returns the entry
-/// number after the last one seen and how many were replayed.
+/// Replays the published real-time log entries from number `from` on, within the rewind
+/// window; returns the entry number after the last one seen and how many were replayed.
 fn replay_published(
-    db: &Db,
-    merger: &Merger<Db>,
-    m: &StoreMeta,
-    p: Pushing,
-) -> StoreResult<(u64, u64)> {
-    replay_published_from(db, merger, m, p, 0)
-}
-
-fn replay_published_from(
     db: &Db,
     merger: &Merger<Db>,
     m: &StoreMeta,
