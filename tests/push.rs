@@ -34,6 +34,22 @@ fn fails(args: &[&str]) -> (i32, String) {
     (out.status.code().unwrap_or(-1), last)
 }
 
+/// The fields of the CSV files `write_csv` makes.
+const ID_SCORE: [&str; 4] = ["--key-field", "id", "--value-field", "score"];
+
+/// `rialto push <target> <at> --store <store> --input <input> <extra...>`.
+fn push_args<'a>(
+    target: &'a str,
+    at: &'a str,
+    store: &'a str,
+    input: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut v = vec!["push", target, at, "--store", store, "--input", input];
+    v.extend_from_slice(extra);
+    v
+}
+
 fn write_csv(path: &Path, n: usize, tag: &str) {
     let mut s = String::from("id,score,extra\n");
     for i in (0..n).rev() {
@@ -100,19 +116,13 @@ fn push_csv_and_jsonl_into_a_directory_then_serve_it() {
     write_csv(&csv, 3000, "a");
     let out = ok(&["store", "--dir", db, "create", "features"]);
     assert!(out.contains("current-version: 1"), "{out}");
-    let out = ok(&[
-        "push",
+    let out = ok(&push_args(
         "--dir",
         db,
-        "--store",
         "features",
-        "--input",
         csv.to_str().unwrap(),
-        "--key-field",
-        "id",
-        "--value-field",
-        "score",
-    ]);
+        &ID_SCORE,
+    ));
     assert!(out.contains("records: 3000"), "{out}");
     assert!(out.contains("version: 2"), "{out}");
 
@@ -124,15 +134,13 @@ fn push_csv_and_jsonl_into_a_directory_then_serve_it() {
         ));
     }
     std::fs::write(&jsonl, text).unwrap();
-    ok(&[
-        "push",
+    ok(&push_args(
         "--dir",
         db,
-        "--store",
         "features",
-        "--input",
         jsonl.to_str().unwrap(),
-    ]);
+        &[],
+    ));
     let out = ok(&["store", "--dir", db, "describe", "features"]);
     assert!(out.contains("current-version: 3"), "{out}");
     assert!(out.contains("previous-version: 2"), "{out}");
@@ -145,21 +153,13 @@ fn push_csv_and_jsonl_into_a_directory_then_serve_it() {
     ok(&["store", "--server", &addr, "rollback", "features"]);
     assert_eq!(get(s.port, "features:user02000"), "$6\r\na-2000\r\n");
     // And push through it.
-    let out = ok(&[
-        "push",
+    let out = ok(&push_args(
         "--server",
         &addr,
-        "--store",
         "features",
-        "--input",
         csv.to_str().unwrap(),
-        "--key-field",
-        "id",
-        "--value-field",
-        "score",
-        "--batch",
-        "100",
-    ]);
+        &[&ID_SCORE[..], &["--batch", "100"]].concat(),
+    ));
     assert!(out.contains("records: 3000"), "{out}");
     assert_eq!(get(s.port, "features:user02999"), "$6\r\na-2999\r\n");
 }
@@ -172,93 +172,45 @@ fn bad_inputs_fail_with_one_line_and_leave_the_current_version() {
     let good = dir.path().join("good.csv");
     write_csv(&good, 100, "a");
     ok(&["store", "--dir", db, "create", "s"]);
-    ok(&[
-        "push",
+    ok(&push_args(
         "--dir",
         db,
-        "--store",
         "s",
-        "--input",
         good.to_str().unwrap(),
-        "--key-field",
-        "id",
-        "--value-field",
-        "score",
-    ]);
+        &ID_SCORE,
+    ));
 
-    let (code, line) = fails(&[
-        "push",
-        "--dir",
-        db,
-        "--store",
-        "s",
-        "--input",
-        "/nonexistent.csv",
-    ]);
+    let (code, line) = fails(&push_args("--dir", db, "s", "/nonexistent.csv", &[]));
     assert_eq!(code, 2);
     assert!(line.contains("/nonexistent.csv"), "{line}");
 
-    let (_, line) = fails(&[
-        "push",
-        "--dir",
-        db,
-        "--store",
-        "s",
-        "--input",
-        good.to_str().unwrap(),
-    ]);
+    let (_, line) = fails(&push_args("--dir", db, "s", good.to_str().unwrap(), &[]));
     assert!(line.contains("key"), "missing column: {line}");
 
     let bad = dir.path().join("bad.csv");
     std::fs::write(&bad, "key,value\nk1,v1\nk2\nk3,v3\n").unwrap();
-    let (_, line) = fails(&[
-        "push",
-        "--dir",
-        db,
-        "--store",
-        "s",
-        "--input",
-        bad.to_str().unwrap(),
-    ]);
+    let (_, line) = fails(&push_args("--dir", db, "s", bad.to_str().unwrap(), &[]));
     assert!(line.contains("bad.csv:3"), "line number: {line}");
 
     let dup = dir.path().join("dup.csv");
     std::fs::write(&dup, "key,value\nk1,v1\nk1,v2\n").unwrap();
-    let (_, line) = fails(&[
-        "push",
-        "--dir",
-        db,
-        "--store",
-        "s",
-        "--input",
-        dup.to_str().unwrap(),
-    ]);
+    let (_, line) = fails(&push_args("--dir", db, "s", dup.to_str().unwrap(), &[]));
     assert!(line.to_lowercase().contains("duplicate"), "{line}");
-    ok(&[
-        "push",
+    ok(&push_args(
         "--dir",
         db,
-        "--store",
         "s",
-        "--input",
         dup.to_str().unwrap(),
-        "--duplicates",
-        "last-wins",
-    ]);
+        &["--duplicates", "last-wins"],
+    ));
 
-    let (_, line) = fails(&[
-        "push",
+    let (_, line) = fails(&push_args(
         "--dir",
         db,
-        "--store",
         "nope",
-        "--input",
         good.to_str().unwrap(),
-        "--key-field",
-        "id",
-        "--value-field",
-        "score",
-    ]);
+        &ID_SCORE,
+    ));
     assert!(line.contains("no such store"), "{line}");
 
     // Nothing above changed what serves except the last-wins push: the failed pushes used

@@ -18,12 +18,12 @@ fn cmd(c: &mut Connection, args: &[&str]) -> redis::RedisResult<Value> {
     q.query(c)
 }
 
-fn describe(c: &mut Connection, store: &str) -> HashMap<String, Value> {
-    let v = cmd(c, &["STORE", "DESCRIBE", store]).unwrap();
+/// A map reply (a flat array in RESP2) by key.
+fn map(v: Value) -> HashMap<String, Value> {
     let items = match v {
         Value::Array(items) => items,
         Value::Map(pairs) => pairs.into_iter().flat_map(|(k, v)| [k, v]).collect(),
-        other => panic!("describe: {other:?}"),
+        other => panic!("not a map: {other:?}"),
     };
     items
         .chunks(2)
@@ -32,6 +32,10 @@ fn describe(c: &mut Connection, store: &str) -> HashMap<String, Value> {
             other => panic!("key {other:?}"),
         })
         .collect()
+}
+
+fn describe(c: &mut Connection, store: &str) -> HashMap<String, Value> {
+    map(cmd(c, &["STORE", "DESCRIBE", store]).unwrap())
 }
 
 fn int(v: &Value) -> i64 {
@@ -53,19 +57,7 @@ fn push(c: &mut Connection, store: &str, records: &[(String, String)]) -> HashMa
         let n: i64 = q.query(c).unwrap();
         assert_eq!(n as usize, chunk.len());
     }
-    let v = cmd(c, &["PUSH", "COMMIT", &id.to_string()]).unwrap();
-    let items = match v {
-        Value::Array(items) => items,
-        Value::Map(pairs) => pairs.into_iter().flat_map(|(k, v)| [k, v]).collect(),
-        other => panic!("commit: {other:?}"),
-    };
-    items
-        .chunks(2)
-        .map(|p| match &p[0] {
-            Value::BulkString(k) => (String::from_utf8_lossy(k).into_owned(), p[1].clone()),
-            other => panic!("key {other:?}"),
-        })
-        .collect()
+    map(cmd(c, &["PUSH", "COMMIT", &id.to_string()]).unwrap())
 }
 
 fn dataset(n: usize, tag: &str) -> Vec<(String, String)> {
