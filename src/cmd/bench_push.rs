@@ -37,6 +37,13 @@ pub struct Args {
     /// Sort memory of Rialto's push and of the SstFileWriter path, MiB.
     #[arg(long, default_value_t = 256)]
     pub memory_limit_mb: usize,
+    /// Memory touched and freed before each run, MiB (0: none; default: 2.5 × the raw
+    /// data, at most half of the available memory). On virtual machines that hand freed
+    /// memory back to the host (free page reporting, DAMON), the first touch of a page costs
+    /// a host fault, and whichever run came first after an idle spell paid it for its page
+    /// cache; warming the allocator gives every run the same start.
+    #[arg(long)]
+    pub warm_mb: Option<usize>,
 }
 
 struct RunResult {
@@ -204,6 +211,31 @@ fn run_rocks_sst(_: &Path, _: &Path, _: usize) -> Result<RunResult, BackendError
     run_rocks_put(Path::new(""), Path::new(""))
 }
 
+/// Gives every run the same start: the previous run's dirty pages are written back and
+/// `bytes` of memory is touched and freed, so the kernel's free pages are backed.
+fn settle(bytes: usize) {
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    if bytes == 0 {
+        return;
+    }
+    let mut v: Vec<u8> = Vec::with_capacity(bytes);
+    let spare = v.spare_capacity_mut();
+    for i in (0..spare.len()).step_by(4096) {
+        spare[i].write(1);
+    }
+    std::hint::black_box(&v);
+    drop(v);
+}
+
+/// Bytes of memory available to new allocations (MemAvailable), if known.
+fn mem_available() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb << 10)
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
@@ -258,6 +290,13 @@ pub fn run(args: Args) -> Result<(), BackendError> {
     let raw = args.records * (args.key_size + args.value_size) as u64;
     let input_bytes = std::fs::metadata(&input).map(|m| m.len()).unwrap_or(0);
     let memory = args.memory_limit_mb << 20;
+    let warm = match args.warm_mb {
+        Some(mb) => mb << 20,
+        None => {
+            let want = (raw as usize).saturating_mul(5) / 2;
+            want.min(mem_available().unwrap_or(0) / 2)
+        }
+    };
     let mut results: Vec<Vec<RunResult>> = engines.iter().map(|_| Vec::new()).collect();
     for round in 0..args.rounds {
         for j in 0..engines.len() {
@@ -266,6 +305,7 @@ pub fn run(args: Args) -> Result<(), BackendError> {
             let db = args.work.join(format!("db-{name}"));
             let _ = std::fs::remove_dir_all(&db);
             let _ = std::fs::remove_dir_all(db.with_extension("staging"));
+            settle(warm);
             let r = match name.as_str() {
                 "rialto" => run_rialto(&input, &db, memory)?,
                 "rocksdb-sst" => run_rocks_sst(&input, &db, memory)?,
