@@ -41,6 +41,9 @@ enum Command {
     /// Benchmark a batch push against RocksDB's random-put and SstFileWriter+ingest loads of
     /// the same file (RocksDB needs a build with `--features rocksdb`).
     BenchPush(cmd::bench_push::Args),
+    /// Crash-test: kill the engine (or a server) at random moments, restart it and verify
+    /// that nothing acknowledged was lost and nothing never written appeared.
+    Stress(cmd::stress::Args),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +74,12 @@ fn main() -> ExitCode {
         }
         Command::Store(args) => {
             return match cmd::store::run(args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => cli::fail(&e),
+            }
+        }
+        Command::Stress(args) => {
+            return match cmd::stress::run(args) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => cli::fail(&e),
             }

@@ -8,3 +8,4 @@ pub mod push;
 pub mod serve;
 pub mod store;
 pub mod stores_backend;
+pub mod stress;

@@ -247,7 +247,8 @@ impl Local {
 }
 
 impl Remote {
-    fn connect(addr: &str) -> Result<Remote, BackendError> {
+    /// Connects to a RESP server at `addr` (`host:port`).
+    pub fn connect(addr: &str) -> Result<Remote, BackendError> {
         let stream = TcpStream::connect(addr)
             .map_err(|e| BackendError::Connection(format!("{addr}: {e}")))?;
         let _ = stream.set_nodelay(true);
@@ -258,6 +259,14 @@ impl Remote {
             out: BytesMut::with_capacity(1 << 20),
             in_flight: 0,
         })
+    }
+
+    /// Fails reads that wait longer than `d` for a reply (none by default: a push commit may
+    /// take minutes).
+    pub fn set_read_timeout(&self, d: std::time::Duration) -> Result<(), BackendError> {
+        self.stream
+            .set_read_timeout(Some(d))
+            .map_err(|e| BackendError::Connection(e.to_string()))
     }
 
     /// Queues a request (sent by [`Remote::flush`]).

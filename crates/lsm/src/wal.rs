@@ -109,7 +109,10 @@ impl SegmentSyncer {
         self.file.sync_data().map_err(|e| {
             *failed = Some(e.to_string());
             Error::io(format!("sync WAL {}", self.name), e)
-        })
+        })?;
+        // Durable, not yet acknowledged.
+        rialto_killpoint::kill_point("wal.sync");
+        Ok(())
     }
 }
 
@@ -192,6 +195,8 @@ impl WalWriter {
         }
         self.file.flush().map_err(io)?;
         self.offset += (HEADER_LEN + total) as u64;
+        // Handed to the OS, not synced.
+        rialto_killpoint::kill_point("wal.append");
         Ok(at)
     }
 

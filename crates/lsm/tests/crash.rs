@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use rialto_engine::{Error, KvEngine, WriteBatch, WriteOptions};
@@ -258,11 +259,35 @@ fn enospc_then_space_freed_recovers_every_acknowledged_write() {
 }
 
 /// SQLite-style countdown: fail the Nth write, sync, rename or create of a workload, for every
-/// N (sampled to keep the suite fast; `RIALTO_COUNTDOWN_FULL=1` sweeps every N), then crash and
-/// check the invariant.
+/// N, with EIO or ENOSPC, once or persistently; then check that no write was acknowledged
+/// after the first failure, crash, reopen and check the invariant.
+///
+/// The suite samples N (about 60 points per kind over a 600-operation workload, two of the
+/// four fault variants). `RIALTO_COUNTDOWN_FULL=1` sweeps every N with all four variants, and
+/// `RIALTO_COUNTDOWN_OPS=10000` sets the workload's length (`scripts/crash-tests.sh`).
 #[test]
 fn error_countdown_over_every_io_operation() {
     let full = std::env::var("RIALTO_COUNTDOWN_FULL").is_ok();
+    let ops: u32 = std::env::var("RIALTO_COUNTDOWN_OPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(600);
+    let variants: &[(bool, Fault)] = if full {
+        &[
+            (false, Fault::Eio),
+            (true, Fault::Eio),
+            (false, Fault::NoSpace),
+            (true, Fault::NoSpace),
+        ]
+    } else {
+        &[(false, Fault::Eio), (true, Fault::NoSpace)]
+    };
+    let threads = std::env::var("RIALTO_COUNTDOWN_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1usize)
+        .max(1);
+    let mut explored = 0u64;
     for op in [
         FaultOp::Write,
         FaultOp::Sync,
@@ -274,42 +299,71 @@ fn error_countdown_over_every_io_operation() {
         {
             let db = Db::open(DIR, options(&fs)).expect("fault-free open");
             let mut e = Expect::default();
-            assert!(workload(&db, &mut e, 600, 0).is_none());
+            assert!(workload(&db, &mut e, ops, 0).is_none());
             db.compact_range(None, None).unwrap();
         }
         let total = fs.op_count(op);
         assert!(total > 0, "{op:?} never happens");
-        let mut fired = 0;
         let step = if full { 1 } else { (total / 60).max(1) };
-        let mut n = 1;
-        while n <= total {
-            for (persistent, fault) in [(false, Fault::Eio), (true, Fault::NoSpace)] {
-                let fs = MemFs::new();
-                let mut expect = Expect::default();
-                let mut plan = FaultPlan::new(op, n, fault);
-                if persistent {
-                    plan = plan.persistent();
-                }
-                let context = format!("{op:?} #{n} {fault:?} persistent={persistent}");
-                // Armed before the open: recovery and the first manifest do I/O too.
-                fs.add_fault(plan);
-                if let Ok(db) = Db::open(DIR, options(&fs)) {
-                    let _ = workload(&db, &mut expect, 600, 0);
-                    let _ = db.compact_range(None, None);
-                    fired += fs.faults_fired().min(1);
-                    fs.crash(CrashMode::DropUnsynced);
-                    drop(db);
-                } else {
-                    fired += fs.faults_fired().min(1);
-                    fs.crash(CrashMode::DropUnsynced);
-                }
-                drop(reopen_and_verify(&fs, &expect, &context));
+        let points: Vec<(u64, bool, Fault)> = (1..=total)
+            .step_by(step as usize)
+            .flat_map(|n| variants.iter().map(move |&(p, f)| (n, p, f)))
+            .collect();
+        // Points are independent (each has its own MemFs): spread them over threads.
+        let next = AtomicUsize::new(0);
+        let fired = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(n, persistent, fault)) = points.get(i) else {
+                        return;
+                    };
+                    if countdown_point(op, n, persistent, fault, ops) {
+                        fired.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
             }
-            n += step;
-        }
+        });
+        let fired = fired.into_inner();
+        explored += points.len() as u64;
         eprintln!("{op:?}: {total} operations, step {step}, {fired} runs hit a fault");
         assert!(fired > 0, "no injected {op:?} fault fired");
     }
+    eprintln!(
+        "countdown: {ops}-operation workload, {explored} error points explored, 0 violations"
+    );
+}
+
+/// One countdown point: fails the `n`th `op` with `fault` (and every later one if
+/// `persistent`); panics on a violation. Returns whether the fault fired.
+fn countdown_point(op: FaultOp, n: u64, persistent: bool, fault: Fault, ops: u32) -> bool {
+    let fs = MemFs::new();
+    let mut expect = Expect::default();
+    let mut plan = FaultPlan::new(op, n, fault);
+    if persistent {
+        plan = plan.persistent();
+    }
+    let context = format!("{op:?} #{n} {fault:?} persistent={persistent}");
+    // Armed before the open: recovery and the first manifest do I/O too.
+    fs.add_fault(plan);
+    if let Ok(db) = Db::open(DIR, options(&fs)) {
+        if workload(&db, &mut expect, ops, 0).is_some() {
+            // No acknowledgement after a failure: the engine is read-only now.
+            let later = db.put(b"after-failure", b"x", WriteOptions::SYNC);
+            assert!(
+                later.is_err(),
+                "{context}: a write succeeded after a failed one"
+            );
+        }
+        let _ = db.compact_range(None, None);
+        fs.crash(CrashMode::DropUnsynced);
+    } else {
+        fs.crash(CrashMode::DropUnsynced);
+    }
+    let fired = fs.faults_fired() > 0;
+    drop(reopen_and_verify(&fs, &expect, &context));
+    fired
 }
 
 #[test]

@@ -436,6 +436,8 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
                 return;
             }
         };
+        // Logged and applied, not durable, nobody acknowledged.
+        rialto_killpoint::kill_point("merger.group_logged");
         {
             let mut st = self.stats.lock();
             st.groups += 1;
@@ -554,6 +556,8 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
             };
             match r {
                 Ok(durable) => {
+                    // Durable, not yet acknowledged.
+                    rialto_killpoint::kill_point("merger.group_synced");
                     self.engine.publish(durable);
                     let mut done = Vec::new();
                     let mut p = self.pipe.lock();

@@ -499,6 +499,8 @@ impl DbInner {
         self.fs
             .sync_dir(&self.dir)
             .map_err(|e| Error::io("sync database directory", e))?;
+        // Durable tables the manifest does not name: orphans to remove at the next open.
+        rialto_killpoint::kill_point("flush.table_written");
 
         let mut st = self.state.lock();
         debug_assert!(st.imms.first().is_some_and(|f| Arc::ptr_eq(f, m)));
@@ -594,6 +596,8 @@ impl DbInner {
         self.fs
             .sync_dir(&self.dir)
             .map_err(|e| Error::io("sync database directory", e))?;
+        // Outputs durable, inputs still live: the next open keeps the inputs.
+        rialto_killpoint::kill_point("compaction.install");
 
         let written: u64 = outputs.iter().map(|f| f.file_size).sum();
         let mut st = self.state.lock();

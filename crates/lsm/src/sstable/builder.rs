@@ -302,6 +302,8 @@ impl TableBuilder {
             format_version: FORMAT_VERSION,
         };
         self.writer.append(&footer.encode())?;
+        // Complete in the page cache, not synced.
+        rialto_killpoint::kill_point("sstable.finish");
         self.writer.sync()?;
         Ok(TableMeta {
             file_size: self.writer.offset,

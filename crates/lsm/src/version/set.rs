@@ -204,7 +204,10 @@ impl VersionSet {
         if !rollover {
             let m = self.manifest.as_mut().ok_or(Error::Closed)?;
             m.add_record(KIND_EDIT, &edit.encode())?;
+            rialto_killpoint::kill_point("manifest.write");
             m.sync()?;
+            // Durable, not yet visible in memory.
+            rialto_killpoint::kill_point("manifest.installed");
         }
         self.current = Arc::new(version);
         self.log_number = edit.log_number.unwrap_or(self.log_number);
@@ -248,6 +251,8 @@ impl VersionSet {
         };
         m.add_record(KIND_EDIT, &snapshot.encode())?;
         m.sync()?;
+        // A complete new manifest that CURRENT does not name yet.
+        rialto_killpoint::kill_point("manifest.write");
         set_current(&*self.fs, &self.dir, number)?;
         if let Some(old) = self.manifest.replace(m) {
             let old_path = self.dir.join(manifest_file_name(old.number()));

@@ -1,0 +1,158 @@
+//! RESP mode: the same writers and checks over the Redis protocol against a `rialto serve`
+//! process, which is what the driver kills.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use rialto_resp::Reply;
+
+use super::super::stores_backend::Remote;
+use super::workload::Target;
+use super::StressError;
+
+/// Longest wait for a reply: a server that stops answering is a failure, not a hang.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One connection to the server.
+pub struct RespTarget {
+    conn: Remote,
+}
+
+impl RespTarget {
+    /// Connects to `127.0.0.1:port`.
+    pub fn connect(port: u16) -> Result<RespTarget, String> {
+        let conn = Remote::connect(&format!("127.0.0.1:{port}")).map_err(|e| e.to_string())?;
+        conn.set_read_timeout(REPLY_TIMEOUT)
+            .map_err(|e| e.to_string())?;
+        Ok(RespTarget { conn })
+    }
+
+    /// Asks the server to stop cleanly (SHUTDOWN; the reply is the connection closing).
+    pub fn shutdown(mut self) {
+        let _ = self.conn.call(&["SHUTDOWN"]);
+    }
+}
+
+impl Target for RespTarget {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        match self.conn.call(&[&b"SET"[..], key, value]) {
+            Ok(Reply::Simple(_)) => Ok(()),
+            Ok(other) => Err(format!("SET replied {other:?}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<(), String> {
+        match self.conn.call(&[&b"DEL"[..], key]) {
+            Ok(Reply::Integer(_)) => Ok(()),
+            Ok(other) => Err(format!("DEL replied {other:?}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, String> {
+        for k in keys {
+            self.conn.send(&[&b"GET"[..], k]);
+        }
+        self.conn.flush().map_err(|e| e.to_string())?;
+        keys.iter()
+            .map(|_| match self.conn.recv() {
+                Ok(Reply::Bulk(b)) => Ok(Some(b.to_vec())),
+                Ok(Reply::Null) => Ok(None),
+                Ok(other) => Err(format!("GET replied {other:?}")),
+                Err(e) => Err(e.to_string()),
+            })
+            .collect()
+    }
+}
+
+/// A `rialto serve` process.
+pub struct Server {
+    pub child: Child,
+    /// Its port, once it listens.
+    pub port: Option<u16>,
+    /// Time from spawn to listening.
+    pub recovered: Option<Duration>,
+    /// Its stderr lines (the log), read by a thread.
+    log: mpsc::Receiver<String>,
+}
+
+/// How the driver starts servers.
+pub struct ServerSpec<'a> {
+    pub bin: &'a Path,
+    pub dir: &'a Path,
+    pub durability: &'a str,
+    pub write_buffer_size: usize,
+}
+
+impl Server {
+    /// Starts a server on a kernel-picked port and waits until it listens or exits (a kill
+    /// point may fire during recovery). `kill_points` arms them in the server.
+    pub fn start(spec: &ServerSpec<'_>, kill_points: Option<&str>) -> Result<Server, StressError> {
+        let start = Instant::now();
+        let mut cmd = Command::new(spec.bin);
+        cmd.args(["serve", "--dir"])
+            .arg(spec.dir.join("db"))
+            .args(["--port", "0", "--bind", "127.0.0.1", "--threads", "1"])
+            .args(["--appendfsync", spec.durability])
+            .args(["--write-buffer-size", &spec.write_buffer_size.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        match kill_points {
+            Some(k) => cmd.env("RIALTO_KILL_POINTS", k),
+            None => cmd.env_remove("RIALTO_KILL_POINTS"),
+        };
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| StressError::Io(format!("start {}: {e}", spec.bin.display())))?;
+        let (tx, log) = mpsc::channel();
+        if let Some(stderr) = child.stderr.take() {
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        let mut s = Server {
+            child,
+            port: None,
+            recovered: None,
+            log,
+        };
+        let deadline = start + Duration::from_secs(120);
+        loop {
+            match s.log.recv_timeout(Duration::from_millis(20)) {
+                Ok(line) => {
+                    if line.contains("ready to accept connections") {
+                        s.port = line
+                            .rsplit(':')
+                            .next()
+                            .and_then(|p| p.trim().parse::<u16>().ok());
+                        s.recovered = Some(start.elapsed());
+                        return Ok(s);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(s),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if Instant::now() > deadline {
+                let _ = s.child.kill();
+                return Err(StressError::Engine(
+                    "the server did not listen within 120 s".into(),
+                ));
+            }
+        }
+    }
+
+    /// The log lines read so far (the rest of them once the process has exited).
+    pub fn drain_log(&self) -> Vec<String> {
+        self.log.try_iter().collect()
+    }
+}
