@@ -172,7 +172,7 @@ impl Expected {
         self.file.write_all_at(&b, SLOTS_AT + 16 * u64::from(i))
     }
 
-    /// Adds `n` to thread `t`'s count of acknowledged writes.
+    /// Records `total` as thread `t`'s count of acknowledged writes over every run.
     pub fn count_acks(&self, t: u32, total: u64) -> io::Result<()> {
         self.file
             .write_all_at(&total.to_le_bytes(), ACKS_AT + 8 * u64::from(t))

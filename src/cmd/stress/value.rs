@@ -6,7 +6,7 @@
 //! ```
 //! The crc covers everything before it; the filler is a function of (key, version).
 
-/// Encoded size bounds.
+/// The smallest value: key index, version and checksum, no filler.
 pub const MIN_LEN: usize = 12;
 
 /// The key of index `i`.
