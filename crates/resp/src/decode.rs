@@ -163,8 +163,14 @@ impl ReplyDecoder {
                         _ => n,
                     });
                     // Every value takes at least 3 bytes (`_\r\n`): preallocate for what the
-                    // buffer could hold, not for the claim.
-                    let cap = remaining.unwrap_or(0).min(buf.len() / 3).min(1024);
+                    // buffer could hold, not for the claim, less what enclosing aggregates
+                    // reserved for the same bytes (else each nesting level would reserve it
+                    // again: found by the `resp_decode` fuzz target).
+                    let reserved: usize = self.stack.iter().map(|f| f.items.capacity()).sum();
+                    let cap = remaining
+                        .unwrap_or(0)
+                        .min((buf.len() / 3).saturating_sub(reserved))
+                        .min(1024);
                     let frame = Frame {
                         kind,
                         remaining,

@@ -25,6 +25,10 @@ use crate::wal::{self, SegmentEnd, WalWriter, KIND_EDIT};
 /// Manifest size that triggers writing a fresh one with a snapshot.
 pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
+/// File numbers (tables, WAL segments, manifests) stay below this; a manifest recording a
+/// larger one is corrupt.
+pub const MAX_FILE_NUMBER: u64 = 1 << 56;
+
 /// Name of manifest `number`.
 pub fn manifest_file_name(number: u64) -> String {
     format!("MANIFEST-{number:06}")
@@ -114,6 +118,18 @@ impl VersionSet {
         }
         let next_file_number = next_file
             .ok_or_else(|| Error::corruption(name, 0, "manifest records no next file number"))?;
+        // Numbers are handed out by `+= 1`: one this large can only come from damage (and
+        // would overflow). Found by the `manifest` fuzz target.
+        if next_file_number.max(number) >= MAX_FILE_NUMBER {
+            return Err(Error::corruption(
+                name,
+                0,
+                format!(
+                    "file number {} is beyond the largest possible ({MAX_FILE_NUMBER})",
+                    next_file_number.max(number)
+                ),
+            ));
+        }
         let version = builder.build();
         version
             .check_invariants()
@@ -144,7 +160,8 @@ impl VersionSet {
         Arc::clone(&self.current)
     }
 
-    /// Hands out a new file number.
+    /// Hands out a new file number (below [`MAX_FILE_NUMBER`]: recovery refuses larger, and
+    /// 2^56 files at a million a second would take two thousand years).
     pub fn new_file_number(&mut self) -> u64 {
         let n = self.next_file_number;
         self.next_file_number += 1;
