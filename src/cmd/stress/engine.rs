@@ -98,8 +98,8 @@ pub fn worker(a: WorkerArgs<'_>) -> Result<(), StressError> {
     .map_err(|e| StressError::Engine(format!("merger: {e}")))?;
     println!("recovered-ms {:.3}", start.elapsed().as_secs_f64() * 1e3);
     let merger = Arc::new(merger);
-    let expected = Expected::open(&a.dir.join("expected"), a.keys, a.threads)
-        .map_err(|e| StressError::Io(format!("expected state: {e}")))?;
+    let expected =
+        Expected::open(&a.dir.join("expected"), a.keys, a.threads).map_err(super::state_err)?;
     let target = EngineTarget {
         merger: Arc::clone(&merger),
     };
@@ -117,9 +117,7 @@ pub fn worker(a: WorkerArgs<'_>) -> Result<(), StressError> {
             .map_err(|e| StressError::Engine(format!("close: {e}")))?;
         return Ok(());
     }
-    let acks = expected
-        .acks()
-        .map_err(|e| StressError::Io(format!("expected state: {e}")))?;
+    let acks = expected.acks().map_err(super::state_err)?;
     println!("running");
     let stop_flag = Arc::new(AtomicBool::new(false));
     let results: Vec<Result<u64, Stop>> = std::thread::scope(|s| {
@@ -159,7 +157,7 @@ pub fn worker(a: WorkerArgs<'_>) -> Result<(), StressError> {
 
 fn stop(s: Stop) -> StressError {
     match s {
-        Stop::Io(e) => StressError::Io(format!("expected state: {e}")),
+        Stop::Io(e) => super::state_err(e),
         other => StressError::Engine(other.to_string()),
     }
 }

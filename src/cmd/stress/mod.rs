@@ -124,6 +124,16 @@ impl crate::cli::CliError for StressError {
     }
 }
 
+/// A failure of the expected-state file.
+fn state_err(e: std::io::Error) -> StressError {
+    StressError::Io(format!("expected state: {e}"))
+}
+
+/// A failure waiting for a child process.
+fn wait_err(e: std::io::Error) -> StressError {
+    StressError::Io(format!("wait: {e}"))
+}
+
 /// The line both modes print after a verification.
 fn verified_line(r: &Report) -> String {
     format!(
@@ -268,13 +278,9 @@ pub fn run(args: Args) -> Result<(), StressError> {
         _ => resp_final(&args, &bin)?,
     };
     tally.verified(&final_report);
-    let expected = Expected::open(&args.dir.join("expected"), args.keys, args.threads)
-        .map_err(|e| StressError::Io(format!("expected state: {e}")))?;
-    let acked: u64 = expected
-        .acks()
-        .map_err(|e| StressError::Io(format!("expected state: {e}")))?
-        .iter()
-        .sum();
+    let expected =
+        Expected::open(&args.dir.join("expected"), args.keys, args.threads).map_err(state_err)?;
+    let acked: u64 = expected.acks().map_err(state_err)?.iter().sum();
     tally.recovery_ms.sort_by(|a, b| a.total_cmp(b));
     let points: Vec<String> = tally
         .by_point
@@ -397,18 +403,13 @@ fn ending_of(stderr: &str) -> Ending {
 fn kill_after(child: &mut Child, ms: u64) -> Result<std::process::ExitStatus, StressError> {
     let deadline = Instant::now() + Duration::from_millis(ms);
     while Instant::now() < deadline {
-        if let Some(st) = child
-            .try_wait()
-            .map_err(|e| StressError::Io(format!("wait: {e}")))?
-        {
+        if let Some(st) = child.try_wait().map_err(wait_err)? {
             return Ok(st);
         }
         std::thread::sleep(Duration::from_millis(2));
     }
     let _ = child.kill();
-    child
-        .wait()
-        .map_err(|e| StressError::Io(format!("wait: {e}")))
+    child.wait().map_err(wait_err)
 }
 
 fn engine_cycle(
@@ -446,9 +447,7 @@ fn engine_cycle(
     let status = if running {
         kill_after(&mut child, run_ms)?
     } else {
-        child
-            .wait()
-            .map_err(|e| StressError::Io(format!("wait: {e}")))?
+        child.wait().map_err(wait_err)?
     };
     violations.extend(
         lines
@@ -475,9 +474,7 @@ fn engine_final(args: &Args, bin: &Path) -> Result<Report, StressError> {
     let lines = lines_of(&mut child);
     let err = stderr_of(&mut child);
     let out: Vec<String> = lines.iter().collect();
-    let status = child
-        .wait()
-        .map_err(|e| StressError::Io(format!("wait: {e}")))?;
+    let status = child.wait().map_err(wait_err)?;
     let stderr = err.join().unwrap_or_default();
     let report = out
         .iter()
@@ -515,7 +512,7 @@ fn resp_verify(
 ) -> Result<(Report, Vec<expected::Slot>), StressError> {
     let mut t = resp::RespTarget::connect(port).map_err(StressError::Engine)?;
     let (report, slots) = verify(&mut t, expected).map_err(|e| match e {
-        Stop::Io(e) => StressError::Io(format!("expected state: {e}")),
+        Stop::Io(e) => state_err(e),
         other => StressError::Engine(other.to_string()),
     })?;
     if !report.clean() {
@@ -532,15 +529,12 @@ fn resp_cycle(
     points: Option<&str>,
     tally: &mut Tally,
 ) -> Result<Ending, StressError> {
-    let expected = Expected::open(&args.dir.join("expected"), args.keys, args.threads)
-        .map_err(|e| StressError::Io(format!("expected state: {e}")))?;
+    let expected =
+        Expected::open(&args.dir.join("expected"), args.keys, args.threads).map_err(state_err)?;
     let mut server = resp::Server::start(&server_spec(args, bin), points)?;
     let Some(port) = server.port else {
         // It died before listening: a kill point during recovery.
-        let status = server
-            .child
-            .wait()
-            .map_err(|e| StressError::Io(format!("wait: {e}")))?;
+        let status = server.child.wait().map_err(wait_err)?;
         let log = server.drain_log().join("\n");
         return match status.signal() {
             Some(libc::SIGKILL) => Ok(ending_of(&log)),
@@ -559,11 +553,7 @@ fn resp_cycle(
             // Background work after recovery (a flush, a compaction) passes kill points
             // too: a server that died of one leaves the verification for the next cycle.
             std::thread::sleep(Duration::from_millis(20));
-            if let Some(status) = server
-                .child
-                .try_wait()
-                .map_err(|e| StressError::Io(format!("wait: {e}")))?
-            {
+            if let Some(status) = server.child.try_wait().map_err(wait_err)? {
                 let log = server.drain_log().join("\n");
                 if status.signal() == Some(libc::SIGKILL) && log.contains("kill point ") {
                     return Ok(ending_of(&log));
@@ -580,9 +570,7 @@ fn resp_cycle(
         }
     };
     tally.verified(&report);
-    let acks = expected
-        .acks()
-        .map_err(|e| StressError::Io(format!("expected state: {e}")))?;
+    let acks = expected.acks().map_err(state_err)?;
     let stop = Arc::new(AtomicBool::new(false));
     let (expected, slots) = (&expected, &slots);
     let (status, results) = std::thread::scope(|s| {
@@ -616,7 +604,7 @@ fn resp_cycle(
     for r in results {
         match r {
             Err(Stop::Violation(v)) => return Err(StressError::Violation(v)),
-            Err(Stop::Io(e)) => return Err(StressError::Io(format!("expected state: {e}"))),
+            Err(Stop::Io(e)) => return Err(state_err(e)),
             _ => {}
         }
     }
@@ -632,8 +620,8 @@ fn resp_cycle(
 }
 
 fn resp_final(args: &Args, bin: &Path) -> Result<Report, StressError> {
-    let expected = Expected::open(&args.dir.join("expected"), args.keys, args.threads)
-        .map_err(|e| StressError::Io(format!("expected state: {e}")))?;
+    let expected =
+        Expected::open(&args.dir.join("expected"), args.keys, args.threads).map_err(state_err)?;
     let mut server = resp::Server::start(&server_spec(args, bin), None)?;
     let port = server.port.ok_or_else(|| {
         StressError::Engine(format!(
