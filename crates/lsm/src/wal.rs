@@ -264,7 +264,7 @@ pub fn read_segment(
                 pos += HEADER_LEN + payload.len();
             }
             Err(reason) => {
-                return Ok(if valid_record_after(&data[..end], pos + 1, number) {
+                return Ok(if valid_record_after(&data, pos + 1, end, number) {
                     SegmentEnd::Corrupt {
                         offset: pos as u64,
                         reason,
@@ -290,7 +290,10 @@ pub fn read_record_at(
 }
 
 fn parse_record(data: &[u8], pos: usize, number: u64) -> std::result::Result<(u8, &[u8]), String> {
-    let rest = &data[pos..];
+    // An offset past the end is an error, not a panic (`read_record_at` takes any offset).
+    let rest = data
+        .get(pos..)
+        .ok_or_else(|| format!("offset {pos} is past the end ({} bytes)", data.len()))?;
     if rest.len() < HEADER_LEN {
         return Err(format!(
             "{} bytes left, shorter than a record header",
@@ -317,10 +320,12 @@ fn parse_record(data: &[u8], pos: usize, number: u64) -> std::result::Result<(u8
     Ok((kind, payload))
 }
 
-/// True if any offset at or after `from` starts a valid record of this segment. The checksum
-/// covers the segment number, so garbage and stale bytes do not pass by accident.
-fn valid_record_after(data: &[u8], from: usize, number: u64) -> bool {
-    (from..data.len()).any(|p| parse_record(data, p, number).is_ok())
+/// True if any offset in `from..end` starts a valid record of this segment. Records are
+/// parsed against all of `data`: a valid record may end in zero bytes past `end` (found by the
+/// `wal_reader` fuzz target; cutting at `end` took such corruption for a torn tail). The
+/// checksum covers the segment number, so garbage and stale bytes do not pass by accident.
+fn valid_record_after(data: &[u8], from: usize, end: usize, number: u64) -> bool {
+    (from..end).any(|p| parse_record(data, p, number).is_ok())
 }
 
 fn file_name(path: &Path) -> String {

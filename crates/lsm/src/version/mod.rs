@@ -22,7 +22,7 @@ use crate::key::{self, SequenceNumber};
 use crate::memtable::Lookup;
 use crate::table_cache::TableCache;
 pub use edit::VersionEdit;
-pub use set::{current_file_name, manifest_file_name, VersionSet};
+pub use set::{current_file_name, manifest_file_name, VersionSet, MAX_FILE_NUMBER};
 
 /// Metadata of a table file, as recorded in the manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]

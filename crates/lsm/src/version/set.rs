@@ -120,13 +120,15 @@ impl VersionSet {
             .ok_or_else(|| Error::corruption(name, 0, "manifest records no next file number"))?;
         // Numbers are handed out by `+= 1`: one this large can only come from damage (and
         // would overflow). Found by the `manifest` fuzz target.
-        if next_file_number.max(number) >= MAX_FILE_NUMBER {
+        // Recovery writes a fresh manifest numbered `max(next, number + 1)`: check that one,
+        // so an open never writes a file number the next open refuses as damage.
+        let first_free = next_file_number.max(number.saturating_add(1));
+        if first_free >= MAX_FILE_NUMBER {
             return Err(Error::corruption(
                 name,
                 0,
                 format!(
-                    "file number {} is beyond the largest possible ({MAX_FILE_NUMBER})",
-                    next_file_number.max(number)
+                    "file number {first_free} is beyond the largest possible ({MAX_FILE_NUMBER})"
                 ),
             ));
         }
@@ -146,7 +148,7 @@ impl VersionSet {
             dir: dir.to_path_buf(),
             current: Arc::new(version),
             manifest: None,
-            next_file_number: next_file_number.max(number + 1),
+            next_file_number: first_free,
             log_number,
             last_sequence: last_seq,
             compact_pointers: pointers,
