@@ -41,6 +41,9 @@ echo "== cargo test"
 out="${CARGO_TARGET_DIR:-target}/test-output.txt"
 mkdir -p "$(dirname "$out")"
 cargo test --workspace --locked 2>&1 | tee "$out"
+echo "== fuzzing, short run (a few seconds per target; skipped without nightly + cargo-fuzz)"
+# The corpus itself is replayed by `cargo test -p rialto-fuzzing` above, on stable.
+bash scripts/fuzz.sh --short
 echo "== compatibility suite (redis-py, redis-server differential, malformed input over TCP)"
 # The debug binary `cargo test` just built (tests/serve.rs needs it); the script installs
 # redis-server and a Python venv with redis-py and pytest if missing.
