@@ -118,10 +118,9 @@ impl VersionSet {
         }
         let next_file_number = next_file
             .ok_or_else(|| Error::corruption(name, 0, "manifest records no next file number"))?;
-        // Numbers are handed out by `+= 1`: one this large can only come from damage (and
-        // would overflow). Found by the `manifest` fuzz target.
-        // Recovery writes a fresh manifest numbered `max(next, number + 1)`: check that one,
-        // so an open never writes a file number the next open refuses as damage.
+        // Numbers are handed out by `+= 1`, so one this large can only come from damage (and
+        // would overflow; found by the `manifest` fuzz target). The check covers the number
+        // the fresh manifest below takes, so an open never writes one the next open refuses.
         let first_free = next_file_number.max(number.saturating_add(1));
         if first_free >= MAX_FILE_NUMBER {
             return Err(Error::corruption(
