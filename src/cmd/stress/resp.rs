@@ -78,6 +78,8 @@ pub struct Server {
     pub recovered: Option<Duration>,
     /// Its stderr lines (the log), read by a thread.
     log: mpsc::Receiver<String>,
+    /// Lines read while waiting for it to listen.
+    early: Vec<String>,
 }
 
 /// How the driver starts servers.
@@ -125,6 +127,7 @@ impl Server {
             port: None,
             recovered: None,
             log,
+            early: Vec::new(),
         };
         let deadline = start + Duration::from_secs(120);
         loop {
@@ -138,6 +141,8 @@ impl Server {
                         s.recovered = Some(start.elapsed());
                         return Ok(s);
                     }
+                    // Kept: a kill point during recovery names itself here.
+                    s.early.push(line);
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(s),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -151,8 +156,10 @@ impl Server {
         }
     }
 
-    /// The log lines read so far (the rest of them once the process has exited).
-    pub fn drain_log(&self) -> Vec<String> {
-        self.log.try_iter().collect()
+    /// The log lines not returned before (all of them once the process has exited).
+    pub fn drain_log(&mut self) -> Vec<String> {
+        let mut lines = std::mem::take(&mut self.early);
+        lines.extend(self.log.try_iter());
+        lines
     }
 }
