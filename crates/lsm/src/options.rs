@@ -95,6 +95,12 @@ pub struct Options {
     /// Target size of a table file written by compaction. Default 64 MiB.
     pub target_file_size: u64,
     /// Background threads for flushes and compactions. Default 2 (one flush, one compaction).
+    ///
+    /// 0 is the inline mode: no threads; a flush (and the compactions then due) runs on the
+    /// writing thread that switches the memtable, and `flush`, `compact_range` and
+    /// `wait_for_background_work` run due work themselves. Deterministic, for tests,
+    /// simulation and fuzzing; a write that fills the memtable pays for the flush and any
+    /// compaction, so it is not for serving.
     pub max_background_jobs: usize,
     /// Reserve disk space for each WAL segment up front (about 1.1 × `write_buffer_size`), so
     /// appends do not grow the file and each `fdatasync` of a durable write commits no file

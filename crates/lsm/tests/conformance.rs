@@ -73,6 +73,28 @@ fn conformance_memfs_row_cache() {
     conformance::run_all(&MemRowCache(MemFs::new()));
 }
 
+/// Inline mode (`max_background_jobs: 0`): no threads; writers, `flush` and `compact_range`
+/// run the flushes and compactions themselves.
+struct MemInline(MemFs);
+
+impl EngineFactory for MemInline {
+    type Engine = Db;
+    fn open(&self, dir: &Path) -> Result<Db> {
+        Db::open(
+            dir,
+            Options {
+                max_background_jobs: 0,
+                ..small(Some(self.0.clone()))
+            },
+        )
+    }
+}
+
+#[test]
+fn conformance_memfs_inline_background() {
+    conformance::run_all(&MemInline(MemFs::new()));
+}
+
 /// The limits themselves: a 64 KiB key with a 512 MiB value round-trips through the WAL,
 /// the memtable, a flush, compaction and reopen (about 15 s and 2 GiB of memory).
 #[test]

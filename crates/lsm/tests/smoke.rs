@@ -133,3 +133,45 @@ fn close_releases_the_wal_preallocation() {
     let db = Db::open(dir.path(), opts).unwrap();
     assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
 }
+
+/// Inline mode: with no background thread, the writer that fills the memtable runs the flush
+/// and the compactions then due, so by the time `put` returns the tree is already shaped (L0
+/// below its trigger, data in L1 and below) without any wait.
+#[test]
+fn inline_background_work_runs_on_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        max_background_jobs: 0,
+        level0_compaction_trigger: 2,
+        ..small_options()
+    };
+    let n = 20_000u32;
+    {
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        for i in 0..n {
+            let k = format!("key{:08}", (i * 7919) % n);
+            db.put(k.as_bytes(), &[b'v'; 100], WriteOptions::default())
+                .unwrap();
+        }
+        let s = db.stats();
+        assert!(s.flushes >= 10, "{} flushes", s.flushes);
+        assert!(db.num_files_at_level(0) < 2);
+        assert!(db.num_files_at_level(1) + db.num_files_at_level(2) > 0);
+        // Nothing is left for a background thread to do.
+        db.wait_for_background_work().unwrap();
+        db.flush().unwrap();
+        assert!(db.num_files_at_level(0) < 2);
+        db.compact_range(None, None).unwrap();
+        assert_eq!(db.num_files_at_level(0), 0);
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), opts).unwrap();
+    let mut it = db.iter(IterOptions::default()).unwrap();
+    it.seek_to_first();
+    let mut count = 0;
+    while it.valid() {
+        count += 1;
+        it.next();
+    }
+    assert_eq!(count, n);
+}

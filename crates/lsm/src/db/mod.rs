@@ -32,7 +32,7 @@ use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use rialto_engine::{
     CommitPoint, EngineStats, Error, IoEvent, IoEventKind, IoRecorder, IoStats, IterOptions,
     KvEngine, PipelinedCommit, Result, WriteBatch, WriteOptions,
@@ -182,7 +182,8 @@ impl Db {
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let inner = recovery::open(path.as_ref(), opts)?;
         let inner = Arc::new(inner);
-        let n = inner.opts.max_background_jobs.max(1);
+        // Zero threads is the inline mode: see `Options::max_background_jobs`.
+        let n = inner.opts.max_background_jobs;
         let mut threads = Vec::with_capacity(n);
         for i in 0..n {
             let db = Arc::clone(&inner);
@@ -193,6 +194,10 @@ impl Db {
             threads.push(t);
         }
         inner.bg_cv.notify_all();
+        if inner.inline_background() {
+            // Work recovery left due (an L0 over its trigger) runs now, as a thread would.
+            inner.run_background_inline();
+        }
         Ok(Db { inner, threads })
     }
 
@@ -251,7 +256,7 @@ impl Db {
             if !busy {
                 return Ok(());
             }
-            inner.done_cv.wait(&mut st);
+            inner.wait_for_progress(&mut st);
         }
     }
 
@@ -366,6 +371,45 @@ impl DbInner {
         self.bg_cv.notify_all();
     }
 
+    /// Whether flushes and compactions run on the calling threads instead of background
+    /// threads (`max_background_jobs == 0`).
+    pub(crate) fn inline_background(&self) -> bool {
+        self.opts.max_background_jobs == 0
+    }
+
+    /// Waits until background work made progress, then returns for the caller to re-check
+    /// its condition. In inline mode it runs the due work on this thread instead (with the
+    /// state lock released); it only sleeps when another thread is running a job, whose end
+    /// notifies `done_cv`. The check and the wait happen under one lock hold, so that
+    /// notification cannot be missed.
+    pub(crate) fn wait_for_progress(&self, st: &mut MutexGuard<'_, State>) {
+        if self.inline_background() {
+            if MutexGuard::unlocked(st, || self.run_background_inline()) {
+                return;
+            }
+            if !st.flush_running && st.running_compactions == 0 {
+                return;
+            }
+        }
+        self.bg_cv.notify_all();
+        self.done_cv.wait(st);
+    }
+
+    /// Inline mode: runs due flushes and compactions on this thread until none is due.
+    /// Returns whether any ran.
+    pub(crate) fn run_background_inline(&self) -> bool {
+        let popts = PickerOptions::from_options(&self.opts);
+        let mut ran = false;
+        loop {
+            let job = self.next_job(&mut self.state.lock(), &popts);
+            let Some(job) = job else {
+                return ran;
+            };
+            self.run_job(job);
+            ran = true;
+        }
+    }
+
     fn snapshot_list(&self) -> Vec<SequenceNumber> {
         self.snapshots.lock().keys().copied().collect()
     }
@@ -402,7 +446,6 @@ impl DbInner {
 
     fn background_loop(self: Arc<Self>) {
         let popts = PickerOptions::from_options(&self.opts);
-        let max_compactions = self.opts.max_background_jobs.saturating_sub(1).max(1);
         loop {
             let job = {
                 let mut st = self.state.lock();
@@ -410,40 +453,57 @@ impl DbInner {
                     if self.shutting_down.load(Ordering::Acquire) {
                         return;
                     }
-                    if !self.read_only_flag.load(Ordering::Acquire) {
-                        if !st.flush_running {
-                            if let Some(m) = st.imms.first() {
-                                let m = Arc::clone(m);
-                                st.flush_running = true;
-                                break Job::Flush(m);
-                            }
-                        }
-                        if st.running_compactions < max_compactions {
-                            let v = st.versions.current();
-                            let ptrs = compact_pointers(&st.versions);
-                            if let Some(t) = picker::pick(&v, &st.compacting, &ptrs, &popts) {
-                                st.compacting.extend(t.all_inputs().map(|f| f.number));
-                                st.running_compactions += 1;
-                                break Job::Compact(t);
-                            }
-                        }
+                    if let Some(job) = self.next_job(&mut st, &popts) {
+                        break job;
                     }
                     self.bg_cv.wait(&mut st);
                 }
             };
-            let r = match job {
-                Job::Flush(m) => self.flush_memtable(&m),
-                Job::Compact(t) => self.run_compaction(t),
-            };
-            if let Err(e) = r {
-                if !matches!(e, Error::Closed) {
-                    self.set_read_only(&e);
-                }
-            }
-            let _st = self.state.lock();
-            self.done_cv.notify_all();
-            self.bg_cv.notify_all();
+            self.run_job(job);
         }
+    }
+
+    /// The next due job, marked as running in `st`: the oldest immutable memtable's flush
+    /// (one at a time, so L0 gets them in order), else a compaction the picker chooses (at
+    /// most `max_background_jobs - 1` at once, at least one). None when read-only.
+    fn next_job(&self, st: &mut State, popts: &PickerOptions) -> Option<Job> {
+        if self.read_only_flag.load(Ordering::Acquire) {
+            return None;
+        }
+        if !st.flush_running {
+            if let Some(m) = st.imms.first() {
+                let m = Arc::clone(m);
+                st.flush_running = true;
+                return Some(Job::Flush(m));
+            }
+        }
+        let max_compactions = self.opts.max_background_jobs.saturating_sub(1).max(1);
+        if st.running_compactions < max_compactions {
+            let v = st.versions.current();
+            let ptrs = compact_pointers(&st.versions);
+            if let Some(t) = picker::pick(&v, &st.compacting, &ptrs, popts) {
+                st.compacting.extend(t.all_inputs().map(|f| f.number));
+                st.running_compactions += 1;
+                return Some(Job::Compact(t));
+            }
+        }
+        None
+    }
+
+    /// Runs a job from [`Self::next_job`]; a failure turns the engine read-only.
+    fn run_job(&self, job: Job) {
+        let r = match job {
+            Job::Flush(m) => self.flush_memtable(&m),
+            Job::Compact(t) => self.run_compaction(t),
+        };
+        if let Err(e) = r {
+            if !matches!(e, Error::Closed) {
+                self.set_read_only(&e);
+            }
+        }
+        let _st = self.state.lock();
+        self.done_cv.notify_all();
+        self.bg_cv.notify_all();
     }
 
     fn output_context<'a>(
@@ -818,8 +878,7 @@ impl DbInner {
                 return Ok(());
             }
             self.check_writable()?;
-            self.bg_cv.notify_all();
-            self.done_cv.wait(&mut st);
+            self.wait_for_progress(&mut st);
         }
     }
 
@@ -849,7 +908,7 @@ impl DbInner {
                         }
                         None => {
                             // A background compaction holds some of the files; wait for it.
-                            self.done_cv.wait(&mut st);
+                            self.wait_for_progress(&mut st);
                             continue;
                         }
                     }

@@ -171,6 +171,10 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         inner.install_super_version(&mut st);
         inner.delete_obsolete_files(&mut st);
     }
+    // Removals are durable only once the directory is synced; without this, a crash before
+    // the next flush brings the deleted segments and manifests back, and a crash loop (every
+    // open replaying and deleting them again) piles them up. Best effort, like the deletes.
+    let _ = inner.fs.sync_dir(path);
     Ok(inner)
 }
 

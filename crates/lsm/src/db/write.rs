@@ -311,8 +311,17 @@ impl DbInner {
 
     /// Ensures the memtable has room, switching it or stalling as the thresholds say.
     /// With `force`, switches a non-empty memtable regardless of its size and returns it.
-    /// Leader only.
-    pub(crate) fn make_room_for_write(&self, mut force: bool) -> Result<Option<Arc<MemTable>>> {
+    /// In inline mode, a switch runs the flush (and any compaction then due) before
+    /// returning. Leader only.
+    pub(crate) fn make_room_for_write(&self, force: bool) -> Result<Option<Arc<MemTable>>> {
+        let switched = self.make_room(force)?;
+        if switched.is_some() && self.inline_background() {
+            self.run_background_inline();
+        }
+        Ok(switched)
+    }
+
+    fn make_room(&self, mut force: bool) -> Result<Option<Arc<MemTable>>> {
         let mut allow_delay = !force;
         let mut switched = None;
         let mut st = self.state.lock();
@@ -355,8 +364,7 @@ impl DbInner {
 
     fn stall(&self, st: &mut MutexGuard<'_, State>) {
         let t = self.opts.clock.now_micros();
-        self.bg_cv.notify_all();
-        self.done_cv.wait(st);
+        self.wait_for_progress(st);
         self.counters.stall_micros.fetch_add(
             self.opts.clock.now_micros().saturating_sub(t),
             Ordering::Relaxed,

@@ -20,8 +20,12 @@ use crate::key;
 /// Tallest tower. With branching 4, 12 levels index 4^12 = 16M entries efficiently.
 pub const MAX_HEIGHT: usize = 12;
 const BRANCHING: u32 = 4;
-/// Arena chunk size; larger nodes get a chunk of their own.
+/// Largest arena chunk. Chunks start at [`FIRST_CHUNK_BYTES`] and double up to this, so a
+/// small or short-lived memtable (recovery, tiny write buffers) does not pay for zeroing
+/// 4 MiB up front, while a large one still allocates rarely. Nodes above a quarter of the
+/// current chunk get a chunk of their own.
 const CHUNK_BYTES: usize = 4 << 20;
+const FIRST_CHUNK_BYTES: usize = 16 << 10;
 const HEADER_BYTES: usize = 16;
 
 #[repr(C)]
@@ -75,6 +79,8 @@ struct Arena {
     /// Next free byte in the last chunk, and bytes left there.
     ptr: *mut u8,
     left: usize,
+    /// Size of the next regular chunk.
+    next_chunk: usize,
 }
 
 impl Arena {
@@ -83,6 +89,7 @@ impl Arena {
             chunks: Vec::new(),
             ptr: ptr::null_mut(),
             left: 0,
+            next_chunk: FIRST_CHUNK_BYTES,
         }
     }
 
@@ -90,16 +97,18 @@ impl Arena {
     fn alloc(&mut self, bytes: usize) -> (*mut u8, usize) {
         let bytes = (bytes + 7) & !7;
         if bytes > self.left {
-            if bytes > CHUNK_BYTES / 4 {
+            if bytes > self.next_chunk / 4 {
                 // A large node gets its own chunk so the current chunk's tail is not wasted.
                 let mut c = vec![0u64; bytes / 8].into_boxed_slice();
                 let p = c.as_mut_ptr() as *mut u8;
                 self.chunks.push(c);
                 return (p, bytes);
             }
-            let mut c = vec![0u64; CHUNK_BYTES / 8].into_boxed_slice();
+            let size = self.next_chunk;
+            self.next_chunk = (size * 2).min(CHUNK_BYTES);
+            let mut c = vec![0u64; size / 8].into_boxed_slice();
             self.ptr = c.as_mut_ptr() as *mut u8;
-            self.left = CHUNK_BYTES;
+            self.left = size;
             self.chunks.push(c);
         }
         let p = self.ptr;
