@@ -13,6 +13,10 @@
 #   --short             a few seconds per target (5, or --time S), for the test suite; prints
 #                       one line and exits 0 when nightly or cargo-fuzz is missing and cannot
 #                       be installed
+#   --jobs N            N fuzzing processes per target at once (default 1), each with its own
+#                       seed and 1/N of the executions (or the whole --time); the table sums
+#                       them. They share the work corpus, so one's finds reach the others
+#                       when they restart. Use it on otherwise idle cores only.
 #   --sanitizer S       none (default: about twice the executions per second) or address
 #                       (AddressSanitizer: also catches memory errors in unsafe code, such as
 #                       the memtable's skiplist, and in the C zstd library)
@@ -35,6 +39,7 @@ set -euo pipefail
 
 ALL_TARGETS=(resp_decode wal_reader sstable manifest engine_ops)
 runs=10000000
+jobs=1
 seconds=""
 short=false
 sanitizer=none
@@ -45,6 +50,7 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
         --runs) runs="$2"; shift 2 ;;
         --time) seconds="$2"; shift 2 ;;
+        --jobs) jobs="$2"; shift 2 ;;
         --short) short=true; shift ;;
         --sanitizer) sanitizer="$2"; shift 2 ;;
         --cmin) cmin=true; shift ;;
@@ -59,6 +65,10 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 [[ ${#targets[@]} -eq 0 ]] && targets=("${ALL_TARGETS[@]}")
+if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
+    echo "fuzz.sh: --jobs takes a positive number, not '$jobs'" >&2
+    exit 2
+fi
 if $short; then
     seconds="${seconds:-5}"
 fi
@@ -114,7 +124,7 @@ fi
 if [[ -n "$seconds" ]]; then
     limit=(-runs=-1 "-max_total_time=$seconds")
 else
-    limit=("-runs=$runs")
+    limit=("-runs=$(( (runs + jobs - 1) / jobs ))")
 fi
 
 logs="target/fuzz-logs"
@@ -124,16 +134,34 @@ failed=false
 for t in "${targets[@]}"; do
     mkdir -p "target/work-corpus/$t" "artifacts/$t"
     before=$(find "artifacts/$t" -type f | wc -l)
-    log="$logs/$t.log"
-    echo "fuzz.sh: fuzzing $t (${limit[*]}), log in fuzz/$log" >&2
+    rm -f "$logs/$t".*log
+    echo "fuzz.sh: fuzzing $t (${limit[*]}, $jobs job(s)), logs in fuzz/$logs/$t.*log" >&2
+    pids=()
+    for ((j = 1; j <= jobs; j++)); do
+        log="$logs/$t.log"
+        [[ $jobs -gt 1 ]] && log="$logs/$t.$j.log"
+        # -timeout: an execution taking this long is a hang, reported as a crash.
+        # -malloc_limit_mb: a single allocation this large is a bug (decoders bound theirs).
+        # -seed: distinct per job, so parallel jobs do not repeat each other.
+        cargo +nightly fuzz run -s "$sanitizer" "$t" "target/work-corpus/$t" "corpus/$t" -- \
+            "${limit[@]}" -print_final_stats=1 -timeout=60 -rss_limit_mb=3072 \
+            -malloc_limit_mb=1024 "-seed=$((RANDOM * 32768 + RANDOM + j))" >"$log" 2>&1 &
+        pids+=($!)
+    done
     status=0
-    # -timeout: an execution taking this long is a hang, reported as a crash.
-    # -malloc_limit_mb: a single allocation this large is a bug (decoders bound theirs).
-    cargo +nightly fuzz run -s "$sanitizer" "$t" "target/work-corpus/$t" "corpus/$t" -- \
-        "${limit[@]}" -print_final_stats=1 -timeout=60 -rss_limit_mb=3072 \
-        -malloc_limit_mb=1024 >"$log" 2>&1 || status=$?
-    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+    for pid in "${pids[@]}"; do
+        wait "$pid" || status=$?
+    done
+    execs=0
+    rate=0
+    for ((j = 1; j <= jobs; j++)); do
+        log="$logs/$t.log"
+        [[ $jobs -gt 1 ]] && log="$logs/$t.$j.log"
+        e=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+        r=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+        execs=$((execs + ${e:-0}))
+        rate=$((rate + ${r:-0}))
+    done
     crashes=$(( $(find "artifacts/$t" -type f | wc -l) - before ))
     if [[ $status -ne 0 && $crashes -eq 0 ]]; then
         # Stopped without saving an input (a build failure, an abort in the harness...).
@@ -141,10 +169,10 @@ for t in "${targets[@]}"; do
     fi
     if [[ $crashes -gt 0 ]]; then
         failed=true
-        echo "fuzz.sh: $t FAILED (exit $status); last lines of fuzz/$log:" >&2
-        tail -n 30 "$log" >&2
+        echo "fuzz.sh: $t FAILED (exit $status); last lines of its logs in fuzz/$logs:" >&2
+        tail -n 30 "$logs/$t".*log >&2
     fi
-    rows+=("$t|${execs:-?}|${rate:-?}|$crashes")
+    rows+=("$t|$execs|$rate|$crashes")
 done
 
 printf '\n%-12s | %12s | %8s | %s\n' target executions exec/s crashes
