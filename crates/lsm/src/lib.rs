@@ -20,6 +20,7 @@ pub mod row_cache;
 pub mod sstable;
 pub mod table_cache;
 pub mod throttle;
+pub mod triad;
 pub mod version;
 pub mod wal;
 

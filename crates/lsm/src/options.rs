@@ -6,6 +6,7 @@ use rialto_io::{Clock, FsRef, PosixFs, SystemClock};
 
 use crate::cache::BlockCache;
 use crate::throttle::ThrottleOptions;
+use crate::triad::TriadOptions;
 
 /// Block compression.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -125,6 +126,9 @@ pub struct Options {
     /// can always link its tables into the bottom level, and a dead partition's files can be
     /// dropped whole. Must not change over a database's life.
     pub partitioner: Option<Partitioner>,
+    /// TRIAD techniques and the workload characterizer (see [`crate::triad`]). Default:
+    /// TRIAD-DISK on, tuned by the characterizer.
+    pub triad: TriadOptions,
 }
 
 /// Returns the length of a user key's partition prefix: two keys are in the same partition
@@ -187,6 +191,7 @@ impl Default for Options {
             throttle: ThrottleOptions::default(),
             io_timeline_capacity: rialto_engine::DEFAULT_TIMELINE_CAPACITY,
             partitioner: None,
+            triad: TriadOptions::default(),
         }
     }
 }

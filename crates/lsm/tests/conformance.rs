@@ -7,6 +7,7 @@ use std::sync::Arc;
 use rialto_engine::conformance::{self, EngineFactory};
 use rialto_engine::Result;
 use rialto_io::MemFs;
+use rialto_lsm::triad::{CharacterizerConfig, TriadOptions};
 use rialto_lsm::{Db, Options};
 
 fn small(fs: Option<MemFs>) -> Options {
@@ -93,6 +94,56 @@ impl EngineFactory for MemInline {
 #[test]
 fn conformance_memfs_inline_background() {
     conformance::run_all(&MemInline(MemFs::new()));
+}
+
+/// TRIAD-DISK deferring as much as it may (threshold 1: every L0 compaction waits until L0
+/// holds 8 files), and the characterizer retuning every 100 operations: neither may change
+/// what a reader sees.
+struct MemTriad(MemFs, TriadOptions);
+
+impl EngineFactory for MemTriad {
+    type Engine = Db;
+    fn open(&self, dir: &Path) -> Result<Db> {
+        Db::open(
+            dir,
+            Options {
+                triad: self.1.clone(),
+                level0_slowdown_trigger: 16,
+                level0_stop_trigger: 24,
+                ..small(Some(self.0.clone()))
+            },
+        )
+    }
+}
+
+#[test]
+fn conformance_memfs_triad_disk_always_deferring() {
+    let triad = TriadOptions {
+        disk: true,
+        adaptive: false,
+        overlap_threshold: 1.0,
+        max_deferred_l0_files: 8,
+        ..TriadOptions::default()
+    };
+    conformance::run_all(&MemTriad(MemFs::new(), triad));
+}
+
+#[test]
+fn conformance_memfs_triad_adaptive_small_windows() {
+    let triad = TriadOptions {
+        characterizer: CharacterizerConfig {
+            window_ops: 100,
+            confirm_windows: 1,
+            ..CharacterizerConfig::default()
+        },
+        ..TriadOptions::default()
+    };
+    conformance::run_all(&MemTriad(MemFs::new(), triad));
+}
+
+#[test]
+fn conformance_memfs_triad_off() {
+    conformance::run_all(&MemTriad(MemFs::new(), TriadOptions::off()));
 }
 
 /// The limits themselves: a 64 KiB key with a 512 MiB value round-trips through the WAL,

@@ -16,7 +16,7 @@ use crate::iter::InternalIterator;
 use crate::key::{self, SequenceNumber, ValueKind};
 use crate::sstable::{TableBuildOptions, TableBuilder};
 use crate::throttle::JournalFirst;
-use crate::version::{table_file_name, FileMeta};
+use crate::version::{table_file_name, FileMeta, SketchSlot};
 
 /// Decides which versions an output keeps.
 ///
@@ -292,7 +292,9 @@ fn finish(o: Open) -> Result<FileMeta> {
 
 /// Finishes (and syncs) a table and returns its metadata as file `number`.
 pub(crate) fn finish_table(builder: TableBuilder, number: u64) -> Result<FileMeta> {
-    let meta = builder.finish()?;
+    let mut meta = builder.finish()?;
+    let sketch = SketchSlot::default();
+    sketch.set(meta.props.key_sketch.take().map(Arc::new));
     Ok(FileMeta {
         number,
         file_size: meta.file_size,
@@ -303,6 +305,7 @@ pub(crate) fn finish_table(builder: TableBuilder, number: u64) -> Result<FileMet
         num_entries: meta.props.num_entries,
         num_deletions: meta.props.num_deletions,
         raw_bytes: meta.props.raw_key_bytes + meta.props.raw_value_bytes,
+        sketch,
     })
 }
 

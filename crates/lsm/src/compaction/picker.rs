@@ -17,10 +17,11 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::triad::sketch::overlap_ratio;
 use crate::version::{FileMeta, Version};
 
 /// The options the picker reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PickerOptions {
     /// L0 files that trigger a compaction.
     pub level0_compaction_trigger: usize,
@@ -30,6 +31,27 @@ pub struct PickerOptions {
     pub level_size_multiplier: u64,
     /// Target bytes of an output file.
     pub target_file_size: u64,
+    /// TRIAD-DISK's rule for L0, when it is on.
+    pub l0_deferral: Option<DeferralRule>,
+}
+
+/// TRIAD-DISK (see [`crate::triad`]): an L0 compaction waits while the estimated key overlap
+/// of its inputs is below `overlap_threshold` and L0 has fewer than `max_l0_files` files.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeferralRule {
+    /// Overlap (fraction of redundant keys, 0 to 1) below which L0 compaction waits.
+    pub overlap_threshold: f64,
+    /// L0 files at which it runs however low the overlap.
+    pub max_l0_files: usize,
+}
+
+/// What the deferral rule says of the L0 compaction the picker would run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum L0Choice {
+    /// Run it; the estimated overlap, if it was estimated.
+    Run(Option<f64>),
+    /// Wait: the overlap is below the threshold.
+    Defer(f64),
 }
 
 impl PickerOptions {
@@ -40,6 +62,7 @@ impl PickerOptions {
             max_bytes_for_level_base: o.max_bytes_for_level_base.max(1),
             level_size_multiplier: o.level_size_multiplier.max(2),
             target_file_size: o.target_file_size.max(1),
+            l0_deferral: None,
         }
     }
 
@@ -130,6 +153,7 @@ pub fn pick(
     for level in order {
         let task = if level == 0 {
             pick_level0(v, compacting, o)
+                .filter(|t| !matches!(level0_choice(t, v, o), L0Choice::Defer(_)))
         } else {
             let pointer = compact_pointers.get(level).map_or(&[][..], |p| &p[..]);
             pick_level(v, level, compacting, pointer, o)
@@ -139,6 +163,36 @@ pub fn pick(
         }
     }
     None
+}
+
+/// The L0 compaction due now (L0 at or past its trigger, no conflict), and what the
+/// deferral rule says of it. `None` when no L0 compaction is due.
+pub fn level0_status(
+    v: &Version,
+    compacting: &HashSet<u64>,
+    o: &PickerOptions,
+) -> Option<L0Choice> {
+    if v.levels[0].len() < o.level0_compaction_trigger || v.num_levels() < 2 {
+        return None;
+    }
+    let t = pick_level0(v, compacting, o)?;
+    Some(level0_choice(&t, v, o))
+}
+
+/// The deferral rule applied to L0 task `t`. Without the rule, or without a sketch for every
+/// input (tables written before sketches existed), the task runs.
+fn level0_choice(t: &CompactionTask, v: &Version, o: &PickerOptions) -> L0Choice {
+    let Some(rule) = o.l0_deferral else {
+        return L0Choice::Run(None);
+    };
+    let sketches: Option<Vec<_>> = t.all_inputs().map(|f| f.sketch.get()).collect();
+    let overlap = sketches.and_then(|s| overlap_ratio(s.iter().map(|s| s.as_ref())));
+    match overlap {
+        Some(x) if v.levels[0].len() < rule.max_l0_files && x < rule.overlap_threshold => {
+            L0Choice::Defer(x)
+        }
+        _ => L0Choice::Run(overlap),
+    }
 }
 
 fn pick_level0(
@@ -286,6 +340,7 @@ fn finish_task(
 mod tests {
     use super::*;
     use crate::key::{make_internal_key, ValueKind};
+    use crate::triad::KeySketch;
     use crate::version::{VersionBuilder, VersionEdit};
 
     fn file(n: u64, lo: &str, hi: &str, size: u64) -> FileMeta {
@@ -299,6 +354,7 @@ mod tests {
             num_entries: 1,
             num_deletions: 0,
             raw_bytes: size,
+            sketch: Default::default(),
         }
     }
 
@@ -318,6 +374,7 @@ mod tests {
             max_bytes_for_level_base: 100,
             level_size_multiplier: 10,
             target_file_size: 10,
+            l0_deferral: None,
         }
     }
 
@@ -421,5 +478,79 @@ mod tests {
         let t = pick_manual(&v, 1, None, None, &HashSet::new(), &opts()).unwrap();
         assert!(!t.trivial_move);
         assert!(pick_manual(&v, 2, None, None, &HashSet::new(), &opts()).is_none());
+    }
+
+    /// A file of `keys` (numbers into a shared key space), with its sketch.
+    fn sketched(n: u64, lo: &str, hi: &str, keys: std::ops::Range<u64>) -> FileMeta {
+        let mut s = KeySketch::new();
+        for k in keys {
+            s.add(&k.to_be_bytes());
+        }
+        let f = file(n, lo, hi, 5);
+        f.sketch.set(Some(Arc::new(s)));
+        f
+    }
+
+    fn deferring(threshold: f64, max: usize) -> PickerOptions {
+        PickerOptions {
+            l0_deferral: Some(DeferralRule {
+                overlap_threshold: threshold,
+                max_l0_files: max,
+            }),
+            ..opts()
+        }
+    }
+
+    #[test]
+    fn triad_disk_defers_level0_while_overlap_is_low() {
+        // Two L0 files and an L1 file sharing no keys: overlap ~0.
+        let disjoint = version(vec![
+            (0, sketched(1, "a", "m", 0..1000)),
+            (0, sketched(2, "b", "n", 1000..2000)),
+            (1, sketched(3, "a", "z", 2000..5000)),
+        ]);
+        let none = HashSet::new();
+        assert!(
+            pick(&disjoint, &none, &[], &opts()).is_some(),
+            "rule off: runs"
+        );
+        assert!(pick(&disjoint, &none, &[], &deferring(0.4, 4)).is_none());
+        match level0_status(&disjoint, &none, &deferring(0.4, 4)) {
+            Some(L0Choice::Defer(x)) => assert!(x < 0.1, "overlap {x}"),
+            other => panic!("{other:?}"),
+        }
+        // The file bound wins over the overlap.
+        assert!(pick(&disjoint, &none, &[], &deferring(0.4, 2)).is_some());
+        // A threshold of 0 never defers.
+        assert!(pick(&disjoint, &none, &[], &deferring(0.0, 4)).is_some());
+
+        // The same key ranges with half the keys shared by each file: overlap ~0.5 runs.
+        let shared = version(vec![
+            (0, sketched(1, "a", "m", 0..1000)),
+            (0, sketched(2, "b", "n", 0..1000)),
+            (1, sketched(3, "a", "z", 0..1000)),
+        ]);
+        match level0_status(&shared, &none, &deferring(0.4, 4)) {
+            Some(L0Choice::Run(Some(x))) => assert!((x - 2.0 / 3.0).abs() < 0.05, "{x}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(pick(&shared, &none, &[], &deferring(0.4, 4)).is_some());
+    }
+
+    #[test]
+    fn triad_disk_runs_when_a_sketch_is_missing() {
+        let v = version(vec![
+            (0, sketched(1, "a", "m", 0..1000)),
+            (0, file(2, "b", "n", 5)),
+        ]);
+        let none = HashSet::new();
+        assert_eq!(
+            level0_status(&v, &none, &deferring(0.4, 4)),
+            Some(L0Choice::Run(None))
+        );
+        assert!(pick(&v, &none, &[], &deferring(0.4, 4)).is_some());
+        // Below the trigger nothing is due at all.
+        let one = version(vec![(0, sketched(1, "a", "m", 0..10))]);
+        assert_eq!(level0_status(&one, &none, &deferring(0.4, 4)), None);
     }
 }

@@ -20,6 +20,7 @@
 mod ingest;
 mod iter;
 mod recovery;
+mod triad;
 pub use ingest::{IngestStats, Ingestion};
 pub(crate) use recovery::lock_dir;
 mod write;
@@ -127,6 +128,8 @@ pub(crate) struct DbInner {
     /// Live snapshots: sequence → count.
     snapshots: Mutex<BTreeMap<SequenceNumber, usize>>,
     pub(crate) counters: Counters,
+    /// TRIAD: the characterizer and the tuning in force.
+    pub(crate) triad: triad::TriadState,
 }
 
 /// An open LSM database. Cheap to share across threads by reference or `Arc`.
@@ -239,7 +242,7 @@ impl Db {
     /// Waits until no flush or compaction is pending or running.
     pub fn wait_for_background_work(&self) -> Result<()> {
         let inner = &self.inner;
-        let opts = PickerOptions::from_options(&inner.opts);
+        let opts = inner.picker_options();
         let mut st = inner.state.lock();
         loop {
             inner.check_writable()?;
@@ -258,6 +261,11 @@ impl Db {
             }
             inner.wait_for_progress(&mut st);
         }
+    }
+
+    /// TRIAD's state: the deferral and the characterizer's class, windows and decisions.
+    pub fn triad_stats(&self) -> crate::triad::TriadStats {
+        self.inner.triad.stats()
     }
 
     /// Number of table files at `level`.
@@ -367,6 +375,14 @@ impl DbInner {
         }));
     }
 
+    /// The picker's options, with TRIAD-DISK's rule as currently tuned.
+    pub(crate) fn picker_options(&self) -> PickerOptions {
+        PickerOptions {
+            l0_deferral: self.triad.deferral_rule(&self.opts),
+            ..PickerOptions::from_options(&self.opts)
+        }
+    }
+
     pub(crate) fn notify_background(&self) {
         self.bg_cv.notify_all();
     }
@@ -398,10 +414,9 @@ impl DbInner {
     /// Inline mode: runs due flushes and compactions on this thread until none is due.
     /// Returns whether any ran.
     pub(crate) fn run_background_inline(&self) -> bool {
-        let popts = PickerOptions::from_options(&self.opts);
         let mut ran = false;
         loop {
-            let job = self.next_job(&mut self.state.lock(), &popts);
+            let job = self.next_job(&mut self.state.lock(), &self.picker_options());
             let Some(job) = job else {
                 return ran;
             };
@@ -445,7 +460,6 @@ impl DbInner {
     // ---- background work ----
 
     fn background_loop(self: Arc<Self>) {
-        let popts = PickerOptions::from_options(&self.opts);
         loop {
             let job = {
                 let mut st = self.state.lock();
@@ -453,7 +467,8 @@ impl DbInner {
                     if self.shutting_down.load(Ordering::Acquire) {
                         return;
                     }
-                    if let Some(job) = self.next_job(&mut st, &popts) {
+                    // Rebuilt each time: the characterizer may have retuned the deferral.
+                    if let Some(job) = self.next_job(&mut st, &self.picker_options()) {
                         break job;
                     }
                     self.bg_cv.wait(&mut st);
@@ -580,6 +595,11 @@ impl DbInner {
         r?;
         st.imms.remove(0);
         self.install_super_version(&mut st);
+        self.triad.note_level0(picker::level0_status(
+            &st.versions.current(),
+            &st.compacting,
+            &self.picker_options(),
+        ));
         self.io.record(IoEvent {
             kind: IoEventKind::Flush,
             start_micros: start,
@@ -751,6 +771,7 @@ impl KvEngine for Db {
     type Iter = DbIter;
 
     fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        self.inner.triad.record_read();
         let seq = self.inner.visible_seq.load(Ordering::Acquire);
         let Some(rc) = &self.inner.row_cache else {
             return self.inner.get_at_seq(key, seq);
@@ -766,6 +787,7 @@ impl KvEngine for Db {
     }
 
     fn get_at(&self, snapshot: &Snapshot, key: &[u8]) -> Result<Option<Bytes>> {
+        self.inner.triad.record_read();
         self.inner.get_at_seq(key, snapshot.0.seq)
     }
 
@@ -786,6 +808,7 @@ impl KvEngine for Db {
     }
 
     fn iter(&self, opts: IterOptions<Snapshot>) -> Result<DbIter> {
+        self.inner.triad.record_read();
         iter::new_iterator(&self.inner, opts)
     }
 

@@ -60,6 +60,32 @@ fn validate(o: &Options) -> Result<()> {
     if o.max_open_files < 16 {
         return bad("max_open_files must be at least 16");
     }
+    let t = &o.triad;
+    let c = &t.characterizer;
+    let fractions = [
+        t.overlap_threshold,
+        c.read_heavy_enter,
+        c.read_heavy_leave,
+        c.write_heavy_enter,
+        c.write_heavy_leave,
+        c.skew_enter,
+        c.skew_leave,
+        c.read_heavy_overlap,
+        c.balanced_overlap,
+        c.write_heavy_overlap,
+    ];
+    if fractions.iter().any(|f| !(0.0..=1.0).contains(f)) {
+        return bad("TRIAD thresholds must be fractions between 0 and 1");
+    }
+    if c.read_heavy_leave > c.read_heavy_enter
+        || c.write_heavy_leave > c.write_heavy_enter
+        || c.skew_leave > c.skew_enter
+    {
+        return bad("a characterizer leave threshold must not exceed its enter threshold");
+    }
+    if c.window_ops == 0 {
+        return bad("the characterizer window must hold at least one operation");
+    }
     Ok(())
 }
 
@@ -164,12 +190,16 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         shutting_down: AtomicBool::new(false),
         snapshots: Mutex::new(BTreeMap::new()),
         counters: Counters::default(),
+        triad: super::triad::TriadState::new(opts.triad.clone()),
         opts,
     };
     {
         let mut st = inner.state.lock();
         inner.install_super_version(&mut st);
         inner.delete_obsolete_files(&mut st);
+    }
+    if inner.triad.uses_sketches() {
+        load_sketches(&inner);
     }
     // Removals are durable only once the directory is synced; without this, a crash before
     // the next flush brings the deleted segments and manifests back, and a crash loop (every
@@ -300,4 +330,23 @@ fn flush_recovered(
     let mut it = mem.iter();
     it.seek_to_first();
     compaction::write_tables(&mut it, &mut gc, &ctx)
+}
+
+/// Loads the key sketches of the L0 and L1 tables (the inputs TRIAD-DISK estimates), which
+/// the manifest does not carry. Tables written since get theirs when written, and tables
+/// only move down from L1 through compactions that write new ones. A table that cannot be
+/// read gets no sketch: its compaction then runs as without TRIAD, and reports the damage.
+fn load_sketches(inner: &DbInner) {
+    let version = inner.state.lock().versions.current();
+    for f in version.levels.iter().take(2).flatten() {
+        if f.sketch.is_known() {
+            continue;
+        }
+        let sketch = inner
+            .tables
+            .reader(f)
+            .ok()
+            .and_then(|r| r.properties().key_sketch.clone());
+        f.sketch.set(sketch.map(Arc::new));
+    }
 }

@@ -250,6 +250,7 @@ impl DbInner {
         // Only the leader switches memtables, so the current one is stable here.
         let mem = Arc::clone(&self.sv.load().mem);
         mem.insert_batch(merged, first_seq);
+        self.triad.record_batch(merged);
         let last = first_seq + count - 1;
         if let Some(rc) = &self.row_cache {
             // Before the batch can be published (see row_cache.rs).

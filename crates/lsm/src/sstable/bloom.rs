@@ -80,7 +80,11 @@ impl BloomBuilder {
 
     /// Adds a user key. Consecutive duplicates (versions of one key) are counted once.
     pub fn add_key(&mut self, user_key: &[u8]) {
-        let h = bloom_hash(user_key);
+        self.add_hash(bloom_hash(user_key));
+    }
+
+    /// Adds a user key by its [`bloom_hash`].
+    pub fn add_hash(&mut self, h: u64) {
         if self.hashes.last() != Some(&h) {
             self.hashes.push(h);
         }

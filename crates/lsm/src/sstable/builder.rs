@@ -6,12 +6,13 @@ use rialto_engine::{Error, Result, MAX_KEY_LEN, MAX_VALUE_LEN};
 use rialto_io::WritableFile;
 
 use super::block::BlockBuilder;
-use super::bloom::BloomBuilder;
+use super::bloom::{bloom_hash, BloomBuilder};
 use super::compression::Compressor;
 use super::format::{encode_block_trailer, BlockHandle, CompressionType, Footer, FORMAT_VERSION};
 use super::properties::TableProperties;
 use super::MAX_BLOCK_SIZE;
 use crate::key::{self, ValueKind, TRAILER_LEN};
+use crate::triad::KeySketch;
 use crate::{Compression, Options};
 
 /// How a table is laid out; taken from the database [`Options`].
@@ -138,6 +139,8 @@ pub struct TableBuilder {
     pending_handle: Option<BlockHandle>,
     last_key: Vec<u8>,
     bloom: Option<BloomBuilder>,
+    /// Distinct user keys, for the `key_sketch` property.
+    sketch: KeySketch,
     props: TableProperties,
     handle_buf: Vec<u8>,
 }
@@ -164,6 +167,7 @@ impl TableBuilder {
             index_block: BlockBuilder::new(1),
             pending_handle: None,
             last_key: Vec::new(),
+            sketch: KeySketch::new(),
             bloom: (opts.bloom_bits_per_key > 0)
                 .then(|| BloomBuilder::new(opts.bloom_bits_per_key)),
             props: TableProperties::new(),
@@ -203,9 +207,12 @@ impl TableBuilder {
             let sep = key::separator(&self.last_key, ikey);
             self.add_index_entry(&sep, handle);
         }
+        // One hash per key feeds both the filter and the sketch (the same function).
+        let h = bloom_hash(key::user_key(ikey));
         if let Some(bloom) = &mut self.bloom {
-            bloom.add_key(key::user_key(ikey));
+            bloom.add_hash(h);
         }
+        self.sketch.add_hash(h);
         self.record_props(ikey, value);
         self.last_key.clear();
         self.last_key.extend_from_slice(ikey);
@@ -289,6 +296,7 @@ impl TableBuilder {
         if self.props.num_entries > 0 {
             self.props.largest_key = self.last_key.clone();
         }
+        self.props.key_sketch = Some(std::mem::take(&mut self.sketch));
         let properties = self
             .writer
             .write_block(&self.props.encode(), Compression::None)?;

@@ -8,6 +8,7 @@ use super::block::{Block, BlockBuilder};
 use super::coding::{get_varint64, put_varint64};
 use super::format::FORMAT_VERSION;
 use crate::key::TRAILER_LEN;
+use crate::triad::KeySketch;
 
 /// What a table holds, as recorded by its builder.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -32,6 +33,9 @@ pub struct TableProperties {
     pub largest_key: Vec<u8>,
     /// Format version of the table.
     pub format_version: u32,
+    /// HyperLogLog sketch of the table's user keys (TRIAD-DISK); `None` in tables written
+    /// before sketches existed.
+    pub key_sketch: Option<KeySketch>,
 }
 
 const NUM_ENTRIES: &str = "num_entries";
@@ -44,6 +48,7 @@ const LARGEST_SEQ: &str = "largest_seq";
 const SMALLEST_KEY: &str = "smallest_key";
 const LARGEST_KEY: &str = "largest_key";
 const FORMAT_VERSION_NAME: &str = "format_version";
+const KEY_SKETCH: &str = "key_sketch";
 
 impl TableProperties {
     /// Empty properties of the current format version.
@@ -73,6 +78,9 @@ impl TableProperties {
             (LARGEST_KEY, self.largest_key.clone()),
             (FORMAT_VERSION_NAME, num(u64::from(self.format_version))),
         ];
+        if let Some(sketch) = &self.key_sketch {
+            entries.push((KEY_SKETCH, sketch.encode()));
+        }
         entries.sort_by(|a, b| a.0.cmp(b.0));
         let mut b = BlockBuilder::new(1);
         for (name, value) in &entries {
@@ -99,6 +107,7 @@ impl TableProperties {
                 b"largest_seq" => p.largest_seq = num()?,
                 b"smallest_key" => p.smallest_key = value.to_vec(),
                 b"largest_key" => p.largest_key = value.to_vec(),
+                b"key_sketch" => p.key_sketch = Some(KeySketch::decode(value)?),
                 b"format_version" => {
                     p.format_version =
                         u32::try_from(num()?).map_err(|_| "format version out of range")?
@@ -133,6 +142,12 @@ mod tests {
             smallest_key: b"aaaa\x01\x00\x00\x00\x00\x00\x00\x00".to_vec(),
             largest_key: b"zzzz\x01\x00\x00\x00\x00\x00\x00\x00".to_vec(),
             format_version: FORMAT_VERSION,
+            key_sketch: Some({
+                let mut s = KeySketch::new();
+                s.add(b"aaaa");
+                s.add(b"zzzz");
+                s
+            }),
         }
     }
 

@@ -123,6 +123,7 @@ impl VersionEdit {
                         num_entries: get_varint64(&mut data).ok_or("bad entry count")?,
                         num_deletions: get_varint64(&mut data).ok_or("bad deletion count")?,
                         raw_bytes: get_varint64(&mut data).ok_or("bad raw bytes")?,
+                        sketch: Default::default(),
                     };
                     if f.smallest.len() < crate::key::TRAILER_LEN
                         || f.largest.len() < crate::key::TRAILER_LEN
@@ -190,6 +191,7 @@ mod tests {
             num_entries: 10,
             num_deletions: 2,
             raw_bytes: 500,
+            sketch: Default::default(),
         }
     }
 

@@ -14,13 +14,14 @@ pub mod edit;
 mod set;
 
 use std::cmp::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rialto_engine::{LevelStats, Result};
 
 use crate::key::{self, SequenceNumber};
 use crate::memtable::Lookup;
 use crate::table_cache::TableCache;
+use crate::triad::KeySketch;
 pub use edit::VersionEdit;
 pub use set::{current_file_name, manifest_file_name, VersionSet, MAX_FILE_NUMBER};
 
@@ -45,7 +46,41 @@ pub struct FileMeta {
     pub num_deletions: u64,
     /// Key and value bytes of the entries, before encoding.
     pub raw_bytes: u64,
+    /// The table's key sketch (TRIAD-DISK), kept with the table, not in the manifest: set
+    /// when the table is written, or loaded from its properties when first needed.
+    pub sketch: SketchSlot,
 }
+
+/// A [`FileMeta`]'s key sketch: unset until known; then the table's sketch, or `None` for a
+/// table written without one. A cache of the table's contents, so two metas compare equal
+/// whatever their slots hold.
+#[derive(Debug, Clone, Default)]
+pub struct SketchSlot(OnceLock<Option<Arc<KeySketch>>>);
+
+impl SketchSlot {
+    /// The sketch, if it is loaded and the table has one.
+    pub fn get(&self) -> Option<&Arc<KeySketch>> {
+        self.0.get().and_then(Option::as_ref)
+    }
+
+    /// Whether the slot was filled (with a sketch or with its absence).
+    pub fn is_known(&self) -> bool {
+        self.0.get().is_some()
+    }
+
+    /// Fills the slot; a slot already filled keeps its value (the same table's sketch).
+    pub fn set(&self, sketch: Option<Arc<KeySketch>>) {
+        let _ = self.0.set(sketch);
+    }
+}
+
+impl PartialEq for SketchSlot {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for SketchSlot {}
 
 impl FileMeta {
     /// Smallest user key.

@@ -1,0 +1,134 @@
+//! The engine's TRIAD state (see [`crate::triad`]): the characterizer fed from reads and
+//! writes, the tuning in force, and what the statistics show.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use rialto_engine::{BatchOp, WriteBatch};
+
+use crate::compaction::picker::{DeferralRule, L0Choice};
+use crate::options::Options;
+use crate::triad::recorder::Recorder;
+use crate::triad::{Decision, TriadOptions, TriadStats, Window, Workload};
+
+pub(crate) struct TriadState {
+    opts: TriadOptions,
+    /// Present when adaptive.
+    recorder: Option<Recorder>,
+    last_overlap: Mutex<Option<f64>>,
+    deferred_flushes: AtomicU64,
+}
+
+impl TriadState {
+    pub(crate) fn new(opts: TriadOptions) -> Self {
+        TriadState {
+            recorder: opts
+                .adaptive
+                .then(|| Recorder::new(opts.characterizer.clone())),
+            opts,
+            last_overlap: Mutex::new(None),
+            deferred_flushes: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts a read (a point read, or an iterator) for the characterizer.
+    #[inline]
+    pub(crate) fn record_read(&self) {
+        if let Some(r) = &self.recorder {
+            if let Some(d) = r.record_read() {
+                log_decision(&d);
+            }
+        }
+    }
+
+    /// Counts a batch's writes. Called by the commit leader only.
+    pub(crate) fn record_batch(&self, batch: &WriteBatch) {
+        if let Some(r) = &self.recorder {
+            let keys = batch.iter().map(|op| match op {
+                BatchOp::Put(k, _) | BatchOp::Delete(k) => k,
+            });
+            if let Some(d) = r.record_writes(keys) {
+                log_decision(&d);
+            }
+        }
+    }
+
+    /// The overlap threshold in force.
+    pub(crate) fn overlap_threshold(&self) -> f64 {
+        match &self.recorder {
+            Some(r) => r.with(|c| c.tuning().overlap_threshold),
+            None => self.opts.overlap_threshold,
+        }
+    }
+
+    /// TRIAD-DISK's rule for the picker, if it is on.
+    pub(crate) fn deferral_rule(&self, o: &Options) -> Option<DeferralRule> {
+        if !self.opts.disk {
+            return None;
+        }
+        let max_l0_files = self
+            .opts
+            .max_deferred_l0_files
+            .min(o.level0_slowdown_trigger.saturating_sub(1))
+            .max(o.level0_compaction_trigger);
+        Some(DeferralRule {
+            overlap_threshold: self.overlap_threshold(),
+            max_l0_files,
+        })
+    }
+
+    /// Whether tables need their sketches (TRIAD-DISK on).
+    pub(crate) fn uses_sketches(&self) -> bool {
+        self.opts.disk
+    }
+
+    /// Records what the deferral rule said of L0 after a flush.
+    pub(crate) fn note_level0(&self, status: Option<L0Choice>) {
+        match status {
+            Some(L0Choice::Defer(x)) => {
+                *self.last_overlap.lock() = Some(x);
+                self.deferred_flushes.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(L0Choice::Run(x)) => *self.last_overlap.lock() = x,
+            None => {}
+        }
+    }
+
+    pub(crate) fn stats(&self) -> TriadStats {
+        let (workload, windows, last_window, decisions) = match &self.recorder {
+            Some(r) => r.with(|c| {
+                (
+                    c.workload(),
+                    c.windows(),
+                    c.last_window(),
+                    c.decisions().copied().collect(),
+                )
+            }),
+            None => (Workload::Balanced, 0, Window::default(), Vec::new()),
+        };
+        TriadStats {
+            disk: self.opts.disk,
+            adaptive: self.opts.adaptive,
+            overlap_threshold: self.overlap_threshold(),
+            last_overlap: *self.last_overlap.lock(),
+            deferred_flushes: self.deferred_flushes.load(Ordering::Relaxed),
+            workload,
+            windows,
+            last_window,
+            decisions,
+        }
+    }
+}
+
+fn log_decision(d: &Decision) {
+    tracing::info!(
+        window = d.window,
+        from = d.from.name(),
+        to = d.to.name(),
+        read_fraction = d.read_fraction,
+        skew = d.skew,
+        overlap_threshold = d.tuning.overlap_threshold,
+        hot_cold = d.tuning.hot_cold,
+        "workload class changed"
+    );
+}

@@ -1,0 +1,175 @@
+//! TRIAD in the engine: what each technique changes in the tree's shape and statistics,
+//! and that the data stays the same.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rialto_engine::{EngineIterator, IterOptions, KvEngine, WriteOptions};
+use rialto_io::MemFs;
+use rialto_lsm::triad::{CharacterizerConfig, TriadOptions, Workload};
+use rialto_lsm::{Db, Options};
+
+fn options(fs: &MemFs, triad: TriadOptions) -> Options {
+    Options {
+        fs: Arc::new(fs.clone()),
+        write_buffer_size: 16 << 10,
+        target_file_size: 16 << 10,
+        max_bytes_for_level_base: 64 << 10,
+        level0_compaction_trigger: 2,
+        level0_slowdown_trigger: 16,
+        level0_stop_trigger: 24,
+        // Inline: the tree's shape after each write is deterministic.
+        max_background_jobs: 0,
+        triad,
+        ..Options::default()
+    }
+}
+
+fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut it = db.iter(IterOptions::default()).unwrap();
+    it.seek_to_first();
+    let mut out = BTreeMap::new();
+    while it.valid() {
+        out.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    out
+}
+
+/// Writes `n` uniformly spread keys of a large key space (L0 files share almost no keys)
+/// and returns the most L0 files seen after a write, with the model.
+fn uniform_writes(db: &Db, n: u64) -> (usize, BTreeMap<Vec<u8>, Vec<u8>>) {
+    let mut model = BTreeMap::new();
+    let mut most_l0 = 0;
+    for i in 0..n {
+        let k = format!("key{:010}", i.wrapping_mul(2_654_435_761) % 1_000_000_007);
+        let v = format!("value{i:06}-{}", "x".repeat(80));
+        db.put(k.as_bytes(), v.as_bytes(), WriteOptions::default())
+            .unwrap();
+        model.insert(k.into_bytes(), v.into_bytes());
+        most_l0 = most_l0.max(db.num_files_at_level(0));
+    }
+    (most_l0, model)
+}
+
+#[test]
+fn disk_defers_level0_compaction_up_to_its_bound() {
+    let triad = TriadOptions {
+        disk: true,
+        adaptive: false,
+        overlap_threshold: 0.4,
+        max_deferred_l0_files: 6,
+        ..TriadOptions::default()
+    };
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs, triad.clone())).unwrap();
+    let (most_l0, model) = uniform_writes(&db, 3_000);
+    // At the bound (6) the flush that reaches it compacts at once (inline mode), so a
+    // writer sees at most 5.
+    assert_eq!(most_l0, 5, "L0 grows past the trigger (2) up to the bound");
+    let s = db.triad_stats();
+    assert!(s.deferred_flushes > 0);
+    let overlap = s.last_overlap.expect("an overlap was estimated");
+    assert!(overlap < 0.4, "uniform keys barely overlap: {overlap}");
+    assert!(db.stats().compactions > 0, "the bound still compacts");
+    assert_eq!(contents(&db), model);
+    db.close().unwrap();
+
+    // After a reopen the sketches come from the tables' properties: deferral goes on.
+    let db = Db::open("/db", options(&fs, triad)).unwrap();
+    let before = db.triad_stats().deferred_flushes;
+    assert_eq!(before, 0, "statistics are per open");
+    uniform_writes(&db, 500);
+    assert!(db.triad_stats().deferred_flushes > 0);
+}
+
+#[test]
+fn without_disk_level0_is_compacted_at_its_trigger() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs, TriadOptions::off())).unwrap();
+    let (most_l0, model) = uniform_writes(&db, 3_000);
+    assert!(most_l0 <= 2, "L0 reached {most_l0} files");
+    assert_eq!(db.triad_stats().deferred_flushes, 0);
+    assert_eq!(contents(&db), model);
+}
+
+#[test]
+fn overwrites_of_the_same_keys_overlap_and_are_not_deferred() {
+    let triad = TriadOptions {
+        disk: true,
+        adaptive: false,
+        overlap_threshold: 0.4,
+        max_deferred_l0_files: 6,
+        ..TriadOptions::default()
+    };
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs, triad)).unwrap();
+    // 100 keys rewritten over and over: every file (about 140 entries) holds all of them.
+    let mut most_l0 = 0;
+    for i in 0..3_000u32 {
+        let k = format!("key{:04}", i % 100);
+        db.put(k.as_bytes(), &[b'v'; 100], WriteOptions::default())
+            .unwrap();
+        most_l0 = most_l0.max(db.num_files_at_level(0));
+    }
+    assert!(most_l0 <= 2, "L0 reached {most_l0} files");
+    let s = db.triad_stats();
+    assert_eq!(s.deferred_flushes, 0, "{s:?} {:?}", db.stats().levels);
+    assert!(s.last_overlap.unwrap() > 0.4);
+}
+
+#[test]
+fn the_characterizer_follows_a_phase_shift() {
+    let triad = TriadOptions {
+        characterizer: CharacterizerConfig {
+            window_ops: 1_000,
+            ..CharacterizerConfig::default()
+        },
+        ..TriadOptions::default()
+    };
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs, triad)).unwrap();
+    assert_eq!(db.triad_stats().workload, Workload::Balanced);
+    // Write-heavy and skewed: 10 hot keys take most writes.
+    for i in 0..5_000u32 {
+        let k = if i % 10 < 8 {
+            format!("hot{}", i % 7)
+        } else {
+            format!("cold{i}")
+        };
+        db.put(k.as_bytes(), b"v", WriteOptions::default()).unwrap();
+    }
+    let s = db.triad_stats();
+    assert_eq!(s.workload, Workload::WriteHeavySkewed, "{s:?}");
+    assert_eq!(s.overlap_threshold, 0.4);
+    // Read-heavy: switched within three windows.
+    let windows = s.windows;
+    for i in 0..3_000u32 {
+        db.get(format!("cold{i}").as_bytes()).unwrap();
+    }
+    let s = db.triad_stats();
+    assert_eq!(s.workload, Workload::ReadHeavy, "{s:?}");
+    let d = s.decisions.last().unwrap();
+    assert!(d.window - windows <= 3);
+    assert_eq!(s.overlap_threshold, 0.0);
+}
+
+#[test]
+fn invalid_triad_options_are_refused() {
+    let fs = MemFs::new();
+    let bad = TriadOptions {
+        overlap_threshold: 1.5,
+        ..TriadOptions::default()
+    };
+    let e = Db::open("/db", options(&fs, bad)).err().unwrap();
+    assert!(e.to_string().contains("TRIAD"), "{e}");
+    let bad = TriadOptions {
+        characterizer: CharacterizerConfig {
+            skew_leave: 0.5,
+            skew_enter: 0.2,
+            ..CharacterizerConfig::default()
+        },
+        ..TriadOptions::default()
+    };
+    assert!(Db::open("/db", options(&fs, bad)).is_err());
+}
