@@ -25,6 +25,7 @@ pub const POINTS: &[&str] = &[
     "merger.group_logged",
     "merger.group_synced",
     "flush.table_written",
+    "flush.hot_relogged",
     "sstable.finish",
     "manifest.write",
     "manifest.installed",

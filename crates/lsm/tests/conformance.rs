@@ -129,6 +129,17 @@ fn conformance_memfs_triad_disk_always_deferring() {
 }
 
 #[test]
+fn conformance_memfs_triad_mem_always_on() {
+    let triad = TriadOptions {
+        mem: true,
+        hot_fraction: 0.5,
+        adaptive: false,
+        ..TriadOptions::off()
+    };
+    conformance::run_all(&MemTriad(MemFs::new(), triad));
+}
+
+#[test]
 fn conformance_memfs_triad_adaptive_small_windows() {
     let triad = TriadOptions {
         characterizer: CharacterizerConfig {

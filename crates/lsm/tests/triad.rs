@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rialto_engine::{EngineIterator, IterOptions, KvEngine, WriteOptions};
-use rialto_io::MemFs;
+use rialto_io::{CrashMode, MemFs};
 use rialto_lsm::triad::{CharacterizerConfig, TriadOptions, Workload};
 use rialto_lsm::{Db, Options};
 
@@ -172,4 +172,150 @@ fn invalid_triad_options_are_refused() {
         ..TriadOptions::default()
     };
     assert!(Db::open("/db", options(&fs, bad)).is_err());
+}
+
+/// TRIAD-MEM alone, with room for the 20 hot keys of [`skewed_writes`] (a third of the
+/// 16 KiB write buffer).
+fn mem_only() -> TriadOptions {
+    TriadOptions {
+        mem: true,
+        hot_fraction: 0.3,
+        adaptive: false,
+        ..TriadOptions::off()
+    }
+}
+
+/// Skewed overwrites: 95% of the writes go to 20 hot keys, the rest to fresh cold keys.
+/// Returns the model.
+fn skewed_writes(db: &Db, n: u32, sync: bool) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut model = BTreeMap::new();
+    for i in 0..n {
+        let k = if i % 20 < 19 {
+            format!("hot{:02}", (i * 7) % 20)
+        } else {
+            format!("cold{i:06}")
+        };
+        let v = format!("v{i:06}-{}", "y".repeat(60));
+        db.put(k.as_bytes(), v.as_bytes(), WriteOptions { sync })
+            .unwrap();
+        model.insert(k.into_bytes(), v.into_bytes());
+    }
+    model
+}
+
+#[test]
+fn mem_keeps_hot_keys_out_of_flushes() {
+    let (off_flush_bytes, on_flush_bytes);
+    {
+        let fs = MemFs::new();
+        let db = Db::open("/db", options(&fs, TriadOptions::off())).unwrap();
+        let model = skewed_writes(&db, 5_000, false);
+        assert_eq!(contents(&db), model);
+        off_flush_bytes = db.stats().flush_bytes_written;
+        assert_eq!(db.triad_stats().hot_flushes, 0);
+    }
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs, mem_only())).unwrap();
+    let model = skewed_writes(&db, 5_000, false);
+    assert_eq!(contents(&db), model);
+    on_flush_bytes = db.stats().flush_bytes_written;
+    let s = db.triad_stats();
+    assert!(s.hot_flushes > 0 && s.hot_entries_kept > 0, "{s:?}");
+    // Every hot key fits in the budget; one not rewritten since the last flush (only its
+    // kept entry) counts as cold.
+    assert!(s.last_hot_entries >= 15, "{s:?}");
+    // Each flush writes the few cold keys (and a table's fixed overhead, large next to
+    // such small tables) instead of the cold keys and the 20 hot ones.
+    assert!(
+        on_flush_bytes * 10 < off_flush_bytes * 7,
+        "flushes wrote {on_flush_bytes} bytes with TRIAD-MEM, {off_flush_bytes} without"
+    );
+    // The hot keys are in memory, and survive a clean reopen.
+    db.close().unwrap();
+    let db = Db::open("/db", options(&fs, mem_only())).unwrap();
+    assert_eq!(contents(&db), model);
+}
+
+#[test]
+fn mem_hot_keys_survive_a_crash() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs, mem_only())).unwrap();
+    // Every write synced: a crash may lose nothing.
+    let model = skewed_writes(&db, 3_000, true);
+    assert!(db.triad_stats().hot_flushes > 0);
+    // The flushed segments are gone; the hot entries live only in the re-logged records.
+    fs.crash(CrashMode::DropUnsynced);
+    drop(db);
+    fs.crash(CrashMode::DropUnsynced);
+    let db = Db::open("/db", options(&fs, mem_only())).unwrap();
+    assert_eq!(contents(&db), model);
+    // And the engine goes on from there (sequence numbers stay ahead of the re-logged ones).
+    let more = skewed_writes(&db, 1_000, true);
+    let mut want = model;
+    want.extend(more);
+    fs.crash(CrashMode::DropUnsynced);
+    drop(db);
+    fs.crash(CrashMode::DropUnsynced);
+    let db = Db::open("/db", options(&fs, mem_only())).unwrap();
+    assert_eq!(contents(&db), want);
+}
+
+#[test]
+fn mem_keeps_what_snapshots_see() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs, mem_only())).unwrap();
+    let before = skewed_writes(&db, 400, false);
+    let snap = db.snapshot();
+    let after = skewed_writes(&db, 3_000, false);
+    assert!(db.triad_stats().hot_flushes > 0);
+    for (k, v) in &before {
+        assert_eq!(
+            db.get_at(&snap, k).unwrap().as_deref(),
+            Some(&v[..]),
+            "{k:?}"
+        );
+    }
+    let mut it = db
+        .iter(IterOptions {
+            snapshot: Some(snap.clone()),
+            ..IterOptions::default()
+        })
+        .unwrap();
+    it.seek_to_first();
+    let mut seen = BTreeMap::new();
+    while it.valid() {
+        seen.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    assert_eq!(seen, before);
+    let mut want = before;
+    want.extend(after);
+    assert_eq!(contents(&db), want);
+    drop(snap);
+    db.compact_range(None, None).unwrap();
+    assert_eq!(contents(&db), want);
+}
+
+#[test]
+fn adaptive_turns_mem_on_for_skewed_writes_only() {
+    let triad = TriadOptions {
+        characterizer: CharacterizerConfig {
+            window_ops: 1_000,
+            ..CharacterizerConfig::default()
+        },
+        ..TriadOptions::default()
+    };
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs, triad)).unwrap();
+    assert!(!db.triad_stats().hot_cold_active);
+    uniform_writes(&db, 3_000);
+    let s = db.triad_stats();
+    assert_eq!(s.workload, Workload::WriteHeavyUniform);
+    assert!(!s.hot_cold_active);
+    assert_eq!(s.hot_flushes, 0);
+    skewed_writes(&db, 5_000, false);
+    let s = db.triad_stats();
+    assert_eq!(s.workload, Workload::WriteHeavySkewed, "{s:?}");
+    assert!(s.hot_cold_active);
+    assert!(s.hot_flushes > 0);
 }

@@ -171,8 +171,20 @@ pub fn write_tables(
     gc: &mut Gc<'_>,
     ctx: &OutputContext<'_>,
 ) -> Result<Vec<FileMeta>> {
+    write_tables_diverting(input, gc, ctx, &mut |_, _| false)
+}
+
+/// [`write_tables`], but every entry `gc` keeps is first offered to `divert` (internal key,
+/// value); an entry it takes (returns true for) is not written. TRIAD-MEM's flush keeps hot
+/// keys' newest entries in memory this way.
+pub fn write_tables_diverting(
+    input: &mut dyn InternalIterator,
+    gc: &mut Gc<'_>,
+    ctx: &OutputContext<'_>,
+    divert: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+) -> Result<Vec<FileMeta>> {
     let mut outputs = Vec::new();
-    let r = write_tables_inner(input, gc, ctx, &mut outputs);
+    let r = write_tables_inner(input, gc, ctx, divert, &mut outputs);
     if r.is_err() {
         for f in &outputs {
             let _ = ctx.fs.remove_file(&ctx.dir.join(table_file_name(f.number)));
@@ -190,6 +202,7 @@ fn write_tables_inner(
     input: &mut dyn InternalIterator,
     gc: &mut Gc<'_>,
     ctx: &OutputContext<'_>,
+    divert: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     outputs: &mut Vec<FileMeta>,
 ) -> Result<()> {
     let mut open: Option<Open> = None;
@@ -207,7 +220,7 @@ fn write_tables_inner(
             return Err(Error::Closed);
         }
         let ikey = input.key();
-        if !gc.keep(ikey)? {
+        if !gc.keep(ikey)? || divert(ikey, input.value()) {
             input.next();
             continue;
         }

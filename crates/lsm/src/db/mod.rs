@@ -45,7 +45,7 @@ use crate::compaction::picker::{self, CompactionTask, PickerOptions};
 use crate::compaction::{self, Gc, OutputContext};
 use crate::db_iter::DbIter;
 use crate::iter::{BoxedIter, InternalIterator};
-use crate::key::{self, SequenceNumber, KIND_SEEK};
+use crate::key::{self, SequenceNumber, ValueKind, KIND_SEEK};
 use crate::level_iter::LevelIter;
 use crate::memtable::{Lookup, MemTable};
 use crate::merge::MergingIterator;
@@ -53,8 +53,9 @@ use crate::options::Options;
 use crate::sstable::TableBuildOptions;
 use crate::table_cache::TableCache;
 use crate::throttle::JournalFirst;
+use crate::triad::hot::HotSelector;
 use crate::version::{Version, VersionEdit, VersionSet};
-use crate::wal::WalWriter;
+use crate::wal::{self, WalWriter};
 use write::WriteQueue;
 
 /// What readers load: the memtables and the version, swapped atomically as one.
@@ -120,6 +121,8 @@ pub(crate) struct DbInner {
     /// Paces background writes when journal syncs slow down.
     pub(crate) journal_first: Arc<JournalFirst>,
     pub(crate) writers: WriteQueue,
+    /// The active segment. Lock order: `state` before `wal` (a memtable switch and
+    /// TRIAD-MEM's re-logging hold both); never `state` while holding `wal`.
     pub(crate) wal: Mutex<Option<WalWriter>>,
     /// Set once when a write, sync or background job fails: the engine refuses writes.
     read_only: Mutex<Option<String>>,
@@ -308,6 +311,17 @@ impl DbInner {
     /// after a failed fsync the state of the file is unknown, so only a reopen (which recovers
     /// from what is really on disk) may write again.
     /// REQUIRES: `state` not held by the caller (see [`DbInner::set_read_only_locked`]).
+    /// Turns the engine read-only without notifying waiters, for a caller that must not take
+    /// the state lock (it holds the WAL lock); it calls [`DbInner::set_read_only`] after.
+    pub(crate) fn mark_read_only(&self, e: &Error) {
+        let mut r = self.read_only.lock();
+        if r.is_none() {
+            tracing::error!(error = %e, "engine turns read-only");
+            *r = Some(e.to_string());
+            self.read_only_flag.store(true, Ordering::Release);
+        }
+    }
+
     pub(crate) fn set_read_only(&self, e: &Error) {
         let st = self.state.lock();
         self.set_read_only_locked(e, &st);
@@ -316,13 +330,7 @@ impl DbInner {
     /// [`DbInner::set_read_only`] for a caller holding `state`; waiters on the condition
     /// variables check the flag under `state`, so notifying under it loses no wakeup.
     pub(crate) fn set_read_only_locked(&self, e: &Error, _st: &State) {
-        let mut r = self.read_only.lock();
-        if r.is_none() {
-            tracing::error!(error = %e, "engine turns read-only");
-            *r = Some(e.to_string());
-            self.read_only_flag.store(true, Ordering::Release);
-        }
-        drop(r);
+        self.mark_read_only(e);
         self.done_cv.notify_all();
         self.bg_cv.notify_all();
     }
@@ -568,9 +576,34 @@ impl DbInner {
         let mut gc = Gc::new(snapshots, last, &never_bottom);
         let alloc = || self.allocate_output();
         let ctx = self.output_context(&alloc, &[], u64::MAX);
+        // TRIAD-MEM: hot keys' newest entries are re-logged and moved to the active
+        // memtable first; then the table gets everything else.
+        let kept = if self.triad.hot_cold_active() {
+            self.keep_hot(m)?
+        } else {
+            HashSet::new()
+        };
+        let mut last_user = Vec::new();
+        let mut seen = false;
+        let mut divert = |ikey: &[u8], _: &[u8]| {
+            if kept.is_empty() {
+                return false;
+            }
+            let uk = key::user_key(ikey);
+            if seen && last_user == uk {
+                // An older version a snapshot still needs: it goes to the table.
+                return false;
+            }
+            seen = true;
+            last_user.clear();
+            last_user.extend_from_slice(uk);
+            // The newest entry of a kept key: `gc` always keeps it, and it lives on in the
+            // active memtable now.
+            kept.contains(uk)
+        };
         let mut it = m.iter();
         it.seek_to_first();
-        let outputs = compaction::write_tables(&mut it, &mut gc, &ctx)?;
+        let outputs = compaction::write_tables_diverting(&mut it, &mut gc, &ctx, &mut divert)?;
         self.fs
             .sync_dir(&self.dir)
             .map_err(|e| Error::io("sync database directory", e))?;
@@ -611,6 +644,101 @@ impl DbInner {
             .fetch_add(bytes, Ordering::Relaxed);
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// TRIAD-MEM: the hot keys of `m`, the memtable being flushed.
+    fn hot_keys(&self, m: &Arc<MemTable>) -> HashSet<Vec<u8>> {
+        let mut sel = HotSelector::new(self.triad.hot_min_updates());
+        let mut it = m.iter();
+        it.seek_to_first();
+        while it.valid() {
+            let k = it.key();
+            sel.add(
+                key::user_key(k),
+                k.len() - key::TRAILER_LEN + it.value().len(),
+            );
+            it.next();
+        }
+        sel.finish(self.triad.hot_budget(self.opts.write_buffer_size))
+    }
+
+    /// TRIAD-MEM, at the start of the flush of `m` (the oldest immutable memtable): moves
+    /// the newest entries of `m`'s hot keys into the active memtable and returns those keys,
+    /// which the flush then leaves out of its table.
+    ///
+    /// Each entry is re-logged, with its own sequence number, to the active memtable's WAL
+    /// segment, and inserted there, both under the state and WAL locks (no memtable switch
+    /// and no write in between); the sync follows, before the flush can install its edit
+    /// (which retires `m`'s segment). Only when `m` is the only immutable memtable: then the
+    /// active one directly follows it and holds only newer writes, so the entry keeps its
+    /// place in every key's version order, and its record lives exactly as long as the
+    /// memtable holding it. Recovery replays a segment into one memtable, so records out
+    /// of sequence order within a segment are harmless.
+    fn keep_hot(&self, m: &Arc<MemTable>) -> Result<HashSet<Vec<u8>>> {
+        if self.state.lock().imms.len() != 1 {
+            return Ok(HashSet::new());
+        }
+        let hot = self.hot_keys(m);
+        if hot.is_empty() {
+            return Ok(hot);
+        }
+        // The newest entry of each hot key: the first of its entries in internal-key order.
+        let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(hot.len());
+        let mut it = m.iter();
+        it.seek_to_first();
+        let mut last_user: Option<&Vec<u8>> = None;
+        while it.valid() {
+            let uk = key::user_key(it.key());
+            if last_user.is_none_or(|l| l.as_slice() != uk) {
+                last_user = hot.get(uk);
+                if last_user.is_some() {
+                    entries.push((it.key().to_vec(), it.value().to_vec()));
+                }
+            }
+            it.next();
+        }
+        let mut bytes = 0u64;
+        let syncer = {
+            let st = self.state.lock();
+            if st.imms.len() != 1 {
+                return Ok(HashSet::new());
+            }
+            let mut wal = self.wal.lock();
+            // Checked under the WAL lock: a writer whose append failed turned the engine
+            // read-only while holding it, and a record appended after its torn bytes would
+            // turn a torn tail into corruption in the middle of the segment.
+            self.check_writable()?;
+            let w = wal.as_mut().ok_or(Error::Closed)?;
+            let mut batch = WriteBatch::new();
+            for (ikey, value) in &entries {
+                let p = key::parse(ikey).ok_or_else(|| {
+                    Error::corruption("memtable", 0, "malformed internal key in a flush")
+                })?;
+                batch.clear();
+                match p.kind {
+                    ValueKind::Put => batch.put(p.user_key, value),
+                    ValueKind::Delete => batch.delete(p.user_key),
+                }
+                let (prefix, prefix_len) = wal::batch_prefix(p.seq, 1);
+                let logged =
+                    w.add_record_parts(wal::KIND_BATCH, &[&prefix[..prefix_len], batch.ops_data()]);
+                if let Err(e) = logged {
+                    self.set_read_only_locked(&e, &st);
+                    return Err(e);
+                }
+                bytes += (prefix_len + batch.ops_data().len() + wal::HEADER_LEN) as u64;
+                st.mem.insert_batch(&batch, p.seq);
+            }
+            w.syncer()
+        };
+        if let Err(e) = self.timed_sync(|| syncer.sync()) {
+            self.set_read_only(&e);
+            return Err(e);
+        }
+        rialto_killpoint::kill_point("flush.hot_relogged");
+        self.counters.wal_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.triad.note_hot(entries.len() as u64, bytes);
+        Ok(hot)
     }
 
     fn run_compaction(&self, task: CompactionTask) -> Result<()> {

@@ -62,6 +62,9 @@ fn validate(o: &Options) -> Result<()> {
     }
     let t = &o.triad;
     let c = &t.characterizer;
+    if !(0.0..=0.5).contains(&t.hot_fraction) {
+        return bad("TRIAD hot_fraction must be between 0 and 0.5 of the write buffer");
+    }
     let fractions = [
         t.overlap_threshold,
         c.read_heavy_enter,
@@ -228,15 +231,13 @@ fn replay_wal(
         .collect();
     segments.sort_unstable();
 
-    let flushed_seq = versions.last_sequence();
-    let mut max_seq = flushed_seq;
+    let mut max_seq = versions.last_sequence();
     let mut edit = VersionEdit::default();
     let versions = RefCell::new(versions);
     let mut mem = Arc::new(MemTable::new(0));
     for (i, &number) in segments.iter().enumerate() {
         let name = wal::segment_file_name(number);
         let is_last = i + 1 == segments.len();
-        let mut flush_error = None;
         let end = wal::read_segment(fs, &dir.join(&name), number, |offset, _, payload| {
             let (seq, batch) = wal::decode_batch(payload)
                 .map_err(|r| Error::corruption(&name, offset, format!("bad write batch: {r}")))?;
@@ -245,28 +246,15 @@ fn replay_wal(
                 return Ok(());
             }
             let last = seq + count - 1;
-            if last <= flushed_seq {
-                // Already in tables (cannot happen with one memtable per segment; kept as a
-                // guard so a replay never inserts a sequence number twice).
-                return Ok(());
-            }
+            // No skipping of sequences at or below the flushed one: TRIAD-MEM re-logs hot
+            // entries, older than that, into the next segment, and they are in no table.
             mem.insert_batch(&batch, seq);
             max_seq = max_seq.max(last);
-            if mem.approximate_memory_usage() >= opts.write_buffer_size {
-                match flush_recovered(fs, dir, opts, &versions, &mem, max_seq) {
-                    Ok(f) => edit.added.extend(f.into_iter().map(|f| (0, f))),
-                    Err(e) => {
-                        flush_error = Some(e.duplicate());
-                        return Err(e);
-                    }
-                }
-                mem = Arc::new(MemTable::new(0));
-            }
             Ok(())
         });
         let end = match (end, opts.wal_recovery) {
             (Ok(end), _) => end,
-            (Err(e), WalRecovery::Salvage) if e.is_corruption() && flush_error.is_none() => {
+            (Err(e), WalRecovery::Salvage) if e.is_corruption() => {
                 let (offset, reason) = match &e {
                     Error::Corruption { offset, reason, .. } => (*offset, reason.clone()),
                     _ => (0, String::new()),
@@ -294,6 +282,15 @@ fn replay_wal(
                     }
                 }
             }
+        }
+        // A full memtable is flushed only between segments, never inside one: a segment's
+        // records are not in sequence order when TRIAD-MEM re-logged older hot entries into
+        // it, and splitting them over two tables could put an older version in the newer
+        // table. Memory stays bounded by about one segment (one memtable's writes).
+        if mem.approximate_memory_usage() >= opts.write_buffer_size {
+            let files = flush_recovered(fs, dir, opts, &versions, &mem, max_seq)?;
+            edit.added.extend(files.into_iter().map(|f| (0, f)));
+            mem = Arc::new(MemTable::new(0));
         }
     }
     if !mem.is_empty() {

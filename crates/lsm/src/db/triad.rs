@@ -17,6 +17,10 @@ pub(crate) struct TriadState {
     recorder: Option<Recorder>,
     last_overlap: Mutex<Option<f64>>,
     deferred_flushes: AtomicU64,
+    hot_flushes: AtomicU64,
+    hot_entries_kept: AtomicU64,
+    hot_bytes_relogged: AtomicU64,
+    last_hot_entries: AtomicU64,
 }
 
 impl TriadState {
@@ -28,6 +32,10 @@ impl TriadState {
             opts,
             last_overlap: Mutex::new(None),
             deferred_flushes: AtomicU64::new(0),
+            hot_flushes: AtomicU64::new(0),
+            hot_entries_kept: AtomicU64::new(0),
+            hot_bytes_relogged: AtomicU64::new(0),
+            last_hot_entries: AtomicU64::new(0),
         }
     }
 
@@ -77,6 +85,34 @@ impl TriadState {
         })
     }
 
+    /// Whether a flush now keeps hot keys in memory (TRIAD-MEM on and, when adaptive,
+    /// chosen by the characterizer).
+    pub(crate) fn hot_cold_active(&self) -> bool {
+        self.opts.mem
+            && match &self.recorder {
+                Some(r) => r.with(|c| c.tuning().hot_cold),
+                None => true,
+            }
+    }
+
+    /// Bytes of hot entries a flush may keep.
+    pub(crate) fn hot_budget(&self, write_buffer_size: usize) -> usize {
+        (write_buffer_size as f64 * self.opts.hot_fraction) as usize
+    }
+
+    /// Entries a key needs to be hot.
+    pub(crate) fn hot_min_updates(&self) -> u32 {
+        self.opts.hot_min_updates
+    }
+
+    /// Records a flush that kept `entries` hot entries, re-logged in `bytes` of WAL.
+    pub(crate) fn note_hot(&self, entries: u64, bytes: u64) {
+        self.hot_flushes.fetch_add(1, Ordering::Relaxed);
+        self.hot_entries_kept.fetch_add(entries, Ordering::Relaxed);
+        self.hot_bytes_relogged.fetch_add(bytes, Ordering::Relaxed);
+        self.last_hot_entries.store(entries, Ordering::Relaxed);
+    }
+
     /// Whether tables need their sketches (TRIAD-DISK on).
     pub(crate) fn uses_sketches(&self) -> bool {
         self.opts.disk
@@ -107,6 +143,12 @@ impl TriadState {
             None => (Workload::Balanced, 0, Window::default(), Vec::new()),
         };
         TriadStats {
+            mem: self.opts.mem,
+            hot_cold_active: self.hot_cold_active(),
+            hot_flushes: self.hot_flushes.load(Ordering::Relaxed),
+            hot_entries_kept: self.hot_entries_kept.load(Ordering::Relaxed),
+            hot_bytes_relogged: self.hot_bytes_relogged.load(Ordering::Relaxed),
+            last_hot_entries: self.last_hot_entries.load(Ordering::Relaxed),
             disk: self.opts.disk,
             adaptive: self.opts.adaptive,
             overlap_threshold: self.overlap_threshold(),

@@ -237,7 +237,12 @@ impl DbInner {
         };
         if let Err(e) = logged {
             // Nothing of the group is acknowledged: the record may or may not be on disk, and a
-            // retried sync could not be trusted (fsyncgate).
+            // retried sync could not be trusted (fsyncgate). Marked before the WAL lock is
+            // released, so nothing is appended after a torn record; the state lock (which
+            // the waiters' notification needs) is only taken after, as the lock order is
+            // state before WAL.
+            self.mark_read_only(&e);
+            drop(wal);
             self.set_read_only(&e);
             return Err(e);
         }

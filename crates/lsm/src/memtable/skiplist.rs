@@ -178,16 +178,20 @@ impl SkipList {
         self.len() == 0
     }
 
-    /// Inserts an entry.
+    /// Inserts an entry; an entry whose internal key is already present is not inserted
+    /// again. Internal keys are unique (sequence numbers are), so an equal key is the same
+    /// write seen twice: a hot entry TRIAD-MEM re-logged, replayed from both WAL segments
+    /// after a crash.
     ///
     /// # Safety
-    /// Callers serialize inserts (at most one thread inside `insert` at a time), and the list
-    /// holds no entry equal to `ikey` (internal keys are unique: sequence numbers are).
+    /// Callers serialize inserts (at most one thread inside `insert` at a time).
     pub unsafe fn insert(&self, ikey: &[u8], value: &[u8]) {
         let w = &mut *self.writer.get();
         let mut prev = [ptr::null_mut::<Node>(); MAX_HEIGHT];
         let found = self.find_greater_or_equal(ikey, Some(&mut prev));
-        debug_assert!(found.is_null() || key::compare(Node::key(found), ikey) != Ordering::Equal);
+        if !found.is_null() && key::compare(Node::key(found), ikey) == Ordering::Equal {
+            return;
+        }
 
         let height = random_height(&mut w.rng);
         let max = self.max_height.load(AtomicOrdering::Relaxed);

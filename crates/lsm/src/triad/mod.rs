@@ -1,5 +1,10 @@
 //! TRIAD (Balmau et al., USENIX ATC 2017) and DeuceDB's run-time adaptation of it.
 //!
+//! - **TRIAD-MEM** (hot/cold separation): at a flush, the newest entries of the memtable's
+//!   most updated keys ([`hot`]) stay in memory: they are re-logged to the current WAL
+//!   segment and inserted into the next memtable, and only the cold keys go to L0. A key
+//!   rewritten many times is then written to a table once, not once per flush. The re-logged
+//!   records keep the entries' sequence numbers, so recovery rebuilds them exactly.
 //! - **TRIAD-DISK** (deferred L0 compaction): every table records a HyperLogLog sketch of its
 //!   keys ([`sketch`]); while the estimated overlap between the L0 files and the L1 files
 //!   they would be merged with stays below a threshold, L0→L1 compaction waits (up to
@@ -13,6 +18,7 @@
 //! are tested and simulated without I/O.
 
 pub mod characterizer;
+pub mod hot;
 pub mod recorder;
 pub mod sketch;
 
@@ -22,6 +28,17 @@ pub use sketch::KeySketch;
 /// Which TRIAD techniques run, and their fixed settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TriadOptions {
+    /// TRIAD-MEM: keep hot keys in memory at flush. Default on (when adaptive, only while
+    /// the characterizer sees skewed, write-heavy windows). Trade-off: less flush and
+    /// compaction work for skewed writes, against re-logging the hot entries (more WAL
+    /// bytes) and up to `hot_fraction` of the write buffer held over each flush.
+    pub mem: bool,
+    /// Largest share of `write_buffer_size` the hot entries kept at a flush may take.
+    /// Default 0.1.
+    pub hot_fraction: f64,
+    /// Entries a key needs in the flushed memtable to count as hot. Default 2 (at least
+    /// one overwrite).
+    pub hot_min_updates: u32,
     /// TRIAD-DISK: defer L0 compaction while L0/L1 key overlap is low. Default on.
     /// Trade-off: fewer, larger L0→L1 merges (less write amplification) against more L0
     /// files for reads to probe (bounded by `max_deferred_l0_files`; bloom filters make a
@@ -44,6 +61,9 @@ pub struct TriadOptions {
 impl Default for TriadOptions {
     fn default() -> Self {
         TriadOptions {
+            mem: true,
+            hot_fraction: 0.1,
+            hot_min_updates: 2,
             disk: true,
             adaptive: true,
             overlap_threshold: 0.4,
@@ -57,6 +77,7 @@ impl TriadOptions {
     /// Every technique off: the classic leveled LSM.
     pub fn off() -> Self {
         TriadOptions {
+            mem: false,
             disk: false,
             adaptive: false,
             ..TriadOptions::default()
@@ -67,6 +88,18 @@ impl TriadOptions {
 /// TRIAD's state, as the engine's statistics show it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TriadStats {
+    /// TRIAD-MEM enabled.
+    pub mem: bool,
+    /// Hot/cold separation in force now (TRIAD-MEM enabled and, when adaptive, chosen).
+    pub hot_cold_active: bool,
+    /// Flushes that kept hot keys in memory.
+    pub hot_flushes: u64,
+    /// Hot entries re-logged and kept in memory, over all flushes.
+    pub hot_entries_kept: u64,
+    /// Bytes of WAL records written to re-log them (counted in the WAL bytes too).
+    pub hot_bytes_relogged: u64,
+    /// Hot entries kept by the last flush that kept any.
+    pub last_hot_entries: u64,
     /// TRIAD-DISK enabled.
     pub disk: bool,
     /// Characterizer enabled.

@@ -1,8 +1,9 @@
 //! Versions: immutable sets of live table files, one list per level.
 //!
 //! Invariants of a [`Version`]:
-//! - level 0 is ordered newest first (by largest sequence number, then file number); its files
-//!   may overlap, and a newer L0 file's versions of a key are newer than an older file's;
+//! - level 0 is ordered newest first (by file number: flush order); its files may overlap,
+//!   and a newer L0 file's versions of a key are newer than an older file's (or the same
+//!   entry: recovery may replay a hot entry TRIAD-MEM re-logged into both);
 //! - every level `>= 1` is sorted by smallest key and its files' user-key ranges are disjoint,
 //!   so one key is in at most one file per level;
 //! - for the same user key, versions in level `n` are newer than versions in level `n + 1`.
@@ -291,11 +292,10 @@ impl VersionBuilder {
     pub fn build(mut self) -> Version {
         for (level, files) in self.levels.iter_mut().enumerate() {
             if level == 0 {
-                files.sort_by(|a, b| {
-                    b.largest_seq
-                        .cmp(&a.largest_seq)
-                        .then(b.number.cmp(&a.number))
-                });
+                // Flush order: L0 files come only from flushes, one at a time, numbered as
+                // they start. Not by sequence numbers: a table may hold a hot entry that
+                // TRIAD-MEM carried over from an older memtable, with its old number.
+                files.sort_by_key(|f| std::cmp::Reverse(f.number));
             } else {
                 files.sort_by(|a, b| key::compare(&a.smallest, &b.smallest));
             }
