@@ -26,6 +26,7 @@ use rialto_engine::{EngineIterator, IterOptions, KvEngine, WriteBatch, WriteOpti
 use rialto_io::{CrashMode, MemFs};
 use rialto_lsm::cache::BlockCache;
 use rialto_lsm::throttle::ThrottleOptions;
+use rialto_lsm::triad::TriadOptions;
 use rialto_lsm::{Compression, Db, Options, Snapshot};
 
 use crate::input::Input;
@@ -88,6 +89,15 @@ fn options(fs: &MemFs, cfg: u8) -> Options {
             ..ThrottleOptions::default()
         },
         io_timeline_capacity: 0,
+        // Every TRIAD technique on from the first write (the characterizer's 10,000-operation
+        // windows never fill in an execution): hot keys re-logged at flushes, L0 compaction
+        // deferred up to 6 files.
+        triad: TriadOptions {
+            adaptive: false,
+            hot_fraction: 0.3,
+            max_deferred_l0_files: 6,
+            ..TriadOptions::default()
+        },
         ..Options::default()
     }
 }
