@@ -142,6 +142,7 @@ fn rocks_config() -> rialto_bench::EngineConfig {
         block_size: 4096,
         background_jobs: 2,
         commit: rialto_bench::CommitPath::Merger,
+        triad: rialto_bench::TriadMode::Adaptive,
     }
 }
 

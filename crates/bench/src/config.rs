@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::{ArgAction, ValueEnum};
 
+use crate::dist::{self, KeyDist};
 use crate::error::{BenchError, Result};
 use crate::keys;
 use crate::workload::Benchmark;
@@ -27,9 +28,12 @@ readwhilewriting,seekrandom,deleterandom,stats";
 #[command(rename_all = "snake_case")]
 pub struct BenchFlags {
     /// Comma-separated benchmarks, run in order: fillseq, fillrandom, overwrite, fillsync,
-    /// readrandom, readseq, readreverse, readwhilewriting, seekrandom, deleterandom, flush,
-    /// compact, stats. fill* start from an empty database; with --use_existing_db=1 they are
-    /// skipped (as db_bench does).
+    /// readrandom, readseq, readreverse, readwhilewriting, readrandomwriterandom, phaseshift,
+    /// seekrandom, deleterandom, flush, compact, stats. fill* start from an empty database;
+    /// with --use_existing_db=1 they are skipped (as db_bench does). readrandomwriterandom:
+    /// --reads ops per thread, each a read with probability --readwritepercent, else a put.
+    /// phaseshift: per thread, --writes ops (default --num) write-heavy and skewed (10%
+    /// reads, zipf --zipf_theta), then as many read-heavy and uniform (90% reads).
     #[arg(long, default_value = DEFAULT_BENCHMARKS, value_name = "LIST")]
     pub benchmarks: String,
 
@@ -120,6 +124,37 @@ pub struct BenchFlags {
     /// Values compress to about this fraction of their size (db_bench's generator).
     #[arg(long, default_value_t = 0.5, value_name = "RATIO")]
     pub compression_ratio: f64,
+
+    /// Distribution of every random key: uniform over [0, --num), or zipf (YCSB's scrambled
+    /// Zipfian, exponent --zipf_theta: hot keys spread over the key space). Applies to
+    /// fillrandom, overwrite, fillsync, deleterandom, readrandom, seekrandom,
+    /// readwhilewriting and readrandomwriterandom (phaseshift sets its own per phase).
+    #[arg(long, value_enum, default_value_t = KeyDist::Uniform, value_name = "DIST")]
+    pub key_dist: KeyDist,
+
+    /// Exponent of --key_dist=zipf and of phaseshift's skewed phase, in (0, 1) (both
+    /// excluded): larger is more skewed; 0.99 (YCSB's) sends about two thirds of the ops on
+    /// 1M keys to the hottest 1%.
+    #[arg(long, default_value_t = dist::DEFAULT_ZIPF_THETA, value_name = "THETA")]
+    pub zipf_theta: f64,
+
+    /// Percentage of readrandomwriterandom's ops that are reads (the rest are puts), 0 to 100.
+    #[arg(
+        long,
+        default_value_t = 90,
+        allow_negative_numbers = true,
+        value_name = "P"
+    )]
+    pub readwritepercent: i64,
+
+    /// TRIAD techniques of the rialto engine [default: adaptive]: off (classic leveled LSM),
+    /// mem (TRIAD-MEM alone: hot keys stay in memory at flushes), disk (TRIAD-DISK alone:
+    /// L0 compaction deferred while overlap is low, fixed threshold), log (not available
+    /// yet), on (mem and disk, fixed settings), adaptive (Rialto's default: both, switched
+    /// and tuned at run time by the workload characterizer). Other engines ignore it, with
+    /// a note.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub triad: Option<TriadMode>,
 }
 
 impl Default for BenchFlags {
@@ -146,6 +181,10 @@ impl Default for BenchFlags {
             batch_size: 1,
             seek_nexts: 0,
             compression_ratio: 0.5,
+            key_dist: KeyDist::Uniform,
+            zipf_theta: dist::DEFAULT_ZIPF_THETA,
+            readwritepercent: 90,
+            triad: None,
         }
     }
 }
@@ -191,6 +230,38 @@ pub enum CommitPath {
     Inline,
     /// Through the engine's own leader/follower group commit.
     Direct,
+}
+
+/// `--triad`: which TRIAD techniques the rialto engine runs (see
+/// `engines::rialto::triad_options` for what each maps to).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TriadMode {
+    /// Every technique off: the classic leveled LSM.
+    Off,
+    /// TRIAD-MEM only (hot/cold separation at flush).
+    Mem,
+    /// TRIAD-DISK only (deferred L0 compaction), with a fixed overlap threshold.
+    Disk,
+    /// TRIAD-LOG only (the commit log as L0).
+    Log,
+    /// Every available technique, with fixed settings (no characterizer).
+    On,
+    /// Rialto's default TRIAD options: tuned at run time by the workload characterizer.
+    Adaptive,
+}
+
+impl TriadMode {
+    /// The flag's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            TriadMode::Off => "off",
+            TriadMode::Mem => "mem",
+            TriadMode::Disk => "disk",
+            TriadMode::Log => "log",
+            TriadMode::On => "on",
+            TriadMode::Adaptive => "adaptive",
+        }
+    }
 }
 
 /// Which engine to drive.
@@ -273,6 +344,14 @@ pub struct Config {
     pub seek_nexts: usize,
     /// Target compressed/raw size of values.
     pub compression_ratio: f64,
+    /// Distribution of random keys.
+    pub key_dist: KeyDist,
+    /// Zipf exponent, in (0, 1).
+    pub zipf_theta: f64,
+    /// Percentage of readrandomwriterandom's ops that are reads.
+    pub read_percent: u8,
+    /// `--triad` as given; `None`: not given (the rialto engine then runs adaptive).
+    pub triad: Option<TriadMode>,
 }
 
 impl Config {
@@ -327,6 +406,21 @@ impl Config {
                 f.compression_ratio
             )));
         }
+        if !dist::valid_theta(f.zipf_theta) {
+            return Err(BenchError::usage(format!(
+                "--zipf_theta={} must be in (0, 1), both excluded",
+                f.zipf_theta
+            )));
+        }
+        let read_percent = match u8::try_from(f.readwritepercent) {
+            Ok(p) if p <= 100 => p,
+            _ => {
+                return Err(BenchError::usage(format!(
+                    "--readwritepercent={} must be a percentage from 0 to 100",
+                    f.readwritepercent
+                )))
+            }
+        };
         let (seed, seed_from_clock) = match f.seed {
             Some(s) if s != 0 => (s, false),
             _ => (clock_seed(), true),
@@ -356,7 +450,16 @@ impl Config {
             batch_size: f.batch_size,
             seek_nexts: f.seek_nexts,
             compression_ratio: f.compression_ratio,
+            key_dist: f.key_dist,
+            zipf_theta: f.zipf_theta,
+            read_percent,
+            triad: f.triad,
         })
+    }
+
+    /// The TRIAD mode the rialto engine runs: `--triad`, or adaptive.
+    pub fn triad_mode(&self) -> TriadMode {
+        self.triad.unwrap_or(TriadMode::Adaptive)
     }
 
     /// Uncompressed bytes of one entry.
@@ -401,11 +504,19 @@ fn current_uid() -> Option<u32> {
 pub const AFTER_HELP: &str = "\
 Semantics follow db_bench: every thread runs the benchmark's whole op count (--threads=4 does
 four times the ops of --threads=1); micros/op = wall time x threads / ops and ops/sec = ops /
-wall time. Keys are drawn from [0, --num). fill* benchmarks start from an empty database.
-Flags take --name=value or --name value; booleans take 0/1 or true/false.
+wall time. Keys are drawn from [0, --num), uniformly or, with --key_dist=zipf, skewed.
+fill* benchmarks start from an empty database. Flags take --name=value or --name value;
+booleans take 0/1 or true/false.
 
-Example:
-  rialto bench --benchmarks=fillrandom,readrandom,stats --num=1000000 --threads=2 --histogram=1";
+readrandomwriterandom and phaseshift time reads and writes apart and always print their p50
+and p99 (microseconds). phaseshift prints a line per phase and, for rialto, when the workload
+characterizer changed class: the class switched N windows after the phase change, where N is
+the decision's window minus the window count printed at the start of phase 2.
+
+Examples:
+  rialto bench --benchmarks=fillrandom,readrandom,stats --num=1000000 --threads=2 --histogram=1
+  rialto bench --benchmarks=fillrandom,readrandomwriterandom,stats --key_dist=zipf --readwritepercent=50
+  rialto bench --benchmarks=fillrandom,phaseshift,stats --num=1000000 --triad=adaptive";
 
 /// `/tmp/rialtobench-$USER/<engine>`: per user, so that users of a shared machine never delete
 /// each other's databases, and per engine, so that one engine never opens the other's files.
@@ -460,6 +571,10 @@ mod tests {
         assert_eq!((f.batch_size, f.seek_nexts), (1, 0));
         assert_eq!(f.compression_ratio, 0.5);
         assert_eq!(f.seed, None);
+        assert_eq!(f.key_dist, KeyDist::Uniform);
+        assert_eq!(f.zipf_theta, 0.99);
+        assert_eq!(f.readwritepercent, 90);
+        assert_eq!(f.triad, None);
         // The hand-written Default agrees with clap's defaults.
         let d = BenchFlags::default();
         assert_eq!(format!("{d:?}"), format!("{f:?}"));
@@ -507,6 +622,56 @@ mod tests {
             (f.write_buffer_size, f.cache_size, f.bloom_bits),
             (1 << 20, 0, 0)
         );
+    }
+
+    #[test]
+    fn triad_workload_flags() {
+        let f = parse(&[
+            "--key_dist=zipf",
+            "--zipf_theta",
+            "0.7",
+            "--readwritepercent=50",
+            "--triad=disk",
+            "--benchmarks=readrandomwriterandom,phaseshift",
+        ])
+        .unwrap();
+        assert_eq!(f.key_dist, KeyDist::Zipf);
+        assert_eq!(f.zipf_theta, 0.7);
+        assert_eq!(f.readwritepercent, 50);
+        assert_eq!(f.triad, Some(TriadMode::Disk));
+        for (arg, mode) in [
+            ("--triad=off", TriadMode::Off),
+            ("--triad=mem", TriadMode::Mem),
+            ("--triad=log", TriadMode::Log),
+            ("--triad=on", TriadMode::On),
+            ("--triad=adaptive", TriadMode::Adaptive),
+        ] {
+            let f = parse(&[arg]).unwrap();
+            assert_eq!(f.triad, Some(mode), "{arg}");
+            assert_eq!(format!("--triad={}", mode.name()), arg);
+        }
+        // A negative percentage reaches validation (and its readable error), not clap's.
+        assert_eq!(
+            parse(&["--readwritepercent", "-5"])
+                .unwrap()
+                .readwritepercent,
+            -5
+        );
+        assert!(parse(&["--key_dist=pareto"]).is_err());
+        assert!(parse(&["--triad=full"]).is_err());
+        assert!(parse(&["--zipf_theta=high"]).is_err());
+
+        let c = Config::from_flags(&BenchFlags { seed: Some(1), ..f }).unwrap();
+        assert_eq!(c.key_dist, KeyDist::Zipf);
+        assert_eq!(c.read_percent, 50);
+        assert_eq!(c.triad_mode(), TriadMode::Disk);
+        let c = Config::from_flags(&BenchFlags {
+            seed: Some(1),
+            ..BenchFlags::default()
+        })
+        .unwrap();
+        assert_eq!((c.triad, c.triad_mode()), (None, TriadMode::Adaptive));
+        assert_eq!(c.read_percent, 90);
     }
 
     #[test]
@@ -606,6 +771,38 @@ mod tests {
         ] {
             let e = ok(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{e}");
+        }
+        // The new flags: one readable line naming the flag and the accepted range.
+        for theta in [0.0, 1.0, 1.5, -0.2, f64::NAN] {
+            let e = ok(BenchFlags {
+                zipf_theta: theta,
+                ..base.clone()
+            })
+            .unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert_eq!(
+                e.to_string(),
+                format!("--zipf_theta={theta} must be in (0, 1), both excluded")
+            );
+        }
+        for p in [-1, 101, 1000] {
+            let e = ok(BenchFlags {
+                readwritepercent: p,
+                ..base.clone()
+            })
+            .unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert_eq!(
+                e.to_string(),
+                format!("--readwritepercent={p} must be a percentage from 0 to 100")
+            );
+        }
+        for p in [0, 100] {
+            assert!(ok(BenchFlags {
+                readwritepercent: p,
+                ..base.clone()
+            })
+            .is_ok());
         }
         // Two-byte keys hold 65536 distinct keys.
         assert!(ok(BenchFlags {

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use rialto_engine::{BatchOp, EngineStats};
 
-use crate::config::{CommitPath, CompressionKind, Config};
+use crate::config::{CommitPath, CompressionKind, Config, TriadMode};
 use crate::error::Result;
 
 /// Where a scan starts.
@@ -19,6 +19,27 @@ pub enum ScanFrom<'a> {
     End,
     /// The first key `>= key` (forward) or the last key `<= key` (reverse).
     Key(&'a [u8]),
+}
+
+/// What an engine that adapts to its workload (Rialto's TRIAD characterizer) has seen:
+/// enough for phaseshift to say how many windows after a phase change the engine noticed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Adaptation {
+    /// Windows of operations the engine's characterizer has classified since it opened.
+    pub windows: u64,
+    /// Class changes, oldest first.
+    pub changes: Vec<ClassChange>,
+}
+
+/// One class change of an engine's workload characterizer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassChange {
+    /// Number of the window that confirmed the change (windows count from 1).
+    pub window: u64,
+    /// Class before.
+    pub from: String,
+    /// Class after.
+    pub to: String,
 }
 
 /// A callback given each `(key, value)` a scan visits.
@@ -87,6 +108,17 @@ pub trait BenchEngine: Send + Sync {
     /// the engine's own view; the harness replaces them by what it wrote (see `runner`).
     fn stats(&self) -> Result<EngineStats>;
 
+    /// Engine-specific state for the `stats` benchmark (and the end of the mixed
+    /// benchmarks), one line each, printed before the amplification line. Default none.
+    fn extra_stats(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The engine's workload characterizer, for engines that have one. Default none.
+    fn adaptation(&self) -> Option<Adaptation> {
+        None
+    }
+
     /// True when the engine stores its data through the OS's `write(2)` in this process, so
     /// the process's written bytes measure its write amplification (see
     /// [`crate::report::process_bytes_written`]). Default true; in-memory engines say no.
@@ -116,6 +148,8 @@ pub struct EngineConfig {
     pub background_jobs: usize,
     /// Rialto's commit path for durable writes.
     pub commit: CommitPath,
+    /// Rialto's TRIAD techniques (`--triad`; adaptive when not given). Other engines ignore it.
+    pub triad: TriadMode,
 }
 
 impl EngineConfig {
@@ -129,6 +163,7 @@ impl EngineConfig {
             block_size: 4096,
             background_jobs: 2,
             commit: cfg.commit,
+            triad: cfg.triad_mode(),
         }
     }
 }
@@ -144,5 +179,16 @@ pub trait EngineFactory: Sync {
     /// One-line description of the engine's build (version) for the report header.
     fn describe(&self) -> String {
         self.name().to_string()
+    }
+
+    /// Checks the settings only this engine interprets, before anything runs: a bad one is
+    /// a usage error. Default: nothing to check.
+    fn check(&self, _cfg: &EngineConfig) -> Result<()> {
+        Ok(())
+    }
+
+    /// True when the engine has TRIAD, so that `--triad` applies to it. Default false.
+    fn has_triad(&self) -> bool {
+        false
     }
 }

@@ -12,6 +12,7 @@
 
 pub mod compare;
 pub mod config;
+pub mod dist;
 pub mod engine;
 pub mod engines;
 pub mod error;
@@ -24,10 +25,11 @@ pub mod values;
 pub mod workload;
 
 pub use compare::{CompareFlags, CompareReport};
-pub use config::{BenchFlags, CommitPath, CompressionKind, Config, EngineKind};
+pub use config::{BenchFlags, CommitPath, CompressionKind, Config, EngineKind, TriadMode};
+pub use dist::KeyDist;
 pub use engine::{BenchEngine, EngineConfig, EngineFactory};
 pub use error::{BenchError, Result};
-pub use runner::{BenchResult, Runner};
+pub use runner::{BenchResult, OpMix, PhaseResult, Runner};
 pub use workload::Benchmark;
 
 use std::io::Write;

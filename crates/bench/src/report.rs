@@ -3,6 +3,7 @@
 
 use std::io::Write;
 
+use hdrhistogram::Histogram;
 use rialto_engine::EngineStats;
 
 use crate::config::Config;
@@ -41,8 +42,44 @@ fn mib(bytes: f64) -> f64 {
     bytes / 1048576.0
 }
 
-/// Prints db_bench's header: data shape, sizes, engine and settings, seed and path.
-pub fn write_header(out: &mut dyn Write, cfg: &Config, engine: &str) -> Result<()> {
+/// The message of readrandomwriterandom (and phaseshift), as db_bench prints it:
+/// `( reads:900 writes:100 total:1000 found:850)`.
+pub fn mix_message(reads: u64, writes: u64, found: u64) -> String {
+    format!(
+        "( reads:{reads} writes:{writes} total:{} found:{found})",
+        reads + writes
+    )
+}
+
+/// `p50 1.23 p99 4.56` in microseconds from a nanosecond histogram, `-` when it is empty.
+pub fn percentiles_us(h: &Histogram<u64>) -> String {
+    if h.is_empty() {
+        return "p50 - p99 -".to_string();
+    }
+    let us = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    format!("p50 {:.2} p99 {:.2}", us(0.5), us(0.99))
+}
+
+/// The latency line of a mixed benchmark, reads and writes apart:
+/// `latency (us) : read p50 0.80 p99 3.10 (9000 ops); write p50 1.20 p99 5.00 (1000 ops)`.
+pub fn latency_line(read: &Histogram<u64>, write: &Histogram<u64>) -> String {
+    format!(
+        "latency (us) : read {} ({} ops); write {} ({} ops)",
+        percentiles_us(read),
+        read.len(),
+        percentiles_us(write),
+        write.len()
+    )
+}
+
+/// Prints db_bench's header: data shape, sizes, engine and settings, seed and path, then
+/// `notes` (engine-specific settings), one line each.
+pub fn write_header(
+    out: &mut dyn Write,
+    cfg: &Config,
+    engine: &str,
+    notes: &[String],
+) -> Result<()> {
     let raw = cfg.entry_bytes() as f64 * cfg.num as f64;
     let file =
         (cfg.key_size as f64 + cfg.value_size as f64 * cfg.compression_ratio) * cfg.num as f64;
@@ -52,6 +89,12 @@ pub fn write_header(out: &mut dyn Write, cfg: &Config, engine: &str) -> Result<(
         h.push_str(&format!("CPU:        {cpu}\n"));
     }
     h.push_str(&format!("Keys:       {} bytes each\n", cfg.key_size));
+    if cfg.key_dist == crate::dist::KeyDist::Zipf {
+        h.push_str(&format!(
+            "KeyDist:    zipf, theta {} (scrambled)\n",
+            cfg.zipf_theta
+        ));
+    }
     h.push_str(&format!(
         "Values:     {} bytes each ({} bytes after compression)\n",
         cfg.value_size,
@@ -81,6 +124,10 @@ pub fn write_header(out: &mut dyn Write, cfg: &Config, engine: &str) -> Result<(
         }
     ));
     h.push_str(&format!("DB path:    [{}]\n", cfg.db.display()));
+    for n in notes {
+        h.push_str(n);
+        h.push('\n');
+    }
     h.push_str("------------------------------------------------\n");
     out.write_all(h.as_bytes()).map_err(out_err)?;
     out.flush().map_err(out_err)
@@ -103,7 +150,8 @@ fn cpu_description() -> Option<String> {
 }
 
 /// What the `stats` benchmark prints. `stats` is the engine's report with the two
-/// denominators replaced by what the harness knows (see [`bench_view`]), so its last line is
+/// denominators replaced by what the harness knows (see [`bench_view`]), then the engine's
+/// `extra` lines ([`crate::BenchEngine::extra_stats`]), so its last line is still
 /// `amplification : write W.WW space S.SS`.
 pub fn format_stats(
     engine: &str,
@@ -111,6 +159,7 @@ pub fn format_stats(
     engine_view: &EngineStats,
     live_keys: Option<u64>,
     os_bytes_written: Option<u64>,
+    extra: &[String],
 ) -> String {
     let mut s = format!("\n** {engine} statistics **\n");
     match live_keys {
@@ -132,6 +181,10 @@ pub fn format_stats(
         .map_or(text.as_str(), |(body, _)| body);
     s.push_str(body);
     s.push('\n');
+    for line in extra {
+        s.push_str(line);
+        s.push('\n');
+    }
     let write_amp = match os_bytes_written {
         Some(os) => {
             s.push_str(&format!(
@@ -222,6 +275,23 @@ mod tests {
     }
 
     #[test]
+    fn mixed_lines() {
+        assert_eq!(
+            mix_message(900, 100, 850),
+            "( reads:900 writes:100 total:1000 found:850)"
+        );
+        let mut r = crate::histogram::new_histogram();
+        for ns in [1_000, 1_000, 2_000, 50_000] {
+            crate::histogram::record(&mut r, ns);
+        }
+        let w = crate::histogram::new_histogram();
+        assert_eq!(
+            latency_line(&r, &w),
+            "latency (us) : read p50 1.00 p99 50.02 (4 ops); write p50 - p99 - (0 ops)"
+        );
+    }
+
+    #[test]
     fn header_mentions_the_shape() {
         let cfg = Config::from_flags(&BenchFlags {
             seed: Some(5),
@@ -230,7 +300,13 @@ mod tests {
         })
         .unwrap();
         let mut out = Vec::new();
-        write_header(&mut out, &cfg, "rialto 0.1.0").unwrap();
+        write_header(
+            &mut out,
+            &cfg,
+            "rialto 0.1.0",
+            &["TRIAD:      adaptive".into()],
+        )
+        .unwrap();
         let h = String::from_utf8(out).unwrap();
         assert!(h.contains("Keys:       16 bytes each\n"), "{h}");
         assert!(h.contains("Values:     100 bytes each (50 bytes after compression)\n"));
@@ -240,7 +316,25 @@ mod tests {
         assert!(h.contains("Engine:     rialto 0.1.0\n"));
         assert!(h.contains("Compression: none\n"));
         assert!(h.contains("Seed:       5\n"));
-        assert!(h.contains("DB path:    [/tmp/x]\n"));
+        assert!(h.contains("DB path:    [/tmp/x]\nTRIAD:      adaptive\n---"));
+        assert!(
+            !h.contains("KeyDist"),
+            "uniform keys are db_bench's: no line"
+        );
+        let cfg = Config::from_flags(&BenchFlags {
+            seed: Some(5),
+            key_dist: crate::dist::KeyDist::Zipf,
+            zipf_theta: 0.8,
+            ..BenchFlags::default()
+        })
+        .unwrap();
+        let mut out = Vec::new();
+        write_header(&mut out, &cfg, "x", &[]).unwrap();
+        let h = String::from_utf8(out).unwrap();
+        assert!(
+            h.contains("KeyDist:    zipf, theta 0.8 (scrambled)\n"),
+            "{h}"
+        );
     }
 
     #[test]
@@ -261,7 +355,7 @@ mod tests {
             wal_bytes_written: 1000,
             ..Default::default()
         };
-        let s = format_stats("x", &e, &e, Some(1), Some(2500));
+        let s = format_stats("x", &e, &e, Some(1), Some(2500), &[]);
         assert!(s.contains("written (os) : 0.00 MB"), "{s}");
         assert!(s.ends_with("amplification : write 2.50 space 0.00"), "{s}");
         assert_eq!(s.matches("amplification :").count(), 1, "{s}");
@@ -281,8 +375,18 @@ mod tests {
         let view = bench_view(&engine, 1000, Some(10), 116);
         assert_eq!(view.user_bytes_written, 1000);
         assert_eq!(view.live_data_bytes, 1160);
-        let s = format_stats("rialto", &view, &engine, Some(10), None);
-        assert!(s.ends_with("amplification : write 3.00 space 2.00"), "{s}");
+        let s = format_stats(
+            "rialto",
+            &view,
+            &engine,
+            Some(10),
+            None,
+            &["triad : x".into()],
+        );
+        assert!(
+            s.ends_with("triad : x\namplification : write 3.00 space 2.00"),
+            "{s}"
+        );
         assert!(s.contains("live keys : 10"));
         // Unknown live set: the engine's estimate stays.
         let view = bench_view(&engine, 1000, None, 116);

@@ -7,27 +7,31 @@
 
 use std::fs;
 use std::io::{self, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use parking_lot::Mutex;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rialto_engine::{BatchOp, EngineStats};
 
 use crate::config::Config;
+use crate::dist::{KeyDist, KeyGen, Zipf};
 use crate::engine::{BenchEngine, EngineConfig, EngineFactory, ScanFrom};
 use crate::error::{out_err, BenchError, Result};
 use crate::histogram::{format_histogram, new_histogram, record};
 use crate::keys::encode_key;
 use crate::live::LiveKeys;
 use crate::report::{
-    bench_view, format_line, format_stats, found_message, process_bytes_written, write_header,
+    bench_view, format_line, format_stats, found_message, latency_line, mix_message,
+    percentiles_us, process_bytes_written, write_header,
 };
 use crate::values::ValueGen;
-use crate::workload::{Benchmark, KeyOrder, Op, Plan};
+use crate::workload::{Benchmark, KeyOrder, Op, Phase, Plan, PHASES};
 
 /// Name of the file that marks a directory as made by the harness, and so safe to delete.
 pub const MARKER: &str = "RIALTOBENCH";
@@ -57,6 +61,91 @@ pub struct BenchResult {
     /// Bytes the process handed to `write(2)` since the engine was opened, where the OS
     /// reports it ([`crate::report::process_bytes_written`]).
     pub os_bytes_written: Option<u64>,
+    /// Reads and writes apart, for readrandomwriterandom and phaseshift.
+    pub mix: Option<OpMix>,
+    /// phaseshift's phases, in order (empty for other benchmarks).
+    pub phases: Vec<PhaseResult>,
+}
+
+/// The reads and writes of a mixed benchmark, timed apart (latencies in nanoseconds).
+#[derive(Debug, Clone)]
+pub struct OpMix {
+    /// Point reads done.
+    pub reads: u64,
+    /// Puts done.
+    pub writes: u64,
+    /// Reads that found their key.
+    pub found: u64,
+    /// Latency of each read.
+    pub read_latency: Histogram<u64>,
+    /// Latency of each put.
+    pub write_latency: Histogram<u64>,
+}
+
+impl OpMix {
+    /// No ops.
+    pub fn empty() -> OpMix {
+        OpMix {
+            reads: 0,
+            writes: 0,
+            found: 0,
+            read_latency: new_histogram(),
+            write_latency: new_histogram(),
+        }
+    }
+
+    /// `latency (us) : read p50 .. p99 .. (N ops); write p50 .. p99 .. (N ops)`.
+    pub fn latency_line(&self) -> String {
+        latency_line(&self.read_latency, &self.write_latency)
+    }
+}
+
+/// One phase of phaseshift.
+#[derive(Debug, Clone)]
+pub struct PhaseResult {
+    /// What the phase did.
+    pub phase: Phase,
+    /// Its key distribution, as printed (`zipf 0.99`, `uniform`).
+    pub keys: String,
+    /// Operations of all threads in the phase.
+    pub ops: u64,
+    /// From the phase's first op to its last, over all threads.
+    pub elapsed: Duration,
+    /// Its reads and writes.
+    pub mix: OpMix,
+    /// Operations of the benchmark (all threads) done before the phase began.
+    pub ops_before: u64,
+    /// Windows the engine's workload characterizer had classified when the phase began
+    /// (engines with one only).
+    pub windows_at_start: Option<u64>,
+}
+
+impl PhaseResult {
+    /// Operations per wall-clock second of the phase.
+    pub fn ops_per_sec(&self) -> f64 {
+        self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// The phase's report line; `number` counts from 1.
+    pub fn report_line(&self, number: usize) -> String {
+        let mut s = format!(
+            "{:<12} : {}, {}% reads, keys {}: {} ops, {:.0} ops/sec; read {} us; write {} us; \
+             began after {} ops",
+            format!("phase {number}"),
+            self.phase.label,
+            self.phase.read_percent,
+            self.keys,
+            self.ops,
+            self.ops_per_sec(),
+            percentiles_us(&self.mix.read_latency),
+            percentiles_us(&self.mix.write_latency),
+            self.ops_before,
+        );
+        if let Some(w) = self.windows_at_start {
+            s.push_str(&format!(", at characterizer window {w}"));
+        }
+        s
+    }
 }
 
 impl BenchResult {
@@ -117,6 +206,8 @@ pub struct Runner<'a> {
     /// Threads started so far: each thread's generator is seeded with `seed + this`, so no
     /// two threads of a run, nor two benchmarks, draw the same keys.
     threads_started: u64,
+    /// The Zipfian generator over `[0, num)`, made when a benchmark first needs it.
+    zipf: Option<Zipf>,
 }
 
 impl<'a> Runner<'a> {
@@ -134,12 +225,15 @@ impl<'a> Runner<'a> {
             user_bytes: 0,
             os_written_at_open: None,
             threads_started: 0,
+            zipf: None,
         }
     }
 
     /// Prints the header, runs every benchmark, closes the engine; returns the timed results.
     pub fn run_all(mut self) -> Result<Vec<BenchResult>> {
-        write_header(self.out, self.cfg, &self.factory.describe())?;
+        self.factory.check(&self.engine_cfg)?;
+        let notes = self.header_notes();
+        write_header(self.out, self.cfg, &self.factory.describe(), &notes)?;
         // Like db_bench: start from an empty database unless told to keep it.
         if self.cfg.use_existing_db {
             self.open_existing()?;
@@ -156,6 +250,36 @@ impl<'a> Runner<'a> {
             e.close()?;
         }
         Ok(results)
+    }
+
+    /// Engine-specific header lines: the TRIAD mode, or a note that `--triad` is ignored.
+    fn header_notes(&self) -> Vec<String> {
+        if self.factory.has_triad() {
+            vec![format!("TRIAD:      {}", self.engine_cfg.triad.name())]
+        } else if let Some(mode) = self.cfg.triad {
+            vec![format!(
+                "Note:       --triad={} ignored: the {} engine has no TRIAD",
+                mode.name(),
+                self.factory.name()
+            )]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The Zipfian generator of the key space (its `zeta` is summed once per run).
+    fn zipf(&mut self) -> Result<Zipf> {
+        if let Some(z) = self.zipf {
+            return Ok(z);
+        }
+        let z = Zipf::new(self.cfg.num, self.cfg.zipf_theta).ok_or_else(|| {
+            BenchError::usage(format!(
+                "--zipf_theta={} must be in (0, 1), both excluded",
+                self.cfg.zipf_theta
+            ))
+        })?;
+        self.zipf = Some(z);
+        Ok(z)
     }
 
     fn engine(&self) -> Result<&dyn BenchEngine> {
@@ -222,14 +346,32 @@ impl<'a> Runner<'a> {
         }
         let seed = self.cfg.seed.wrapping_add(self.threads_started);
         self.threads_started += plan.threads as u64 + 1;
+        let zipf = if plan.needs_zipf() {
+            Some(self.zipf()?)
+        } else {
+            None
+        };
         let live = self.live_known.then_some(&self.live);
         let engine = self.engine()?;
         let m = match plan.op {
             Op::Flush => measure_single(self.cfg.histogram, || engine.flush())?,
             Op::Compact => measure_single(self.cfg.histogram, || engine.compact_all())?,
-            _ => run_threads(engine, self.cfg, live, &plan, seed)?,
+            Op::PhaseShift { phase_ops } => {
+                run_phase_shift(engine, self.cfg, live, &plan, phase_ops, zipf, seed)?
+            }
+            _ => run_threads(engine, self.cfg, live, &plan, zipf, seed)?,
         };
         let engine_stats = engine.stats()?;
+        let adaptation = if m.phases.is_empty() {
+            None
+        } else {
+            engine.adaptation()
+        };
+        let extra = if plan.is_mixed() {
+            engine.extra_stats()
+        } else {
+            Vec::new()
+        };
         self.user_bytes += m.user_bytes;
         let live_keys = self.live_known.then(|| self.live.len());
         let stats = bench_view(
@@ -252,8 +394,30 @@ impl<'a> Runner<'a> {
                     w as f64 / secs.max(1e-9)
                 )
             }
+            Op::Mixed { .. } | Op::PhaseShift { .. } => {
+                mix_message(m.workers.reads, m.workers.writes, m.workers.found)
+            }
             _ => String::new(),
         };
+        let mut ops_before = 0;
+        let phases: Vec<PhaseResult> = m
+            .phases
+            .iter()
+            .zip(PHASES)
+            .map(|(pm, phase)| {
+                let r = PhaseResult {
+                    phase,
+                    keys: pm.keys.describe(),
+                    ops: pm.stats.ops,
+                    elapsed: pm.stats.elapsed(),
+                    mix: pm.stats.op_mix().unwrap_or_else(OpMix::empty),
+                    ops_before,
+                    windows_at_start: pm.windows_at_start,
+                };
+                ops_before += pm.stats.ops;
+                r
+            })
+            .collect();
         let result = BenchResult {
             engine: self.factory.name(),
             benchmark: b,
@@ -262,14 +426,31 @@ impl<'a> Runner<'a> {
             elapsed: m.elapsed,
             bytes: m.workers.bytes,
             message,
+            mix: m.workers.op_mix(),
             histogram: m.workers.hist,
             stats: Some(stats),
             os_bytes_written: self.os_bytes_since_open(),
+            phases,
         };
         let mut text = result.report_line();
         text.push('\n');
+        if let Some(mix) = &result.mix {
+            text.push_str(&mix.latency_line());
+            text.push('\n');
+        }
         if let Some(h) = &result.histogram {
             text.push_str(&format_histogram(plan.op_label(), h));
+            text.push('\n');
+        }
+        for (i, p) in result.phases.iter().enumerate() {
+            text.push_str(&p.report_line(i + 1));
+            text.push('\n');
+        }
+        for line in class_changes(&result.phases, adaptation.as_ref())
+            .iter()
+            .chain(&extra)
+        {
+            text.push_str(line);
             text.push('\n');
         }
         self.print(&text)?;
@@ -287,12 +468,60 @@ impl<'a> Runner<'a> {
             &raw,
             live_keys,
             self.os_bytes_since_open(),
+            &engine.extra_stats(),
         ))
     }
 
     fn os_bytes_since_open(&self) -> Option<u64> {
         Some(process_bytes_written()?.saturating_sub(self.os_written_at_open?))
     }
+}
+
+/// phaseshift's account of the engine's class changes since the benchmark began, each placed
+/// in its phase: `characterizer : window 5: write-heavy-skewed -> read-heavy (phase 2, 2
+/// windows after it began)`. Nothing for engines without a characterizer.
+fn class_changes(
+    phases: &[PhaseResult],
+    adaptation: Option<&crate::engine::Adaptation>,
+) -> Vec<String> {
+    let Some(a) = adaptation else {
+        return Vec::new();
+    };
+    let Some(first) = phases.first().and_then(|p| p.windows_at_start) else {
+        return Vec::new();
+    };
+    let mut lines: Vec<String> = a
+        .changes
+        .iter()
+        .filter(|c| c.window > first)
+        .map(|c| {
+            // The last phase that had begun when the window closed.
+            let (n, start) = phases
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| p.windows_at_start.map(|w| (i + 1, w)))
+                .rev()
+                .find(|&(_, w)| w < c.window)
+                .unwrap_or((1, first));
+            format!(
+                "characterizer : window {}: {} -> {} (phase {n}, {} windows after it began)",
+                c.window,
+                c.from,
+                c.to,
+                c.window - start
+            )
+        })
+        .collect();
+    if let Some(last) = phases.last().and_then(|p| p.windows_at_start) {
+        if !a.changes.iter().any(|c| c.window > last) {
+            lines.push(format!(
+                "characterizer : no class change in phase {} ({} windows in it)",
+                phases.len(),
+                a.windows.saturating_sub(last)
+            ));
+        }
+    }
+    lines
 }
 
 /// Deletes a benchmark database directory. Refuses a non-empty directory without the
@@ -334,6 +563,11 @@ struct ThreadStats {
     found: u64,
     user_bytes: u64,
     hist: Option<Histogram<u64>>,
+    /// Mixed benchmarks: reads and writes counted and timed apart.
+    reads: u64,
+    writes: u64,
+    read_hist: Option<Histogram<u64>>,
+    write_hist: Option<Histogram<u64>>,
     last: Instant,
     /// When the thread started its ops (merged: the earliest start).
     began: Option<Instant>,
@@ -349,9 +583,31 @@ impl ThreadStats {
             found: 0,
             user_bytes: 0,
             hist: histogram.then(new_histogram),
+            reads: 0,
+            writes: 0,
+            read_hist: None,
+            write_hist: None,
             last: Instant::now(),
             began: None,
             ended: None,
+        }
+    }
+
+    /// Stats of a mixed benchmark: reads and writes always timed apart.
+    fn new_mixed(histogram: bool) -> Self {
+        ThreadStats {
+            read_hist: Some(new_histogram()),
+            write_hist: Some(new_histogram()),
+            ..ThreadStats::new(histogram)
+        }
+    }
+
+    /// Stats of `plan`'s threads.
+    fn for_plan(plan: &Plan, histogram: bool) -> Self {
+        if plan.is_mixed() {
+            ThreadStats::new_mixed(histogram)
+        } else {
+            ThreadStats::new(histogram)
         }
     }
 
@@ -388,11 +644,54 @@ impl ThreadStats {
         }
     }
 
-    fn merge(&mut self, other: ThreadStats) {
+    /// Counts one finished read (`read`) or write of a mixed benchmark, timed since the
+    /// previous op.
+    fn finished_mixed(&mut self, read: bool) {
+        self.ops += 1;
+        let now = Instant::now();
+        let ns = now.duration_since(self.last).as_nanos() as u64;
+        self.last = now;
+        if let Some(h) = &mut self.hist {
+            record(h, ns);
+        }
+        let (count, hist) = if read {
+            (&mut self.reads, &mut self.read_hist)
+        } else {
+            (&mut self.writes, &mut self.write_hist)
+        };
+        *count += 1;
+        if let Some(h) = hist {
+            record(h, ns);
+        }
+    }
+
+    /// The reads and writes apart, for stats of a mixed benchmark.
+    fn op_mix(&self) -> Option<OpMix> {
+        Some(OpMix {
+            reads: self.reads,
+            writes: self.writes,
+            found: self.found,
+            read_latency: self.read_hist.clone()?,
+            write_latency: self.write_hist.clone()?,
+        })
+    }
+
+    fn merge(&mut self, other: &ThreadStats) {
         self.ops += other.ops;
         self.bytes += other.bytes;
         self.found += other.found;
         self.user_bytes += other.user_bytes;
+        self.reads += other.reads;
+        self.writes += other.writes;
+        for (h, o) in [
+            (&mut self.read_hist, &other.read_hist),
+            (&mut self.write_hist, &other.write_hist),
+        ] {
+            if let (Some(h), Some(o)) = (h, o) {
+                // Auto-resizing histograms: adding cannot run out of range.
+                let _ = h.add(o);
+            }
+        }
         self.began = match (self.began, other.began) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -414,6 +713,15 @@ struct Measured {
     workers: ThreadStats,
     writer: Option<ThreadStats>,
     user_bytes: u64,
+    /// phaseshift's phases (the workers' stats are their sum).
+    phases: Vec<PhaseMeasured>,
+}
+
+/// One phase of phaseshift, all threads merged.
+struct PhaseMeasured {
+    stats: ThreadStats,
+    keys: KeyGen,
+    windows_at_start: Option<u64>,
 }
 
 fn measure_single(histogram: bool, op: impl FnOnce() -> Result<()>) -> Result<Measured> {
@@ -427,6 +735,7 @@ fn measure_single(histogram: bool, op: impl FnOnce() -> Result<()>) -> Result<Me
         workers: s,
         writer: None,
         user_bytes: 0,
+        phases: Vec::new(),
     })
 }
 
@@ -441,9 +750,24 @@ struct Ctx<'e> {
     running: AtomicUsize,
     /// Set when the measured threads are done; stops readwhilewriting's writer.
     done: AtomicBool,
+    /// The Zipfian generator, when the plan draws Zipfian keys.
+    zipf: Option<Zipf>,
 }
 
 impl Ctx<'_> {
+    /// The generator of keys drawn from `dist` over `[0, key_space)`. The runner makes the
+    /// Zipfian generator for every plan that draws random keys from it
+    /// ([`Plan::needs_zipf`]); the others (fillseq, scans) get a uniform one they never use.
+    fn key_gen(&self, dist: KeyDist, key_space: u64) -> KeyGen {
+        match (dist, self.zipf) {
+            (KeyDist::Zipf, Some(z)) => {
+                debug_assert_eq!(z.n(), key_space);
+                KeyGen::Zipf(z)
+            }
+            _ => KeyGen::Uniform { n: key_space },
+        }
+    }
+
     /// Called by each measured thread when it is done, whether it succeeded or not.
     fn worker_done(&self) {
         if self.running.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -461,6 +785,7 @@ fn run_threads(
     cfg: &Config,
     live: Option<&LiveKeys>,
     plan: &Plan,
+    zipf: Option<Zipf>,
     seed: u64,
 ) -> Result<Measured> {
     let ctx = Ctx {
@@ -470,6 +795,7 @@ fn run_threads(
         abort: AtomicBool::new(false),
         running: AtomicUsize::new(plan.threads),
         done: AtomicBool::new(false),
+        zipf,
     };
     let with_writer = plan.op == Op::ReadWhileWriting;
     let barrier = Barrier::new(plan.threads + usize::from(with_writer));
@@ -494,9 +820,9 @@ fn run_threads(
         let writer = writer.map(|h| h.join().unwrap_or_else(|_| Err(panicked(engine))));
         (workers, writer)
     });
-    let mut total = ThreadStats::new(cfg.histogram);
+    let mut total = ThreadStats::for_plan(plan, cfg.histogram);
     for w in workers {
-        total.merge(w?);
+        total.merge(&w?);
     }
     let writer = writer.transpose()?;
     let user_bytes = total.user_bytes + writer.as_ref().map_or(0, |w| w.user_bytes);
@@ -505,14 +831,16 @@ fn run_threads(
         workers: total,
         writer,
         user_bytes,
+        phases: Vec::new(),
     })
 }
 
 fn worker(ctx: &Ctx<'_>, plan: &Plan, seed: u64, barrier: &Barrier) -> Result<ThreadStats> {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let mut values = matches!(plan.op, Op::Write { .. })
+    let mut values = matches!(plan.op, Op::Write { .. } | Op::Mixed { .. })
         .then(|| ValueGen::new(&mut rng, ctx.cfg.compression_ratio, ctx.cfg.value_size));
-    let mut stats = ThreadStats::new(ctx.cfg.histogram);
+    let keys = ctx.key_gen(plan.key_dist, plan.key_space);
+    let mut stats = ThreadStats::for_plan(plan, ctx.cfg.histogram);
     // Everything above is preparation; the clock starts when every thread is here.
     barrier.wait();
     stats.start();
@@ -523,16 +851,30 @@ fn worker(ctx: &Ctx<'_>, plan: &Plan, seed: u64, barrier: &Barrier) -> Result<Th
                 order,
                 delete,
                 ops: Some(plan.ops_per_thread),
-                key_space: plan.key_space,
+                keys,
                 sync: plan.sync,
             },
             &mut rng,
             values,
             &mut stats,
         ),
-        (Op::ReadRandom | Op::ReadWhileWriting, _) => read_random(ctx, plan, &mut rng, &mut stats),
+        (Op::Mixed { read_percent }, Some(values)) => mixed_loop(
+            ctx,
+            MixSpec {
+                keys,
+                read_percent,
+                ops: plan.ops_per_thread,
+                sync: plan.sync,
+            },
+            &mut rng,
+            values,
+            &mut stats,
+        ),
+        (Op::ReadRandom | Op::ReadWhileWriting, _) => {
+            read_random(ctx, plan, keys, &mut rng, &mut stats)
+        }
         (Op::Scan { reverse }, _) => scan(ctx, plan, reverse, &mut stats),
-        (Op::Seek, _) => seek_random(ctx, plan, &mut rng, &mut stats),
+        (Op::Seek, _) => seek_random(ctx, plan, keys, &mut rng, &mut stats),
         _ => Ok(()),
     };
     stats.stop();
@@ -552,6 +894,7 @@ fn background_writer(
 ) -> Result<ThreadStats> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut values = ValueGen::new(&mut rng, ctx.cfg.compression_ratio, ctx.cfg.value_size);
+    let keys = ctx.key_gen(plan.key_dist, plan.key_space);
     let mut stats = ThreadStats::new(false);
     barrier.wait();
     stats.start();
@@ -561,7 +904,7 @@ fn background_writer(
             order: KeyOrder::Random,
             delete: false,
             ops: None,
-            key_space: plan.key_space,
+            keys,
             sync: plan.sync,
         },
         &mut rng,
@@ -581,7 +924,8 @@ struct WriteSpec {
     delete: bool,
     /// `None`: until the measured threads are done.
     ops: Option<u64>,
-    key_space: u64,
+    /// Where random keys come from.
+    keys: KeyGen,
     sync: bool,
 }
 
@@ -615,7 +959,7 @@ fn write_loop(
         for (j, key) in keys.iter_mut().take(n).enumerate() {
             let index = match spec.order {
                 KeyOrder::Sequential => i + j as u64,
-                KeyOrder::Random => rng.gen_range(0..spec.key_space),
+                KeyOrder::Random => spec.keys.next(rng),
             };
             encode_key(index, cfg.key_size, key);
             indices.push(index);
@@ -668,9 +1012,170 @@ fn write_loop(
     Ok(())
 }
 
+/// What a mixed loop does.
+struct MixSpec {
+    keys: KeyGen,
+    /// Percentage of reads; the other ops are puts.
+    read_percent: u8,
+    ops: u64,
+    sync: bool,
+}
+
+/// readrandomwriterandom's loop (and each phase of phaseshift): every op is a point read
+/// with probability `read_percent`%, else a put, of a key from `keys`; each is timed into
+/// the reads' or the writes' histogram.
+fn mixed_loop(
+    ctx: &Ctx<'_>,
+    spec: MixSpec,
+    rng: &mut SmallRng,
+    values: &mut ValueGen,
+    stats: &mut ThreadStats,
+) -> Result<()> {
+    let cfg = ctx.cfg;
+    let mut key = Vec::with_capacity(cfg.key_size);
+    for _ in 0..spec.ops {
+        if ctx.abort.load(Ordering::Relaxed) {
+            break;
+        }
+        let read = rng.gen_range(0..100u8) < spec.read_percent;
+        let index = spec.keys.next(rng);
+        encode_key(index, cfg.key_size, &mut key);
+        if read {
+            if let Some(len) = ctx.engine.get(&key)? {
+                stats.found += 1;
+                stats.bytes += (key.len() + len) as u64;
+            }
+        } else {
+            let value = values.next(cfg.value_size);
+            ctx.engine.put(&key, value, spec.sync)?;
+            let b = (cfg.key_size + cfg.value_size) as u64;
+            stats.bytes += b;
+            stats.user_bytes += b;
+            if let Some(live) = ctx.live {
+                live.insert(index);
+            }
+        }
+        stats.finished_mixed(read);
+    }
+    Ok(())
+}
+
+/// phaseshift: every thread runs [`PHASES`] in turn, `phase_ops` ops each; all threads finish
+/// a phase before any begins the next, and in between one of them reads the engine's
+/// characterizer, so that the report can say how many windows the engine took to notice.
+fn run_phase_shift(
+    engine: &dyn BenchEngine,
+    cfg: &Config,
+    live: Option<&LiveKeys>,
+    plan: &Plan,
+    phase_ops: u64,
+    zipf: Option<Zipf>,
+    seed: u64,
+) -> Result<Measured> {
+    let ctx = Ctx {
+        engine,
+        cfg,
+        live,
+        abort: AtomicBool::new(false),
+        running: AtomicUsize::new(plan.threads),
+        done: AtomicBool::new(false),
+        zipf,
+    };
+    let barrier = Barrier::new(plan.threads);
+    // Windows at the start of each phase; the first is read before any thread runs.
+    let windows = Mutex::new(vec![engine.adaptation().map(|a| a.windows)]);
+    let per_thread: Vec<Result<Vec<ThreadStats>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..plan.threads)
+            .map(|t| {
+                let (ctx, barrier, windows) = (&ctx, &barrier, &windows);
+                let seed = seed.wrapping_add(t as u64);
+                s.spawn(move || phase_worker(ctx, plan, phase_ops, seed, barrier, windows))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(panicked(engine))))
+            .collect()
+    });
+    let mut phases: Vec<PhaseMeasured> = PHASES
+        .iter()
+        .zip(windows.into_inner())
+        .map(|(p, w)| PhaseMeasured {
+            stats: ThreadStats::new_mixed(cfg.histogram),
+            keys: ctx.key_gen(p.key_dist, plan.key_space),
+            windows_at_start: w,
+        })
+        .collect();
+    for t in per_thread {
+        for (p, s) in phases.iter_mut().zip(t?) {
+            p.stats.merge(&s);
+        }
+    }
+    let mut total = ThreadStats::new_mixed(cfg.histogram);
+    for p in &phases {
+        total.merge(&p.stats);
+    }
+    Ok(Measured {
+        elapsed: total.elapsed(),
+        user_bytes: total.user_bytes,
+        workers: total,
+        writer: None,
+        phases,
+    })
+}
+
+fn phase_worker(
+    ctx: &Ctx<'_>,
+    plan: &Plan,
+    phase_ops: u64,
+    seed: u64,
+    barrier: &Barrier,
+    windows: &Mutex<Vec<Option<u64>>>,
+) -> Result<Vec<ThreadStats>> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut values = ValueGen::new(&mut rng, ctx.cfg.compression_ratio, ctx.cfg.value_size);
+    let mut out = Vec::with_capacity(PHASES.len());
+    let mut result = Ok(());
+    barrier.wait();
+    for (i, phase) in PHASES.iter().enumerate() {
+        if i > 0 && barrier.wait().is_leader() {
+            // Every thread is between phases: no op is in flight.
+            windows
+                .lock()
+                .push(ctx.engine.adaptation().map(|a| a.windows));
+        }
+        if i > 0 {
+            barrier.wait();
+        }
+        let mut stats = ThreadStats::new_mixed(ctx.cfg.histogram);
+        stats.start();
+        if result.is_ok() {
+            let spec = MixSpec {
+                keys: ctx.key_gen(phase.key_dist, plan.key_space),
+                read_percent: phase.read_percent,
+                ops: phase_ops,
+                sync: plan.sync,
+            };
+            // A panic must not leave the other threads waiting at the next phase's barrier.
+            result = catch_unwind(AssertUnwindSafe(|| {
+                mixed_loop(ctx, spec, &mut rng, &mut values, &mut stats)
+            }))
+            .unwrap_or_else(|_| Err(panicked(ctx.engine)));
+            if result.is_err() {
+                ctx.abort.store(true, Ordering::Relaxed);
+            }
+        }
+        stats.stop();
+        out.push(stats);
+    }
+    ctx.worker_done();
+    result.map(|()| out)
+}
+
 fn read_random(
     ctx: &Ctx<'_>,
     plan: &Plan,
+    keys: KeyGen,
     rng: &mut SmallRng,
     stats: &mut ThreadStats,
 ) -> Result<()> {
@@ -679,7 +1184,7 @@ fn read_random(
         if ctx.abort.load(Ordering::Relaxed) {
             break;
         }
-        encode_key(rng.gen_range(0..plan.key_space), ctx.cfg.key_size, &mut key);
+        encode_key(keys.next(rng), ctx.cfg.key_size, &mut key);
         if let Some(len) = ctx.engine.get(&key)? {
             stats.found += 1;
             stats.bytes += (key.len() + len) as u64;
@@ -701,6 +1206,7 @@ fn scan(ctx: &Ctx<'_>, plan: &Plan, reverse: bool, stats: &mut ThreadStats) -> R
 fn seek_random(
     ctx: &Ctx<'_>,
     plan: &Plan,
+    keys: KeyGen,
     rng: &mut SmallRng,
     stats: &mut ThreadStats,
 ) -> Result<()> {
@@ -709,7 +1215,7 @@ fn seek_random(
         if ctx.abort.load(Ordering::Relaxed) {
             break;
         }
-        encode_key(rng.gen_range(0..plan.key_space), ctx.cfg.key_size, &mut key);
+        encode_key(keys.next(rng), ctx.cfg.key_size, &mut key);
         let mut bytes = 0u64;
         let found = ctx.engine.seek(&key, ctx.cfg.seek_nexts, &mut |k, v| {
             bytes += (k.len() + v.len()) as u64;
@@ -927,10 +1433,176 @@ mod tests {
         b.began = Some(t0 + Duration::from_millis(10));
         b.ended = Some(t0 + Duration::from_millis(80));
         let mut total = ThreadStats::new(false);
-        total.merge(a);
-        total.merge(b);
+        total.merge(&a);
+        total.merge(&b);
         assert_eq!(total.elapsed(), Duration::from_millis(75));
         assert_eq!(ThreadStats::new(false).elapsed(), Duration::ZERO);
+    }
+
+    #[test]
+    fn readrandomwriterandom_mixes_and_times_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let factory = MemFactory::new("mem");
+        let cfg = config(
+            dir.path(),
+            "fillrandom,readrandomwriterandom,readseq",
+            |f| {
+                f.threads = 2;
+                f.readwritepercent = 70;
+                f.key_dist = KeyDist::Zipf;
+            },
+        );
+        let (results, out) = run(&cfg, &factory);
+        let rw = by_name(&results, "readrandomwriterandom");
+        assert_eq!(rw.ops, 4000);
+        let mix = rw.mix.as_ref().unwrap();
+        assert_eq!(mix.reads + mix.writes, 4000);
+        assert!(mix.reads > 2500 && mix.reads < 3100, "{}", mix.reads);
+        assert_eq!(mix.read_latency.len(), mix.reads);
+        assert_eq!(mix.write_latency.len(), mix.writes);
+        assert_eq!(
+            rw.message,
+            format!(
+                "( reads:{} writes:{} total:4000 found:{})",
+                mix.reads, mix.writes, mix.found
+            )
+        );
+        assert!(mix.found > 0 && mix.found <= mix.reads);
+        // Always printed, without --histogram.
+        assert!(rw.histogram.is_none());
+        assert!(out.contains(&format!("{}\nlatency (us) : read p50 ", rw.report_line())));
+        assert!(
+            out.contains(&format!("({} ops); write p50 ", mix.reads)),
+            "{out}"
+        );
+        assert!(out.contains("KeyDist:    zipf, theta 0.99 (scrambled)"));
+        // The live-key set follows the puts: the engine holds exactly what it says (each of
+        // the two readseq threads scans every key).
+        let left = by_name(&results, "readseq");
+        assert_eq!(
+            left.stats.as_ref().unwrap().live_data_bytes,
+            left.ops / 2 * 116
+        );
+        // Non-mixed benchmarks have no mix.
+        assert!(by_name(&results, "fillrandom").mix.is_none());
+
+        for (p, reads) in [(100, 2000), (0, 0)] {
+            let cfg = config(dir.path(), "readrandomwriterandom", |f| {
+                f.readwritepercent = p;
+            });
+            let (results, out) = run(&cfg, &factory);
+            let mix = results[0].mix.as_ref().unwrap();
+            assert_eq!((mix.reads, mix.writes), (reads, 2000 - reads));
+            if p == 100 {
+                assert!(out.contains("write p50 - p99 - (0 ops)"), "{out}");
+            }
+        }
+    }
+
+    #[test]
+    fn zipf_keys_concentrate_on_few_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let factory = MemFactory::new("mem");
+        let distinct = |dist: KeyDist| {
+            let cfg = config(dir.path(), "fillrandom,readseq", |f| {
+                f.key_dist = dist;
+            });
+            by_name(&run(&cfg, &factory).0, "readseq").ops
+        };
+        let uniform = distinct(KeyDist::Uniform);
+        let zipf = distinct(KeyDist::Zipf);
+        // 2000 uniform draws over 2000 keys hit about 1 - 1/e of them; zipf 0.99 far fewer.
+        assert!(uniform > 1100, "{uniform}");
+        assert!(zipf < uniform * 3 / 4, "{zipf} vs {uniform}");
+        // Same seed, same keys.
+        assert_eq!(zipf, distinct(KeyDist::Zipf));
+    }
+
+    #[test]
+    fn phaseshift_runs_both_phases_on_every_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let factory = MemFactory::new("mem");
+        let cfg = config(dir.path(), "phaseshift", |f| {
+            f.threads = 2;
+            f.writes = 1500;
+            f.triad = Some(crate::config::TriadMode::Disk);
+        });
+        let (results, out) = run(&cfg, &factory);
+        let r = &results[0];
+        assert_eq!(r.ops, 6000);
+        assert_eq!(r.phases.len(), 2);
+        let (p1, p2) = (&r.phases[0], &r.phases[1]);
+        assert_eq!((p1.ops, p2.ops), (3000, 3000));
+        assert_eq!((p1.ops_before, p2.ops_before), (0, 3000));
+        assert!(p1.mix.reads < 500 && p2.mix.reads > 2500, "{p1:?} {p2:?}");
+        assert_eq!(p1.keys, "zipf 0.99");
+        assert_eq!(p2.keys, "uniform");
+        assert_eq!(
+            p2.windows_at_start, None,
+            "the memory engine has no characterizer"
+        );
+        let mix = r.mix.as_ref().unwrap();
+        assert_eq!(mix.reads, p1.mix.reads + p2.mix.reads);
+        assert!(r.elapsed >= p1.elapsed && r.elapsed >= p2.elapsed);
+        assert!(out.contains(&p1.report_line(1)), "{out}");
+        assert!(out.contains(&p2.report_line(2)));
+        assert!(
+            p1.report_line(1).starts_with(
+                "phase 1      : write-heavy skewed, 10% reads, keys zipf 0.99: 3000 ops, "
+            ),
+            "{}",
+            p1.report_line(1)
+        );
+        assert!(p2.report_line(2).ends_with("; began after 3000 ops"));
+        assert!(!out.contains("characterizer"));
+        // --triad is Rialto's: other engines say they ignore it.
+        assert!(out.contains("Note:       --triad=disk ignored: the mem engine has no TRIAD\n"));
+        let cfg = config(dir.path(), "readrandom", |_| {});
+        assert!(!run(&cfg, &factory).1.contains("--triad"));
+    }
+
+    #[test]
+    fn class_changes_are_placed_in_their_phase() {
+        use crate::engine::{Adaptation, ClassChange};
+        let phase = |n: usize, w: u64| PhaseResult {
+            phase: PHASES[n],
+            keys: String::new(),
+            ops: 0,
+            elapsed: Duration::ZERO,
+            mix: OpMix::empty(),
+            ops_before: 0,
+            windows_at_start: Some(w),
+        };
+        let change = |window: u64, from: &str, to: &str| ClassChange {
+            window,
+            from: from.into(),
+            to: to.into(),
+        };
+        let phases = [phase(0, 10), phase(1, 13)];
+        let a = Adaptation {
+            windows: 17,
+            changes: vec![
+                change(4, "balanced", "read-heavy"),
+                change(12, "read-heavy", "write-heavy-skewed"),
+                change(15, "write-heavy-skewed", "read-heavy"),
+            ],
+        };
+        assert_eq!(
+            class_changes(&phases, Some(&a)),
+            vec![
+                "characterizer : window 12: read-heavy -> write-heavy-skewed (phase 1, 2 windows after it began)",
+                "characterizer : window 15: write-heavy-skewed -> read-heavy (phase 2, 2 windows after it began)",
+            ]
+        );
+        let a = Adaptation {
+            windows: 17,
+            changes: vec![change(12, "balanced", "write-heavy-skewed")],
+        };
+        assert_eq!(
+            class_changes(&phases, Some(&a))[1],
+            "characterizer : no class change in phase 2 (4 windows in it)"
+        );
+        assert!(class_changes(&phases, None).is_empty());
     }
 
     #[test]

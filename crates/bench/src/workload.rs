@@ -4,8 +4,14 @@
 //! every thread runs the benchmark's whole count (fills: `--writes`, default `--num`;
 //! reads: `--reads`, default `--num`; deleterandom: `--num`; fillsync: `--num / 1000`
 //! unless `--writes` is given), and keys are drawn from `[0, --num)`.
+//!
+//! The two mixed benchmarks: readrandomwriterandom (db_bench's) runs `--reads` ops per
+//! thread, each a point read with probability `--readwritepercent`% and else a put, keys
+//! from `--key_dist`; phaseshift runs [`PHASES`] one after the other, `--writes` (default
+//! `--num`) ops per thread each, all threads switching phase together.
 
 use crate::config::Config;
+use crate::dist::KeyDist;
 use crate::error::{BenchError, Result};
 
 /// One db_bench benchmark.
@@ -27,6 +33,10 @@ pub enum Benchmark {
     ReadReverse,
     /// readrandom on `--threads` threads while one more thread overwrites at full speed.
     ReadWhileWriting,
+    /// Random reads and puts mixed, `--readwritepercent`% reads.
+    ReadRandomWriteRandom,
+    /// A write-heavy skewed phase, then a read-heavy uniform one ([`PHASES`]).
+    PhaseShift,
     /// Seek to random keys, then read `--seek_nexts` entries.
     SeekRandom,
     /// Delete uniformly random keys.
@@ -41,7 +51,7 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every benchmark, in the order `--help` lists them.
-    pub const ALL: [Benchmark; 13] = [
+    pub const ALL: [Benchmark; 15] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -50,6 +60,8 @@ impl Benchmark {
         Benchmark::ReadSeq,
         Benchmark::ReadReverse,
         Benchmark::ReadWhileWriting,
+        Benchmark::ReadRandomWriteRandom,
+        Benchmark::PhaseShift,
         Benchmark::SeekRandom,
         Benchmark::DeleteRandom,
         Benchmark::Flush,
@@ -68,6 +80,8 @@ impl Benchmark {
             Benchmark::ReadSeq => "readseq",
             Benchmark::ReadReverse => "readreverse",
             Benchmark::ReadWhileWriting => "readwhilewriting",
+            Benchmark::ReadRandomWriteRandom => "readrandomwriterandom",
+            Benchmark::PhaseShift => "phaseshift",
             Benchmark::SeekRandom => "seekrandom",
             Benchmark::DeleteRandom => "deleterandom",
             Benchmark::Flush => "flush",
@@ -117,12 +131,38 @@ impl Benchmark {
     }
 }
 
+/// One phase of phaseshift.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Phase {
+    /// What the phase is, for the report.
+    pub label: &'static str,
+    /// Percentage of its ops that are reads (the rest are puts).
+    pub read_percent: u8,
+    /// Its keys' distribution (zipf: with `--zipf_theta`).
+    pub key_dist: KeyDist,
+}
+
+/// phaseshift's phases: the first is what TRIAD's write-side techniques are for, the second
+/// what they should get out of the way of; the characterizer should notice the change.
+pub const PHASES: [Phase; 2] = [
+    Phase {
+        label: "write-heavy skewed",
+        read_percent: 10,
+        key_dist: KeyDist::Zipf,
+    },
+    Phase {
+        label: "read-heavy uniform",
+        read_percent: 90,
+        key_dist: KeyDist::Uniform,
+    },
+];
+
 /// Order of the keys a writer produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyOrder {
     /// Indices 0, 1, 2, ... (each thread starts at 0, as in db_bench).
     Sequential,
-    /// Uniform over `[0, key_space)`.
+    /// Drawn from `[0, key_space)` by the plan's key distribution.
     Random,
 }
 
@@ -147,6 +187,16 @@ pub enum Op {
     Seek,
     /// Random reads on every worker plus one background writer.
     ReadWhileWriting,
+    /// Each op a point read with probability `read_percent`%, else a put.
+    Mixed {
+        /// Percentage of reads.
+        read_percent: u8,
+    },
+    /// [`PHASES`] in turn, `phase_ops` ops per thread each.
+    PhaseShift {
+        /// Ops per thread of each phase.
+        phase_ops: u64,
+    },
     /// One flush.
     Flush,
     /// One full compaction.
@@ -162,10 +212,13 @@ pub struct Plan {
     pub benchmark: Benchmark,
     /// What the threads do.
     pub op: Op,
-    /// Operations each measured thread performs (an upper bound for scans).
+    /// Operations each measured thread performs (an upper bound for scans; phaseshift: both
+    /// phases together).
     pub ops_per_thread: u64,
     /// Keys are drawn from `[0, key_space)`.
     pub key_space: u64,
+    /// How random keys are drawn (phaseshift: per phase instead, see [`PHASES`]).
+    pub key_dist: KeyDist,
     /// Measured threads (readwhilewriting adds an unmeasured writer).
     pub threads: usize,
     /// Sync every write.
@@ -219,6 +272,20 @@ impl Plan {
             Benchmark::ReadSeq => (Op::Scan { reverse: false }, cfg.reads, cfg.threads, false),
             Benchmark::ReadReverse => (Op::Scan { reverse: true }, cfg.reads, cfg.threads, false),
             Benchmark::ReadWhileWriting => (Op::ReadWhileWriting, cfg.reads, cfg.threads, cfg.sync),
+            Benchmark::ReadRandomWriteRandom => (
+                Op::Mixed {
+                    read_percent: cfg.read_percent,
+                },
+                cfg.reads,
+                cfg.threads,
+                cfg.sync,
+            ),
+            Benchmark::PhaseShift => (
+                Op::PhaseShift { phase_ops: writes },
+                writes.saturating_mul(PHASES.len() as u64),
+                cfg.threads,
+                cfg.sync,
+            ),
             Benchmark::SeekRandom => (Op::Seek, cfg.reads, cfg.threads, false),
             Benchmark::Flush => (Op::Flush, 1, 1, false),
             Benchmark::Compact => (Op::Compact, 1, 1, false),
@@ -229,6 +296,7 @@ impl Plan {
             op,
             ops_per_thread: ops,
             key_space: cfg.num,
+            key_dist: cfg.key_dist,
             threads,
             sync,
             fresh_db: benchmark.fresh_db(),
@@ -251,6 +319,27 @@ impl Plan {
         }
     }
 
+    /// True when the plan draws Zipfian keys (so the runner must prepare the generator).
+    pub fn needs_zipf(&self) -> bool {
+        match self.op {
+            Op::PhaseShift { .. } => PHASES.iter().any(|p| p.key_dist == KeyDist::Zipf),
+            Op::Write {
+                order: KeyOrder::Random,
+                ..
+            }
+            | Op::ReadRandom
+            | Op::ReadWhileWriting
+            | Op::Seek
+            | Op::Mixed { .. } => self.key_dist == KeyDist::Zipf,
+            _ => false,
+        }
+    }
+
+    /// True for the benchmarks that time reads and writes apart (and print both).
+    pub fn is_mixed(&self) -> bool {
+        matches!(self.op, Op::Mixed { .. } | Op::PhaseShift { .. })
+    }
+
     /// What the histogram's "Microseconds per ..." line calls one op.
     pub fn op_label(&self) -> &'static str {
         match self.op {
@@ -260,7 +349,7 @@ impl Plan {
             Op::Seek => "seek",
             Op::Flush => "flush",
             Op::Compact => "compaction",
-            Op::Stats => "op",
+            Op::Mixed { .. } | Op::PhaseShift { .. } | Op::Stats => "op",
         }
     }
 }
@@ -337,6 +426,78 @@ mod tests {
             ..BenchFlags::default()
         });
         assert_eq!(Plan::new(Benchmark::FillSync, &c).ops_per_thread, 1);
+    }
+
+    #[test]
+    fn plans_of_the_mixed_benchmarks() {
+        let c = cfg(BenchFlags {
+            num: 1000,
+            reads: 300,
+            threads: 2,
+            readwritepercent: 70,
+            ..BenchFlags::default()
+        });
+        let rw = Plan::new(Benchmark::ReadRandomWriteRandom, &c);
+        assert_eq!(rw.op, Op::Mixed { read_percent: 70 });
+        assert_eq!((rw.ops_per_thread, rw.threads), (300, 2));
+        assert_eq!(rw.total_ops(), 600);
+        assert!(rw.is_mixed() && !rw.fresh_db && !rw.needs_zipf());
+        assert_eq!((rw.key_space, rw.index_bound()), (1000, 1000));
+        assert_eq!(rw.op_label(), "op");
+
+        // phaseshift: --writes (default --num) ops per phase and thread, two phases.
+        let ps = Plan::new(Benchmark::PhaseShift, &c);
+        assert_eq!(ps.op, Op::PhaseShift { phase_ops: 1000 });
+        assert_eq!(ps.ops_per_thread, 2000);
+        assert_eq!(ps.total_ops(), 4000);
+        assert!(ps.is_mixed() && !ps.fresh_db);
+        assert!(
+            ps.needs_zipf(),
+            "its first phase is skewed whatever --key_dist says"
+        );
+        let c2 = cfg(BenchFlags {
+            num: 1000,
+            writes: 50,
+            ..BenchFlags::default()
+        });
+        assert_eq!(
+            Plan::new(Benchmark::PhaseShift, &c2).op,
+            Op::PhaseShift { phase_ops: 50 }
+        );
+        assert_eq!(
+            PHASES.map(|p| (p.read_percent, p.key_dist)),
+            [(10, KeyDist::Zipf), (90, KeyDist::Uniform)]
+        );
+
+        // --key_dist reaches every plan that draws random keys, and only those need zipf.
+        let z = cfg(BenchFlags {
+            key_dist: KeyDist::Zipf,
+            ..BenchFlags::default()
+        });
+        for b in [
+            Benchmark::FillRandom,
+            Benchmark::Overwrite,
+            Benchmark::FillSync,
+            Benchmark::DeleteRandom,
+            Benchmark::ReadRandom,
+            Benchmark::SeekRandom,
+            Benchmark::ReadWhileWriting,
+            Benchmark::ReadRandomWriteRandom,
+            Benchmark::PhaseShift,
+        ] {
+            let p = Plan::new(b, &z);
+            assert_eq!(p.key_dist, KeyDist::Zipf);
+            assert!(p.needs_zipf(), "{}", b.name());
+        }
+        for b in [
+            Benchmark::FillSeq,
+            Benchmark::ReadSeq,
+            Benchmark::Flush,
+            Benchmark::Stats,
+        ] {
+            assert!(!Plan::new(b, &z).needs_zipf(), "{}", b.name());
+        }
+        assert!(!Plan::new(Benchmark::ReadRandom, &c).is_mixed());
     }
 
     #[test]

@@ -133,3 +133,238 @@ fn rialto_engine_small_run() {
         .unwrap()
         .starts_with("amplification : write "));
 }
+
+/// The last report line of `name`, parsed.
+fn line_of(out: &str, name: &str) -> (String, f64, u64, String) {
+    out.lines()
+        .filter_map(parse_line)
+        .find(|l| l.0 == name)
+        .unwrap_or_else(|| panic!("no {name} line in\n{out}"))
+}
+
+#[test]
+fn readrandomwriterandom_with_zipf_on_the_memory_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = flags(
+        &dir.path().join("db"),
+        "fillrandom,readrandomwriterandom,stats",
+    );
+    f.key_dist = rialto_bench::KeyDist::Zipf;
+    f.zipf_theta = 0.9;
+    f.readwritepercent = 80;
+    f.threads = 2;
+    let cfg = Config::from_flags(&f).unwrap();
+    let factory = memory::MemFactory::new("mem");
+    let mut out = Vec::new();
+    let results = Runner::new(&cfg, &factory, &mut out).run_all().unwrap();
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.contains("KeyDist:    zipf, theta 0.9 (scrambled)\n"),
+        "{out}"
+    );
+    let line = line_of(&out, "readrandomwriterandom");
+    assert!(line.1 > 0.0 && line.2 > 0, "{line:?}");
+    assert!(line.3.contains(" total:4000 found:"), "{line:?}");
+    let mix = results[1].mix.as_ref().unwrap();
+    assert_eq!(mix.reads + mix.writes, 4000);
+    assert!(mix.reads > 2900 && mix.reads < 3500, "{}", mix.reads);
+    // Hot keys were written by the zipf fill: most zipf reads find theirs.
+    assert!(
+        mix.found * 10 > mix.reads * 8,
+        "{} of {}",
+        mix.found,
+        mix.reads
+    );
+    assert!(out.contains("\nlatency (us) : read p50 "), "{out}");
+    assert!(out.contains(&format!("({} ops); write p50 ", mix.reads)));
+    // No TRIAD here, and the stats still end with the amplification line.
+    assert!(!out.contains("TRIAD") && !out.contains("triad"));
+    assert!(out
+        .trim_end()
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("amplification : write "));
+}
+
+#[test]
+fn readrandomwriterandom_with_zipf_on_rialto() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = flags(
+        &dir.path().join("db"),
+        "fillrandom,readrandomwriterandom,stats",
+    );
+    f.key_dist = rialto_bench::KeyDist::Zipf;
+    f.readwritepercent = 50;
+    f.write_buffer_size = 64 << 10;
+    f.cache_size = 1 << 20;
+    f.triad = Some(rialto_bench::TriadMode::Disk);
+    let mut out = Vec::new();
+    let results = rialto_bench::run_bench(&f, &mut out).unwrap();
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.contains("TRIAD:      disk\n"), "{out}");
+    let mix = results[1].mix.as_ref().unwrap();
+    assert_eq!(mix.reads + mix.writes, 2000);
+    assert!(mix.found > 0);
+    assert!(line_of(&out, "readrandomwriterandom")
+        .3
+        .contains(" total:2000 "));
+    assert!(out.contains("\nlatency (us) : read p50 "), "{out}");
+    // TRIAD's state after the benchmark and in stats, before the amplification line.
+    assert_eq!(
+        out.matches("triad : mem off disk on adaptive off overlap threshold 0.40")
+            .count(),
+        2,
+        "{out}"
+    );
+    let tail: Vec<&str> = out.trim_end().lines().rev().take(2).collect();
+    assert!(tail[0].starts_with("amplification : write "), "{out}");
+    assert!(
+        tail[1].starts_with("triad : ") || tail[1].starts_with("written (os)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn phaseshift_on_rialto_shows_the_characterizer_switching() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = flags(&dir.path().join("db"), "phaseshift,stats");
+    // 30,000 ops per phase: three 10,000-op characterizer windows each, and a class is
+    // confirmed after two.
+    f.num = 30_000;
+    f.cache_size = 4 << 20;
+    let mut out = Vec::new();
+    let results = rialto_bench::run_bench(&f, &mut out).unwrap();
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.contains("TRIAD:      adaptive\n"), "{out}");
+    let r = &results[0];
+    assert_eq!(r.ops, 60_000);
+    assert_eq!(r.phases.len(), 2);
+    assert_eq!(r.phases[1].ops_before, 30_000);
+    // Nothing ran before: phase 1 starts at window 0 and phase 2 after phase 1's three.
+    assert_eq!(r.phases[0].windows_at_start, Some(0));
+    assert_eq!(r.phases[1].windows_at_start, Some(3));
+    let phase1 = out
+        .lines()
+        .find(|l| l.starts_with("phase 1      : "))
+        .unwrap();
+    assert!(
+        phase1.contains("write-heavy skewed, 10% reads, keys zipf 0.99: 30000 ops, "),
+        "{phase1}"
+    );
+    assert!(phase1.contains(" ops/sec; read p50 "), "{phase1}");
+    let phase2 = out
+        .lines()
+        .find(|l| l.starts_with("phase 2      : "))
+        .unwrap();
+    assert!(
+        phase2.ends_with("began after 30000 ops, at characterizer window 3"),
+        "{phase2}"
+    );
+    // The characterizer's decisions, placed in their phases.
+    assert!(out.contains("-> write-heavy-skewed (phase 1, "), "{out}");
+    let switch = out
+        .lines()
+        .find(|l| l.starts_with("characterizer : ") && l.contains("-> read-heavy (phase 2, "))
+        .unwrap_or_else(|| panic!("no switch to read-heavy in phase 2:\n{out}"));
+    let n: u64 = switch
+        .split("(phase 2, ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    assert!((2..=3).contains(&n), "{switch}");
+    assert!(out.contains("triad decision : window "), "{out}");
+    assert!(
+        out.contains("triad workload : read-heavy after 6 windows"),
+        "{out}"
+    );
+}
+
+#[test]
+fn triad_modes_on_rialto() {
+    for (mode, line) in [
+        (
+            rialto_bench::TriadMode::Off,
+            "triad : mem off disk off adaptive off ",
+        ),
+        (
+            rialto_bench::TriadMode::Mem,
+            "triad : mem on disk off adaptive off ",
+        ),
+        (
+            rialto_bench::TriadMode::Disk,
+            "triad : mem off disk on adaptive off ",
+        ),
+        (
+            rialto_bench::TriadMode::On,
+            "triad : mem on disk on adaptive off ",
+        ),
+        (
+            rialto_bench::TriadMode::Adaptive,
+            "triad : mem on disk on adaptive on ",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = flags(&dir.path().join("db"), "fillrandom,stats");
+        f.triad = Some(mode);
+        let mut out = Vec::new();
+        rialto_bench::run_bench(&f, &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.contains(&format!("TRIAD:      {}\n", mode.name())),
+            "{out}"
+        );
+        assert!(out.contains(line), "{out}");
+    }
+    {
+        let mode = rialto_bench::TriadMode::Log;
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = flags(&dir.path().join("db"), "fillrandom,stats");
+        f.triad = Some(mode);
+        let mut out = Vec::new();
+        let e = rialto_bench::run_bench(&f, &mut out).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(&format!("--triad={} is not available yet", mode.name())),
+            "{msg}"
+        );
+        assert!(!msg.contains('\n'));
+        // Refused before anything ran or was printed.
+        assert!(out.is_empty());
+        assert!(!dir.path().join("db").exists());
+    }
+}
+
+#[test]
+fn bad_workload_flags_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = flags(&dir.path().join("db"), "readrandomwriterandom");
+    let mut bad = Vec::new();
+    for theta in [0.0, 1.0, 2.5, -1.0] {
+        bad.push((
+            BenchFlags {
+                zipf_theta: theta,
+                ..base.clone()
+            },
+            format!("--zipf_theta={theta} must be in (0, 1), both excluded"),
+        ));
+    }
+    for p in [-10, 101] {
+        bad.push((
+            BenchFlags {
+                readwritepercent: p,
+                ..base.clone()
+            },
+            format!("--readwritepercent={p} must be a percentage from 0 to 100"),
+        ));
+    }
+    for (f, want) in bad {
+        let mut out = Vec::new();
+        let e = rialto_bench::run_bench(&f, &mut out).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        assert_eq!(e.to_string(), want);
+        assert!(out.is_empty());
+    }
+}

@@ -8,6 +8,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use rialto_lsm::triad::TriadMode;
 use rialto_txn::Durability;
 
 /// Everything the server is configured with.
@@ -39,6 +40,7 @@ pub struct Config {
     pub cache_size: usize,
     pub row_cache_size: usize,
     pub write_buffer_size: usize,
+    pub triad: TriadMode,
     pub merger_max_wait: Duration,
     pub merger_max_group_bytes: usize,
     pub merger_spin: Duration,
@@ -80,6 +82,7 @@ impl Default for Config {
             cache_size: 256 << 20,
             row_cache_size: 256 << 20,
             write_buffer_size: 64 << 20,
+            triad: TriadMode::Adaptive,
             merger_max_wait: Duration::from_micros(100),
             merger_max_group_bytes: 4 << 20,
             merger_spin: Duration::from_micros(50),
@@ -246,6 +249,8 @@ pub static KEYS: &[Key] = &[
         |c, v| c.row_cache_size = parse_size(v)?, |c| c.row_cache_size.to_string()),
     key!("write-buffer-size", false, "Memtable size before it is flushed to a table (default 64mb): larger absorbs more overwrites and makes recovery replay longer.",
         |c, v| c.write_buffer_size = parse_size(v)?.max(1 << 20), |c| c.write_buffer_size.to_string()),
+    key!("triad", false, "TRIAD techniques of the storage engine (default adaptive): off, mem (hot keys stay in memory at flushes), disk (L0 compaction deferred while L0 and L1 share few keys), on (both), adaptive (both, switched and tuned at run time by a workload characterizer over windows of 10,000 operations). The techniques save flush and compaction work on skewed and write-heavy workloads; off is the classic leveled LSM.",
+        |c, v| c.triad = TriadMode::parse(v).ok_or_else(|| format!("'{v}' is not one of off, mem, disk, on, adaptive"))?, |c| c.triad.name().to_string()),
     key!("merger-max-wait-us", false, "Longest a journal sync waits for more writes to join it, in microseconds (default 100).",
         |c, v| c.merger_max_wait = Duration::from_micros(parse_num(v)?), |c| c.merger_max_wait.as_micros().to_string()),
     key!("merger-max-group-bytes", false, "Largest merged journal write (default 4mb).",

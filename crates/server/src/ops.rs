@@ -4,6 +4,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use rialto_engine::{KvEngine, PipelinedCommit};
+use rialto_lsm::triad::Workload;
 
 use crate::http::OpsState;
 use crate::prom::PromWriter;
@@ -183,6 +184,33 @@ pub fn render(sh: &Shared) -> String {
         &[],
         e.flushes,
     );
+    let t = sh.db.triad_stats();
+    w.counter(
+        "rialto_triad_hot_entries_kept_total",
+        "Hot entries TRIAD-MEM kept in memory at flushes (re-logged instead of flushed).",
+        &[],
+        t.hot_entries_kept,
+    );
+    w.counter(
+        "rialto_triad_deferred_flushes_total",
+        "Flushes after which TRIAD-DISK deferred L0 compaction (low key overlap).",
+        &[],
+        t.deferred_flushes,
+    );
+    w.counter(
+        "rialto_triad_windows_total",
+        "Operation windows the workload characterizer classified.",
+        &[],
+        t.windows,
+    );
+    for workload in Workload::ALL {
+        w.gauge(
+            "rialto_triad_workload",
+            "1 for the workload class the characterizer has in force, 0 for the others.",
+            &[("class", workload.name())],
+            u64::from(t.workload == workload),
+        );
+    }
     w.counter(
         "rialto_engine_compactions_total",
         "Compactions.",

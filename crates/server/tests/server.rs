@@ -385,3 +385,60 @@ fn a_client_over_the_output_buffer_limit_is_closed_and_others_are_not() {
     assert_eq!(c.strlen::<_, i64>("big").unwrap(), 4096);
     srv.shutdown().unwrap();
 }
+
+/// TRIAD is configured by `triad` (read-only at run time) and its state is in `INFO
+/// rialto_triad`: the characterizer sees a write-heavy, skewed stream of SETs and says so.
+#[test]
+fn triad_state_is_in_info_and_its_mode_in_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let got: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("triad")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(got, vec!["triad", "adaptive"]);
+    let r: redis::RedisResult<()> = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("triad")
+        .arg("off")
+        .query(&mut c);
+    assert!(r.is_err());
+    // 30,000 writes, nearly all to 10 keys: three windows, skewed and write-heavy.
+    for chunk in 0..30 {
+        let mut p = redis::pipe();
+        for i in 0..1000 {
+            let k = if i % 10 == 0 {
+                format!("cold{chunk}-{i}")
+            } else {
+                format!("hot{}", i % 10)
+            };
+            p.set(k, "v").ignore();
+        }
+        let _: () = p.query(&mut c).unwrap();
+    }
+    let info: String = redis::cmd("INFO")
+        .arg("rialto_triad")
+        .query(&mut c)
+        .unwrap();
+    assert!(info.starts_with("# Rialto_triad\r\n"), "{info}");
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("no {name} in {info}"))
+            .to_string()
+    };
+    assert_eq!(field("adaptive"), "on");
+    assert_eq!(field("windows"), "3");
+    assert_eq!(field("workload"), "write-heavy-skewed");
+    assert_eq!(field("hot_cold_active"), "1");
+    assert!(
+        field("decision0").contains("to=write-heavy-skewed"),
+        "{info}"
+    );
+    // In the default INFO too.
+    let all: String = redis::cmd("INFO").query(&mut c).unwrap();
+    assert!(all.contains("# Rialto_triad\r\n"));
+    srv.shutdown().unwrap();
+}

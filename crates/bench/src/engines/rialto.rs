@@ -7,11 +7,14 @@ use rialto_engine::{
     BatchOp, EngineIterator, EngineStats, IterOptions, KvEngine, WriteBatch, WriteOptions,
 };
 use rialto_lsm::cache::BlockCache;
+use rialto_lsm::triad::{TriadMode as LsmTriadMode, TriadOptions, TriadStats};
 use rialto_lsm::{Compression, Db, Options};
 use rialto_txn::{Merger, MergerOptions};
 
-use crate::config::{CommitPath, CompressionKind};
-use crate::engine::{BenchEngine, EngineConfig, EngineFactory, ScanFrom, Visitor};
+use crate::config::{CommitPath, CompressionKind, TriadMode};
+use crate::engine::{
+    Adaptation, BenchEngine, ClassChange, EngineConfig, EngineFactory, ScanFrom, Visitor,
+};
 use crate::error::{BenchError, Result};
 
 const NAME: &str = "rialto";
@@ -24,9 +27,27 @@ fn err(op: &str, e: rialto_engine::Error) -> BenchError {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RialtoFactory;
 
+/// `--triad`'s mode as Rialto's TRIAD options (the engine's own names and settings; `log`
+/// is refused until TRIAD-LOG exists).
+pub fn triad_options(mode: TriadMode) -> Result<TriadOptions> {
+    let m = match mode {
+        TriadMode::Off => LsmTriadMode::Off,
+        TriadMode::Mem => LsmTriadMode::Mem,
+        TriadMode::Disk => LsmTriadMode::Disk,
+        TriadMode::On => LsmTriadMode::On,
+        TriadMode::Adaptive => LsmTriadMode::Adaptive,
+        TriadMode::Log => {
+            return Err(BenchError::usage(
+                "--triad=log is not available yet (available: off, mem, disk, on, adaptive)",
+            ))
+        }
+    };
+    Ok(m.options())
+}
+
 /// Rialto's options for the bench settings; everything not set here keeps Rialto's default.
-pub fn options(cfg: &EngineConfig) -> Options {
-    Options {
+pub fn options(cfg: &EngineConfig) -> Result<Options> {
+    Ok(Options {
         create_if_missing: true,
         write_buffer_size: usize::try_from(cfg.write_buffer_size).unwrap_or(usize::MAX),
         bloom_bits_per_key: cfg.bloom_bits,
@@ -42,8 +63,62 @@ pub fn options(cfg: &EngineConfig) -> Options {
         )),
         block_size: cfg.block_size,
         max_background_jobs: cfg.background_jobs,
+        triad: triad_options(cfg.triad)?,
         ..Options::default()
+    })
+}
+
+/// TRIAD's state as the `stats` benchmark prints it, one line each.
+pub fn format_triad(t: &TriadStats) -> Vec<String> {
+    let on = |b: bool| if b { "on" } else { "off" };
+    let mut lines = vec![
+        format!(
+            "triad : mem {} disk {} adaptive {} overlap threshold {:.2} last overlap {} deferred flushes {}",
+            on(t.mem),
+            on(t.disk),
+            on(t.adaptive),
+            t.overlap_threshold,
+            t.last_overlap
+                .map_or_else(|| "-".to_string(), |x| format!("{x:.2}")),
+            t.deferred_flushes
+        ),
+        format!(
+            "triad mem : hot/cold {} hot flushes {} hot entries kept {} re-logged bytes {}",
+            on(t.hot_cold_active),
+            t.hot_flushes,
+            t.hot_entries_kept,
+            t.hot_bytes_relogged
+        ),
+    ];
+    if t.adaptive {
+        let w = &t.last_window;
+        lines.push(format!(
+            "triad workload : {} after {} windows; last window {} reads {} writes \
+             (read fraction {:.2}, skew {:.2}: {} of {} sampled writes distinct)",
+            t.workload.name(),
+            t.windows,
+            w.reads,
+            w.writes,
+            w.read_fraction(),
+            w.skew(),
+            w.distinct,
+            w.sampled
+        ));
+        for d in &t.decisions {
+            lines.push(format!(
+                "triad decision : window {}: {} -> {} (read fraction {:.2}, skew {:.2}; \
+                 overlap threshold {:.2}, hot/cold {})",
+                d.window,
+                d.from.name(),
+                d.to.name(),
+                d.read_fraction,
+                d.skew,
+                d.tuning.overlap_threshold,
+                on(d.tuning.hot_cold)
+            ));
+        }
     }
+    lines
 }
 
 impl EngineFactory for RialtoFactory {
@@ -53,7 +128,7 @@ impl EngineFactory for RialtoFactory {
 
     fn open(&self, path: &Path, cfg: &EngineConfig) -> Result<Box<dyn BenchEngine>> {
         let db = Arc::new(
-            Db::open(path, options(cfg))
+            Db::open(path, options(cfg)?)
                 .map_err(|e| err(&format!("open {}", path.display()), e))?,
         );
         let merger = match cfg.commit {
@@ -75,6 +150,14 @@ impl EngineFactory for RialtoFactory {
 
     fn describe(&self) -> String {
         format!("rialto {}", env!("CARGO_PKG_VERSION"))
+    }
+
+    fn check(&self, cfg: &EngineConfig) -> Result<()> {
+        triad_options(cfg.triad).map(drop)
+    }
+
+    fn has_triad(&self) -> bool {
+        true
     }
 }
 
@@ -181,6 +264,26 @@ impl BenchEngine for RialtoEngine {
         Ok(KvEngine::stats(&*self.db))
     }
 
+    fn extra_stats(&self) -> Vec<String> {
+        format_triad(&self.db.triad_stats())
+    }
+
+    fn adaptation(&self) -> Option<Adaptation> {
+        let t = self.db.triad_stats();
+        t.adaptive.then(|| Adaptation {
+            windows: t.windows,
+            changes: t
+                .decisions
+                .iter()
+                .map(|d| ClassChange {
+                    window: d.window,
+                    from: d.from.name().to_string(),
+                    to: d.to.name().to_string(),
+                })
+                .collect(),
+        })
+    }
+
     fn close(self: Box<Self>) -> Result<()> {
         let RialtoEngine { db, merger } = *self;
         if let Some(m) = merger {
@@ -190,5 +293,50 @@ impl BenchEngine for RialtoEngine {
             Ok(db) => db.close().map_err(|e| err("close", e)),
             Err(_) => Err(err("close", rialto_engine::Error::Closed)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn triad_modes_map_to_options() {
+        let t = |m| triad_options(m).unwrap();
+        assert_eq!(t(TriadMode::Off), TriadOptions::off());
+        assert_eq!(t(TriadMode::Adaptive), TriadOptions::default());
+        let disk = t(TriadMode::Disk);
+        assert!(disk.disk && !disk.adaptive);
+        let on = t(TriadMode::On);
+        assert!(on.mem && on.disk && !on.adaptive);
+        let mem = t(TriadMode::Mem);
+        assert!(mem.mem && !mem.disk && !mem.adaptive);
+        {
+            let m = TriadMode::Log;
+            let e = triad_options(m).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("--triad={} is not available yet", m.name())),
+                "{e}"
+            );
+        }
+        // The factory checks it before anything opens.
+        let mut cfg = EngineConfig {
+            write_buffer_size: 1 << 20,
+            cache_size: 0,
+            bloom_bits: 10,
+            compression: CompressionKind::None,
+            block_size: 4096,
+            background_jobs: 2,
+            commit: CommitPath::Merger,
+            triad: TriadMode::Log,
+        };
+        assert!(RialtoFactory.check(&cfg).is_err());
+        assert!(options(&cfg).is_err());
+        cfg.triad = TriadMode::Disk;
+        assert!(RialtoFactory.check(&cfg).is_ok());
+        assert!(options(&cfg).unwrap().triad.disk);
+        assert!(RialtoFactory.has_triad());
     }
 }

@@ -76,6 +76,14 @@ pub enum Workload {
 }
 
 impl Workload {
+    /// Every class.
+    pub const ALL: [Workload; 4] = [
+        Workload::Balanced,
+        Workload::ReadHeavy,
+        Workload::WriteHeavyUniform,
+        Workload::WriteHeavySkewed,
+    ];
+
     /// Short name, as shown in statistics.
     pub fn name(self) -> &'static str {
         match self {

@@ -85,6 +85,68 @@ impl TriadOptions {
     }
 }
 
+/// The TRIAD settings users choose by name (`rialto serve` `triad`, `rialto bench
+/// --triad`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TriadMode {
+    /// No technique: the classic leveled LSM.
+    Off,
+    /// TRIAD-MEM alone, always.
+    Mem,
+    /// TRIAD-DISK alone, always (overlap threshold 0.4).
+    Disk,
+    /// Every technique, always.
+    On,
+    /// Every technique, switched and tuned by the workload characterizer (the default).
+    Adaptive,
+}
+
+impl TriadMode {
+    /// Every mode, in the order help texts list them.
+    pub const ALL: [TriadMode; 5] = [
+        TriadMode::Off,
+        TriadMode::Mem,
+        TriadMode::Disk,
+        TriadMode::On,
+        TriadMode::Adaptive,
+    ];
+
+    /// The mode's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TriadMode::Off => "off",
+            TriadMode::Mem => "mem",
+            TriadMode::Disk => "disk",
+            TriadMode::On => "on",
+            TriadMode::Adaptive => "adaptive",
+        }
+    }
+
+    /// The mode called `name` (case-insensitive), if any.
+    pub fn parse(name: &str) -> Option<TriadMode> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.name().eq_ignore_ascii_case(name))
+    }
+
+    /// The engine options of the mode (defaults for every threshold).
+    pub fn options(self) -> TriadOptions {
+        let fixed = |mem, disk| TriadOptions {
+            mem,
+            disk,
+            adaptive: false,
+            ..TriadOptions::default()
+        };
+        match self {
+            TriadMode::Off => TriadOptions::off(),
+            TriadMode::Mem => fixed(true, false),
+            TriadMode::Disk => fixed(false, true),
+            TriadMode::On => fixed(true, true),
+            TriadMode::Adaptive => TriadOptions::default(),
+        }
+    }
+}
+
 /// TRIAD's state, as the engine's statistics show it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TriadStats {
@@ -119,4 +181,25 @@ pub struct TriadStats {
     pub last_window: Window,
     /// The most recent class changes, oldest first.
     pub decisions: Vec<Decision>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_by_name() {
+        for m in TriadMode::ALL {
+            assert_eq!(TriadMode::parse(m.name()), Some(m));
+        }
+        assert_eq!(TriadMode::parse("ADAPTIVE"), Some(TriadMode::Adaptive));
+        assert_eq!(TriadMode::parse("fast"), None);
+        let off = TriadMode::Off.options();
+        assert!(!off.mem && !off.disk && !off.adaptive);
+        let mem = TriadMode::Mem.options();
+        assert!(mem.mem && !mem.disk && !mem.adaptive);
+        let on = TriadMode::On.options();
+        assert!(on.mem && on.disk && !on.adaptive);
+        assert_eq!(TriadMode::Adaptive.options(), TriadOptions::default());
+    }
 }

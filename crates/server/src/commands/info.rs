@@ -24,6 +24,7 @@ const DEFAULT: &[&str] = &[
     "replication",
     "keyspace",
     "rialto_engine",
+    "rialto_triad",
     "rialto_merger",
     "rialto_io",
 ];
@@ -192,6 +193,44 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
             );
             for (i, l) in s.levels.iter().enumerate() {
                 let _ = write!(o, "level{i}:files={},bytes={}\r\n", l.files, l.bytes);
+            }
+        }
+        "rialto_triad" => {
+            let t = sh.db.triad_stats();
+            let on_off = |b: bool| if b { "on" } else { "off" };
+            let w = &t.last_window;
+            let _ = write!(
+                o,
+                "# Rialto_triad\r\nmem:{}\r\ndisk:{}\r\nadaptive:{}\r\nworkload:{}\r\nwindows:{}\r\nlast_window:reads={},writes={},read_fraction={:.3},skew={:.3}\r\nhot_cold_active:{}\r\nhot_flushes:{}\r\nhot_entries_kept:{}\r\nhot_bytes_relogged:{}\r\noverlap_threshold:{:.3}\r\nlast_overlap:{}\r\ndeferred_flushes:{}\r\n",
+                on_off(t.mem),
+                on_off(t.disk),
+                on_off(t.adaptive),
+                t.workload.name(),
+                t.windows,
+                w.reads,
+                w.writes,
+                w.read_fraction(),
+                w.skew(),
+                u8::from(t.hot_cold_active),
+                t.hot_flushes,
+                t.hot_entries_kept,
+                t.hot_bytes_relogged,
+                t.overlap_threshold,
+                t.last_overlap.map_or("none".to_string(), |x| format!("{x:.3}")),
+                t.deferred_flushes,
+            );
+            for (i, d) in t.decisions.iter().enumerate() {
+                let _ = write!(
+                    o,
+                    "decision{i}:window={},from={},to={},read_fraction={:.3},skew={:.3},overlap_threshold={:.3},hot_cold={}\r\n",
+                    d.window,
+                    d.from.name(),
+                    d.to.name(),
+                    d.read_fraction,
+                    d.skew,
+                    d.tuning.overlap_threshold,
+                    u8::from(d.tuning.hot_cold),
+                );
             }
         }
         "rialto_merger" => {
