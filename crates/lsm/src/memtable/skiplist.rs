@@ -276,6 +276,26 @@ impl SkipList {
         }
     }
 
+    /// Last node `<= target`, or the head. One descent from the head, so the node found is
+    /// `<= target` even while nodes are inserted concurrently.
+    fn find_less_or_equal(&self, target: &[u8]) -> *mut Node {
+        let mut x = self.head;
+        let mut level = self.max_height.load(AtomicOrdering::Relaxed) - 1;
+        loop {
+            // SAFETY: as in `find_greater_or_equal`.
+            let next = unsafe { Node::next(x, level) };
+            if !next.is_null()
+                && key::compare(unsafe { Node::key(next) }, target) != Ordering::Greater
+            {
+                x = next;
+            } else if level == 0 {
+                return x;
+            } else {
+                level -= 1;
+            }
+        }
+    }
+
     /// Last node, or the head.
     fn find_last(&self) -> *mut Node {
         let mut x = self.head;
@@ -399,14 +419,17 @@ impl<'a> Cursor<'a> {
     pub fn seek(&mut self, target: &[u8]) {
         self.node = self.list.find_greater_or_equal(target, None);
     }
-    /// Positions at the last entry `<= target`.
+    /// Positions at the last entry `<= target`. One descent: composing it from a seek and a
+    /// step back would race with a concurrent insert between the two and could land on an
+    /// entry `> target` (regression: a TRIAD-MEM hot entry, inserted with an old, visible
+    /// sequence number while an iterator sought backwards).
     pub fn seek_for_prev(&mut self, target: &[u8]) {
-        self.seek(target);
-        if !self.valid() {
-            self.seek_to_last();
-        } else if key::compare(self.key(), target) != Ordering::Equal {
-            self.prev();
-        }
+        let n = self.list.find_less_or_equal(target);
+        self.node = if n == self.list.head {
+            ptr::null_mut()
+        } else {
+            n
+        };
     }
     /// Positions at the first entry.
     pub fn seek_to_first(&mut self) {
@@ -512,5 +535,69 @@ mod tests {
         writer.join().unwrap();
         reader.join().unwrap();
         assert_eq!(l.len(), 20_000);
+    }
+
+    #[test]
+    fn seek_for_prev_lands_at_or_before_the_target() {
+        let l = SkipList::new();
+        let k = |i: u64| make_internal_key(&i.to_be_bytes(), 1, ValueKind::Put);
+        for i in (10..100).step_by(10) {
+            // SAFETY: single-threaded.
+            unsafe { l.insert(&k(i), b"") };
+        }
+        let mut c = l.cursor();
+        c.seek_for_prev(&k(55));
+        assert_eq!(c.key(), &k(50)[..]);
+        c.seek_for_prev(&k(50));
+        assert_eq!(c.key(), &k(50)[..]);
+        c.seek_for_prev(&k(5));
+        assert!(!c.valid());
+        c.seek_for_prev(&k(1000));
+        assert_eq!(c.key(), &k(90)[..]);
+        // A duplicate insert is ignored.
+        // SAFETY: single-threaded.
+        unsafe { l.insert(&k(50), b"other") };
+        assert_eq!(l.len(), 9);
+    }
+
+    /// Regression: `seek_for_prev` was a seek then a step back, and a key inserted between the
+    /// two (here: keys just above the targets, inserted while a reader seeks) could be
+    /// returned although it is greater than the target.
+    #[test]
+    fn seek_for_prev_never_passes_the_target_during_inserts() {
+        // The race is narrow: several rounds make a regression show up in practice.
+        for _ in 0..12 {
+            seek_for_prev_round();
+        }
+    }
+
+    fn seek_for_prev_round() {
+        let l = Arc::new(SkipList::new());
+        let k = |i: u64| make_internal_key(&i.to_be_bytes(), 1, ValueKind::Put);
+        for i in (0..40_000u64).step_by(4) {
+            // SAFETY: no other thread yet.
+            unsafe { l.insert(&k(i), b"") };
+        }
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let (l, done) = (l.clone(), done.clone());
+            std::thread::spawn(move || {
+                for i in (0..40_000u64).step_by(4) {
+                    // SAFETY: the only writer thread.
+                    unsafe { l.insert(&k(i + 2), b"") };
+                }
+                done.store(true, std::sync::atomic::Ordering::Release);
+            })
+        };
+        let mut c = l.cursor();
+        let mut t = 1u64;
+        while !done.load(std::sync::atomic::Ordering::Acquire) {
+            let target = k(t);
+            c.seek_for_prev(&target);
+            assert!(c.valid());
+            assert_ne!(key::compare(c.key(), &target), Ordering::Greater);
+            t = (t + 4) % 40_000;
+        }
+        writer.join().unwrap();
     }
 }
