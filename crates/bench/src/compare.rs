@@ -326,11 +326,6 @@ pub fn run(
         .filter(|b| b.is_timed())
         .map(|b| b.name().to_string())
         .collect();
-    // Engine-specific settings are checked before any engine runs.
-    let engine_cfg = crate::engine::EngineConfig::from_config(cfg);
-    for f in factories {
-        f.check(&engine_cfg)?;
-    }
     let names = factories.iter().map(|f| f.name().to_string()).collect();
     let mut report = CompareReport::new(names, benchmarks, rounds);
     report.threads = cfg.threads;

@@ -149,10 +149,10 @@ pub struct BenchFlags {
 
     /// TRIAD techniques of the rialto engine [default: adaptive]: off (classic leveled LSM),
     /// mem (TRIAD-MEM alone: hot keys stay in memory at flushes), disk (TRIAD-DISK alone:
-    /// L0 compaction deferred while overlap is low, fixed threshold), log (not available
-    /// yet), on (mem and disk, fixed settings), adaptive (Rialto's default: both, switched
-    /// and tuned at run time by the workload characterizer). Other engines ignore it, with
-    /// a note.
+    /// L0 compaction deferred while overlap is low, fixed threshold), log (TRIAD-LOG alone:
+    /// flushes index the WAL segment instead of copying values), on (all three, fixed
+    /// settings), adaptive (Rialto's default: all three, switched and tuned at run time by
+    /// the workload characterizer). Other engines ignore it, with a note.
     #[arg(long, value_enum, value_name = "MODE")]
     pub triad: Option<TriadMode>,
 }

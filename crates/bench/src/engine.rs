@@ -181,12 +181,6 @@ pub trait EngineFactory: Sync {
         self.name().to_string()
     }
 
-    /// Checks the settings only this engine interprets, before anything runs: a bad one is
-    /// a usage error. Default: nothing to check.
-    fn check(&self, _cfg: &EngineConfig) -> Result<()> {
-        Ok(())
-    }
-
     /// True when the engine has TRIAD, so that `--triad` applies to it. Default false.
     fn has_triad(&self) -> bool {
         false

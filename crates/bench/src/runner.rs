@@ -231,7 +231,6 @@ impl<'a> Runner<'a> {
 
     /// Prints the header, runs every benchmark, closes the engine; returns the timed results.
     pub fn run_all(mut self) -> Result<Vec<BenchResult>> {
-        self.factory.check(&self.engine_cfg)?;
         let notes = self.header_notes();
         write_header(self.out, self.cfg, &self.factory.describe(), &notes)?;
         // Like db_bench: start from an empty database unless told to keep it.

@@ -246,7 +246,15 @@ pub struct WriteBatchIter<'a> {
 }
 
 impl<'a> WriteBatchIter<'a> {
-    fn next_checked(&mut self) -> std::result::Result<Option<BatchOp<'a>>, String> {
+    /// Iterates serialized operations (a batch's [`WriteBatch::ops_data`], as logged) in
+    /// place: keys and values are slices of `ops`, so a caller can tell where each lies.
+    /// Use [`WriteBatchIter::next_checked`] on bytes read back from storage.
+    pub fn over(ops: &'a [u8]) -> Self {
+        WriteBatchIter { data: ops }
+    }
+
+    /// The next operation, or why the bytes are not a well-formed operation.
+    pub fn next_checked(&mut self) -> std::result::Result<Option<BatchOp<'a>>, String> {
         if self.data.is_empty() {
             return Ok(None);
         }

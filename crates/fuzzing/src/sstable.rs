@@ -240,6 +240,7 @@ fn structured(mut input: Input) {
             Compression::None,
         ][usize::from((o >> 5) & 3)],
         block_size: 32 + usize::from(input.u8()) * 8,
+        cl_segment: None,
     };
     let verify = o & 0x80 != 0;
     let damage = input.u8() % 3;

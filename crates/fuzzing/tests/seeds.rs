@@ -256,6 +256,7 @@ fn sstable_seeds(fs: &MemFs) {
                 block_restart_interval: 4,
                 bloom_bits_per_key: 10,
                 compression,
+                cl_segment: None,
             },
         );
         for k in 0..60u32 {

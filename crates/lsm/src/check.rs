@@ -8,7 +8,9 @@
 //! - every live table exists with the recorded size, opens (footer, index, filter,
 //!   properties), and every block's checksum verifies while all entries are read; keys are in
 //!   strictly increasing internal-key order; the first and last keys, the entry count and the
-//!   sequence range equal the manifest's record;
+//!   sequence range equal the manifest's record; a commit-log table (TRIAD-LOG) agrees with
+//!   the manifest on its segment, which exists, and every value it points to there verifies
+//!   against its checksum;
 //! - every WAL segment the database would replay parses record by record with valid checksums
 //!   and decodable batches; a corrupt record followed by valid data is a problem, a torn tail
 //!   (an interrupted last write, which recovery drops) is only noted.
@@ -23,9 +25,10 @@ use std::sync::Arc;
 use rialto_engine::{Error, Result};
 use rialto_io::FsRef;
 
+use crate::cl_table::ClSource;
 use crate::db::{parse_file_name, FileKind};
 use crate::iter::InternalIterator;
-use crate::key;
+use crate::key::{self, ValueKind};
 use crate::sstable::reader::TableReader;
 use crate::version::edit::MAX_LEVELS;
 use crate::version::{current_file_name, table_file_name, FileMeta, VersionSet};
@@ -142,6 +145,31 @@ fn check_table(fs: &FsRef, dir: &Path, level: usize, meta: &FileMeta, report: &m
             return;
         }
     };
+    // A commit-log table (TRIAD-LOG): its values are pointers into a WAL segment, each
+    // checked against the value's checksum.
+    if reader.properties().cl_segment != meta.cl_segment.map(|s| s.number) {
+        report.problem(
+            &name,
+            format!(
+                "commit-log segment {:?} in the table, {:?} in the manifest",
+                reader.properties().cl_segment,
+                meta.cl_segment.map(|s| s.number)
+            ),
+        );
+        return;
+    }
+    let source = match meta.cl_segment {
+        Some(seg) => match ClSource::open(fs.as_ref(), dir, seg) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                report.problem(&name, e.to_string());
+                return;
+            }
+        },
+        None => None,
+    };
+    let mut bad_values = 0u64;
+    let mut first_bad = None;
     let mut it = reader.iter();
     it.seek_to_first();
     let mut prev: Option<Vec<u8>> = None;
@@ -160,6 +188,14 @@ fn check_table(fs: &FsRef, dir: &Path, level: usize, meta: &FileMeta, report: &m
         if seq < meta.smallest_seq || seq > meta.largest_seq {
             seq_outside += 1;
         }
+        if let Some(src) = &source {
+            if key::kind_byte(k) == ValueKind::Put as u8 {
+                if let Err(e) = src.read(it.value()) {
+                    bad_values += 1;
+                    first_bad.get_or_insert(e);
+                }
+            }
+        }
         if first.is_none() {
             first = Some(k.to_vec());
         }
@@ -172,6 +208,12 @@ fn check_table(fs: &FsRef, dir: &Path, level: usize, meta: &FileMeta, report: &m
         return;
     }
     report.entries += entries;
+    if let Some(e) = first_bad {
+        report.problem(
+            &name,
+            format!("{bad_values} values in its commit-log segment are bad, the first: {e}"),
+        );
+    }
     if out_of_order > 0 {
         report.problem(
             &name,

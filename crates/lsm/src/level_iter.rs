@@ -7,8 +7,8 @@ use rialto_engine::Result;
 
 use crate::iter::InternalIterator;
 use crate::key;
-use crate::sstable::TableIter;
 use crate::table_cache::TableCache;
+use crate::table_cache::TableCursor;
 use crate::version::FileMeta;
 
 /// Concatenation of a level's tables.
@@ -16,7 +16,7 @@ pub struct LevelIter {
     files: Vec<Arc<FileMeta>>,
     tables: Arc<TableCache>,
     index: usize,
-    current: Option<TableIter>,
+    current: Option<TableCursor>,
     error: Option<rialto_engine::Error>,
 }
 

@@ -7,6 +7,7 @@
 
 pub mod cache;
 pub mod check;
+pub mod cl_table;
 pub mod compaction;
 mod db;
 pub mod db_iter;

@@ -16,6 +16,7 @@ use rialto_engine::{Error, Result};
 use rialto_io::Fs;
 
 use crate::cache::BlockCache;
+use crate::cl_table::{ClSource, ResolvingIter};
 use crate::key::ValueKind;
 use crate::memtable::Lookup;
 use crate::sstable::{TableIter, TableReader};
@@ -46,8 +47,13 @@ type Shard = HashMap<u64, Entry, BuildHasherDefault<NumberHasher>>;
 
 struct Entry {
     reader: Arc<TableReader>,
+    /// The segment of a commit-log table (TRIAD-LOG).
+    source: Option<Arc<ClSource>>,
     last_use: u64,
 }
+
+/// An iterator over one table, values resolved for commit-log tables.
+pub type TableCursor = ResolvingIter<TableIter>;
 
 /// Open table readers by file number.
 pub struct TableCache {
@@ -86,10 +92,15 @@ impl TableCache {
 
     /// The reader of table `file`, opening it if needed.
     pub fn reader(&self, file: &FileMeta) -> Result<Arc<TableReader>> {
+        Ok(self.open(file)?.0)
+    }
+
+    /// The reader of table `file` and, for a commit-log table, its segment.
+    fn open(&self, file: &FileMeta) -> Result<(Arc<TableReader>, Option<Arc<ClSource>>)> {
         let now = self.tick.fetch_add(1, Ordering::Relaxed);
         if let Some(e) = self.shard(file.number).lock().get_mut(&file.number) {
             e.last_use = now;
-            return Ok(Arc::clone(&e.reader));
+            return Ok((Arc::clone(&e.reader), e.source.clone()));
         }
         // Open outside the lock: it does I/O.
         let name = table_file_name(file.number);
@@ -111,28 +122,49 @@ impl TableCache {
         let reader = Arc::new(TableReader::open(
             f,
             file.number,
-            name,
+            name.clone(),
             self.block_cache.clone(),
             self.verify_checksums,
         )?);
+        // The manifest and the table must agree on whether values are pointers: a pointer
+        // returned as a value, or a value taken for a pointer, would be wrong data.
+        let recorded = file.cl_segment.map(|s| s.number);
+        if reader.properties().cl_segment != recorded {
+            return Err(Error::corruption(
+                name,
+                0,
+                format!(
+                    "commit-log segment {:?} in the table, {recorded:?} in the manifest",
+                    reader.properties().cl_segment
+                ),
+            ));
+        }
+        let source = match file.cl_segment {
+            Some(seg) => Some(Arc::new(ClSource::open(&*self.fs, &self.dir, seg)?)),
+            None => None,
+        };
         let mut shard = self.shard(file.number).lock();
         if shard.len() >= self.per_shard_capacity {
             evict_oldest(&mut shard);
         }
         let e = shard.entry(file.number).or_insert(Entry {
             reader,
+            source,
             last_use: now,
         });
-        Ok(Arc::clone(&e.reader))
+        Ok((Arc::clone(&e.reader), e.source.clone()))
     }
 
     /// Point lookup in one table.
     pub fn get(&self, file: &FileMeta, lookup: &[u8]) -> Result<Lookup> {
-        let reader = self.reader(file)?;
+        let (reader, source) = self.open(file)?;
         Ok(match reader.get(lookup)? {
             Some((trailer, value)) => {
                 if (trailer & 0xff) as u8 == ValueKind::Put as u8 {
-                    Lookup::Found(value)
+                    match source {
+                        Some(src) => Lookup::Found(src.read(&value)?),
+                        None => Lookup::Found(value),
+                    }
                 } else {
                     Lookup::Deleted
                 }
@@ -141,9 +173,10 @@ impl TableCache {
         })
     }
 
-    /// An iterator over table `file`.
-    pub fn iter(&self, file: &FileMeta) -> Result<TableIter> {
-        Ok(self.reader(file)?.iter())
+    /// An iterator over table `file` (values resolved for a commit-log table).
+    pub fn iter(&self, file: &FileMeta) -> Result<TableCursor> {
+        let (reader, source) = self.open(file)?;
+        Ok(ResolvingIter::new(reader.iter(), source))
     }
 
     /// Closes table `number` (after it was deleted).

@@ -140,6 +140,42 @@ fn conformance_memfs_triad_mem_always_on() {
 }
 
 #[test]
+fn conformance_memfs_triad_log_always_on() {
+    let triad = TriadOptions {
+        log: true,
+        adaptive: false,
+        ..TriadOptions::off()
+    };
+    conformance::run_all(&MemTriad(MemFs::new(), triad));
+}
+
+#[test]
+fn conformance_posix_triad_everything_on() {
+    let triad = TriadOptions {
+        adaptive: false,
+        hot_fraction: 0.3,
+        ..TriadOptions::default()
+    };
+    conformance::run_all(&PosixTriad(triad));
+}
+
+/// On the real file system (preallocated segments trimmed, `pread` of values).
+struct PosixTriad(TriadOptions);
+
+impl EngineFactory for PosixTriad {
+    type Engine = Db;
+    fn open(&self, dir: &Path) -> Result<Db> {
+        Db::open(
+            dir,
+            Options {
+                triad: self.0.clone(),
+                ..small(None)
+            },
+        )
+    }
+}
+
+#[test]
 fn conformance_memfs_triad_adaptive_small_windows() {
     let triad = TriadOptions {
         characterizer: CharacterizerConfig {

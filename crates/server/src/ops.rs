@@ -198,6 +198,12 @@ pub fn render(sh: &Shared) -> String {
         t.deferred_flushes,
     );
     w.counter(
+        "rialto_triad_log_flushes_total",
+        "Flushes that wrote a commit-log table (an index over the WAL segment, TRIAD-LOG).",
+        &[],
+        t.log_flushes,
+    );
+    w.counter(
         "rialto_triad_windows_total",
         "Operation windows the workload characterizer classified.",
         &[],

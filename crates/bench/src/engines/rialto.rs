@@ -27,22 +27,17 @@ fn err(op: &str, e: rialto_engine::Error) -> BenchError {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RialtoFactory;
 
-/// `--triad`'s mode as Rialto's TRIAD options (the engine's own names and settings; `log`
-/// is refused until TRIAD-LOG exists).
-pub fn triad_options(mode: TriadMode) -> Result<TriadOptions> {
-    let m = match mode {
+/// `--triad`'s mode as Rialto's TRIAD options (the engine's own names and settings).
+pub fn triad_options(mode: TriadMode) -> TriadOptions {
+    match mode {
         TriadMode::Off => LsmTriadMode::Off,
         TriadMode::Mem => LsmTriadMode::Mem,
         TriadMode::Disk => LsmTriadMode::Disk,
+        TriadMode::Log => LsmTriadMode::Log,
         TriadMode::On => LsmTriadMode::On,
         TriadMode::Adaptive => LsmTriadMode::Adaptive,
-        TriadMode::Log => {
-            return Err(BenchError::usage(
-                "--triad=log is not available yet (available: off, mem, disk, on, adaptive)",
-            ))
-        }
-    };
-    Ok(m.options())
+    }
+    .options()
 }
 
 /// Rialto's options for the bench settings; everything not set here keeps Rialto's default.
@@ -63,7 +58,7 @@ pub fn options(cfg: &EngineConfig) -> Result<Options> {
         )),
         block_size: cfg.block_size,
         max_background_jobs: cfg.background_jobs,
-        triad: triad_options(cfg.triad)?,
+        triad: triad_options(cfg.triad),
         ..Options::default()
     })
 }
@@ -73,9 +68,10 @@ pub fn format_triad(t: &TriadStats) -> Vec<String> {
     let on = |b: bool| if b { "on" } else { "off" };
     let mut lines = vec![
         format!(
-            "triad : mem {} disk {} adaptive {} overlap threshold {:.2} last overlap {} deferred flushes {}",
+            "triad : mem {} disk {} log {} adaptive {} overlap threshold {:.2} last overlap {} deferred flushes {}",
             on(t.mem),
             on(t.disk),
+            on(t.log),
             on(t.adaptive),
             t.overlap_threshold,
             t.last_overlap
@@ -88,6 +84,12 @@ pub fn format_triad(t: &TriadStats) -> Vec<String> {
             t.hot_flushes,
             t.hot_entries_kept,
             t.hot_bytes_relogged
+        ),
+        format!(
+            "triad log : {} commit-log flushes {} fallbacks {}",
+            if t.log_active { "active" } else { "inactive" },
+            t.log_flushes,
+            t.log_fallbacks
         ),
     ];
     if t.adaptive {
@@ -150,10 +152,6 @@ impl EngineFactory for RialtoFactory {
 
     fn describe(&self) -> String {
         format!("rialto {}", env!("CARGO_PKG_VERSION"))
-    }
-
-    fn check(&self, cfg: &EngineConfig) -> Result<()> {
-        triad_options(cfg.triad).map(drop)
     }
 
     fn has_triad(&self) -> bool {
@@ -302,7 +300,7 @@ mod tests {
 
     #[test]
     fn triad_modes_map_to_options() {
-        let t = |m| triad_options(m).unwrap();
+        let t = triad_options;
         assert_eq!(t(TriadMode::Off), TriadOptions::off());
         assert_eq!(t(TriadMode::Adaptive), TriadOptions::default());
         let disk = t(TriadMode::Disk);
@@ -310,19 +308,10 @@ mod tests {
         let on = t(TriadMode::On);
         assert!(on.mem && on.disk && !on.adaptive);
         let mem = t(TriadMode::Mem);
-        assert!(mem.mem && !mem.disk && !mem.adaptive);
-        {
-            let m = TriadMode::Log;
-            let e = triad_options(m).unwrap_err();
-            assert_eq!(e.exit_code(), 2);
-            assert!(
-                e.to_string()
-                    .starts_with(&format!("--triad={} is not available yet", m.name())),
-                "{e}"
-            );
-        }
-        // The factory checks it before anything opens.
-        let mut cfg = EngineConfig {
+        assert!(mem.mem && !mem.disk && !mem.log && !mem.adaptive);
+        let log = t(TriadMode::Log);
+        assert!(log.log && !log.mem && !log.disk && !log.adaptive);
+        let cfg = EngineConfig {
             write_buffer_size: 1 << 20,
             cache_size: 0,
             bloom_bits: 10,
@@ -330,12 +319,8 @@ mod tests {
             block_size: 4096,
             background_jobs: 2,
             commit: CommitPath::Merger,
-            triad: TriadMode::Log,
+            triad: TriadMode::Disk,
         };
-        assert!(RialtoFactory.check(&cfg).is_err());
-        assert!(options(&cfg).is_err());
-        cfg.triad = TriadMode::Disk;
-        assert!(RialtoFactory.check(&cfg).is_ok());
         assert!(options(&cfg).unwrap().triad.disk);
         assert!(RialtoFactory.has_triad());
     }

@@ -319,6 +319,8 @@ pub(crate) fn finish_table(builder: TableBuilder, number: u64) -> Result<FileMet
         num_deletions: meta.props.num_deletions,
         raw_bytes: meta.props.raw_key_bytes + meta.props.raw_value_bytes,
         sketch,
+        // A commit-log flush fills it in with the segment's size.
+        cl_segment: None,
     })
 }
 

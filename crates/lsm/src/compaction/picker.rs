@@ -355,6 +355,7 @@ mod tests {
             num_deletions: 0,
             raw_bytes: size,
             sketch: Default::default(),
+            cl_segment: None,
         }
     }
 

@@ -41,6 +41,7 @@ use rialto_engine::{
 use rialto_io::{FileLock, Fs};
 
 use crate::cache::BlockCache;
+use crate::cl_table::{ClSegment, PointerIter, SegmentIndex};
 use crate::compaction::picker::{self, CompactionTask, PickerOptions};
 use crate::compaction::{self, Gc, OutputContext};
 use crate::db_iter::DbIter;
@@ -54,7 +55,7 @@ use crate::sstable::TableBuildOptions;
 use crate::table_cache::TableCache;
 use crate::throttle::JournalFirst;
 use crate::triad::hot::HotSelector;
-use crate::version::{Version, VersionEdit, VersionSet};
+use crate::version::{FileMeta, Version, VersionEdit, VersionSet};
 use crate::wal::{self, WalWriter};
 use write::WriteQueue;
 
@@ -571,11 +572,6 @@ impl DbInner {
 
     fn flush_memtable_inner(&self, m: &Arc<MemTable>) -> Result<()> {
         let start = self.opts.clock.now_micros();
-        let (snapshots, last) = self.gc_view();
-        let never_bottom = |_: &[u8]| false;
-        let mut gc = Gc::new(snapshots, last, &never_bottom);
-        let alloc = || self.allocate_output();
-        let ctx = self.output_context(&alloc, &[], u64::MAX);
         // TRIAD-MEM: hot keys' newest entries are re-logged and moved to the active
         // memtable first; then the table gets everything else.
         let kept = if self.triad.hot_cold_active() {
@@ -583,27 +579,50 @@ impl DbInner {
         } else {
             HashSet::new()
         };
-        let mut last_user = Vec::new();
-        let mut seen = false;
-        let mut divert = |ikey: &[u8], _: &[u8]| {
-            if kept.is_empty() {
-                return false;
+        // TRIAD-LOG: an index over the memtable's segment instead of a copy of its values.
+        let index = if self.triad.log_active() {
+            match SegmentIndex::build(&*self.fs, &self.dir, m.wal_number()) {
+                Ok(index) => Some(index),
+                Err(e) => {
+                    tracing::warn!(error = %e, segment = m.wal_number(),
+                        "commit-log flush impossible; writing an ordinary table");
+                    self.triad.note_log_flush(false);
+                    None
+                }
             }
-            let uk = key::user_key(ikey);
-            if seen && last_user == uk {
-                // An older version a snapshot still needs: it goes to the table.
-                return false;
-            }
-            seen = true;
-            last_user.clear();
-            last_user.extend_from_slice(uk);
-            // The newest entry of a kept key: `gc` always keeps it, and it lives on in the
-            // active memtable now.
-            kept.contains(uk)
+        } else {
+            None
         };
-        let mut it = m.iter();
-        it.seek_to_first();
-        let outputs = compaction::write_tables_diverting(&mut it, &mut gc, &ctx, &mut divert)?;
+        let outputs = match &index {
+            Some(index) => match self.write_flush_tables(m, &kept, Some(index)) {
+                Ok(mut outputs) => {
+                    let seg = ClSegment {
+                        number: m.wal_number(),
+                        size: index.end,
+                    };
+                    // The segment is now a table's data file: its preallocated tail goes.
+                    // Best effort; the bytes past `end` are zeros either way.
+                    let path = wal::segment_path(&self.dir, seg.number);
+                    if let Err(e) = self.fs.truncate(&path, seg.size) {
+                        tracing::debug!(error = %e, "trimming a commit-log segment failed");
+                    }
+                    for f in &mut outputs {
+                        f.cl_segment = Some(seg);
+                    }
+                    self.triad.note_log_flush(true);
+                    outputs
+                }
+                Err(e) if e.is_corruption() => {
+                    // A write the segment does not hold as the memtable does: a bug, never
+                    // a reason to lose the flush.
+                    tracing::error!(error = %e, "commit-log flush failed; writing an ordinary table");
+                    self.triad.note_log_flush(false);
+                    self.write_flush_tables(m, &kept, None)?
+                }
+                Err(e) => return Err(e),
+            },
+            None => self.write_flush_tables(m, &kept, None)?,
+        };
         self.fs
             .sync_dir(&self.dir)
             .map_err(|e| Error::io("sync database directory", e))?;
@@ -644,6 +663,51 @@ impl DbInner {
             .fetch_add(bytes, Ordering::Relaxed);
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Writes memtable `m` (less the `kept` hot keys' newest entries) to L0 tables: ordinary
+    /// ones, or with `index` (its segment's), commit-log tables whose values point into the
+    /// segment. The tables are synced; the directory is not yet.
+    fn write_flush_tables(
+        &self,
+        m: &Arc<MemTable>,
+        kept: &HashSet<Vec<u8>>,
+        index: Option<&SegmentIndex>,
+    ) -> Result<Vec<FileMeta>> {
+        let (snapshots, last) = self.gc_view();
+        let never_bottom = |_: &[u8]| false;
+        let mut gc = Gc::new(snapshots, last, &never_bottom);
+        let alloc = || self.allocate_output();
+        let mut ctx = self.output_context(&alloc, &[], u64::MAX);
+        ctx.table_options.cl_segment = index.map(|_| m.wal_number());
+        let mut last_user = Vec::new();
+        let mut seen = false;
+        let mut divert = |ikey: &[u8], _: &[u8]| {
+            if kept.is_empty() {
+                return false;
+            }
+            let uk = key::user_key(ikey);
+            if seen && last_user == uk {
+                // An older version a snapshot still needs: it goes to the table.
+                return false;
+            }
+            seen = true;
+            last_user.clear();
+            last_user.extend_from_slice(uk);
+            // The newest entry of a kept key: `gc` always keeps it, and it lives on in the
+            // active memtable now.
+            kept.contains(uk)
+        };
+        let mut it = m.iter();
+        it.seek_to_first();
+        match index {
+            Some(index) => {
+                let mut it = PointerIter::new(it, index);
+                it.seek_to_first();
+                compaction::write_tables_diverting(&mut it, &mut gc, &ctx, &mut divert)
+            }
+            None => compaction::write_tables_diverting(&mut it, &mut gc, &ctx, &mut divert),
+        }
     }
 
     /// TRIAD-MEM: the hot keys of `m`, the memtable being flushed.
@@ -845,10 +909,24 @@ impl DbInner {
     pub(crate) fn delete_obsolete_files(&self, st: &mut State) {
         st.live_versions.retain(|w| w.strong_count() > 0);
         let mut live: HashSet<u64> = st.pending_outputs.clone();
-        for v in st.live_versions.iter().filter_map(Weak::upgrade) {
+        // WAL segments serving commit-log tables (TRIAD-LOG) live as long as their tables.
+        let mut live_segments: HashSet<u64> = HashSet::new();
+        let current = st.versions.current();
+        for v in st
+            .live_versions
+            .iter()
+            .filter_map(Weak::upgrade)
+            .chain(std::iter::once(current))
+        {
             live.extend(v.live_files());
+            live_segments.extend(
+                v.levels
+                    .iter()
+                    .flatten()
+                    .filter_map(|f| f.cl_segment)
+                    .map(|s| s.number),
+            );
         }
-        live.extend(st.versions.current().live_files());
         let log_number = st.versions.log_number();
         let manifest = st.versions.manifest_number();
         let Ok(names) = self.fs.list_dir(&self.dir) else {
@@ -857,7 +935,7 @@ impl DbInner {
         for name in names {
             let obsolete = match parse_file_name(&name) {
                 Some(FileKind::Table(n)) => !live.contains(&n),
-                Some(FileKind::Wal(n)) => n < log_number,
+                Some(FileKind::Wal(n)) => n < log_number && !live_segments.contains(&n),
                 Some(FileKind::Manifest(n)) => n != manifest,
                 Some(FileKind::Temp) => true,
                 None => false,
@@ -954,7 +1032,8 @@ impl KvEngine for Db {
         let c = &inner.counters;
         let version = inner.sv.load().version.clone();
         let levels = version.level_stats();
-        let table_bytes: u64 = levels.iter().map(|l| l.bytes).sum();
+        let table_bytes: u64 =
+            levels.iter().map(|l| l.bytes).sum::<u64>() + version.commit_log_bytes();
         let wal_bytes = inner.wal.lock().as_ref().map_or(0, |w| w.len());
         let (hits, misses) = inner
             .block_cache

@@ -21,6 +21,8 @@ pub(crate) struct TriadState {
     hot_entries_kept: AtomicU64,
     hot_bytes_relogged: AtomicU64,
     last_hot_entries: AtomicU64,
+    log_flushes: AtomicU64,
+    log_fallbacks: AtomicU64,
 }
 
 impl TriadState {
@@ -36,6 +38,8 @@ impl TriadState {
             hot_entries_kept: AtomicU64::new(0),
             hot_bytes_relogged: AtomicU64::new(0),
             last_hot_entries: AtomicU64::new(0),
+            log_flushes: AtomicU64::new(0),
+            log_fallbacks: AtomicU64::new(0),
         }
     }
 
@@ -95,6 +99,25 @@ impl TriadState {
             }
     }
 
+    /// Whether a flush now writes a commit-log table (TRIAD-LOG on and, when adaptive,
+    /// chosen by the characterizer).
+    pub(crate) fn log_active(&self) -> bool {
+        self.opts.log
+            && match &self.recorder {
+                Some(r) => r.with(|c| c.tuning().commit_log),
+                None => true,
+            }
+    }
+
+    /// Records a commit-log flush, or (`ok` false) one that fell back to an ordinary table.
+    pub(crate) fn note_log_flush(&self, ok: bool) {
+        if ok {
+            self.log_flushes.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.log_fallbacks.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Bytes of hot entries a flush may keep.
     pub(crate) fn hot_budget(&self, write_buffer_size: usize) -> usize {
         (write_buffer_size as f64 * self.opts.hot_fraction) as usize
@@ -149,6 +172,10 @@ impl TriadState {
             hot_entries_kept: self.hot_entries_kept.load(Ordering::Relaxed),
             hot_bytes_relogged: self.hot_bytes_relogged.load(Ordering::Relaxed),
             last_hot_entries: self.last_hot_entries.load(Ordering::Relaxed),
+            log: self.opts.log,
+            log_active: self.log_active(),
+            log_flushes: self.log_flushes.load(Ordering::Relaxed),
+            log_fallbacks: self.log_fallbacks.load(Ordering::Relaxed),
             disk: self.opts.disk,
             adaptive: self.opts.adaptive,
             overlap_threshold: self.overlap_threshold(),

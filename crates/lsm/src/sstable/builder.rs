@@ -26,6 +26,10 @@ pub struct TableBuildOptions {
     pub bloom_bits_per_key: u32,
     /// Compression of data blocks.
     pub compression: Compression,
+    /// A commit-log table's segment (TRIAD-LOG, [`crate::cl_table`]): values are pointers
+    /// into it, recorded as the `cl_segment` property; raw value bytes count the values
+    /// pointed to.
+    pub cl_segment: Option<u64>,
 }
 
 impl Default for TableBuildOptions {
@@ -35,6 +39,7 @@ impl Default for TableBuildOptions {
             block_restart_interval: 16,
             bloom_bits_per_key: 10,
             compression: Compression::None,
+            cl_segment: None,
         }
     }
 }
@@ -47,6 +52,7 @@ impl TableBuildOptions {
             block_restart_interval: o.block_restart_interval,
             bloom_bits_per_key: o.bloom_bits_per_key,
             compression: o.compression,
+            cl_segment: None,
         }
     }
 }
@@ -239,7 +245,11 @@ impl TableBuilder {
             p.num_deletions += 1;
         }
         p.raw_key_bytes += ikey.len() as u64;
-        p.raw_value_bytes += value.len() as u64;
+        p.raw_value_bytes += match self.opts.cl_segment {
+            // A put's pointer: count the value it designates (tombstones have none).
+            Some(_) => crate::cl_table::ValuePointer::decode(value).map_or(0, |v| u64::from(v.len)),
+            None => value.len() as u64,
+        };
     }
 
     fn add_index_entry(&mut self, sep: &[u8], handle: BlockHandle) {
@@ -297,6 +307,7 @@ impl TableBuilder {
             self.props.largest_key = self.last_key.clone();
         }
         self.props.key_sketch = Some(std::mem::take(&mut self.sketch));
+        self.props.cl_segment = self.opts.cl_segment;
         let properties = self
             .writer
             .write_block(&self.props.encode(), Compression::None)?;

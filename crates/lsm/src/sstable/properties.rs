@@ -36,6 +36,8 @@ pub struct TableProperties {
     /// HyperLogLog sketch of the table's user keys (TRIAD-DISK); `None` in tables written
     /// before sketches existed.
     pub key_sketch: Option<KeySketch>,
+    /// For a commit-log table (TRIAD-LOG): the WAL segment its values point into.
+    pub cl_segment: Option<u64>,
 }
 
 const NUM_ENTRIES: &str = "num_entries";
@@ -49,6 +51,7 @@ const SMALLEST_KEY: &str = "smallest_key";
 const LARGEST_KEY: &str = "largest_key";
 const FORMAT_VERSION_NAME: &str = "format_version";
 const KEY_SKETCH: &str = "key_sketch";
+const CL_SEGMENT: &str = "cl_segment";
 
 impl TableProperties {
     /// Empty properties of the current format version.
@@ -81,6 +84,9 @@ impl TableProperties {
         if let Some(sketch) = &self.key_sketch {
             entries.push((KEY_SKETCH, sketch.encode()));
         }
+        if let Some(n) = self.cl_segment {
+            entries.push((CL_SEGMENT, num(n)));
+        }
         entries.sort_by(|a, b| a.0.cmp(b.0));
         let mut b = BlockBuilder::new(1);
         for (name, value) in &entries {
@@ -108,6 +114,7 @@ impl TableProperties {
                 b"smallest_key" => p.smallest_key = value.to_vec(),
                 b"largest_key" => p.largest_key = value.to_vec(),
                 b"key_sketch" => p.key_sketch = Some(KeySketch::decode(value)?),
+                b"cl_segment" => p.cl_segment = Some(num()?),
                 b"format_version" => {
                     p.format_version =
                         u32::try_from(num()?).map_err(|_| "format version out of range")?
@@ -148,6 +155,7 @@ mod tests {
                 s.add(b"zzzz");
                 s
             }),
+            cl_segment: Some(42),
         }
     }
 

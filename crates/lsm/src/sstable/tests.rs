@@ -94,6 +94,7 @@ fn opts(block_size: usize, compression: Compression) -> TableBuildOptions {
         block_restart_interval: 16,
         bloom_bits_per_key: 10,
         compression,
+        cl_segment: None,
     }
 }
 
@@ -531,7 +532,8 @@ fn from_options_copies_table_settings() {
             block_size: 8192,
             block_restart_interval: 4,
             bloom_bits_per_key: 12,
-            compression: Compression::Lz4
+            compression: Compression::Lz4,
+            cl_segment: None,
         }
     );
 }

@@ -13,12 +13,12 @@
 //!
 //! Classes and their tuning (thresholds configurable in [`CharacterizerConfig`]):
 //!
-//! | class | when | overlap threshold (TRIAD-DISK) | hot/cold (TRIAD-MEM) |
-//! |---|---|---|---|
-//! | read-heavy | reads ≥ 70% | `read_heavy_overlap` (0: L0 is compacted as usual, reads probe fewer files) | off |
-//! | write-heavy skewed | writes ≥ 70%, skew ≥ 0.2 | `write_heavy_overlap` | on |
-//! | write-heavy uniform | writes ≥ 70%, skew < 0.2 | `write_heavy_overlap` | off (nothing is hot) |
-//! | balanced | otherwise (and at start) | `balanced_overlap` (0) | off |
+//! | class | when | overlap threshold (TRIAD-DISK) | hot/cold (TRIAD-MEM) | commit log (TRIAD-LOG) |
+//! |---|---|---|---|---|
+//! | read-heavy | reads ≥ 70% | `read_heavy_overlap` (0: L0 is compacted as usual, reads probe fewer files) | off | off (reads stay in block-cached tables) |
+//! | write-heavy skewed | writes ≥ 70%, skew ≥ 0.2 | `write_heavy_overlap` | on | on |
+//! | write-heavy uniform | writes ≥ 70%, skew < 0.2 | `write_heavy_overlap` | off (nothing is hot) | on |
+//! | balanced | otherwise (and at start) | `balanced_overlap` (0) | off | off |
 //!
 //! Hysteresis, so a workload at a boundary does not flap: leaving a class takes a margin
 //! past its entry threshold (`*_leave` below `*_enter`), and a new class is adopted only after
@@ -102,6 +102,8 @@ pub struct Tuning {
     pub overlap_threshold: f64,
     /// TRIAD-MEM: keep hot keys in memory at flush.
     pub hot_cold: bool,
+    /// TRIAD-LOG: flush to commit-log tables (index over the WAL segment).
+    pub commit_log: bool,
 }
 
 /// Thresholds of the characterizer. Fractions are of a window's operations (reads) or of
@@ -233,18 +235,22 @@ impl Characterizer {
             Workload::ReadHeavy => Tuning {
                 overlap_threshold: c.read_heavy_overlap,
                 hot_cold: false,
+                commit_log: false,
             },
             Workload::Balanced => Tuning {
                 overlap_threshold: c.balanced_overlap,
                 hot_cold: false,
+                commit_log: false,
             },
             Workload::WriteHeavyUniform => Tuning {
                 overlap_threshold: c.write_heavy_overlap,
                 hot_cold: false,
+                commit_log: true,
             },
             Workload::WriteHeavySkewed => Tuning {
                 overlap_threshold: c.write_heavy_overlap,
                 hot_cold: true,
+                commit_log: true,
             },
         }
     }

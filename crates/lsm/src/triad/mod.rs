@@ -1,5 +1,7 @@
 //! TRIAD (Balmau et al., USENIX ATC 2017) and DeuceDB's run-time adaptation of it.
 //!
+//! - **TRIAD-LOG** (commit log as L0): a flush writes an index table over the memtable's WAL
+//!   segment, and the segment serves as the table's data file ([`crate::cl_table`]).
 //! - **TRIAD-MEM** (hot/cold separation): at a flush, the newest entries of the memtable's
 //!   most updated keys ([`hot`]) stay in memory: they are re-logged to the current WAL
 //!   segment and inserted into the next memtable, and only the cold keys go to L0. A key
@@ -39,6 +41,13 @@ pub struct TriadOptions {
     /// Entries a key needs in the flushed memtable to count as hot. Default 2 (at least
     /// one overwrite).
     pub hot_min_updates: u32,
+    /// TRIAD-LOG: a flush writes an index over the memtable's WAL segment, which becomes
+    /// the L0 table's data file, instead of copying the values into a new table. Default on
+    /// (when adaptive, only while the characterizer sees write-heavy windows). Trade-off: a
+    /// flush writes keys and 12-byte pointers instead of keys and values; until its first
+    /// compaction the segment stays on disk whole (every version it logged), and a read of
+    /// such a table costs one extra read (not block-cached) in the segment.
+    pub log: bool,
     /// TRIAD-DISK: defer L0 compaction while L0/L1 key overlap is low. Default on.
     /// Trade-off: fewer, larger L0→L1 merges (less write amplification) against more L0
     /// files for reads to probe (bounded by `max_deferred_l0_files`; bloom filters make a
@@ -62,6 +71,7 @@ impl Default for TriadOptions {
     fn default() -> Self {
         TriadOptions {
             mem: true,
+            log: true,
             hot_fraction: 0.1,
             hot_min_updates: 2,
             disk: true,
@@ -78,6 +88,7 @@ impl TriadOptions {
     pub fn off() -> Self {
         TriadOptions {
             mem: false,
+            log: false,
             disk: false,
             adaptive: false,
             ..TriadOptions::default()
@@ -95,6 +106,8 @@ pub enum TriadMode {
     Mem,
     /// TRIAD-DISK alone, always (overlap threshold 0.4).
     Disk,
+    /// TRIAD-LOG alone, always.
+    Log,
     /// Every technique, always.
     On,
     /// Every technique, switched and tuned by the workload characterizer (the default).
@@ -103,10 +116,11 @@ pub enum TriadMode {
 
 impl TriadMode {
     /// Every mode, in the order help texts list them.
-    pub const ALL: [TriadMode; 5] = [
+    pub const ALL: [TriadMode; 6] = [
         TriadMode::Off,
         TriadMode::Mem,
         TriadMode::Disk,
+        TriadMode::Log,
         TriadMode::On,
         TriadMode::Adaptive,
     ];
@@ -117,6 +131,7 @@ impl TriadMode {
             TriadMode::Off => "off",
             TriadMode::Mem => "mem",
             TriadMode::Disk => "disk",
+            TriadMode::Log => "log",
             TriadMode::On => "on",
             TriadMode::Adaptive => "adaptive",
         }
@@ -131,17 +146,19 @@ impl TriadMode {
 
     /// The engine options of the mode (defaults for every threshold).
     pub fn options(self) -> TriadOptions {
-        let fixed = |mem, disk| TriadOptions {
+        let fixed = |mem, disk, log| TriadOptions {
             mem,
             disk,
+            log,
             adaptive: false,
             ..TriadOptions::default()
         };
         match self {
             TriadMode::Off => TriadOptions::off(),
-            TriadMode::Mem => fixed(true, false),
-            TriadMode::Disk => fixed(false, true),
-            TriadMode::On => fixed(true, true),
+            TriadMode::Mem => fixed(true, false, false),
+            TriadMode::Disk => fixed(false, true, false),
+            TriadMode::Log => fixed(false, false, true),
+            TriadMode::On => fixed(true, true, true),
             TriadMode::Adaptive => TriadOptions::default(),
         }
     }
@@ -162,6 +179,14 @@ pub struct TriadStats {
     pub hot_bytes_relogged: u64,
     /// Hot entries kept by the last flush that kept any.
     pub last_hot_entries: u64,
+    /// TRIAD-LOG enabled.
+    pub log: bool,
+    /// Commit-log flushes in force now (TRIAD-LOG enabled and, when adaptive, chosen).
+    pub log_active: bool,
+    /// Flushes that wrote a commit-log table (an index over the segment).
+    pub log_flushes: u64,
+    /// Flushes that would have written one but fell back to an ordinary table.
+    pub log_fallbacks: u64,
     /// TRIAD-DISK enabled.
     pub disk: bool,
     /// Characterizer enabled.
@@ -195,11 +220,13 @@ mod tests {
         assert_eq!(TriadMode::parse("ADAPTIVE"), Some(TriadMode::Adaptive));
         assert_eq!(TriadMode::parse("fast"), None);
         let off = TriadMode::Off.options();
-        assert!(!off.mem && !off.disk && !off.adaptive);
+        assert!(!off.mem && !off.disk && !off.log && !off.adaptive);
         let mem = TriadMode::Mem.options();
-        assert!(mem.mem && !mem.disk && !mem.adaptive);
+        assert!(mem.mem && !mem.disk && !mem.log && !mem.adaptive);
+        let log = TriadMode::Log.options();
+        assert!(!log.mem && !log.disk && log.log && !log.adaptive);
         let on = TriadMode::On.options();
-        assert!(on.mem && on.disk && !on.adaptive);
+        assert!(on.mem && on.disk && on.log && !on.adaptive);
         assert_eq!(TriadMode::Adaptive.options(), TriadOptions::default());
     }
 }

@@ -12,11 +12,14 @@
 //!                     | largest_seq: varint64 | num_entries: varint64 | num_deletions: varint64
 //!                     | raw_bytes: varint64
 //!   6 compact_pointer level: varint32 | key: bytes
+//!   7 new_cl_file     new_file's body | cl_segment: varint64 | cl_segment_size: varint64
+//!                     a commit-log table (TRIAD-LOG) and the WAL segment holding its values
 //! bytes := len: varint32 | data
 //! ```
 //! Unknown tags make the edit undecodable: a manifest written by a newer format is refused
 //! rather than half-understood.
 
+use crate::cl_table::ClSegment;
 use crate::key::SequenceNumber;
 use crate::sstable::coding::{put_varint32, put_varint64, take_varint64};
 use crate::version::FileMeta;
@@ -27,6 +30,7 @@ const TAG_LAST_SEQUENCE: u32 = 3;
 const TAG_DELETED_FILE: u32 = 4;
 const TAG_NEW_FILE: u32 = 5;
 const TAG_COMPACT_POINTER: u32 = 6;
+const TAG_NEW_CL_FILE: u32 = 7;
 
 /// Levels a file can be in; bounds decoded level numbers.
 pub const MAX_LEVELS: usize = 16;
@@ -70,7 +74,14 @@ impl VersionEdit {
             put_varint64(&mut out, number);
         }
         for (level, f) in &self.added {
-            put_varint32(&mut out, TAG_NEW_FILE);
+            put_varint32(
+                &mut out,
+                if f.cl_segment.is_some() {
+                    TAG_NEW_CL_FILE
+                } else {
+                    TAG_NEW_FILE
+                },
+            );
             put_varint32(&mut out, *level as u32);
             put_varint64(&mut out, f.number);
             put_varint64(&mut out, f.file_size);
@@ -81,6 +92,10 @@ impl VersionEdit {
             put_varint64(&mut out, f.num_entries);
             put_varint64(&mut out, f.num_deletions);
             put_varint64(&mut out, f.raw_bytes);
+            if let Some(seg) = f.cl_segment {
+                put_varint64(&mut out, seg.number);
+                put_varint64(&mut out, seg.size);
+            }
         }
         for (level, key) in &self.compact_pointers {
             put_varint32(&mut out, TAG_COMPACT_POINTER);
@@ -111,9 +126,9 @@ impl VersionEdit {
                     let n = get_varint64(&mut data).ok_or("bad deleted file number")?;
                     e.deleted.push((level, n));
                 }
-                TAG_NEW_FILE => {
+                TAG_NEW_FILE | TAG_NEW_CL_FILE => {
                     let level = get_level(&mut data)?;
-                    let f = FileMeta {
+                    let mut f = FileMeta {
                         number: get_varint64(&mut data).ok_or("bad file number")?,
                         file_size: get_varint64(&mut data).ok_or("bad file size")?,
                         smallest: get_bytes(&mut data).ok_or("bad smallest key")?.to_vec(),
@@ -124,7 +139,14 @@ impl VersionEdit {
                         num_deletions: get_varint64(&mut data).ok_or("bad deletion count")?,
                         raw_bytes: get_varint64(&mut data).ok_or("bad raw bytes")?,
                         sketch: Default::default(),
+                        cl_segment: None,
                     };
+                    if tag == TAG_NEW_CL_FILE {
+                        f.cl_segment = Some(ClSegment {
+                            number: get_varint64(&mut data).ok_or("bad commit-log segment")?,
+                            size: get_varint64(&mut data).ok_or("bad commit-log size")?,
+                        });
+                    }
                     if f.smallest.len() < crate::key::TRAILER_LEN
                         || f.largest.len() < crate::key::TRAILER_LEN
                     {
@@ -192,6 +214,10 @@ mod tests {
             num_deletions: 2,
             raw_bytes: 500,
             sketch: Default::default(),
+            cl_segment: n.is_multiple_of(2).then_some(ClSegment {
+                number: n + 100,
+                size: 1 << 20,
+            }),
         }
     }
 

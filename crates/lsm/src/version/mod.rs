@@ -19,6 +19,7 @@ use std::sync::{Arc, OnceLock};
 
 use rialto_engine::{LevelStats, Result};
 
+use crate::cl_table::ClSegment;
 use crate::key::{self, SequenceNumber};
 use crate::memtable::Lookup;
 use crate::table_cache::TableCache;
@@ -50,6 +51,8 @@ pub struct FileMeta {
     /// The table's key sketch (TRIAD-DISK), kept with the table, not in the manifest: set
     /// when the table is written, or loaded from its properties when first needed.
     pub sketch: SketchSlot,
+    /// For a commit-log table (TRIAD-LOG): the WAL segment its values live in.
+    pub cl_segment: Option<ClSegment>,
 }
 
 /// A [`FileMeta`]'s key sketch: unset until known; then the table's sketch, or `None` for a
@@ -194,6 +197,18 @@ impl Version {
         self.levels.iter().flatten().map(|f| f.number)
     }
 
+    /// Bytes of the WAL segments serving commit-log tables (TRIAD-LOG), each counted once.
+    pub fn commit_log_bytes(&self) -> u64 {
+        let mut seen = std::collections::HashSet::new();
+        self.levels
+            .iter()
+            .flatten()
+            .filter_map(|f| f.cl_segment)
+            .filter(|s| seen.insert(s.number))
+            .map(|s| s.size)
+            .sum()
+    }
+
     /// Estimated bytes of live data: each file counts unless a deeper level's files cover its
     /// key range (then its data is mostly newer versions of keys counted there). Like RocksDB's
     /// estimate, it counts table bytes, so a fully compacted tree estimates exactly its size.
@@ -206,7 +221,11 @@ impl Version {
                 let lo = f.smallest_user();
                 let hi = f.largest_user();
                 if !covered.iter().any(|&(a, b)| lo <= b && hi >= a) {
-                    total += f.file_size;
+                    // A commit-log table's data is in its segment: count what it points to.
+                    total += match f.cl_segment {
+                        Some(_) => f.raw_bytes,
+                        None => f.file_size,
+                    };
                 }
                 added.push((lo, hi));
             }

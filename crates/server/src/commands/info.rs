@@ -201,9 +201,10 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
             let w = &t.last_window;
             let _ = write!(
                 o,
-                "# Rialto_triad\r\nmem:{}\r\ndisk:{}\r\nadaptive:{}\r\nworkload:{}\r\nwindows:{}\r\nlast_window:reads={},writes={},read_fraction={:.3},skew={:.3}\r\nhot_cold_active:{}\r\nhot_flushes:{}\r\nhot_entries_kept:{}\r\nhot_bytes_relogged:{}\r\noverlap_threshold:{:.3}\r\nlast_overlap:{}\r\ndeferred_flushes:{}\r\n",
+                "# Rialto_triad\r\nmem:{}\r\ndisk:{}\r\nlog:{}\r\nadaptive:{}\r\nworkload:{}\r\nwindows:{}\r\nlast_window:reads={},writes={},read_fraction={:.3},skew={:.3}\r\nhot_cold_active:{}\r\nhot_flushes:{}\r\nhot_entries_kept:{}\r\nhot_bytes_relogged:{}\r\noverlap_threshold:{:.3}\r\nlast_overlap:{}\r\ndeferred_flushes:{}\r\nlog_active:{}\r\nlog_flushes:{}\r\nlog_fallbacks:{}\r\n",
                 on_off(t.mem),
                 on_off(t.disk),
+                on_off(t.log),
                 on_off(t.adaptive),
                 t.workload.name(),
                 t.windows,
@@ -218,11 +219,14 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
                 t.overlap_threshold,
                 t.last_overlap.map_or("none".to_string(), |x| format!("{x:.3}")),
                 t.deferred_flushes,
+                u8::from(t.log_active),
+                t.log_flushes,
+                t.log_fallbacks,
             );
             for (i, d) in t.decisions.iter().enumerate() {
                 let _ = write!(
                     o,
-                    "decision{i}:window={},from={},to={},read_fraction={:.3},skew={:.3},overlap_threshold={:.3},hot_cold={}\r\n",
+                    "decision{i}:window={},from={},to={},read_fraction={:.3},skew={:.3},overlap_threshold={:.3},hot_cold={},commit_log={}\r\n",
                     d.window,
                     d.from.name(),
                     d.to.name(),
@@ -230,6 +234,7 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
                     d.skew,
                     d.tuning.overlap_threshold,
                     u8::from(d.tuning.hot_cold),
+                    u8::from(d.tuning.commit_log),
                 );
             }
         }
