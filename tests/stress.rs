@@ -52,6 +52,31 @@ fn engine_kill_loop_with_kill_points_loses_nothing() {
     assert!(t.contains("recovery ms: p50"), "{t}");
 }
 
+/// Every TRIAD technique on from the first flush: kills land in hot-key re-logging,
+/// commit-log flushes and deferred compactions, with kill points armed.
+#[test]
+fn engine_kill_loop_with_every_triad_technique_on_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = stress(
+        dir.path(),
+        &[
+            "--cycles",
+            "12",
+            "--seed",
+            "12",
+            "--kill-points-one-in",
+            "200",
+            "--triad",
+            "on",
+            "--write-buffer-size",
+            "65536",
+        ],
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("lost 0, phantom 0"), "{t}");
+}
+
 #[test]
 fn resp_kill_loop_loses_nothing_in_every_durability_mode() {
     for mode in ["always", "no"] {

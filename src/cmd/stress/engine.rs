@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use rialto_engine::{KvEngine, WriteBatch};
 use rialto_io::{Clock, PosixFs, SystemClock};
+use rialto_lsm::triad::TriadMode;
 use rialto_lsm::{Db, Options};
 use rialto_txn::{Durability, Merger, MergerOptions};
 
@@ -49,17 +50,20 @@ impl Target for EngineTarget {
 
 /// Small memtables and tables, so that flushes and compactions (and their kill points)
 /// happen within a run of a fraction of a second.
-fn options(write_buffer_size: usize) -> Options {
+fn options(write_buffer_size: usize, triad: &str) -> Result<Options, StressError> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    Options {
+    let triad = TriadMode::parse(triad)
+        .ok_or_else(|| StressError::Usage(format!("unknown --triad mode '{triad}'")))?;
+    Ok(Options {
         fs: Arc::new(PosixFs::new()),
         clock,
         write_buffer_size,
         target_file_size: write_buffer_size as u64,
         max_bytes_for_level_base: 4 * write_buffer_size as u64,
         level0_compaction_trigger: 4,
+        triad: triad.options(),
         ..Options::default()
-    }
+    })
 }
 
 /// What the worker is told by the driver.
@@ -71,6 +75,8 @@ pub struct WorkerArgs<'a> {
     pub max_value: usize,
     pub durability: Durability,
     pub write_buffer_size: usize,
+    /// A `TriadMode` name.
+    pub triad: &'a str,
     pub verify_only: bool,
 }
 
@@ -85,7 +91,7 @@ pub fn worker(a: WorkerArgs<'_>) -> Result<(), StressError> {
     };
     println!("kill-points {compiled}");
     let start = Instant::now();
-    let db = Db::open(a.dir.join("db"), options(a.write_buffer_size))
+    let db = Db::open(a.dir.join("db"), options(a.write_buffer_size, a.triad)?)
         .map_err(|e| StressError::Engine(format!("open: {e}")))?;
     let merger = Merger::start(
         Arc::new(db),

@@ -79,6 +79,12 @@ pub struct Args {
     /// Memtable size, bytes: small, so flushes and compactions happen every cycle.
     #[arg(long, default_value_t = 256 << 10)]
     pub write_buffer_size: usize,
+    /// TRIAD techniques of the engine under test: off, mem, disk, log, on or adaptive (the
+    /// engine's default, which only turns them on once the characterizer has seen two
+    /// 10,000-operation windows). `on` puts every flush through TRIAD-MEM's re-logging and
+    /// TRIAD-LOG's commit-log tables.
+    #[arg(long, default_value = "adaptive", value_parser = ["off", "mem", "disk", "log", "on", "adaptive"])]
+    pub triad: String,
     /// Keep DIR's database and expected state from an earlier run.
     #[arg(long)]
     pub resume: bool,
@@ -208,6 +214,7 @@ pub fn run(args: Args) -> Result<(), StressError> {
             max_value: args.max_value,
             durability,
             write_buffer_size: args.write_buffer_size,
+            triad: &args.triad,
             verify_only: args.verify_only,
         });
     }
@@ -334,6 +341,7 @@ fn worker_command(args: &Args, bin: &Path, cseed: u64, verify_only: bool) -> Com
         .args(["--max-value", &args.max_value.to_string()])
         .args(["--durability", &args.durability])
         .args(["--write-buffer-size", &args.write_buffer_size.to_string()])
+        .args(["--triad", &args.triad])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -502,6 +510,7 @@ fn server_spec<'a>(args: &'a Args, bin: &'a Path) -> resp::ServerSpec<'a> {
         dir: &args.dir,
         durability: &args.durability,
         write_buffer_size: args.write_buffer_size,
+        triad: &args.triad,
     }
 }
 

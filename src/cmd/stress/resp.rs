@@ -88,6 +88,8 @@ pub struct ServerSpec<'a> {
     pub dir: &'a Path,
     pub durability: &'a str,
     pub write_buffer_size: usize,
+    /// `rialto serve --triad`.
+    pub triad: &'a str,
 }
 
 impl Server {
@@ -101,6 +103,7 @@ impl Server {
             .args(["--port", "0", "--bind", "127.0.0.1", "--threads", "1"])
             .args(["--appendfsync", spec.durability])
             .args(["--write-buffer-size", &spec.write_buffer_size.to_string()])
+            .args(["--triad", spec.triad])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
