@@ -131,61 +131,52 @@ impl SegmentIndex {
     }
 }
 
-/// Turns a memtable iterator into an index table's input: each put's value becomes a pointer
-/// into the segment. A put the segment does not hold (which would be a bug) stops the
-/// iteration with an error, and the flush falls back to an ordinary table.
-pub struct PointerIter<'a, I: InternalIterator> {
+/// Rewrites the values of puts as an iterator moves: the machinery [`PointerIter`] and
+/// [`ResolvingIter`] share. Tombstones and keys pass through unchanged; a failed rewrite
+/// makes the iterator invalid with the error in `status()`.
+pub struct MapPuts<I: InternalIterator, M: PutMap> {
     inner: I,
-    index: &'a SegmentIndex,
+    /// `None`: values pass through.
+    map: Option<M>,
     value: Vec<u8>,
     error: Option<Error>,
 }
 
-impl<'a, I: InternalIterator> PointerIter<'a, I> {
-    /// Wraps `inner`, a memtable iterator over the writes logged in `index`'s segment.
-    pub fn new(inner: I, index: &'a SegmentIndex) -> Self {
-        PointerIter {
+/// How [`MapPuts`] rewrites a put's value.
+pub trait PutMap: Send {
+    /// Writes the new value of the put `ikey = value` into `out` (cleared first).
+    fn map(&self, ikey: &[u8], value: &[u8], out: &mut Vec<u8>) -> Result<()>;
+}
+
+impl<I: InternalIterator, M: PutMap> MapPuts<I, M> {
+    /// Wraps `inner`; with `map` `None` values are not rewritten.
+    pub fn new(inner: I, map: Option<M>) -> Self {
+        MapPuts {
             inner,
-            index,
-            value: Vec::with_capacity(16),
+            map,
+            value: Vec::new(),
             error: None,
         }
     }
 
     fn load(&mut self) {
-        self.value.clear();
+        let Some(map) = &self.map else {
+            return;
+        };
         if !self.inner.valid() || self.error.is_some() {
             return;
         }
+        self.value.clear();
         let k = self.inner.key();
-        if key::kind_byte(k) != ValueKind::Put as u8 {
-            return;
-        }
-        let v = self.inner.value();
-        match self.index.locate(key::sequence(k)) {
-            Some((offset, len)) if len as usize == v.len() => {
-                ValuePointer {
-                    offset,
-                    len,
-                    crc: mask_crc(crc32c::crc32c(v)),
-                }
-                .encode_to(&mut self.value);
-            }
-            _ => {
-                self.error = Some(Error::corruption(
-                    "memtable",
-                    0,
-                    format!(
-                        "sequence {} is not in its WAL segment as logged",
-                        key::sequence(k)
-                    ),
-                ))
+        if key::kind_byte(k) == ValueKind::Put as u8 {
+            if let Err(e) = map.map(k, self.inner.value(), &mut self.value) {
+                self.error = Some(e);
             }
         }
     }
 }
 
-impl<I: InternalIterator> InternalIterator for PointerIter<'_, I> {
+impl<I: InternalIterator, M: PutMap> InternalIterator for MapPuts<I, M> {
     fn valid(&self) -> bool {
         self.error.is_none() && self.inner.valid()
     }
@@ -217,7 +208,7 @@ impl<I: InternalIterator> InternalIterator for PointerIter<'_, I> {
         self.inner.key()
     }
     fn value(&self) -> &[u8] {
-        if key::kind_byte(self.inner.key()) == ValueKind::Put as u8 {
+        if self.map.is_some() && key::kind_byte(self.inner.key()) == ValueKind::Put as u8 {
             &self.value
         } else {
             self.inner.value()
@@ -227,6 +218,33 @@ impl<I: InternalIterator> InternalIterator for PointerIter<'_, I> {
         match &self.error {
             Some(e) => Err(e.duplicate()),
             None => self.inner.status(),
+        }
+    }
+}
+
+/// A memtable iterator as an index table's input: each put's value becomes a pointer into
+/// the segment. A put the segment does not hold as logged (which would be a bug) stops it
+/// with an error, and the flush falls back to an ordinary table.
+pub type PointerIter<'a, I> = MapPuts<I, &'a SegmentIndex>;
+
+impl PutMap for &SegmentIndex {
+    fn map(&self, ikey: &[u8], value: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        let seq = key::sequence(ikey);
+        match self.locate(seq) {
+            Some((offset, len)) if len as usize == value.len() => {
+                ValuePointer {
+                    offset,
+                    len,
+                    crc: mask_crc(crc32c::crc32c(value)),
+                }
+                .encode_to(out);
+                Ok(())
+            }
+            _ => Err(Error::corruption(
+                "memtable",
+                0,
+                format!("sequence {seq} is not in its WAL segment as logged"),
+            )),
         }
     }
 }
@@ -260,6 +278,13 @@ impl ClSource {
 
     /// The value a pointer (an index table's value) designates, checked.
     pub fn read(&self, pointer: &[u8]) -> Result<Bytes> {
+        let mut v = Vec::new();
+        self.read_into(pointer, &mut v)?;
+        Ok(Bytes::from(v))
+    }
+
+    /// [`ClSource::read`] into `out` (resized to the value).
+    pub fn read_into(&self, pointer: &[u8], out: &mut Vec<u8>) -> Result<()> {
         let p = ValuePointer::decode(pointer)
             .map_err(|r| Error::corruption(&self.name, 0, format!("bad value pointer: {r}")))?;
         let end = p.offset.checked_add(u64::from(p.len));
@@ -270,102 +295,28 @@ impl ClSource {
                 "value pointer beyond the end of the segment",
             ));
         }
-        let v = self
-            .file
-            .read_vec_at(p.offset, p.len as usize)
+        out.resize(p.len as usize, 0);
+        self.file
+            .read_exact_at(p.offset, out)
             .map_err(|e| Error::io(format!("read commit-log segment {}", self.name), e))?;
-        if unmask_crc(p.crc) != crc32c::crc32c(&v) {
+        if unmask_crc(p.crc) != crc32c::crc32c(out) {
             return Err(Error::corruption(
                 &self.name,
                 p.offset,
                 "value checksum mismatch",
             ));
         }
-        Ok(Bytes::from(v))
+        Ok(())
     }
 }
 
-/// A table iterator whose values are resolved through a [`ClSource`] when the table is a
-/// commit-log table (puts only; tombstones have no value).
-pub struct ResolvingIter<I: InternalIterator> {
-    inner: I,
-    source: Option<Arc<ClSource>>,
-    value: Bytes,
-    error: Option<Error>,
-}
+/// A table iterator whose puts' values are read through the segment when the table is a
+/// commit-log table (a `None` source passes values through).
+pub type ResolvingIter<I> = MapPuts<I, Arc<ClSource>>;
 
-impl<I: InternalIterator> ResolvingIter<I> {
-    /// Wraps a table iterator; `source` is the segment of a commit-log table, else `None`.
-    pub fn new(inner: I, source: Option<Arc<ClSource>>) -> Self {
-        ResolvingIter {
-            inner,
-            source,
-            value: Bytes::new(),
-            error: None,
-        }
-    }
-
-    fn load(&mut self) {
-        let Some(src) = &self.source else {
-            return;
-        };
-        if !self.inner.valid() || self.error.is_some() {
-            return;
-        }
-        if key::kind_byte(self.inner.key()) != ValueKind::Put as u8 {
-            self.value = Bytes::new();
-            return;
-        }
-        match src.read(self.inner.value()) {
-            Ok(v) => self.value = v,
-            Err(e) => self.error = Some(e),
-        }
-    }
-}
-
-impl<I: InternalIterator> InternalIterator for ResolvingIter<I> {
-    fn valid(&self) -> bool {
-        self.error.is_none() && self.inner.valid()
-    }
-    fn seek_to_first(&mut self) {
-        self.inner.seek_to_first();
-        self.load();
-    }
-    fn seek_to_last(&mut self) {
-        self.inner.seek_to_last();
-        self.load();
-    }
-    fn seek(&mut self, target: &[u8]) {
-        self.inner.seek(target);
-        self.load();
-    }
-    fn seek_for_prev(&mut self, target: &[u8]) {
-        self.inner.seek_for_prev(target);
-        self.load();
-    }
-    fn next(&mut self) {
-        self.inner.next();
-        self.load();
-    }
-    fn prev(&mut self) {
-        self.inner.prev();
-        self.load();
-    }
-    fn key(&self) -> &[u8] {
-        self.inner.key()
-    }
-    fn value(&self) -> &[u8] {
-        if self.source.is_some() {
-            &self.value
-        } else {
-            self.inner.value()
-        }
-    }
-    fn status(&self) -> Result<()> {
-        match &self.error {
-            Some(e) => Err(e.duplicate()),
-            None => self.inner.status(),
-        }
+impl PutMap for Arc<ClSource> {
+    fn map(&self, _: &[u8], pointer: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        self.read_into(pointer, out)
     }
 }
 

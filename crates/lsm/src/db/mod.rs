@@ -698,16 +698,10 @@ impl DbInner {
             // active memtable now.
             kept.contains(uk)
         };
-        let mut it = m.iter();
+        // Without an index the values pass through unchanged.
+        let mut it = PointerIter::new(m.iter(), index);
         it.seek_to_first();
-        match index {
-            Some(index) => {
-                let mut it = PointerIter::new(it, index);
-                it.seek_to_first();
-                compaction::write_tables_diverting(&mut it, &mut gc, &ctx, &mut divert)
-            }
-            None => compaction::write_tables_diverting(&mut it, &mut gc, &ctx, &mut divert),
-        }
+        compaction::write_tables_diverting(&mut it, &mut gc, &ctx, &mut divert)
     }
 
     /// TRIAD-MEM: the hot keys of `m`, the memtable being flushed.
