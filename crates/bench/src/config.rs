@@ -5,6 +5,7 @@
 //! `--name value` are accepted, and booleans take `0/1/true/false` like gflags (a bare
 //! `--sync` means true).
 
+pub use rialto_lsm::triad::TriadMode;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -153,7 +154,7 @@ pub struct BenchFlags {
     /// flushes index the WAL segment instead of copying values), on (all three, fixed
     /// settings), adaptive (Rialto's default: all three, switched and tuned at run time by
     /// the workload characterizer). Other engines ignore it, with a note.
-    #[arg(long, value_enum, value_name = "MODE")]
+    #[arg(long, value_parser = parse_triad, value_name = "MODE")]
     pub triad: Option<TriadMode>,
 }
 
@@ -190,6 +191,14 @@ impl Default for BenchFlags {
 }
 
 /// gflags-style booleans: `1/0`, `true/false`, `yes/no`, `on/off`, `t/f`, `y/n`.
+/// `--triad`'s value: the engine's mode names.
+fn parse_triad(s: &str) -> std::result::Result<TriadMode, String> {
+    TriadMode::parse(s).ok_or_else(|| {
+        let known: Vec<_> = TriadMode::ALL.iter().map(|m| m.name()).collect();
+        format!("'{s}' is not one of {}", known.join(", "))
+    })
+}
+
 pub fn parse_bool(s: &str) -> std::result::Result<bool, String> {
     match s.to_ascii_lowercase().as_str() {
         "1" | "true" | "t" | "yes" | "y" | "on" => Ok(true),
@@ -230,38 +239,6 @@ pub enum CommitPath {
     Inline,
     /// Through the engine's own leader/follower group commit.
     Direct,
-}
-
-/// `--triad`: which TRIAD techniques the rialto engine runs (see
-/// `engines::rialto::triad_options` for what each maps to).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TriadMode {
-    /// Every technique off: the classic leveled LSM.
-    Off,
-    /// TRIAD-MEM only (hot/cold separation at flush).
-    Mem,
-    /// TRIAD-DISK only (deferred L0 compaction), with a fixed overlap threshold.
-    Disk,
-    /// TRIAD-LOG only (the commit log as L0).
-    Log,
-    /// Every available technique, with fixed settings (no characterizer).
-    On,
-    /// Rialto's default TRIAD options: tuned at run time by the workload characterizer.
-    Adaptive,
-}
-
-impl TriadMode {
-    /// The flag's spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            TriadMode::Off => "off",
-            TriadMode::Mem => "mem",
-            TriadMode::Disk => "disk",
-            TriadMode::Log => "log",
-            TriadMode::On => "on",
-            TriadMode::Adaptive => "adaptive",
-        }
-    }
 }
 
 /// Which engine to drive.

@@ -753,7 +753,26 @@ struct Ctx<'e> {
     zipf: Option<Zipf>,
 }
 
-impl Ctx<'_> {
+impl<'e> Ctx<'e> {
+    /// The shared state of `threads` measured threads.
+    fn new(
+        engine: &'e dyn BenchEngine,
+        cfg: &'e Config,
+        live: Option<&'e LiveKeys>,
+        threads: usize,
+        zipf: Option<Zipf>,
+    ) -> Self {
+        Ctx {
+            engine,
+            cfg,
+            live,
+            abort: AtomicBool::new(false),
+            running: AtomicUsize::new(threads),
+            done: AtomicBool::new(false),
+            zipf,
+        }
+    }
+
     /// The generator of keys drawn from `dist` over `[0, key_space)`. The runner makes the
     /// Zipfian generator for every plan that draws random keys from it
     /// ([`Plan::needs_zipf`]); the others (fillseq, scans) get a uniform one they never use.
@@ -787,15 +806,7 @@ fn run_threads(
     zipf: Option<Zipf>,
     seed: u64,
 ) -> Result<Measured> {
-    let ctx = Ctx {
-        engine,
-        cfg,
-        live,
-        abort: AtomicBool::new(false),
-        running: AtomicUsize::new(plan.threads),
-        done: AtomicBool::new(false),
-        zipf,
-    };
+    let ctx = Ctx::new(engine, cfg, live, plan.threads, zipf);
     let with_writer = plan.op == Op::ReadWhileWriting;
     let barrier = Barrier::new(plan.threads + usize::from(with_writer));
     let (workers, writer) = std::thread::scope(|s| {
@@ -1071,15 +1082,7 @@ fn run_phase_shift(
     zipf: Option<Zipf>,
     seed: u64,
 ) -> Result<Measured> {
-    let ctx = Ctx {
-        engine,
-        cfg,
-        live,
-        abort: AtomicBool::new(false),
-        running: AtomicUsize::new(plan.threads),
-        done: AtomicBool::new(false),
-        zipf,
-    };
+    let ctx = Ctx::new(engine, cfg, live, plan.threads, zipf);
     let barrier = Barrier::new(plan.threads);
     // Windows at the start of each phase; the first is read before any thread runs.
     let windows = Mutex::new(vec![engine.adaptation().map(|a| a.windows)]);

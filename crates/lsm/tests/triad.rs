@@ -25,6 +25,15 @@ fn options(fs: &MemFs, triad: TriadOptions) -> Options {
     }
 }
 
+/// Power loss under `db` (unsynced data and directory entries vanish, also whatever it does
+/// while being dropped), then a fresh open with `triad`.
+fn crash_and_reopen(fs: &MemFs, db: Db, triad: TriadOptions) -> Db {
+    fs.crash(CrashMode::DropUnsynced);
+    drop(db);
+    fs.crash(CrashMode::DropUnsynced);
+    Db::open("/db", options(fs, triad)).unwrap()
+}
+
 fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut it = db.iter(IterOptions::default()).unwrap();
     it.seek_to_first();
@@ -244,19 +253,13 @@ fn mem_hot_keys_survive_a_crash() {
     let model = skewed_writes(&db, 3_000, true);
     assert!(db.triad_stats().hot_flushes > 0);
     // The flushed segments are gone; the hot entries live only in the re-logged records.
-    fs.crash(CrashMode::DropUnsynced);
-    drop(db);
-    fs.crash(CrashMode::DropUnsynced);
-    let db = Db::open("/db", options(&fs, mem_only())).unwrap();
+    let db = crash_and_reopen(&fs, db, mem_only());
     assert_eq!(contents(&db), model);
     // And the engine goes on from there (sequence numbers stay ahead of the re-logged ones).
     let more = skewed_writes(&db, 1_000, true);
     let mut want = model;
     want.extend(more);
-    fs.crash(CrashMode::DropUnsynced);
-    drop(db);
-    fs.crash(CrashMode::DropUnsynced);
-    let db = Db::open("/db", options(&fs, mem_only())).unwrap();
+    let db = crash_and_reopen(&fs, db, mem_only());
     assert_eq!(contents(&db), want);
 }
 
@@ -392,10 +395,7 @@ fn log_tables_survive_a_crash() {
         model.insert(k.into_bytes(), v.into_bytes());
     }
     assert!(db.triad_stats().log_flushes > 0);
-    fs.crash(CrashMode::DropUnsynced);
-    drop(db);
-    fs.crash(CrashMode::DropUnsynced);
-    let db = Db::open("/db", options(&fs, log_only())).unwrap();
+    let db = crash_and_reopen(&fs, db, log_only());
     assert_eq!(contents(&db), model);
 }
 
@@ -450,10 +450,7 @@ fn every_technique_together_keeps_the_data() {
     let s = db.triad_stats();
     assert!(s.hot_flushes > 0 && s.log_flushes > 0, "{s:?}");
     assert_eq!(contents(&db), model);
-    fs.crash(CrashMode::DropUnsynced);
-    drop(db);
-    fs.crash(CrashMode::DropUnsynced);
-    let db = Db::open("/db", options(&fs, all)).unwrap();
+    let db = crash_and_reopen(&fs, db, all);
     assert_eq!(contents(&db), model);
     db.compact_range(None, None).unwrap();
     assert_eq!(contents(&db), model);

@@ -7,11 +7,11 @@ use rialto_engine::{
     BatchOp, EngineIterator, EngineStats, IterOptions, KvEngine, WriteBatch, WriteOptions,
 };
 use rialto_lsm::cache::BlockCache;
-use rialto_lsm::triad::{TriadMode as LsmTriadMode, TriadOptions, TriadStats};
+use rialto_lsm::triad::TriadStats;
 use rialto_lsm::{Compression, Db, Options};
 use rialto_txn::{Merger, MergerOptions};
 
-use crate::config::{CommitPath, CompressionKind, TriadMode};
+use crate::config::{CommitPath, CompressionKind};
 use crate::engine::{
     Adaptation, BenchEngine, ClassChange, EngineConfig, EngineFactory, ScanFrom, Visitor,
 };
@@ -26,19 +26,6 @@ fn err(op: &str, e: rialto_engine::Error) -> BenchError {
 /// Opens `rialto_lsm::Db`s.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RialtoFactory;
-
-/// `--triad`'s mode as Rialto's TRIAD options (the engine's own names and settings).
-pub fn triad_options(mode: TriadMode) -> TriadOptions {
-    match mode {
-        TriadMode::Off => LsmTriadMode::Off,
-        TriadMode::Mem => LsmTriadMode::Mem,
-        TriadMode::Disk => LsmTriadMode::Disk,
-        TriadMode::Log => LsmTriadMode::Log,
-        TriadMode::On => LsmTriadMode::On,
-        TriadMode::Adaptive => LsmTriadMode::Adaptive,
-    }
-    .options()
-}
 
 /// Rialto's options for the bench settings; everything not set here keeps Rialto's default.
 pub fn options(cfg: &EngineConfig) -> Result<Options> {
@@ -58,7 +45,7 @@ pub fn options(cfg: &EngineConfig) -> Result<Options> {
         )),
         block_size: cfg.block_size,
         max_background_jobs: cfg.background_jobs,
-        triad: triad_options(cfg.triad),
+        triad: cfg.triad.options(),
         ..Options::default()
     })
 }
@@ -297,20 +284,10 @@ impl BenchEngine for RialtoEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::TriadMode;
 
     #[test]
-    fn triad_modes_map_to_options() {
-        let t = triad_options;
-        assert_eq!(t(TriadMode::Off), TriadOptions::off());
-        assert_eq!(t(TriadMode::Adaptive), TriadOptions::default());
-        let disk = t(TriadMode::Disk);
-        assert!(disk.disk && !disk.adaptive);
-        let on = t(TriadMode::On);
-        assert!(on.mem && on.disk && !on.adaptive);
-        let mem = t(TriadMode::Mem);
-        assert!(mem.mem && !mem.disk && !mem.log && !mem.adaptive);
-        let log = t(TriadMode::Log);
-        assert!(log.log && !log.mem && !log.disk && !log.adaptive);
+    fn the_triad_mode_reaches_the_engine_options() {
         let cfg = EngineConfig {
             write_buffer_size: 1 << 20,
             cache_size: 0,
@@ -321,7 +298,7 @@ mod tests {
             commit: CommitPath::Merger,
             triad: TriadMode::Disk,
         };
-        assert!(options(&cfg).unwrap().triad.disk);
+        assert_eq!(options(&cfg).unwrap().triad, TriadMode::Disk.options());
         assert!(RialtoFactory.has_triad());
     }
 }
