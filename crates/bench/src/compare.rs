@@ -12,6 +12,7 @@ use std::path::Path;
 
 use crate::config::{BenchFlags, Config, EngineKind};
 use crate::engine::EngineFactory;
+use crate::engines::{self, rialto::RialtoTriadFactory};
 use crate::error::{out_err, BenchError, Result};
 use crate::runner::{destroy_db, BenchResult, Runner};
 use crate::workload::Benchmark;
@@ -25,6 +26,7 @@ pub struct CompareFlags {
     pub rounds: usize,
 
     /// Engines to compare, comma-separated; ratios are the first engine's over each other's.
+    /// `rialto:MODE` (off, mem, disk, log, on, adaptive) is Rialto with that TRIAD mode.
     #[arg(long, default_value = "rialto,rocksdb", value_name = "LIST")]
     pub engines: String,
 
@@ -35,32 +37,41 @@ pub struct CompareFlags {
 
 impl CompareFlags {
     /// The engines of `--engines`, checked: known, distinct, at least one, and not mixed up
-    /// with `--engine`.
-    pub fn engine_kinds(&self) -> Result<Vec<EngineKind>> {
+    /// with `--engine`. `rialto:MODE` is Rialto with TRIAD mode MODE, so that modes can be
+    /// compared with one another and with RocksDB in one alternating run.
+    pub fn engine_factories(&self) -> Result<Vec<Box<dyn EngineFactory>>> {
         if self.bench.engine.is_some() {
             return Err(BenchError::usage(
                 "bench-compare takes --engines=a,b (plural), not --engine",
             ));
         }
-        let mut kinds = Vec::new();
+        let mut out: Vec<Box<dyn EngineFactory>> = Vec::new();
         for name in self
             .engines
             .split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
         {
-            let k = EngineKind::parse(name)?;
-            if kinds.contains(&k) {
+            let f: Box<dyn EngineFactory> = match RialtoTriadFactory::parse(name) {
+                Some(f) => Box::new(f),
+                None if name.starts_with("rialto:") => {
+                    return Err(BenchError::usage(format!(
+                        "unknown TRIAD mode in '{name}' (rialto:off, :mem, :disk, :log, :on, :adaptive)"
+                    )))
+                }
+                None => engines::factory(EngineKind::parse(name)?)?,
+            };
+            if out.iter().any(|o| o.name() == f.name()) {
                 return Err(BenchError::usage(format!(
                     "engine '{name}' is listed twice in --engines"
                 )));
             }
-            kinds.push(k);
+            out.push(f);
         }
-        if kinds.is_empty() {
+        if out.is_empty() {
             return Err(BenchError::usage("--engines is empty"));
         }
-        Ok(kinds)
+        Ok(out)
     }
 }
 
@@ -473,22 +484,29 @@ write-amp fillrandom            2.50          5.00            0.50
     fn engines_flag() {
         let mut f = CompareFlags {
             rounds: 3,
-            engines: "rialto, rocksdb".into(),
+            engines: "rialto, disk, rialto:off,rialto:on".into(),
             bench: BenchFlags::default(),
         };
-        assert_eq!(
-            f.engine_kinds().unwrap(),
-            vec![EngineKind::Rialto, EngineKind::Rocksdb]
-        );
-        f.engines = "rialto,rialto".into();
-        assert!(f.engine_kinds().is_err());
-        f.engines = "rialto,mysql".into();
-        assert!(f.engine_kinds().is_err());
-        f.engines = ",".into();
-        assert!(f.engine_kinds().is_err());
+        let names: Vec<&str> = f
+            .engine_factories()
+            .unwrap()
+            .iter()
+            .map(|e| e.name())
+            .collect();
+        assert_eq!(names, ["rialto", "disk", "rialto:off", "rialto:on"]);
+        for bad in [
+            "rialto,rialto",
+            "rialto,mysql",
+            ",",
+            "rialto:fast",
+            "rialto:on,rialto:on",
+        ] {
+            f.engines = bad.into();
+            assert!(f.engine_factories().is_err(), "{bad}");
+        }
         f.engines = "rialto".into();
         f.bench.engine = Some(EngineKind::Rialto);
-        assert_eq!(f.engine_kinds().unwrap_err().exit_code(), 2);
+        assert_eq!(f.engine_factories().err().unwrap().exit_code(), 2);
     }
 
     #[test]

@@ -181,6 +181,12 @@ pub trait EngineFactory: Sync {
         self.name().to_string()
     }
 
+    /// A TRIAD mode this factory always runs, whatever `--triad` says (the `rialto:MODE`
+    /// engines of `bench-compare`). Default none.
+    fn triad_override(&self) -> Option<TriadMode> {
+        None
+    }
+
     /// True when the engine has TRIAD, so that `--triad` applies to it. Default false.
     fn has_triad(&self) -> bool {
         false

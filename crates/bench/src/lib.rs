@@ -45,11 +45,7 @@ pub fn run_bench(flags: &BenchFlags, out: &mut dyn Write) -> Result<Vec<BenchRes
 /// then prints the table of medians.
 pub fn run_compare(flags: &CompareFlags, out: &mut dyn Write) -> Result<CompareReport> {
     let cfg = Config::from_flags(&flags.bench)?;
-    let kinds = flags.engine_kinds()?;
-    let factories = kinds
-        .iter()
-        .map(|&k| engines::factory(k))
-        .collect::<Result<Vec<_>>>()?;
+    let factories = flags.engine_factories()?;
     let refs: Vec<&dyn EngineFactory> = factories.iter().map(|f| f.as_ref()).collect();
     let base = flags
         .bench

@@ -218,7 +218,10 @@ impl<'a> Runner<'a> {
             cfg,
             factory,
             out,
-            engine_cfg: EngineConfig::from_config(cfg),
+            engine_cfg: EngineConfig {
+                triad: factory.triad_override().unwrap_or(cfg.triad_mode()),
+                ..EngineConfig::from_config(cfg)
+            },
             engine: None,
             live: LiveKeys::new(capacity),
             live_known: false,

@@ -11,7 +11,7 @@ use rialto_lsm::triad::TriadStats;
 use rialto_lsm::{Compression, Db, Options};
 use rialto_txn::{Merger, MergerOptions};
 
-use crate::config::{CommitPath, CompressionKind};
+use crate::config::{CommitPath, CompressionKind, TriadMode};
 use crate::engine::{
     Adaptation, BenchEngine, ClassChange, EngineConfig, EngineFactory, ScanFrom, Visitor,
 };
@@ -108,6 +108,49 @@ pub fn format_triad(t: &TriadStats) -> Vec<String> {
         }
     }
     lines
+}
+
+/// Rialto with a fixed TRIAD mode, whatever `--triad` says: `bench-compare
+/// --engines=rialto:off,rialto:on,rocksdb` compares the modes side by side.
+#[derive(Debug, Clone, Copy)]
+pub struct RialtoTriadFactory(pub TriadMode);
+
+impl RialtoTriadFactory {
+    /// The factory of an engine name `rialto:MODE`, if it is one.
+    pub fn parse(name: &str) -> Option<Self> {
+        name.strip_prefix("rialto:")
+            .and_then(TriadMode::parse)
+            .map(RialtoTriadFactory)
+    }
+}
+
+impl EngineFactory for RialtoTriadFactory {
+    fn name(&self) -> &'static str {
+        match self.0 {
+            TriadMode::Off => "rialto:off",
+            TriadMode::Mem => "rialto:mem",
+            TriadMode::Disk => "rialto:disk",
+            TriadMode::Log => "rialto:log",
+            TriadMode::On => "rialto:on",
+            TriadMode::Adaptive => "rialto:adaptive",
+        }
+    }
+
+    fn open(&self, path: &Path, cfg: &EngineConfig) -> Result<Box<dyn BenchEngine>> {
+        RialtoFactory.open(path, cfg)
+    }
+
+    fn describe(&self) -> String {
+        RialtoFactory.describe()
+    }
+
+    fn triad_override(&self) -> Option<TriadMode> {
+        Some(self.0)
+    }
+
+    fn has_triad(&self) -> bool {
+        true
+    }
 }
 
 impl EngineFactory for RialtoFactory {
@@ -284,7 +327,6 @@ impl BenchEngine for RialtoEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::TriadMode;
 
     #[test]
     fn the_triad_mode_reaches_the_engine_options() {
