@@ -15,7 +15,6 @@ use crate::engine::EngineFactory;
 use crate::engines::{self, rialto::RialtoTriadFactory};
 use crate::error::{out_err, BenchError, Result};
 use crate::runner::{destroy_db, BenchResult, Runner};
-use crate::workload::Benchmark;
 
 /// Flags of `rialto bench-compare`: its own, plus every flag of `rialto bench`.
 #[derive(Debug, Clone, clap::Args)]
@@ -125,8 +124,12 @@ pub struct CompareReport {
     pub benchmarks: Vec<String>,
     /// `ops_per_sec[engine][benchmark]`: one sample per round.
     pub ops_per_sec: Vec<Vec<Vec<f64>>>,
-    /// `fillrandom_write_amp[engine]`: write amplification right after fillrandom, per round.
-    pub fillrandom_write_amp: Vec<Vec<f64>>,
+    /// `write_amp[engine][benchmark]`: write amplification since the database was opened,
+    /// at the end of each benchmark that writes, per round.
+    pub write_amp: Vec<Vec<Vec<f64>>>,
+    /// `read_p99_us[engine][benchmark]`: p99 latency of the reads of a mixed benchmark
+    /// (readrandomwriterandom, phaseshift) in µs, per round.
+    pub read_p99_us: Vec<Vec<Vec<f64>>>,
     /// `syncs_per_op[engine][benchmark]`: WAL syncs since open / ops, per round (meaningful
     /// for the first benchmark of a run, where "since open" is "during the benchmark").
     pub syncs_per_op: Vec<Vec<Vec<f64>>>,
@@ -147,7 +150,8 @@ impl CompareReport {
             engines,
             benchmarks,
             ops_per_sec: vec![vec![Vec::new(); b]; n],
-            fillrandom_write_amp: vec![Vec::new(); n],
+            write_amp: vec![vec![Vec::new(); b]; n],
+            read_p99_us: vec![vec![Vec::new(); b]; n],
             syncs_per_op: vec![vec![Vec::new(); b]; n],
             latency_us: vec![vec![Vec::new(); b]; n],
             rounds,
@@ -168,7 +172,6 @@ impl CompareReport {
         if engine >= self.engines.len() || results.len() != self.benchmarks.len() {
             return Err(mismatch());
         }
-        let mut wamp_seen = false;
         for (i, r) in results.iter().enumerate() {
             if r.benchmark.name() != self.benchmarks[i] {
                 return Err(mismatch());
@@ -181,10 +184,15 @@ impl CompareReport {
                 let us = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
                 self.latency_us[engine][i].push((us(0.5), us(0.99)));
             }
-            if r.benchmark == Benchmark::FillRandom && !wamp_seen {
-                wamp_seen = true;
+            if r.benchmark.writes() {
                 if let Some(w) = r.write_amplification() {
-                    self.fillrandom_write_amp[engine].push(w);
+                    self.write_amp[engine][i].push(w);
+                }
+            }
+            if let Some(m) = &r.mix {
+                if m.reads > 0 {
+                    self.read_p99_us[engine][i]
+                        .push(m.read_latency.value_at_quantile(0.99) as f64 / 1000.0);
                 }
             }
         }
@@ -196,15 +204,16 @@ impl CompareReport {
         self.ops_per_sec.get(e)?.get(b).and_then(|s| median(s))
     }
 
-    /// Median write amplification after fillrandom of engine `e`.
+    /// Median write amplification of engine `e` after the first fillrandom.
     pub fn median_write_amp(&self, e: usize) -> Option<f64> {
-        self.fillrandom_write_amp.get(e).and_then(|s| median(s))
+        let b = self.benchmarks.iter().position(|n| n == "fillrandom")?;
+        self.write_amp.get(e)?.get(b).and_then(|s| median(s))
     }
 
     /// The table: one row per benchmark with each engine's median ops/sec and the ratio of
     /// the first engine to each other one, then the write amplification row.
     pub fn table(&self) -> String {
-        const NAME_W: usize = 22;
+        const NAME_W: usize = 34;
         let col_w: Vec<usize> = self.engines.iter().map(|e| e.len().max(12) + 2).collect();
         let ratio_names: Vec<String> = self
             .engines
@@ -250,17 +259,33 @@ impl CompareReport {
                 .collect();
             s.push_str(&row(name, values, 0));
         }
-        let wamp: Vec<Option<f64>> = (0..self.engines.len())
-            .map(|e| self.median_write_amp(e))
-            .collect();
-        if wamp.iter().any(Option::is_some) {
-            s.push_str(&row("write-amp fillrandom", wamp, 2));
+        let mut any_wamp = false;
+        for (b, name) in self.benchmarks.iter().enumerate() {
+            let wamp: Vec<Option<f64>> = (0..self.engines.len())
+                .map(|e| median(&self.write_amp[e][b]))
+                .collect();
+            if wamp.iter().any(Option::is_some) {
+                any_wamp = true;
+                s.push_str(&row(&format!("write-amp {name}"), wamp, 2));
+            }
+        }
+        if any_wamp {
             s.push_str(&format!(
-                "(write-amp: storage bytes written / user bytes written, at the end of fillrandom; \
-                 ratio < 1: {first} writes less)\n"
+                "(write-amp: storage bytes written / user bytes written since the database \
+                 opened, at the end of the benchmark; ratio < 1: {first} writes less)\n"
             ));
         } else {
-            s.push_str("(no fillrandom in --benchmarks: no write amplification to compare)\n");
+            s.push_str(
+                "(no writing benchmark in --benchmarks: no write amplification to compare)\n",
+            );
+        }
+        for (b, name) in self.benchmarks.iter().enumerate() {
+            let p99: Vec<Option<f64>> = (0..self.engines.len())
+                .map(|e| median(&self.read_p99_us[e][b]))
+                .collect();
+            if p99.iter().any(Option::is_some) {
+                s.push_str(&row(&format!("read p99 us {name}"), p99, 1));
+            }
         }
         for (b, name) in self.benchmarks.iter().enumerate() {
             if name == "fillsync" || self.latency_us.iter().any(|e| !e[b].is_empty()) {
@@ -374,6 +399,7 @@ pub fn run(
 mod tests {
     use super::*;
     use crate::engines::memory::MemFactory;
+    use crate::workload::Benchmark;
     use std::time::Duration;
 
     #[test]
@@ -454,11 +480,11 @@ mod tests {
         assert_eq!(r.median_write_amp(1), Some(5.0));
         let expected = "
 ===== median of 3 rounds: ops/sec (ratio > 1: rialto is faster) =====
-benchmark                     rialto       rocksdb  rialto/rocksdb
-fillrandom                      1000           500            2.00
-readrandom                      4500          2500            1.80
-write-amp fillrandom            2.50          5.00            0.50
-(write-amp: storage bytes written / user bytes written, at the end of fillrandom; ratio < 1: rialto writes less)
+benchmark                                 rialto       rocksdb  rialto/rocksdb
+fillrandom                                  1000           500            2.00
+readrandom                                  4500          2500            1.80
+write-amp fillrandom                        2.50          5.00            0.50
+(write-amp: storage bytes written / user bytes written since the database opened, at the end of the benchmark; ratio < 1: rialto writes less)
 ";
         assert_eq!(r.table(), expected);
     }
@@ -476,8 +502,8 @@ write-amp fillrandom            2.50          5.00            0.50
         assert!(r
             .add_run(0, &[result(Benchmark::FillSeq, 1, 1.0, None)])
             .is_ok());
-        // No fillrandom: the table says so instead of printing a row of dashes.
-        assert!(r.table().contains("no fillrandom"));
+        // No write amplification recorded: the table says so instead of a row of dashes.
+        assert!(r.table().contains("no writing benchmark"));
     }
 
     #[test]

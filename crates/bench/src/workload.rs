@@ -125,6 +125,21 @@ impl Benchmark {
         )
     }
 
+    /// True for benchmarks that write (their write amplification is worth reporting).
+    pub fn writes(self) -> bool {
+        matches!(
+            self,
+            Benchmark::FillSeq
+                | Benchmark::FillRandom
+                | Benchmark::Overwrite
+                | Benchmark::FillSync
+                | Benchmark::DeleteRandom
+                | Benchmark::ReadWhileWriting
+                | Benchmark::ReadRandomWriteRandom
+                | Benchmark::PhaseShift
+        )
+    }
+
     /// True for benchmarks that time operations and print a report line.
     pub fn is_timed(self) -> bool {
         self != Benchmark::Stats
