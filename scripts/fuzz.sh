@@ -163,7 +163,12 @@ for t in "${targets[@]}"; do
         rate=$((rate + ${r:-0}))
     done
     crashes=$(( $(find "artifacts/$t" -type f | wc -l) - before ))
-    if [[ $status -ne 0 && $crashes -eq 0 ]]; then
+    interrupted=false
+    if grep -q "libFuzzer: run interrupted" "$logs/$t".*log; then
+        # Stopped by Ctrl-C / SIGINT: the executions so far count, nothing crashed.
+        interrupted=true
+    fi
+    if [[ $status -ne 0 && $crashes -eq 0 ]] && ! $interrupted; then
         # Stopped without saving an input (a build failure, an abort in the harness...).
         crashes=1
     fi
