@@ -455,3 +455,29 @@ fn every_technique_together_keeps_the_data() {
     db.compact_range(None, None).unwrap();
     assert_eq!(contents(&db), model);
 }
+
+/// Once flushes stop writing commit-log tables (TRIAD-LOG off, or the characterizer sees
+/// reads dominate), the ones in L0 are rewritten into ordinary tables even below the L0
+/// trigger: their values are read outside the block cache, and their segments go.
+#[test]
+fn commit_log_tables_are_rewritten_once_flushes_stop_writing_them() {
+    let fs = MemFs::new();
+    let opts = |triad| Options {
+        level0_compaction_trigger: 8,
+        ..options(&fs, triad)
+    };
+    let db = Db::open("/db", opts(log_only())).unwrap();
+    let (_, model) = uniform_writes(&db, 600);
+    db.flush().unwrap();
+    assert!(db.triad_stats().log_flushes > 0);
+    assert!(db.num_files_at_level(0) > 0);
+    db.close().unwrap();
+    assert!(segments(&fs).len() > 1);
+    let db = Db::open("/db", opts(TriadOptions::off())).unwrap();
+    db.wait_for_background_work().unwrap();
+    assert_eq!(contents(&db), model);
+    db.close().unwrap();
+    let db = Db::open("/db", opts(TriadOptions::off())).unwrap();
+    assert_eq!(segments(&fs).len(), 1, "only the active segment is left");
+    assert_eq!(contents(&db), model);
+}

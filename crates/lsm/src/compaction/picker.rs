@@ -33,6 +33,10 @@ pub struct PickerOptions {
     pub target_file_size: u64,
     /// TRIAD-DISK's rule for L0, when it is on.
     pub l0_deferral: Option<DeferralRule>,
+    /// Rewrite L0's commit-log tables (TRIAD-LOG) into ordinary ones even below the file
+    /// trigger: set while flushes write ordinary tables (reads dominate, or TRIAD-LOG is
+    /// off), since a commit-log table's values are read outside the block cache.
+    pub compact_commit_log: bool,
 }
 
 /// TRIAD-DISK (see [`crate::triad`]): an L0 compaction waits while the estimated key overlap
@@ -63,6 +67,7 @@ impl PickerOptions {
             level_size_multiplier: o.level_size_multiplier.max(2),
             target_file_size: o.target_file_size.max(1),
             l0_deferral: None,
+            compact_commit_log: false,
         }
     }
 
@@ -132,7 +137,13 @@ pub fn level_scores(v: &Version, o: &PickerOptions) -> Vec<f64> {
     (0..v.num_levels().saturating_sub(1))
         .map(|level| {
             if level == 0 {
-                v.levels[0].len() as f64 / o.level0_compaction_trigger as f64
+                let files = v.levels[0].len() as f64 / o.level0_compaction_trigger as f64;
+                let has_log = v.levels[0].iter().any(|f| f.cl_segment.is_some());
+                if o.compact_commit_log && has_log {
+                    files.max(1.0)
+                } else {
+                    files
+                }
             } else {
                 v.level_bytes(level) as f64 / o.level_target(level) as f64
             }
@@ -323,7 +334,9 @@ fn finish_task(
         Vec::new()
     };
     let grandparent_bytes: u64 = grandparents.iter().map(|f| f.file_size).sum();
+    // A commit-log table is rewritten, never moved: rewriting it is what frees its segment.
     let trivial_move = inputs.len() == 1
+        && inputs[0].cl_segment.is_none()
         && next_inputs.is_empty()
         && grandparent_bytes <= o.max_grandparent_overlap();
     Some(CompactionTask {
@@ -376,6 +389,7 @@ mod tests {
             level_size_multiplier: 10,
             target_file_size: 10,
             l0_deferral: None,
+            compact_commit_log: false,
         }
     }
 
@@ -553,5 +567,31 @@ mod tests {
         // Below the trigger nothing is due at all.
         let one = version(vec![(0, sketched(1, "a", "m", 0..10))]);
         assert_eq!(level0_status(&one, &none, &deferring(0.4, 4)), None);
+    }
+
+    #[test]
+    fn commit_log_tables_are_rewritten_when_flushes_no_longer_write_them() {
+        let mut f = file(1, "a", "m", 5);
+        f.cl_segment = Some(crate::cl_table::ClSegment {
+            number: 7,
+            size: 100,
+        });
+        let v = version(vec![(0, f)]);
+        let none = HashSet::new();
+        // One L0 file, below the trigger of 2: nothing to do while commit logs are wanted.
+        assert!(pick(&v, &none, &[], &opts()).is_none());
+        let o = PickerOptions {
+            compact_commit_log: true,
+            ..opts()
+        };
+        let t = pick(&v, &none, &[], &o).expect("rewrite the commit-log table");
+        assert_eq!(
+            (t.level, t.trivial_move),
+            (0, false),
+            "never moved, rewritten"
+        );
+        // An ordinary table alone in L0 is left alone.
+        let v = version(vec![(0, file(2, "a", "m", 5))]);
+        assert!(pick(&v, &none, &[], &o).is_none());
     }
 }

@@ -388,6 +388,7 @@ impl DbInner {
     pub(crate) fn picker_options(&self) -> PickerOptions {
         PickerOptions {
             l0_deferral: self.triad.deferral_rule(&self.opts),
+            compact_commit_log: !self.triad.log_active(),
             ..PickerOptions::from_options(&self.opts)
         }
     }
