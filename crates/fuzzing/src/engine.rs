@@ -27,7 +27,7 @@ use rialto_io::{CrashMode, MemFs};
 use rialto_lsm::cache::BlockCache;
 use rialto_lsm::throttle::ThrottleOptions;
 use rialto_lsm::triad::TriadOptions;
-use rialto_lsm::{Compression, Db, Options, Snapshot};
+use rialto_lsm::{Compression, Db, DbIter, Options, Snapshot};
 
 use crate::input::Input;
 
@@ -359,6 +359,22 @@ impl Harness {
         self.made_durable();
     }
 
+    /// An iterator within bounds, as of `snapshot` (the latest state if `None`).
+    fn iter(
+        &self,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+        snapshot: Option<Snapshot>,
+    ) -> DbIter {
+        self.db()
+            .iter(IterOptions {
+                lower,
+                upper,
+                snapshot,
+            })
+            .expect("iter")
+    }
+
     /// Everything within bounds, scanned forward, as of `snapshot`.
     fn contents(
         &self,
@@ -366,14 +382,7 @@ impl Harness {
         upper: Option<Vec<u8>>,
         snapshot: Option<Snapshot>,
     ) -> Map {
-        let mut it = self
-            .db()
-            .iter(IterOptions {
-                lower,
-                upper,
-                snapshot,
-            })
-            .expect("iter");
+        let mut it = self.iter(lower, upper, snapshot);
         it.seek_to_first();
         let mut out = Map::new();
         while it.valid() {
@@ -405,14 +414,7 @@ impl Harness {
         forward: bool,
     ) {
         let want = view(model, lower.as_deref(), upper.as_deref());
-        let mut it = self
-            .db()
-            .iter(IterOptions {
-                lower,
-                upper,
-                snapshot,
-            })
-            .expect("iter");
+        let mut it = self.iter(lower, upper, snapshot);
         let mut got: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(want.len());
         if forward {
             it.seek_to_first();
@@ -453,14 +455,7 @@ impl Harness {
         let target = key(input.u8());
         let moves = input.u8();
         let want = view(&self.model, lower.as_deref(), upper.as_deref());
-        let mut it = self
-            .db()
-            .iter(IterOptions {
-                lower,
-                upper,
-                snapshot: None,
-            })
-            .expect("iter");
+        let mut it = self.iter(lower, upper, None);
         let mut pos = if moves & 1 == 0 {
             it.seek(&target);
             want.iter()

@@ -127,15 +127,20 @@ fn overwrites_of_the_same_keys_overlap_and_are_not_deferred() {
     assert!(s.last_overlap.unwrap() > 0.4);
 }
 
-#[test]
-fn the_characterizer_follows_a_phase_shift() {
-    let triad = TriadOptions {
+/// The default (adaptive) options with 1,000-operation characterizer windows.
+fn adaptive_small_windows() -> TriadOptions {
+    TriadOptions {
         characterizer: CharacterizerConfig {
             window_ops: 1_000,
             ..CharacterizerConfig::default()
         },
         ..TriadOptions::default()
-    };
+    }
+}
+
+#[test]
+fn the_characterizer_follows_a_phase_shift() {
+    let triad = adaptive_small_windows();
     let fs = MemFs::new();
     let db = Db::open("/db", options(&fs, triad)).unwrap();
     assert_eq!(db.triad_stats().workload, Workload::Balanced);
@@ -301,13 +306,7 @@ fn mem_keeps_what_snapshots_see() {
 
 #[test]
 fn adaptive_turns_mem_on_for_skewed_writes_only() {
-    let triad = TriadOptions {
-        characterizer: CharacterizerConfig {
-            window_ops: 1_000,
-            ..CharacterizerConfig::default()
-        },
-        ..TriadOptions::default()
-    };
+    let triad = adaptive_small_windows();
     let fs = MemFs::new();
     let db = Db::open("/db", options(&fs, triad)).unwrap();
     assert!(!db.triad_stats().hot_cold_active);

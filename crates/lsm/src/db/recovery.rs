@@ -336,9 +336,6 @@ fn flush_recovered(
 fn load_sketches(inner: &DbInner) {
     let version = inner.state.lock().versions.current();
     for f in version.levels.iter().take(2).flatten() {
-        if f.sketch.is_known() {
-            continue;
-        }
         let sketch = inner
             .tables
             .reader(f)

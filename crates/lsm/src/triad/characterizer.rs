@@ -199,11 +199,6 @@ impl Characterizer {
         }
     }
 
-    /// Its configuration.
-    pub fn config(&self) -> &CharacterizerConfig {
-        &self.cfg
-    }
-
     /// The class in force.
     pub fn workload(&self) -> Workload {
         self.current

@@ -78,23 +78,23 @@ impl HotSelector {
     }
 }
 
-/// The hot keys among `entries` (`(user key, entry bytes)` in internal-key order), for
-/// `budget` bytes and `min_updates` (see [`HotSelector`]).
-pub fn select_hot<'a>(
-    entries: impl Iterator<Item = (&'a [u8], usize)>,
-    budget: usize,
-    min_updates: u32,
-) -> HashSet<Vec<u8>> {
-    let mut s = HotSelector::new(min_updates);
-    for (k, bytes) in entries {
-        s.add(k, bytes);
-    }
-    s.finish(budget)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hot keys among `entries` (`(user key, entry bytes)` in internal-key order), for
+    /// `budget` bytes and `min_updates` (see [`HotSelector`]).
+    fn select_hot<'a>(
+        entries: impl Iterator<Item = (&'a [u8], usize)>,
+        budget: usize,
+        min_updates: u32,
+    ) -> HashSet<Vec<u8>> {
+        let mut s = HotSelector::new(min_updates);
+        for (k, bytes) in entries {
+            s.add(k, bytes);
+        }
+        s.finish(budget)
+    }
 
     fn entries(spec: &[(&'static str, u32, usize)]) -> Vec<(&'static [u8], usize)> {
         let mut out = Vec::new();

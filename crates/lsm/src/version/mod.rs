@@ -67,11 +67,6 @@ impl SketchSlot {
         self.0.get().and_then(Option::as_ref)
     }
 
-    /// Whether the slot was filled (with a sketch or with its absence).
-    pub fn is_known(&self) -> bool {
-        self.0.get().is_some()
-    }
-
     /// Fills the slot; a slot already filled keeps its value (the same table's sketch).
     pub fn set(&self, sketch: Option<Arc<KeySketch>>) {
         let _ = self.0.set(sketch);
