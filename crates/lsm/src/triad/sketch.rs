@@ -10,6 +10,8 @@
 //! Encoding (stored as the `key_sketch` table property): `version: u8 = 1 | precision: u8 |
 //! registers: [u8; 2^precision]`, each register at most `64 - precision + 1`.
 
+use std::sync::OnceLock;
+
 use crate::sstable::bloom::bloom_hash;
 
 /// Register-index bits.
@@ -19,11 +21,33 @@ const ENCODING_VERSION: u8 = 1;
 /// Largest possible rank: all `64 - PRECISION` remaining bits zero.
 const MAX_RANK: u8 = (64 - PRECISION + 1) as u8;
 
+/// `2^-r` for every possible register value, exact (an exponent field with a zero mantissa).
+const POW2_NEG: [f64; MAX_RANK as usize + 1] = {
+    let mut t = [0.0; MAX_RANK as usize + 1];
+    let mut r = 0;
+    while r < t.len() {
+        t[r] = f64::from_bits((1023 - r as u64) << 52);
+        r += 1;
+    }
+    t
+};
+
 /// A HyperLogLog sketch of a set of keys.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct KeySketch {
     registers: Box<[u8]>,
+    /// The estimate, computed once: the compaction picker asks for each table's on every
+    /// pick. Reset by every change to the registers.
+    estimate: OnceLock<f64>,
 }
+
+impl PartialEq for KeySketch {
+    fn eq(&self, other: &Self) -> bool {
+        self.registers == other.registers
+    }
+}
+
+impl Eq for KeySketch {}
 
 impl std::fmt::Debug for KeySketch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -42,6 +66,7 @@ impl KeySketch {
     pub fn new() -> Self {
         KeySketch {
             registers: vec![0u8; REGISTERS].into_boxed_slice(),
+            estimate: OnceLock::new(),
         }
     }
 
@@ -63,7 +88,10 @@ impl KeySketch {
         let rest = (h << PRECISION) | (1 << (PRECISION - 1));
         let rank = rest.leading_zeros() as u8 + 1;
         let r = &mut self.registers[index];
-        *r = (*r).max(rank);
+        if rank > *r {
+            *r = rank;
+            self.estimate = OnceLock::new();
+        }
     }
 
     /// Adds every key of `other` (the union of the two sets).
@@ -71,27 +99,14 @@ impl KeySketch {
         for (a, b) in self.registers.iter_mut().zip(other.registers.iter()) {
             *a = (*a).max(*b);
         }
+        self.estimate = OnceLock::new();
     }
 
     /// Estimated number of distinct keys added.
     pub fn estimate(&self) -> f64 {
-        let m = REGISTERS as f64;
-        let mut sum = 0.0;
-        let mut zeros = 0u32;
-        for &r in self.registers.iter() {
-            sum += (-f64::from(r)).exp2();
-            if r == 0 {
-                zeros += 1;
-            }
-        }
-        let alpha = 0.7213 / (1.0 + 1.079 / m);
-        let raw = alpha * m * m / sum;
-        if raw <= 2.5 * m && zeros > 0 {
-            // Few keys: linear counting over the empty registers is more accurate.
-            m * (m / f64::from(zeros)).ln()
-        } else {
-            raw
-        }
+        *self
+            .estimate
+            .get_or_init(|| estimate_from(&histogram(&self.registers)))
     }
 
     /// The encoded sketch (see the module docs).
@@ -110,16 +125,59 @@ impl KeySketch {
                 if u32::from(*p) != PRECISION || regs.len() != REGISTERS {
                     return Err("key sketch of an unsupported precision");
                 }
-                if regs.iter().any(|&r| r > MAX_RANK) {
+                if !registers_in_range(regs) {
                     return Err("key sketch register out of range");
                 }
                 Ok(KeySketch {
                     registers: regs.into(),
+                    estimate: OnceLock::new(),
                 })
             }
             [] => Err("empty key sketch"),
             _ => Err("key sketch of an unknown encoding version"),
         }
+    }
+}
+
+/// Whether every register is at most [`MAX_RANK`], eight at a time: `(b & 0x7f) + (128 -
+/// 56)` cannot carry out of its byte and has its top bit set exactly when `b & 0x7f >= 56`;
+/// or-ing `b` back in also catches `b >= 128`. Every table's sketch is checked at open.
+fn registers_in_range(registers: &[u8]) -> bool {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const TOP: u64 = 0x8080_8080_8080_8080;
+    const BIAS: u64 = (128 - (MAX_RANK as u64 + 1)) * 0x0101_0101_0101_0101;
+    let mut chunks = registers.chunks_exact(8);
+    let word_ok = |w: u64| (((w & LOW7) + BIAS) | w) & TOP == 0;
+    chunks.all(|c| word_ok(u64::from_le_bytes(c.try_into().unwrap_or([0xff; 8]))))
+        && chunks.remainder().iter().all(|&b| b <= MAX_RANK)
+}
+
+/// How many registers hold each value: one pass with no branch per register.
+fn histogram(registers: &[u8]) -> [u32; 256] {
+    let mut counts = [0u32; 256];
+    for &r in registers {
+        counts[usize::from(r)] += 1;
+    }
+    counts
+}
+
+/// The HyperLogLog estimate from a register [`histogram`] whose values are all at most
+/// [`MAX_RANK`].
+fn estimate_from(counts: &[u32; 256]) -> f64 {
+    let m = REGISTERS as f64;
+    let sum: f64 = POW2_NEG
+        .iter()
+        .zip(counts)
+        .map(|(p, &c)| p * f64::from(c))
+        .sum();
+    let zeros = counts[0];
+    let alpha = 0.7213 / (1.0 + 1.079 / m);
+    let raw = alpha * m * m / sum;
+    if raw <= 2.5 * m && zeros > 0 {
+        // Few keys: linear counting over the empty registers is more accurate.
+        m * (m / f64::from(zeros)).ln()
+    } else {
+        raw
     }
 }
 
@@ -170,6 +228,28 @@ mod tests {
     }
 
     #[test]
+    fn powers_of_two_are_exact() {
+        for (r, p) in POW2_NEG.iter().enumerate() {
+            assert_eq!(*p, (-(r as f64)).exp2(), "2^-{r}");
+        }
+    }
+
+    #[test]
+    fn cached_estimate_follows_every_change() {
+        let mut s = sketch(0..100);
+        let small = s.estimate();
+        s.merge(&sketch(100..10_000));
+        assert_eq!(s.estimate(), sketch(0..10_000).estimate());
+        assert!(s.estimate() > small);
+        for i in 10_000..20_000 {
+            s.add(format!("key{i:012}").as_bytes());
+        }
+        assert_eq!(s.estimate(), sketch(0..20_000).estimate());
+        let decoded = KeySketch::decode(&s.encode()).unwrap();
+        assert_eq!(decoded.estimate(), s.estimate());
+    }
+
+    #[test]
     fn duplicates_do_not_count() {
         let mut s = sketch(0..5_000);
         let before = s.estimate();
@@ -211,8 +291,23 @@ mod tests {
         let mut bad = e.clone();
         bad[1] = 12;
         assert!(KeySketch::decode(&bad).is_err());
-        let mut bad = e;
-        bad[5] = MAX_RANK + 1;
-        assert!(KeySketch::decode(&bad).is_err());
+        for at in [2, 5, 9, e.len() - 1] {
+            for v in [MAX_RANK + 1, 0x7f, 0x80, 0xb7, 0xff] {
+                let mut bad = e.clone();
+                bad[at] = v;
+                assert!(KeySketch::decode(&bad).is_err(), "register {v} at {at}");
+            }
+        }
+    }
+
+    #[test]
+    fn register_range_check_matches_a_plain_comparison() {
+        for v in 0..=255u8 {
+            for at in 0..9 {
+                let mut regs = [MAX_RANK; 9];
+                regs[at] = v;
+                assert_eq!(registers_in_range(&regs), v <= MAX_RANK, "{v} at {at}");
+            }
+        }
     }
 }
