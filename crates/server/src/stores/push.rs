@@ -24,7 +24,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use rialto_engine::{EngineIterator, IterOptions, KvEngine, WriteBatch};
+use rialto_engine::{EngineIterator, IterOptions, KvEngine};
 use rialto_lsm::Db;
 use rialto_sort::{DuplicatePolicy, SortOptions, Sorter};
 use rialto_txn::{Merger, TxnContext};
@@ -32,6 +32,7 @@ use rialto_txn::{Merger, TxnContext};
 use super::catalog::{rt_key, rt_number, rt_range, version_key, RtEntry};
 use super::{Pushing, StoreError, StoreMeta, StoreResult, Stores, VersionInfo};
 use crate::keyspace;
+use crate::store::ChunkedWriter;
 
 /// Real-time log entries per replay transaction before the swap.
 const REPLAY_CHUNK: usize = 1000;
@@ -435,37 +436,24 @@ fn replay_published(
     it.seek_to_first();
     let mut next = from;
     let mut replayed = 0u64;
-    let mut batch = WriteBatch::new();
-    let mut last = None;
+    let mut out = ChunkedWriter::new(merger, REPLAY_CHUNK);
     while it.valid() {
         let n = rt_number(it.key()).unwrap_or(next);
         let e = RtEntry::decode(it.value()).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         if e.at_ms >= cutoff {
-            apply(&mut batch, m, p, &e);
+            let k = version_key(m.id, p.version, e.key);
+            match e.record {
+                Some(r) => out.put(&k, r),
+                None => out.delete(&k),
+            }
             replayed += 1;
         }
         next = n + 1;
-        if batch.count() as usize >= REPLAY_CHUNK {
-            last = Some(merger.write(std::mem::take(&mut batch)));
-        }
         it.next();
     }
     it.status()?;
-    if !batch.is_empty() {
-        last = Some(merger.write(batch));
-    }
-    if let Some(h) = last {
-        h.wait()?;
-    }
+    out.finish()?;
     Ok((next, replayed))
-}
-
-fn apply(batch: &mut WriteBatch, m: &StoreMeta, p: Pushing, e: &RtEntry<'_>) {
-    let k = version_key(m.id, p.version, e.key);
-    match e.record {
-        Some(r) => batch.put(&k, r),
-        None => batch.delete(&k),
-    }
 }
 
 /// Inside the swap transaction: replays entries `from..until` (published or not) within
