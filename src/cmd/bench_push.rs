@@ -143,6 +143,7 @@ fn rocks_config() -> rialto_bench::EngineConfig {
         background_jobs: 2,
         commit: rialto_bench::CommitPath::Merger,
         triad: rialto_bench::TriadMode::Adaptive,
+        journal_first: true,
     }
 }
 

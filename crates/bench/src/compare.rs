@@ -288,7 +288,10 @@ impl CompareReport {
             }
         }
         for (b, name) in self.benchmarks.iter().enumerate() {
-            if name == "fillsync" || self.latency_us.iter().any(|e| !e[b].is_empty()) {
+            if name == "fillsync"
+                || name == "syncwhilecompacting"
+                || self.latency_us.iter().any(|e| !e[b].is_empty())
+            {
                 s.push_str(&self.detail(b));
             }
         }

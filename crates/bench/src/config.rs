@@ -29,8 +29,10 @@ readwhilewriting,seekrandom,deleterandom,stats";
 #[command(rename_all = "snake_case")]
 pub struct BenchFlags {
     /// Comma-separated benchmarks, run in order: fillseq, fillrandom, overwrite, fillsync,
-    /// readrandom, readseq, readreverse, readwhilewriting, readrandomwriterandom, phaseshift,
-    /// seekrandom, deleterandom, flush, compact, stats. fill* start from an empty database;
+    /// syncwhilecompacting, readrandom, readseq, readreverse, readwhilewriting,
+    /// readrandomwriterandom, phaseshift, seekrandom, deleterandom, flush, compact, stats.
+    /// syncwhilecompacting: fillsync's writes (at most) on the existing database while one
+    /// more thread compacts the whole key range, until it is done. fill* start from an empty database;
     /// with --use_existing_db=1 they are skipped (as db_bench does). readrandomwriterandom:
     /// --reads ops per thread, each a read with probability --readwritepercent, else a put.
     /// phaseshift: per thread, --writes ops (default --num) write-heavy and skewed (10%
@@ -156,6 +158,13 @@ pub struct BenchFlags {
     /// the workload characterizer). Other engines ignore it, with a note.
     #[arg(long, value_parser = parse_triad, value_name = "MODE")]
     pub triad: Option<TriadMode>,
+
+    /// Rialto's journal-first pacing (0/1): flush and compaction writes slow down while WAL
+    /// syncs are slow. Default 1, as in Rialto; 0 shows what it protects commits from (see
+    /// syncwhilecompacting). Other engines ignore it.
+    #[arg(long, value_name = "BOOL", default_value = "true", value_parser = parse_bool,
+          num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
+    pub journal_first: bool,
 }
 
 impl Default for BenchFlags {
@@ -186,6 +195,7 @@ impl Default for BenchFlags {
             zipf_theta: dist::DEFAULT_ZIPF_THETA,
             readwritepercent: 90,
             triad: None,
+            journal_first: true,
         }
     }
 }
@@ -329,6 +339,8 @@ pub struct Config {
     pub read_percent: u8,
     /// `--triad` as given; `None`: not given (the rialto engine then runs adaptive).
     pub triad: Option<TriadMode>,
+    /// Rialto's journal-first pacing of background writes.
+    pub journal_first: bool,
 }
 
 impl Config {
@@ -431,6 +443,7 @@ impl Config {
             zipf_theta: f.zipf_theta,
             read_percent,
             triad: f.triad,
+            journal_first: f.journal_first,
         })
     }
 

@@ -150,6 +150,8 @@ pub struct EngineConfig {
     pub commit: CommitPath,
     /// Rialto's TRIAD techniques (`--triad`; adaptive when not given). Other engines ignore it.
     pub triad: TriadMode,
+    /// Rialto's journal-first pacing of flush and compaction writes. Other engines ignore it.
+    pub journal_first: bool,
 }
 
 impl EngineConfig {
@@ -164,6 +166,7 @@ impl EngineConfig {
             background_jobs: 2,
             commit: cfg.commit,
             triad: cfg.triad_mode(),
+            journal_first: cfg.journal_first,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! layout so that scripts that parse db_bench output parse ours.
 
 use std::io::Write;
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use rialto_engine::EngineStats;
@@ -36,6 +37,26 @@ pub fn format_line(
 /// The message of a lookup benchmark: `(found of total found)`.
 pub fn found_message(found: u64, total: u64) -> String {
     format!("({found} of {total} found)")
+}
+
+/// The message of syncwhilecompacting: how long the compaction ran against the writers.
+/// `(compaction 12.3 s; writers stopped with it)` when the writers ran until it ended, `(compaction
+/// 1.2 s, the writers' count ended first)` otherwise; `None` when there was no compaction.
+pub fn compaction_message(compaction: Option<Duration>, writers: Duration) -> String {
+    match compaction {
+        None => String::new(),
+        Some(c) if c <= writers => {
+            format!(
+                "(compaction {:.1} s; writers stopped with it)",
+                c.as_secs_f64()
+            )
+        }
+        Some(c) => format!(
+            "(compaction {:.1} s; the writers' count ended first, after {:.1} s)",
+            c.as_secs_f64(),
+            writers.as_secs_f64()
+        ),
+    }
 }
 
 fn mib(bytes: f64) -> f64 {

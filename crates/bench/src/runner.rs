@@ -27,8 +27,8 @@ use crate::histogram::{format_histogram, new_histogram, record};
 use crate::keys::encode_key;
 use crate::live::LiveKeys;
 use crate::report::{
-    bench_view, format_line, format_stats, found_message, latency_line, mix_message,
-    percentiles_us, process_bytes_written, write_header,
+    bench_view, compaction_message, format_line, format_stats, found_message, latency_line,
+    mix_message, percentiles_us, process_bytes_written, write_header,
 };
 use crate::values::ValueGen;
 use crate::workload::{Benchmark, KeyOrder, Op, Phase, Plan, PHASES};
@@ -399,6 +399,7 @@ impl<'a> Runner<'a> {
             Op::Mixed { .. } | Op::PhaseShift { .. } => {
                 mix_message(m.workers.reads, m.workers.writes, m.workers.found)
             }
+            Op::SyncWhileCompacting => compaction_message(m.compaction, m.elapsed),
             _ => String::new(),
         };
         let mut ops_before = 0;
@@ -714,6 +715,8 @@ struct Measured {
     elapsed: Duration,
     workers: ThreadStats,
     writer: Option<ThreadStats>,
+    /// How long syncwhilecompacting's compaction ran.
+    compaction: Option<Duration>,
     user_bytes: u64,
     /// phaseshift's phases (the workers' stats are their sum).
     phases: Vec<PhaseMeasured>,
@@ -736,6 +739,7 @@ fn measure_single(histogram: bool, op: impl FnOnce() -> Result<()>) -> Result<Me
         elapsed: s.elapsed(),
         workers: s,
         writer: None,
+        compaction: None,
         user_bytes: 0,
         phases: Vec::new(),
     })
@@ -752,6 +756,8 @@ struct Ctx<'e> {
     running: AtomicUsize,
     /// Set when the measured threads are done; stops readwhilewriting's writer.
     done: AtomicBool,
+    /// Set when syncwhilecompacting's compaction is done; stops the measured writers.
+    background_done: AtomicBool,
     /// The Zipfian generator, when the plan draws Zipfian keys.
     zipf: Option<Zipf>,
 }
@@ -772,6 +778,7 @@ impl<'e> Ctx<'e> {
             abort: AtomicBool::new(false),
             running: AtomicUsize::new(threads),
             done: AtomicBool::new(false),
+            background_done: AtomicBool::new(false),
             zipf,
         }
     }
@@ -811,8 +818,9 @@ fn run_threads(
 ) -> Result<Measured> {
     let ctx = Ctx::new(engine, cfg, live, plan.threads, zipf);
     let with_writer = plan.op == Op::ReadWhileWriting;
-    let barrier = Barrier::new(plan.threads + usize::from(with_writer));
-    let (workers, writer) = std::thread::scope(|s| {
+    let with_compaction = plan.op == Op::SyncWhileCompacting;
+    let barrier = Barrier::new(plan.threads + usize::from(with_writer || with_compaction));
+    let (workers, writer, compaction) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..plan.threads)
             .map(|t| {
                 let (ctx, barrier) = (&ctx, &barrier);
@@ -824,6 +832,10 @@ fn run_threads(
             let wseed = seed.wrapping_add(plan.threads as u64);
             s.spawn(move || background_writer(ctx, plan, wseed, barrier))
         });
+        let compaction = with_compaction.then(|| {
+            let (ctx, barrier) = (&ctx, &barrier);
+            s.spawn(move || background_compaction(ctx, barrier))
+        });
         let workers: Vec<Result<ThreadStats>> = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err(panicked(engine))))
@@ -831,18 +843,21 @@ fn run_threads(
         // Normally set by the last worker already; this covers a worker that panicked.
         ctx.done.store(true, Ordering::Release);
         let writer = writer.map(|h| h.join().unwrap_or_else(|_| Err(panicked(engine))));
-        (workers, writer)
+        let compaction = compaction.map(|h| h.join().unwrap_or_else(|_| Err(panicked(engine))));
+        (workers, writer, compaction)
     });
     let mut total = ThreadStats::for_plan(plan, cfg.histogram);
     for w in workers {
         total.merge(&w?);
     }
     let writer = writer.transpose()?;
+    let compaction = compaction.transpose()?;
     let user_bytes = total.user_bytes + writer.as_ref().map_or(0, |w| w.user_bytes);
     Ok(Measured {
         elapsed: total.elapsed(),
         workers: total,
         writer,
+        compaction,
         user_bytes,
         phases: Vec::new(),
     })
@@ -850,8 +865,11 @@ fn run_threads(
 
 fn worker(ctx: &Ctx<'_>, plan: &Plan, seed: u64, barrier: &Barrier) -> Result<ThreadStats> {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let mut values = matches!(plan.op, Op::Write { .. } | Op::Mixed { .. })
-        .then(|| ValueGen::new(&mut rng, ctx.cfg.compression_ratio, ctx.cfg.value_size));
+    let mut values = matches!(
+        plan.op,
+        Op::Write { .. } | Op::Mixed { .. } | Op::SyncWhileCompacting
+    )
+    .then(|| ValueGen::new(&mut rng, ctx.cfg.compression_ratio, ctx.cfg.value_size));
     let keys = ctx.key_gen(plan.key_dist, plan.key_space);
     let mut stats = ThreadStats::for_plan(plan, ctx.cfg.histogram);
     // Everything above is preparation; the clock starts when every thread is here.
@@ -866,6 +884,21 @@ fn worker(ctx: &Ctx<'_>, plan: &Plan, seed: u64, barrier: &Barrier) -> Result<Th
                 ops: Some(plan.ops_per_thread),
                 keys,
                 sync: plan.sync,
+                until_background: false,
+            },
+            &mut rng,
+            values,
+            &mut stats,
+        ),
+        (Op::SyncWhileCompacting, Some(values)) => write_loop(
+            ctx,
+            WriteSpec {
+                order: KeyOrder::Random,
+                delete: false,
+                ops: Some(plan.ops_per_thread),
+                keys,
+                sync: true,
+                until_background: true,
             },
             &mut rng,
             values,
@@ -919,6 +952,7 @@ fn background_writer(
             ops: None,
             keys,
             sync: plan.sync,
+            until_background: false,
         },
         &mut rng,
         &mut values,
@@ -931,6 +965,19 @@ fn background_writer(
     r.map(|()| stats)
 }
 
+/// syncwhilecompacting's compaction: one full compaction, started with the measured
+/// writers; returns how long it took.
+fn background_compaction(ctx: &Ctx<'_>, barrier: &Barrier) -> Result<Duration> {
+    barrier.wait();
+    let started = Instant::now();
+    let r = ctx.engine.compact_all();
+    ctx.background_done.store(true, Ordering::Release);
+    if r.is_err() {
+        ctx.abort.store(true, Ordering::Relaxed);
+    }
+    r.map(|()| started.elapsed())
+}
+
 /// What a write loop writes.
 struct WriteSpec {
     order: KeyOrder,
@@ -940,6 +987,8 @@ struct WriteSpec {
     /// Where random keys come from.
     keys: KeyGen,
     sync: bool,
+    /// Also stop, after at least one write, once the background compaction is done.
+    until_background: bool,
 }
 
 fn write_loop(
@@ -964,7 +1013,9 @@ fn write_loop(
             None if ctx.done.load(Ordering::Acquire) => break,
             None => batch,
         };
-        if ctx.abort.load(Ordering::Relaxed) {
+        if ctx.abort.load(Ordering::Relaxed)
+            || (spec.until_background && i > 0 && ctx.background_done.load(Ordering::Acquire))
+        {
             break;
         }
         indices.clear();
@@ -1125,6 +1176,7 @@ fn run_phase_shift(
         user_bytes: total.user_bytes,
         workers: total,
         writer: None,
+        compaction: None,
         phases,
     })
 }
@@ -1338,6 +1390,23 @@ mod tests {
         assert_eq!(stats.live_data_bytes, left * 116);
         // User bytes: fills and overwrites write key+value, deletes write the key.
         assert_eq!(stats.user_bytes_written, 2 * 2000 * 116 + 2000 * 16);
+    }
+
+    #[test]
+    fn syncwhilecompacting_writes_until_the_compaction_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), "fillrandom,syncwhilecompacting", |f| {
+            f.threads = 2;
+            f.writes = 50;
+        });
+        let factory = MemFactory::new("mem");
+        let (results, out) = run(&cfg, &factory);
+        let r = by_name(&results, "syncwhilecompacting");
+        // The memory engine compacts at once: each writer still commits once, and none
+        // runs past its count.
+        assert!(r.ops >= 2 && r.ops <= 100, "{}", r.ops);
+        assert!(r.message.starts_with("(compaction "), "{}", r.message);
+        assert!(out.contains(&r.report_line()));
     }
 
     #[test]

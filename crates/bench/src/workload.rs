@@ -25,6 +25,9 @@ pub enum Benchmark {
     Overwrite,
     /// fillrandom with a WAL sync per write, 1/1000 of the ops.
     FillSync,
+    /// fillsync's writes while one more thread compacts the whole key range; the writers
+    /// stop when the compaction ends, so every measured commit overlaps it.
+    SyncWhileCompacting,
     /// Point lookups of uniformly random keys.
     ReadRandom,
     /// A forward scan from the first key.
@@ -51,11 +54,12 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every benchmark, in the order `--help` lists them.
-    pub const ALL: [Benchmark; 15] = [
+    pub const ALL: [Benchmark; 16] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
         Benchmark::FillSync,
+        Benchmark::SyncWhileCompacting,
         Benchmark::ReadRandom,
         Benchmark::ReadSeq,
         Benchmark::ReadReverse,
@@ -76,6 +80,7 @@ impl Benchmark {
             Benchmark::FillRandom => "fillrandom",
             Benchmark::Overwrite => "overwrite",
             Benchmark::FillSync => "fillsync",
+            Benchmark::SyncWhileCompacting => "syncwhilecompacting",
             Benchmark::ReadRandom => "readrandom",
             Benchmark::ReadSeq => "readseq",
             Benchmark::ReadReverse => "readreverse",
@@ -133,6 +138,7 @@ impl Benchmark {
                 | Benchmark::FillRandom
                 | Benchmark::Overwrite
                 | Benchmark::FillSync
+                | Benchmark::SyncWhileCompacting
                 | Benchmark::DeleteRandom
                 | Benchmark::ReadWhileWriting
                 | Benchmark::ReadRandomWriteRandom
@@ -202,6 +208,9 @@ pub enum Op {
     Seek,
     /// Random reads on every worker plus one background writer.
     ReadWhileWriting,
+    /// Synced random puts on every worker while one more thread compacts everything;
+    /// the workers stop when it is done.
+    SyncWhileCompacting,
     /// Each op a point read with probability `read_percent`%, else a put.
     Mixed {
         /// Percentage of reads.
@@ -234,7 +243,8 @@ pub struct Plan {
     pub key_space: u64,
     /// How random keys are drawn (phaseshift: per phase instead, see [`PHASES`]).
     pub key_dist: KeyDist,
-    /// Measured threads (readwhilewriting adds an unmeasured writer).
+    /// Measured threads (readwhilewriting adds an unmeasured writer, syncwhilecompacting an
+    /// unmeasured compaction).
     pub threads: usize,
     /// Sync every write.
     pub sync: bool,
@@ -270,6 +280,12 @@ impl Plan {
                     order: KeyOrder::Random,
                     delete: false,
                 },
+                cfg.writes.unwrap_or((cfg.num / 1000).max(1)),
+                cfg.threads,
+                true,
+            ),
+            Benchmark::SyncWhileCompacting => (
+                Op::SyncWhileCompacting,
                 cfg.writes.unwrap_or((cfg.num / 1000).max(1)),
                 cfg.threads,
                 true,
@@ -344,6 +360,7 @@ impl Plan {
             }
             | Op::ReadRandom
             | Op::ReadWhileWriting
+            | Op::SyncWhileCompacting
             | Op::Seek
             | Op::Mixed { .. } => self.key_dist == KeyDist::Zipf,
             _ => false,
@@ -359,7 +376,7 @@ impl Plan {
     pub fn op_label(&self) -> &'static str {
         match self.op {
             Op::Write { delete: true, .. } => "delete",
-            Op::Write { .. } => "write",
+            Op::Write { .. } | Op::SyncWhileCompacting => "write",
             Op::ReadRandom | Op::Scan { .. } | Op::ReadWhileWriting => "read",
             Op::Seek => "seek",
             Op::Flush => "flush",
@@ -414,6 +431,11 @@ mod tests {
         assert_eq!(fs.ops_per_thread, 10);
         assert!(fs.sync && fs.fresh_db);
         assert_eq!(fs.key_space, 10_000);
+        // syncwhilecompacting: fillsync's count at most, on the existing database.
+        let sc = p(Benchmark::SyncWhileCompacting);
+        assert_eq!((sc.ops_per_thread, sc.threads), (10, 3));
+        assert!(sc.sync && !sc.fresh_db);
+        assert_eq!(sc.op_label(), "write");
         // Fresh databases for fills only.
         assert!(p(Benchmark::FillSeq).fresh_db && p(Benchmark::FillRandom).fresh_db);
         assert!(!p(Benchmark::Overwrite).fresh_db && !p(Benchmark::ReadSeq).fresh_db);
@@ -493,6 +515,7 @@ mod tests {
             Benchmark::FillRandom,
             Benchmark::Overwrite,
             Benchmark::FillSync,
+            Benchmark::SyncWhileCompacting,
             Benchmark::DeleteRandom,
             Benchmark::ReadRandom,
             Benchmark::SeekRandom,

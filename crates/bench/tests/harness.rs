@@ -134,6 +134,32 @@ fn rialto_engine_small_run() {
         .starts_with("amplification : write "));
 }
 
+/// Durable writes beside a full compaction, with the journal-first pacing on and off: the
+/// writers stop with the compaction (or at their count) and report commit latencies.
+#[test]
+fn syncwhilecompacting_on_rialto() {
+    for journal_first in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = flags(
+            &dir.path().join("db"),
+            "fillrandom,syncwhilecompacting,readseq",
+        );
+        f.num = 20_000;
+        f.writes = 200;
+        f.write_buffer_size = 64 << 10;
+        f.journal_first = journal_first;
+        f.histogram = true;
+        let mut out = Vec::new();
+        let results = rialto_bench::run_bench(&f, &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let (_, _, _, rest) = line_of(&out, "syncwhilecompacting");
+        assert!(rest.contains("(compaction "), "{out}");
+        let r = &results[1];
+        assert!(r.ops >= 1 && r.ops <= 200, "{}", r.ops);
+        assert!(out.contains("Microseconds per write"), "{out}");
+    }
+}
+
 /// The last report line of `name`, parsed.
 fn line_of(out: &str, name: &str) -> (String, f64, u64, String) {
     out.lines()

@@ -7,6 +7,7 @@ use rialto_engine::{
     BatchOp, EngineIterator, EngineStats, IterOptions, KvEngine, WriteBatch, WriteOptions,
 };
 use rialto_lsm::cache::BlockCache;
+use rialto_lsm::throttle::ThrottleOptions;
 use rialto_lsm::triad::TriadStats;
 use rialto_lsm::{Compression, Db, Options};
 use rialto_txn::{Merger, MergerOptions};
@@ -46,6 +47,10 @@ pub fn options(cfg: &EngineConfig) -> Result<Options> {
         block_size: cfg.block_size,
         max_background_jobs: cfg.background_jobs,
         triad: cfg.triad.options(),
+        throttle: ThrottleOptions {
+            enabled: cfg.journal_first,
+            ..ThrottleOptions::default()
+        },
         ..Options::default()
     })
 }
@@ -329,7 +334,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_triad_mode_reaches_the_engine_options() {
+    fn the_triad_mode_and_pacing_reach_the_engine_options() {
         let cfg = EngineConfig {
             write_buffer_size: 1 << 20,
             cache_size: 0,
@@ -339,8 +344,11 @@ mod tests {
             background_jobs: 2,
             commit: CommitPath::Merger,
             triad: TriadMode::Disk,
+            journal_first: false,
         };
-        assert_eq!(options(&cfg).unwrap().triad, TriadMode::Disk.options());
+        let o = options(&cfg).unwrap();
+        assert_eq!(o.triad, TriadMode::Disk.options());
+        assert!(!o.throttle.enabled);
         assert!(RialtoFactory.has_triad());
     }
 }
