@@ -130,8 +130,7 @@ pub struct CompareReport {
     /// `read_p99_us[engine][benchmark]`: p99 latency of the reads of a mixed benchmark
     /// (readrandomwriterandom, phaseshift) in µs, per round.
     pub read_p99_us: Vec<Vec<Vec<f64>>>,
-    /// `syncs_per_op[engine][benchmark]`: WAL syncs since open / ops, per round (meaningful
-    /// for the first benchmark of a run, where "since open" is "during the benchmark").
+    /// `syncs_per_op[engine][benchmark]`: WAL syncs during the benchmark / its ops, per round.
     pub syncs_per_op: Vec<Vec<Vec<f64>>>,
     /// `latency_us[engine][benchmark]`: (p50, p99) op latency in µs per round (`--histogram`).
     pub latency_us: Vec<Vec<Vec<(f64, f64)>>>,
@@ -172,13 +171,20 @@ impl CompareReport {
         if engine >= self.engines.len() || results.len() != self.benchmarks.len() {
             return Err(mismatch());
         }
+        // The engine counts syncs since it opened; a fill of a fresh database reopens it.
+        let mut syncs_before = 0;
         for (i, r) in results.iter().enumerate() {
             if r.benchmark.name() != self.benchmarks[i] {
                 return Err(mismatch());
             }
             self.ops_per_sec[engine][i].push(r.ops_per_sec());
+            if r.benchmark.fresh_db() {
+                syncs_before = 0;
+            }
             if let Some(st) = &r.stats {
-                self.syncs_per_op[engine][i].push(st.wal_syncs as f64 / r.ops.max(1) as f64);
+                let during = st.wal_syncs.saturating_sub(syncs_before);
+                self.syncs_per_op[engine][i].push(during as f64 / r.ops.max(1) as f64);
+                syncs_before = st.wal_syncs;
             }
             if let Some(h) = &r.histogram {
                 let us = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
@@ -490,6 +496,28 @@ write-amp fillrandom                        2.50          5.00            0.50
 (write-amp: storage bytes written / user bytes written since the database opened, at the end of the benchmark; ratio < 1: rialto writes less)
 ";
         assert_eq!(r.table(), expected);
+    }
+
+    #[test]
+    fn syncs_per_op_count_each_benchmark_alone() {
+        let names = ["fillsync", "syncwhilecompacting", "fillsync"];
+        let mut r = CompareReport::new(vec!["a".into()], names.map(String::from).to_vec(), 1);
+        let with_syncs = |b, ops, syncs| {
+            let mut x = result(b, ops, 1.0, Some(1.0));
+            x.stats.as_mut().unwrap().wal_syncs = syncs;
+            x
+        };
+        // Cumulative since open; the second fillsync reopened a fresh database.
+        r.add_run(
+            0,
+            &[
+                with_syncs(Benchmark::FillSync, 100, 50),
+                with_syncs(Benchmark::SyncWhileCompacting, 40, 90),
+                with_syncs(Benchmark::FillSync, 10, 10),
+            ],
+        )
+        .unwrap();
+        assert_eq!(r.syncs_per_op[0], vec![vec![0.5], vec![1.0], vec![1.0]]);
     }
 
     #[test]
