@@ -397,6 +397,25 @@ impl DbInner {
         self.bg_cv.notify_all();
     }
 
+    /// The characterizer changed the tuning: the picker may now choose work it deferred (L0
+    /// files under a lower overlap threshold, commit-log tables once flushes stop writing
+    /// them). In a phase of reads alone no flush or compaction would end to wake the
+    /// background threads, and that work would wait for the next write while every read
+    /// paid for it. Notified under the state lock, so that a thread between its look for
+    /// work and its wait cannot miss it. Inline mode runs it at the next write or flush.
+    pub(crate) fn retuned(&self) {
+        let _st = self.state.lock();
+        self.bg_cv.notify_all();
+    }
+
+    /// Counts a read for the characterizer, and wakes the background threads if that retuned.
+    #[inline]
+    fn record_read(&self) {
+        if self.triad.record_read() {
+            self.retuned();
+        }
+    }
+
     /// Whether flushes and compactions run on the calling threads instead of background
     /// threads (`max_background_jobs == 0`).
     pub(crate) fn inline_background(&self) -> bool {
@@ -972,7 +991,7 @@ impl KvEngine for Db {
     type Iter = DbIter;
 
     fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
-        self.inner.triad.record_read();
+        self.inner.record_read();
         let seq = self.inner.visible_seq.load(Ordering::Acquire);
         let Some(rc) = &self.inner.row_cache else {
             return self.inner.get_at_seq(key, seq);
@@ -988,7 +1007,7 @@ impl KvEngine for Db {
     }
 
     fn get_at(&self, snapshot: &Snapshot, key: &[u8]) -> Result<Option<Bytes>> {
-        self.inner.triad.record_read();
+        self.inner.record_read();
         self.inner.get_at_seq(key, snapshot.0.seq)
     }
 
@@ -1009,7 +1028,7 @@ impl KvEngine for Db {
     }
 
     fn iter(&self, opts: IterOptions<Snapshot>) -> Result<DbIter> {
-        self.inner.triad.record_read();
+        self.inner.record_read();
         iter::new_iterator(&self.inner, opts)
     }
 

@@ -43,26 +43,29 @@ impl TriadState {
         }
     }
 
-    /// Counts a read (a point read, or an iterator) for the characterizer.
+    /// Counts a read (a point read, or an iterator) for the characterizer. True when it
+    /// changed the workload class, and so the tuning (the caller then calls
+    /// `DbInner::retuned`).
     #[inline]
-    pub(crate) fn record_read(&self) {
-        if let Some(r) = &self.recorder {
-            if let Some(d) = r.record_read() {
-                log_decision(&d);
-            }
-        }
+    #[must_use]
+    pub(crate) fn record_read(&self) -> bool {
+        let Some(r) = &self.recorder else {
+            return false;
+        };
+        r.record_read().inspect(log_decision).is_some()
     }
 
-    /// Counts a batch's writes. Called by the commit leader only.
-    pub(crate) fn record_batch(&self, batch: &WriteBatch) {
-        if let Some(r) = &self.recorder {
-            let keys = batch.iter().map(|op| match op {
-                BatchOp::Put(k, _) | BatchOp::Delete(k) => k,
-            });
-            if let Some(d) = r.record_writes(keys) {
-                log_decision(&d);
-            }
-        }
+    /// Counts a batch's writes. Called by the commit leader only. True when the tuning
+    /// changed, as for [`TriadState::record_read`].
+    #[must_use]
+    pub(crate) fn record_batch(&self, batch: &WriteBatch) -> bool {
+        let Some(r) = &self.recorder else {
+            return false;
+        };
+        let keys = batch.iter().map(|op| match op {
+            BatchOp::Put(k, _) | BatchOp::Delete(k) => k,
+        });
+        r.record_writes(keys).inspect(log_decision).is_some()
     }
 
     /// The overlap threshold in force.

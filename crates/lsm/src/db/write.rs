@@ -255,7 +255,7 @@ impl DbInner {
         // Only the leader switches memtables, so the current one is stable here.
         let mem = Arc::clone(&self.sv.load().mem);
         mem.insert_batch(merged, first_seq);
-        self.triad.record_batch(merged);
+        let retuned = self.triad.record_batch(merged);
         let last = first_seq + count - 1;
         if let Some(rc) = &self.row_cache {
             // Before the batch can be published (see row_cache.rs).
@@ -268,6 +268,10 @@ impl DbInner {
         drop(wal);
         if publish {
             self.visible_seq.fetch_max(last, Ordering::AcqRel);
+        }
+        if retuned {
+            // After the WAL lock: `retuned` takes the state lock (state before WAL).
+            self.retuned();
         }
         Ok(last)
     }
