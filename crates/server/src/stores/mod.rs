@@ -15,6 +15,7 @@
 pub mod catalog;
 pub mod maintenance;
 pub mod push;
+mod table_writer;
 
 use std::collections::HashMap;
 use std::sync::Arc;

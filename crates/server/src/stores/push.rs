@@ -30,6 +30,7 @@ use rialto_sort::{DuplicatePolicy, SortOptions, Sorter};
 use rialto_txn::{Merger, TxnContext};
 
 use super::catalog::{rt_key, rt_number, rt_range, version_key, RtEntry};
+use super::table_writer;
 use super::{Pushing, StoreError, StoreMeta, StoreResult, Stores, VersionInfo};
 use crate::keyspace;
 use crate::store::ChunkedWriter;
@@ -357,26 +358,14 @@ impl Stores {
         let mut sorted = sorter
             .finish()
             .map_err(|e| StoreError::Input(e.to_string()))?;
-        let mut ing = db.ingest()?;
+        let ing = db.ingest()?;
         // Every engine key starts with the version's prefix and the store's.
-        let mut key = version_key(m.id, v, &m.prefix);
-        let head = key.len();
-        let mut record = Vec::new();
-        let mut bytes = 0u64;
-        while let Some((k, val)) = sorted
-            .next()
-            .map_err(|e| StoreError::Input(e.to_string()))?
-        {
-            key.truncate(head);
-            key.extend_from_slice(k);
-            record.clear();
-            keyspace::encode_record_into(&mut record, None, val);
-            ing.add(&key, &record)?;
-            bytes += (m.prefix.len() + k.len() + val.len()) as u64;
-        }
+        let head = version_key(m.id, v, &m.prefix);
+        let written = table_writer::write_sorted(&mut sorted, ing, &head)?;
+        let bytes = written.bytes + written.records * m.prefix.len() as u64;
         let sort_stats = sorted.stats();
         drop(sorted);
-        let ingested = ing.finish()?;
+        let ingested = written.sink.finish()?;
 
         // Replay the streamed writes in chunks while they keep coming, then swap.
         let (mut from, mut replayed) = replay_published(db, merger, m, s.pushing, 0)?;
