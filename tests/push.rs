@@ -70,6 +70,17 @@ impl Drop for Serve {
     }
 }
 
+impl Serve {
+    /// Stops the server with SHUTDOWN (a clean close) and waits for it to exit 0.
+    fn stop(mut self) {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(b"SHUTDOWN\r\n").unwrap();
+        let _ = s.read_to_end(&mut Vec::new());
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
 /// Starts `rialto serve` on a port the kernel picks and learns it from the log.
 fn serve(dir: &Path) -> Serve {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rialto"))
@@ -221,4 +232,164 @@ fn bad_inputs_fail_with_one_line_and_leave_the_current_version() {
     assert!(out.contains("pushing-version: (none)"), "{out}");
     let out = ok(&["check", "--dir", db]);
     assert!(out.contains("ok"), "{out}");
+}
+
+/// Values of `keys` through one MGET (`None` for a nil).
+fn mget(port: u16, keys: &[String]) -> Vec<Option<String>> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut req = format!("*{}\r\n$4\r\nMGET\r\n", keys.len() + 1);
+    for k in keys {
+        req.push_str(&format!("${}\r\n{k}\r\n", k.len()));
+    }
+    s.write_all(req.as_bytes()).unwrap();
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    assert_eq!(line.trim_end(), format!("*{}", keys.len()), "MGET reply");
+    (0..keys.len())
+        .map(|_| {
+            line.clear();
+            r.read_line(&mut line).unwrap();
+            let len: i64 = line.trim_end()[1..].parse().unwrap();
+            if len < 0 {
+                return None;
+            }
+            let mut v = vec![0u8; len as usize + 2];
+            r.read_exact(&mut v).unwrap();
+            v.truncate(len as usize);
+            Some(String::from_utf8(v).unwrap())
+        })
+        .collect()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_crash_at_any_step_of_a_push_leaves_the_old_version_or_the_whole_new_one() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+    write_csv(&a, 3000, "a");
+    // The new version also has keys the old one lacks.
+    write_csv(&b, 3500, "b");
+    let base = dir.path().join("base");
+    let base_s = base.to_str().unwrap();
+    ok(&["store", "--dir", base_s, "create", "s"]);
+    ok(&push_args(
+        "--dir",
+        base_s,
+        "s",
+        a.to_str().unwrap(),
+        &ID_SCORE,
+    ));
+    let keys: Vec<String> = (0..3500).map(|i| format!("s:user{i:05}")).collect();
+    let old: Vec<Option<String>> = (0..3500)
+        .map(|i| (i < 3000).then(|| format!("a-{i}")))
+        .collect();
+    let new: Vec<Option<String>> = (0..3500).map(|i| Some(format!("b-{i}"))).collect();
+
+    // The push's own points (each passed once) at their hit; the engine's that a push passes
+    // (table files, manifest edits, the journal and the merger's store records and swap) at
+    // their first hit and at a later one.
+    let mut cases: Vec<(&str, u64, u64)> = rialto_killpoint::PUSH_POINTS
+        .iter()
+        .map(|p| (*p, 1, 1))
+        .collect();
+    for p in [
+        "sstable.finish",
+        "manifest.write",
+        "manifest.installed",
+        "wal.append",
+        "wal.sync",
+        "merger.group_logged",
+        "merger.group_synced",
+    ] {
+        cases.extend([(p, 1, 1), (p, 2, 3)]);
+    }
+    let fired: Vec<AtomicUsize> = cases.iter().map(|_| AtomicUsize::new(0)).collect();
+    let next = AtomicUsize::new(0);
+    let run = |case: usize| {
+        let (point, seed, one_in) = cases[case];
+        let what = format!("{point} seed={seed} one_in={one_in}");
+        let db = dir.path().join(format!("case{case}"));
+        copy_dir(&base, &db);
+        let db_s = db.to_str().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_rialto"))
+            .args(push_args(
+                "--dir",
+                db_s,
+                "s",
+                b.to_str().unwrap(),
+                &ID_SCORE,
+            ))
+            .env(
+                "RIALTO_KILL_POINTS",
+                format!("seed={seed},one_in={one_in},only={point}"),
+            )
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let killed = out.status.signal() == Some(9);
+        if killed {
+            assert!(stderr.contains(&format!("kill point {point}")), "{stderr}");
+            fired[case].fetch_add(1, Ordering::Relaxed);
+        } else {
+            assert!(out.status.success(), "{what}: {stderr}");
+        }
+
+        // The restart retires an unfinished push; one version serves, whole.
+        let s = serve(&db);
+        let got = mget(s.port, &keys);
+        if got != new {
+            assert!(!killed || got == old, "{what}: a mix of versions");
+            assert!(
+                killed,
+                "{what}: the push succeeded but its version does not serve"
+            );
+        }
+        let addr = format!("127.0.0.1:{}", s.port);
+        let out = ok(&["store", "--server", &addr, "describe", "s"]);
+        assert!(out.contains("pushing-version: (none)"), "{what}: {out}");
+        s.stop();
+        let out = ok(&["check", "--dir", db_s]);
+        assert!(out.contains("ok"), "{what}: {out}");
+        std::fs::remove_dir_all(&db).unwrap();
+    };
+    // Two at a time: each case opens the database twice.
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| loop {
+                let case = next.fetch_add(1, Ordering::Relaxed);
+                if case >= cases.len() {
+                    break;
+                }
+                run(case);
+            });
+        }
+    });
+    for (i, (point, _, _)) in cases.iter().enumerate() {
+        let hits: usize = cases
+            .iter()
+            .zip(&fired)
+            .filter(|((p, _, _), _)| p == point)
+            .map(|(_, f)| f.load(Ordering::Relaxed))
+            .sum();
+        if cases[..i].iter().all(|(p, _, _)| p != point) {
+            assert!(hits > 0, "kill point {point} is never reached by a push");
+        }
+    }
 }

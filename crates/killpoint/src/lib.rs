@@ -17,8 +17,9 @@
 //! hits, so a single-threaded run replays exactly. Before dying the process writes
 //! `kill point NAME` to stderr (one line) so a driver can tell which point fired.
 
-/// Every kill point in the code base, for drivers and documentation. Names are
-/// `area.step`; `only=` matches by prefix, so `only=wal` selects both WAL points.
+/// Every kill point of the engine and the merger, for drivers and documentation (the stress
+/// driver draws from these). Names are `area.step`; `only=` matches by prefix, so `only=wal`
+/// selects both WAL points.
 pub const POINTS: &[&str] = &[
     "wal.append",
     "wal.sync",
@@ -30,6 +31,16 @@ pub const POINTS: &[&str] = &[
     "manifest.write",
     "manifest.installed",
     "compaction.install",
+];
+
+/// The kill points between the steps of a batch push's commit (`rialto_server::stores::push`):
+/// tables written but not linked, linked but nothing replayed, replayed but not swapped, and
+/// swapped. A push also passes the engine's table, manifest, WAL and merger points.
+pub const PUSH_POINTS: &[&str] = &[
+    "push.tables_written",
+    "push.linked",
+    "push.replayed",
+    "push.swapped",
 ];
 
 /// Marks a kill point. A no-op unless compiled in (see the crate docs) and armed through

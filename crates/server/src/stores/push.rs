@@ -365,7 +365,11 @@ impl Stores {
         let bytes = written.bytes + written.records * m.prefix.len() as u64;
         let sort_stats = sorted.stats();
         drop(sorted);
+        // Every record is in a table (the last one still open); nothing is linked.
+        rialto_killpoint::kill_point("push.tables_written");
         let ingested = written.sink.finish()?;
+        // The new version's tables are linked; no reader routes to them.
+        rialto_killpoint::kill_point("push.linked");
 
         // Replay the streamed writes in chunks while they keep coming, then swap.
         let (mut from, mut replayed) = replay_published(db, merger, m, s.pushing, 0)?;
@@ -384,6 +388,8 @@ impl Stores {
         }
         let tail_from = from;
         replayed += self.rt.peek(m.id).saturating_sub(tail_from);
+        // Streamed writes are copied up to `tail_from`; the store record still names the push.
+        rialto_killpoint::kill_point("push.replayed");
         let info = VersionInfo {
             number: v,
             records: ingested.entries,
@@ -391,6 +397,8 @@ impl Stores {
             created_ms: now_ms(),
         };
         self.end_push(merger, &s.store, Some((info, tail_from)))?;
+        // The swap is durable; the push's caller has not heard of it.
+        rialto_killpoint::kill_point("push.swapped");
         Ok(PushReport {
             store: s.store.clone(),
             version: v,
