@@ -25,6 +25,35 @@ impl Notifier {
     }
 }
 
+/// The merger's side of a blocking wait that helps: a thread blocked on a handle takes the
+/// syncer's role when it is free, so a writer whose group is logged syncs it itself instead
+/// of sleeping through two thread hand-offs (to the syncer and back).
+pub(crate) trait SyncHelper: Send + Sync {
+    /// A blocked waiter starts (`true`) or stops (`false`) helping.
+    fn helping(&self, on: bool);
+    /// If groups are in flight and nobody holds the syncer's role: takes it, syncs and
+    /// releases what the sync covered. Returns whether it did.
+    fn try_sync(&self) -> bool;
+    /// Whether [`SyncHelper::try_sync`] could act now (a hint, checked before sleeping).
+    fn can_sync(&self) -> bool;
+}
+
+/// Deregisters a helping waiter however its wait ends.
+struct Helping<'a>(&'a dyn SyncHelper);
+
+impl<'a> Helping<'a> {
+    fn new(h: &'a dyn SyncHelper) -> Self {
+        h.helping(true);
+        Helping(h)
+    }
+}
+
+impl Drop for Helping<'_> {
+    fn drop(&mut self) {
+        self.0.helping(false);
+    }
+}
+
 /// Where a transaction's outcome is delivered.
 pub(crate) struct Slot<T> {
     state: Mutex<SlotState<T>>,
@@ -67,6 +96,8 @@ impl<T> Slot<T> {
 #[must_use = "a write is acknowledged only when its handle resolves"]
 pub struct CommitHandle<T> {
     pub(crate) slot: Arc<Slot<T>>,
+    /// Set when blocking waits help with syncs (`Durability::Always`).
+    pub(crate) helper: Option<Arc<dyn SyncHelper>>,
 }
 
 impl<T> CommitHandle<T> {
@@ -74,18 +105,31 @@ impl<T> CommitHandle<T> {
     pub(crate) fn ready(outcome: Result<T>) -> Self {
         let slot = Slot::new(Arc::default());
         slot.fulfil(outcome);
-        CommitHandle { slot }
+        CommitHandle { slot, helper: None }
     }
 
-    /// Blocks the calling thread until the outcome is known.
+    /// Blocks the calling thread until the outcome is known. With `Durability::Always`
+    /// the thread syncs the journal itself when no other thread is syncing (see
+    /// [`crate::Merger`]): the wait takes as long, minus the hand-offs.
     pub fn wait(self) -> Result<T> {
-        // Checking under the notifier's lock pairs with `notify_all` taking it after the
-        // slot was filled: no wakeup is lost.
+        let helper = self.helper.as_deref();
+        let _helping = helper.map(Helping::new);
         let n = &self.slot.notifier;
-        let mut g = n.lock.lock();
         loop {
             if let Some(o) = self.slot.state.lock().outcome.take() {
                 return o;
+            }
+            if helper.is_some_and(|h| h.try_sync()) {
+                continue;
+            }
+            // Checking under the notifier's lock pairs with `notify_all` taking it after the
+            // slot was filled or the syncer's role was given up: no wakeup is lost.
+            let mut g = n.lock.lock();
+            if let Some(o) = self.slot.state.lock().outcome.take() {
+                return o;
+            }
+            if helper.is_some_and(|h| h.can_sync()) {
+                continue;
             }
             n.cv.wait(&mut g);
         }

@@ -76,7 +76,9 @@ pub struct MergerOptions {
     /// combining) and writes the group to the journal; others only queue. This removes a
     /// thread hand-off per group, which dominates when writers are many small requests on
     /// few cores (a server), at the price that a submitter can be held up by others' work and
-    /// by write stalls. Syncs stay on the syncer thread either way.
+    /// by write stalls. Either way a thread blocked in `CommitHandle::wait` syncs when no
+    /// other thread is syncing (see `Merger`), so a lone blocking writer with inline
+    /// execution commits without any hand-off.
     pub inline_execution: bool,
 }
 

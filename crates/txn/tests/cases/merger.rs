@@ -450,3 +450,83 @@ fn queued_transactions_run_as_one_group_at_run_queued() {
     assert_eq!(db.get(&key(9)).unwrap().as_deref(), Some(&b"v"[..]));
     m.close().unwrap();
 }
+
+#[test]
+fn blocked_waiters_sync_for_themselves_and_async_waiters_are_never_stranded() {
+    // Threads blocked in `wait` take the syncer's role; tasks awaiting a handle cannot. When
+    // the last blocked waiter leaves with groups in flight, the syncer thread must take over,
+    // or an awaited handle would never resolve.
+    let (_fs, dynfs) = mem();
+    let db = open(dynfs);
+    let m = Arc::new(merger(&db, MergerOptions::default()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    for t in 0..6usize {
+        let (m, tx) = (Arc::clone(&m), tx.clone());
+        thread::spawn(move || {
+            for i in 0..300usize {
+                let h = m.write(one_put(&key(t * 1000 + i), b"v"));
+                let r = if t % 2 == 0 { h.wait() } else { block_on(h) };
+                r.expect("acknowledged");
+                // Now and then the blocking threads go idle, leaving the async ones alone.
+                if t % 2 == 0 && i % 50 == 49 {
+                    thread::sleep(Duration::from_millis(2));
+                }
+            }
+            tx.send(t).unwrap();
+        });
+    }
+    drop(tx);
+    for _ in 0..6 {
+        rx.recv_timeout(Duration::from_secs(120))
+            .expect("a writer is stuck: a logged group was never synced");
+    }
+    assert!(m.stats().syncs > 0);
+    for t in 0..6usize {
+        for i in [0, 299] {
+            assert_eq!(db.get(&key(t * 1000 + i)).unwrap().as_deref(), Some(&b"v"[..]));
+        }
+    }
+    m.close().unwrap();
+}
+
+#[test]
+fn a_group_logged_while_a_blocked_waiter_syncs_is_synced_after_it_leaves() {
+    let (gate, db) = gated();
+    let m = Arc::new(merger(
+        &db,
+        MergerOptions {
+            max_wait: Duration::ZERO,
+            ..MergerOptions::default()
+        },
+    ));
+    m.write(one_put(b"warm", b"1")).wait().unwrap();
+    gate.close();
+    // A thread blocked in `wait` holds the syncer's role; its sync is held at the gate.
+    let waiter = {
+        let m = Arc::clone(&m);
+        thread::spawn(move || m.write(one_put(b"a", b"1")).wait())
+    };
+    gate.wait_for_held_sync();
+    // Logged while that sync is held, so not covered by it, and only awaited: no thread
+    // will wait on it, so the syncer thread must take it once the waiter leaves.
+    let ran = Arc::new(AtomicBool::new(false));
+    let ran2 = Arc::clone(&ran);
+    let late = m.submit(move |tx| {
+        ran2.store(true, Ordering::SeqCst);
+        tx.put(b"b", b"1");
+        Ok(())
+    });
+    while !ran.load(Ordering::SeqCst) {
+        thread::sleep(Duration::from_millis(1));
+    }
+    thread::sleep(Duration::from_millis(20));
+    gate.open();
+    waiter.join().unwrap().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || tx.send(block_on(late)));
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the late group was never synced")
+        .unwrap();
+    assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"1"[..]));
+    m.close().unwrap();
+}
