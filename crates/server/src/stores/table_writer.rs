@@ -1,10 +1,10 @@
 //! A push's table writing, on a second thread beside the merge.
 //!
-//! At commit, two jobs of about equal weight remain: producing the sorted stream (a k-way
-//! merge over the spilled runs, whose blocks are read and checksummed) and writing tables
-//! (data blocks, bloom filter, the copy into the page cache). A profile of a 10M-record push
-//! put the kernel's copies of run reads and table writes at a third of all samples; done on
-//! one thread, the other core idles through the whole commit. So the merging thread packs
+//! At commit, two jobs remain: producing the sorted stream (a k-way merge over the spilled
+//! runs, whose blocks are read and checksummed) and writing tables (data blocks, bloom
+//! filter, the copy into the page cache). A profile of a 10M-record push put the kernel's
+//! copies of run reads and table writes at a third of all samples, all on the one thread that
+//! did both while the other core idled through the commit. So the merging thread packs
 //! records, already as the engine keys and records they become, into batches of about
 //! [`BATCH_BYTES`], and a writer thread adds them to the ingestion in the same order (one
 //! channel, one writer).
