@@ -24,8 +24,11 @@ COMPAT_SETUP_ONLY=1 bash scripts/compat-tests.sh
 scratch="$(mktemp -d)"
 redis_pids=()
 stop_redis() {
+    # Wait for the servers to exit before removing their directory: a redis-server still
+    # shutting down writes its log there, and `rm -rf` then fails with "Directory not empty".
     for p in "${redis_pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    rm -rf "$scratch"
+    for p in "${redis_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$scratch" || echo "warning: could not remove $scratch" >&2
 }
 trap stop_redis EXIT
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
