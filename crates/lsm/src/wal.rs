@@ -123,6 +123,10 @@ pub struct WalWriter {
     number: u64,
     name: String,
     offset: u64,
+    /// The first failed append: the file may end in part of a record, and anything appended
+    /// behind it would turn that torn tail into corruption in the middle of the segment, so
+    /// every later append fails.
+    failed: Option<String>,
 }
 
 impl WalWriter {
@@ -150,6 +154,7 @@ impl WalWriter {
             number,
             name,
             offset: 0,
+            failed: None,
         })
     }
 
@@ -187,17 +192,30 @@ impl WalWriter {
         header[..4].copy_from_slice(&record_crc(self.number, len, kind, parts).to_le_bytes());
         header[4..8].copy_from_slice(&len.to_le_bytes());
         header[8] = kind;
-        let at = self.offset;
-        let io = |e| Error::io(format!("append to WAL {}", self.name), e);
-        self.file.append(&header).map_err(io)?;
-        for p in parts {
-            self.file.append(p).map_err(io)?;
+        if let Some(reason) = &self.failed {
+            return Err(Error::ReadOnly(format!(
+                "an earlier append to WAL {} failed: {reason}",
+                self.name
+            )));
         }
-        self.file.flush().map_err(io)?;
+        let at = self.offset;
+        let written = self.append_all(&header, parts);
+        if let Err(e) = written {
+            self.failed = Some(e.to_string());
+            return Err(Error::io(format!("append to WAL {}", self.name), e));
+        }
         self.offset += (HEADER_LEN + total) as u64;
         // Handed to the OS, not synced.
         rialto_killpoint::kill_point("wal.append");
         Ok(at)
+    }
+
+    fn append_all(&mut self, header: &[u8], parts: &[&[u8]]) -> std::io::Result<()> {
+        self.file.append(header)?;
+        for p in parts {
+            self.file.append(p)?;
+        }
+        self.file.flush()
     }
 
     /// Reserves `bytes` for the segment (see `WritableFile::preallocate`): appends within
@@ -255,7 +273,7 @@ pub fn read_segment(
     // Preallocated space after the last record reads as zeros. No valid record is all zeros
     // (kind 0 does not exist), so nothing at or after the last non-zero byte's header can be
     // one, and a segment whose remaining bytes are all zero simply ends there.
-    let end = data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    let end = data_end(&data);
     let mut pos = 0usize;
     while pos < end {
         match parse_record(&data, pos, number) {
@@ -276,6 +294,25 @@ pub fn read_segment(
         }
     }
     Ok(SegmentEnd::Clean)
+}
+
+/// The length of `data` without its trailing zeros. A preallocated segment ends in up to
+/// 64 MiB of them: compared a page at a time (a `memcmp`), not byte by byte.
+fn data_end(data: &[u8]) -> usize {
+    const PAGE: usize = 4096;
+    static ZEROS: [u8; PAGE] = [0; PAGE];
+    let mut end = data.len();
+    let tail = end % PAGE;
+    if tail != 0 && data[end - tail..] == ZEROS[..tail] {
+        end -= tail;
+    }
+    while end >= PAGE && data[end - PAGE..end] == ZEROS {
+        end -= PAGE;
+    }
+    data[..end]
+        .iter()
+        .rposition(|&b| b != 0)
+        .map_or(0, |i| i + 1)
 }
 
 /// Reads the record at `offset` of a segment, verifying it (used for reading a WAL segment
@@ -342,7 +379,7 @@ pub fn segment_path(dir: &Path, number: u64) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rialto_io::MemFs;
+    use rialto_io::{Fault, FaultOp, FaultPlan, MemFs};
 
     fn write(fs: &MemFs, records: &[&[u8]]) -> Vec<u64> {
         fs.create_dir_all(Path::new("/db")).unwrap();
@@ -468,6 +505,44 @@ mod tests {
             matches!(end, SegmentEnd::Corrupt { offset: 12, .. }),
             "{end:?}"
         );
+    }
+
+    /// Regression (error countdown, `Write` EIO): a flush's hot-key re-log failed in the
+    /// middle of a record, a writer that had checked the engine before the failure appended
+    /// behind the torn bytes, and the next sync made the torn record corruption in the middle
+    /// of a durable segment.
+    #[test]
+    fn an_append_after_a_failed_one_fails_and_the_torn_record_stays_last() {
+        let fs = MemFs::new();
+        fs.create_dir_all(Path::new("/db")).unwrap();
+        let mut w = WalWriter::create(&fs, Path::new("/db"), 7).unwrap();
+        w.add_record(KIND_BATCH, b"one").unwrap();
+        // The header of the next record goes out; its payload's append fails.
+        fs.add_fault(FaultPlan::new(FaultOp::Write, 2, Fault::Eio));
+        assert!(w.add_record(KIND_BATCH, b"two").is_err());
+        let err = w.add_record(KIND_BATCH, b"three").unwrap_err();
+        assert!(matches!(err, Error::ReadOnly(_)), "{err:?}");
+        w.sync().unwrap();
+        let (recs, end) = read(&fs);
+        assert_eq!(recs, vec![(0, b"one".to_vec())]);
+        assert_eq!(end, SegmentEnd::TornTail { offset: 12 });
+    }
+
+    #[test]
+    fn data_end_drops_trailing_zeros_across_pages() {
+        for len in [0usize, 1, 4095, 4096, 4097, 8192, 3 * 4096 + 17] {
+            for last in [None, Some(0), Some(len / 2), len.checked_sub(1)] {
+                let mut data = vec![0u8; len];
+                let want = match last.filter(|&i| i < len) {
+                    Some(i) => {
+                        data[i] = 1;
+                        i + 1
+                    }
+                    None => 0,
+                };
+                assert_eq!(data_end(&data), want, "len {len}, non-zero at {last:?}");
+            }
+        }
     }
 
     #[test]

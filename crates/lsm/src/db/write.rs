@@ -204,7 +204,6 @@ impl DbInner {
         sync: bool,
         publish: bool,
     ) -> Result<SequenceNumber> {
-        self.check_writable()?;
         let first_seq = self.applied_seq.load(Ordering::Acquire) + 1;
         let count = u64::from(merged.count());
         let (prefix, prefix_len) = batch_prefix(first_seq, merged.count());
@@ -215,6 +214,9 @@ impl DbInner {
         // write whose bytes a sync made durable is always acknowledged by that sync, never
         // failed by a later one).
         let mut wal = self.wal.lock();
+        // Checked again under the WAL lock: since the check above, a flush re-logging hot keys
+        // may have failed an append (leaving a torn record) and turned the engine read-only.
+        self.check_writable()?;
         let logged = match wal.as_mut() {
             Some(w) => {
                 let start = self.opts.clock.now_micros();
