@@ -67,6 +67,12 @@ pub struct Options {
     /// Keys between restart points in a data block. Default 16. Smaller: faster seeks in a
     /// block, less prefix compression.
     pub block_restart_interval: usize,
+    /// [`Options::block_restart_interval`] of the tables an ingestion (a batch push) writes.
+    /// Default 32. Those tables are written once, sorted, and usually hold a whole dataset, so
+    /// the space matters more: with 25-byte engine keys, 32 instead of 16 saves about 0.5 byte
+    /// per record (fewer whole keys and restart offsets), for a scan of up to 32 instead of 16
+    /// entries inside a block on a lookup.
+    pub ingest_block_restart_interval: usize,
     /// Bloom filter bits per key; 0 disables filters. Default 10 (about 1% false positives).
     pub bloom_bits_per_key: u32,
     /// Block compression. Default none.
@@ -172,6 +178,7 @@ impl Default for Options {
             max_write_buffer_number: 2,
             block_size: 4096,
             block_restart_interval: 16,
+            ingest_block_restart_interval: 32,
             bloom_bits_per_key: 10,
             compression: Compression::None,
             block_cache: None,

@@ -252,3 +252,26 @@ fn with_a_partitioner_a_fresh_partition_between_compacted_ones_can_be_ingested()
     ing.add(b"b1", b"v").unwrap();
     assert!(ing.finish().is_err());
 }
+
+#[test]
+fn ingested_tables_use_their_own_restart_interval() {
+    let mut sizes = Vec::new();
+    for interval in [1, 64] {
+        let fs = MemFs::new();
+        let opts = Options {
+            ingest_block_restart_interval: interval,
+            ..options(&fs)
+        };
+        let db = Db::open(DIR, opts).unwrap();
+        let stats = ingest(&db, "restart-interval-key-", 2000);
+        for i in [0, 1, 31, 32, 33, 1999] {
+            let want = format!("v{i}");
+            let got = db.get(&key("restart-interval-key-", i)).unwrap();
+            assert_eq!(got.as_deref(), Some(want.as_bytes()), "interval {interval}");
+        }
+        assert_eq!(scan(&db, b"r", b"s").len(), 2000);
+        sizes.push(stats.file_bytes);
+    }
+    // Every key whole (20-byte shared prefix) against one in 64: far fewer bytes.
+    assert!(sizes[1] * 3 < sizes[0] * 2, "{sizes:?}");
+}

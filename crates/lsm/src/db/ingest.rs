@@ -62,7 +62,10 @@ impl Db {
         self.inner.check_writable()?;
         Ok(Ingestion {
             db: Arc::clone(&self.inner),
-            opts: TableBuildOptions::from_options(&self.inner.opts),
+            opts: TableBuildOptions {
+                block_restart_interval: self.inner.opts.ingest_block_restart_interval,
+                ..TableBuildOptions::from_options(&self.inner.opts)
+            },
             target_file_size: self.inner.opts.target_file_size,
             open: None,
             done: Vec::new(),

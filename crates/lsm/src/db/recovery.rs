@@ -49,8 +49,8 @@ fn validate(o: &Options) -> Result<()> {
     if o.block_size < 256 || o.block_size > (256 << 20) {
         return bad("block_size must be between 256 bytes and 256 MiB");
     }
-    if o.block_restart_interval == 0 {
-        return bad("block_restart_interval must be at least 1");
+    if o.block_restart_interval == 0 || o.ingest_block_restart_interval == 0 {
+        return bad("block_restart_interval and ingest_block_restart_interval must be at least 1");
     }
     if o.level0_slowdown_trigger < o.level0_compaction_trigger
         || o.level0_stop_trigger < o.level0_slowdown_trigger
