@@ -70,10 +70,11 @@ pub struct BenchFlags {
           num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
     pub sync: bool,
 
-    /// Rialto's commit path for durable writes: `merger` (default; the transaction merger
-    /// with async commit, what `rialto serve` uses) or `direct` (the engine's own group
+    /// Rialto's commit path for durable writes: `inline` (default; the transaction merger
+    /// with async commit, writer threads executing groups themselves, as `rialto serve` does),
+    /// `merger` (the same with a dedicated merger thread) or `direct` (the engine's own group
     /// commit, one leader syncing per group). Other engines ignore it.
-    #[arg(long, value_enum, default_value_t = CommitPath::Merger, value_name = "PATH")]
+    #[arg(long, value_enum, default_value_t = CommitPath::Inline, value_name = "PATH")]
     pub commit: CommitPath,
 
     /// Database directory [default: /tmp/rialtobench-$USER/<engine>]. It is deleted before
@@ -178,7 +179,7 @@ impl Default for BenchFlags {
             value_size: 100,
             threads: 1,
             sync: false,
-            commit: CommitPath::Merger,
+            commit: CommitPath::Inline,
             db: None,
             use_existing_db: false,
             cache_size: 64 << 20,

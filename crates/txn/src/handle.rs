@@ -39,10 +39,10 @@ pub(crate) trait SyncHelper: Send + Sync {
 }
 
 /// Deregisters a helping waiter however its wait ends.
-struct Helping<'a>(&'a dyn SyncHelper);
+pub(crate) struct Helping<'a>(&'a dyn SyncHelper);
 
 impl<'a> Helping<'a> {
-    fn new(h: &'a dyn SyncHelper) -> Self {
+    pub(crate) fn new(h: &'a dyn SyncHelper) -> Self {
         h.helping(true);
         Helping(h)
     }

@@ -204,7 +204,7 @@ pub struct RialtoEngine {
 impl RialtoEngine {
     fn commit(&self, b: WriteBatch, sync: bool, op: &str) -> Result<()> {
         match (&self.merger, sync) {
-            (Some(m), true) => m.write(b).wait(),
+            (Some(m), true) => m.write_and_wait(b),
             _ => KvEngine::write(&*self.db, b, wopts(sync)),
         }
         .map_err(|e| err(op, e))

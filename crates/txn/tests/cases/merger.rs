@@ -453,7 +453,8 @@ fn queued_transactions_run_as_one_group_at_run_queued() {
 
 #[test]
 fn blocked_waiters_sync_for_themselves_and_async_waiters_are_never_stranded() {
-    // Threads blocked in `wait` take the syncer's role; tasks awaiting a handle cannot. When
+    // Threads blocked in `wait` (or `write_and_wait`) take the syncer's role; tasks awaiting a
+    // handle cannot. When
     // the last blocked waiter leaves with groups in flight, the syncer thread must take over,
     // or an awaited handle would never resolve.
     let (_fs, dynfs) = mem();
@@ -464,8 +465,14 @@ fn blocked_waiters_sync_for_themselves_and_async_waiters_are_never_stranded() {
         let (m, tx) = (Arc::clone(&m), tx.clone());
         thread::spawn(move || {
             for i in 0..300usize {
-                let h = m.write(one_put(&key(t * 1000 + i), b"v"));
-                let r = if t % 2 == 0 { h.wait() } else { block_on(h) };
+                let b = one_put(&key(t * 1000 + i), b"v");
+                // Blocking threads alternate `wait` with `write_and_wait` (helping from
+                // before the group is logged).
+                let r = match (t % 2, i % 2) {
+                    (0, 0) => m.write(b).wait(),
+                    (0, _) => m.write_and_wait(b),
+                    _ => block_on(m.write(b)),
+                };
                 r.expect("acknowledged");
                 // Now and then the blocking threads go idle, leaving the async ones alone.
                 if t % 2 == 0 && i % 50 == 49 {
