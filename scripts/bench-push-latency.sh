@@ -19,6 +19,11 @@
 #     --keys N           keys the GETs draw from, loaded before the rounds (default 1000000)
 #     --push-records N   records of each measured push (default 10000000, >= --keys)
 #     --settle S         seconds to wait after a push (default 10)
+#     --client-nice N    CPU niceness of the `rialto push` client, 0..19 (default 0). The client
+#                        stands in for the batch job, which in production runs on other
+#                        machines; here it shares the server's cores, and at 0 the GETs measure
+#                        that contention as much as the server. The server's own ingestion
+#                        threads run at its push-nice setting either way.
 #     --quick            --keys 100000 --push-records 2000000 -n 20000, to check the setup
 #
 # Environment:
@@ -43,6 +48,7 @@ requests=200000
 clients=50
 value_size=100
 settle_secs=10
+client_nice=0
 port=${RIALTO_PORT:-7613}
 bench_dir=${BENCH_DIR:-$repo/target/bench-push-latency}
 
@@ -59,12 +65,14 @@ while [ $# -gt 0 ]; do
         --keys) [ $# -ge 2 ] || die "--keys needs a value"; keys=$2; shift 2 ;;
         --push-records) [ $# -ge 2 ] || die "--push-records needs a value"; push_records=$2; shift 2 ;;
         --settle) [ $# -ge 2 ] || die "--settle needs a value"; settle_secs=$2; shift 2 ;;
+        --client-nice) [ $# -ge 2 ] || die "--client-nice needs a value"; client_nice=$2; shift 2 ;;
         --quick) keys=100000; push_records=2000000; requests=20000; shift ;;
         -h|--help) usage; exit 0 ;;
         *) die "unknown argument $1 (see --help)" ;;
     esac
 done
 [[ $settle_secs =~ ^[0-9]+$ ]] || die "--settle must be a number of seconds, not '$settle_secs'"
+[[ $client_nice =~ ^([0-9]|1[0-9])$ ]] || die "--client-nice must be 0..19, not '$client_nice'"
 for v in rounds keys push_records; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v//_/-} must be a positive integer, not '${!v}'"
 done
@@ -137,7 +145,7 @@ done
 [ "$(cli ping 2>/dev/null)" = PONG ] || die "rialto serve did not answer PING within 30 s"
 
 "$RIALTO_BIN" store create features --server "127.0.0.1:$port" >&2
-push() { "$RIALTO_BIN" push --store features --input "$1" --server "127.0.0.1:$port" --no-progress; }
+push() { nice -n "$client_nice" "$RIALTO_BIN" push --store features --input "$1" --server "127.0.0.1:$port" --no-progress; }
 log "== loading $keys keys"
 push "$preload_csv" >&2
 got=$(cli get "features:$(printf %012d $((keys - 1)))")
@@ -161,7 +169,7 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR 
 
 declare -A ops p99
 push_rates=""
-log "== $rounds round(s): redis-benchmark -n $requests -c $clients -P 1 -r $keys GET, idle and during a push of $push_records records"
+log "== $rounds round(s): redis-benchmark -n $requests -c $clients -P 1 -r $keys GET, idle and during a push of $push_records records (push client at nice $client_nice)"
 for ((round = 1; round <= rounds; round++)); do
     if ((round % 2)); then order=(idle push); else order=(push idle); fi
     for kind in "${order[@]}"; do

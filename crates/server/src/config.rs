@@ -47,6 +47,7 @@ pub struct Config {
     pub merger_inline: bool,
     pub push_memory_limit: usize,
     pub push_threads: usize,
+    pub push_nice: i32,
     pub store_maintenance_interval: Duration,
     pub shutdown_timeout: Duration,
     pub log_level: String,
@@ -89,6 +90,7 @@ impl Default for Config {
             merger_inline: true,
             push_memory_limit: 256 << 20,
             push_threads: 1,
+            push_nice: 19,
             store_maintenance_interval: Duration::from_secs(1),
             shutdown_timeout: Duration::from_secs(10),
             log_level: "info".into(),
@@ -167,6 +169,15 @@ fn parse_num<T: std::str::FromStr>(s: &str) -> Result<T, String> {
     s.trim()
         .parse()
         .map_err(|_| format!("'{s}' is not a valid number"))
+}
+
+fn parse_nice(s: &str) -> Result<i32, String> {
+    match parse_num::<i32>(s)? {
+        n @ 0..=19 => Ok(n),
+        n => Err(format!(
+            "niceness {n} is out of range 0..=19 (raising priority needs privileges)"
+        )),
+    }
 }
 
 fn parse_ip(s: &str) -> Result<IpAddr, String> {
@@ -263,6 +274,8 @@ pub static KEYS: &[Key] = &[
         |c, v| c.push_memory_limit = parse_size(v)?.max(1 << 20), |c| c.push_memory_limit.to_string()),
     key!("push-threads", false, "Threads of the ingestion pool shared by every batch push (default 1): pushes sort, write tables and swap on it, never on connection threads; more threads let concurrent pushes progress together at the cost of CPU taken from serving.",
         |c, v| c.push_threads = parse_num::<usize>(v)?.max(1), |c| c.push_threads.to_string()),
+    key!("push-nice", false, "CPU niceness (0..=19) of the ingestion pool's threads and of the sort and table-writing threads they start (default 19, the lowest priority): a push then runs on the CPU that serving leaves, so reads keep their latency and a push on a busy server takes longer; 0 gives pushes the same share as serving.",
+        |c, v| c.push_nice = parse_nice(v)?, |c| c.push_nice.to_string()),
     key!("store-maintenance-interval-ms", false, "How often retired store versions are removed and real-time logs pruned to their rewind window, in milliseconds (default 1000).",
         |c, v| c.store_maintenance_interval = Duration::from_millis(parse_num::<u64>(v)?.max(10)), |c| c.store_maintenance_interval.as_millis().to_string()),
     key!("shutdown-timeout", true, "Seconds a graceful shutdown waits for clients' in-flight commands (default 10).",
@@ -417,6 +430,18 @@ mod tests {
         assert!(parse_size("1tb").is_err());
         assert!(parse_size("-1").is_err());
         assert!(parse_size("99999999999999999999gb").is_err());
+    }
+
+    #[test]
+    fn push_nice_takes_only_what_an_unprivileged_thread_may_set() {
+        let mut c = Config::default();
+        assert_eq!(c.push_nice, 19);
+        c.set("push-nice", "0").unwrap();
+        assert_eq!(c.push_nice, 0);
+        for bad in ["-1", "20", "low", ""] {
+            assert!(c.set("push-nice", bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(c.push_nice, 0);
     }
 
     #[test]

@@ -403,6 +403,7 @@ pub fn open_stores(
         push_memory_limit: cfg.push_memory_limit,
         push_tmp_dir: tmp,
         push_threads: cfg.push_threads,
+        push_nice: cfg.push_nice,
     };
     let stores = Arc::new(crate::stores::Stores::open(db, opts)?);
     stores.recover(merger)?;

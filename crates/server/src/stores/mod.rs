@@ -94,6 +94,8 @@ pub struct StoreOptions {
     pub push_tmp_dir: std::path::PathBuf,
     /// Threads of the ingestion pool shared by every push.
     pub push_threads: usize,
+    /// CPU niceness of the ingestion pool's threads and of the threads they start (0..=19).
+    pub push_nice: i32,
 }
 
 /// The stores of one server.
@@ -182,7 +184,7 @@ impl Stores {
             read: ArcSwap::new(cat),
             rt,
             admin: Mutex::new(()),
-            pushes: push::Pushes::new(threads),
+            pushes: push::Pushes::new(threads, opts.push_nice),
             next_id: Mutex::new(loaded.next_id),
             opts,
         })

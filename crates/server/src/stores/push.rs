@@ -89,12 +89,12 @@ pub struct Pushes {
 }
 
 impl Pushes {
-    /// A registry whose pool has `threads` threads.
-    pub fn new(threads: usize) -> Pushes {
+    /// A registry whose pool has `threads` threads at CPU niceness `nice`.
+    pub fn new(threads: usize, nice: i32) -> Pushes {
         Pushes {
             sessions: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
-            pool: Pool::new(threads),
+            pool: Pool::new(threads, nice),
         }
     }
 
@@ -141,24 +141,46 @@ impl Pushes {
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// Sets the calling thread's CPU niceness to `nice`. On Linux niceness belongs to a thread and
+/// the threads it starts inherit it, so the sort's spill and helper threads and the table
+/// writer of a push run at the pool's priority too. Best effort: a failure is logged.
+fn lower_thread_priority(nice: i32) {
+    if nice == 0 {
+        return;
+    }
+    // SAFETY: gettid and setpriority only read their arguments; PRIO_PROCESS with a thread id
+    // changes that thread alone.
+    let rc = unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice)
+    };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        tracing::warn!(error = %e, nice, "cannot lower the ingestion thread's priority");
+    }
+}
+
 /// A fixed set of threads running jobs in submission order.
 struct Pool {
     tx: Mutex<mpsc::Sender<Job>>,
 }
 
 impl Pool {
-    fn new(threads: usize) -> Pool {
+    fn new(threads: usize, nice: i32) -> Pool {
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..threads {
             let rx = Arc::clone(&rx);
             let spawned = std::thread::Builder::new()
                 .name(format!("rialto-ingest-{i}"))
-                .spawn(move || loop {
-                    let job = rx.lock().recv();
-                    match job {
-                        Ok(job) => job(),
-                        Err(_) => return,
+                .spawn(move || {
+                    lower_thread_priority(nice);
+                    loop {
+                        let job = rx.lock().recv();
+                        match job {
+                            Ok(job) => job(),
+                            Err(_) => return,
+                        }
                     }
                 });
             if let Err(e) = spawned {
