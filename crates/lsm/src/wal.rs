@@ -182,6 +182,12 @@ impl WalWriter {
     /// [`WalWriter::add_record`] with the payload given in pieces (written back to back), so
     /// callers need not copy them into one buffer.
     pub fn add_record_parts(&mut self, kind: u8, parts: &[&[u8]]) -> Result<u64> {
+        if let Some(reason) = &self.failed {
+            return Err(Error::ReadOnly(format!(
+                "an earlier append to WAL {} failed: {reason}",
+                self.name
+            )));
+        }
         let total: usize = parts.iter().map(|p| p.len()).sum();
         let len = u32::try_from(total).map_err(|_| {
             Error::InvalidArgument(format!(
@@ -192,12 +198,6 @@ impl WalWriter {
         header[..4].copy_from_slice(&record_crc(self.number, len, kind, parts).to_le_bytes());
         header[4..8].copy_from_slice(&len.to_le_bytes());
         header[8] = kind;
-        if let Some(reason) = &self.failed {
-            return Err(Error::ReadOnly(format!(
-                "an earlier append to WAL {} failed: {reason}",
-                self.name
-            )));
-        }
         let at = self.offset;
         let written = self.append_all(&header, parts);
         if let Err(e) = written {

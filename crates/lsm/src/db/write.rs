@@ -214,8 +214,9 @@ impl DbInner {
         // write whose bytes a sync made durable is always acknowledged by that sync, never
         // failed by a later one).
         let mut wal = self.wal.lock();
-        // Checked again under the WAL lock: since the check above, a flush re-logging hot keys
-        // may have failed an append (leaving a torn record) and turned the engine read-only.
+        // Checked under the WAL lock, not before it: a flush re-logging hot keys may fail an
+        // append (leaving a torn record) and turn the engine read-only while this leader waits
+        // for the lock, and nothing may be appended behind the torn bytes.
         self.check_writable()?;
         let logged = match wal.as_mut() {
             Some(w) => {
