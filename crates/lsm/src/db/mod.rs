@@ -233,6 +233,15 @@ impl Db {
         self.inner.read_only.lock().clone()
     }
 
+    /// A hint that `get` of these keys follows (a pipeline of reads): starts loading their
+    /// row-cache entries into the CPU cache so the misses overlap (see `row_cache.rs`). No
+    /// effect without a row cache.
+    pub fn prefetch(&self, keys: &[&[u8]]) {
+        if let Some(rc) = &self.inner.row_cache {
+            rc.prefetch(keys);
+        }
+    }
+
     /// Database directory.
     pub fn path(&self) -> &Path {
         &self.inner.dir
