@@ -36,6 +36,9 @@ const MAX_PENDING: usize = 4096;
 const OUT_FLUSH_BYTES: usize = 256 * 1024;
 /// Read buffer growth step.
 const READ_CHUNK: usize = 16 * 1024;
+/// Consecutive GET/MGET requests of one read decoded before the first runs, so that the
+/// row-cache lines they need are fetched together (`Db::prefetch`).
+const READ_AHEAD: usize = 32;
 
 /// What a command executed by the merger hands back.
 pub struct Executed {
@@ -70,6 +73,17 @@ struct Connection {
     queue_has_commit: bool,
     /// The ACL generation the connection's user was fetched at.
     acl_seen: u64,
+    /// Decoded GET/MGET requests waiting for [`Connection::run_ahead`].
+    ahead: Vec<Vec<Bytes>>,
+}
+
+/// Whether a request only reads keys the row cache may hold (so prefetching them pays).
+fn prefetchable(args: &[Bytes]) -> bool {
+    match args.first() {
+        Some(c) if c.eq_ignore_ascii_case(b"get") => args.len() == 2,
+        Some(c) if c.eq_ignore_ascii_case(b"mget") => args.len() >= 2,
+        _ => false,
+    }
 }
 
 /// Serves one accepted connection until it closes.
@@ -110,6 +124,7 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
         queue: VecDeque::new(),
         queue_has_commit: false,
         acl_seen: shared.acl_generation.load(Ordering::Acquire),
+        ahead: Vec::new(),
     };
     if let Err(e) = conn.serve().await {
         debug!(client = id, error = %e, "connection closed with an error");
@@ -131,20 +146,37 @@ impl Connection {
             loop {
                 match self.decoder.decode(&mut self.inbuf) {
                     Ok(Some(req)) => {
-                        self.execute(req.into_args()).await;
-                        if self.client.close_after_reply {
-                            self.flush().await?;
+                        let args = req.into_args();
+                        // A GET or MGET waits for the requests after it (none of them can
+                        // change how later ones decode), up to READ_AHEAD.
+                        let args = if prefetchable(&args) {
+                            self.ahead.push(args);
+                            if self.ahead.len() < READ_AHEAD {
+                                continue;
+                            }
+                            None
+                        } else {
+                            Some(args)
+                        };
+                        if self.run_ahead().await? {
                             return Ok(());
                         }
-                        if self.queue.len() >= MAX_PENDING || self.out.len() >= OUT_FLUSH_BYTES {
-                            self.flush().await?;
-                            if self.client.close_after_reply {
-                                return Ok(()); // over the output-buffer limit
+                        if let Some(args) = args {
+                            if self.step(args).await? {
+                                return Ok(());
                             }
                         }
                     }
-                    Ok(None) => break,
+                    Ok(None) => {
+                        if self.run_ahead().await? {
+                            return Ok(());
+                        }
+                        break;
+                    }
                     Err(e) => {
+                        if self.run_ahead().await? {
+                            return Ok(());
+                        }
                         self.drain().await;
                         e.write_reply(&mut self.out);
                         self.shared
@@ -189,11 +221,71 @@ impl Connection {
             if n == 0 {
                 return Ok(());
             }
+            // As Redis's `lastinteraction`: the last read, not the last command (one clock
+            // read per read rather than per pipelined command).
+            let handle = &self.client.handle;
+            handle.last_active_ms.store(
+                handle.created.elapsed().as_millis() as u64,
+                Ordering::Relaxed,
+            );
             self.shared
                 .stats
                 .net_input_bytes
                 .fetch_add(n as u64, Ordering::Relaxed);
         }
+    }
+
+    /// Executes one request; `true` when the connection must close.
+    async fn step(&mut self, args: Vec<Bytes>) -> std::io::Result<bool> {
+        self.execute(args).await;
+        if self.client.close_after_reply {
+            self.flush().await?;
+            return Ok(true);
+        }
+        if self.queue.len() >= MAX_PENDING || self.out.len() >= OUT_FLUSH_BYTES {
+            self.flush().await?;
+            if self.client.close_after_reply {
+                return Ok(true); // over the output-buffer limit
+            }
+        }
+        Ok(false)
+    }
+
+    /// Executes the read-ahead GET/MGET requests in order, after prefetching the keys they
+    /// will read from the published state; `true` when the connection must close.
+    async fn run_ahead(&mut self) -> std::io::Result<bool> {
+        if self.ahead.is_empty() {
+            return Ok(false);
+        }
+        let mut ahead = std::mem::take(&mut self.ahead);
+        if ahead.len() > 1 && !self.queue_has_commit {
+            let stores = self.shared.stores.read_catalog();
+            let keys = Keys {
+                io: &mut (),
+                db: self.client.db,
+                now_ms: 0,
+                stores: &stores,
+                rt: None,
+            };
+            let engine_keys: Vec<Vec<u8>> = ahead
+                .iter()
+                .flat_map(|args| &args[1..])
+                .take(rialto_lsm::row_cache::PREFETCH_MAX)
+                .map(|k| keys.read_key(k))
+                .collect();
+            let refs: Vec<&[u8]> = engine_keys.iter().map(|k| &k[..]).collect();
+            self.shared.db.prefetch(&refs);
+        }
+        let mut close = false;
+        for args in ahead.drain(..) {
+            if self.step(args).await? {
+                close = true;
+                break;
+            }
+        }
+        ahead.clear();
+        self.ahead = ahead;
+        Ok(close)
     }
 
     /// Resolves every pending reply and writes everything out.
@@ -288,14 +380,7 @@ impl Connection {
     }
 
     async fn execute(&mut self, args: Vec<Bytes>) {
-        {
-            let handle = &self.client.handle;
-            handle.last_active_ms.store(
-                handle.created.elapsed().as_millis() as u64,
-                Ordering::Relaxed,
-            );
-            handle.commands.fetch_add(1, Ordering::Relaxed);
-        }
+        self.client.handle.commands.fetch_add(1, Ordering::Relaxed);
         self.shared.stats.commands.fetch_add(1, Ordering::Relaxed);
         let generation = self.shared.acl_generation.load(Ordering::Acquire);
         if generation != self.acl_seen {

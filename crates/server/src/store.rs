@@ -90,7 +90,7 @@ impl<'a, T: ?Sized> Keys<'a, T> {
     }
 
     /// The engine key reads of `key` use.
-    fn read_key(&self, key: &[u8]) -> Vec<u8> {
+    pub fn read_key(&self, key: &[u8]) -> Vec<u8> {
         match self.place(key) {
             Place::Default => keyspace::data_key(self.db, key),
             Place::Store(s) => catalog::version_key(s.id, s.current.number, key),

@@ -80,6 +80,66 @@ fn a_pipeline_keeps_order_and_reads_its_own_writes() {
     srv.shutdown().unwrap();
 }
 
+/// GETs and MGETs of one read run ahead in batches (prefetched together); replies must stay in
+/// request order, a read after a write still sees it, and what follows a batch still runs.
+#[test]
+fn a_pipeline_of_reads_answers_in_order_around_writes_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let pairs: Vec<(String, String)> = (0..100)
+        .map(|i| (format!("k{i}"), format!("v{i}")))
+        .collect();
+    let _: () = c.mset(&pairs).unwrap();
+    // Read once so the row cache holds them.
+    let _: Vec<Option<String>> = c
+        .mget(pairs.iter().map(|p| &p.0).collect::<Vec<_>>())
+        .unwrap();
+    let mut p = redis::pipe();
+    let mut want = Vec::new();
+    for i in 0..150 {
+        // Longer than READ_AHEAD, with misses among the hits.
+        p.cmd("GET").arg(format!("k{i}"));
+        want.push(if i < 100 {
+            Value::BulkString(format!("v{i}").into_bytes())
+        } else {
+            Value::Nil
+        });
+        if i % 37 == 0 {
+            p.cmd("MGET").arg(format!("k{i}")).arg("nope");
+            let hit = if i < 100 {
+                Value::BulkString(format!("v{i}").into_bytes())
+            } else {
+                Value::Nil
+            };
+            want.push(Value::Array(vec![hit, Value::Nil]));
+        }
+    }
+    p.cmd("SET").arg("k5").arg("new");
+    want.push(Value::Okay);
+    p.cmd("GET").arg("k5");
+    want.push(Value::BulkString(b"new".to_vec()));
+    p.cmd("GET").arg("k6");
+    want.push(Value::BulkString(b"v6".to_vec()));
+    let out: Vec<Value> = p.query(&mut c).unwrap();
+    assert_eq!(out, want);
+
+    // At the byte level: a batch of reads, a wrong-arity GET, then a protocol error.
+    let mut s = common::raw(srv.addr);
+    let r = common::exchange(
+        &mut s,
+        b"GET k1\r\nGET k2\r\nGET\r\nMGET k3 k4\r\n*1\r\n$x\r\n",
+        200,
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&r),
+        "$2\r\nv1\r\n$2\r\nv2\r\n-ERR wrong number of arguments for 'get' command\r\n\
+         *2\r\n$2\r\nv3\r\n$2\r\nv4\r\n-ERR Protocol error: invalid bulk length\r\n"
+    );
+    assert!(common::closed(&mut s));
+    srv.shutdown().unwrap();
+}
+
 #[test]
 fn concurrent_increments_are_exact() {
     let dir = tempfile::tempdir().unwrap();
