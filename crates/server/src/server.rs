@@ -412,6 +412,9 @@ pub fn open_stores(
 
 /// Commits and syncs everything queued, then flushes the memtable so a restart replays nothing.
 fn close_engine(shared: Arc<Shared>) -> Result<(), ServerError> {
+    // Closed connections hand their unfinished pushes to the pool to abort; those jobs hold
+    // the server until they end.
+    shared.stores.pushes.wait_idle();
     shared.stores.abort_idle_pushes(&shared.merger);
     shared.merger.close().map_err(ServerError::Close)?;
     if shared.db.read_only_reason().is_none() {

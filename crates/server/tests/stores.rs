@@ -280,7 +280,9 @@ fn an_aborted_or_abandoned_push_changes_nothing_and_its_files_go() {
     }
     assert_eq!(describe(&mut c, "s")["pushing-version"], Value::Nil);
     let _ = cmd(&mut c, &["PUSH", "BEGIN", "s"]).unwrap();
-    // Stopped with a push open: the restart retires it.
+    // Stopped with a push open: the restart retires it. Also a regression test: `c` is still
+    // connected with that push, so shutdown hands its abort to the ingestion pool, and the
+    // restart found the directory locked until shutdown waited for that job.
     srv.shutdown().unwrap();
     let srv = common::start(dir.path());
     let mut c = common::client(srv.addr);

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use rialto_engine::{EngineIterator, IterOptions, KvEngine};
 use rialto_lsm::Db;
 use rialto_sort::{DuplicatePolicy, SortOptions, Sorter};
@@ -110,6 +110,12 @@ impl Pushes {
         rx
     }
 
+    /// Waits for every job on the ingestion pool to finish: at shutdown, so that none still
+    /// holds the server (and with it the database and its directory lock) once it stopped.
+    pub fn wait_idle(&self) {
+        self.pool.wait_idle();
+    }
+
     /// Pushes in progress: (id, store).
     pub fn list(&self) -> Vec<(u64, String)> {
         let mut v: Vec<(u64, String)> = self
@@ -163,6 +169,8 @@ fn lower_thread_priority(nice: i32) {
 /// A fixed set of threads running jobs in submission order.
 struct Pool {
     tx: Mutex<mpsc::Sender<Job>>,
+    /// Jobs spawned and not yet finished (their captures dropped), for [`Pool::wait_idle`].
+    busy: Arc<(Mutex<usize>, Condvar)>,
 }
 
 impl Pool {
@@ -187,13 +195,34 @@ impl Pool {
                 tracing::error!(error = %e, "cannot start an ingestion thread");
             }
         }
-        Pool { tx: Mutex::new(tx) }
+        Pool {
+            tx: Mutex::new(tx),
+            busy: Arc::new((Mutex::new(0), Condvar::new())),
+        }
     }
 
     fn spawn(&self, job: Job) {
+        *self.busy.0.lock() += 1;
+        let busy = Arc::clone(&self.busy);
+        let job: Job = Box::new(move || {
+            job();
+            let mut n = busy.0.lock();
+            *n -= 1;
+            if *n == 0 {
+                busy.1.notify_all();
+            }
+        });
         // The receiver lives as long as any pool thread; if none could start, run here.
         if let Err(mpsc::SendError(job)) = self.tx.lock().send(job) {
             job();
+        }
+    }
+
+    /// Waits until every job spawned so far has finished.
+    fn wait_idle(&self) {
+        let mut n = self.busy.0.lock();
+        while *n > 0 {
+            self.busy.1.wait(&mut n);
         }
     }
 }
