@@ -274,7 +274,7 @@ pub static KEYS: &[Key] = &[
         |c, v| c.push_memory_limit = parse_size(v)?.max(1 << 20), |c| c.push_memory_limit.to_string()),
     key!("push-threads", false, "Threads of the ingestion pool shared by every batch push (default 1): pushes sort, write tables and swap on it, never on connection threads; more threads let concurrent pushes progress together at the cost of CPU taken from serving.",
         |c, v| c.push_threads = parse_num::<usize>(v)?.max(1), |c| c.push_threads.to_string()),
-    key!("push-nice", false, "CPU niceness (0..=19) of the ingestion pool's threads and of the sort and table-writing threads they start (default 19, the lowest priority): a push then runs on the CPU that serving leaves, so reads keep their latency and a push on a busy server takes longer; 0 gives pushes the same share as serving.",
+    key!("push-nice", false, "CPU niceness (0..=19) of the ingestion pool's threads and of the sort and table-writing threads they start (default 19, the lowest priority): a push then runs on the CPU that serving leaves, so reads keep their latency and a push on a busy server takes longer; 0 gives pushes the same share as serving. The bulk connection thread, where a connection moves once it begins a push, runs at this niceness too.",
         |c, v| c.push_nice = parse_nice(v)?, |c| c.push_nice.to_string()),
     key!("store-maintenance-interval-ms", false, "How often retired store versions are removed and real-time logs pruned to their rewind window, in milliseconds (default 1000).",
         |c, v| c.store_maintenance_interval = Duration::from_millis(parse_num::<u64>(v)?.max(10)), |c| c.store_maintenance_interval.as_millis().to_string()),

@@ -75,6 +75,16 @@ struct Connection {
     acl_seen: u64,
     /// Decoded GET/MGET requests waiting for [`Connection::run_ahead`].
     ahead: Vec<Vec<Bytes>>,
+    /// Whether the connection runs on the bulk thread (see `workers.rs`).
+    on_bulk: bool,
+}
+
+/// Why [`Connection::serve`] returned.
+enum Exit {
+    /// The connection is done.
+    Closed,
+    /// It owns a push now: it continues on the bulk thread.
+    ToBulk,
 }
 
 /// Whether a request only reads keys the row cache may hold (so prefetching them pays).
@@ -106,8 +116,7 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
     };
     let mut decoder = RequestDecoder::new(limits);
     decoder.set_pre_auth(user.is_none());
-    let id = handle.id;
-    let mut conn = Connection {
+    let conn = Connection {
         stream,
         shared: Arc::clone(&shared),
         client: Client {
@@ -125,13 +134,27 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
         queue_has_commit: false,
         acl_seen: shared.acl_generation.load(Ordering::Acquire),
         ahead: Vec::new(),
+        on_bulk: false,
     };
-    if let Err(e) = conn.serve().await {
-        debug!(client = id, error = %e, "connection closed with an error");
+    serve_and_close(conn).await;
+}
+
+/// Serves `conn` until it closes, moving it to the bulk thread when it asks to.
+async fn serve_and_close(mut conn: Connection) {
+    let id = conn.client.handle.id;
+    match conn.serve().await {
+        Ok(Exit::ToBulk) => return conn.into_bulk(),
+        Ok(Exit::Closed) => {}
+        Err(e) => debug!(client = id, error = %e, "connection closed with an error"),
     }
+    closed(&conn.shared, id);
+}
+
+/// What follows a connection's end: a push it left unfinished is aborted (off the connection
+/// thread) and the client is forgotten.
+fn closed(shared: &Arc<Shared>, id: u64) {
     if shared.stores.pushes.owned_by(id) {
-        // A push its connection left unfinished is aborted (off the connection thread).
-        let sh = Arc::clone(&shared);
+        let sh = Arc::clone(shared);
         drop(shared.stores.pushes.run(move || {
             sh.stores.abort_owned_by(&sh.merger, id);
         }));
@@ -140,7 +163,58 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
 }
 
 impl Connection {
-    async fn serve(&mut self) -> std::io::Result<()> {
+    /// Continues this connection on the bulk thread: its socket moves to that thread's
+    /// reactor, with everything already read or decoded. If it cannot, the connection closes.
+    fn into_bulk(self) {
+        let id = self.client.handle.id;
+        let Connection {
+            stream,
+            shared,
+            client,
+            inbuf,
+            out,
+            decoder,
+            queue,
+            queue_has_commit,
+            acl_seen,
+            ahead,
+            on_bulk: _,
+        } = self;
+        let (bulk, std) = match (shared.bulk.get().cloned(), stream.into_std()) {
+            (Some(b), Ok(s)) => (b, s),
+            (None, _) => return closed(&shared, id),
+            (_, Err(e)) => {
+                warn!(client = id, error = %e, "cannot move a connection to the bulk thread");
+                return closed(&shared, id);
+            }
+        };
+        let task: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(async move {
+            let stream = match TcpStream::from_std(std) {
+                Ok(s) => s,
+                Err(e) => {
+                    warn!(client = id, error = %e, "cannot register a connection on the bulk thread");
+                    return closed(&shared, id);
+                }
+            };
+            let conn = Connection {
+                stream,
+                shared,
+                client,
+                inbuf,
+                out,
+                decoder,
+                queue,
+                queue_has_commit,
+                acl_seen,
+                ahead,
+                on_bulk: true,
+            };
+            serve_and_close(conn).await;
+        });
+        bulk.spawn(task);
+    }
+
+    async fn serve(&mut self) -> std::io::Result<Exit> {
         let mut shutdown = self.shared.shutdown.subscribe();
         loop {
             loop {
@@ -159,23 +233,36 @@ impl Connection {
                             Some(args)
                         };
                         if self.run_ahead().await? {
-                            return Ok(());
+                            return Ok(Exit::Closed);
                         }
                         if let Some(args) = args {
+                            let push = !self.on_bulk
+                                && args
+                                    .first()
+                                    .is_some_and(|c| c.eq_ignore_ascii_case(b"push"));
                             if self.step(args).await? {
-                                return Ok(());
+                                return Ok(Exit::Closed);
+                            }
+                            if push && self.shared.stores.pushes.owned_by(self.client.handle.id) {
+                                // It began a push: answer what it asked so far, then continue
+                                // on the bulk thread with the rest of its input.
+                                self.flush().await?;
+                                if self.client.close_after_reply {
+                                    return Ok(Exit::Closed);
+                                }
+                                return Ok(Exit::ToBulk);
                             }
                         }
                     }
                     Ok(None) => {
                         if self.run_ahead().await? {
-                            return Ok(());
+                            return Ok(Exit::Closed);
                         }
                         break;
                     }
                     Err(e) => {
                         if self.run_ahead().await? {
-                            return Ok(());
+                            return Ok(Exit::Closed);
                         }
                         self.drain().await;
                         e.write_reply(&mut self.out);
@@ -184,7 +271,7 @@ impl Connection {
                             .rejected_protocol
                             .fetch_add(1, Ordering::Relaxed);
                         debug!(client = self.client.handle.id, error = %e, "protocol error; closing");
-                        return self.write_out().await;
+                        return self.write_out().await.map(|()| Exit::Closed);
                     }
                 }
             }
@@ -193,7 +280,7 @@ impl Connection {
                 || *shutdown.borrow_and_update()
                 || self.client.handle.killed.load(Ordering::Acquire)
             {
-                return Ok(());
+                return Ok(Exit::Closed);
             }
             let (limit, idle) = {
                 let c = self.shared.config.read();
@@ -205,21 +292,21 @@ impl Connection {
                     bytes = self.inbuf.len(),
                     "closing client that reached client-query-buffer-limit"
                 );
-                return Ok(());
+                return Ok(Exit::Closed);
             }
             self.inbuf.reserve(READ_CHUNK);
             let handle = Arc::clone(&self.client.handle);
             let n = tokio::select! {
                 r = self.stream.read_buf(&mut self.inbuf) => r?,
-                _ = handle.kill_notify.notified() => return Ok(()),
-                _ = shutdown.changed() => return Ok(()),
+                _ = handle.kill_notify.notified() => return Ok(Exit::Closed),
+                _ = shutdown.changed() => return Ok(Exit::Closed),
                 _ = idle_timer(idle) => {
                     debug!(client = handle.id, "closing idle client (timeout)");
-                    return Ok(());
+                    return Ok(Exit::Closed);
                 }
             };
             if n == 0 {
-                return Ok(());
+                return Ok(Exit::Closed);
             }
             // As Redis's `lastinteraction`: the last read, not the last command (one clock
             // read per read rather than per pipelined command).

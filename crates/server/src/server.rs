@@ -82,6 +82,9 @@ pub struct Shared {
     pub port: u16,
     pub shutdown: watch::Sender<bool>,
     pub scan_cursors: Mutex<crate::commands::scan::Cursors>,
+    /// The bulk connection thread, where a connection moves once it owns a push (see
+    /// `workers.rs`); set when the connection threads start.
+    pub bulk: std::sync::OnceLock<tokio::runtime::Handle>,
 }
 
 impl Shared {
@@ -232,14 +235,17 @@ impl Server {
             port,
             shutdown,
             scan_cursors: Mutex::new(Default::default()),
+            bulk: std::sync::OnceLock::new(),
         });
         let threads = if shared.config.read().threads > 0 {
             shared.config.read().threads
         } else {
             default_threads()
         };
-        let workers = crate::workers::Workers::start(threads)
+        let push_nice = shared.config.read().push_nice;
+        let workers = crate::workers::Workers::start(threads, push_nice)
             .map_err(|e| ServerError::Start(format!("connection threads: {e}")))?;
+        let _ = shared.bulk.set(workers.bulk_handle());
         Ok(Server {
             shared,
             listeners,

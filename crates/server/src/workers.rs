@@ -4,6 +4,11 @@
 //! runtime, work stealing and cross-thread wake-ups cost more than they saved (measured on 2
 //! cores with the client beside the server: fewer GETs per second at -P 1 with two worker
 //! threads than with one).
+//!
+//! The one exception is the bulk thread: a connection that owns a batch push moves there once
+//! its PUSH BEGIN is answered, and stays. It runs at the ingestion pool's CPU niceness
+//! (`push-nice`), so decoding a push's PUSH ADD requests (hundreds of kilobytes each) never
+//! delays the reads and writes of the connection threads, and takes only the CPU they leave.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,58 +25,72 @@ use crate::server::Shared;
 /// The connection threads.
 pub struct Workers {
     handles: Vec<Handle>,
+    bulk: Handle,
     threads: Vec<JoinHandle<()>>,
     stop: watch::Sender<bool>,
     next: AtomicUsize,
 }
 
 impl Workers {
-    /// Starts `n` (at least one) connection threads.
-    pub fn start(n: usize) -> std::io::Result<Workers> {
+    /// Starts `n` (at least one) connection threads and the bulk thread, at niceness
+    /// `bulk_nice`.
+    pub fn start(n: usize, bulk_nice: i32) -> std::io::Result<Workers> {
         let (stop, _) = watch::channel(false);
         let mut handles = Vec::new();
         let mut threads = Vec::new();
-        for i in 0..n.max(1) {
+        let n = n.max(1);
+        for i in 0..=n {
             let (tx, rx) = std::sync::mpsc::channel();
             let mut stop_rx = stop.subscribe();
-            let t = std::thread::Builder::new()
-                .name(format!("rialto-conn-{i}"))
-                .spawn(move || {
-                    let rt = match tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                    {
-                        Ok(rt) => rt,
-                        Err(e) => {
-                            let _ = tx.send(Err(e));
-                            return;
+            let (name, nice) = if i < n {
+                (format!("rialto-conn-{i}"), 0)
+            } else {
+                ("rialto-bulk".to_string(), bulk_nice)
+            };
+            let t = std::thread::Builder::new().name(name).spawn(move || {
+                crate::stores::push::lower_thread_priority(nice);
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = tx.send(Ok(rt.handle().clone()));
+                rt.block_on(async move {
+                    while !*stop_rx.borrow_and_update() {
+                        if stop_rx.changed().await.is_err() {
+                            break;
                         }
-                    };
-                    let _ = tx.send(Ok(rt.handle().clone()));
-                    rt.block_on(async move {
-                        while !*stop_rx.borrow_and_update() {
-                            if stop_rx.changed().await.is_err() {
-                                break;
-                            }
-                        }
-                    });
-                    rt.shutdown_timeout(Duration::from_secs(1));
-                })?;
+                    }
+                });
+                rt.shutdown_timeout(Duration::from_secs(1));
+            })?;
             let handle = rx
                 .recv()
                 .map_err(|_| std::io::Error::other("connection thread exited at start"))??;
             handles.push(handle);
             threads.push(t);
         }
+        let bulk = handles.pop().expect("the bulk thread was started last");
         Ok(Workers {
             handles,
+            bulk,
             threads,
             stop,
             next: AtomicUsize::new(0),
         })
     }
 
-    /// Number of connection threads.
+    /// The bulk thread's runtime.
+    pub fn bulk_handle(&self) -> Handle {
+        self.bulk.clone()
+    }
+
+    /// Number of connection threads (the bulk thread not counted).
     pub fn len(&self) -> usize {
         self.handles.len()
     }

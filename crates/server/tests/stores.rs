@@ -291,6 +291,65 @@ fn an_aborted_or_abandoned_push_changes_nothing_and_its_files_go() {
     srv.shutdown().unwrap();
 }
 
+/// A connection that begins a push moves to the bulk thread right after PUSH BEGIN is answered,
+/// taking along what it already sent: a whole push pipelined in one write, reads included,
+/// must answer exactly as on one thread. Another client is served meanwhile, and the moved
+/// connection's push is aborted when it closes.
+#[test]
+fn a_pushing_connection_moves_to_the_bulk_thread_with_its_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut other = common::client(srv.addr);
+    let mut c = common::client(srv.addr);
+    cmd(&mut c, &["STORE", "CREATE", "s"]).unwrap();
+    let mut p = redis::pipe();
+    p.cmd("PUSH").arg("BEGIN").arg("s");
+    p.cmd("PUSH")
+        .arg("ADD")
+        .arg(1)
+        .arg("a")
+        .arg("1")
+        .arg("b")
+        .arg("2");
+    p.cmd("GET").arg("s:a");
+    p.cmd("PUSH").arg("ADD").arg(1).arg("c").arg("3");
+    p.cmd("PUSH").arg("COMMIT").arg(1);
+    p.cmd("GET").arg("s:a");
+    p.cmd("MGET").arg("s:b").arg("s:c");
+    let out: Vec<Value> = p.query(&mut c).unwrap();
+    assert_eq!(out[0], Value::Int(1));
+    assert_eq!(out[1], Value::Int(2));
+    assert_eq!(out[2], Value::Nil);
+    assert_eq!(out[3], Value::Int(1));
+    assert_eq!(
+        &out[5..],
+        &[
+            Value::BulkString(b"1".to_vec()),
+            Value::Array(vec![
+                Value::BulkString(b"2".to_vec()),
+                Value::BulkString(b"3".to_vec())
+            ]),
+        ]
+    );
+    assert_eq!(other.get::<_, String>("s:c").unwrap(), "3");
+    // It keeps serving after the push, and a second push from it (already moved) works.
+    let d = push(&mut c, "s", &dataset(10, "x"));
+    assert_eq!(int(&d["records"]), 10);
+    assert_eq!(other.get::<_, String>("s:user00001").unwrap(), "x-1");
+    // Closing it mid-push aborts that push, from the bulk thread too.
+    let id = int(&cmd(&mut c, &["PUSH", "BEGIN", "s"]).unwrap());
+    assert!(id > 0);
+    drop(c);
+    for _ in 0..200 {
+        if describe(&mut other, "s")["pushing-version"] == Value::Nil {
+            break;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(describe(&mut other, "s")["pushing-version"], Value::Nil);
+    srv.shutdown().unwrap();
+}
+
 #[test]
 fn deleting_a_store_returns_its_keys_to_the_default_store_and_removes_its_data() {
     let dir = tempfile::tempdir().unwrap();

@@ -150,7 +150,7 @@ type Job = Box<dyn FnOnce() + Send>;
 /// Sets the calling thread's CPU niceness to `nice`. On Linux niceness belongs to a thread and
 /// the threads it starts inherit it, so the sort's spill and helper threads and the table
 /// writer of a push run at the pool's priority too. Best effort: a failure is logged.
-fn lower_thread_priority(nice: i32) {
+pub(crate) fn lower_thread_priority(nice: i32) {
     if nice == 0 {
         return;
     }
@@ -162,7 +162,7 @@ fn lower_thread_priority(nice: i32) {
     };
     if rc != 0 {
         let e = std::io::Error::last_os_error();
-        tracing::warn!(error = %e, nice, "cannot lower the ingestion thread's priority");
+        tracing::warn!(error = %e, nice, "cannot lower a push thread's priority");
     }
 }
 
