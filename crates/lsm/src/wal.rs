@@ -16,8 +16,8 @@
 //! segment fail its check. Records are never split: a segment ends where its last record ends.
 //!
 //! Segments are preallocated (`Options::wal_preallocate`) so that appends do not change the
-//! file size and each `fdatasync` commits no metadata; the unused rest reads as zeros. An
-//! all-zero remainder is the end of the segment, not damage.
+//! file size (see design §3.1 for what an `fdatasync` still commits); the unused rest reads
+//! as zeros. An all-zero remainder is the end of the segment, not damage.
 //!
 //! ## Torn tails versus corruption
 //! A crash can leave the newest segment ending in a partial or garbled record: bytes of a write
