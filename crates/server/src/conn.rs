@@ -167,49 +167,31 @@ impl Connection {
     /// reactor, with everything already read or decoded. If it cannot, the connection closes.
     fn into_bulk(self) {
         let id = self.client.handle.id;
-        let Connection {
-            stream,
-            shared,
-            client,
-            inbuf,
-            out,
-            decoder,
-            queue,
-            queue_has_commit,
-            acl_seen,
-            ahead,
-            on_bulk: _,
-        } = self;
-        let (bulk, std) = match (shared.bulk.get().cloned(), stream.into_std()) {
+        let bulk = self.shared.bulk.get().cloned();
+        // Moves the socket out; `..self` below takes every other field as it is.
+        let (bulk, std) = match (bulk, self.stream.into_std()) {
             (Some(b), Ok(s)) => (b, s),
-            (None, _) => return closed(&shared, id),
+            (None, _) => return closed(&self.shared, id),
             (_, Err(e)) => {
                 warn!(client = id, error = %e, "cannot move a connection to the bulk thread");
-                return closed(&shared, id);
+                return closed(&self.shared, id);
             }
         };
         let task: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(async move {
-            let stream = match TcpStream::from_std(std) {
-                Ok(s) => s,
+            match TcpStream::from_std(std) {
+                Ok(stream) => {
+                    let conn = Connection {
+                        stream,
+                        on_bulk: true,
+                        ..self
+                    };
+                    serve_and_close(conn).await;
+                }
                 Err(e) => {
                     warn!(client = id, error = %e, "cannot register a connection on the bulk thread");
-                    return closed(&shared, id);
+                    closed(&self.shared, id);
                 }
-            };
-            let conn = Connection {
-                stream,
-                shared,
-                client,
-                inbuf,
-                out,
-                decoder,
-                queue,
-                queue_has_commit,
-                acl_seen,
-                ahead,
-                on_bulk: true,
-            };
-            serve_and_close(conn).await;
+            }
         });
         bulk.spawn(task);
     }
