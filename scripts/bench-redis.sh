@@ -8,7 +8,9 @@
 # shows medians over the rounds.
 #
 # Cases (redis-benchmark -n 200000 -c 50 -d 100 -r 1000000):
-#   get-p1        GET, -P 1; all 1,000,000 keys are loaded first so every GET hits
+#   get-p1        GET, -P 1; all 1,000,000 keys are loaded first so every GET hits, and both
+#                 servers are then left until their background work is done (as db_bench's
+#                 waitforcompaction between a fill and a read phase; --no-settle skips it)
 #   get-p16       GET, -P 16 (same servers as get-p1)
 #   set-always    SET; Redis appendonly yes + appendfsync always vs Rialto --appendfsync always
 #   set-everysec  SET; appendfsync everysec on both
@@ -17,9 +19,10 @@
 # Rialto p99 <= 1 ms at -c 50 -P 1.
 #
 # Usage:
-#   scripts/bench-redis.sh [--rounds N] [--quick] [--cases get-p1,get-p16,set-always,set-everysec]
+#   scripts/bench-redis.sh [--rounds N] [--quick] [--no-settle] [--cases get-p1,get-p16,set-always,set-everysec]
 #     --rounds N   rounds (default 3)
 #     --quick      -n 20000 instead of 200000, to check the setup
+#     --no-settle  GETs start right after the load, while Rialto still flushes and compacts it
 #     --cases L    comma-separated subset of the cases above (default: all)
 #
 # Environment:
@@ -38,6 +41,7 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 
 rounds=3
+settle=true
 requests=200000
 all_cases=(get-p1 get-p16 set-always set-everysec)
 cases=("${all_cases[@]}")
@@ -65,6 +69,7 @@ while [ $# -gt 0 ]; do
         --rounds) [ $# -ge 2 ] || die "--rounds needs a value"; rounds=$2; shift 2 ;;
         --rounds=*) rounds=${1#*=}; shift ;;
         --quick) requests=20000; shift ;;
+        --no-settle) settle=false; shift ;;
         --cases) [ $# -ge 2 ] || die "--cases needs a value"; IFS=, read -r -a cases <<<"$2"; shift 2 ;;
         --cases=*) IFS=, read -r -a cases <<<"${1#*=}"; shift ;;
         -h|--help) usage; exit 0 ;;
@@ -191,6 +196,20 @@ preload() {
     [ ${#got} -eq "$data_size" ] || die "preload check: GET returned '${got:0:40}'"
 }
 
+# Waits until the server's background work is done: Rialto's flush and compaction counters
+# (INFO) unchanged for 3 s in a row, at most 300 s. Redis has none, so it passes at once.
+settle() {
+    local port=$1 prev="" cur quiet=0 t=0
+    while ((quiet < 3 && t < 300)); do
+        cur=$(redis-cli -h 127.0.0.1 -p "$port" info 2>/dev/null \
+            | grep -E '^(flushes|compactions|flush_bytes_written|compaction_bytes_written):' | tr -d '\r' | tr '\n' ' ')
+        if [ "$cur" = "$prev" ]; then quiet=$((quiet + 1)); else quiet=0; prev=$cur; fi
+        sleep 1
+        t=$((t + 1))
+    done
+    echo "$t"
+}
+
 # bench PORT TEST PIPELINE: prints "ops_per_sec p99_ms".
 bench() {
     local port=$1 test=$2 pipeline=$3 out line
@@ -232,6 +251,9 @@ for ((round = 1; round <= rounds; round++)); do
             runs=()
             if [ "$group" = get ]; then
                 preload "$port"
+                if $settle; then
+                    log "round $round/$rounds  $(printf '%-13s %-7s' get "$kind") background work settled after $(settle "$port") s"
+                fi
                 want get-p1 && runs+=("get-p1 get 1")
                 want get-p16 && runs+=("get-p16 get 16")
             else
@@ -268,7 +290,9 @@ min_ratio() {
 }
 
 echo
-echo "Redis $redis_version vs Rialto ($RIALTO_BIN): redis-benchmark -n $requests -c $clients -d $data_size -r $keyspace, median of $rounds round(s), $(nproc) cores, data on $fstype"
+when="GETs after background work settled"
+$settle || when="GETs right after the load"
+echo "Redis $redis_version vs Rialto ($RIALTO_BIN): redis-benchmark -n $requests -c $clients -d $data_size -r $keyspace, median of $rounds round(s), $(nproc) cores, data on $fstype, $when"
 echo
 echo "| case | Redis ops/s | Rialto ops/s | Rialto/Redis | Redis p99 ms | Rialto p99 ms | target | met |"
 echo "|---|---:|---:|---:|---:|---:|---|---|"
