@@ -118,9 +118,9 @@ pub struct Options {
     pub max_background_jobs: usize,
     /// Reserve disk space for each WAL segment up front (about 1.1 × `write_buffer_size`), so
     /// appends do not grow the file and an `fdatasync` of a durable write commits no new size
-    /// (ext4 still commits the conversion of the reserved, unwritten extents; see design §3.1):
-    /// write + fdatasync p50 155 µs instead of 189 µs here. Costs that disk space for the live
-    /// segment even when it holds little. Default `true`.
+    /// (ext4 still commits the conversion of the reserved, unwritten extents, so the gain over
+    /// appending is small; see design §3.1). Costs that disk space for the live segment even
+    /// when it holds little. Default `true`.
     pub wal_preallocate: bool,
     /// What recovery does with a WAL damaged before its tail. Default strict.
     pub wal_recovery: WalRecovery,
