@@ -59,13 +59,6 @@ pub struct Options {
     /// Bytes a memtable holds before it is frozen and flushed. Default 64 MiB. Larger: fewer,
     /// larger L0 files and less write amplification; more memory and longer recovery.
     pub write_buffer_size: usize,
-    /// Bytes of each memtable's key filter, per byte of `write_buffer_size`: a blocked bloom
-    /// filter over the user keys, so a point lookup of a key the memtable does not hold
-    /// (most keys, once the data lives in tables) costs one cache line instead of a skiplist
-    /// walk. Default 1/64 (1 MiB for 64 MiB: about 18 bits per 140-byte entry, under 1% false
-    /// positives; more with smaller entries). 0 turns it off. Costs that memory per memtable
-    /// and a few memory writes per insert.
-    pub memtable_filter_ratio: f64,
     /// Memtables (mutable + immutable) kept before writers wait for a flush. Default 2.
     pub max_write_buffer_number: usize,
     /// Target uncompressed bytes of a data block. Default 4 KiB. Larger: smaller index, better
@@ -162,17 +155,6 @@ impl std::fmt::Debug for Options {
 }
 
 impl Options {
-    /// Bytes of each memtable's key filter (see `memtable_filter_ratio`; at most the write
-    /// buffer's size).
-    pub fn memtable_filter_bytes(&self) -> usize {
-        let r = self.memtable_filter_ratio;
-        if r.is_finite() && r > 0.0 {
-            (self.write_buffer_size as f64 * r.min(1.0)) as usize
-        } else {
-            0
-        }
-    }
-
     /// Bytes reserved for a WAL segment when `wal_preallocate` is on: the memtable's size and
     /// a tenth more (a segment holds one memtable's writes; records are a little smaller than
     /// their memtable entries, and a segment that outgrows it just extends).
@@ -194,7 +176,6 @@ impl Default for Options {
             create_if_missing: true,
             error_if_exists: false,
             write_buffer_size: 64 << 20,
-            memtable_filter_ratio: 1.0 / 64.0,
             max_write_buffer_number: 2,
             block_size: 4096,
             block_restart_interval: 16,

@@ -151,7 +151,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         opts.max_open_files,
         opts.verify_checksums,
     ));
-    let mem = Arc::new(MemTable::new(wal_number, opts.memtable_filter_bytes()));
+    let mem = Arc::new(MemTable::new(wal_number));
     let version = versions.current();
     let state = State {
         versions,
@@ -234,7 +234,7 @@ fn replay_wal(
     let mut max_seq = versions.last_sequence();
     let mut edit = VersionEdit::default();
     let versions = RefCell::new(versions);
-    let mut mem = Arc::new(MemTable::new(0, opts.memtable_filter_bytes()));
+    let mut mem = Arc::new(MemTable::new(0));
     for (i, &number) in segments.iter().enumerate() {
         let name = wal::segment_file_name(number);
         let is_last = i + 1 == segments.len();
@@ -290,7 +290,7 @@ fn replay_wal(
         if mem.approximate_memory_usage() >= opts.write_buffer_size {
             let files = flush_recovered(fs, dir, opts, &versions, &mem, max_seq)?;
             edit.added.extend(files.into_iter().map(|f| (0, f)));
-            mem = Arc::new(MemTable::new(0, opts.memtable_filter_bytes()));
+            mem = Arc::new(MemTable::new(0));
         }
     }
     if !mem.is_empty() {

@@ -415,10 +415,7 @@ impl DbInner {
         // published writes only.
         self.visible_seq
             .fetch_max(self.applied_seq.load(Ordering::Acquire), Ordering::AcqRel);
-        let old = std::mem::replace(
-            &mut st.mem,
-            Arc::new(MemTable::new(number, self.opts.memtable_filter_bytes())),
-        );
+        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
         st.imms.push(Arc::clone(&old));
         self.install_super_version(st);
         self.notify_background();

@@ -5,7 +5,6 @@
 //! then flushed to a level-0 table by a background thread; it stays readable until the table is
 //! installed in a version.
 
-mod filter;
 mod skiplist;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,7 +16,6 @@ use rialto_engine::{BatchOp, Result, WriteBatch};
 
 use crate::iter::InternalIterator;
 use crate::key::{self, SequenceNumber, ValueKind, KIND_SEEK};
-use filter::KeyFilter;
 pub use skiplist::SkipList;
 
 /// Result of a point lookup in one source (memtable or table).
@@ -40,20 +38,16 @@ pub struct MemTable {
     wal_number: u64,
     /// Largest sequence number inserted.
     largest_seq: AtomicU64,
-    /// The user keys inserted (see `filter.rs`); `None` when off.
-    filter: Option<KeyFilter>,
 }
 
 impl MemTable {
-    /// An empty memtable whose writes are logged in WAL segment `wal_number`, with a key
-    /// filter of about `filter_bytes` (0: none; see `Options::memtable_filter_ratio`).
-    pub fn new(wal_number: u64, filter_bytes: usize) -> Self {
+    /// An empty memtable whose writes are logged in WAL segment `wal_number`.
+    pub fn new(wal_number: u64) -> Self {
         MemTable {
             list: SkipList::new(),
             write_lock: Mutex::new(()),
             wal_number,
             largest_seq: AtomicU64::new(0),
-            filter: KeyFilter::new(filter_bytes),
         }
     }
 
@@ -69,11 +63,6 @@ impl MemTable {
         let mut seq = first_seq;
         for op in batch.iter() {
             ikey.clear();
-            // The filter before the skiplist: see `filter.rs` for why readers then never miss.
-            if let Some(f) = &self.filter {
-                let (BatchOp::Put(k, _) | BatchOp::Delete(k)) = op;
-                f.add(k);
-            }
             match op {
                 BatchOp::Put(k, v) => {
                     key::append_internal_key(&mut ikey, k, seq, ValueKind::Put);
@@ -96,9 +85,6 @@ impl MemTable {
     /// Inserts one entry. Used by recovery and tests.
     pub fn insert(&self, user_key: &[u8], seq: SequenceNumber, kind: ValueKind, value: &[u8]) {
         let _g = self.write_lock.lock();
-        if let Some(f) = &self.filter {
-            f.add(user_key);
-        }
         let ikey = key::make_internal_key(user_key, seq, kind);
         // SAFETY: serialized by `write_lock`; callers give unique sequence numbers.
         unsafe { self.list.insert(&ikey, value) };
@@ -107,13 +93,6 @@ impl MemTable {
 
     /// Newest version of `user_key` with sequence `<= seq`.
     pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Lookup {
-        if self
-            .filter
-            .as_ref()
-            .is_some_and(|f| !f.may_contain(user_key))
-        {
-            return Lookup::Absent;
-        }
         let mut buf = [0u8; 256];
         let lookup_len = user_key.len() + key::TRAILER_LEN;
         let trailer = key::pack_trailer(seq, KIND_SEEK).to_le_bytes();
@@ -135,15 +114,9 @@ impl MemTable {
         }
     }
 
-    /// Bytes of memory the entries use (what fills the write buffer; the filter's fixed size
-    /// is not counted, see [`MemTable::filter_memory_usage`]).
+    /// Bytes of memory used.
     pub fn approximate_memory_usage(&self) -> usize {
         self.list.memory_usage()
-    }
-
-    /// Bytes of the key filter.
-    pub fn filter_memory_usage(&self) -> usize {
-        self.filter.as_ref().map_or(0, KeyFilter::memory_usage)
     }
 
     /// Number of entries.
@@ -222,7 +195,7 @@ mod tests {
 
     #[test]
     fn get_sees_newest_visible_version() {
-        let m = MemTable::new(1, 4096);
+        let m = MemTable::new(1);
         let mut b = WriteBatch::new();
         b.put(b"a", b"1");
         b.put(b"b", b"x");
@@ -243,35 +216,9 @@ mod tests {
         assert_eq!(m.get(&long, 20), Lookup::Found(Bytes::from_static(b"v")));
     }
 
-    proptest::proptest! {
-        /// With a filter (tiny, so that it often says "maybe", or ample) a lookup answers
-        /// exactly as without one, at every sequence.
-        #[test]
-        fn the_key_filter_never_changes_an_answer(
-            ops in proptest::collection::vec((0u8..24, proptest::bool::ANY), 1..200),
-            filter_bytes in proptest::sample::select(vec![64usize, 4096]),
-        ) {
-            let plain = MemTable::new(1, 0);
-            let filtered = MemTable::new(1, filter_bytes);
-            for (i, (k, put)) in ops.iter().enumerate() {
-                let key = [b'k', *k];
-                let kind = if *put { ValueKind::Put } else { ValueKind::Delete };
-                let seq = i as u64 + 1;
-                plain.insert(&key, seq, kind, &seq.to_le_bytes());
-                filtered.insert(&key, seq, kind, &seq.to_le_bytes());
-            }
-            for k in 0u8..32 {
-                for seq in 0..=ops.len() as u64 + 1 {
-                    let key = [b'k', k];
-                    proptest::prop_assert_eq!(plain.get(&key, seq), filtered.get(&key, seq));
-                }
-            }
-        }
-    }
-
     #[test]
     fn iterator_walks_in_internal_order() {
-        let m = Arc::new(MemTable::new(1, 4096));
+        let m = Arc::new(MemTable::new(1));
         m.insert(b"b", 1, ValueKind::Put, b"b1");
         m.insert(b"a", 2, ValueKind::Put, b"a2");
         m.insert(b"a", 3, ValueKind::Delete, b"");
