@@ -166,6 +166,19 @@ pub(crate) fn lower_thread_priority(nice: i32) {
     }
 }
 
+/// Counts a pool job out of [`Pool::busy`] when dropped.
+struct JobDone(Arc<(Mutex<usize>, Condvar)>);
+
+impl Drop for JobDone {
+    fn drop(&mut self) {
+        let mut n = self.0 .0.lock();
+        *n -= 1;
+        if *n == 0 {
+            self.0 .1.notify_all();
+        }
+    }
+}
+
 /// A fixed set of threads running jobs in submission order.
 struct Pool {
     tx: Mutex<mpsc::Sender<Job>>,
@@ -203,14 +216,11 @@ impl Pool {
 
     fn spawn(&self, job: Job) {
         *self.busy.0.lock() += 1;
-        let busy = Arc::clone(&self.busy);
+        // Counted out when the job is dropped: after it ran, after it panicked, or unrun.
+        let done = JobDone(Arc::clone(&self.busy));
         let job: Job = Box::new(move || {
+            let _done = done;
             job();
-            let mut n = busy.0.lock();
-            *n -= 1;
-            if *n == 0 {
-                busy.1.notify_all();
-            }
         });
         // The receiver lives as long as any pool thread; if none could start, run here.
         if let Err(mpsc::SendError(job)) = self.tx.lock().send(job) {
