@@ -198,7 +198,7 @@ preload() {
 
 # Waits until the server's background work is done: Rialto's flush and compaction counters
 # (INFO) unchanged for 3 s in a row, at most 300 s. Redis has none, so it passes at once.
-settle() {
+wait_settled() {
     local port=$1 prev="" cur quiet=0 t=0
     while ((quiet < 3 && t < 300)); do
         cur=$(redis-cli -h 127.0.0.1 -p "$port" info 2>/dev/null \
@@ -252,7 +252,7 @@ for ((round = 1; round <= rounds; round++)); do
             if [ "$group" = get ]; then
                 preload "$port"
                 if $settle; then
-                    log "round $round/$rounds  $(printf '%-13s %-7s' get "$kind") background work settled after $(settle "$port") s"
+                    log "round $round/$rounds  $(printf '%-13s %-7s' get "$kind") background work settled after $(wait_settled "$port") s"
                 fi
                 want get-p1 && runs+=("get-p1 get 1")
                 want get-p16 && runs+=("get-p16 get 16")

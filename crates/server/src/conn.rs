@@ -329,18 +329,11 @@ impl Connection {
         let mut ahead = std::mem::take(&mut self.ahead);
         if ahead.len() > 1 && !self.queue_has_commit {
             let stores = self.shared.stores.read_catalog();
-            let keys = Keys {
-                io: &mut (),
-                db: self.client.db,
-                now_ms: 0,
-                stores: &stores,
-                rt: None,
-            };
             let engine_keys: Vec<Vec<u8>> = ahead
                 .iter()
                 .flat_map(|args| &args[1..])
                 .take(rialto_lsm::row_cache::PREFETCH_MAX)
-                .map(|k| keys.read_key(k))
+                .map(|k| crate::store::read_key(&stores, self.client.db, k))
                 .collect();
             let refs: Vec<&[u8]> = engine_keys.iter().map(|k| &k[..]).collect();
             self.shared.db.prefetch(&refs);
@@ -352,7 +345,6 @@ impl Connection {
                 break;
             }
         }
-        ahead.clear();
         self.ahead = ahead;
         Ok(close)
     }

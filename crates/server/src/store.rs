@@ -77,24 +77,32 @@ enum Place<'c> {
     Store(&'c StoreMeta),
 }
 
+/// Where `key` of database `db` lives, by the catalog `stores`.
+fn place<'c>(stores: &'c Catalog, db: u8, key: &[u8]) -> Place<'c> {
+    if db != 0 {
+        return Place::Default;
+    }
+    match stores.route(key) {
+        Some(s) => Place::Store(s),
+        None => Place::Default,
+    }
+}
+
+/// The engine key a read of `key` (database `db`) looks up, by the catalog `stores`.
+pub fn read_key(stores: &Catalog, db: u8, key: &[u8]) -> Vec<u8> {
+    match place(stores, db, key) {
+        Place::Default => keyspace::data_key(db, key),
+        Place::Store(s) => catalog::version_key(s.id, s.current.number, key),
+    }
+}
+
 impl<'a, T: ?Sized> Keys<'a, T> {
     fn place(&self, key: &[u8]) -> Place<'a> {
-        let stores: &'a Catalog = self.stores;
-        if self.db != 0 {
-            return Place::Default;
-        }
-        match stores.route(key) {
-            Some(s) => Place::Store(s),
-            None => Place::Default,
-        }
+        place(self.stores, self.db, key)
     }
 
-    /// The engine key reads of `key` use.
-    pub fn read_key(&self, key: &[u8]) -> Vec<u8> {
-        match self.place(key) {
-            Place::Default => keyspace::data_key(self.db, key),
-            Place::Store(s) => catalog::version_key(s.id, s.current.number, key),
-        }
+    fn read_key(&self, key: &[u8]) -> Vec<u8> {
+        read_key(self.stores, self.db, key)
     }
 }
 
