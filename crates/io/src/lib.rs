@@ -70,7 +70,8 @@ pub trait WritableFile: Send + Sync {
             "this file cannot be synced from another handle",
         ))
     }
-    /// Logical length of the file: every byte appended so far, flushed or not.
+    /// Logical length of the file: every byte appended so far, flushed or not. For a handle
+    /// from [`Fs::open_overwrite`], the position of the next write.
     fn len(&self) -> u64;
     /// True when nothing was appended.
     fn is_empty(&self) -> bool {
@@ -117,6 +118,15 @@ pub trait Fs: Send + Sync + 'static {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
     /// Opens an existing file for appending at its end.
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for writing from its first byte, keeping its contents and
+    /// length: each append overwrites the bytes where the previous one ended, and extends the
+    /// file once it passes the end. The handle's `len()` is the position of the next write.
+    ///
+    /// The WAL writes its records this way over a file of zeros written and synced ahead, so
+    /// that an `fdatasync` of them commits data alone (no size, no extent conversion; design
+    /// §3.1). Overwritten bytes that were durable stay durable as they were until a sync
+    /// covers the new ones: a crash can bring back either, per sector.
+    fn open_overwrite(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
     /// Opens an existing file for positional reads.
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
     /// Reads a whole file.

@@ -19,9 +19,12 @@ use crate::{FileLock, FileSyncer, Fs, RandomAccessFile, WritableFile};
 /// and synced bytes always survive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CrashMode {
-    /// Every file is cut to its synced length: the harshest legal outcome for data.
+    /// Every file is cut to its synced length and gets back the durable bytes it overwrote
+    /// since its last sync: the harshest legal outcome for data.
     DropUnsynced,
-    /// Each file keeps a random prefix of its unsynced tail, cut at a sector boundary, with a
+    /// Each file keeps a random prefix of its unsynced tail (which starts at the first durable
+    /// byte overwritten since the last sync, if any; past the cut, overwritten bytes get their
+    /// durable contents back), cut at a sector boundary, with a
     /// 512- or 4096-byte sector chosen per file. The cut is uniform over: nothing of the tail,
     /// every sector boundary inside the tail, the whole tail. When something is kept, half the
     /// time the last kept sector is torn: its unsynced bytes from a random point to the end are
@@ -138,7 +141,10 @@ impl FaultPlan {
 ///
 /// - A file is an *inode*: `data` (what the running process sees) and `synced_len`, the prefix
 ///   of `data` made durable by a `sync_data`/`sync_all` on any handle of that inode. A sync makes
-///   durable everything appended so far. Invariant: `synced_len <= data.len()`.
+///   durable everything written so far. Invariant: `synced_len <= data.len()`.
+/// - A handle from [`Fs::open_overwrite`] writes from offset 0 over the existing bytes. The
+///   durable bytes it overwrites are kept aside until the next sync (one contiguous range per
+///   inode, widened to cover every overwrite), because a crash may bring them back.
 /// - Each directory has a *live* namespace (name → inode), changed at once by `create`,
 ///   `rename`, `remove_file` and `lock`, and a *durable* namespace, which [`Fs::sync_dir`]
 ///   overwrites with a copy of the live one (additions, replacements and removals alike).
@@ -176,7 +182,7 @@ impl FaultPlan {
 /// | `Fs::rename`                | `Rename`              |
 /// | `Fs::remove_file`           | `Remove`              |
 ///
-/// `create_dir_all`, `open_append`, `open_read`, reads, `list_dir`, `lock` and the test
+/// `create_dir_all`, `open_append`, `open_overwrite`, `open_read`, reads, `list_dir`, `lock` and the test
 /// helpers are never counted nor failed. [`MemFs::crash`] keeps the plans and the counters: they
 /// belong to the test, not to the simulated disk.
 ///
@@ -349,6 +355,7 @@ impl Fs for MemFs {
             .insert(path.name, Arc::clone(&inode));
         Ok(Box::new(MemWritableFile {
             handle: Handle::new(&self.shared, &ns, inode, path.full),
+            position: None,
         }))
     }
 
@@ -358,6 +365,17 @@ impl Fs for MemFs {
         let inode = Arc::clone(ns.live_file(&path)?);
         Ok(Box::new(MemWritableFile {
             handle: Handle::new(&self.shared, &ns, inode, path.full),
+            position: None,
+        }))
+    }
+
+    fn open_overwrite(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let path = FilePath::parse(path)?;
+        let ns = self.shared.ns.lock();
+        let inode = Arc::clone(ns.live_file(&path)?);
+        Ok(Box::new(MemWritableFile {
+            handle: Handle::new(&self.shared, &ns, inode, path.full),
+            position: Some(0),
         }))
     }
 
@@ -666,22 +684,70 @@ struct Inode {
     content: RwLock<Content>,
 }
 
-/// Invariant: `synced_len <= data.len()`.
+/// Invariants: `synced_len <= data.len()`; an `overwritten` range lies within `synced_len`.
 #[derive(Default)]
 struct Content {
     data: Vec<u8>,
     synced_len: usize,
+    /// Durable bytes overwritten since the last sync: `(start, bytes)` held
+    /// `data[start..start + bytes.len()]` when it was last made durable. Bytes in the range
+    /// that no write changed are kept too (the range is widened to stay contiguous).
+    overwritten: Option<(usize, Vec<u8>)>,
 }
 
 impl Content {
     fn sync(&mut self) {
         self.synced_len = self.data.len();
+        self.overwritten = None;
     }
 
-    /// Cuts or zero-extends `data`, keeping the invariant.
+    /// Writes `bytes` at `at` (zero-filling any gap past the end), first setting aside the
+    /// durable bytes it replaces.
+    fn write_at(&mut self, at: usize, bytes: &[u8]) {
+        let end = at + bytes.len();
+        let durable_end = end.min(self.synced_len);
+        if at < durable_end {
+            let (start, old) = self.overwritten.get_or_insert_with(|| (at, Vec::new()));
+            if old.is_empty() {
+                *start = at;
+            }
+            if at < *start {
+                let mut widened = self.data[at..*start].to_vec();
+                widened.append(old);
+                *old = widened;
+                *start = at;
+            }
+            let old_end = *start + old.len();
+            if durable_end > old_end {
+                old.extend_from_slice(&self.data[old_end..durable_end]);
+            }
+        }
+        if self.data.len() < end {
+            self.data.resize(end, 0);
+        }
+        self.data[at..end].copy_from_slice(bytes);
+    }
+
+    /// Cuts or zero-extends `data`, keeping the invariants.
     fn set_len(&mut self, len: usize) {
         self.data.resize(len, 0);
         self.synced_len = self.synced_len.min(len);
+        if let Some((start, old)) = &mut self.overwritten {
+            if *start >= len {
+                self.overwritten = None;
+            } else {
+                old.truncate(len - *start);
+            }
+        }
+    }
+
+    /// Puts back the durable bytes overwritten from `from` on.
+    fn restore_overwritten(&mut self, from: usize) {
+        if let Some((start, old)) = self.overwritten.take() {
+            let skip = from.saturating_sub(start).min(old.len());
+            let at = start + skip;
+            self.data[at..start + old.len()].copy_from_slice(&old[skip..]);
+        }
     }
 
     fn xor_byte(&mut self, offset: u64, xor: u8, path: &Path) -> io::Result<()> {
@@ -698,26 +764,49 @@ impl Content {
                 )
             })?;
         *byte ^= xor;
+        if let Some((start, old)) = &mut self.overwritten {
+            if let Some(b) = usize::try_from(offset)
+                .ok()
+                .and_then(|i| i.checked_sub(*start))
+                .and_then(|i| old.get_mut(i))
+            {
+                *b ^= xor;
+            }
+        }
         Ok(())
     }
 
     /// Turns the contents into what a power loss leaves on disk, then marks them all synced.
+    ///
+    /// Unsynced bytes are `lo..hi`: from the first overwritten durable byte (else
+    /// `synced_len`) to the end of the data past `synced_len` (else of the overwritten
+    /// range). A crash keeps new bytes up to a cut in that range and durable ones from there
+    /// on, so overwrites reach the disk in order, like appends.
     fn crash(&mut self, mode: CrashMode, path: &Path) {
+        let (lo, hi) = match &self.overwritten {
+            Some((start, old)) if self.data.len() == self.synced_len => {
+                (*start, *start + old.len())
+            }
+            Some((start, _)) => (*start, self.data.len()),
+            None => (self.synced_len, self.data.len()),
+        };
         let kept = match mode {
             CrashMode::KeepAll => self.data.len(),
-            CrashMode::DropUnsynced => self.synced_len,
+            CrashMode::DropUnsynced => lo,
             CrashMode::RandomTail { seed } => {
                 let mut rng = SplitMix64::for_file(seed, path);
-                random_tail(&mut self.data, self.synced_len, &mut rng)
+                random_tail(&mut self.data[..hi], lo, &mut rng)
             }
         };
-        self.data.truncate(kept);
+        self.restore_overwritten(kept);
+        self.data.truncate(kept.max(self.synced_len));
         self.sync();
     }
 }
 
 /// Chooses how much of the unsynced tail `data[synced..]` survives a crash (see
 /// [`CrashMode::RandomTail`]), garbles the torn sector if any, and returns the kept length.
+/// `synced` is where unsynced bytes start (overwritten durable bytes included).
 fn random_tail(data: &mut [u8], synced: usize, rng: &mut SplitMix64) -> usize {
     let len = data.len();
     if len <= synced {
@@ -838,12 +927,24 @@ impl Handle {
 /// A writable [`MemFs`] file: appends go straight into the inode.
 struct MemWritableFile {
     handle: Handle,
+    /// Where the next write goes for an `open_overwrite` handle; `None` appends.
+    position: Option<usize>,
 }
 
 impl WritableFile for MemWritableFile {
     fn append(&mut self, data: &[u8]) -> io::Result<()> {
-        self.handle
-            .mutate(OpKind::Write, |c| c.data.extend_from_slice(data))
+        match &mut self.position {
+            None => self
+                .handle
+                .mutate(OpKind::Write, |c| c.data.extend_from_slice(data)),
+            Some(at) => {
+                let start = *at;
+                self.handle
+                    .mutate(OpKind::Write, |c| c.write_at(start, data))?;
+                *at += data.len();
+                Ok(())
+            }
+        }
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -866,7 +967,10 @@ impl WritableFile for MemWritableFile {
 
     /// The inode's current length (which includes appends through other handles).
     fn len(&self) -> u64 {
-        self.handle.inode.content.read().data.len() as u64
+        match self.position {
+            Some(at) => at as u64,
+            None => self.handle.inode.content.read().data.len() as u64,
+        }
     }
 }
 

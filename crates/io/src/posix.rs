@@ -55,6 +55,12 @@ impl Fs for PosixFs {
         Ok(Box::new(PosixWritableFile::new(file, len, true)))
     }
 
+    fn open_overwrite(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        // Neither O_APPEND nor O_TRUNC: write(2) goes at the file position, which starts at 0.
+        let file = OpenOptions::new().write(true).open(path)?;
+        Ok(Box::new(PosixWritableFile::new(file, 0, false)))
+    }
+
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         let file = File::open(path)?;
         let len = file.metadata()?.len();
@@ -154,8 +160,8 @@ impl FileLock for PosixFileLock {}
 
 /// A file opened for appending through a user-space buffer.
 ///
-/// Invariant: `len` = bytes the kernel accepted for this file (its length at open plus every
-/// successful write) + `buf.len()`.
+/// Invariant: `len` = the file position the kernel has reached (the length at open for
+/// O_APPEND, 0 for `open_overwrite`, plus every successful write) + `buf.len()`.
 struct PosixWritableFile {
     file: File,
     buf: Vec<u8>,

@@ -544,3 +544,142 @@ fn concurrent_readers_and_writers() {
     }
     assert_eq!(fs.op_count(FaultOp::Write), (THREADS * RECORDS) as u64);
 }
+
+/// A durable file of `len` zero bytes, as the WAL prepares its segments.
+fn zero_file(fs: &MemFs, name: &str, len: usize) {
+    durable_file(fs, name, &vec![0u8; len]);
+}
+
+#[test]
+fn overwrite_writes_from_the_start_keeps_the_length_and_extends_past_it() {
+    let fs = setup();
+    zero_file(&fs, "seg", 100);
+    let mut w = fs.open_overwrite(&path("seg")).unwrap();
+    assert_eq!(w.len(), 0);
+    w.append(b"abc").unwrap();
+    assert_eq!(w.len(), 3);
+    let data = fs.read_all(&path("seg")).unwrap();
+    assert_eq!(data.len(), 100);
+    assert_eq!(&data[..3], b"abc");
+    w.append(&[5u8; 120]).unwrap();
+    assert_eq!(w.len(), 123);
+    assert_eq!(fs.file_size(&path("seg")).unwrap(), 123);
+    assert_eq!(
+        fs.open_overwrite(&path("missing")).err().unwrap().kind(),
+        ErrorKind::NotFound
+    );
+}
+
+#[test]
+fn a_crash_brings_back_the_durable_bytes_an_unsynced_overwrite_replaced() {
+    let fs = setup();
+    zero_file(&fs, "seg", 8192);
+    let mut w = fs.open_overwrite(&path("seg")).unwrap();
+    w.append(&[1u8; 100]).unwrap();
+    w.sync_data().unwrap();
+    w.append(&[2u8; 200]).unwrap();
+    let mut expected = vec![0u8; 8192];
+    expected[..100].fill(1);
+
+    let other = setup();
+    zero_file(&other, "seg", 8192);
+    fs.crash(CrashMode::DropUnsynced);
+    assert_eq!(fs.read_all(&path("seg")).unwrap(), expected);
+    assert_eq!(fs.synced_len(path("seg")).unwrap(), 8192);
+
+    // KeepAll keeps the overwrite; past the old end the file grew and keeps that too.
+    let mut w = other.open_overwrite(&path("seg")).unwrap();
+    w.append(&[3u8; 9000]).unwrap();
+    other.crash(CrashMode::KeepAll);
+    assert_eq!(other.read_all(&path("seg")).unwrap(), vec![3u8; 9000]);
+}
+
+#[test]
+fn random_tail_over_an_overwrite_keeps_new_bytes_up_to_a_cut_and_old_ones_after() {
+    let (len, synced_new, unsynced_new) = (20_000, 1000, 12_000);
+    let mut cuts = std::collections::BTreeSet::new();
+    for seed in 0..200 {
+        let fs = setup();
+        let old: Vec<u8> = (0..len).map(|i| (i % 13) as u8 + 1).collect();
+        durable_file(&fs, "seg", &old);
+        let new: Vec<u8> = (0..len).map(|i| (i % 7) as u8 + 100).collect();
+        let mut w = fs.open_overwrite(&path("seg")).unwrap();
+        w.append(&new[..synced_new]).unwrap();
+        w.sync_data().unwrap();
+        w.append(&new[synced_new..synced_new + unsynced_new])
+            .unwrap();
+        fs.crash(CrashMode::RandomTail { seed });
+        let after = fs.read_all(&path("seg")).unwrap();
+        assert_eq!(after.len(), len, "the durable length stays");
+        assert!(
+            after[..synced_new] == new[..synced_new],
+            "synced bytes stay"
+        );
+        // The cut: new bytes before it (the last sector maybe torn), old bytes from it on.
+        let cut = (synced_new..=synced_new + unsynced_new)
+            .find(|&c| after[c..] == old[c..])
+            .unwrap();
+        let torn_from = if cut == synced_new {
+            cut
+        } else {
+            ((cut - 1) / 4096 * 4096).max(synced_new)
+        };
+        assert!(
+            after[synced_new..torn_from] == new[synced_new..torn_from],
+            "seed {seed}: new bytes up to the last sector before the cut at {cut}"
+        );
+        cuts.insert(cut);
+    }
+    assert!(cuts.contains(&synced_new), "sometimes nothing new is kept");
+    assert!(cuts.contains(&(synced_new + unsynced_new)), "sometimes all");
+    assert!(cuts.len() > 5, "cuts vary: {cuts:?}");
+}
+
+/// Model check: random overwrites, appends past the end and syncs, then each crash mode,
+/// against a model holding the durable image and the current one.
+#[test]
+fn overwrites_and_syncs_against_a_model() {
+    let mut rng = 0x1234_5678_9abc_def0_u64;
+    let mut next = move |n: usize| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % n as u64) as usize
+    };
+    for case in 0..300 {
+        let fs = setup();
+        let base: Vec<u8> = (0..next(3000) + 1).map(|i| (i % 250) as u8 + 1).collect();
+        durable_file(&fs, "f", &base);
+        let mut durable = base.clone();
+        let mut current = base;
+        let mut w = fs.open_overwrite(&path("f")).unwrap();
+        let mut pos = 0usize;
+        for _ in 0..next(12) {
+            if next(3) == 0 {
+                w.sync_data().unwrap();
+                durable = current.clone();
+            } else {
+                let chunk: Vec<u8> = (0..next(900)).map(|_| next(256) as u8).collect();
+                w.append(&chunk).unwrap();
+                if current.len() < pos + chunk.len() {
+                    current.resize(pos + chunk.len(), 0);
+                }
+                current[pos..pos + chunk.len()].copy_from_slice(&chunk);
+                pos += chunk.len();
+            }
+        }
+        assert!(fs.read_all(&path("f")).unwrap() == current, "case {case}");
+        let mode = if case % 2 == 0 {
+            CrashMode::DropUnsynced
+        } else {
+            CrashMode::KeepAll
+        };
+        fs.crash(mode);
+        let expected = if mode == CrashMode::KeepAll {
+            &current
+        } else {
+            &durable
+        };
+        assert!(&fs.read_all(&path("f")).unwrap() == expected, "case {case}");
+    }
+}

@@ -206,3 +206,29 @@ fn preallocate_keeps_appends_in_place_and_reads_zeros_beyond() {
     assert_eq!(&data[..6], b"abcdef");
     assert!(data[6..].iter().all(|&b| b == 0));
 }
+
+#[test]
+fn open_overwrite_writes_from_the_start_and_keeps_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = rialto_io::PosixFs::new();
+    let p = dir.path().join("spare");
+    write_file(&fs, &p, &[0u8; 8192]);
+    let mut w = rialto_io::Fs::open_overwrite(&fs, &p).unwrap();
+    assert_eq!(w.len(), 0);
+    w.append(b"abc").unwrap();
+    w.append(b"def").unwrap();
+    w.sync_data().unwrap();
+    assert_eq!(w.len(), 6);
+    let data = rialto_io::Fs::read_all(&fs, &p).unwrap();
+    assert_eq!(data.len(), 8192, "the length is kept");
+    assert_eq!(&data[..6], b"abcdef");
+    assert!(data[6..].iter().all(|&b| b == 0));
+
+    // Past the end, the file grows.
+    w.append(&vec![7u8; 8190]).unwrap();
+    w.flush().unwrap();
+    assert_eq!(rialto_io::Fs::file_size(&fs, &p).unwrap(), 8196);
+    let missing = dir.path().join("missing");
+    let e = rialto_io::Fs::open_overwrite(&fs, &missing).err().unwrap();
+    assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+}

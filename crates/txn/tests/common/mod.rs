@@ -141,6 +141,13 @@ impl Fs for GateFs {
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         self.inner.open_append(path)
     }
+    fn open_overwrite(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let wal = path.extension().is_some_and(|e| e == "log");
+        Ok(Box::new(GateFile {
+            inner: self.inner.open_overwrite(path)?,
+            gate: wal.then(|| Arc::clone(&self.gate)),
+        }))
+    }
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         self.inner.open_read(path)
     }
