@@ -20,6 +20,9 @@ pub struct EngineStats {
     pub user_bytes_written: u64,
     /// Bytes appended to the write-ahead log.
     pub wal_bytes_written: u64,
+    /// Zeros written ahead into WAL segments before their records (so that syncs of the
+    /// records commit data alone); counted in write amplification.
+    pub wal_prepare_bytes_written: u64,
     /// Bytes of tables written by memtable flushes.
     pub flush_bytes_written: u64,
     /// Bytes of tables written by compactions.
@@ -49,10 +52,12 @@ pub struct EngineStats {
 }
 
 impl EngineStats {
-    /// Bytes written to storage (WAL, flushes, compactions and ingestions) per user byte written.
+    /// Bytes written to storage (WAL and its prepared zeros, flushes, compactions and
+    /// ingestions) per user byte written.
     pub fn write_amplification(&self) -> f64 {
         ratio(
             self.wal_bytes_written
+                + self.wal_prepare_bytes_written
                 + self.flush_bytes_written
                 + self.compaction_bytes_written
                 + self.ingest_bytes_written,
@@ -96,9 +101,10 @@ impl fmt::Display for EngineStats {
         }
         writeln!(
             f,
-            "written : user {:.2} MB, wal {:.2} MB, flush {:.2} MB, compaction {:.2} MB (read {:.2} MB), ingest {:.2} MB",
+            "written : user {:.2} MB, wal {:.2} MB (+{:.2} MB prepared), flush {:.2} MB, compaction {:.2} MB (read {:.2} MB), ingest {:.2} MB",
             mb(self.user_bytes_written),
             mb(self.wal_bytes_written),
+            mb(self.wal_prepare_bytes_written),
             mb(self.flush_bytes_written),
             mb(self.compaction_bytes_written),
             mb(self.compaction_bytes_read),

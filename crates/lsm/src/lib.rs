@@ -24,6 +24,7 @@ pub mod throttle;
 pub mod triad;
 pub mod version;
 pub mod wal;
+pub mod wal_prepare;
 
 pub use db::{Db, IngestStats, Ingestion, Snapshot};
 pub use db_iter::DbIter;

@@ -115,6 +115,15 @@ pub struct Options {
     /// appending is small; see design §3.1). Costs that disk space for the live segment even
     /// when it holds little. Default `true`.
     pub wal_preallocate: bool,
+    /// Prepare the next WAL segment ahead as a file of zeros, written and synced in the
+    /// background, when the active segment syncs at least once per this many bytes of log.
+    /// Default 16 KiB; 0 never (segments are then only preallocated). Needs
+    /// `wal_preallocate`. Over blocks already written an `fdatasync` commits data alone,
+    /// about 100 µs against 150–170 µs into fallocated space on the test machine (design
+    /// §3.1); the price is writing each segment twice (the zeros first, paced like flushes),
+    /// which the default only pays for where syncs are frequent: about where the syncs saved
+    /// outweigh the extra sequential write. Larger: prepare for sparser syncs too.
+    pub wal_zero_fill_bytes_per_sync: u64,
     /// What recovery does with a WAL damaged before its tail. Default strict.
     pub wal_recovery: WalRecovery,
     /// Verify block checksums on every read. Default `true`: a flipped bit is reported as
@@ -194,6 +203,7 @@ impl Default for Options {
             target_file_size: 64 << 20,
             max_background_jobs: 2,
             wal_preallocate: true,
+            wal_zero_fill_bytes_per_sync: 16 << 10,
             wal_recovery: WalRecovery::Strict,
             verify_checksums: true,
             throttle: ThrottleOptions::default(),

@@ -27,6 +27,7 @@
 //! missing, so the open fails unless the caller asked to salvage.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -94,6 +95,8 @@ pub struct SegmentSyncer {
     name: String,
     /// The first failure, if any; held while syncing.
     failed: Mutex<Option<String>>,
+    /// Successful syncs (they decide whether the next segment is prepared ahead).
+    syncs: AtomicU64,
 }
 
 impl SegmentSyncer {
@@ -110,6 +113,7 @@ impl SegmentSyncer {
             *failed = Some(e.to_string());
             Error::io(format!("sync WAL {}", self.name), e)
         })?;
+        self.syncs.fetch_add(1, Ordering::Relaxed);
         // Durable, not yet acknowledged.
         rialto_killpoint::kill_point("wal.sync");
         Ok(())
@@ -141,12 +145,27 @@ impl WalWriter {
         let file = fs
             .create(&dir.join(&name))
             .map_err(|e| Error::io(format!("create WAL {name}"), e))?;
+        Self::with_file(file, name, number)
+    }
+
+    /// Opens segment `number`, an existing file of zeros (a prepared segment, see
+    /// `wal_prepare`), to write records over it from its first byte.
+    pub fn overwrite(fs: &dyn Fs, dir: &Path, number: u64) -> Result<WalWriter> {
+        let name = segment_file_name(number);
+        let file = fs
+            .open_overwrite(&dir.join(&name))
+            .map_err(|e| Error::io(format!("open prepared WAL {name}"), e))?;
+        Self::with_file(file, name, number)
+    }
+
+    fn with_file(file: Box<dyn WritableFile>, name: String, number: u64) -> Result<WalWriter> {
         let syncer = Arc::new(SegmentSyncer {
             file: file
                 .syncer()
                 .map_err(|e| Error::io(format!("open a sync handle on WAL {name}"), e))?,
             name: name.clone(),
             failed: Mutex::new(None),
+            syncs: AtomicU64::new(0),
         });
         Ok(WalWriter {
             file,
@@ -171,6 +190,11 @@ impl WalWriter {
     /// True when no record was written.
     pub fn is_empty(&self) -> bool {
         self.offset == 0
+    }
+
+    /// Successful syncs of this segment so far.
+    pub fn syncs(&self) -> u64 {
+        self.syncer.syncs.load(Ordering::Relaxed)
     }
 
     /// Appends a record and hands it to the operating system; returns its offset.

@@ -168,6 +168,7 @@ pub fn render(sh: &Shared) -> String {
     for (what, v) in [
         ("user", e.user_bytes_written),
         ("wal", e.wal_bytes_written),
+        ("wal_prepare", e.wal_prepare_bytes_written),
         ("flush", e.flush_bytes_written),
         ("compaction", e.compaction_bytes_written),
     ] {

@@ -57,6 +57,7 @@ use crate::throttle::JournalFirst;
 use crate::triad::hot::HotSelector;
 use crate::version::{FileMeta, Version, VersionEdit, VersionSet};
 use crate::wal::{self, WalWriter};
+use crate::wal_prepare::SpareSegment;
 use write::WriteQueue;
 
 /// What readers load: the memtables and the version, swapped atomically as one.
@@ -95,6 +96,8 @@ pub(crate) struct Counters {
     pub(crate) compactions: AtomicU64,
     pub(crate) stall_micros: AtomicU64,
     pub(crate) ingest_bytes: AtomicU64,
+    /// Zeros written to prepare WAL segments ahead.
+    pub(crate) wal_prepare_bytes: AtomicU64,
 }
 
 pub(crate) struct DbInner {
@@ -125,6 +128,8 @@ pub(crate) struct DbInner {
     /// The active segment. Lock order: `state` before `wal` (a memtable switch and
     /// TRIAD-MEM's re-logging hold both); never `state` while holding `wal`.
     pub(crate) wal: Mutex<Option<WalWriter>>,
+    /// The next WAL segment, prepared ahead when syncs are frequent.
+    pub(crate) spare: SpareSegment,
     /// Set once when a write, sync or background job fails: the engine refuses writes.
     read_only: Mutex<Option<String>>,
     read_only_flag: AtomicBool,
@@ -181,6 +186,7 @@ impl Drop for SnapshotInner {
 enum Job {
     Flush(Arc<MemTable>),
     Compact(CompactionTask),
+    PrepareWal,
 }
 
 impl Db {
@@ -226,6 +232,8 @@ impl Db {
             let _ = t.join();
         }
         self.inner.release_wal_preallocation();
+        // A closed database occupies what it holds; the next open prepares anew.
+        SpareSegment::remove_leftovers(&*self.inner.fs, &self.inner.dir);
     }
 
     /// The reason the engine refuses writes, if it does.
@@ -406,6 +414,14 @@ impl DbInner {
         self.bg_cv.notify_all();
     }
 
+    /// Wakes the background threads from a caller that does not hold the state lock.
+    /// Notified under it, so that a thread between its look for work and its wait cannot
+    /// miss it. Inline mode runs the work at the next write or flush.
+    pub(crate) fn wake_background(&self) {
+        let _st = self.state.lock();
+        self.bg_cv.notify_all();
+    }
+
     /// The characterizer changed the tuning: the picker may now choose work it deferred (L0
     /// files under a lower overlap threshold, commit-log tables once flushes stop writing
     /// them). In a phase of reads alone no flush or compaction would end to wake the
@@ -413,8 +429,7 @@ impl DbInner {
     /// paid for it. Notified under the state lock, so that a thread between its look for
     /// work and its wait cannot miss it. Inline mode runs it at the next write or flush.
     pub(crate) fn retuned(&self) {
-        let _st = self.state.lock();
-        self.bg_cv.notify_all();
+        self.wake_background();
     }
 
     /// Counts a read for the characterizer, and wakes the background threads if that retuned.
@@ -530,6 +545,11 @@ impl DbInner {
                 return Some(Job::Flush(m));
             }
         }
+        // Before compactions: the spare must be ready by the next switch, and it is bounded
+        // work (one segment of zeros).
+        if self.spare.claim_job() {
+            return Some(Job::PrepareWal);
+        }
         let max_compactions = self.opts.max_background_jobs.saturating_sub(1).max(1);
         if st.running_compactions < max_compactions {
             let v = st.versions.current();
@@ -548,6 +568,10 @@ impl DbInner {
         let r = match job {
             Job::Flush(m) => self.flush_memtable(&m),
             Job::Compact(t) => self.run_compaction(t),
+            Job::PrepareWal => {
+                self.prepare_spare();
+                Ok(())
+            }
         };
         if let Err(e) = r {
             if !matches!(e, Error::Closed) {
@@ -589,6 +613,24 @@ impl DbInner {
         let n = st.versions.new_file_number();
         st.pending_outputs.insert(n);
         n
+    }
+
+    /// Prepares the next WAL segment. A failure costs nothing but the faster syncs: it never
+    /// turns the engine read-only (no acknowledged data is involved).
+    fn prepare_spare(&self) {
+        let throttle = self.opts.throttle.enabled.then_some(&self.journal_first);
+        let r = self.spare.prepare(
+            &*self.fs,
+            &self.dir,
+            throttle,
+            &self.shutting_down,
+            &self.counters.wal_prepare_bytes,
+        );
+        if let Err(e) = r {
+            if !self.shutting_down.load(Ordering::Acquire) {
+                tracing::warn!(error = %e, "preparing the next WAL segment failed; the next one is preallocated");
+            }
+        }
     }
 
     /// Writes the oldest immutable memtable `m` to an L0 table and installs it.
@@ -1066,12 +1108,13 @@ impl KvEngine for Db {
             levels,
             user_bytes_written: c.user_bytes.load(Ordering::Relaxed),
             wal_bytes_written: c.wal_bytes.load(Ordering::Relaxed),
+            wal_prepare_bytes_written: c.wal_prepare_bytes.load(Ordering::Relaxed),
             flush_bytes_written: c.flush_bytes.load(Ordering::Relaxed),
             compaction_bytes_written: c.compaction_bytes_written.load(Ordering::Relaxed),
             compaction_bytes_read: c.compaction_bytes_read.load(Ordering::Relaxed),
             ingest_bytes_written: c.ingest_bytes.load(Ordering::Relaxed),
             live_data_bytes: version.estimate_live_bytes(),
-            disk_bytes: table_bytes + wal_bytes,
+            disk_bytes: table_bytes + wal_bytes + inner.spare.disk_bytes(),
             block_cache_hits: hits,
             block_cache_misses: misses,
             flushes: c.flushes.load(Ordering::Relaxed),

@@ -37,6 +37,7 @@ use crate::throttle::JournalFirst;
 use crate::version::edit::MAX_LEVELS;
 use crate::version::{current_file_name, FileMeta, VersionEdit, VersionSet};
 use crate::wal::{self, SegmentEnd, WalWriter};
+use crate::wal_prepare::SpareSegment;
 
 fn validate(o: &Options) -> Result<()> {
     let bad = |m: &str| Err(Error::InvalidArgument(m.to_string()));
@@ -115,6 +116,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         return Err(Error::NotFound(shown));
     }
     let lock = lock_dir(fs.as_ref(), path)?;
+    SpareSegment::remove_leftovers(fs.as_ref(), path);
 
     let mut versions = if fs.exists(&path.join(current_file_name())) {
         if opts.error_if_exists {
@@ -188,6 +190,10 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         )),
         writers: Default::default(),
         wal: Mutex::new(Some(wal)),
+        spare: SpareSegment::new(
+            opts.wal_preallocation_bytes(),
+            opts.wal_zero_fill_bytes_per_sync,
+        ),
         read_only: Mutex::new(None),
         read_only_flag: AtomicBool::new(false),
         shutting_down: AtomicBool::new(false),

@@ -268,7 +268,14 @@ impl DbInner {
             }
         }
         self.applied_seq.store(last, Ordering::Release);
+        let want_spare = wal
+            .as_ref()
+            .is_some_and(|w| self.spare.judge(w.len(), w.syncs()));
         drop(wal);
+        if want_spare {
+            // After the WAL lock (state before WAL).
+            self.wake_background();
+        }
         if publish {
             self.visible_seq.fetch_max(last, Ordering::AcqRel);
         }
@@ -355,7 +362,13 @@ impl DbInner {
                 st = self.state.lock();
                 continue;
             }
-            let full = st.mem.approximate_memory_usage() >= self.opts.write_buffer_size;
+            // A prepared segment is ready while the active one is not prepared: switch early
+            // (a small flush) unless that would have to wait for one.
+            let upgrade = st.imms.is_empty()
+                && !st.mem.is_empty()
+                && l0 < self.opts.level0_slowdown_trigger
+                && self.spare.upgrade_due();
+            let full = upgrade || st.mem.approximate_memory_usage() >= self.opts.write_buffer_size;
             if !force && !full {
                 return Ok(switched);
             }
@@ -395,8 +408,15 @@ impl DbInner {
             if let Some(w) = wal.as_mut() {
                 self.timed_sync(|| w.sync())?;
             }
-            let mut w = WalWriter::create(&*self.fs, &self.dir, number)?;
-            w.preallocate(self.opts.wal_preallocation_bytes());
+            let w = match self.spare.take(&*self.fs, &self.dir, number) {
+                Some(w) => w,
+                None => {
+                    let mut w = WalWriter::create(&*self.fs, &self.dir, number)?;
+                    w.preallocate(self.opts.wal_preallocation_bytes());
+                    w
+                }
+            };
+            // Also makes the spare's new name durable before a record goes in.
             self.fs
                 .sync_dir(&self.dir)
                 .map_err(|e| Error::io("sync database directory", e))?;

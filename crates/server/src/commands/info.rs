@@ -176,12 +176,13 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
             let s = sh.db.stats();
             let _ = write!(
                 o,
-                "# Rialto_engine\r\ndir:{}\r\ndisk_bytes:{}\r\nlive_data_bytes_estimate:{}\r\nuser_bytes_written:{}\r\nwal_bytes_written:{}\r\nflush_bytes_written:{}\r\ncompaction_bytes_written:{}\r\nflushes:{}\r\ncompactions:{}\r\nstall_micros:{}\r\nblock_cache_hits:{}\r\nblock_cache_misses:{}\r\nread_only:{}\r\n",
+                "# Rialto_engine\r\ndir:{}\r\ndisk_bytes:{}\r\nlive_data_bytes_estimate:{}\r\nuser_bytes_written:{}\r\nwal_bytes_written:{}\r\nwal_prepare_bytes_written:{}\r\nflush_bytes_written:{}\r\ncompaction_bytes_written:{}\r\nflushes:{}\r\ncompactions:{}\r\nstall_micros:{}\r\nblock_cache_hits:{}\r\nblock_cache_misses:{}\r\nread_only:{}\r\n",
                 cfg.dir.display(),
                 s.disk_bytes,
                 s.live_data_bytes,
                 s.user_bytes_written,
                 s.wal_bytes_written,
+                s.wal_prepare_bytes_written,
                 s.flush_bytes_written,
                 s.compaction_bytes_written,
                 s.flushes,
