@@ -152,6 +152,8 @@ pub struct EngineConfig {
     pub triad: TriadMode,
     /// Rialto's journal-first pacing of flush and compaction writes. Other engines ignore it.
     pub journal_first: bool,
+    /// Rialto's `wal_zero_fill_bytes_per_sync`. Other engines ignore it.
+    pub wal_zero_fill: u64,
 }
 
 impl EngineConfig {
@@ -167,6 +169,7 @@ impl EngineConfig {
             commit: cfg.commit,
             triad: cfg.triad_mode(),
             journal_first: cfg.journal_first,
+            wal_zero_fill: cfg.wal_zero_fill,
         }
     }
 }

@@ -51,6 +51,7 @@ pub fn options(cfg: &EngineConfig) -> Result<Options> {
             enabled: cfg.journal_first,
             ..ThrottleOptions::default()
         },
+        wal_zero_fill_bytes_per_sync: cfg.wal_zero_fill,
         ..Options::default()
     })
 }
@@ -345,6 +346,7 @@ mod tests {
             commit: CommitPath::Merger,
             triad: TriadMode::Disk,
             journal_first: false,
+            wal_zero_fill: 0,
         };
         let o = options(&cfg).unwrap();
         assert_eq!(o.triad, TriadMode::Disk.options());

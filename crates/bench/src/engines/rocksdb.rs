@@ -224,6 +224,7 @@ impl BenchEngine for RocksDbEngine {
             compaction_bytes_written: t(Ticker::CompactWriteBytes),
             compaction_bytes_read: t(Ticker::CompactReadBytes),
             ingest_bytes_written: 0,
+            wal_prepare_bytes_written: 0,
             live_data_bytes: self.int_property(properties::ESTIMATE_LIVE_DATA_SIZE),
             disk_bytes: self.int_property(properties::TOTAL_SST_FILES_SIZE)
                 + wal_on_disk
