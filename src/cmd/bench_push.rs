@@ -144,6 +144,7 @@ fn rocks_config() -> rialto_bench::EngineConfig {
         commit: rialto_bench::CommitPath::Merger,
         triad: rialto_bench::TriadMode::Adaptive,
         journal_first: true,
+        wal_zero_fill: 0,
     }
 }
 
