@@ -127,6 +127,20 @@ pub trait Fs: Send + Sync + 'static {
     /// §3.1). Overwritten bytes that were durable stay durable as they were until a sync
     /// covers the new ones: a crash can bring back either, per sector.
     fn open_overwrite(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Creates (or truncates) `path` holding `len` zero bytes, durable (data and size) when it
+    /// returns `Ok`, calling `pace(n)` before each chunk of `n` bytes: it may sleep (pacing)
+    /// or fail, which aborts (the partial file stays for the caller to remove). The WAL
+    /// prepares segments this way. The default writes through [`Fs::create`], counted as one
+    /// create, a write per chunk and one sync; [`PosixFs`] writes with `O_DIRECT` where the
+    /// file system allows it, so the zeros cost no copy and no page cache.
+    fn create_zeroed(
+        &self,
+        path: &Path,
+        len: u64,
+        pace: &mut dyn FnMut(u64) -> io::Result<()>,
+    ) -> io::Result<()> {
+        create_zeroed_buffered(self.create(path)?, len, pace)
+    }
     /// Opens an existing file for positional reads.
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
     /// Reads a whole file.
@@ -159,6 +173,27 @@ pub trait Fs: Send + Sync + 'static {
 
 /// Shared handle to a file system.
 pub type FsRef = Arc<dyn Fs>;
+
+/// Bytes of zeros [`Fs::create_zeroed`] writes at a time (a multiple of 4 KiB, for
+/// `O_DIRECT`).
+pub const ZERO_CHUNK: usize = 1 << 20;
+
+/// [`Fs::create_zeroed`] through an ordinary writable file.
+fn create_zeroed_buffered(
+    mut f: Box<dyn WritableFile>,
+    len: u64,
+    pace: &mut dyn FnMut(u64) -> io::Result<()>,
+) -> io::Result<()> {
+    let zeros = vec![0u8; ZERO_CHUNK];
+    let mut written = 0u64;
+    while written < len {
+        let n = (len - written).min(ZERO_CHUNK as u64);
+        pace(n)?;
+        f.append(&zeros[..n as usize])?;
+        written += n;
+    }
+    f.sync_all()
+}
 
 /// `dir/name`.
 pub fn join(dir: &Path, name: &str) -> PathBuf {

@@ -232,3 +232,30 @@ fn open_overwrite_writes_from_the_start_and_keeps_the_rest() {
     let e = rialto_io::Fs::open_overwrite(&fs, &missing).err().unwrap();
     assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
 }
+
+#[test]
+fn create_zeroed_writes_durable_zeros_directly_or_buffered() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = rialto_io::PosixFs::new();
+    // 4 KiB multiples go through O_DIRECT where the file system allows it; others buffered.
+    for len in [3 * 1024 * 1024 + 8192, 10_001, 0] {
+        let p = dir.path().join(format!("zeros-{len}"));
+        let mut paced = 0u64;
+        rialto_io::Fs::create_zeroed(&fs, &p, len, &mut |n| {
+            paced += n;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(paced, len);
+        let data = rialto_io::Fs::read_all(&fs, &p).unwrap();
+        assert_eq!(data.len() as u64, len);
+        assert!(data.iter().all(|&b| b == 0));
+    }
+    // A pacing error aborts.
+    let p = dir.path().join("aborted");
+    let e = rialto_io::Fs::create_zeroed(&fs, &p, 4 << 20, &mut |_| {
+        Err(std::io::Error::other("stop"))
+    })
+    .unwrap_err();
+    assert_eq!(e.to_string(), "stop");
+}

@@ -38,10 +38,11 @@ const PREPARING: u8 = 2;
 const READY: u8 = 3;
 const SKIPPED: u8 = 4;
 
-/// Zeros are written this many bytes at a time.
-const CHUNK: usize = 256 << 10;
-/// The active segment's sync rate is judged once it holds this many bytes (or an eighth of
-/// the prepared size, if smaller), so a few early syncs do not decide alone.
+/// An unprepared active segment's sync rate is judged once it holds this many bytes (or an
+/// eighth of the prepared size, if smaller), so a few early syncs do not decide alone, and a
+/// spare is ready soon (see [`SpareSegment::upgrade_due`]). A prepared active segment is
+/// judged at half its size: the spare then waits on disk for less time, and a short-lived
+/// database prepares one spare, not two.
 const JUDGE_AFTER: u64 = 256 << 10;
 /// ... and once it was synced this many times: the engine's own syncs (a switch, TRIAD-MEM's
 /// re-logging) must not make a sync-free workload look like a synced one.
@@ -66,7 +67,12 @@ impl SpareSegment {
         SpareSegment {
             state: AtomicU8::new(IDLE),
             active_prepared: AtomicBool::new(false),
-            bytes: if enabled { bytes } else { 0 },
+            // Whole 4 KiB blocks, so the zeros can be written with O_DIRECT.
+            bytes: if enabled {
+                bytes.div_ceil(4096) * 4096
+            } else {
+                0
+            },
             bytes_per_sync,
         }
     }
@@ -90,7 +96,12 @@ impl SpareSegment {
         if self.state.load(Ordering::Relaxed) != IDLE || self.bytes == 0 {
             return false;
         }
-        let judge_after = JUDGE_AFTER.min(self.bytes / 8).max(1);
+        let judge_after = if self.active_prepared.load(Ordering::Relaxed) {
+            self.bytes / 2
+        } else {
+            JUDGE_AFTER.min(self.bytes / 8)
+        }
+        .max(1);
         if segment_len < judge_after
             || segment_syncs < MIN_SYNCS
             || segment_syncs.saturating_mul(self.bytes_per_sync) < segment_len
@@ -109,8 +120,8 @@ impl SpareSegment {
             .is_ok()
     }
 
-    /// Runs a claimed job: writes `bytes` zeros to the temporary file, paced by `throttle`,
-    /// syncs it (data and size) and renames it to [`SPARE_FILE`]. The rename needs no
+    /// Runs a claimed job: writes the zeros to the temporary file (`Fs::create_zeroed`, paced
+    /// by `throttle`), durable in data and size, and renames it to [`SPARE_FILE`]. The rename needs no
     /// directory sync: the switch that takes the spare renames it again and syncs the
     /// directory before a record goes in, and a crash before that leaves a file the next open
     /// removes. Adds the bytes it writes to `written_total` as it goes; on failure or
@@ -125,36 +136,27 @@ impl SpareSegment {
     ) -> std::io::Result<u64> {
         debug_assert_eq!(self.state.load(Ordering::Acquire), PREPARING);
         let tmp = dir.join(SPARE_TMP_FILE);
-        let r = (|| {
-            let mut f = fs.create(&tmp)?;
-            let zeros = vec![0u8; CHUNK];
-            let every = throttle.map_or(0, |t| t.options().bytes_per_sync);
-            let (mut written, mut unsynced) = (0u64, 0u64);
-            while written < self.bytes {
-                if cancel.load(Ordering::Acquire) {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::Interrupted,
-                        "closing",
-                    ));
-                }
-                let n = (self.bytes - written).min(CHUNK as u64);
-                if let Some(t) = throttle {
-                    t.acquire(n);
-                }
-                f.append(&zeros[..n as usize])?;
-                written_total.fetch_add(n, Ordering::Relaxed);
-                written += n;
-                unsynced += n;
-                if every > 0 && unsynced >= every {
-                    unsynced = 0;
-                    f.start_writeback()?;
-                }
+        let mut written = 0u64;
+        let mut pace = |n: u64| {
+            if cancel.load(Ordering::Acquire) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::Interrupted,
+                    "the database is closing",
+                ));
             }
-            f.sync_all()?;
-            drop(f);
-            fs.rename(&tmp, &dir.join(SPARE_FILE))?;
-            Ok(written)
-        })();
+            if let Some(t) = throttle {
+                t.acquire(n);
+            }
+            // Counted before the write: bytes a failed chunk may have written are not lost
+            // from the statistics.
+            written_total.fetch_add(n, Ordering::Relaxed);
+            written += n;
+            Ok(())
+        };
+        let r = fs
+            .create_zeroed(&tmp, self.bytes, &mut pace)
+            .and_then(|()| fs.rename(&tmp, &dir.join(SPARE_FILE)))
+            .map(|()| written);
         match r {
             Ok(_) => self.state.store(READY, Ordering::Release),
             Err(_) => {
@@ -253,7 +255,7 @@ mod tests {
         let written = s
             .prepare(&fs, dir, None, &AtomicBool::new(false), &AtomicU64::new(0))
             .unwrap();
-        assert_eq!(written, 10_000);
+        assert_eq!(written, 12_288, "whole 4 KiB blocks");
         assert!(s.is_ready());
         assert!(s.upgrade_due(), "the active segment was not prepared");
         assert_eq!(fs.file_names(dir), vec![SPARE_FILE.to_string()]);
@@ -264,7 +266,7 @@ mod tests {
         let seg = dir.join(segment_file_name(7));
         assert_eq!(
             fs.file_size(&seg).unwrap(),
-            10_000,
+            12_288,
             "written over the zeros"
         );
         assert_eq!(fs.file_names(dir), vec![segment_file_name(7)]);
