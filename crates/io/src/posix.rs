@@ -7,7 +7,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
 use std::sync::Arc;
@@ -59,32 +59,6 @@ impl Fs for PosixFs {
         // Neither O_APPEND nor O_TRUNC: write(2) goes at the file position, which starts at 0.
         let file = OpenOptions::new().write(true).open(path)?;
         Ok(Box::new(PosixWritableFile::new(file, 0, false)))
-    }
-
-    /// With `O_DIRECT` when `len` is a multiple of 4 KiB and the file system takes it (not
-    /// tmpfs): the zeros go from one aligned buffer straight to the device, so preparing a
-    /// 70 MiB WAL segment neither copies 70 MiB into the page cache nor leaves it dirty there
-    /// for write-back. Otherwise, and after an `EINVAL` from a direct write, buffered.
-    fn create_zeroed(
-        &self,
-        path: &Path,
-        len: u64,
-        pace: &mut dyn FnMut(u64) -> io::Result<()>,
-    ) -> io::Result<()> {
-        if len.is_multiple_of(DIRECT_ALIGN as u64) {
-            let direct = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .custom_flags(libc::O_DIRECT)
-                .open(path);
-            match direct.and_then(|f| write_zeros_direct(&f, len, pace)) {
-                Ok(()) => return Ok(()),
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        crate::create_zeroed_buffered(self.create(path)?, len, pace)
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
@@ -155,58 +129,6 @@ impl Fs for PosixFs {
             }
         })?;
         Ok(Box::new(PosixFileLock { _file: file }))
-    }
-}
-
-/// Alignment of `O_DIRECT` buffers, offsets and lengths: 4 KiB covers 512-byte and 4 KiB
-/// logical blocks.
-const DIRECT_ALIGN: usize = 4096;
-
-/// Writes `len` zeros to `file` (opened with `O_DIRECT`) in aligned chunks, then `fsync`s it.
-fn write_zeros_direct(
-    file: &File,
-    len: u64,
-    pace: &mut dyn FnMut(u64) -> io::Result<()>,
-) -> io::Result<()> {
-    let zeros = AlignedZeros::new(crate::ZERO_CHUNK)?;
-    let mut offset = 0u64;
-    while offset < len {
-        let n = (len - offset).min(crate::ZERO_CHUNK as u64);
-        pace(n)?;
-        file.write_all_at(&zeros.as_slice()[..n as usize], offset)?;
-        offset += n;
-    }
-    file.sync_all()
-}
-
-/// A zeroed buffer aligned for `O_DIRECT`.
-struct AlignedZeros {
-    ptr: std::ptr::NonNull<u8>,
-    layout: std::alloc::Layout,
-}
-
-impl AlignedZeros {
-    fn new(len: usize) -> io::Result<Self> {
-        let layout = std::alloc::Layout::from_size_align(len.max(DIRECT_ALIGN), DIRECT_ALIGN)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        // SAFETY: the layout has a non-zero size (at least DIRECT_ALIGN).
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = std::ptr::NonNull::new(ptr)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::OutOfMemory, "aligned buffer"))?;
-        Ok(AlignedZeros { ptr, layout })
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` points to `layout.size()` bytes, zeroed at allocation and never
-        // written since, owned by `self` for the borrow's lifetime.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.layout.size()) }
-    }
-}
-
-impl Drop for AlignedZeros {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this very layout, freed once.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) };
     }
 }
 

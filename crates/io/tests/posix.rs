@@ -234,10 +234,9 @@ fn open_overwrite_writes_from_the_start_and_keeps_the_rest() {
 }
 
 #[test]
-fn create_zeroed_writes_durable_zeros_directly_or_buffered() {
+fn create_zeroed_writes_durable_zeros() {
     let dir = tempfile::tempdir().unwrap();
     let fs = rialto_io::PosixFs::new();
-    // 4 KiB multiples go through O_DIRECT where the file system allows it; others buffered.
     for len in [3 * 1024 * 1024 + 8192, 10_001, 0] {
         let p = dir.path().join(format!("zeros-{len}"));
         let mut paced = 0u64;

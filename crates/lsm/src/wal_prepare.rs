@@ -67,12 +67,7 @@ impl SpareSegment {
         SpareSegment {
             state: AtomicU8::new(IDLE),
             active_prepared: AtomicBool::new(false),
-            // Whole 4 KiB blocks, so the zeros can be written with O_DIRECT.
-            bytes: if enabled {
-                bytes.div_ceil(4096) * 4096
-            } else {
-                0
-            },
+            bytes: if enabled { bytes } else { 0 },
             bytes_per_sync,
         }
     }
@@ -255,7 +250,7 @@ mod tests {
         let written = s
             .prepare(&fs, dir, None, &AtomicBool::new(false), &AtomicU64::new(0))
             .unwrap();
-        assert_eq!(written, 12_288, "whole 4 KiB blocks");
+        assert_eq!(written, 10_000);
         assert!(s.is_ready());
         assert!(s.upgrade_due(), "the active segment was not prepared");
         assert_eq!(fs.file_names(dir), vec![SPARE_FILE.to_string()]);
@@ -266,7 +261,7 @@ mod tests {
         let seg = dir.join(segment_file_name(7));
         assert_eq!(
             fs.file_size(&seg).unwrap(),
-            12_288,
+            10_000,
             "written over the zeros"
         );
         assert_eq!(fs.file_names(dir), vec![segment_file_name(7)]);

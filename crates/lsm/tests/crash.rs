@@ -174,8 +174,7 @@ fn crash_drops_only_unsynced_data() {
 fn prepared_wal_segments_are_used_and_crashes_over_them_lose_nothing_acknowledged() {
     let fs = MemFs::new();
     let mut expect = Expect::default();
-    // A prepared segment is the preallocation size in whole 4 KiB blocks.
-    let prepared = options(&fs).wal_preallocation_bytes().div_ceil(4096) * 4096;
+    let prepared = options(&fs).wal_preallocation_bytes();
     let (mut crashes_over_a_prepared_segment, mut prepared_bytes) = (0, 0);
     for seed in 0..30u32 {
         let db = Db::open(DIR, options(&fs)).unwrap();
