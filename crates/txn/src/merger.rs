@@ -667,14 +667,23 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
             }
             Err(e) => {
                 self.fail(&e);
-                let lost: Vec<InFlight<E>> = {
+                // Groups at or below the published point are durable although this sync
+                // failed: with Durability::Always only durable writes are published, and the
+                // engine publishes what a memtable switch made durable (it syncs the old WAL
+                // segment first). Readers may have seen them and a crash keeps them, so they
+                // are acknowledged; failing them would report as lost a write that survives
+                // (regression: a switch synced group N, then the sync covering N and N+1 on
+                // the new segment failed, and N reappeared after a restart as a failed write).
+                let durable = self.engine.published_point();
+                let (kept, lost): (Vec<InFlight<E>>, Vec<InFlight<E>>) = {
                     let mut p = self.pipe.lock();
                     p.unsynced_bytes = 0;
                     self.inflight_hint.store(0, Ordering::Release);
-                    p.groups.drain(..).collect()
+                    p.groups.drain(..).partition(|g| g.point <= durable)
                 };
                 self.pipe_cv.notify_all();
                 self.space_cv.notify_all();
+                self.release(kept.into_iter().flat_map(|g| g.jobs).collect());
                 self.fail_jobs(lost.into_iter().flat_map(|g| g.jobs), &e);
             }
         }
