@@ -145,6 +145,7 @@ fn rocks_config() -> rialto_bench::EngineConfig {
         triad: rialto_bench::TriadMode::Adaptive,
         journal_first: true,
         wal_zero_fill: 0,
+        background_nice: 0,
     }
 }
 

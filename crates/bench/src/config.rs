@@ -173,6 +173,11 @@ pub struct BenchFlags {
     /// Other engines ignore it.
     #[arg(long, value_name = "BYTES", default_value_t = 16 << 10)]
     pub wal_zero_fill: u64,
+
+    /// Rialto's `background_nice`: CPU niceness (0..=19) of its flush and compaction threads.
+    /// Default 0, as in Rialto. Other engines ignore it.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub background_nice: i32,
 }
 
 impl Default for BenchFlags {
@@ -205,6 +210,7 @@ impl Default for BenchFlags {
             triad: None,
             journal_first: true,
             wal_zero_fill: 16 << 10,
+            background_nice: 0,
         }
     }
 }
@@ -352,6 +358,8 @@ pub struct Config {
     pub journal_first: bool,
     /// Rialto's `wal_zero_fill_bytes_per_sync`.
     pub wal_zero_fill: u64,
+    /// Rialto's `background_nice`.
+    pub background_nice: i32,
 }
 
 impl Config {
@@ -456,6 +464,7 @@ impl Config {
             triad: f.triad,
             journal_first: f.journal_first,
             wal_zero_fill: f.wal_zero_fill,
+            background_nice: f.background_nice,
         })
     }
 

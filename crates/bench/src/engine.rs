@@ -154,6 +154,8 @@ pub struct EngineConfig {
     pub journal_first: bool,
     /// Rialto's `wal_zero_fill_bytes_per_sync`. Other engines ignore it.
     pub wal_zero_fill: u64,
+    /// Rialto's `background_nice`. Other engines ignore it.
+    pub background_nice: i32,
 }
 
 impl EngineConfig {
@@ -170,6 +172,7 @@ impl EngineConfig {
             triad: cfg.triad_mode(),
             journal_first: cfg.journal_first,
             wal_zero_fill: cfg.wal_zero_fill,
+            background_nice: cfg.background_nice,
         }
     }
 }

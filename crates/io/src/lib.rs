@@ -205,6 +205,27 @@ pub fn join(dir: &Path, name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// Sets the calling thread's CPU niceness to `nice` (0 changes nothing). On Linux niceness
+/// belongs to a thread, and the threads it starts inherit it. Background work (compactions,
+/// batch pushes) runs at a higher niceness than the threads that commit and serve, so that
+/// on a machine with few cores a commit does not wait for a CPU behind it.
+pub fn lower_thread_priority(nice: i32) -> io::Result<()> {
+    if nice == 0 {
+        return Ok(());
+    }
+    // SAFETY: gettid and setpriority only read their arguments; PRIO_PROCESS with a thread
+    // id changes that thread alone.
+    let rc = unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice)
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// True if `e` is the operating system's "no space left on device".
 pub fn is_no_space(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ENOSPC)

@@ -109,6 +109,12 @@ pub struct Options {
     /// simulation and fuzzing; a write that fills the memtable pays for the flush and any
     /// compaction, so it is not for serving.
     pub max_background_jobs: usize,
+    /// CPU niceness of the background threads (0..=19). Default 0 (same as the caller).
+    /// Higher: on a machine with few cores, flushes and compactions yield the CPU to the
+    /// threads that commit and read, so a commit's latency does not include waiting behind a
+    /// compaction for a core; the price is slower background work under CPU contention,
+    /// which the write slowdown and stop triggers then turn into write stalls.
+    pub background_nice: i32,
     /// Reserve disk space for each WAL segment up front (about 1.1 × `write_buffer_size`), so
     /// appends do not grow the file and an `fdatasync` of a durable write commits no new size
     /// (ext4 still commits the conversion of the reserved, unwritten extents, so the gain over
@@ -202,6 +208,7 @@ impl Default for Options {
             num_levels: 7,
             target_file_size: 64 << 20,
             max_background_jobs: 2,
+            background_nice: 0,
             wal_preallocate: true,
             wal_zero_fill_bytes_per_sync: 16 << 10,
             wal_recovery: WalRecovery::Strict,

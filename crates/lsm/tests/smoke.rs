@@ -175,3 +175,55 @@ fn inline_background_work_runs_on_the_writer() {
     }
     assert_eq!(count, n);
 }
+
+/// The niceness of each of this process's threads named `name`, from `/proc` (Linux).
+fn thread_nices(name: &str) -> Vec<i64> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut nices = Vec::new();
+    for dir in tasks.filter_map(|t| t.ok()).map(|t| t.path()) {
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        // Fields after the parenthesized command; niceness is field 19 of the whole line.
+        let nice = stat
+            .rfind(')')
+            .and_then(|i| stat.get(i + 2..))
+            .and_then(|rest| rest.split(' ').nth(16))
+            .and_then(|n| n.parse().ok());
+        if let (true, Some(n)) = (comm.trim_end() == name, nice) {
+            nices.push(n);
+        }
+    }
+    nices
+}
+
+#[test]
+fn background_threads_run_at_the_configured_niceness() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        background_nice: 7,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), o).unwrap();
+    // The thread sets its niceness first thing; give it a moment to start. Other tests'
+    // databases have threads of the same name at niceness 0.
+    let mut seen = false;
+    for _ in 0..200 {
+        seen = thread_nices("rialto-bg-0").contains(&7);
+        if seen {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(seen, "no background thread at niceness 7");
+    drop(db);
+    let bad = Options {
+        background_nice: 20,
+        ..Options::default()
+    };
+    let e = Db::open(tempfile::tempdir().unwrap().path(), bad)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("background_nice"), "{e}");
+}

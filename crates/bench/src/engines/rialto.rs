@@ -52,6 +52,7 @@ pub fn options(cfg: &EngineConfig) -> Result<Options> {
             ..ThrottleOptions::default()
         },
         wal_zero_fill_bytes_per_sync: cfg.wal_zero_fill,
+        background_nice: cfg.background_nice,
         ..Options::default()
     })
 }
@@ -347,6 +348,7 @@ mod tests {
             triad: TriadMode::Disk,
             journal_first: false,
             wal_zero_fill: 0,
+            background_nice: 0,
         };
         let o = options(&cfg).unwrap();
         assert_eq!(o.triad, TriadMode::Disk.options());

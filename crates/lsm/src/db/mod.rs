@@ -202,7 +202,12 @@ impl Db {
             let db = Arc::clone(&inner);
             let t = std::thread::Builder::new()
                 .name(format!("rialto-bg-{i}"))
-                .spawn(move || db.background_loop())
+                .spawn(move || {
+                    if let Err(e) = rialto_io::lower_thread_priority(db.opts.background_nice) {
+                        tracing::warn!(error = %e, "cannot lower a background thread's priority");
+                    }
+                    db.background_loop()
+                })
                 .map_err(|e| Error::io("spawn background thread", e))?;
             threads.push(t);
         }

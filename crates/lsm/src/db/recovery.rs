@@ -61,6 +61,9 @@ fn validate(o: &Options) -> Result<()> {
     if o.max_open_files < 16 {
         return bad("max_open_files must be at least 16");
     }
+    if !(0..=19).contains(&o.background_nice) {
+        return bad("background_nice must be between 0 and 19");
+    }
     let t = &o.triad;
     let c = &t.characterizer;
     if !(0.0..=0.5).contains(&t.hot_fraction) {

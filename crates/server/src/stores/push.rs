@@ -147,21 +147,11 @@ impl Pushes {
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// Sets the calling thread's CPU niceness to `nice`. On Linux niceness belongs to a thread and
-/// the threads it starts inherit it, so the sort's spill and helper threads and the table
-/// writer of a push run at the pool's priority too. Best effort: a failure is logged.
+/// Sets the calling thread's CPU niceness to `nice` (`rialto_io::lower_thread_priority`);
+/// the sort's spill and helper threads and the table writer of a push inherit it. Best
+/// effort: a failure is logged.
 pub(crate) fn lower_thread_priority(nice: i32) {
-    if nice == 0 {
-        return;
-    }
-    // SAFETY: gettid and setpriority only read their arguments; PRIO_PROCESS with a thread id
-    // changes that thread alone.
-    let rc = unsafe {
-        let tid = libc::gettid();
-        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice)
-    };
-    if rc != 0 {
-        let e = std::io::Error::last_os_error();
+    if let Err(e) = rialto_io::lower_thread_priority(nice) {
         tracing::warn!(error = %e, nice, "cannot lower a push thread's priority");
     }
 }
