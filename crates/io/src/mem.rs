@@ -329,6 +329,24 @@ impl MemFs {
     }
 }
 
+impl MemFs {
+    /// A writable handle on an existing file: appending (`position` None) or writing from
+    /// `position` on.
+    fn open_writable(
+        &self,
+        path: &Path,
+        position: Option<usize>,
+    ) -> io::Result<Box<dyn WritableFile>> {
+        let path = FilePath::parse(path)?;
+        let ns = self.shared.ns.lock();
+        let inode = Arc::clone(ns.live_file(&path)?);
+        Ok(Box::new(MemWritableFile {
+            handle: Handle::new(&self.shared, &ns, inode, path.full),
+            position,
+        }))
+    }
+}
+
 impl Fs for MemFs {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         let path = normalize(path)?;
@@ -360,23 +378,11 @@ impl Fs for MemFs {
     }
 
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        let path = FilePath::parse(path)?;
-        let ns = self.shared.ns.lock();
-        let inode = Arc::clone(ns.live_file(&path)?);
-        Ok(Box::new(MemWritableFile {
-            handle: Handle::new(&self.shared, &ns, inode, path.full),
-            position: None,
-        }))
+        self.open_writable(path, None)
     }
 
     fn open_overwrite(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        let path = FilePath::parse(path)?;
-        let ns = self.shared.ns.lock();
-        let inode = Arc::clone(ns.live_file(&path)?);
-        Ok(Box::new(MemWritableFile {
-            handle: Handle::new(&self.shared, &ns, inode, path.full),
-            position: Some(0),
-        }))
+        self.open_writable(path, Some(0))
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
