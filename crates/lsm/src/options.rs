@@ -128,7 +128,9 @@ pub struct Options {
     /// about 100 µs against 150–170 µs into fallocated space on the test machine (design
     /// §3.1); the price is writing each segment twice (the zeros first, paced like flushes),
     /// which the default only pays for where syncs are frequent: about where the syncs saved
-    /// outweigh the extra sequential write. Larger: prepare for sparser syncs too.
+    /// outweigh the extra sequential write. Larger: prepare for sparser syncs too. Measured
+    /// here: fillsync with 4 KiB values at one thread 1.29× faster, 100-byte values at 1-8
+    /// threads 1.07-1.10×, no change where commits are CPU-bound (32 threads on 2 cores).
     pub wal_zero_fill_bytes_per_sync: u64,
     /// What recovery does with a WAL damaged before its tail. Default strict.
     pub wal_recovery: WalRecovery,
