@@ -20,8 +20,6 @@ use crate::engine::{BenchEngine, EngineConfig, EngineFactory, ScanFrom, Visitor}
 use crate::error::{BenchError, Result};
 
 const NAME: &str = "disk";
-/// Zeros are written this many bytes at a time.
-const ZERO_CHUNK: usize = 1 << 20;
 
 fn unsupported(op: &str) -> BenchError {
     BenchError::engine(
@@ -46,19 +44,9 @@ impl EngineFactory for DiskFactory {
         fs.create_dir_all(path)
             .map_err(|e| io("create directory", e))?;
         let log = path.join("append.log");
-        let mut zeros = fs.create(&log).map_err(|e| io("create append.log", e))?;
         let size = cfg.write_buffer_size + cfg.write_buffer_size / 10;
-        let chunk = vec![0u8; ZERO_CHUNK];
-        let mut written = 0u64;
-        while written < size {
-            let n = (size - written).min(ZERO_CHUNK as u64);
-            zeros
-                .append(&chunk[..n as usize])
-                .map_err(|e| io("write zeros", e))?;
-            written += n;
-        }
-        zeros.sync_all().map_err(|e| io("sync", e))?;
-        drop(zeros);
+        fs.create_zeroed(&log, size, &mut |_| Ok(()))
+            .map_err(|e| io("write zeros to append.log", e))?;
         fs.sync_dir(path).map_err(|e| io("sync directory", e))?;
         let file = fs
             .open_overwrite(&log)
