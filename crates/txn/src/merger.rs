@@ -616,7 +616,11 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
             }
             let role = self.sync_role.lock();
             let p = self.pipe.lock();
-            if !p.groups.is_empty() {
+            if p.groups.is_empty() {
+                // A blocked waiter took the role first and synced everything. The guard
+                // must go before `role_released` takes the lock again.
+                drop(p);
+            } else {
                 self.sync_round(p);
             }
             drop(role);
@@ -767,5 +771,69 @@ impl<E: PipelinedCommit + Send + Sync + 'static> SyncHelper for Shared<E> {
 
     fn can_sync(&self) -> bool {
         self.inflight_hint.load(Ordering::Acquire) > 0 && !self.sync_role.is_locked()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rialto_engine::WriteBatch;
+    use rialto_io::{Fs, MemFs, SystemClock};
+    use rialto_lsm::{Db, Options};
+    use std::time::Duration;
+
+    fn put(k: &[u8]) -> WriteBatch {
+        let mut b = WriteBatch::new();
+        b.put(k, b"v");
+        b
+    }
+
+    /// Regression: the syncer thread queued for the role, and whoever held it synced every
+    /// group meanwhile. The syncer thread then gave the role up while still holding the
+    /// `pipe` lock, which `role_released` takes again: it deadlocked, and every later write
+    /// hung (seen as a 120 s timeout in about one run in a hundred of the integration tests
+    /// that mix blocking and awaiting writers).
+    #[test]
+    fn the_syncer_thread_finding_nothing_to_sync_after_waiting_for_the_role_goes_on() {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let db = Arc::new(
+            Db::open(
+                "/db",
+                Options {
+                    fs,
+                    ..Options::default()
+                },
+            )
+            .unwrap(),
+        );
+        let opts = MergerOptions {
+            max_wait: Duration::ZERO,
+            spin: Duration::ZERO,
+            ..MergerOptions::default()
+        };
+        let m = Merger::start(db, opts, Arc::new(SystemClock::new())).unwrap();
+        let shared = Arc::clone(&m.shared);
+        // Hold the role, as a blocked waiter syncing would.
+        let role = shared.sync_role.lock();
+        // No blocked waiter: the syncer thread is woken for this group and queues for the
+        // role.
+        let first = m.write(put(b"a"));
+        std::thread::sleep(Duration::from_millis(50));
+        // The holder syncs everything, then gives the role up: the syncer thread gets it
+        // and finds nothing in flight.
+        shared.sync_round(shared.pipe.lock());
+        drop(role);
+        shared.role_released();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let m = Arc::new(m);
+        let m2 = Arc::clone(&m);
+        std::thread::spawn(move || {
+            let r = first.wait().and_then(|()| m2.write(put(b"b")).wait());
+            let _ = tx.send(r);
+        });
+        rx.recv_timeout(Duration::from_secs(30))
+            .expect("a write after the syncer thread found nothing to sync hung")
+            .unwrap();
+        m.close().unwrap();
     }
 }
