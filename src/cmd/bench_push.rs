@@ -146,6 +146,7 @@ fn rocks_config() -> rialto_bench::EngineConfig {
         journal_first: true,
         wal_zero_fill: 0,
         background_nice: 0,
+        wait_spin_us: 0,
     }
 }
 

@@ -156,6 +156,8 @@ pub struct EngineConfig {
     pub wal_zero_fill: u64,
     /// Rialto's `background_nice`. Other engines ignore it.
     pub background_nice: i32,
+    /// Rialto's merger `wait_spin`, µs. Other engines ignore it.
+    pub wait_spin_us: u64,
 }
 
 impl EngineConfig {
@@ -173,6 +175,7 @@ impl EngineConfig {
             journal_first: cfg.journal_first,
             wal_zero_fill: cfg.wal_zero_fill,
             background_nice: cfg.background_nice,
+            wait_spin_us: cfg.wait_spin_us,
         }
     }
 }

@@ -170,6 +170,7 @@ impl Server {
             max_wait: cfg.merger_max_wait,
             max_group_bytes: cfg.merger_max_group_bytes,
             spin: cfg.merger_spin,
+            wait_spin: cfg.merger_wait_spin,
             inline_execution: cfg.merger_inline,
             ..MergerOptions::default()
         };

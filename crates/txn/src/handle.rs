@@ -1,27 +1,50 @@
 //! The handle a writer holds until its transaction is durable: blocking or as a `Future`.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
+use std::thread::Thread;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use rialto_engine::Result;
 
-/// Wakes blocked waiters of many handles with one broadcast: the syncer fills the slots of a
-/// whole group, then calls [`Notifier::notify_all`] once, instead of one futex wake per
-/// writer on its own critical path (measured: the wakes dominated the time between syncs).
+/// Threads blocked in [`CommitHandle::wait`] that help with syncs, so that the merger can
+/// wake exactly one of them to take the syncer's role.
+///
+/// Each blocked thread parks itself and is unparked directly: by whoever fulfils its slot,
+/// or by [`Notifier::wake_one`]. A shared condition variable would wake every waiter for
+/// either, though at most one of them can take the role.
 #[derive(Default)]
 pub(crate) struct Notifier {
-    lock: Mutex<()>,
-    cv: Condvar,
+    parked: Mutex<Vec<(u64, Thread)>>,
+    next_id: AtomicU64,
 }
 
 impl Notifier {
-    /// Wakes every blocked waiter; each re-checks its own slot.
-    pub(crate) fn notify_all(&self) {
-        let _g = self.lock.lock();
-        self.cv.notify_all();
+    /// Wakes the helping waiter that parked last (most likely one whose group is still in
+    /// flight: those parked after the groups before them). A woken waiter whose outcome is
+    /// already known passes the turn on (see [`CommitHandle::wait`]), so one that can sync
+    /// always gets it.
+    pub(crate) fn wake_one(&self) {
+        if let Some((_, t)) = self.parked.lock().last() {
+            t.unpark();
+        }
+    }
+
+    fn register(&self, t: Thread) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.parked.lock().push((id, t));
+        id
+    }
+
+    fn unregister(&self, id: u64) {
+        let mut p = self.parked.lock();
+        if let Some(i) = p.iter().rposition(|(x, _)| *x == id) {
+            p.remove(i);
+        }
     }
 }
 
@@ -36,6 +59,20 @@ pub(crate) trait SyncHelper: Send + Sync {
     fn try_sync(&self) -> bool;
     /// Whether [`SyncHelper::try_sync`] could act now (a hint, checked before sleeping).
     fn can_sync(&self) -> bool;
+    /// How long a blocked waiter polls before it sleeps (`MergerOptions::wait_spin`).
+    fn wait_spin(&self) -> std::time::Duration;
+}
+
+thread_local! {
+    /// How many [`Helping`] guards this thread holds: a thread that will block in
+    /// [`CommitHandle::wait`] right after logging a group syncs it itself, so nobody needs
+    /// waking for it.
+    static HELPING: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Whether the calling thread is a helping waiter (about to wait on its own handle).
+pub(crate) fn this_thread_helps() -> bool {
+    HELPING.with(|h| h.get() > 0)
 }
 
 /// Deregisters a helping waiter however its wait ends.
@@ -44,12 +81,14 @@ pub(crate) struct Helping<'a>(&'a dyn SyncHelper);
 impl<'a> Helping<'a> {
     pub(crate) fn new(h: &'a dyn SyncHelper) -> Self {
         h.helping(true);
+        HELPING.with(|c| c.set(c.get() + 1));
         Helping(h)
     }
 }
 
 impl Drop for Helping<'_> {
     fn drop(&mut self) {
+        HELPING.with(|c| c.set(c.get().saturating_sub(1)));
         self.0.helping(false);
     }
 }
@@ -63,6 +102,8 @@ pub(crate) struct Slot<T> {
 struct SlotState<T> {
     outcome: Option<Result<T>>,
     waker: Option<Waker>,
+    /// A thread parked in [`CommitHandle::wait`].
+    thread: Option<Thread>,
 }
 
 impl<T> Slot<T> {
@@ -71,21 +112,24 @@ impl<T> Slot<T> {
             state: Mutex::new(SlotState {
                 outcome: None,
                 waker: None,
+                thread: None,
             }),
             notifier,
         })
     }
 
-    /// Delivers the outcome and wakes an async waiter. A blocked thread is woken by the
-    /// caller's [`Notifier::notify_all`], which must follow.
+    /// Delivers the outcome and wakes its waiter, a task or a parked thread.
     pub(crate) fn fulfil(&self, outcome: Result<T>) {
-        let waker = {
+        let (waker, thread) = {
             let mut s = self.state.lock();
             s.outcome = Some(outcome);
-            s.waker.take()
+            (s.waker.take(), s.thread.take())
         };
         if let Some(w) = waker {
             w.wake();
+        }
+        if let Some(t) = thread {
+            t.unpark();
         }
     }
 }
@@ -110,29 +154,50 @@ impl<T> CommitHandle<T> {
 
     /// Blocks the calling thread until the outcome is known. With `Durability::Always`
     /// the thread syncs the journal itself when no other thread is syncing (see
-    /// [`crate::Merger`]): the wait takes as long, minus the hand-offs.
+    /// [`crate::Merger`]): the wait takes as long, minus the hand-offs. It polls for
+    /// `MergerOptions::wait_spin` before it sleeps.
     pub fn wait(self) -> Result<T> {
         let helper = self.helper.as_deref();
         let _helping = helper.map(Helping::new);
         let n = &self.slot.notifier;
-        loop {
+        let spin_until = helper.map(|h| std::time::Instant::now() + h.wait_spin());
+        let outcome = loop {
             if let Some(o) = self.slot.state.lock().outcome.take() {
-                return o;
+                break o;
             }
             if helper.is_some_and(|h| h.try_sync()) {
                 continue;
             }
-            // Checking under the notifier's lock pairs with `notify_all` taking it after the
-            // slot was filled or the syncer's role was given up: no wakeup is lost.
-            let mut g = n.lock.lock();
-            if let Some(o) = self.slot.state.lock().outcome.take() {
-                return o;
-            }
-            if helper.is_some_and(|h| h.can_sync()) {
+            // Poll before sleeping (`MergerOptions::wait_spin`).
+            if spin_until.is_some_and(|t| std::time::Instant::now() < t) {
+                std::thread::yield_now();
                 continue;
             }
-            n.cv.wait(&mut g);
+            // Registered under the slot's lock: `fulfil` either ran before (the outcome is
+            // here) or will unpark this thread.
+            {
+                let mut s = self.slot.state.lock();
+                if let Some(o) = s.outcome.take() {
+                    break o;
+                }
+                s.thread = Some(std::thread::current());
+            }
+            // Registered before looking at the role: whoever gives it up with groups pending
+            // calls `wake_one` after, and finds this thread in the list or is seen here.
+            let id = helper.map(|_| n.register(std::thread::current()));
+            if !helper.is_some_and(|h| h.can_sync()) {
+                std::thread::park();
+            }
+            if let Some(id) = id {
+                n.unregister(id);
+            }
+            self.slot.state.lock().thread = None;
+        };
+        // Woken to sync but resolved meanwhile: pass the turn to a waiter that can.
+        if helper.is_some_and(|h| h.can_sync()) {
+            n.wake_one();
         }
+        outcome
     }
 
     /// The outcome if it is known, without waiting.

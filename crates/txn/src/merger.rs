@@ -38,7 +38,7 @@ use rialto_engine::{CommitPoint, Error, IoStats, PipelinedCommit, Result, WriteB
 use rialto_io::Clock;
 
 use crate::context::{Group, TxnContext};
-use crate::handle::{CommitHandle, Helping, Notifier, Slot, SyncHelper};
+use crate::handle::{this_thread_helps, CommitHandle, Helping, Notifier, Slot, SyncHelper};
 use crate::options::{Durability, MergerOptions};
 use crate::stats::MergerStats;
 
@@ -526,10 +526,11 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
                     self.gather_cv.notify_all();
                 }
                 if self.helpers.load(Ordering::SeqCst) > 0 {
-                    // A blocked waiter will sync; wake them if nobody holds the role (a
-                    // holder wakes them when it lets go).
-                    if !self.sync_role.is_locked() {
-                        self.notifier.notify_all();
+                    // A blocked waiter will sync: this thread, if it is about to wait on its
+                    // own handle, or one woken if nobody holds the role (a holder wakes one
+                    // when it lets go).
+                    if !this_thread_helps() && !self.sync_role.is_locked() {
+                        self.notifier.wake_one();
                     }
                 } else if wake {
                     self.pipe_cv.notify_all();
@@ -553,10 +554,10 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
                     .record(now.saturating_sub(j.submitted_micros()).max(1));
             }
         }
+        // Each completion unparks its own waiter.
         for j in jobs {
             j.complete(None);
         }
-        self.notifier.notify_all();
     }
 
     /// Fails `jobs` with `e`.
@@ -564,7 +565,6 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
         for j in jobs {
             j.complete(Some(e));
         }
-        self.notifier.notify_all();
     }
 
     /// Yields the CPU in a loop until `ready` or `opts.spin` passed. A thread about to sleep
@@ -634,8 +634,16 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
     fn sync_round(&self, mut p: parking_lot::MutexGuard<'_, Pipe<E>>) {
         if p.failed.is_none() && !p.merger_done && !self.opts.max_wait.is_zero() {
             // Let the writers the last sync released rejoin this one (see `max_wait`).
-            let deadline = std::time::Instant::now() + self.opts.max_wait;
+            // Poll first (`wait_spin`): the arrivals are running threads, and sleeping
+            // costs a wake-up after the last of them.
+            let start = std::time::Instant::now();
+            let deadline = start + self.opts.max_wait;
+            let poll_until = start + self.opts.wait_spin.min(self.opts.max_wait);
             while p.arrived_since_ack < p.last_acked && !p.merger_done && p.failed.is_none() {
+                if std::time::Instant::now() < poll_until {
+                    parking_lot::MutexGuard::unlocked(&mut p, std::thread::yield_now);
+                    continue;
+                }
                 if self.gather_cv.wait_until(&mut p, deadline).timed_out() {
                     break;
                 }
@@ -694,13 +702,14 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
     }
 
     /// After the syncer's role is given up: blocked waiters slept while it was held, and
-    /// groups logged meanwhile need one of them (or the syncer thread) to take it.
+    /// groups logged meanwhile need one of them (or the syncer thread) to take it: one is
+    /// woken.
     /// Reading the groups under the `pipe` lock orders this with `commit_group`, which
     /// pushes under it and then checks the role: one of the two sees the other.
     fn role_released(&self) {
         let pending = !self.pipe.lock().groups.is_empty();
         if pending {
-            self.notifier.notify_all();
+            self.notifier.wake_one();
         }
     }
 
@@ -771,6 +780,10 @@ impl<E: PipelinedCommit + Send + Sync + 'static> SyncHelper for Shared<E> {
 
     fn can_sync(&self) -> bool {
         self.inflight_hint.load(Ordering::Acquire) > 0 && !self.sync_role.is_locked()
+    }
+
+    fn wait_spin(&self) -> std::time::Duration {
+        self.opts.wait_spin
     }
 }
 

@@ -176,6 +176,7 @@ impl EngineFactory for RialtoFactory {
                     Arc::clone(&db),
                     MergerOptions {
                         inline_execution: cfg.commit == CommitPath::Inline,
+                        wait_spin: std::time::Duration::from_micros(cfg.wait_spin_us),
                         ..MergerOptions::default()
                     },
                     Arc::new(rialto_io::SystemClock::new()),
@@ -349,6 +350,7 @@ mod tests {
             journal_first: false,
             wal_zero_fill: 0,
             background_nice: 0,
+            wait_spin_us: 0,
         };
         let o = options(&cfg).unwrap();
         assert_eq!(o.triad, TriadMode::Disk.options());

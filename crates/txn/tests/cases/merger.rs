@@ -537,3 +537,53 @@ fn a_group_logged_while_a_blocked_waiter_syncs_is_synced_after_it_leaves() {
     assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"1"[..]));
     m.close().unwrap();
 }
+
+#[test]
+fn sleeping_blocked_writers_are_each_woken_and_no_group_is_stranded() {
+    // Blocked waiters park, and a holder giving up the syncer's role wakes only one of them:
+    // the one it wakes may already have its outcome and must pass the turn on. With polling
+    // off everywhere every wait parks, so each hand-over goes through that path; with the
+    // defaults waiters poll first. A stuck writer shows as a timeout, never as a slow pass.
+    for (spin, wait_spin) in [(Duration::ZERO, Duration::ZERO), (Duration::from_micros(50), Duration::from_micros(300))] {
+        let (_fs, dynfs) = mem();
+        let db = open(dynfs);
+        let m = Arc::new(merger(
+            &db,
+            MergerOptions {
+                spin,
+                wait_spin,
+                ..MergerOptions::default()
+            },
+        ));
+        const THREADS: usize = 12;
+        let (tx, rx) = std::sync::mpsc::channel();
+        for t in 0..THREADS {
+            let (m, tx) = (Arc::clone(&m), tx.clone());
+            thread::spawn(move || {
+                for i in 0..200usize {
+                    let b = one_put(&key(t * 1000 + i), b"v");
+                    let r = if i % 3 == 0 {
+                        m.write(b).wait()
+                    } else {
+                        m.write_and_wait(b)
+                    };
+                    r.expect("acknowledged");
+                    if i % 40 == 39 {
+                        thread::sleep(Duration::from_millis(1));
+                    }
+                }
+                tx.send(t).unwrap();
+            });
+        }
+        drop(tx);
+        for _ in 0..THREADS {
+            rx.recv_timeout(Duration::from_secs(120))
+                .expect("a blocked writer was never woken: a logged group was stranded");
+        }
+        for t in 0..THREADS {
+            assert_eq!(db.get(&key(t * 1000 + 199)).unwrap().as_deref(), Some(&b"v"[..]));
+        }
+        assert_eq!(m.stats().txns, (THREADS * 200) as u64);
+        m.close().unwrap();
+    }
+}
