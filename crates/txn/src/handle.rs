@@ -168,7 +168,10 @@ impl<T> CommitHandle<T> {
             if helper.is_some_and(|h| h.try_sync()) {
                 continue;
             }
-            // Poll before sleeping (`MergerOptions::wait_spin`).
+            // Poll before sleeping (`MergerOptions::wait_spin`). Yield, never busy-spin: with
+            // more writers than cores a busy poller keeps its core for a whole time slice
+            // while the thread it waits for cannot run (measured: 8 writers on 2 cores fell
+            // from ~40K to 5.3K durable writes/s).
             if spin_until.is_some_and(|t| std::time::Instant::now() < t) {
                 std::thread::yield_now();
                 continue;
