@@ -3,10 +3,9 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::thread::Thread;
+use std::thread::{Thread, ThreadId};
 
 use parking_lot::Mutex;
 use rialto_engine::Result;
@@ -19,8 +18,8 @@ use rialto_engine::Result;
 /// either, though at most one of them can take the role.
 #[derive(Default)]
 pub(crate) struct Notifier {
-    parked: Mutex<Vec<(u64, Thread)>>,
-    next_id: AtomicU64,
+    /// A thread waits on one handle at a time, so it is listed at most once.
+    parked: Mutex<Vec<Thread>>,
 }
 
 impl Notifier {
@@ -29,20 +28,18 @@ impl Notifier {
     /// already known passes the turn on (see [`CommitHandle::wait`]), so one that can sync
     /// always gets it.
     pub(crate) fn wake_one(&self) {
-        if let Some((_, t)) = self.parked.lock().last() {
+        if let Some(t) = self.parked.lock().last() {
             t.unpark();
         }
     }
 
-    fn register(&self, t: Thread) -> u64 {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.parked.lock().push((id, t));
-        id
+    fn register(&self, t: Thread) {
+        self.parked.lock().push(t);
     }
 
-    fn unregister(&self, id: u64) {
+    fn unregister(&self, id: ThreadId) {
         let mut p = self.parked.lock();
-        if let Some(i) = p.iter().rposition(|(x, _)| *x == id) {
+        if let Some(i) = p.iter().rposition(|t| t.id() == id) {
             p.remove(i);
         }
     }
@@ -178,21 +175,24 @@ impl<T> CommitHandle<T> {
             }
             // Registered under the slot's lock: `fulfil` either ran before (the outcome is
             // here) or will unpark this thread.
+            let me = std::thread::current();
             {
                 let mut s = self.slot.state.lock();
                 if let Some(o) = s.outcome.take() {
                     break o;
                 }
-                s.thread = Some(std::thread::current());
+                s.thread = Some(me.clone());
             }
             // Registered before looking at the role: whoever gives it up with groups pending
             // calls `wake_one` after, and finds this thread in the list or is seen here.
-            let id = helper.map(|_| n.register(std::thread::current()));
+            if helper.is_some() {
+                n.register(me.clone());
+            }
             if !helper.is_some_and(|h| h.can_sync()) {
                 std::thread::park();
             }
-            if let Some(id) = id {
-                n.unregister(id);
+            if helper.is_some() {
+                n.unregister(me.id());
             }
             self.slot.state.lock().thread = None;
         };
