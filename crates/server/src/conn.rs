@@ -257,6 +257,15 @@ impl Connection {
                     }
                 }
             }
+            if !self.out.is_empty() || !self.queue.is_empty() {
+                // Write at the end of the thread's round, as Redis writes in beforeSleep:
+                // every connection with input ready executes first, then the replies leave
+                // in a burst. A reply sent to a sleeping client wakes it (an IPI on another
+                // CPU, the largest item of a -P 16 GET profile: 22% of this thread); replies
+                // that follow while it runs cost no wake-up. Measured: cold GETs +15% at
+                // -P 1, +33% at -P 16, 50 clients; one client unchanged.
+                tokio::task::yield_now().await;
+            }
             self.flush().await?;
             if self.client.close_after_reply
                 || *shutdown.borrow_and_update()
