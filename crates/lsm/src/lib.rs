@@ -17,6 +17,7 @@ pub mod level_iter;
 pub mod memtable;
 pub mod merge;
 pub mod options;
+mod prefetch;
 pub mod row_cache;
 pub mod sstable;
 pub mod table_cache;

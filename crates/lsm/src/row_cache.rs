@@ -230,7 +230,7 @@ impl RowCache {
         for (key, at) in keys.iter().zip(at.iter_mut()) {
             *at = Self::locate(key);
             let s = self.shards[at.1].lock();
-            prefetch(&s.table.slots[s.table.home(at.0)]);
+            crate::prefetch::line(&s.table.slots[s.table.home(at.0)]);
         }
         for &(hash, shard) in &at[..keys.len()] {
             let s = self.shards[shard].lock();
@@ -239,8 +239,8 @@ impl RowCache {
                 if let Some(row) = &s.table.slots[i].row {
                     let data: &[u8] = &row.data;
                     // The allocation's head (reference counts, key) and the value's start.
-                    prefetch(data.as_ptr());
-                    prefetch(data.as_ptr().wrapping_add(64));
+                    crate::prefetch::line(data.as_ptr());
+                    crate::prefetch::line(data.as_ptr().wrapping_add(64));
                 }
             }
         }
@@ -306,19 +306,6 @@ impl RowCache {
     pub fn usage(&self) -> usize {
         self.shards.iter().map(|s| s.lock().bytes).sum()
     }
-}
-
-/// Asks the CPU to start loading the cache line at `p` (never faults, whatever `p` is).
-#[inline(always)]
-fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE is part of the x86_64 baseline, and a prefetch reads nothing the program
-    // sees and cannot fault, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 #[cfg(test)]

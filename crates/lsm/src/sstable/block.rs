@@ -453,6 +453,15 @@ impl InternalIterator for BlockIter {
             }
         }
         self.seek_to_restart(lo);
+        // The scan below reads its restart interval entry by entry, each header found only
+        // once the previous entry is decoded: in a block not yet in the CPU cache that is one
+        // miss after another. Loading the interval's lines up front overlaps them.
+        let end = if lo + 1 < self.block.num_restarts {
+            self.block.restart_point(lo + 1)
+        } else {
+            self.block.restarts
+        };
+        crate::prefetch::bytes(&self.block.data[self.next_off..end], 64);
         while self.parse_next() {
             if key::compare(&self.key, target) != Ordering::Less {
                 return;
