@@ -32,3 +32,20 @@ pub(crate) fn bytes(bytes: &[u8], max_lines: usize) {
         n += 1;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefetching_any_slice_or_pointer_is_harmless() {
+        let v = vec![7u8; 1000];
+        bytes(&v, 64);
+        bytes(&v[3..5], 1);
+        bytes(&v[999..], 0);
+        bytes(&[], 64);
+        line(std::ptr::null::<u8>());
+        line(usize::MAX as *const u64);
+        assert!(v.iter().all(|&b| b == 7));
+    }
+}
