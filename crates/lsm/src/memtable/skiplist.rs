@@ -342,16 +342,10 @@ impl Default for SkipList {
 /// `node` is a published node with height > `level`.
 #[inline(always)]
 unsafe fn prefetch_node(node: *const Node, level: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let n = Node::tower(node, level).load(AtomicOrdering::Relaxed);
-        if !n.is_null() {
-            // SAFETY: prefetching is a hint; any address is allowed.
-            std::arch::x86_64::_mm_prefetch(n as *const i8, std::arch::x86_64::_MM_HINT_T0);
-        }
+    let n = Node::tower(node, level).load(AtomicOrdering::Relaxed);
+    if !n.is_null() {
+        crate::prefetch::line(n);
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (node, level);
 }
 
 fn random_height(rng: &mut u64) -> usize {
