@@ -150,7 +150,11 @@ impl Lru {
             self.unlink(i);
             self.push_front(i);
         }
-        self.slots[i as usize].block.clone()
+        let block = self.slots[i as usize].block.as_ref()?;
+        // Before the clone, whose reference count is a miss of its own: the caller seeks in
+        // the block next.
+        block.prefetch_for_seek();
+        Some(block.clone())
     }
 
     fn remove_slot(&mut self, i: u32) {
