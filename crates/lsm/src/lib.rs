@@ -19,6 +19,7 @@ pub mod merge;
 pub mod options;
 mod prefetch;
 pub mod row_cache;
+mod slot_table;
 pub mod sstable;
 pub mod table_cache;
 pub mod throttle;

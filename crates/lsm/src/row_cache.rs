@@ -27,6 +27,8 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::slot_table::{Hashed, SlotTable};
+
 const SHARDS: usize = 64;
 /// Bookkeeping bytes charged per entry besides key and value: its slot (32 bytes, in a table
 /// 3/8 to 3/4 full), the row's reference counts (16) and allocator header, and its CLOCK entry
@@ -35,11 +37,20 @@ const ENTRY_OVERHEAD: usize = 96;
 /// Keys [`RowCache::prefetch`] handles at once (the rest of a longer list is not prefetched).
 pub const PREFETCH_MAX: usize = 64;
 
-/// A cached row: `data` is the key followed by the value.
+/// A cached row: `data` is the key followed by the value. Aligned so that a slot never
+/// straddles two cache lines.
+#[repr(align(32))]
 struct Row {
+    hash: u64,
     data: Arc<[u8]>,
     key_len: u32,
     referenced: bool,
+}
+
+impl Hashed for Row {
+    fn hash(&self) -> u64 {
+        self.hash
+    }
 }
 
 impl Row {
@@ -50,12 +61,6 @@ impl Row {
     fn charge(&self) -> usize {
         self.data.len() + ENTRY_OVERHEAD
     }
-}
-
-#[derive(Default)]
-struct Slot {
-    hash: u64,
-    row: Option<Row>,
 }
 
 /// The value part of a cached row, shared with the cache: a hit copies no bytes and allocates
@@ -71,93 +76,8 @@ impl AsRef<[u8]> for CachedValue {
     }
 }
 
-/// An open-addressing table with linear probing, at most 3/4 full. Invariant: every row sits
-/// at or after its home slot (`hash & mask`) with no empty slot in between, so a probe stops
-/// at the first empty slot; removal shifts later rows back to keep it true (no tombstones).
-struct Table {
-    slots: Box<[Slot]>,
-    mask: usize,
-    len: usize,
-}
-
-impl Table {
-    fn with_capacity(cap: usize) -> Table {
-        debug_assert!(cap.is_power_of_two());
-        Table {
-            slots: (0..cap).map(|_| Slot::default()).collect(),
-            mask: cap - 1,
-            len: 0,
-        }
-    }
-
-    fn home(&self, hash: u64) -> usize {
-        hash as usize & self.mask
-    }
-
-    /// The slot holding a row that `eq` accepts among those with this hash.
-    fn find(&self, hash: u64, mut eq: impl FnMut(&Row) -> bool) -> Option<usize> {
-        let mut i = self.home(hash);
-        loop {
-            let slot = &self.slots[i];
-            match &slot.row {
-                None => return None,
-                Some(r) if slot.hash == hash && eq(r) => return Some(i),
-                Some(_) => i = (i + 1) & self.mask,
-            }
-        }
-    }
-
-    /// Adds a row whose key is not in the table.
-    fn insert_new(&mut self, hash: u64, row: Row) {
-        if (self.len + 1) * 4 > self.slots.len() * 3 {
-            self.grow();
-        }
-        let mut i = self.home(hash);
-        while self.slots[i].row.is_some() {
-            i = (i + 1) & self.mask;
-        }
-        self.slots[i] = Slot {
-            hash,
-            row: Some(row),
-        };
-        self.len += 1;
-    }
-
-    fn grow(&mut self) {
-        let old = std::mem::replace(self, Table::with_capacity(self.slots.len() * 2));
-        for slot in old.slots.into_vec() {
-            if let Some(row) = slot.row {
-                self.insert_new(slot.hash, row);
-            }
-        }
-    }
-
-    /// Takes the row out of slot `i` and shifts the rows after it back (see [`Table`]).
-    fn remove_at(&mut self, mut hole: usize) -> Row {
-        let row = self.slots[hole]
-            .row
-            .take()
-            .expect("remove_at an occupied slot");
-        self.len -= 1;
-        let mut k = hole;
-        loop {
-            k = (k + 1) & self.mask;
-            let Some(_) = &self.slots[k].row else {
-                break;
-            };
-            let home = self.home(self.slots[k].hash);
-            // The row at k may fill the hole only if its home is not in (hole, k].
-            if (k.wrapping_sub(home) & self.mask) >= (k.wrapping_sub(hole) & self.mask) {
-                self.slots.swap(hole, k);
-                hole = k;
-            }
-        }
-        row
-    }
-}
-
 struct Shard {
-    table: Table,
+    table: SlotTable<Row>,
     /// CLOCK order, by hash. May hold hashes of rows already removed: the hand skips them.
     /// Should two cached keys share a hash, the hand may pick either, which only changes
     /// which row is evicted. Invariant: for every hash, at least as many entries here as rows.
@@ -168,7 +88,7 @@ struct Shard {
 
 impl Shard {
     fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
-        self.table.find(hash, |r| r.key() == key)
+        self.table.find(hash, |r| r.hash == hash && r.key() == key)
     }
 
     fn remove_at(&mut self, i: usize) {
@@ -190,7 +110,7 @@ impl RowCache {
             shards: (0..SHARDS)
                 .map(|_| {
                     Mutex::new(Shard {
-                        table: Table::with_capacity(16),
+                        table: SlotTable::with_capacity(16),
                         clock: VecDeque::new(),
                         bytes: 0,
                         max_write_seq: 0,
@@ -213,7 +133,7 @@ impl RowCache {
         let (hash, shard) = Self::locate(key);
         let mut s = self.shards[shard].lock();
         let i = s.find(hash, key)?;
-        let row = s.table.slots[i].row.as_mut()?;
+        let row = s.table.get_mut(i)?;
         row.referenced = true;
         Some(Bytes::from_owner(CachedValue {
             data: Arc::clone(&row.data),
@@ -230,13 +150,13 @@ impl RowCache {
         for (key, at) in keys.iter().zip(at.iter_mut()) {
             *at = Self::locate(key);
             let s = self.shards[at.1].lock();
-            crate::prefetch::line(&s.table.slots[s.table.home(at.0)]);
+            crate::prefetch::line(s.table.home_slot(at.0));
         }
         for &(hash, shard) in &at[..keys.len()] {
             let s = self.shards[shard].lock();
             // The first row with this hash: almost always the key's own.
-            if let Some(i) = s.table.find(hash, |_| true) {
-                if let Some(row) = &s.table.slots[i].row {
+            if let Some(i) = s.table.find(hash, |r| r.hash == hash) {
+                if let Some(row) = s.table.get(i) {
                     let data: &[u8] = &row.data;
                     // The allocation's head (reference counts, key) and the value's start.
                     crate::prefetch::line(data.as_ptr());
@@ -261,21 +181,22 @@ impl RowCache {
         }
         // An owned copy: a slice would pin the whole block it came from.
         let row = Row {
+            hash,
             data: key.iter().chain(value).copied().collect(),
             key_len: key.len() as u32,
             referenced: false,
         };
-        s.table.insert_new(hash, row);
+        s.table.insert_new(row);
         s.clock.push_back(hash);
         s.bytes += charge;
         while s.bytes > self.shard_capacity {
             let Some(h) = s.clock.pop_front() else {
                 break;
             };
-            let Some(i) = s.table.find(h, |_| true) else {
+            let Some(i) = s.table.find(h, |r| r.hash == h) else {
                 continue;
             };
-            let Some(row) = s.table.slots[i].row.as_mut() else {
+            let Some(row) = s.table.get_mut(i) else {
                 continue;
             };
             if row.referenced {
@@ -296,9 +217,9 @@ impl RowCache {
             return;
         };
         s.remove_at(i);
-        if s.clock.len() > 2 * s.table.len + 64 {
+        if s.clock.len() > 2 * s.table.len() + 64 {
             let Shard { table, clock, .. } = &mut *s;
-            clock.retain(|&h| table.find(h, |_| true).is_some());
+            clock.retain(|&h| table.find(h, |r| r.hash == h).is_some());
         }
     }
 
@@ -373,55 +294,10 @@ mod tests {
         }
         let (bytes, rows): (usize, usize) = c.shards.iter().fold((0, 0), |(b, r), s| {
             let s = s.lock();
-            (b + s.bytes, r + s.table.len)
+            (b + s.bytes, r + s.table.len())
         });
         assert_eq!(bytes, rows * (4 + 40 + ENTRY_OVERHEAD));
         assert!(bytes <= 64 * 4096);
-    }
-
-    fn row(key: &[u8]) -> Row {
-        Row {
-            data: key.iter().copied().collect(),
-            key_len: key.len() as u32,
-            referenced: false,
-        }
-    }
-
-    proptest::proptest! {
-        /// The open-addressing table against a map, with hashes drawn from a few values so
-        /// that probes run long, wrap around the end, and removals shift rows back.
-        #[test]
-        fn the_table_matches_a_map(ops in proptest::collection::vec(
-            (proptest::bool::ANY, 0u8..40, 0u64..6), 1..400)
-        ) {
-            let mut t = Table::with_capacity(4);
-            let mut model = std::collections::HashMap::new();
-            // Hashes near the top of the table, so probes wrap.
-            let hash_of = |h: u64| h.wrapping_sub(3);
-            for (insert, k, h) in ops {
-                let key = [k];
-                // A key always has the same hash.
-                let hash = hash_of(*model.get(&k).unwrap_or(&h));
-                let found = t.find(hash, |r| r.key() == key);
-                proptest::prop_assert_eq!(found.is_some(), model.contains_key(&k));
-                match (insert, found) {
-                    (true, None) => {
-                        t.insert_new(hash, row(&key));
-                        model.insert(k, h);
-                    }
-                    (false, Some(i)) => {
-                        let removed = t.remove_at(i);
-                        proptest::prop_assert_eq!(removed.key(), &key[..]);
-                        model.remove(&k);
-                    }
-                    _ => {}
-                }
-                proptest::prop_assert_eq!(t.len, model.len());
-                for (&k, &h) in &model {
-                    proptest::prop_assert!(t.find(hash_of(h), |r| r.key() == [k]).is_some());
-                }
-            }
-        }
     }
 
     #[test]
