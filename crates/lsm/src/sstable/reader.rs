@@ -25,12 +25,33 @@ use crate::key::{self, TRAILER_LEN};
 /// Invariants (checked at open): keys are internal keys in strictly increasing order; every
 /// data block handle lies inside the data region of the file. Separator `i` is `>=` every
 /// key of block `i` and `<` every key of block `i + 1`.
+///
+/// The search runs on fingerprints: the 8 bytes of each user key after the prefix all the
+/// table's separators share, as a big-endian number (zero-padded). They are 8 bytes apart in
+/// one array, where the keys are two dependent loads each (`ends`, then `keys`), and they
+/// skip the shared prefix, which in real key sets (`user:`, `features:v3:`) holds no
+/// information. Fingerprints preserve order weakly (`a < b` implies `fp(a) <= fp(b)`), so
+/// unequal fingerprints decide a comparison and equal ones fall back to the keys.
 #[derive(Debug, Default)]
 pub(crate) struct Index {
     keys: Vec<u8>,
     /// `ends[i]` is the end of key `i` in `keys`; it starts where key `i - 1` ends.
     ends: Vec<usize>,
     handles: Vec<BlockHandle>,
+    /// The longest prefix of every separator's user key.
+    prefix: Vec<u8>,
+    /// `fps[i]`: [`fingerprint`] of separator `i`'s user key after `prefix`.
+    fps: Vec<u64>,
+}
+
+/// Up to 8 bytes of `s` as a big-endian number, zero-padded on the right: `a <= b`
+/// lexicographically implies `fingerprint(a) <= fingerprint(b)`.
+#[inline]
+fn fingerprint(s: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = s.len().min(8);
+    b[..n].copy_from_slice(&s[..n]);
+    u64::from_be_bytes(b)
 }
 
 impl Index {
@@ -49,10 +70,61 @@ impl Index {
         self.handles[i]
     }
 
+    /// Computes the shared prefix and the fingerprints once every key is in.
+    fn seal(&mut self) {
+        self.prefix.clear();
+        self.fps.clear();
+        let Some(last) = self.len().checked_sub(1) else {
+            return;
+        };
+        // Sorted keys: the prefix shared by the first and the last is shared by all.
+        let (a, b) = (key::user_key(self.key(0)), key::user_key(self.key(last)));
+        let n = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        self.prefix = a[..n].to_vec();
+        self.fps = (0..self.len())
+            .map(|i| fingerprint(&key::user_key(self.key(i))[n..]))
+            .collect();
+    }
+
     /// First block whose separator is `>= target`: the only block that can hold the first
     /// entry `>= target`. `len()` if `target` is past every block.
     #[inline]
     pub(crate) fn find(&self, target: &[u8]) -> usize {
+        if target.len() < TRAILER_LEN || self.fps.len() != self.len() {
+            return self.find_by_keys(target);
+        }
+        let uk = key::user_key(target);
+        let p = self.prefix.len();
+        if uk.len() < p || uk[..p] != self.prefix[..] {
+            // Every separator's user key starts with `prefix`: a target that does not is
+            // below them all (it sorts before the prefix, or is a proper prefix of it) or
+            // above them all.
+            let n = p.min(uk.len());
+            return match uk[..n].cmp(&self.prefix[..n]) {
+                Ordering::Greater => self.len(),
+                _ => 0,
+            };
+        }
+        let t = fingerprint(&uk[p..]);
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let less = match self.fps[mid].cmp(&t) {
+                Ordering::Less => true,
+                Ordering::Greater => false,
+                Ordering::Equal => key::compare(self.key(mid), target) == Ordering::Less,
+            };
+            if less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// [`find`](Self::find) comparing whole keys.
+    fn find_by_keys(&self, target: &[u8]) -> usize {
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -69,6 +141,8 @@ impl Index {
         self.keys.capacity()
             + self.ends.capacity() * std::mem::size_of::<usize>()
             + self.handles.capacity() * std::mem::size_of::<BlockHandle>()
+            + self.prefix.capacity()
+            + self.fps.capacity() * std::mem::size_of::<u64>()
     }
 }
 
@@ -199,6 +273,7 @@ impl TableReader {
                 Ok(())
             })
             .map_err(|r| self.corruption(offset, r))?;
+        index.seal();
         Ok(index)
     }
 
@@ -377,5 +452,77 @@ impl TableReader {
     /// Bytes held in memory by the index and filter (not counting cached blocks).
     pub fn memory_usage(&self) -> usize {
         self.index.memory_usage() + self.filter.as_ref().map_or(0, |f| f.memory_usage())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{make_internal_key, ValueKind};
+
+    fn index_of(keys: &[Vec<u8>]) -> Index {
+        let mut index = Index::default();
+        for (i, k) in keys.iter().enumerate() {
+            index.keys.extend_from_slice(k);
+            index.ends.push(index.keys.len());
+            index.handles.push(BlockHandle {
+                offset: i as u64,
+                size: 1,
+            });
+        }
+        index.seal();
+        index
+    }
+
+    /// User keys from a small alphabet with a long shared head, so that prefixes, equal
+    /// fingerprints, zero bytes and keys shorter than the prefix all occur.
+    fn user_key() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        (
+            proptest::sample::select(vec![&b""[..], b"ab", b"abc", b"key:0000", b"key:0001"]),
+            proptest::collection::vec(proptest::sample::select(vec![0u8, 1, b'0', b'9']), 0..12),
+        )
+            .prop_map(|(head, tail)| [head, &tail[..]].concat())
+    }
+
+    use proptest::strategy::Strategy;
+
+    proptest::proptest! {
+        #[test]
+        fn the_fingerprint_search_finds_what_the_key_search_finds(
+            mut uks in proptest::collection::vec(user_key(), 0..40),
+            targets in proptest::collection::vec((user_key(), 0u64..4), 1..40),
+        ) {
+            uks.sort();
+            uks.dedup();
+            let keys: Vec<Vec<u8>> = uks
+                .iter()
+                .map(|u| make_internal_key(u, 2, ValueKind::Put))
+                .collect();
+            let index = index_of(&keys);
+            for (uk, seq) in targets {
+                let t = make_internal_key(&uk, seq, ValueKind::Put);
+                proptest::prop_assert_eq!(index.find(&t), index.find_by_keys(&t), "{:?}", uk);
+            }
+            for k in &keys {
+                proptest::prop_assert_eq!(index.find(k), index.find_by_keys(k));
+            }
+        }
+    }
+
+    #[test]
+    fn the_shared_prefix_is_skipped() {
+        let keys: Vec<Vec<u8>> = (0..100u32)
+            .map(|i| make_internal_key(format!("features:v3:{i:08}").as_bytes(), 1, ValueKind::Put))
+            .collect();
+        let index = index_of(&keys);
+        assert_eq!(index.prefix, b"features:v3:000000");
+        let t = make_internal_key(b"features:v3:00000042", 9, ValueKind::Put);
+        assert_eq!(index.find(&t), 42);
+        let below = make_internal_key(b"features:v2", 9, ValueKind::Put);
+        let above = make_internal_key(b"features:v4", 9, ValueKind::Put);
+        let short = make_internal_key(b"features:", 9, ValueKind::Put);
+        assert_eq!(index.find(&below), 0);
+        assert_eq!(index.find(&above), 100);
+        assert_eq!(index.find(&short), 0);
     }
 }
