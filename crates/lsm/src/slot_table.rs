@@ -176,7 +176,7 @@ mod tests {
         let mut t = SlotTable::with_capacity(2);
         for k in 0..=255u8 {
             t.insert_new(E {
-                hash: u64::from(k) * 0x9e37_79b9_7f4a_7c15,
+                hash: u64::from(k).wrapping_mul(0x9e37_79b9_7f4a_7c15),
                 key: k,
             });
         }
@@ -184,7 +184,8 @@ mod tests {
         assert!(t.capacity() >= 256 * 4 / 3);
         for k in 0..=255u8 {
             assert!(t
-                .find(u64::from(k) * 0x9e37_79b9_7f4a_7c15, |e| e.key == k)
+                .find(u64::from(k).wrapping_mul(0x9e37_79b9_7f4a_7c15), |e| e.key
+                    == k)
                 .is_some());
         }
         assert!(t.get(t.capacity()).is_none());
