@@ -301,6 +301,12 @@ mod tests {
     }
 
     #[test]
+    fn a_slot_is_32_bytes_and_never_straddles_a_line() {
+        assert_eq!(std::mem::size_of::<Option<Row>>(), 32);
+        assert_eq!(std::mem::align_of::<Option<Row>>(), 32);
+    }
+
+    #[test]
     fn prefetch_changes_nothing() {
         let c = RowCache::new(1 << 20);
         c.insert(b"a", b"1", 0);
