@@ -115,12 +115,13 @@ impl Clock {
         }
     }
 
-    fn find(&self, key: &CacheKey) -> Option<usize> {
-        self.table.find(key.hash64(), |e| e.is(key))
+    /// The slot of `key`, whose hash is `hash`.
+    fn find(&self, hash: u64, key: &CacheKey) -> Option<usize> {
+        self.table.find(hash, |e| e.is(key))
     }
 
-    fn get(&mut self, key: &CacheKey) -> Option<Block> {
-        let i = self.find(key)?;
+    fn get(&mut self, hash: u64, key: &CacheKey) -> Option<Block> {
+        let i = self.find(hash, key)?;
         let e = self.table.get_mut(i)?;
         e.id |= REFERENCED;
         // Before the clone, whose reference count is a miss of its own. Point lookups and
@@ -152,10 +153,10 @@ impl Clock {
         }
     }
 
-    fn insert(&mut self, key: CacheKey, block: Block) {
+    fn insert(&mut self, hash: u64, key: CacheKey, block: Block) {
         debug_assert!(key.cache_id & REFERENCED == 0);
         // A replaced block goes first, so that making room cannot evict its successor.
-        if let Some(i) = self.find(&key) {
+        if let Some(i) = self.find(hash, &key) {
             self.remove_slot(i);
         }
         let charge = block.charge();
@@ -180,7 +181,7 @@ impl Clock {
             .filter(|k| pred(k))
             .collect();
         for key in doomed {
-            if let Some(i) = self.find(&key) {
+            if let Some(i) = self.find(key.hash64(), &key) {
                 self.remove_slot(i);
             }
         }
@@ -267,21 +268,24 @@ impl BlockCache {
         NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// The key's hash and its shard: the shard from the top bits, the slot in the shard's
+    /// table from the low ones.
     #[inline]
-    fn shard(&self, key: CacheKey) -> &Shard {
+    fn shard(&self, key: CacheKey) -> (u64, &Shard) {
+        let hash = key.hash64();
         let i = if self.shard_bits == 0 {
             0
         } else {
-            (key.hash64() >> (64 - self.shard_bits)) as usize
+            (hash >> (64 - self.shard_bits)) as usize
         };
-        &self.shards[i]
+        (hash, &self.shards[i])
     }
 
     /// The cached block for `key`, marking it read.
     pub fn get(&self, key: impl Into<CacheKey>) -> Option<Block> {
         let key = key.into();
-        let shard = self.shard(key);
-        let found = shard.clock.lock().get(&key);
+        let (hash, shard) = self.shard(key);
+        let found = shard.clock.lock().get(hash, &key);
         let counter = if found.is_some() {
             &shard.hits
         } else {
@@ -292,13 +296,12 @@ impl BlockCache {
     }
 
     /// Caches `block` under `key` (replacing any previous block), evicting blocks of its
-    /// shard as needed. A block larger than a shard's capacity
-    /// is not cached.
+    /// shard as needed. A block larger than a shard's capacity is not cached.
     pub fn insert(&self, key: impl Into<CacheKey>, block: Block) {
         let key = key.into();
-        let shard = self.shard(key);
+        let (hash, shard) = self.shard(key);
         let mut clock = shard.clock.lock();
-        clock.insert(key, block);
+        clock.insert(hash, key, block);
         shard.usage.store(clock.usage, Ordering::Relaxed);
     }
 

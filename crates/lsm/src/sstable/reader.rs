@@ -90,7 +90,8 @@ impl Index {
     /// entry `>= target`. `len()` if `target` is past every block.
     #[inline]
     pub(crate) fn find(&self, target: &[u8]) -> usize {
-        if target.len() < TRAILER_LEN || self.fps.len() != self.len() {
+        debug_assert_eq!(self.fps.len(), self.len(), "index not sealed");
+        if target.len() < TRAILER_LEN {
             return self.find_by_keys(target);
         }
         let uk = key::user_key(target);
