@@ -39,6 +39,14 @@ pub struct EngineStats {
     pub block_cache_hits: u64,
     /// Block cache lookups that read the block from disk.
     pub block_cache_misses: u64,
+    /// Row cache lookups that found the key (0 without a row cache).
+    pub row_cache_hits: u64,
+    /// Row cache lookups that did not.
+    pub row_cache_misses: u64,
+    /// Bytes the row cache holds now (keys, values and per-entry overhead).
+    pub row_cache_bytes: u64,
+    /// Rows the row cache's warm-up put there since open.
+    pub row_cache_warmed_rows: u64,
     /// Number of flushes completed.
     pub flushes: u64,
     /// Number of compactions completed.
@@ -125,6 +133,16 @@ impl fmt::Display for EngineStats {
             self.block_cache_misses,
             self.block_cache_hit_rate()
         )?;
+        if self.row_cache_hits + self.row_cache_misses + self.row_cache_bytes > 0 {
+            writeln!(
+                f,
+                "row cache : {} hits, {} misses, {:.2} MB held, {} rows warmed",
+                self.row_cache_hits,
+                self.row_cache_misses,
+                mb(self.row_cache_bytes),
+                self.row_cache_warmed_rows
+            )?;
+        }
         if let Some(r) = &self.read_only_reason {
             writeln!(f, "read-only : {r}")?;
         }

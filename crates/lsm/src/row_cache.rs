@@ -84,6 +84,9 @@ struct Shard {
     clock: VecDeque<u64>,
     bytes: usize,
     max_write_seq: u64,
+    /// Lookups, counted under the lock the lookup takes anyway.
+    hits: u64,
+    misses: u64,
 }
 
 impl Shard {
@@ -95,6 +98,17 @@ impl Shard {
         let row = self.table.remove_at(i);
         self.bytes -= row.charge();
     }
+}
+
+/// What [`RowCache::warm`] did with a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Warmed {
+    /// Cached.
+    Inserted,
+    /// Not cached: already there, too large, or a newer write reached its shard.
+    Skipped,
+    /// Not cached: its shard has no free room.
+    Full,
 }
 
 /// A sharded, bounded cache of key → value.
@@ -114,6 +128,8 @@ impl RowCache {
                         clock: VecDeque::new(),
                         bytes: 0,
                         max_write_seq: 0,
+                        hits: 0,
+                        misses: 0,
                     })
                 })
                 .collect(),
@@ -132,7 +148,11 @@ impl RowCache {
     pub fn get(&self, key: &[u8]) -> Option<Bytes> {
         let (hash, shard) = Self::locate(key);
         let mut s = self.shards[shard].lock();
-        let i = s.find(hash, key)?;
+        let Some(i) = s.find(hash, key) else {
+            s.misses += 1;
+            return None;
+        };
+        s.hits += 1;
         let row = s.table.get_mut(i)?;
         row.referenced = true;
         Some(Bytes::from_owner(CachedValue {
@@ -208,6 +228,40 @@ impl RowCache {
         }
     }
 
+    /// Caches `value` for `key`, read at published sequence `read_seq`, as
+    /// [`RowCache::insert`] does, but only into free room: it never evicts, so warming
+    /// (`Db`'s row-cache warm-up) cannot push out a row that reads brought in. The row gets
+    /// no second chance until a read references it.
+    pub fn warm(&self, key: &[u8], value: &[u8], read_seq: u64) -> Warmed {
+        let charge = key.len() + value.len() + ENTRY_OVERHEAD;
+        if charge > self.shard_capacity / 64 {
+            return Warmed::Skipped;
+        }
+        let (hash, shard) = Self::locate(key);
+        let mut s = self.shards[shard].lock();
+        if s.max_write_seq > read_seq || s.find(hash, key).is_some() {
+            return Warmed::Skipped;
+        }
+        if s.bytes + charge > self.shard_capacity {
+            return Warmed::Full;
+        }
+        s.table.insert_new(Row {
+            hash,
+            data: key.iter().chain(value).copied().collect(),
+            key_len: key.len() as u32,
+            referenced: false,
+        });
+        s.clock.push_back(hash);
+        s.bytes += charge;
+        Warmed::Inserted
+    }
+
+    /// Whether more than `1/32` of the capacity is free (what makes a warm-up pass worth it).
+    pub fn has_room(&self) -> bool {
+        let capacity = self.capacity();
+        self.usage() + capacity / 32 < capacity
+    }
+
     /// Drops `key` before a write with sequence `seq` to it can be published.
     pub fn invalidate(&self, key: &[u8], seq: u64) {
         let (hash, shard) = Self::locate(key);
@@ -221,6 +275,19 @@ impl RowCache {
             let Shard { table, clock, .. } = &mut *s;
             clock.retain(|&h| table.find(h, |r| r.hash == h).is_some());
         }
+    }
+
+    /// Lookups that found their key and lookups that did not, since creation.
+    pub fn hits_and_misses(&self) -> (u64, u64) {
+        self.shards.iter().fold((0, 0), |(h, m), s| {
+            let s = s.lock();
+            (h + s.hits, m + s.misses)
+        })
+    }
+
+    /// Capacity in bytes.
+    pub fn capacity(&self) -> usize {
+        self.shard_capacity * SHARDS
     }
 
     /// Bytes charged now.
@@ -316,6 +383,57 @@ mod tests {
         c.prefetch(&[]);
         assert_eq!(c.get(b"a").as_deref(), Some(&b"1"[..]));
         assert_eq!(c.get(&0u32.to_be_bytes()), None);
+    }
+
+    #[test]
+    fn warming_fills_free_room_and_never_evicts() {
+        let c = RowCache::new(4 << 20);
+        // A row read (and referenced) before the warm-up.
+        c.insert(b"hot", &[1u8; 40], 0);
+        assert!(c.get(b"hot").is_some());
+        let mut full = 0;
+        for i in 0..40_000u32 {
+            match c.warm(&i.to_be_bytes(), &[7u8; 40], 0) {
+                Warmed::Full => full += 1,
+                Warmed::Inserted | Warmed::Skipped => {}
+            }
+        }
+        assert!(full > 0, "the cache never filled");
+        assert!(c.usage() <= 4 << 20);
+        assert!(!c.has_room());
+        assert!(
+            c.get(b"hot").is_some(),
+            "warming evicted a row reads brought in"
+        );
+        // A row already cached is left alone, and a newer write blocks the warm-up as it
+        // blocks a read's insert.
+        assert_eq!(c.warm(b"hot", &[2u8; 40], 0), Warmed::Skipped);
+        assert_eq!(c.get(b"hot").as_deref(), Some(&[1u8; 40][..]));
+        let d = RowCache::new(1 << 20);
+        d.invalidate(b"k", 10);
+        assert_eq!(d.warm(b"k", b"old", 9), Warmed::Skipped);
+        assert_eq!(d.get(b"k"), None);
+        assert_eq!(d.warm(b"k", b"new", 10), Warmed::Inserted);
+        assert_eq!(d.get(b"k").as_deref(), Some(&b"new"[..]));
+        assert!(d.has_room());
+    }
+
+    #[test]
+    fn warmed_rows_are_evicted_before_read_ones() {
+        let c = RowCache::new(4 << 20);
+        for i in 0..40_000u32 {
+            c.warm(&i.to_be_bytes(), &[7u8; 40], 0);
+        }
+        // Reads of new keys now evict: unreferenced warmed rows go first.
+        c.insert(b"read", &[1u8; 40], 0);
+        assert!(c.get(b"read").is_some());
+        for i in 40_000..80_000u32 {
+            c.insert(&i.to_be_bytes(), &[7u8; 40], 0);
+            assert!(
+                c.get(b"read").is_some(),
+                "a referenced row went before warmed ones"
+            );
+        }
     }
 
     #[test]

@@ -74,6 +74,29 @@ fn conformance_memfs_row_cache() {
     conformance::run_all(&MemRowCache(MemFs::new()));
 }
 
+/// With a row cache that warm-up passes fill all the time (no quiet period): a warmed row
+/// must never differ from the tree either.
+struct MemRowCacheWarm(MemFs);
+
+impl EngineFactory for MemRowCacheWarm {
+    type Engine = Db;
+    fn open(&self, dir: &Path) -> Result<Db> {
+        Db::open(
+            dir,
+            Options {
+                row_cache_size: 4 << 20,
+                row_cache_warm_quiet_ms: 0,
+                ..small(Some(self.0.clone()))
+            },
+        )
+    }
+}
+
+#[test]
+fn conformance_memfs_row_cache_warm() {
+    conformance::run_all(&MemRowCacheWarm(MemFs::new()));
+}
+
 /// Inline mode (`max_background_jobs: 0`): no threads; writers, `flush` and `compact_range`
 /// run the flushes and compactions themselves.
 struct MemInline(MemFs);

@@ -242,6 +242,30 @@ pub fn render(sh: &Shared) -> String {
         &[],
         e.block_cache_misses,
     );
+    w.counter(
+        "rialto_engine_row_cache_hits_total",
+        "Row cache hits.",
+        &[],
+        e.row_cache_hits,
+    );
+    w.counter(
+        "rialto_engine_row_cache_misses_total",
+        "Row cache misses.",
+        &[],
+        e.row_cache_misses,
+    );
+    w.gauge(
+        "rialto_engine_row_cache_bytes",
+        "Bytes the row cache holds.",
+        &[],
+        e.row_cache_bytes,
+    );
+    w.counter(
+        "rialto_engine_row_cache_warmed_rows_total",
+        "Rows the row cache's warm-up inserted.",
+        &[],
+        e.row_cache_warmed_rows,
+    );
     for (i, l) in e.levels.iter().enumerate() {
         let level = i.to_string();
         w.gauge(

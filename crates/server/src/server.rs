@@ -375,6 +375,7 @@ pub fn engine_options(cfg: &Config, fs: rialto_io::FsRef, clock: Arc<dyn Clock>)
         write_buffer_size: cfg.write_buffer_size,
         block_cache: Some(BlockCache::new(cfg.cache_size)),
         row_cache_size: cfg.row_cache_size,
+        row_cache_warm: cfg.row_cache_warm,
         partitioner: Some(Arc::new(crate::stores::catalog::partition_len)),
         triad: cfg.triad.options(),
         ..Options::default()

@@ -20,6 +20,16 @@ pub(crate) fn new_iterator(inner: &DbInner, opts: IterOptions<Snapshot>) -> Resu
         Some(s) => s.sequence(),
         None => inner.visible_seq.load(Ordering::Acquire),
     };
+    build(inner, seq, opts)
+}
+
+/// An unbounded iterator over the latest published state, and the sequence it reads at.
+pub(crate) fn latest(inner: &DbInner) -> Result<(u64, DbIter)> {
+    let seq = inner.visible_seq.load(Ordering::Acquire);
+    Ok((seq, build(inner, seq, IterOptions::default())?))
+}
+
+fn build(inner: &DbInner, seq: u64, opts: IterOptions<Snapshot>) -> Result<DbIter> {
     let sv = inner.sv.load_full();
     let lo = opts.lower.as_deref();
     // Bounds only prune files; `hi` as an inclusive bound is a superset of the exclusive one.

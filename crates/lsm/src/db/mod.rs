@@ -21,6 +21,7 @@ mod ingest;
 mod iter;
 mod recovery;
 mod triad;
+mod warm;
 pub use ingest::{IngestStats, Ingestion};
 pub(crate) use recovery::lock_dir;
 mod write;
@@ -82,6 +83,8 @@ pub(crate) struct State {
     pending_outputs: HashSet<u64>,
     /// Every version some reader may still use, for deciding which files are obsolete.
     live_versions: Vec<Weak<Version>>,
+    /// Row-cache warm-up (see `warm.rs`).
+    pub(crate) warm: warm::WarmState,
 }
 
 #[derive(Default)]
@@ -187,6 +190,7 @@ enum Job {
     Flush(Arc<MemTable>),
     Compact(CompactionTask),
     PrepareWal,
+    WarmRows,
 }
 
 impl Db {
@@ -529,7 +533,13 @@ impl DbInner {
                     if let Some(job) = self.next_job(&mut st, &self.picker_options()) {
                         break job;
                     }
-                    self.bg_cv.wait(&mut st);
+                    // A warm-up waiting for writes to pause is due without a notification.
+                    match self.warm_wait(&mut st) {
+                        Some(d) => {
+                            self.bg_cv.wait_for(&mut st, d);
+                        }
+                        None => self.bg_cv.wait(&mut st),
+                    }
                 }
             };
             self.run_job(job);
@@ -565,6 +575,11 @@ impl DbInner {
                 return Some(Job::Compact(t));
             }
         }
+        // Last: it only fills free cache room, and nothing else must be due.
+        if self.warm_due(st) {
+            st.warm.running = true;
+            return Some(Job::WarmRows);
+        }
         None
     }
 
@@ -575,6 +590,10 @@ impl DbInner {
             Job::Compact(t) => self.run_compaction(t),
             Job::PrepareWal => {
                 self.prepare_spare();
+                Ok(())
+            }
+            Job::WarmRows => {
+                self.warm_rows();
                 Ok(())
             }
         };
@@ -1109,6 +1128,10 @@ impl KvEngine for Db {
             .block_cache
             .as_ref()
             .map_or((0, 0), |b| (b.hits(), b.misses()));
+        let row = inner.row_cache.as_ref().map_or((0, 0, 0), |r| {
+            let (h, m) = r.hits_and_misses();
+            (h, m, r.usage())
+        });
         EngineStats {
             levels,
             user_bytes_written: c.user_bytes.load(Ordering::Relaxed),
@@ -1122,6 +1145,10 @@ impl KvEngine for Db {
             disk_bytes: table_bytes + wal_bytes + inner.spare.disk_bytes(),
             block_cache_hits: hits,
             block_cache_misses: misses,
+            row_cache_hits: row.0,
+            row_cache_misses: row.1,
+            row_cache_bytes: row.2 as u64,
+            row_cache_warmed_rows: inner.state.lock().warm.rows,
             flushes: c.flushes.load(Ordering::Relaxed),
             compactions: c.compactions.load(Ordering::Relaxed),
             stall_micros: c.stall_micros.load(Ordering::Relaxed),

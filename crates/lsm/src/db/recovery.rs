@@ -167,6 +167,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         compacting: HashSet::new(),
         pending_outputs: HashSet::new(),
         live_versions: Vec::new(),
+        warm: Default::default(),
     };
     let inner = DbInner {
         dir: path.to_path_buf(),

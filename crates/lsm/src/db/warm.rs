@@ -1,0 +1,180 @@
+//! Row-cache warm-up: when writes pause, a background pass reads the newest values in key order
+//! into the row cache's free room, so a dataset that fits there is served from it from the
+//! start — after a bulk load, an ingestion or a restart — instead of from the memtable and
+//! table blocks key by key as reads first touch them.
+//!
+//! Rules (see `Options::row_cache_warm`):
+//! - A pass is due at open (if the database holds data) and then whenever new data (writes
+//!   and ingestions, counted in `user_bytes`) since the last pass reaches 1/32 of the row
+//!   cache's capacity: compactions move values between files but change none, so they need
+//!   no pass.
+//! - It starts only after `user_bytes` has not moved for `row_cache_warm_quiet_ms`, with no
+//!   flush or compaction running or due, and while the cache has more than 1/32 free.
+//! - It inserts through [`RowCache::warm`]: free room only, never evicting, under the same
+//!   sequence check as a read's insert, so a warmed row is a published value with no newer
+//!   published write (the row cache's invariant). It reads at the latest published sequence
+//!   and takes a fresh one every [`CHECK_EVERY`] keys if writes came meanwhile.
+//! - It stops when the cache is full, the database closes, or a flush is due (writes resumed
+//!   in earnest); a stopped pass is due again at the next pause.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use rialto_engine::{EngineIterator, Result};
+
+use super::{iter, DbInner, State};
+use crate::row_cache::{RowCache, Warmed};
+
+/// Keys between checks of the cache's room, the snapshot and the reasons to stop.
+const CHECK_EVERY: u64 = 1024;
+
+/// Warm-up bookkeeping, guarded by the state lock.
+#[derive(Debug, Default)]
+pub(crate) struct WarmState {
+    /// A pass is running.
+    pub(crate) running: bool,
+    /// `user_bytes` when the last complete pass started; `None` before the first.
+    done_at: Option<u64>,
+    /// `user_bytes` last seen, and when (clock micros): writes paused since then.
+    seen_bytes: u64,
+    seen_at: u64,
+    /// Rows inserted by warm-up passes since open.
+    pub(crate) rows: u64,
+    /// Complete passes since open.
+    pub(crate) passes: u64,
+}
+
+impl DbInner {
+    /// The row cache, if warming it is on and can run (never in inline mode: a writer would
+    /// pay for the pass).
+    fn warmable(&self) -> Option<&RowCache> {
+        if !self.opts.row_cache_warm
+            || self.inline_background()
+            || self.read_only_flag.load(Ordering::Acquire)
+        {
+            return None;
+        }
+        self.row_cache.as_ref()
+    }
+
+    /// Whether new data calls for a pass (writes paused or not).
+    fn warm_wanted(&self, st: &State) -> bool {
+        let Some(rc) = self.warmable() else {
+            return false;
+        };
+        if st.warm.running {
+            return false;
+        }
+        let bytes = self.counters.user_bytes.load(Ordering::Relaxed);
+        match st.warm.done_at {
+            None => true,
+            Some(at) => bytes.saturating_sub(at) >= (rc.capacity() / 32) as u64,
+        }
+    }
+
+    /// Micros since writes last moved `user_bytes` (as seen by these checks).
+    fn quiet_for(&self, st: &mut State) -> u64 {
+        let now = self.opts.clock.now_micros();
+        let bytes = self.counters.user_bytes.load(Ordering::Relaxed);
+        if bytes != st.warm.seen_bytes {
+            st.warm.seen_bytes = bytes;
+            st.warm.seen_at = now;
+        }
+        now.saturating_sub(st.warm.seen_at)
+    }
+
+    /// Whether a warm-up pass should start now (see the module rules).
+    pub(super) fn warm_due(&self, st: &mut State) -> bool {
+        if !self.warm_wanted(st)
+            || st.flush_running
+            || st.running_compactions > 0
+            || !st.imms.is_empty()
+            || self.quiet_for(st) < self.opts.row_cache_warm_quiet_ms * 1000
+        {
+            return false;
+        }
+        let room = self.row_cache.as_ref().is_some_and(RowCache::has_room);
+        if !room {
+            // Nothing to fill: wait for new data rather than look again at every wake-up.
+            st.warm.done_at = Some(self.counters.user_bytes.load(Ordering::Relaxed));
+        }
+        room
+    }
+
+    /// How long an idle background thread may sleep before a wanted pass could be due
+    /// (writes pausing wakes nobody); `None` when no pass is wanted.
+    pub(super) fn warm_wait(&self, st: &mut State) -> Option<Duration> {
+        if !self.warm_wanted(st) {
+            return None;
+        }
+        let quiet = self.opts.row_cache_warm_quiet_ms * 1000;
+        let left = quiet.saturating_sub(self.quiet_for(st));
+        Some(Duration::from_micros(left.max(1000)))
+    }
+
+    /// Runs one pass ([`Job::WarmRows`](super::Job)). An error ends it quietly: the
+    /// cache stays correct, and reads meet the same error themselves.
+    pub(super) fn warm_rows(&self) {
+        let start = self.counters.user_bytes.load(Ordering::Relaxed);
+        let r = self.warm_pass();
+        let mut st = self.state.lock();
+        st.warm.running = false;
+        match r {
+            Ok((rows, complete)) => {
+                st.warm.rows += rows;
+                if complete {
+                    st.warm.done_at = Some(start);
+                    st.warm.passes += 1;
+                }
+                tracing::debug!(rows, complete, "row-cache warm-up pass");
+            }
+            Err(e) => {
+                st.warm.done_at = Some(start);
+                tracing::warn!(error = %e, "row-cache warm-up pass failed");
+            }
+        }
+    }
+
+    /// Rows inserted, and whether the pass ran to its end (the last key or a full cache).
+    fn warm_pass(&self) -> Result<(u64, bool)> {
+        let Some(rc) = self.row_cache.as_ref() else {
+            return Ok((0, true));
+        };
+        let mut rows = 0;
+        let mut scanned = 0u64;
+        let mut resume: Option<Vec<u8>> = None;
+        'snapshot: loop {
+            let (seq, mut it) = iter::latest(self)?;
+            match &resume {
+                Some(k) => it.seek(k),
+                None => it.seek_to_first(),
+            }
+            while it.valid() {
+                match rc.warm(it.key(), it.value(), seq) {
+                    Warmed::Inserted => rows += 1,
+                    Warmed::Skipped | Warmed::Full => {}
+                }
+                scanned += 1;
+                if scanned.is_multiple_of(CHECK_EVERY) {
+                    if self.shutting_down.load(Ordering::Acquire)
+                        || !self.state.lock().imms.is_empty()
+                    {
+                        return Ok((rows, false));
+                    }
+                    if !rc.has_room() {
+                        return Ok((rows, true));
+                    }
+                    if self.visible_seq.load(Ordering::Acquire) != seq {
+                        // Writes came: keys of the shards they reached would all be refused
+                        // at the old sequence.
+                        resume = Some(it.key().to_vec());
+                        continue 'snapshot;
+                    }
+                }
+                it.next();
+            }
+            it.status()?;
+            return Ok((rows, true));
+        }
+    }
+}
