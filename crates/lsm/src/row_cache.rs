@@ -94,6 +94,19 @@ impl Shard {
         self.table.find(hash, |r| r.hash == hash && r.key() == key)
     }
 
+    /// Adds a row known to be absent, unreferenced, charged `charge`.
+    fn add(&mut self, hash: u64, key: &[u8], value: &[u8], charge: usize) {
+        // An owned copy: a slice would pin the whole block it came from.
+        self.table.insert_new(Row {
+            hash,
+            data: key.iter().chain(value).copied().collect(),
+            key_len: key.len() as u32,
+            referenced: false,
+        });
+        self.clock.push_back(hash);
+        self.bytes += charge;
+    }
+
     fn remove_at(&mut self, i: usize) {
         let row = self.table.remove_at(i);
         self.bytes -= row.charge();
@@ -199,16 +212,7 @@ impl RowCache {
         if s.max_write_seq > read_seq || s.find(hash, key).is_some() {
             return;
         }
-        // An owned copy: a slice would pin the whole block it came from.
-        let row = Row {
-            hash,
-            data: key.iter().chain(value).copied().collect(),
-            key_len: key.len() as u32,
-            referenced: false,
-        };
-        s.table.insert_new(row);
-        s.clock.push_back(hash);
-        s.bytes += charge;
+        s.add(hash, key, value, charge);
         while s.bytes > self.shard_capacity {
             let Some(h) = s.clock.pop_front() else {
                 break;
@@ -245,14 +249,7 @@ impl RowCache {
         if s.bytes + charge > self.shard_capacity {
             return Warmed::Full;
         }
-        s.table.insert_new(Row {
-            hash,
-            data: key.iter().chain(value).copied().collect(),
-            key_len: key.len() as u32,
-            referenced: false,
-        });
-        s.clock.push_back(hash);
-        s.bytes += charge;
+        s.add(hash, key, value, charge);
         Warmed::Inserted
     }
 

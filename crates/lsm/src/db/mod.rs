@@ -101,6 +101,8 @@ pub(crate) struct Counters {
     pub(crate) ingest_bytes: AtomicU64,
     /// Zeros written to prepare WAL segments ahead.
     pub(crate) wal_prepare_bytes: AtomicU64,
+    /// Rows the row-cache warm-up inserted.
+    pub(crate) warmed_rows: AtomicU64,
 }
 
 pub(crate) struct DbInner {
@@ -1148,7 +1150,7 @@ impl KvEngine for Db {
             row_cache_hits: row.0,
             row_cache_misses: row.1,
             row_cache_bytes: row.2 as u64,
-            row_cache_warmed_rows: inner.state.lock().warm.rows,
+            row_cache_warmed_rows: c.warmed_rows.load(Ordering::Relaxed),
             flushes: c.flushes.load(Ordering::Relaxed),
             compactions: c.compactions.load(Ordering::Relaxed),
             stall_micros: c.stall_micros.load(Ordering::Relaxed),

@@ -38,10 +38,6 @@ pub(crate) struct WarmState {
     /// `user_bytes` last seen, and when (clock micros): writes paused since then.
     seen_bytes: u64,
     seen_at: u64,
-    /// Rows inserted by warm-up passes since open.
-    pub(crate) rows: u64,
-    /// Complete passes since open.
-    pub(crate) passes: u64,
 }
 
 impl DbInner {
@@ -57,19 +53,15 @@ impl DbInner {
         self.row_cache.as_ref()
     }
 
-    /// Whether new data calls for a pass (writes paused or not).
-    fn warm_wanted(&self, st: &State) -> bool {
-        let Some(rc) = self.warmable() else {
-            return false;
-        };
-        if st.warm.running {
-            return false;
-        }
+    /// The row cache, if new data calls for a pass (writes paused or not).
+    fn warm_wanted(&self, st: &State) -> Option<&RowCache> {
+        let rc = self.warmable().filter(|_| !st.warm.running)?;
         let bytes = self.counters.user_bytes.load(Ordering::Relaxed);
-        match st.warm.done_at {
+        let wanted = match st.warm.done_at {
             None => true,
             Some(at) => bytes.saturating_sub(at) >= (rc.capacity() / 32) as u64,
-        }
+        };
+        wanted.then_some(rc)
     }
 
     /// Micros since writes last moved `user_bytes` (as seen by these checks).
@@ -85,15 +77,17 @@ impl DbInner {
 
     /// Whether a warm-up pass should start now (see the module rules).
     pub(super) fn warm_due(&self, st: &mut State) -> bool {
-        if !self.warm_wanted(st)
-            || st.flush_running
+        let Some(rc) = self.warm_wanted(st) else {
+            return false;
+        };
+        if st.flush_running
             || st.running_compactions > 0
             || !st.imms.is_empty()
             || self.quiet_for(st) < self.opts.row_cache_warm_quiet_ms * 1000
         {
             return false;
         }
-        let room = self.row_cache.as_ref().is_some_and(RowCache::has_room);
+        let room = rc.has_room();
         if !room {
             // Nothing to fill: wait for new data rather than look again at every wake-up.
             st.warm.done_at = Some(self.counters.user_bytes.load(Ordering::Relaxed));
@@ -104,9 +98,7 @@ impl DbInner {
     /// How long an idle background thread may sleep before a wanted pass could be due
     /// (writes pausing wakes nobody); `None` when no pass is wanted.
     pub(super) fn warm_wait(&self, st: &mut State) -> Option<Duration> {
-        if !self.warm_wanted(st) {
-            return None;
-        }
+        self.warm_wanted(st)?;
         let quiet = self.opts.row_cache_warm_quiet_ms * 1000;
         let left = quiet.saturating_sub(self.quiet_for(st));
         Some(Duration::from_micros(left.max(1000)))
@@ -121,10 +113,9 @@ impl DbInner {
         st.warm.running = false;
         match r {
             Ok((rows, complete)) => {
-                st.warm.rows += rows;
+                self.counters.warmed_rows.fetch_add(rows, Ordering::Relaxed);
                 if complete {
                     st.warm.done_at = Some(start);
-                    st.warm.passes += 1;
                 }
                 tracing::debug!(rows, complete, "row-cache warm-up pass");
             }
