@@ -58,28 +58,36 @@ impl MemTable {
 
     /// Inserts every operation of `batch`, numbering them from `first_seq`.
     pub fn insert_batch(&self, batch: &WriteBatch, first_seq: SequenceNumber) {
+        let count = u64::from(batch.count());
+        if count == 0 {
+            return;
+        }
+        // Every internal key in one buffer, then the entries as slices of it.
+        let mut ikeys = Vec::with_capacity(count as usize * 32);
+        let mut ends = Vec::with_capacity(count as usize);
+        for (seq, op) in (first_seq..).zip(batch.iter()) {
+            let (k, kind) = match op {
+                BatchOp::Put(k, _) => (k, ValueKind::Put),
+                BatchOp::Delete(k) => (k, ValueKind::Delete),
+            };
+            key::append_internal_key(&mut ikeys, k, seq, kind);
+            ends.push(ikeys.len());
+        }
+        let mut entries: Vec<(&[u8], &[u8])> = Vec::with_capacity(ends.len());
+        let mut start = 0;
+        for (op, &end) in batch.iter().zip(&ends) {
+            let value: &[u8] = match op {
+                BatchOp::Put(_, v) => v,
+                BatchOp::Delete(_) => &[],
+            };
+            entries.push((&ikeys[start..end], value));
+            start = end;
+        }
         let _g = self.write_lock.lock();
-        let mut ikey = Vec::with_capacity(64);
-        let mut seq = first_seq;
-        for op in batch.iter() {
-            ikey.clear();
-            match op {
-                BatchOp::Put(k, v) => {
-                    key::append_internal_key(&mut ikey, k, seq, ValueKind::Put);
-                    // SAFETY: inserts are serialized by `write_lock`; sequence numbers are unique.
-                    unsafe { self.list.insert(&ikey, v) };
-                }
-                BatchOp::Delete(k) => {
-                    key::append_internal_key(&mut ikey, k, seq, ValueKind::Delete);
-                    // SAFETY: as above.
-                    unsafe { self.list.insert(&ikey, &[]) };
-                }
-            }
-            seq += 1;
-        }
-        if seq > first_seq {
-            self.largest_seq.fetch_max(seq - 1, Ordering::Release);
-        }
+        // SAFETY: inserts are serialized by `write_lock`; sequence numbers are unique.
+        unsafe { self.list.insert_many(&mut entries) };
+        self.largest_seq
+            .fetch_max(first_seq + count - 1, Ordering::Release);
     }
 
     /// Inserts one entry. Used by recovery and tests.
