@@ -590,6 +590,27 @@ mod tests {
         assert_eq!(fv, &v[..]);
     }
 
+    /// A thread walking `l` from the start 50 times while it grows, checking that the keys
+    /// ascend and that `check` holds for every entry (a node is never seen half-written).
+    fn spawn_walker(l: &Arc<SkipList>, check: fn(&[u8], &[u8])) -> std::thread::JoinHandle<()> {
+        let l = l.clone();
+        std::thread::spawn(move || {
+            for _ in 0..50 {
+                let mut c = l.cursor();
+                c.seek_to_first();
+                let mut last: Option<Vec<u8>> = None;
+                while c.valid() {
+                    if let Some(p) = &last {
+                        assert_eq!(key::compare(p, c.key()), Ordering::Less);
+                    }
+                    check(c.key(), c.value());
+                    last = Some(c.key().to_vec());
+                    c.next();
+                }
+            }
+        })
+    }
+
     #[test]
     fn readers_run_concurrently_with_the_writer() {
         let l = Arc::new(SkipList::new());
@@ -603,27 +624,9 @@ mod tests {
                 }
             })
         };
-        let reader = {
-            let l = l.clone();
-            std::thread::spawn(move || {
-                for _ in 0..50 {
-                    let mut c = l.cursor();
-                    c.seek_to_first();
-                    let mut last: Option<Vec<u8>> = None;
-                    while c.valid() {
-                        if let Some(p) = &last {
-                            assert_eq!(key::compare(p, c.key()), Ordering::Less);
-                        }
-                        assert_eq!(
-                            &c.key()[..8],
-                            c.value().iter().rev().copied().collect::<Vec<_>>()
-                        );
-                        last = Some(c.key().to_vec());
-                        c.next();
-                    }
-                }
-            })
-        };
+        let reader = spawn_walker(&l, |k, v| {
+            assert_eq!(&k[..8], v.iter().rev().copied().collect::<Vec<_>>());
+        });
         writer.join().unwrap();
         reader.join().unwrap();
         assert_eq!(l.len(), 20_000);
@@ -783,24 +786,7 @@ mod tests {
                 }
             })
         };
-        let reader = {
-            let l = l.clone();
-            std::thread::spawn(move || {
-                for _ in 0..50 {
-                    let mut c = l.cursor();
-                    c.seek_to_first();
-                    let mut last: Option<Vec<u8>> = None;
-                    while c.valid() {
-                        if let Some(p) = &last {
-                            assert_eq!(key::compare(p, c.key()), Ordering::Less);
-                        }
-                        assert_eq!(&c.key()[..8], c.value());
-                        last = Some(c.key().to_vec());
-                        c.next();
-                    }
-                }
-            })
-        };
+        let reader = spawn_walker(&l, |k, v| assert_eq!(&k[..8], v));
         writer.join().unwrap();
         reader.join().unwrap();
         assert_eq!(l.len(), 20_000);
