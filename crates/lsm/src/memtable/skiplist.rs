@@ -212,6 +212,10 @@ impl SkipList {
     /// # Safety
     /// As for [`SkipList::insert`].
     pub unsafe fn insert_many(&self, entries: &mut [(&[u8], &[u8])]) {
+        if let [(ikey, value)] = entries {
+            // A lone entry has no misses to overlap: skip the lanes' set-up.
+            return self.insert(ikey, value);
+        }
         entries.sort_unstable_by(|a, b| key::compare(a.0, b.0));
         for round in entries.chunks(LANES) {
             let mut prev = [[self.head; MAX_HEIGHT]; LANES];
