@@ -238,6 +238,11 @@ impl BenchEngine for RocksDbEngine {
                 .count(),
             stall_micros: t(Ticker::StallMicros),
             wal_syncs: t(Ticker::WalFileSynced),
+            // The peer runs without a row cache (block cache only), so these stay zero.
+            row_cache_hits: 0,
+            row_cache_misses: 0,
+            row_cache_bytes: 0,
+            row_cache_warmed_rows: 0,
             read_only_reason: None,
         })
     }
