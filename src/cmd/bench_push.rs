@@ -147,6 +147,7 @@ fn rocks_config() -> rialto_bench::EngineConfig {
         wal_zero_fill: 0,
         background_nice: 0,
         wait_spin_us: 0,
+        poll_preempted_us: 0,
     }
 }
 

@@ -184,6 +184,12 @@ pub struct BenchFlags {
     /// always sleeps, for an A/B of what polling saves. Other engines ignore it.
     #[arg(long, value_name = "MICROS", default_value_t = 300)]
     pub wait_spin_us: u64,
+
+    /// Rialto's merger `poll_preempted_after` in microseconds: a poll's yield this long means
+    /// another thread holds the CPU, and polling stops for a while. Default 500, as in
+    /// Rialto; 0 never stops polling. Other engines ignore it.
+    #[arg(long, value_name = "MICROS", default_value_t = 500)]
+    pub poll_preempted_us: u64,
 }
 
 impl Default for BenchFlags {
@@ -218,6 +224,7 @@ impl Default for BenchFlags {
             wal_zero_fill: 16 << 10,
             background_nice: 0,
             wait_spin_us: 300,
+            poll_preempted_us: 500,
         }
     }
 }
@@ -369,6 +376,8 @@ pub struct Config {
     pub background_nice: i32,
     /// Rialto's merger `wait_spin`, µs.
     pub wait_spin_us: u64,
+    /// Rialto's merger `poll_preempted_after`, µs.
+    pub poll_preempted_us: u64,
 }
 
 impl Config {
@@ -475,6 +484,7 @@ impl Config {
             wal_zero_fill: f.wal_zero_fill,
             background_nice: f.background_nice,
             wait_spin_us: f.wait_spin_us,
+            poll_preempted_us: f.poll_preempted_us,
         })
     }
 

@@ -158,6 +158,8 @@ pub struct EngineConfig {
     pub background_nice: i32,
     /// Rialto's merger `wait_spin`, µs. Other engines ignore it.
     pub wait_spin_us: u64,
+    /// Rialto's merger `poll_preempted_after`, µs. Other engines ignore it.
+    pub poll_preempted_us: u64,
 }
 
 impl EngineConfig {
@@ -176,6 +178,7 @@ impl EngineConfig {
             wal_zero_fill: cfg.wal_zero_fill,
             background_nice: cfg.background_nice,
             wait_spin_us: cfg.wait_spin_us,
+            poll_preempted_us: cfg.poll_preempted_us,
         }
     }
 }

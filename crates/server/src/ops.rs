@@ -133,6 +133,12 @@ pub fn render(sh: &Shared) -> String {
         &[],
         m.syncs,
     );
+    w.counter(
+        "rialto_merger_poll_suspensions_total",
+        "Times threads waiting for commits stopped polling because another thread held the CPU.",
+        &[],
+        m.poll_suspensions,
+    );
     w.gauge(
         "rialto_merger_queued",
         "Transactions waiting to execute.",

@@ -171,6 +171,8 @@ impl Server {
             max_group_bytes: cfg.merger_max_group_bytes,
             spin: cfg.merger_spin,
             wait_spin: cfg.merger_wait_spin,
+            poll_preempted_after: cfg.merger_poll_preempted,
+            poll_max_cooldown: cfg.merger_poll_max_cooldown,
             inline_execution: cfg.merger_inline,
             ..MergerOptions::default()
         };

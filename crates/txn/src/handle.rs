@@ -58,6 +58,10 @@ pub(crate) trait SyncHelper: Send + Sync {
     fn can_sync(&self) -> bool;
     /// How long a blocked waiter polls before it sleeps (`MergerOptions::wait_spin`).
     fn wait_spin(&self) -> std::time::Duration;
+    /// Whether polling pays now (see [`crate::poll`]).
+    fn may_poll(&self) -> bool;
+    /// Yields the CPU once, timed (see [`crate::poll`]). Returns whether polling may go on.
+    fn poll_yield(&self) -> bool;
 }
 
 thread_local! {
@@ -169,9 +173,12 @@ impl<T> CommitHandle<T> {
             // more writers than cores a busy poller keeps its core for a whole time slice
             // while the thread it waits for cannot run (measured: 8 writers on 2 cores fell
             // from ~40K to 5.3K durable writes/s).
-            if spin_until.is_some_and(|t| std::time::Instant::now() < t) {
-                std::thread::yield_now();
-                continue;
+            // Only while the CPUs are not contended (`PollGate`).
+            if let (Some(t), Some(h)) = (spin_until, helper) {
+                if std::time::Instant::now() < t && h.may_poll() {
+                    h.poll_yield();
+                    continue;
+                }
             }
             // Registered under the slot's lock: `fulfil` either ran before (the outcome is
             // here) or will unpark this thread.

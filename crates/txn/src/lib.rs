@@ -29,6 +29,7 @@ mod context;
 mod handle;
 mod merger;
 mod options;
+mod poll;
 mod stats;
 
 pub use context::TxnContext;

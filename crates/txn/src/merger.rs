@@ -40,6 +40,7 @@ use rialto_io::Clock;
 use crate::context::{Group, TxnContext};
 use crate::handle::{this_thread_helps, CommitHandle, Helping, Notifier, Slot, SyncHelper};
 use crate::options::{Durability, MergerOptions};
+use crate::poll::PollGate;
 use crate::stats::MergerStats;
 
 /// A queued transaction, type-erased.
@@ -144,6 +145,8 @@ struct Shared<E: PipelinedCommit> {
     /// Lock-free hints for spinning: jobs queued, groups in flight.
     queued_hint: AtomicUsize,
     inflight_hint: AtomicUsize,
+    /// Whether waiting threads may poll now (see `poll`).
+    poll: PollGate,
     stats: Mutex<StatsInner>,
 }
 
@@ -167,6 +170,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
         let latency = Histogram::new_with_bounds(1, 3_600_000_000, 2)
             .map_err(|e| Error::InvalidArgument(format!("latency histogram: {e}")))?;
         let durability = opts.durability;
+        let opts_poll = (opts.poll_preempted_after, opts.poll_max_cooldown);
         let shared = Arc::new(Shared {
             engine,
             opts,
@@ -193,6 +197,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
             notifier: Arc::default(),
             queued_hint: AtomicUsize::new(0),
             inflight_hint: AtomicUsize::new(0),
+            poll: PollGate::new(opts_poll.0, opts_poll.1),
             stats: Mutex::new(StatsInner {
                 txns: 0,
                 groups: 0,
@@ -346,6 +351,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
             commit_p50_micros: st.latency.value_at_quantile(0.5),
             commit_p99_micros: st.latency.value_at_quantile(0.99),
             commit_max_micros: st.latency.max(),
+            poll_suspensions: self.shared.poll.suspensions(),
             failed,
         }
     }
@@ -575,8 +581,8 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
             return;
         }
         let start = std::time::Instant::now();
-        while !ready() && start.elapsed() < self.opts.spin {
-            std::thread::yield_now();
+        while !ready() && start.elapsed() < self.opts.spin && self.poll.may_poll() {
+            self.poll.yield_now(self.helpers.load(Ordering::Relaxed));
         }
     }
 
@@ -640,8 +646,10 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
             let deadline = start + self.opts.max_wait;
             let poll_until = start + self.opts.wait_spin.min(self.opts.max_wait);
             while p.arrived_since_ack < p.last_acked && !p.merger_done && p.failed.is_none() {
-                if std::time::Instant::now() < poll_until {
-                    parking_lot::MutexGuard::unlocked(&mut p, std::thread::yield_now);
+                if std::time::Instant::now() < poll_until && self.poll.may_poll() {
+                    parking_lot::MutexGuard::unlocked(&mut p, || {
+                        self.poll.yield_now(self.helpers.load(Ordering::Relaxed))
+                    });
                     continue;
                 }
                 if self.gather_cv.wait_until(&mut p, deadline).timed_out() {
@@ -784,6 +792,14 @@ impl<E: PipelinedCommit + Send + Sync + 'static> SyncHelper for Shared<E> {
 
     fn wait_spin(&self) -> std::time::Duration {
         self.opts.wait_spin
+    }
+
+    fn poll_yield(&self) -> bool {
+        self.poll.yield_now(self.helpers.load(Ordering::Relaxed))
+    }
+
+    fn may_poll(&self) -> bool {
+        self.poll.may_poll()
     }
 }
 

@@ -25,6 +25,9 @@ pub struct MergerStats {
     pub commit_p99_micros: u64,
     /// Longest submit-to-acknowledge latency.
     pub commit_max_micros: u64,
+    /// Times waiting threads stopped polling because another thread held the CPU for a time
+    /// slice (`MergerOptions::poll_preempted_after`).
+    pub poll_suspensions: u64,
     /// Why the merger stopped acknowledging writes, if it did.
     pub failed: Option<String>,
 }
@@ -34,7 +37,8 @@ impl fmt::Display for MergerStats {
         write!(
             f,
             "merger: durability={} txns={} groups={} syncs={} queued={} unsynced_bytes={} \
-             commit_p50_micros={} commit_p99_micros={} commit_max_micros={}",
+             commit_p50_micros={} commit_p99_micros={} commit_max_micros={} \
+             poll_suspensions={}",
             self.durability.name(),
             self.txns,
             self.groups,
@@ -43,7 +47,8 @@ impl fmt::Display for MergerStats {
             self.unsynced_bytes,
             self.commit_p50_micros,
             self.commit_p99_micros,
-            self.commit_max_micros
+            self.commit_max_micros,
+            self.poll_suspensions
         )?;
         if let Some(r) = &self.failed {
             write!(f, " failed={r:?}")?;

@@ -177,6 +177,9 @@ impl EngineFactory for RialtoFactory {
                     MergerOptions {
                         inline_execution: cfg.commit == CommitPath::Inline,
                         wait_spin: std::time::Duration::from_micros(cfg.wait_spin_us),
+                        poll_preempted_after: std::time::Duration::from_micros(
+                            cfg.poll_preempted_us,
+                        ),
                         ..MergerOptions::default()
                     },
                     Arc::new(rialto_io::SystemClock::new()),
@@ -301,7 +304,21 @@ impl BenchEngine for RialtoEngine {
     }
 
     fn extra_stats(&self) -> Vec<String> {
-        format_triad(&self.db.triad_stats())
+        let mut lines = format_triad(&self.db.triad_stats());
+        if let Some(m) = &self.merger {
+            let s = m.stats();
+            lines.push(format!(
+                "merger : {} transactions in {} groups, {} syncs, commit p50 {} us p99 {} us, \
+                 polling suspended {} times (CPU contended)",
+                s.txns,
+                s.groups,
+                s.syncs,
+                s.commit_p50_micros,
+                s.commit_p99_micros,
+                s.poll_suspensions
+            ));
+        }
+        lines
     }
 
     fn adaptation(&self) -> Option<Adaptation> {
@@ -351,6 +368,7 @@ mod tests {
             wal_zero_fill: 0,
             background_nice: 0,
             wait_spin_us: 0,
+            poll_preempted_us: 0,
         };
         let o = options(&cfg).unwrap();
         assert_eq!(o.triad, TriadMode::Disk.options());
