@@ -31,7 +31,7 @@ pub struct BenchFlags {
     /// Comma-separated benchmarks, run in order: fillseq, fillrandom, overwrite, fillsync,
     /// syncwhilecompacting, readrandom, readseq, readreverse, readwhilewriting,
     /// readrandomwriterandom, phaseshift, seekrandom, deleterandom, flush, compact, stats.
-    /// syncwhilecompacting: fillsync's writes (at most) on the existing database while one
+    /// syncwhilecompacting: synced writes (at most --num / 10) on the existing database while one
     /// more thread compacts the whole key range, until it is done. fill* start from an empty database;
     /// with --use_existing_db=1 they are skipped (as db_bench does). readrandomwriterandom:
     /// --reads ops per thread, each a read with probability --readwritepercent, else a put.
@@ -48,7 +48,8 @@ pub struct BenchFlags {
     #[arg(long, default_value_t = -1, allow_negative_numbers = true, value_name = "N")]
     pub reads: i64,
 
-    /// Writes per thread of a fill or overwrite; -1 means --num (fillsync: --num / 1000).
+    /// Writes per thread of a fill or overwrite; -1 means --num (fillsync: --num / 1000;
+    /// syncwhilecompacting: --num / 10, ending earlier with its compaction).
     #[arg(long, default_value_t = -1, allow_negative_numbers = true, value_name = "N")]
     pub writes: i64,
 

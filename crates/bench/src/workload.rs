@@ -3,7 +3,8 @@
 //! Op counts follow db_bench so that results compare with published db_bench numbers:
 //! every thread runs the benchmark's whole count (fills: `--writes`, default `--num`;
 //! reads: `--reads`, default `--num`; deleterandom: `--num`; fillsync: `--num / 1000`
-//! unless `--writes` is given), and keys are drawn from `[0, --num)`.
+//! and syncwhilecompacting: `--num / 10` (it stops with its compaction) unless `--writes`
+//! is given), and keys are drawn from `[0, --num)`.
 //!
 //! The two mixed benchmarks: readrandomwriterandom (db_bench's) runs `--reads` ops per
 //! thread, each a point read with probability `--readwritepercent`% and else a put, keys
@@ -26,7 +27,9 @@ pub enum Benchmark {
     /// fillrandom with a WAL sync per write, 1/1000 of the ops.
     FillSync,
     /// fillsync's writes while one more thread compacts the whole key range; the writers
-    /// stop when the compaction ends, so every measured commit overlaps it.
+    /// stop when the compaction ends, so every measured commit overlaps it. Their count
+    /// (`--num / 10` by default) only bounds a compaction that outlasts them: the commits
+    /// should cover the whole compaction, not its first second.
     SyncWhileCompacting,
     /// Point lookups of uniformly random keys.
     ReadRandom,
@@ -286,7 +289,7 @@ impl Plan {
             ),
             Benchmark::SyncWhileCompacting => (
                 Op::SyncWhileCompacting,
-                cfg.writes.unwrap_or((cfg.num / 1000).max(1)),
+                cfg.writes.unwrap_or((cfg.num / 10).max(1)),
                 cfg.threads,
                 true,
             ),
@@ -431,9 +434,10 @@ mod tests {
         assert_eq!(fs.ops_per_thread, 10);
         assert!(fs.sync && fs.fresh_db);
         assert_eq!(fs.key_space, 10_000);
-        // syncwhilecompacting: fillsync's count at most, on the existing database.
+        // syncwhilecompacting: num / 10 at most (it stops with the compaction), on the
+        // existing database.
         let sc = p(Benchmark::SyncWhileCompacting);
-        assert_eq!((sc.ops_per_thread, sc.threads), (10, 3));
+        assert_eq!((sc.ops_per_thread, sc.threads), (1000, 3));
         assert!(sc.sync && !sc.fresh_db);
         assert_eq!(sc.op_label(), "write");
         // Fresh databases for fills only.
