@@ -173,7 +173,7 @@ impl<T> CommitHandle<T> {
             // more writers than cores a busy poller keeps its core for a whole time slice
             // while the thread it waits for cannot run (measured: 8 writers on 2 cores fell
             // from ~40K to 5.3K durable writes/s).
-            // Only while the CPUs are not contended (`PollGate`).
+            // Only while the CPUs are not contended (see `crate::poll`).
             if let (Some(t), Some(h)) = (spin_until, helper) {
                 if std::time::Instant::now() < t && h.may_poll() {
                     h.poll_yield();

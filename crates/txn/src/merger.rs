@@ -170,7 +170,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
         let latency = Histogram::new_with_bounds(1, 3_600_000_000, 2)
             .map_err(|e| Error::InvalidArgument(format!("latency histogram: {e}")))?;
         let durability = opts.durability;
-        let opts_poll = (opts.poll_preempted_after, opts.poll_max_cooldown);
+        let poll = PollGate::new(opts.poll_preempted_after, opts.poll_max_cooldown);
         let shared = Arc::new(Shared {
             engine,
             opts,
@@ -197,7 +197,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
             notifier: Arc::default(),
             queued_hint: AtomicUsize::new(0),
             inflight_hint: AtomicUsize::new(0),
-            poll: PollGate::new(opts_poll.0, opts_poll.1),
+            poll,
             stats: Mutex::new(StatsInner {
                 txns: 0,
                 groups: 0,
