@@ -14,10 +14,12 @@
 //! and `kind()` the same way for both implementations.
 
 mod clock;
+mod device;
 mod mem;
 mod posix;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use device::{DeviceModel, DeviceStats};
 pub use mem::{CrashMode, Fault, FaultOp, FaultPlan, MemFs};
 pub use posix::PosixFs;
 

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
+use crate::device::{Device, DeviceModel, DeviceStats};
 use crate::{FileLock, FileSyncer, Fs, RandomAccessFile, WritableFile};
 
 /// What a simulated power loss ([`MemFs::crash`]) keeps of data that was never synced.
@@ -186,6 +187,13 @@ impl FaultPlan {
 /// helpers are never counted nor failed. [`MemFs::crash`] keeps the plans and the counters: they
 /// belong to the test, not to the simulated disk.
 ///
+/// # Simulated device
+///
+/// [`MemFs::set_device`] puts a [`DeviceModel`] under the file system: `append`s queue their
+/// bytes and may wait past its dirty limit, every sync (`sync_data`, `sync_all`, a syncer,
+/// `sync_dir`, `truncate`) waits for the queue ahead of it. The waits are real time and happen
+/// before any lock is taken. Without a device (the default) nothing waits.
+///
 /// # Paths
 ///
 /// Paths are keys after normalization (`a/./b//c/` is `a/b/c`); `..` is rejected. A file's
@@ -233,6 +241,19 @@ impl MemFs {
             Some(kind) => faults.counts[kind as usize],
             None => faults.counts.iter().sum(),
         }
+    }
+
+    /// Installs a simulated device (see [`DeviceModel`]), replacing any earlier one, or removes
+    /// it with `None`. With a device, writes queue up and syncs wait for the queue to drain:
+    /// a journal sync issued during a bulk write is slow, as on a real disk. Without one (the
+    /// default) nothing waits.
+    pub fn set_device(&self, model: Option<DeviceModel>) {
+        self.shared.device.set(model);
+    }
+
+    /// The installed device's counters, or `None` without a device.
+    pub fn device_stats(&self) -> Option<DeviceStats> {
+        self.shared.device.stats()
     }
 
     /// Operations failed by a fault plan so far: lets a test check its fault actually fired.
@@ -423,6 +444,7 @@ impl Fs for MemFs {
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
         let path = FilePath::parse(path)?;
         let len = to_usize(len)?;
+        self.shared.device.sync();
         let ns = self.shared.ns.lock();
         let mut content = ns.live_file(&path)?.content.write();
         self.shared.check_fault(OpKind::Write, &[&path.full])?;
@@ -457,6 +479,7 @@ impl Fs for MemFs {
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
         let path = normalize(path)?;
+        self.shared.device.sync();
         let mut ns = self.shared.ns.lock();
         ns.dir(&path)?;
         self.shared.check_fault(OpKind::Sync, &[&path])?;
@@ -497,6 +520,8 @@ impl Fs for MemFs {
 struct Shared {
     ns: Mutex<Namespace>,
     faults: Mutex<FaultTable>,
+    /// The simulated device's queue, if one is installed; taken without any other lock held.
+    device: Device,
     /// Number of crashes so far. A handle remembers the generation it was opened in and fails
     /// once it differs. Changed only under the `ns` lock.
     generation: AtomicU64,
@@ -919,6 +944,12 @@ impl Handle {
         }
     }
 
+    /// Waits for the simulated device, if any, as a sync does; before any lock, so appends to
+    /// the same file proceed meanwhile (a real `fdatasync` does not block `write`).
+    fn device_sync(&self) {
+        self.shared.device.sync();
+    }
+
     /// Checks liveness, then counts `op` and fails it if a plan says so, then runs `apply`;
     /// all under the inode's write lock.
     fn mutate(&self, op: OpKind, apply: impl FnOnce(&mut Content)) -> io::Result<()> {
@@ -939,6 +970,7 @@ struct MemWritableFile {
 
 impl WritableFile for MemWritableFile {
     fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        self.handle.shared.device.write(data.len());
         match &mut self.position {
             None => self
                 .handle
@@ -958,10 +990,12 @@ impl WritableFile for MemWritableFile {
     }
 
     fn sync_data(&mut self) -> io::Result<()> {
+        self.handle.device_sync();
         self.handle.mutate(OpKind::Sync, Content::sync)
     }
 
     fn sync_all(&mut self) -> io::Result<()> {
+        self.handle.device_sync();
         self.handle.mutate(OpKind::Sync, Content::sync)
     }
 
@@ -987,6 +1021,7 @@ struct MemFileSyncer {
 
 impl FileSyncer for MemFileSyncer {
     fn sync_data(&self) -> io::Result<()> {
+        self.handle.device_sync();
         self.handle.mutate(OpKind::Sync, Content::sync)
     }
 }

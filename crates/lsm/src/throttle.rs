@@ -11,7 +11,12 @@
 //! one burst at the table's final sync.
 //!
 //! The target is `max(target_floor, baseline_multiplier × baseline)`, where the baseline is a
-//! slow moving average of the median sync latency in windows without background writes.
+//! slow moving average of the median sync latency in quiet windows: no background bytes
+//! written and no background sync running or ended. A window where background writers only
+//! wait in their own sync is not quiet: the device is still draining their earlier writes,
+//! and the journal's slow syncs there are theirs, not the disk's normal latency (taking them
+//! as the baseline would raise the target until pacing never engages). Such a window holds
+//! the rate where it is.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -56,6 +61,18 @@ impl Default for ThrottleOptions {
     }
 }
 
+/// What background writers did during a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Background {
+    /// Wrote this many bytes (more than zero).
+    Writing(u64),
+    /// Wrote nothing, but a background sync ran or ended: the device is still busy with
+    /// earlier background writes.
+    Draining,
+    /// Nothing at all.
+    Quiet,
+}
+
 /// A pure controller: state in, decision out (so the policy can be tested without a disk).
 #[derive(Debug, Clone)]
 pub struct Controller {
@@ -73,13 +90,13 @@ impl Controller {
         floor.max(base)
     }
 
-    /// Decides after a window holding the sorted sync latencies `syncs` (µs) and `bg_bytes`
-    /// background bytes written over `window_secs`.
+    /// Decides after a window of `window_secs` holding the sorted sync latencies `syncs` (µs),
+    /// during which background writers did `bg`.
     pub fn decide(
         &mut self,
         opts: &ThrottleOptions,
         syncs: &[u64],
-        bg_bytes: u64,
+        bg: Background,
         window_secs: f64,
     ) {
         if syncs.is_empty() {
@@ -87,22 +104,30 @@ impl Controller {
         }
         let p50 = syncs[(syncs.len() - 1) / 2] as f64;
         let p90 = syncs[(syncs.len() - 1) * 9 / 10] as f64;
-        if bg_bytes == 0 {
+        if bg == Background::Quiet {
             self.baseline_micros = Some(match self.baseline_micros {
                 None => p50,
                 Some(b) => b * 0.9 + p50 * 0.1,
             });
         }
-        if p90 > self.target_micros(opts) && bg_bytes > 0 {
-            let observed = bg_bytes as f64 / window_secs.max(1e-3);
-            let current = self
-                .rate
-                .unwrap_or(observed)
-                .min(observed.max(opts.min_rate as f64));
-            self.rate = Some((current / 2.0).max(opts.min_rate as f64));
-        } else if let Some(r) = self.rate {
-            let r = r * 1.5;
-            self.rate = (r < opts.max_rate as f64).then_some(r);
+        let slow = p90 > self.target_micros(opts);
+        match bg {
+            Background::Writing(bytes) if slow => {
+                let observed = bytes as f64 / window_secs.max(1e-3);
+                let current = self
+                    .rate
+                    .unwrap_or(observed)
+                    .min(observed.max(opts.min_rate as f64));
+                self.rate = Some((current / 2.0).max(opts.min_rate as f64));
+            }
+            // Slow because of writes already made: the pace that made them stays.
+            Background::Draining if slow => {}
+            _ => {
+                if let Some(r) = self.rate {
+                    let r = r * 1.5;
+                    self.rate = (r < opts.max_rate as f64).then_some(r);
+                }
+            }
         }
     }
 }
@@ -125,6 +150,10 @@ pub struct JournalFirst {
     /// Mirrors `state.ctl.rate.is_some()` so unthrottled writers skip the lock.
     limited: AtomicBool,
     bg_bytes: AtomicU64,
+    /// Background syncs running now.
+    bg_syncs_running: AtomicU64,
+    /// A background sync ended since the last decision.
+    bg_sync_ended: AtomicBool,
     throttled_micros: AtomicU64,
 }
 
@@ -150,6 +179,8 @@ impl JournalFirst {
             }),
             limited: AtomicBool::new(false),
             bg_bytes: AtomicU64::new(0),
+            bg_syncs_running: AtomicU64::new(0),
+            bg_sync_ended: AtomicBool::new(false),
             throttled_micros: AtomicU64::new(0),
         }
     }
@@ -171,7 +202,15 @@ impl JournalFirst {
         if elapsed < self.opts.window.as_micros() as u64 {
             return;
         }
-        let bg = self.bg_bytes.swap(0, Ordering::Relaxed);
+        let bytes = self.bg_bytes.swap(0, Ordering::Relaxed);
+        let ended = self.bg_sync_ended.swap(false, Ordering::Relaxed);
+        let bg = if bytes > 0 {
+            Background::Writing(bytes)
+        } else if ended || self.bg_syncs_running.load(Ordering::Relaxed) > 0 {
+            Background::Draining
+        } else {
+            Background::Quiet
+        };
         let mut syncs = std::mem::take(&mut st.window_syncs);
         syncs.sort_unstable();
         st.ctl.decide(&self.opts, &syncs, bg, elapsed as f64 / 1e6);
@@ -179,6 +218,16 @@ impl JournalFirst {
         syncs.clear();
         st.window_syncs = syncs;
         self.limited.store(st.ctl.rate.is_some(), Ordering::Release);
+    }
+
+    /// Runs a background writer's sync, so that the windows it spans are not taken for quiet
+    /// ones (see [`Background::Draining`]).
+    pub fn background_sync<T>(&self, sync: impl FnOnce() -> T) -> T {
+        self.bg_syncs_running.fetch_add(1, Ordering::Relaxed);
+        let r = sync();
+        self.bg_syncs_running.fetch_sub(1, Ordering::Relaxed);
+        self.bg_sync_ended.store(true, Ordering::Relaxed);
+        r
     }
 
     /// Waits until a background writer may write `bytes`.
@@ -239,11 +288,11 @@ mod tests {
             baseline_micros: Some(100.0),
         };
         // 100 MB in 0.1 s = 1 GB/s observed; syncs at 5 ms.
-        c.decide(&o, &[5000; 10], 100 << 20, 0.1);
+        c.decide(&o, &[5000; 10], Background::Writing(100 << 20), 0.1);
         let r1 = c.rate.expect("limited");
         assert!(r1 < 600e6 && r1 > 400e6, "{r1}");
         for _ in 0..20 {
-            c.decide(&o, &[5000; 10], 1 << 20, 0.1);
+            c.decide(&o, &[5000; 10], Background::Writing(1 << 20), 0.1);
         }
         assert_eq!(c.rate, Some(o.min_rate as f64));
     }
@@ -257,7 +306,7 @@ mod tests {
         };
         let mut steps = 0;
         while c.rate.is_some() {
-            c.decide(&o, &[120; 10], 1 << 20, 0.1);
+            c.decide(&o, &[120; 10], Background::Writing(1 << 20), 0.1);
             steps += 1;
             assert!(steps < 100);
         }
@@ -271,9 +320,29 @@ mod tests {
             rate: None,
             baseline_micros: None,
         };
-        c.decide(&o, &[5000; 10], 0, 0.1);
+        c.decide(&o, &[5000; 10], Background::Quiet, 0.1);
         assert_eq!(c.rate, None);
         assert_eq!(c.baseline_micros, Some(5000.0));
+    }
+
+    /// Regression (found by `tests/journal_first.rs` on a simulated device): a compaction
+    /// blocked in its table's sync writes nothing for a window while the journal's syncs wait
+    /// behind its data. Taking those syncs as the baseline raised the target 40-fold, and
+    /// pacing never engaged.
+    #[test]
+    fn slow_syncs_while_background_writers_drain_neither_move_the_baseline_nor_the_rate() {
+        let o = opts();
+        let mut c = Controller {
+            rate: Some(10e6),
+            baseline_micros: Some(100.0),
+        };
+        c.decide(&o, &[60_000; 3], Background::Draining, 0.1);
+        assert_eq!(c.baseline_micros, Some(100.0));
+        assert_eq!(c.rate, Some(10e6));
+        // Once the syncs are fast again the rate climbs as after any good window.
+        c.decide(&o, &[120; 10], Background::Draining, 0.1);
+        assert_eq!(c.rate, Some(15e6));
+        assert_eq!(c.baseline_micros, Some(100.0));
     }
 
     #[test]
@@ -300,7 +369,7 @@ mod tests {
         };
         let mut w = vec![100u64; 19];
         w.push(50_000);
-        c.decide(&o, &w, 10 << 20, 0.1);
+        c.decide(&o, &w, Background::Writing(10 << 20), 0.1);
         assert_eq!(c.rate, None);
     }
 }

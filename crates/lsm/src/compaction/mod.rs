@@ -154,10 +154,12 @@ impl WritableFile for PacedFile {
         self.inner.flush()
     }
     fn sync_data(&mut self) -> std::io::Result<()> {
-        self.inner.sync_data()
+        let inner = &mut self.inner;
+        self.throttle.background_sync(|| inner.sync_data())
     }
     fn sync_all(&mut self) -> std::io::Result<()> {
-        self.inner.sync_all()
+        let inner = &mut self.inner;
+        self.throttle.background_sync(|| inner.sync_all())
     }
     fn len(&self) -> u64 {
         self.inner.len()
