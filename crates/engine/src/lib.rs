@@ -142,6 +142,13 @@ pub trait PipelinedCommit: KvEngine {
     /// and applies it, invisible to readers until published. Returns its commit point (the
     /// current applied point for an empty batch). On an I/O error the engine turns read-only.
     fn log_and_apply(&self, batch: WriteBatch) -> Result<CommitPoint>;
+    /// [`PipelinedCommit::log_and_apply`] for a caller that tells nobody about the write
+    /// before a later [`PipelinedCommit::sync_log`] covers it: the journal write may stay in
+    /// the process until that sync (one `write(2)` for all the groups one sync covers), so a
+    /// process crash loses only unacknowledged writes. The default hands it over at once.
+    fn log_and_apply_until_sync(&self, batch: WriteBatch) -> Result<CommitPoint> {
+        self.log_and_apply(batch)
+    }
     /// Reads the newest applied state, published or not: what read-modify-write operations
     /// executed by the committer build on.
     fn get_applied(&self, key: &[u8]) -> Result<Option<Bytes>>;

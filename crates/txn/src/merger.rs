@@ -484,7 +484,11 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
         let bytes = group.batch.data().len();
         let point = if group.batch.is_empty() {
             Ok(self.engine.applied_point())
+        } else if self.opts.durability == Durability::Always {
+            // Acknowledged only after the sync that covers it.
+            self.engine.log_and_apply_until_sync(group.batch)
         } else {
+            // Acknowledged before any sync: it must survive a process crash.
             self.engine.log_and_apply(group.batch)
         };
         let point = match point {

@@ -1162,7 +1162,11 @@ impl KvEngine for Db {
 
 impl PipelinedCommit for Db {
     fn log_and_apply(&self, batch: WriteBatch) -> Result<CommitPoint> {
-        self.inner.write_group(batch, false, false)
+        self.inner.write_group(batch, false, false, false)
+    }
+
+    fn log_and_apply_until_sync(&self, batch: WriteBatch) -> Result<CommitPoint> {
+        self.inner.write_group(batch, false, false, true)
     }
 
     fn get_applied(&self, key: &[u8]) -> Result<Option<Bytes>> {

@@ -101,18 +101,23 @@ impl WriteQueue {
 impl DbInner {
     /// Commits `batch` (see the module docs of `db`).
     pub(crate) fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
-        self.write_group(batch, opts.sync, true).map(|_| ())
+        self.write_group(batch, opts.sync, true, false).map(|_| ())
     }
 
     /// Commits `batch` through the writer queue and returns the sequence number of the last
     /// operation of its group. With `publish` false the batch is logged and applied alone,
     /// not synced and not visible until [`DbInner::publish`] (the pipelined commit).
+    ///
+    /// `buffered` (only with `publish` off, so the batch commits alone) lets its WAL record
+    /// stay in the process until the next sync (see `WalWriter::add_record_parts_buffered`).
     pub(crate) fn write_group(
         &self,
         batch: WriteBatch,
         sync: bool,
         publish: bool,
+        buffered: bool,
     ) -> Result<SequenceNumber> {
+        debug_assert!(!(buffered && publish));
         batch.validate()?;
         self.check_writable()?;
         if batch.is_empty() {
@@ -174,7 +179,7 @@ impl DbInner {
             return Err(Error::Closed);
         };
 
-        let r = self.commit_group(&mut merged, sync, publish);
+        let r = self.commit_group(&mut merged, sync, publish, buffered && !publish);
 
         // Hand out results; the leader's own is returned directly.
         {
@@ -203,6 +208,7 @@ impl DbInner {
         merged: &mut WriteBatch,
         sync: bool,
         publish: bool,
+        buffered: bool,
     ) -> Result<SequenceNumber> {
         let first_seq = self.applied_seq.load(Ordering::Acquire) + 1;
         let count = u64::from(merged.count());
@@ -221,20 +227,25 @@ impl DbInner {
         let logged = match wal.as_mut() {
             Some(w) => {
                 let start = self.opts.clock.now_micros();
-                w.add_record_parts(KIND_BATCH, &[prefix, merged.ops_data()])
-                    .and_then(|_| {
-                        let end = self.opts.clock.now_micros();
-                        self.io.record(IoEvent {
-                            kind: IoEventKind::JournalWrite,
-                            start_micros: start,
-                            duration_micros: end - start,
-                            bytes: (record_len + HEADER_LEN) as u64,
-                        });
-                        if sync {
-                            self.timed_sync(|| w.sync())?;
-                        }
-                        Ok(())
-                    })
+                let parts = [prefix, merged.ops_data()];
+                if buffered {
+                    w.add_record_parts_buffered(KIND_BATCH, &parts)
+                } else {
+                    w.add_record_parts(KIND_BATCH, &parts)
+                }
+                .and_then(|_| {
+                    let end = self.opts.clock.now_micros();
+                    self.io.record(IoEvent {
+                        kind: IoEventKind::JournalWrite,
+                        start_micros: start,
+                        duration_micros: end - start,
+                        bytes: (record_len + HEADER_LEN) as u64,
+                    });
+                    if sync {
+                        self.timed_sync(|| w.sync())?;
+                    }
+                    Ok(())
+                })
             }
             None => Err(Error::Closed),
         };
@@ -307,12 +318,23 @@ impl DbInner {
     /// commit path, so the leader keeps logging meanwhile. Returns the sequence now durable.
     pub(crate) fn sync_log(&self) -> Result<SequenceNumber> {
         self.check_writable()?;
-        // Records up to `applied_seq` were handed to the OS before `applied_seq` was raised,
-        // and older segments were synced before the log moved on; reading both under the WAL
-        // lock ties the number to the segment the syncer belongs to.
-        let (syncer, upto) = match self.wal.lock().as_ref() {
-            Some(w) => (w.syncer(), self.applied_seq.load(Ordering::Acquire)),
-            None => return Err(Error::Closed),
+        // Records up to `applied_seq` are in the segment's buffer or the OS before
+        // `applied_seq` is raised, and the flush below hands the buffered ones to the OS; older
+        // segments were synced before the log moved on. Doing both under the WAL lock ties the
+        // number to the segment the syncer belongs to.
+        let (syncer, upto) = {
+            let mut wal = self.wal.lock();
+            let Some(w) = wal.as_mut() else {
+                return Err(Error::Closed);
+            };
+            if let Err(e) = w.flush() {
+                // As a failed append: nothing more goes in behind a partial write.
+                self.mark_read_only(&e);
+                drop(wal);
+                self.set_read_only(&e);
+                return Err(e);
+            }
+            (w.syncer(), self.applied_seq.load(Ordering::Acquire))
         };
         match self.timed_sync(|| syncer.sync()) {
             Ok(()) => Ok(upto),

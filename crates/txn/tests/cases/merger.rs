@@ -230,6 +230,38 @@ fn a_failed_sync_fails_its_group_and_everything_after_and_reopen_recovers_exactl
     }
 }
 
+/// Every write to the log fails in turn, once: the appends of a group (buffered until its
+/// sync with `Durability::Always`) and the hand-off of the buffer before each sync alike. A
+/// single transient error is never retried past: the group that met it and everything after
+/// fail, and reopening after a crash recovers exactly the acknowledged writes.
+#[test]
+fn a_failed_log_write_anywhere_fails_from_there_on_and_reopen_recovers_exactly_the_acknowledged()
+{
+    for nth in 1u64..=16 {
+        let (fs, dynfs) = mem();
+        let db = open(Arc::clone(&dynfs));
+        let m = merger(&db, MergerOptions::default());
+        fs.add_fault(FaultPlan::new(FaultOp::Write, nth, Fault::Eio).only_paths_containing(".log"));
+        let acked = write_until_failure(&m, 200, 8);
+        assert_eq!(fs.faults_fired(), 1, "nth={nth}");
+        let first_failure = acked.iter().position(|a| !a).expect("a write failed");
+        assert!(
+            acked[first_failure..].iter().all(|a| !a),
+            "nth={nth}: nothing after the failure is acknowledged"
+        );
+        assert!(db.stats().read_only_reason.is_some());
+        let _ = m.close();
+        drop(m);
+        drop(db);
+        fs.crash(CrashMode::DropUnsynced);
+        let db = open(dynfs);
+        for (k, a) in acked.iter().enumerate() {
+            let got = db.get(&key(k)).unwrap();
+            assert_eq!(got.is_some(), *a, "nth={nth} key {k}: acknowledged={a}");
+        }
+    }
+}
+
 #[test]
 fn a_failed_log_write_fails_the_group_and_everything_after() {
     let (fs, dynfs) = mem();
