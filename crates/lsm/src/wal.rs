@@ -131,6 +131,8 @@ pub struct WalWriter {
     /// behind it would turn that torn tail into corruption in the middle of the segment, so
     /// every later append fails.
     failed: Option<String>,
+    /// Bytes of records added buffered since the last hand-off to the OS.
+    buffered: u64,
 }
 
 impl WalWriter {
@@ -174,6 +176,7 @@ impl WalWriter {
             name,
             offset: 0,
             failed: None,
+            buffered: 0,
         })
     }
 
@@ -241,6 +244,11 @@ impl WalWriter {
             return Err(Error::io(format!("append to WAL {}", self.name), e));
         }
         self.offset += (HEADER_LEN + total) as u64;
+        self.buffered = if hand_off {
+            0
+        } else {
+            self.buffered + (HEADER_LEN + total) as u64
+        };
         // Handed to the OS (or buffered), not synced.
         rialto_killpoint::kill_point("wal.append");
         Ok(at)
@@ -262,9 +270,10 @@ impl WalWriter {
         Ok(())
     }
 
-    /// Hands every buffered record to the operating system. A failure fails the segment: no
-    /// later add or flush is trusted, since part of the buffer may have been written.
-    pub fn flush(&mut self) -> Result<()> {
+    /// Hands every buffered record to the operating system; returns the bytes of the records
+    /// added buffered since the last hand-off. A failure fails the segment: no later add or
+    /// flush is trusted, since part of the buffer may have been written.
+    pub fn flush(&mut self) -> Result<u64> {
         if let Some(reason) = &self.failed {
             return Err(Error::ReadOnly(format!(
                 "an earlier append to WAL {} failed: {reason}",
@@ -274,7 +283,8 @@ impl WalWriter {
         self.file.flush().map_err(|e| {
             self.failed = Some(e.to_string());
             Error::io(format!("write WAL {}", self.name), e)
-        })
+        })?;
+        Ok(std::mem::take(&mut self.buffered))
     }
 
     /// Reserves `bytes` for the segment (see `WritableFile::preallocate`): appends within
@@ -601,8 +611,9 @@ mod tests {
         w.add_record_parts_buffered(KIND_BATCH, &[b"one"]).unwrap();
         w.add_record_parts_buffered(KIND_BATCH, &[b"two"]).unwrap();
         assert!(on_disk().is_empty(), "still in the process");
-        w.flush().unwrap();
+        assert_eq!(w.flush().unwrap(), 2 * (HEADER_LEN + 3) as u64);
         assert_eq!(on_disk().len(), 2 * (HEADER_LEN + 3));
+        assert_eq!(w.flush().unwrap(), 0, "nothing more buffered");
         w.add_record_parts_buffered(KIND_BATCH, &[b"three"])
             .unwrap();
         // An unbuffered add hands over what is buffered before it, too.

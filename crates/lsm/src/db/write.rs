@@ -234,13 +234,16 @@ impl DbInner {
                     w.add_record_parts(KIND_BATCH, &parts)
                 }
                 .and_then(|_| {
-                    let end = self.opts.clock.now_micros();
-                    self.io.record(IoEvent {
-                        kind: IoEventKind::JournalWrite,
-                        start_micros: start,
-                        duration_micros: end - start,
-                        bytes: (record_len + HEADER_LEN) as u64,
-                    });
+                    // A buffered record is recorded when `sync_log` hands it over.
+                    if !buffered {
+                        let end = self.opts.clock.now_micros();
+                        self.io.record(IoEvent {
+                            kind: IoEventKind::JournalWrite,
+                            start_micros: start,
+                            duration_micros: end - start,
+                            bytes: (record_len + HEADER_LEN) as u64,
+                        });
+                    }
                     if sync {
                         self.timed_sync(|| w.sync())?;
                     }
@@ -327,12 +330,22 @@ impl DbInner {
             let Some(w) = wal.as_mut() else {
                 return Err(Error::Closed);
             };
-            if let Err(e) = w.flush() {
-                // As a failed append: nothing more goes in behind a partial write.
-                self.mark_read_only(&e);
-                drop(wal);
-                self.set_read_only(&e);
-                return Err(e);
+            let start = self.opts.clock.now_micros();
+            match w.flush() {
+                Ok(0) => {}
+                Ok(bytes) => self.io.record(IoEvent {
+                    kind: IoEventKind::JournalWrite,
+                    start_micros: start,
+                    duration_micros: self.opts.clock.now_micros().saturating_sub(start),
+                    bytes,
+                }),
+                Err(e) => {
+                    // As a failed append: nothing more goes in behind a partial write.
+                    self.mark_read_only(&e);
+                    drop(wal);
+                    self.set_read_only(&e);
+                    return Err(e);
+                }
             }
             (w.syncer(), self.applied_seq.load(Ordering::Acquire))
         };
