@@ -221,12 +221,7 @@ impl WalWriter {
     }
 
     fn add(&mut self, kind: u8, parts: &[&[u8]], hand_off: bool) -> Result<u64> {
-        if let Some(reason) = &self.failed {
-            return Err(Error::ReadOnly(format!(
-                "an earlier append to WAL {} failed: {reason}",
-                self.name
-            )));
-        }
+        self.check_not_failed()?;
         let total: usize = parts.iter().map(|p| p.len()).sum();
         let len = u32::try_from(total).map_err(|_| {
             Error::InvalidArgument(format!(
@@ -254,6 +249,17 @@ impl WalWriter {
         Ok(at)
     }
 
+    /// Refuses to add or hand over anything after a failed append or hand-off.
+    fn check_not_failed(&self) -> Result<()> {
+        match &self.failed {
+            Some(reason) => Err(Error::ReadOnly(format!(
+                "an earlier append to WAL {} failed: {reason}",
+                self.name
+            ))),
+            None => Ok(()),
+        }
+    }
+
     fn append_all(
         &mut self,
         header: &[u8],
@@ -274,12 +280,7 @@ impl WalWriter {
     /// added buffered since the last hand-off. A failure fails the segment: no later add or
     /// flush is trusted, since part of the buffer may have been written.
     pub fn flush(&mut self) -> Result<u64> {
-        if let Some(reason) = &self.failed {
-            return Err(Error::ReadOnly(format!(
-                "an earlier append to WAL {} failed: {reason}",
-                self.name
-            )));
-        }
+        self.check_not_failed()?;
         self.file.flush().map_err(|e| {
             self.failed = Some(e.to_string());
             Error::io(format!("write WAL {}", self.name), e)

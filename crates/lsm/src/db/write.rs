@@ -236,13 +236,7 @@ impl DbInner {
                 .and_then(|_| {
                     // A buffered record is recorded when `sync_log` hands it over.
                     if !buffered {
-                        let end = self.opts.clock.now_micros();
-                        self.io.record(IoEvent {
-                            kind: IoEventKind::JournalWrite,
-                            start_micros: start,
-                            duration_micros: end - start,
-                            bytes: (record_len + HEADER_LEN) as u64,
-                        });
+                        self.record_journal_write(start, (record_len + HEADER_LEN) as u64);
                     }
                     if sync {
                         self.timed_sync(|| w.sync())?;
@@ -300,6 +294,16 @@ impl DbInner {
         Ok(last)
     }
 
+    /// Records a hand-off of `bytes` of journal records to the OS that began at `start`.
+    fn record_journal_write(&self, start: u64, bytes: u64) {
+        self.io.record(IoEvent {
+            kind: IoEventKind::JournalWrite,
+            start_micros: start,
+            duration_micros: self.opts.clock.now_micros().saturating_sub(start),
+            bytes,
+        });
+    }
+
     /// Runs one journal sync, recording it in the I/O stats and reporting its latency to the
     /// background pacer. Does not handle the error (callers turn the engine read-only).
     pub(crate) fn timed_sync(&self, sync: impl FnOnce() -> Result<()>) -> Result<()> {
@@ -333,12 +337,7 @@ impl DbInner {
             let start = self.opts.clock.now_micros();
             match w.flush() {
                 Ok(0) => {}
-                Ok(bytes) => self.io.record(IoEvent {
-                    kind: IoEventKind::JournalWrite,
-                    start_micros: start,
-                    duration_micros: self.opts.clock.now_micros().saturating_sub(start),
-                    bytes,
-                }),
+                Ok(bytes) => self.record_journal_write(start, bytes),
                 Err(e) => {
                     // As a failed append: nothing more goes in behind a partial write.
                     self.mark_read_only(&e);
