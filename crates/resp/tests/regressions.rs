@@ -64,58 +64,6 @@ fn minus_zero_count_is_invalid() {
     );
 }
 
-/// Fuzzing (`resp_decode`, fuzz/regressions/resp_decode/nested-aggregate-prealloc): each nested
-/// aggregate header preallocated slots for the whole buffer again, so 128 nested `*1000`
-/// headers (under 1 KB) reserved ~128 × 1000 reply slots (megabytes). Now the open frames
-/// together reserve at most a slot per 3 buffered bytes; the allocation is measured by the
-/// counting allocator below.
-#[test]
-fn nested_aggregate_headers_do_not_each_preallocate_the_buffer() {
-    let input: Vec<u8> = b"*1000\r\n".repeat(128);
-    let mut buf = BytesMut::from(&input[..]);
-    let mut decoder = ReplyDecoder::default();
-    let before = counting::allocated();
-    assert_eq!(decoder.decode(&mut buf), Ok(None));
-    let used = counting::allocated() - before;
-    let slot = std::mem::size_of::<Reply>();
-    assert!(
-        used <= (input.len() / 3 + 128) * slot + 64 * 1024,
-        "{used} bytes allocated for {} bytes of headers",
-        input.len()
-    );
-}
-
-/// Bytes allocated so far by this test binary (frees not subtracted: an upper bound on what
-/// a call kept).
-mod counting {
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    struct Counting;
-    static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
-
-    // SAFETY: forwards to the system allocator unchanged; only counts.
-    unsafe impl GlobalAlloc for Counting {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
-            // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
-            unsafe { System.alloc(layout) }
-        }
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            // SAFETY: `ptr` came from `System.alloc` with this layout.
-            unsafe { System.dealloc(ptr, layout) }
-        }
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            ALLOCATED.fetch_add(new_size, Ordering::Relaxed);
-            // SAFETY: the caller upholds `GlobalAlloc::realloc`'s contract.
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
-    }
-
-    #[global_allocator]
-    static GLOBAL: Counting = Counting;
-
-    pub fn allocated() -> usize {
-        ALLOCATED.load(Ordering::Relaxed)
-    }
-}
+// The nested-aggregate preallocation regression measures allocation, so it lives in
+// `crates/fuzzing/tests/alloc_regressions.rs`, whose binary installs the per-thread counting
+// allocator.
