@@ -9,6 +9,13 @@
 #   scripts/bench-compare.sh [any rialto bench-compare / rialto bench flag...]
 #   ROUNDS=5 NUM=1000000 BENCHMARKS=fillseq,fillrandom,readrandom scripts/bench-compare.sh
 #   scripts/bench-compare.sh --rounds=3 --num=2000000 --threads=2 --compression_type=lz4
+#   scripts/bench-compare.sh --check
+#
+# --check (alone) guards the code behind the `rocksdb` feature, which the ordinary test
+# command never compiles: clippy with the feature, the RocksDB adapter's and loaders' tests
+# (a differential test against the rialto adapter), and a tiny side-by-side run of every
+# fill, read and sync benchmark. It exits non-zero on the first failure. Run it after
+# changing crates/bench or upgrading the rocksdb crate.
 #
 # Environment (each optional; flags given on the command line win):
 #   ROUNDS       rounds (default 3)
@@ -42,6 +49,33 @@ fi
 
 echo "== building rialto with RocksDB (the first build compiles RocksDB: 20+ minutes)" >&2
 nice -n 10 cargo build --release --locked --features rocksdb -p rialto
+# Honours CARGO_TARGET_DIR (e.g. a separate directory, so that the ordinary release build
+# does not rebuild without RocksDB over this one).
+bin="${CARGO_TARGET_DIR:-target}/release/rialto"
+
+if [ "${1:-}" = "--check" ]; then
+    if [ $# -ne 1 ]; then
+        echo "error: --check takes no other arguments" >&2
+        exit 2
+    fi
+    echo "== clippy with the rocksdb feature" >&2
+    nice -n 10 cargo clippy --release --locked --features rocksdb -p rialto-bench -p rialto \
+        --all-targets -- -D warnings
+    echo "== tests of the RocksDB adapter and loaders" >&2
+    nice -n 10 cargo test --release --locked --features rocksdb -p rialto-bench engines::rocksdb
+    echo "== a tiny side-by-side run" >&2
+    db=$(mktemp -d /tmp/rialto-bench-check-XXXXXX)
+    trap 'rm -rf "$db"' EXIT
+    out=$("$bin" bench-compare --engines=rialto,rocksdb --rounds=1 --num=2000 \
+        --benchmarks=fillseq,fillrandom,overwrite,readrandom,readseq,fillsync --db="$db")
+    printf '%s\n' "$out"
+    if ! grep -q 'rialto/rocksdb' <<<"$out"; then
+        echo "error: bench-compare printed no rialto/rocksdb table" >&2
+        exit 1
+    fi
+    echo "== the rocksdb feature builds, passes clippy and its tests, and runs" >&2
+    exit 0
+fi
 
 args=()
 [ -n "${ROUNDS:-}" ] && args+=("--rounds=$ROUNDS")
@@ -49,4 +83,4 @@ args=()
 [ -n "${BENCHMARKS:-}" ] && args+=("--benchmarks=$BENCHMARKS")
 [ -n "${DB:-}" ] && args+=("--db=$DB")
 # Later flags override earlier ones, so the command line wins over the environment.
-exec target/release/rialto bench-compare ${args[@]+"${args[@]}"} "$@"
+exec "$bin" bench-compare ${args[@]+"${args[@]}"} "$@"
