@@ -29,6 +29,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if [ "${1:-}" = "--check" ] && [ $# -ne 1 ]; then
+    echo "error: --check takes no other arguments" >&2
+    exit 2
+fi
+
 have_libclang() {
     ldconfig -p 2>/dev/null | grep -Eq 'libclang(-[0-9.]+)?\.so'
 }
@@ -54,10 +59,6 @@ nice -n 10 cargo build --release --locked --features rocksdb -p rialto
 bin="${CARGO_TARGET_DIR:-target}/release/rialto"
 
 if [ "${1:-}" = "--check" ]; then
-    if [ $# -ne 1 ]; then
-        echo "error: --check takes no other arguments" >&2
-        exit 2
-    fi
     echo "== clippy with the rocksdb feature" >&2
     nice -n 10 cargo clippy --release --locked --features rocksdb -p rialto-bench -p rialto \
         --all-targets -- -D warnings
