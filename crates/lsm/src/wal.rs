@@ -288,6 +288,12 @@ impl WalWriter {
         Ok(std::mem::take(&mut self.buffered))
     }
 
+    /// Bytes of records added buffered and not yet handed to the OS: an unbuffered add or
+    /// [`WalWriter::flush`] hands them over.
+    pub fn buffered_bytes(&self) -> u64 {
+        self.buffered
+    }
+
     /// Reserves `bytes` for the segment (see `WritableFile::preallocate`): appends within
     /// them make `fdatasync` cheaper. The reserved space reads as zeros, which readers take as
     /// the end of the segment. Best effort.
@@ -629,6 +635,24 @@ mod tests {
         .unwrap();
         let want: Vec<&[u8]> = vec![b"one", b"two", b"three", b"four", b"five"];
         assert_eq!(recs, want);
+    }
+
+    #[test]
+    fn buffered_bytes_count_what_the_next_hand_off_carries() {
+        let fs = MemFs::new();
+        fs.create_dir_all(Path::new("/db")).unwrap();
+        let mut w = WalWriter::create(&fs, Path::new("/db"), 7).unwrap();
+        w.add_record_parts_buffered(KIND_BATCH, &[b"one"]).unwrap();
+        w.add_record_parts_buffered(KIND_BATCH, &[b"two"]).unwrap();
+        assert_eq!(w.buffered_bytes(), 2 * (HEADER_LEN + 3) as u64);
+        w.add_record(KIND_BATCH, b"three").unwrap();
+        assert_eq!(w.buffered_bytes(), 0, "the unbuffered add handed them over");
+        w.add_record_parts_buffered(KIND_BATCH, &[b"four"]).unwrap();
+        assert_eq!(
+            w.flush().unwrap(),
+            w.buffered_bytes() + (HEADER_LEN + 4) as u64
+        );
+        assert_eq!(w.buffered_bytes(), 0);
     }
 
     #[test]

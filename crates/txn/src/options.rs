@@ -84,7 +84,8 @@ pub struct MergerOptions {
     pub wait_spin: Duration,
     /// A poll's yield that took at least this long (times the merger's waiting threads per
     /// core, which take turns) was preempted: another thread (a compaction, another
-    /// process) held the CPU for its time slice, and polling then costs a commit that slice. Polling (`spin`, `wait_spin`) stops for a cooldown of 10 ms, doubled
+    /// process) held the CPU for its time slice, and polling then costs a commit that
+    /// slice. Polling (`spin`, `wait_spin`) stops for a cooldown of 10 ms, doubled
     /// while the contention lasts. Default 500 µs: a yield among the merger's own threads
     /// returns within tens of µs, a preempted one after 1-4 ms. Measured with 4 blocking
     /// writers beside one CPU-bound thread on 2 cores: commit p99 4.0 ms polling regardless,

@@ -227,6 +227,8 @@ impl DbInner {
         let logged = match wal.as_mut() {
             Some(w) => {
                 let start = self.opts.clock.now_micros();
+                // An unbuffered add hands over the records buffered before it as well.
+                let handed_over = w.buffered_bytes() + (record_len + HEADER_LEN) as u64;
                 let parts = [prefix, merged.ops_data()];
                 if buffered {
                     w.add_record_parts_buffered(KIND_BATCH, &parts)
@@ -236,7 +238,7 @@ impl DbInner {
                 .and_then(|_| {
                     // A buffered record is recorded when `sync_log` hands it over.
                     if !buffered {
-                        self.record_journal_write(start, (record_len + HEADER_LEN) as u64);
+                        self.record_journal_write(start, handed_over);
                     }
                     if sync {
                         self.timed_sync(|| w.sync())?;
