@@ -51,6 +51,8 @@ pub struct EngineStats {
     pub flushes: u64,
     /// Number of compactions completed.
     pub compactions: u64,
+    /// Compactions started only because writes paused (deferred work done while idle).
+    pub idle_compactions: u64,
     /// Microseconds writers spent delayed or stopped by write stalls.
     pub stall_micros: u64,
     /// WAL syncs performed.
@@ -120,9 +122,10 @@ impl fmt::Display for EngineStats {
         )?;
         writeln!(
             f,
-            "events : {} flushes, {} compactions, {} WAL syncs, {:.3} s stalled",
+            "events : {} flushes, {} compactions ({} while writes paused), {} WAL syncs, {:.3} s stalled",
             self.flushes,
             self.compactions,
+            self.idle_compactions,
             self.wal_syncs,
             self.stall_micros as f64 / 1e6
         )?;

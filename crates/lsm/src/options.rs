@@ -96,6 +96,16 @@ pub struct Options {
     /// How long writes must pause before a row-cache warm-up pass starts. Default 1000 ms.
     /// Shorter: warm sooner after a load; longer: fewer passes under bursty writes.
     pub row_cache_warm_quiet_ms: u64,
+    /// Pay deferred compaction once writes pause: after this many milliseconds without a
+    /// write, the picker does what TRIAD's read tuning would (L0's commit-log tables are
+    /// rewritten into ordinary tables, and TRIAD-DISK's deferral is lifted so L0 at its
+    /// trigger compacts whatever the overlap), so reads that follow a load find a compacted
+    /// tree instead of triggering that work, and sharing the CPU with it. Default 1000;
+    /// 0: off (deferred work waits for the characterizer to see reads dominate). Shorter:
+    /// the tree settles sooner; a pause that short between write bursts then pays
+    /// compactions TRIAD would have deferred (more write amplification). Never in inline
+    /// mode (`max_background_jobs == 0`).
+    pub idle_compaction_quiet_ms: u64,
     /// Table files kept open at once. Default: derived from the process's open-file limit
     /// (half of `RLIMIT_NOFILE`, at least 64). Tables beyond it are reopened on demand.
     pub max_open_files: usize,
@@ -215,6 +225,7 @@ impl Default for Options {
             row_cache_size: 0,
             row_cache_warm: true,
             row_cache_warm_quiet_ms: 1000,
+            idle_compaction_quiet_ms: 1000,
             max_open_files: default_max_open_files(),
             level0_compaction_trigger: 4,
             level0_slowdown_trigger: 20,

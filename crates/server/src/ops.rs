@@ -231,6 +231,12 @@ pub fn render(sh: &Shared) -> String {
         e.compactions,
     );
     w.counter(
+        "rialto_engine_idle_compactions_total",
+        "Compactions started only because writes paused (deferred work done while idle).",
+        &[],
+        e.idle_compactions,
+    );
+    w.counter(
         "rialto_engine_stall_seconds_total",
         "Time writes were slowed or stopped by write stalls.",
         &[],

@@ -378,6 +378,7 @@ pub fn engine_options(cfg: &Config, fs: rialto_io::FsRef, clock: Arc<dyn Clock>)
         block_cache: Some(BlockCache::new(cfg.cache_size)),
         row_cache_size: cfg.row_cache_size,
         row_cache_warm: cfg.row_cache_warm,
+        idle_compaction_quiet_ms: cfg.idle_compaction.as_millis() as u64,
         partitioner: Some(Arc::new(crate::stores::catalog::partition_len)),
         triad: cfg.triad.options(),
         ..Options::default()

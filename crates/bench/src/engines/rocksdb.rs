@@ -243,6 +243,7 @@ impl BenchEngine for RocksDbEngine {
             row_cache_misses: 0,
             row_cache_bytes: 0,
             row_cache_warmed_rows: 0,
+            idle_compactions: 0,
             read_only_reason: None,
         })
     }

@@ -17,6 +17,7 @@
 //! may run ahead of `visible_seq`. A reader loads the published sequence *before* the super
 //! version, so the super version holds every write up to that sequence.
 
+mod idle;
 mod ingest;
 mod iter;
 mod recovery;
@@ -85,6 +86,8 @@ pub(crate) struct State {
     live_versions: Vec<Weak<Version>>,
     /// Row-cache warm-up (see `warm.rs`).
     pub(crate) warm: warm::WarmState,
+    /// When writes last moved (see `idle.rs`).
+    pub(crate) quiet: idle::Quiet,
 }
 
 #[derive(Default)]
@@ -103,6 +106,8 @@ pub(crate) struct Counters {
     pub(crate) wal_prepare_bytes: AtomicU64,
     /// Rows the row-cache warm-up inserted.
     pub(crate) warmed_rows: AtomicU64,
+    /// Compactions started only because writes paused (see `idle.rs`).
+    pub(crate) idle_compactions: AtomicU64,
 }
 
 pub(crate) struct DbInner {
@@ -281,13 +286,7 @@ impl Db {
             let busy = st.flush_running
                 || !st.imms.is_empty()
                 || st.running_compactions > 0
-                || picker::pick(
-                    &st.versions.current(),
-                    &st.compacting,
-                    &compact_pointers(&st.versions),
-                    &opts,
-                )
-                .is_some();
+                || inner.compaction_due(&mut st, &opts);
             if !busy {
                 return Ok(());
             }
@@ -532,11 +531,17 @@ impl DbInner {
                         return;
                     }
                     // Rebuilt each time: the characterizer may have retuned the deferral.
-                    if let Some(job) = self.next_job(&mut st, &self.picker_options()) {
+                    let popts = self.picker_options();
+                    if let Some(job) = self.next_job(&mut st, &popts) {
                         break job;
                     }
-                    // A warm-up waiting for writes to pause is due without a notification.
-                    match self.warm_wait(&mut st) {
+                    // Idle compaction and a warm-up wait for writes to pause, which
+                    // notifies nobody.
+                    let wait = match (self.idle_wait(&mut st, &popts), self.warm_wait(&mut st)) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    match wait {
                         Some(d) => {
                             self.bg_cv.wait_for(&mut st, d);
                         }
@@ -569,9 +574,7 @@ impl DbInner {
         }
         let max_compactions = self.opts.max_background_jobs.saturating_sub(1).max(1);
         if st.running_compactions < max_compactions {
-            let v = st.versions.current();
-            let ptrs = compact_pointers(&st.versions);
-            if let Some(t) = picker::pick(&v, &st.compacting, &ptrs, popts) {
+            if let Some(t) = self.pick_compaction(st, popts) {
                 st.compacting.extend(t.all_inputs().map(|f| f.number));
                 st.running_compactions += 1;
                 return Some(Job::Compact(t));
@@ -1151,6 +1154,7 @@ impl KvEngine for Db {
             row_cache_misses: row.1,
             row_cache_bytes: row.2 as u64,
             row_cache_warmed_rows: c.warmed_rows.load(Ordering::Relaxed),
+            idle_compactions: c.idle_compactions.load(Ordering::Relaxed),
             flushes: c.flushes.load(Ordering::Relaxed),
             compactions: c.compactions.load(Ordering::Relaxed),
             stall_micros: c.stall_micros.load(Ordering::Relaxed),

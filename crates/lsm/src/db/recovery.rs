@@ -168,6 +168,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         pending_outputs: HashSet::new(),
         live_versions: Vec::new(),
         warm: Default::default(),
+        quiet: Default::default(),
     };
     let inner = DbInner {
         dir: path.to_path_buf(),

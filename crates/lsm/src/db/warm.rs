@@ -35,9 +35,6 @@ pub(crate) struct WarmState {
     pub(crate) running: bool,
     /// `user_bytes` when the last complete pass started; `None` before the first.
     done_at: Option<u64>,
-    /// `user_bytes` last seen, and when (clock micros): writes paused since then.
-    seen_bytes: u64,
-    seen_at: u64,
 }
 
 impl DbInner {
@@ -62,17 +59,6 @@ impl DbInner {
             Some(at) => bytes.saturating_sub(at) >= (rc.capacity() / 32) as u64,
         };
         wanted.then_some(rc)
-    }
-
-    /// Micros since writes last moved `user_bytes` (as seen by these checks).
-    fn quiet_for(&self, st: &mut State) -> u64 {
-        let now = self.opts.clock.now_micros();
-        let bytes = self.counters.user_bytes.load(Ordering::Relaxed);
-        if bytes != st.warm.seen_bytes {
-            st.warm.seen_bytes = bytes;
-            st.warm.seen_at = now;
-        }
-        now.saturating_sub(st.warm.seen_at)
     }
 
     /// Whether a warm-up pass should start now (see the module rules).

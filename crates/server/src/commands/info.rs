@@ -176,7 +176,7 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
             let s = sh.db.stats();
             let _ = write!(
                 o,
-                "# Rialto_engine\r\ndir:{}\r\ndisk_bytes:{}\r\nlive_data_bytes_estimate:{}\r\nuser_bytes_written:{}\r\nwal_bytes_written:{}\r\nwal_prepare_bytes_written:{}\r\nflush_bytes_written:{}\r\ncompaction_bytes_written:{}\r\nflushes:{}\r\ncompactions:{}\r\nstall_micros:{}\r\nblock_cache_hits:{}\r\nblock_cache_misses:{}\r\nrow_cache_hits:{}\r\nrow_cache_misses:{}\r\nrow_cache_bytes:{}\r\nrow_cache_warmed_rows:{}\r\nread_only:{}\r\n",
+                "# Rialto_engine\r\ndir:{}\r\ndisk_bytes:{}\r\nlive_data_bytes_estimate:{}\r\nuser_bytes_written:{}\r\nwal_bytes_written:{}\r\nwal_prepare_bytes_written:{}\r\nflush_bytes_written:{}\r\ncompaction_bytes_written:{}\r\nflushes:{}\r\ncompactions:{}\r\nidle_compactions:{}\r\nstall_micros:{}\r\nblock_cache_hits:{}\r\nblock_cache_misses:{}\r\nrow_cache_hits:{}\r\nrow_cache_misses:{}\r\nrow_cache_bytes:{}\r\nrow_cache_warmed_rows:{}\r\nread_only:{}\r\n",
                 cfg.dir.display(),
                 s.disk_bytes,
                 s.live_data_bytes,
@@ -187,6 +187,7 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
                 s.compaction_bytes_written,
                 s.flushes,
                 s.compactions,
+                s.idle_compactions,
                 s.stall_micros,
                 s.block_cache_hits,
                 s.block_cache_misses,
