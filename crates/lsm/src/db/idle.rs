@@ -73,44 +73,47 @@ impl DbInner {
         picker::pick(&v, compacting, &ptrs, &Self::idle_picker_options(popts))
     }
 
-    /// The compaction to run now with the tuned options `popts`, else, once writes paused,
-    /// the idle one (counted). Does not mark it running.
-    pub(super) fn pick_compaction(
+    /// The compaction due now with the tuned options `popts`, else, once writes paused, the
+    /// idle one (`true`).
+    fn due_compaction(
         &self,
         st: &mut State,
         popts: &PickerOptions,
-    ) -> Option<CompactionTask> {
+    ) -> Option<(CompactionTask, bool)> {
         let v = st.versions.current();
         let ptrs = compact_pointers(&st.versions);
         if let Some(t) = picker::pick(&v, &st.compacting, &ptrs, popts) {
-            return Some(t);
+            return Some((t, false));
         }
         let quiet = self.idle_quiet_micros()?;
         if self.quiet_for(st) < quiet {
             return None;
         }
         let t = picker::pick(&v, &st.compacting, &ptrs, &Self::idle_picker_options(popts))?;
-        self.counters
-            .idle_compactions
-            .fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(level = t.level, files = t.inputs.len(), "idle compaction");
+        Some((t, true))
+    }
+
+    /// The compaction to run now (see `due_compaction`), idle ones counted. Does not mark
+    /// it running.
+    pub(super) fn pick_compaction(
+        &self,
+        st: &mut State,
+        popts: &PickerOptions,
+    ) -> Option<CompactionTask> {
+        let (t, idle) = self.due_compaction(st, popts)?;
+        if idle {
+            self.counters
+                .idle_compactions
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(level = t.level, files = t.inputs.len(), "idle compaction");
+        }
         Some(t)
     }
 
     /// Whether a compaction is due now, idle work included (for
     /// `Db::wait_for_background_work`).
     pub(super) fn compaction_due(&self, st: &mut State, popts: &PickerOptions) -> bool {
-        let v = st.versions.current();
-        let ptrs = compact_pointers(&st.versions);
-        if picker::pick(&v, &st.compacting, &ptrs, popts).is_some() {
-            return true;
-        }
-        match self.idle_quiet_micros() {
-            Some(q) if self.quiet_for(st) >= q => {
-                Self::idle_task(st, &st.compacting, popts).is_some()
-            }
-            _ => false,
-        }
+        self.due_compaction(st, popts).is_some()
     }
 
     /// How long an idle background thread may sleep before idle compaction could be due
