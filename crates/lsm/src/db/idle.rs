@@ -59,38 +59,37 @@ impl DbInner {
         }
     }
 
-    /// A compaction idle options would pick that the tuned ones (`popts`) do not.
-    fn idle_task(
+    /// The compaction the tuned options `popts` pick, else, if `idle`, the one the idle
+    /// options pick (`true`). Files in `compacting` are taken by running compactions.
+    fn two_step_pick(
         st: &State,
         compacting: &HashSet<u64>,
         popts: &PickerOptions,
-    ) -> Option<CompactionTask> {
+        idle: bool,
+    ) -> Option<(CompactionTask, bool)> {
         let v = st.versions.current();
         let ptrs = compact_pointers(&st.versions);
-        if picker::pick(&v, compacting, &ptrs, popts).is_some() {
+        if let Some(t) = picker::pick(&v, compacting, &ptrs, popts) {
+            return Some((t, false));
+        }
+        if !idle {
             return None;
         }
-        picker::pick(&v, compacting, &ptrs, &Self::idle_picker_options(popts))
+        let t = picker::pick(&v, compacting, &ptrs, &Self::idle_picker_options(popts))?;
+        Some((t, true))
     }
 
-    /// The compaction due now with the tuned options `popts`, else, once writes paused, the
-    /// idle one (`true`).
+    /// The compaction due now: the tuned one, else, once writes paused, the idle one
+    /// (`true`).
     fn due_compaction(
         &self,
         st: &mut State,
         popts: &PickerOptions,
     ) -> Option<(CompactionTask, bool)> {
-        let v = st.versions.current();
-        let ptrs = compact_pointers(&st.versions);
-        if let Some(t) = picker::pick(&v, &st.compacting, &ptrs, popts) {
-            return Some((t, false));
-        }
-        let quiet = self.idle_quiet_micros()?;
-        if self.quiet_for(st) < quiet {
-            return None;
-        }
-        let t = picker::pick(&v, &st.compacting, &ptrs, &Self::idle_picker_options(popts))?;
-        Some((t, true))
+        let paused = self
+            .idle_quiet_micros()
+            .is_some_and(|q| self.quiet_for(st) >= q);
+        Self::two_step_pick(st, &st.compacting, popts, paused)
     }
 
     /// The compaction to run now (see `due_compaction`), idle ones counted. Does not mark
@@ -122,7 +121,10 @@ impl DbInner {
     pub(super) fn idle_wait(&self, st: &mut State, popts: &PickerOptions) -> Option<Duration> {
         let quiet = self.idle_quiet_micros()?;
         // Files already compacting do not count: the task may only wait for them.
-        Self::idle_task(st, &HashSet::new(), popts)?;
+        match Self::two_step_pick(st, &HashSet::new(), popts, true) {
+            Some((_, true)) => {}
+            _ => return None,
+        }
         let left = quiet.saturating_sub(self.quiet_for(st));
         (left > 0).then(|| Duration::from_micros(left.max(1000)))
     }
