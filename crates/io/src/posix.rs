@@ -168,6 +168,9 @@ struct PosixWritableFile {
     len: u64,
     /// Opened with O_APPEND (see `preallocate`).
     append_mode: bool,
+    /// File position up to which `start_writeback` has already asked for write-back, so each
+    /// call covers only the bytes written since (the kernel need not walk the whole file).
+    writeback_from: u64,
 }
 
 impl PosixWritableFile {
@@ -177,6 +180,7 @@ impl PosixWritableFile {
             buf: Vec::with_capacity(WRITE_BUFFER_CAPACITY),
             len,
             append_mode,
+            writeback_from: 0,
         }
     }
 
@@ -238,13 +242,30 @@ impl WritableFile for PosixWritableFile {
 
     fn start_writeback(&mut self) -> io::Result<()> {
         self.flush_buffer()?;
+        // Every byte before `len` is now in the kernel (the buffer is empty).
+        let (from, to) = (self.writeback_from, self.len);
+        if to <= from {
+            return Ok(());
+        }
+        let (Ok(offset), Ok(nbytes)) = (
+            libc::off64_t::try_from(from),
+            libc::off64_t::try_from(to - from),
+        ) else {
+            return Ok(());
+        };
         loop {
-            // SAFETY: sync_file_range on a file descriptor we own; offset 0 and nbytes 0 mean
-            // "the whole file"; SYNC_FILE_RANGE_WRITE only starts write-back, it never waits.
+            // SAFETY: sync_file_range on a file descriptor we own, over a range of the file;
+            // SYNC_FILE_RANGE_WRITE only starts write-back, it never waits.
             let rc = unsafe {
-                libc::sync_file_range(self.file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE)
+                libc::sync_file_range(
+                    self.file.as_raw_fd(),
+                    offset,
+                    nbytes,
+                    libc::SYNC_FILE_RANGE_WRITE,
+                )
             };
             if rc == 0 {
+                self.writeback_from = to;
                 return Ok(());
             }
             let e = io::Error::last_os_error();
