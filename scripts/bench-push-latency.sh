@@ -19,6 +19,9 @@
 #     --keys N           keys the GETs draw from, loaded before the rounds (default 1000000)
 #     --push-records N   records of each measured push (default 10000000, >= --keys)
 #     --settle S         seconds to wait after a push (default 10)
+#     --requests N       GETs of each measurement (default 200000); more give a steadier p99 and
+#                        need a push that lasts longer (--push-records)
+#     --server-arg ARG   passed to `rialto serve` (repeatable), e.g. --server-arg=--push-page-cache=none
 #     --client-nice N    CPU niceness of the `rialto push` client, 0..19 (default 0). The client
 #                        stands in for the batch job, which in production runs on other
 #                        machines; here it shares the server's cores, and at 0 the GETs measure
@@ -49,6 +52,7 @@ clients=50
 value_size=100
 settle_secs=10
 client_nice=0
+server_args=()
 port=${RIALTO_PORT:-7613}
 bench_dir=${BENCH_DIR:-$repo/target/bench-push-latency}
 
@@ -65,6 +69,9 @@ while [ $# -gt 0 ]; do
         --keys) [ $# -ge 2 ] || die "--keys needs a value"; keys=$2; shift 2 ;;
         --push-records) [ $# -ge 2 ] || die "--push-records needs a value"; push_records=$2; shift 2 ;;
         --settle) [ $# -ge 2 ] || die "--settle needs a value"; settle_secs=$2; shift 2 ;;
+        --requests) [ $# -ge 2 ] || die "--requests needs a value"; requests=$2; shift 2 ;;
+        --server-arg) [ $# -ge 2 ] || die "--server-arg needs a value"; server_args+=("$2"); shift 2 ;;
+        --server-arg=*) server_args+=("${1#--server-arg=}"); shift ;;
         --client-nice) [ $# -ge 2 ] || die "--client-nice needs a value"; client_nice=$2; shift 2 ;;
         --quick) keys=100000; push_records=2000000; requests=20000; shift ;;
         -h|--help) usage; exit 0 ;;
@@ -73,7 +80,7 @@ while [ $# -gt 0 ]; do
 done
 [[ $settle_secs =~ ^[0-9]+$ ]] || die "--settle must be a number of seconds, not '$settle_secs'"
 [[ $client_nice =~ ^([0-9]|1[0-9])$ ]] || die "--client-nice must be 0..19, not '$client_nice'"
-for v in rounds keys push_records; do
+for v in rounds keys push_records requests; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v//_/-} must be a positive integer, not '${!v}'"
 done
 ((push_records >= keys)) || die "--push-records must be at least --keys, so that every GET still hits after a push"
@@ -135,7 +142,7 @@ input "$push_records" "$push_csv"
 
 cli() { redis-cli -h 127.0.0.1 -p "$port" "$@"; }
 (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && die "port $port is already in use (set RIALTO_PORT)"
-"$RIALTO_BIN" serve --dir "$run_dir/db" --port "$port" >"$run_dir/server.log" 2>&1 &
+"$RIALTO_BIN" serve --dir "$run_dir/db" --port "$port" ${server_args[@]+"${server_args[@]}"} >"$run_dir/server.log" 2>&1 &
 server_pid=$!
 for ((i = 0; i < 300; i++)); do
     kill -0 "$server_pid" 2>/dev/null || { tail -n 20 "$run_dir/server.log" >&2; die "rialto serve exited while starting"; }

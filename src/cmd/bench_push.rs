@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rialto_push_input::{Format, InputSpec, RecordReader};
+use rialto_server::stores::PushPageCache;
 
 use super::stores_backend::{BackendError, Local};
 
@@ -44,6 +45,10 @@ pub struct Args {
     /// cache; warming the allocator gives every run the same start.
     #[arg(long)]
     pub warm_mb: Option<usize>,
+    /// Rialto's `push-page-cache`: auto, all, none or a size. RocksDB's SstFileWriter path
+    /// drops every page (its default), like `none`.
+    #[arg(long, default_value = "auto")]
+    pub page_cache: String,
 }
 
 struct RunResult {
@@ -91,11 +96,17 @@ fn reader(input: &Path) -> Result<Box<dyn RecordReader>, BackendError> {
     rialto_push_input::open(input, &InputSpec::default()).map_err(|e| io("input", e))
 }
 
-fn run_rialto(input: &Path, db: &Path, memory: usize) -> Result<RunResult, BackendError> {
+fn run_rialto(
+    input: &Path,
+    db: &Path,
+    memory: usize,
+    page_cache: PushPageCache,
+) -> Result<RunResult, BackendError> {
     let start = Instant::now();
     let local = Local::open_with(rialto_server::Config {
         dir: db.to_path_buf(),
         push_memory_limit: memory,
+        push_page_cache: page_cache,
         ..rialto_server::Config::default()
     })?;
     local.create("b", b"b:", 0)?;
@@ -234,14 +245,6 @@ fn settle(bytes: usize) {
     drop(v);
 }
 
-/// Bytes of memory available to new allocations (MemAvailable), if known.
-fn mem_available() -> Option<usize> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb << 10)
-}
-
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
@@ -266,6 +269,8 @@ pub fn run(args: Args) -> Result<(), BackendError> {
             "--rounds >= 1 and --key-size >= 16".into(),
         ));
     }
+    let page_cache = PushPageCache::parse(&args.page_cache)
+        .map_err(|e| BackendError::Usage(format!("--page-cache: {e}")))?;
     std::fs::create_dir_all(&args.work).map_err(|e| io("work directory", e))?;
     let ext = match format {
         Format::Csv => "csv",
@@ -300,7 +305,8 @@ pub fn run(args: Args) -> Result<(), BackendError> {
         Some(mb) => mb << 20,
         None => {
             let want = (raw as usize).saturating_mul(5) / 2;
-            want.min(mem_available().unwrap_or(0) / 2)
+            let available = rialto_io::mem_available().unwrap_or(0);
+            want.min(usize::try_from(available / 2).unwrap_or(usize::MAX))
         }
     };
     let mut results: Vec<Vec<RunResult>> = engines.iter().map(|_| Vec::new()).collect();
@@ -313,7 +319,7 @@ pub fn run(args: Args) -> Result<(), BackendError> {
             let _ = std::fs::remove_dir_all(db.with_extension("staging"));
             settle(warm);
             let r = match name.as_str() {
-                "rialto" => run_rialto(&input, &db, memory)?,
+                "rialto" => run_rialto(&input, &db, memory, page_cache)?,
                 "rocksdb-sst" => run_rocks_sst(&input, &db, memory)?,
                 _ => run_rocks_put(&input, &db)?,
             };

@@ -62,6 +62,18 @@ pub trait WritableFile: Send + Sync {
     fn start_writeback(&mut self) -> io::Result<()> {
         self.flush()
     }
+    /// Hint that the file's first `end` bytes will not be read through the operating
+    /// system's page cache soon: those already written to disk leave it
+    /// (`posix_fadvise(POSIX_FADV_DONTNEED)` on Linux; pages still dirty or under write-back
+    /// stay). A writer that streams a large file out calls it behind [`start_writeback`], so
+    /// the file recycles a few MiB of page cache instead of taking fresh memory for every
+    /// byte. Changes neither contents nor durability. Default: nothing.
+    ///
+    /// [`start_writeback`]: WritableFile::start_writeback
+    fn drop_cache(&mut self, end: u64) -> io::Result<()> {
+        let _ = end;
+        Ok(())
+    }
     /// A handle that syncs this file's data from another thread while this one keeps
     /// appending (the transaction merger syncs batch N while batch N+1 is written). A sync
     /// through it makes durable every byte flushed to the operating system before the call.
@@ -226,6 +238,16 @@ pub fn lower_thread_priority(nice: i32) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// Bytes of memory the operating system could give to new allocations without swapping
+/// (`MemAvailable` of `/proc/meminfo`, which counts reclaimable page cache); `None` where
+/// unknown.
+pub fn mem_available() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kb.checked_mul(1024)
 }
 
 /// True if `e` is the operating system's "no space left on device".

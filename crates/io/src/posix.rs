@@ -278,6 +278,31 @@ impl WritableFile for PosixWritableFile {
         }
     }
 
+    fn drop_cache(&mut self, end: u64) -> io::Result<()> {
+        // Bytes still in the user-space buffer have no pages to drop yet. The range always
+        // starts at 0: a page skipped by an earlier call because it was still being written
+        // is dropped by a later one (the kernel walks cached pages only, so re-advising a
+        // dropped range costs little).
+        let end = end.min(self.len - self.buf.len() as u64);
+        if end == 0 {
+            return Ok(());
+        }
+        let Ok(len) = libc::off_t::try_from(end) else {
+            return Ok(());
+        };
+        // SAFETY: posix_fadvise on a file descriptor we own, over a range of the file; it
+        // only changes what the kernel caches.
+        let rc = unsafe {
+            libc::posix_fadvise(self.file.as_raw_fd(), 0, len, libc::POSIX_FADV_DONTNEED)
+        };
+        match rc {
+            0 => Ok(()),
+            // Only a hint: where it is unsupported nothing is lost.
+            libc::ESPIPE | libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP => Ok(()),
+            e => Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+
     fn syncer(&self) -> io::Result<Arc<dyn FileSyncer>> {
         // A duplicated descriptor shares the open file description, so its fdatasync covers
         // everything written through this one.

@@ -28,6 +28,6 @@ pub mod version;
 pub mod wal;
 pub mod wal_prepare;
 
-pub use db::{Db, IngestStats, Ingestion, Snapshot};
+pub use db::{Db, IngestOptions, IngestStats, Ingestion, Snapshot};
 pub use db_iter::DbIter;
 pub use options::{Compression, Options, WalRecovery};

@@ -275,3 +275,40 @@ fn ingested_tables_use_their_own_restart_interval() {
     // Every key whole (20-byte shared prefix) against one in 64: far fewer bytes.
     assert!(sizes[1] * 3 < sizes[0] * 2, "{sizes:?}");
 }
+
+/// On a real file system, with every page dropped from the cache as it is written and with
+/// half of them, ingested tables read back whole, before and after a reopen.
+#[test]
+fn tables_written_out_of_the_page_cache_read_back_whole() {
+    for budget in [0, 300 << 10] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = || Options {
+            fs: Arc::new(rialto_io::PosixFs::new()),
+            target_file_size: 256 << 10,
+            ..Options::default()
+        };
+        let value = |i: u32| format!("{i:0>200}").into_bytes();
+        let n = 5_000;
+        {
+            let db = Db::open(dir.path(), opts()).unwrap();
+            let mut ing = db
+                .ingest_with(rialto_lsm::IngestOptions {
+                    page_cache_bytes: budget,
+                })
+                .unwrap();
+            for i in 0..n {
+                ing.add(&key("k", i), &value(i)).unwrap();
+            }
+            let stats = ing.finish().unwrap();
+            assert!(stats.files >= 3, "{stats:?}");
+            let got = scan(&db, b"k", b"l");
+            assert_eq!(got.len(), n as usize, "budget {budget}");
+            db.close().unwrap();
+        }
+        let db = Db::open(dir.path(), opts()).unwrap();
+        let got = scan(&db, b"k", b"l");
+        let want: Vec<_> = (0..n).map(|i| (key("k", i), value(i))).collect();
+        assert_eq!(got, want, "budget {budget}");
+        db.close().unwrap();
+    }
+}

@@ -53,6 +53,7 @@ pub struct Config {
     pub push_memory_limit: usize,
     pub push_threads: usize,
     pub push_nice: i32,
+    pub push_page_cache: crate::stores::PushPageCache,
     pub store_maintenance_interval: Duration,
     pub shutdown_timeout: Duration,
     pub log_level: String,
@@ -101,6 +102,7 @@ impl Default for Config {
             push_memory_limit: 256 << 20,
             push_threads: 1,
             push_nice: 19,
+            push_page_cache: crate::stores::PushPageCache::Auto,
             store_maintenance_interval: Duration::from_secs(1),
             shutdown_timeout: Duration::from_secs(10),
             log_level: "info".into(),
@@ -296,6 +298,8 @@ pub static KEYS: &[Key] = &[
         |c, v| c.push_threads = parse_num::<usize>(v)?.max(1), |c| c.push_threads.to_string()),
     key!("push-nice", false, "CPU niceness (0..=19) of the ingestion pool's threads and of the sort and table-writing threads they start (default 19, the lowest priority): a push then runs on the CPU that serving leaves, so reads keep their latency and a push on a busy server takes longer; 0 gives pushes the same share as serving. The bulk connection thread, where a connection moves once it begins a push, runs at this niceness too.",
         |c, v| c.push_nice = parse_nice(v)?, |c| c.push_nice.to_string()),
+    key!("push-page-cache", false, "How much of a pushed version's tables a push leaves in the OS page cache as it writes them (default auto: half of the memory available when the push starts; all; none; or a size such as 4gb). Pages beyond are dropped once on disk, as RocksDB's SstFileWriter does: the push then recycles a few MiB of cache instead of taking fresh memory for every byte (faster, and it evicts less of the version being served), but the first reads of those keys after the swap go to the disk. all keeps a version that fits in memory warm for its first reads.",
+        |c, v| c.push_page_cache = crate::stores::PushPageCache::parse(v)?, |c| c.push_page_cache.config_value()),
     key!("store-maintenance-interval-ms", false, "How often retired store versions are removed and real-time logs pruned to their rewind window, in milliseconds (default 1000).",
         |c, v| c.store_maintenance_interval = Duration::from_millis(parse_num::<u64>(v)?.max(10)), |c| c.store_maintenance_interval.as_millis().to_string()),
     key!("shutdown-timeout", true, "Seconds a graceful shutdown waits for clients' in-flight commands (default 10).",
@@ -450,6 +454,32 @@ mod tests {
         assert!(parse_size("1tb").is_err());
         assert!(parse_size("-1").is_err());
         assert!(parse_size("99999999999999999999gb").is_err());
+    }
+
+    #[test]
+    fn push_page_cache_takes_auto_all_none_or_a_size() {
+        use crate::stores::PushPageCache;
+        let mut c = Config::default();
+        assert_eq!(c.push_page_cache, PushPageCache::Auto);
+        assert_eq!(c.push_page_cache.budget(Some(8 << 30)), 4 << 30);
+        assert_eq!(c.push_page_cache.budget(None), u64::MAX);
+        for (v, want, shown) in [
+            ("none", PushPageCache::Bytes(0), "none"),
+            ("ALL", PushPageCache::All, "all"),
+            ("2gb", PushPageCache::Bytes(2 << 30), "2147483648"),
+            ("auto", PushPageCache::Auto, "auto"),
+        ] {
+            c.set("push-page-cache", v).unwrap();
+            assert_eq!(c.push_page_cache, want, "{v}");
+            assert_eq!(c.push_page_cache.config_value(), shown);
+            assert_eq!(PushPageCache::parse(shown), Ok(want));
+        }
+        assert_eq!(PushPageCache::All.budget(Some(1)), u64::MAX);
+        assert_eq!(PushPageCache::Bytes(0).budget(Some(1 << 30)), 0);
+        for bad in ["", "some", "-1", "1tb"] {
+            assert!(c.set("push-page-cache", bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(c.push_page_cache, PushPageCache::Auto);
     }
 
     #[test]

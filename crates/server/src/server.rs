@@ -415,6 +415,7 @@ pub fn open_stores(
         push_tmp_dir: tmp,
         push_threads: cfg.push_threads,
         push_nice: cfg.push_nice,
+        push_page_cache: cfg.push_page_cache,
     };
     let stores = Arc::new(crate::stores::Stores::open(db, opts)?);
     stores.recover(merger)?;

@@ -3,19 +3,21 @@
 //! The executor is shared by memtable flushes and compactions: both stream sorted internal
 //! entries through a [`Gc`] filter into tables cut at a target size.
 
+mod output_file;
 pub mod picker;
+
+pub(crate) use output_file::{create_table, CacheBudget, OutputPolicy};
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rialto_engine::{Error, Result};
-use rialto_io::{Fs, WritableFile};
+use rialto_io::Fs;
 
 use crate::iter::InternalIterator;
 use crate::key::{self, SequenceNumber, ValueKind};
 use crate::sstable::{TableBuildOptions, TableBuilder};
-use crate::throttle::JournalFirst;
 use crate::version::{table_file_name, FileMeta, SketchSlot};
 
 /// Decides which versions an output keeps.
@@ -111,8 +113,8 @@ pub struct OutputContext<'a> {
     pub max_grandparent_overlap: u64,
     /// Set when the database shuts down; the executor stops with `Error::Closed`.
     pub shutting_down: &'a AtomicBool,
-    /// Paces output writes when journal syncs slow down; `None` writes at full speed.
-    pub throttle: Option<Arc<JournalFirst>>,
+    /// How output files are paced and cached.
+    pub(crate) policy: OutputPolicy,
     /// Outputs are cut where the key's partition changes (`Options::partitioner`).
     pub partitioner: Option<&'a crate::options::Partitioner>,
 }
@@ -127,43 +129,6 @@ pub(crate) fn partition_changes(
         let (la, lb) = (p(a).min(a.len()), p(b).min(b.len()));
         a[..la] != b[..lb]
     })
-}
-
-/// An output file whose writes are paced by [`JournalFirst`] and whose dirty pages are sent
-/// to disk every `bytes_per_sync`, so a compaction never floods the disk queue in front of the
-/// journal's syncs.
-struct PacedFile {
-    inner: Box<dyn WritableFile>,
-    throttle: Arc<JournalFirst>,
-    unsynced: u64,
-}
-
-impl WritableFile for PacedFile {
-    fn append(&mut self, data: &[u8]) -> std::io::Result<()> {
-        self.throttle.acquire(data.len() as u64);
-        self.inner.append(data)?;
-        self.unsynced += data.len() as u64;
-        let every = self.throttle.options().bytes_per_sync;
-        if every > 0 && self.unsynced >= every {
-            self.unsynced = 0;
-            self.inner.start_writeback()?;
-        }
-        Ok(())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-    fn sync_data(&mut self) -> std::io::Result<()> {
-        let inner = &mut self.inner;
-        self.throttle.background_sync(|| inner.sync_data())
-    }
-    fn sync_all(&mut self) -> std::io::Result<()> {
-        let inner = &mut self.inner;
-        self.throttle.background_sync(|| inner.sync_all())
-    }
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
 }
 
 /// Streams `input` through `gc` into tables. Returns the outputs' metadata. On error every
@@ -260,7 +225,7 @@ fn write_tables_inner(
                     ctx.fs,
                     ctx.dir,
                     number,
-                    ctx.throttle.as_ref(),
+                    &ctx.policy,
                     ctx.table_options.clone(),
                 )?,
                 number,
@@ -276,29 +241,6 @@ fn write_tables_inner(
         outputs.push(finish(o)?);
     }
     Ok(())
-}
-
-/// Creates table file `number` in `dir` with a builder over it, paced by `throttle` if given.
-pub(crate) fn create_table(
-    fs: &dyn Fs,
-    dir: &Path,
-    number: u64,
-    throttle: Option<&Arc<JournalFirst>>,
-    opts: TableBuildOptions,
-) -> Result<TableBuilder> {
-    let name = table_file_name(number);
-    let file = fs
-        .create(&dir.join(&name))
-        .map_err(|e| Error::io(format!("create table {name}"), e))?;
-    let file: Box<dyn WritableFile> = match throttle {
-        Some(t) => Box::new(PacedFile {
-            inner: file,
-            throttle: Arc::clone(t),
-            unsynced: 0,
-        }),
-        None => file,
-    };
-    Ok(TableBuilder::new(file, name, opts))
 }
 
 fn finish(o: Open) -> Result<FileMeta> {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use rialto_engine::{Error, IoEvent, IoEventKind, Result};
 
 use super::{Db, DbInner};
-use crate::compaction::{create_table, finish_table, partition_changes};
+use crate::compaction::{create_table, finish_table, partition_changes, CacheBudget, OutputPolicy};
 use crate::iter::InternalIterator;
 use crate::key::{self, ValueKind};
 use crate::sstable::{TableBuildOptions, TableBuilder};
@@ -37,12 +37,33 @@ pub struct IngestStats {
     pub level: usize,
 }
 
+/// Settings of one ingestion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IngestOptions {
+    /// Table bytes the ingestion leaves in the operating system's page cache; the pages of
+    /// tables beyond are dropped as they reach the disk. Default `u64::MAX`: every page stays,
+    /// so reads right after the ingestion find its data in memory, but writing it takes that
+    /// much fresh memory (evicting other cached data, and on a VM whose free memory is handed
+    /// back to the host, faulting every new page in). 0 keeps none, as RocksDB's
+    /// SstFileWriter does by default: the fastest write, whose first reads go to the disk.
+    pub page_cache_bytes: u64,
+}
+
+impl Default for IngestOptions {
+    fn default() -> Self {
+        IngestOptions {
+            page_cache_bytes: u64::MAX,
+        }
+    }
+}
+
 /// Writes a sorted stream of keys as tables for [`Ingestion::finish`] to link into the tree.
 /// Dropping it unfinished removes every file it wrote. It keeps the engine's internals alive
 /// (not its background threads): finish or drop it before closing the database.
 pub struct Ingestion {
     db: Arc<DbInner>,
     opts: TableBuildOptions,
+    policy: OutputPolicy,
     target_file_size: u64,
     open: Option<(TableBuilder, u64)>,
     done: Vec<FileMeta>,
@@ -59,8 +80,16 @@ impl Db {
     /// [`Ingestion::finish`]. Table files are cut at `target_file_size` and their writes are
     /// paced like compaction's, so a large ingestion does not delay journal syncs.
     pub fn ingest(&self) -> Result<Ingestion> {
+        self.ingest_with(IngestOptions::default())
+    }
+
+    /// [`Db::ingest`] with settings.
+    pub fn ingest_with(&self, options: IngestOptions) -> Result<Ingestion> {
         self.inner.check_writable()?;
+        let cache = (options.page_cache_bytes != u64::MAX)
+            .then(|| Arc::new(CacheBudget::new(options.page_cache_bytes)));
         Ok(Ingestion {
+            policy: self.inner.output_policy(cache),
             db: Arc::clone(&self.inner),
             opts: TableBuildOptions {
                 block_restart_interval: self.inner.opts.ingest_block_restart_interval,
@@ -148,17 +177,11 @@ impl Ingestion {
         }
         if self.open.is_none() {
             let number = self.db.allocate_output();
-            let throttle = self
-                .db
-                .opts
-                .throttle
-                .enabled
-                .then(|| Arc::clone(&self.db.journal_first));
             let b = create_table(
                 &*self.db.fs,
                 &self.db.dir,
                 number,
-                throttle.as_ref(),
+                &self.policy,
                 self.opts.clone(),
             );
             match b {

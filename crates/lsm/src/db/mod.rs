@@ -23,7 +23,7 @@ mod iter;
 mod recovery;
 mod triad;
 mod warm;
-pub use ingest::{IngestStats, Ingestion};
+pub use ingest::{IngestOptions, IngestStats, Ingestion};
 pub(crate) use recovery::lock_dir;
 mod write;
 
@@ -45,7 +45,7 @@ use rialto_io::{FileLock, Fs};
 use crate::cache::BlockCache;
 use crate::cl_table::{ClSegment, PointerIter, SegmentIndex};
 use crate::compaction::picker::{self, CompactionTask, PickerOptions};
-use crate::compaction::{self, Gc, OutputContext};
+use crate::compaction::{self, CacheBudget, Gc, OutputContext, OutputPolicy};
 use crate::db_iter::DbIter;
 use crate::iter::{BoxedIter, InternalIterator};
 use crate::key::{self, SequenceNumber, ValueKind, KIND_SEEK};
@@ -628,12 +628,22 @@ impl DbInner {
             max_grandparent_overlap: PickerOptions::from_options(&self.opts)
                 .max_grandparent_overlap(),
             shutting_down: &self.shutting_down,
+            policy: self.output_policy(None),
+            partitioner: self.opts.partitioner.as_ref(),
+        }
+    }
+
+    /// How background writers write tables: paced behind the journal when the throttle is
+    /// on, written back every `bytes_per_sync`, cached as `cache` allows.
+    fn output_policy(&self, cache: Option<Arc<CacheBudget>>) -> OutputPolicy {
+        OutputPolicy {
             throttle: self
                 .opts
                 .throttle
                 .enabled
                 .then(|| Arc::clone(&self.journal_first)),
-            partitioner: self.opts.partitioner.as_ref(),
+            bytes_per_sync: self.opts.throttle.bytes_per_sync,
+            cache,
         }
     }
 

@@ -26,7 +26,7 @@ use rialto_io::{FileLock, Fs};
 
 use super::{parse_file_name, Counters, DbInner, FileKind, State, SuperVersion};
 use crate::cache::BlockCache;
-use crate::compaction::{self, Gc, OutputContext};
+use crate::compaction::{self, Gc, OutputContext, OutputPolicy};
 use crate::iter::InternalIterator;
 use crate::key::SequenceNumber;
 use crate::memtable::MemTable;
@@ -332,7 +332,7 @@ fn flush_recovered(
         grandparents: &[],
         max_grandparent_overlap: u64::MAX,
         shutting_down: &stop,
-        throttle: None,
+        policy: OutputPolicy::default(),
         partitioner: opts.partitioner.as_ref(),
     };
     let mut it = mem.iter();

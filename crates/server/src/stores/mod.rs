@@ -96,6 +96,54 @@ pub struct StoreOptions {
     pub push_threads: usize,
     /// CPU niceness of the ingestion pool's threads and of the threads they start (0..=19).
     pub push_nice: i32,
+    /// How much of a pushed version stays in the page cache as its tables are written.
+    pub push_page_cache: PushPageCache,
+}
+
+/// How much of a pushed version's tables a push leaves in the operating system's page cache
+/// (`push-page-cache`); the pages beyond are dropped as they reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushPageCache {
+    /// Half of the memory available (`MemAvailable`) when the push starts writing tables.
+    Auto,
+    /// Every page.
+    All,
+    /// At most this many bytes; 0 keeps none.
+    Bytes(u64),
+}
+
+impl PushPageCache {
+    /// Parses `auto`, `all`, `none` or a size (`512mb`, as [`crate::config::parse_size`]).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(PushPageCache::Auto),
+            "all" => Ok(PushPageCache::All),
+            "none" => Ok(PushPageCache::Bytes(0)),
+            _ => crate::config::parse_size(s)
+                .map(|n| PushPageCache::Bytes(n as u64))
+                .map_err(|_| format!("'{s}' is not auto, all, none or a size (e.g. 4gb)")),
+        }
+    }
+
+    /// The value as `CONFIG GET` shows it (and [`PushPageCache::parse`] reads back).
+    pub fn config_value(&self) -> String {
+        match self {
+            PushPageCache::Auto => "auto".into(),
+            PushPageCache::All => "all".into(),
+            PushPageCache::Bytes(0) => "none".into(),
+            PushPageCache::Bytes(n) => n.to_string(),
+        }
+    }
+
+    /// Bytes a push starting now may leave cached, given the memory available (`None`:
+    /// unknown, and then `Auto` keeps everything); `u64::MAX` is no limit.
+    pub fn budget(&self, mem_available: Option<u64>) -> u64 {
+        match self {
+            PushPageCache::Auto => mem_available.map_or(u64::MAX, |m| m / 2),
+            PushPageCache::All => u64::MAX,
+            PushPageCache::Bytes(n) => *n,
+        }
+    }
 }
 
 /// The stores of one server.

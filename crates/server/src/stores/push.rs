@@ -409,7 +409,9 @@ impl Stores {
         let mut sorted = sorter
             .finish()
             .map_err(|e| StoreError::Input(e.to_string()))?;
-        let ing = db.ingest()?;
+        let ing = db.ingest_with(rialto_lsm::IngestOptions {
+            page_cache_bytes: self.opts.push_page_cache.budget(rialto_io::mem_available()),
+        })?;
         // Every engine key starts with the version's prefix and the store's.
         let head = version_key(m.id, v, &m.prefix);
         let written = table_writer::write_sorted(&mut sorted, ing, &head)?;
