@@ -22,7 +22,8 @@
 #     --requests N       GETs of each measurement (default 200000); more give a steadier p99 and
 #                        need a push that lasts longer (--push-records)
 #     --server-arg ARG   passed to `rialto serve` (repeatable), e.g. --server-arg=--push-page-cache=none
-#     --client-nice N    CPU niceness of the `rialto push` client, 0..19 (default 0). The client
+#     --client-nice N    CPU niceness of the `rialto push` client, 0..19 or idle (SCHED_IDLE,
+#                        with chrt; default 0). The client
 #                        stands in for the batch job, which in production runs on other
 #                        machines; here it shares the server's cores, and at 0 the GETs measure
 #                        that contention as much as the server. The server's own ingestion
@@ -79,7 +80,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [[ $settle_secs =~ ^[0-9]+$ ]] || die "--settle must be a number of seconds, not '$settle_secs'"
-[[ $client_nice =~ ^([0-9]|1[0-9])$ ]] || die "--client-nice must be 0..19, not '$client_nice'"
+[[ $client_nice =~ ^([0-9]|1[0-9]|idle)$ ]] || die "--client-nice must be 0..19 or idle, not '$client_nice'"
 for v in rounds keys push_records requests; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v//_/-} must be a positive integer, not '${!v}'"
 done
@@ -152,7 +153,8 @@ done
 [ "$(cli ping 2>/dev/null)" = PONG ] || die "rialto serve did not answer PING within 30 s"
 
 "$RIALTO_BIN" store create features --server "127.0.0.1:$port" >&2
-push() { nice -n "$client_nice" "$RIALTO_BIN" push --store features --input "$1" --server "127.0.0.1:$port" --no-progress; }
+if [ "$client_nice" = idle ]; then client_prio=(chrt -i 0); else client_prio=(nice -n "$client_nice"); fi
+push() { "${client_prio[@]}" "$RIALTO_BIN" push --store features --input "$1" --server "127.0.0.1:$port" --no-progress; }
 log "== loading $keys keys"
 push "$preload_csv" >&2
 got=$(cli get "features:$(printf %012d $((keys - 1)))")

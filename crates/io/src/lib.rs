@@ -250,6 +250,50 @@ pub fn mem_available() -> Option<u64> {
     kb.checked_mul(1024)
 }
 
+/// CPU priority of a background thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadPriority {
+    /// An ordinary thread at this niceness (0..=19; 0 changes nothing).
+    Nice(i32),
+    /// Linux's `SCHED_IDLE` class, below every niceness: the thread runs only on CPU time no
+    /// other thread wants, a waking ordinary thread preempts it at once (a nice-19 thread may
+    /// first finish its slice), and the scheduler places waking threads on a CPU running only
+    /// idle-class threads as on an idle one.
+    Idle,
+}
+
+impl std::fmt::Display for ThreadPriority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ThreadPriority::Nice(n) => write!(f, "{n}"),
+            ThreadPriority::Idle => f.write_str("idle"),
+        }
+    }
+}
+
+/// Gives the calling thread priority `p`; the threads it starts afterwards inherit it.
+/// Lowering needs no privilege; raising back does, so callers only lower. Where `SCHED_IDLE`
+/// is refused (a seccomp filter, another kernel), `Idle` falls back to niceness 19 and still
+/// returns the error, for the caller to report.
+pub fn set_thread_priority(p: ThreadPriority) -> io::Result<()> {
+    match p {
+        ThreadPriority::Nice(n) => lower_thread_priority(n),
+        ThreadPriority::Idle => {
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: sched_setscheduler with pid 0 changes the calling thread alone and
+            // only reads `param`.
+            let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+            if rc == 0 {
+                Ok(())
+            } else {
+                let e = io::Error::last_os_error();
+                let _ = lower_thread_priority(19);
+                Err(e)
+            }
+        }
+    }
+}
+
 /// True if `e` is the operating system's "no space left on device".
 pub fn is_no_space(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ENOSPC)

@@ -349,3 +349,24 @@ fn drop_cache_releases_written_pages_and_keeps_every_byte() {
     let r = fs.open_read(&path).unwrap();
     assert_eq!(r.read_vec_at(0, expected.len()).unwrap(), expected);
 }
+
+#[test]
+fn an_idle_priority_thread_is_in_sched_idle_and_its_threads_inherit_it() {
+    use rialto_io::{set_thread_priority, ThreadPriority};
+    let policies = std::thread::spawn(|| {
+        set_thread_priority(ThreadPriority::Idle).unwrap();
+        // SAFETY: sched_getscheduler(0) reads the calling thread's policy.
+        let own = unsafe { libc::sched_getscheduler(0) };
+        let child = std::thread::spawn(|| unsafe { libc::sched_getscheduler(0) })
+            .join()
+            .unwrap();
+        (own, child)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(policies, (libc::SCHED_IDLE, libc::SCHED_IDLE));
+    // SAFETY: as above; the test thread itself was left alone.
+    assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_OTHER);
+    assert_eq!(ThreadPriority::Idle.to_string(), "idle");
+    assert_eq!(ThreadPriority::Nice(19).to_string(), "19");
+}

@@ -34,7 +34,7 @@ pub struct Workers {
 impl Workers {
     /// Starts `n` (at least one) connection threads and the bulk thread, at niceness
     /// `bulk_nice`.
-    pub fn start(n: usize, bulk_nice: i32) -> std::io::Result<Workers> {
+    pub fn start(n: usize, bulk_nice: rialto_io::ThreadPriority) -> std::io::Result<Workers> {
         let (stop, _) = watch::channel(false);
         let mut handles = Vec::new();
         let mut threads = Vec::new();
@@ -43,7 +43,10 @@ impl Workers {
             let (tx, rx) = std::sync::mpsc::channel();
             let mut stop_rx = stop.subscribe();
             let (name, nice) = if i < n {
-                (format!("rialto-conn-{i}"), 0)
+                (
+                    format!("rialto-conn-{i}"),
+                    rialto_io::ThreadPriority::Nice(0),
+                )
             } else {
                 ("rialto-bulk".to_string(), bulk_nice)
             };

@@ -94,8 +94,8 @@ pub struct StoreOptions {
     pub push_tmp_dir: std::path::PathBuf,
     /// Threads of the ingestion pool shared by every push.
     pub push_threads: usize,
-    /// CPU niceness of the ingestion pool's threads and of the threads they start (0..=19).
-    pub push_nice: i32,
+    /// CPU priority of the ingestion pool's threads and of the threads they start.
+    pub push_nice: rialto_io::ThreadPriority,
     /// How much of a pushed version stays in the page cache as its tables are written.
     pub push_page_cache: PushPageCache,
 }

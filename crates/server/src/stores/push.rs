@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use rialto_engine::{EngineIterator, IterOptions, KvEngine};
+use rialto_io::ThreadPriority;
 use rialto_lsm::Db;
 use rialto_sort::{DuplicatePolicy, SortOptions, Sorter};
 use rialto_txn::{Merger, TxnContext};
@@ -89,8 +90,8 @@ pub struct Pushes {
 }
 
 impl Pushes {
-    /// A registry whose pool has `threads` threads at CPU niceness `nice`.
-    pub fn new(threads: usize, nice: i32) -> Pushes {
+    /// A registry whose pool has `threads` threads at CPU priority `nice`.
+    pub fn new(threads: usize, nice: ThreadPriority) -> Pushes {
         Pushes {
             sessions: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
@@ -147,12 +148,12 @@ impl Pushes {
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// Sets the calling thread's CPU niceness to `nice` (`rialto_io::lower_thread_priority`);
-/// the sort's spill and helper threads and the table writer of a push inherit it. Best
-/// effort: a failure is logged.
-pub(crate) fn lower_thread_priority(nice: i32) {
-    if let Err(e) = rialto_io::lower_thread_priority(nice) {
-        tracing::warn!(error = %e, nice, "cannot lower a push thread's priority");
+/// Gives the calling thread CPU priority `p` (`rialto_io::set_thread_priority`); the sort's
+/// spill and helper threads and the table writer of a push inherit it. Best effort: a
+/// failure is logged.
+pub(crate) fn lower_thread_priority(p: ThreadPriority) {
+    if let Err(e) = rialto_io::set_thread_priority(p) {
+        tracing::warn!(error = %e, priority = %p, "cannot lower a push thread's priority");
     }
 }
 
@@ -177,7 +178,7 @@ struct Pool {
 }
 
 impl Pool {
-    fn new(threads: usize, nice: i32) -> Pool {
+    fn new(threads: usize, nice: ThreadPriority) -> Pool {
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..threads {
