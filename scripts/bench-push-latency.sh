@@ -178,7 +178,7 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR 
 
 declare -A ops p99
 push_rates=""
-log "== $rounds round(s): redis-benchmark -n $requests -c $clients -P 1 -r $keys GET, idle and during a push of $push_records records (push client at nice $client_nice)"
+log "== $rounds round(s): redis-benchmark -n $requests -c $clients -P 1 -r $keys GET, idle and during a push of $push_records records (push client at priority $client_nice)"
 for ((round = 1; round <= rounds; round++)); do
     if ((round % 2)); then order=(idle push); else order=(push idle); fi
     for kind in "${order[@]}"; do

@@ -240,14 +240,64 @@ pub fn lower_thread_priority(nice: i32) -> io::Result<()> {
     }
 }
 
-/// Bytes of memory the operating system could give to new allocations without swapping
-/// (`MemAvailable` of `/proc/meminfo`, which counts reclaimable page cache); `None` where
-/// unknown.
+/// Bytes of memory this process could take without swapping or reclaim in its memory cgroup:
+/// `MemAvailable` of `/proc/meminfo` (which counts reclaimable page cache), capped by the
+/// headroom of the cgroup's limit (v2 or v1) when one is set, since inside a container
+/// `/proc/meminfo` shows the host; `None` where unknown.
 pub fn mem_available() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kb.checked_mul(1024)
+    let host = kb.checked_mul(1024)?;
+    Some(match cgroup_headroom() {
+        Some(h) => host.min(h),
+        None => host,
+    })
+}
+
+/// Headroom under this process's memory cgroup limit: the limit less what is in use and not
+/// easily reclaimed (usage minus inactive page cache). `None` without a limit.
+fn cgroup_headroom() -> Option<u64> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let read = |p: &Path| std::fs::read_to_string(p).ok();
+    let num = |s: Option<String>| s.and_then(|s| s.trim().parse::<u64>().ok());
+    // cgroup v1 names the memory controller; v2 is the single "0::" hierarchy.
+    for line in own.lines() {
+        let mut f = line.splitn(3, ':');
+        let (Some(id), Some(controllers), Some(path)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let rel = path.trim_start_matches('/');
+        if controllers.split(',').any(|c| c == "memory") {
+            let dir = Path::new("/sys/fs/cgroup/memory").join(rel);
+            let limit = num(read(&dir.join("memory.limit_in_bytes")))?;
+            let usage = num(read(&dir.join("memory.usage_in_bytes")))?;
+            let inactive = stat_field(&read(&dir.join("memory.stat"))?, "total_inactive_file");
+            return headroom(limit, usage, inactive);
+        }
+        if id == "0" && controllers.is_empty() {
+            let dir = Path::new("/sys/fs/cgroup").join(rel);
+            let limit = num(read(&dir.join("memory.max")))?; // "max" does not parse: no limit
+            let usage = num(read(&dir.join("memory.current")))?;
+            let inactive = stat_field(&read(&dir.join("memory.stat"))?, "inactive_file");
+            return headroom(limit, usage, inactive);
+        }
+    }
+    None
+}
+
+fn stat_field(stat: &str, name: &str) -> u64 {
+    stat.lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            (k == name).then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0)
+}
+
+/// `limit - (usage - inactive)`; a limit of 2^60 or more (v1's "unlimited") is none.
+fn headroom(limit: u64, usage: u64, inactive: u64) -> Option<u64> {
+    (limit < 1 << 60).then(|| limit.saturating_sub(usage.saturating_sub(inactive)))
 }
 
 /// CPU priority of a background thread.
@@ -297,4 +347,29 @@ pub fn set_thread_priority(p: ThreadPriority) -> io::Result<()> {
 /// True if `e` is the operating system's "no space left on device".
 pub fn is_no_space(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ENOSPC)
+}
+
+#[cfg(test)]
+mod mem_tests {
+    use super::*;
+
+    #[test]
+    fn cgroup_headroom_counts_inactive_cache_as_free_and_ignores_no_limit() {
+        assert_eq!(headroom(1000, 700, 200), Some(500));
+        assert_eq!(headroom(1000, 1200, 0), Some(0));
+        assert_eq!(headroom(9_223_372_036_854_771_712, 5, 0), None);
+        let stat = "cache 10\ninactive_file 300\ntotal_inactive_file 700\n";
+        assert_eq!(stat_field(stat, "inactive_file"), 300);
+        assert_eq!(stat_field(stat, "total_inactive_file"), 700);
+        assert_eq!(stat_field(stat, "active_file"), 0);
+        // Whatever the machine, the answer is at most what /proc/meminfo says.
+        if let (Some(all), Ok(info)) = (mem_available(), std::fs::read_to_string("/proc/meminfo")) {
+            let kb: u64 = info
+                .lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+                .unwrap_or(u64::MAX / 1024);
+            assert!(all <= kb * 1024 + (64 << 20), "{all} vs {kb} kB");
+        }
+    }
 }

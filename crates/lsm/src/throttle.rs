@@ -44,6 +44,9 @@ pub struct ThrottleOptions {
     /// How often the controller decides. Default 100 ms. Shorter reacts faster and flaps more.
     pub window: Duration,
     /// Background writers start write-back after this many bytes. Default 1 MiB; 0 never.
+    /// Also with pacing off, an ingestion with a page-cache budget writes back (and drops
+    /// pages past the budget) at this interval; at 0 it drops them only after each table's
+    /// final sync.
     pub bytes_per_sync: u64,
 }
 

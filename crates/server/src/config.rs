@@ -101,7 +101,7 @@ impl Default for Config {
             merger_inline: true,
             push_memory_limit: 256 << 20,
             push_threads: 1,
-            push_nice: rialto_io::ThreadPriority::Idle,
+            push_nice: rialto_io::ThreadPriority::Nice(19),
             push_page_cache: crate::stores::PushPageCache::Auto,
             store_maintenance_interval: Duration::from_secs(1),
             shutdown_timeout: Duration::from_secs(10),
@@ -299,9 +299,9 @@ pub static KEYS: &[Key] = &[
         |c, v| c.push_memory_limit = parse_size(v)?.max(1 << 20), |c| c.push_memory_limit.to_string()),
     key!("push-threads", false, "Threads of the ingestion pool shared by every batch push (default 1): pushes sort, write tables and swap on it, never on connection threads; more threads let concurrent pushes progress together at the cost of CPU taken from serving.",
         |c, v| c.push_threads = parse_num::<usize>(v)?.max(1), |c| c.push_threads.to_string()),
-    key!("push-nice", false, "CPU priority of the ingestion pool's threads and of the sort and table-writing threads they start: idle (default: Linux SCHED_IDLE, below every niceness; niceness 19 where it is refused) or a niceness 0..=19. A push runs on the CPU that serving leaves, so reads keep their latency and a push on a busy server takes longer; 0 gives pushes the same share as serving. With idle, a request thread that wakes preempts the push at once and is placed on a CPU running only the push as on an idle one (at 19 it may first wait out the push's time slice); on a server whose CPUs are always busy a push then crawls (about 0.3% of a CPU against 1.5% at 19). The bulk connection thread, where a connection moves once it begins a push, runs at this priority too.",
+    key!("push-nice", false, "CPU priority of the ingestion pool's threads and of the sort and table-writing threads they start: a niceness 0..=19 (default 19) or idle (Linux SCHED_IDLE, below every niceness; niceness 19 where it is refused). A push runs on the CPU that serving leaves, so reads keep their latency and a push on a busy server takes longer; 0 gives pushes the same share as serving. With idle, a request thread that wakes preempts the push at once and is placed on a CPU running only the push as on an idle one (at 19 it may first wait out the push's time slice), but a push thread holding a lock others need (the engine's manifest lock while it links the new tables; the merger's executor or sync role when it commits the swap, or for the writes of the pushing connection, which stays on the bulk thread) runs only when a CPU is free, so on a busy server writers can wait behind it; and on a server whose CPUs are always busy a push crawls (about 0.3% of a CPU against 1.5% at 19). The bulk connection thread, where a connection moves once it begins a push, runs at this priority too.",
         |c, v| c.push_nice = parse_nice(v)?, |c| c.push_nice.to_string()),
-    key!("push-page-cache", false, "How much of a pushed version's tables a push leaves in the OS page cache as it writes them (default auto: half of the memory available when the push starts; all; none; or a size such as 4gb). Pages beyond are dropped once on disk, as RocksDB's SstFileWriter does: the push then recycles a few MiB of cache instead of taking fresh memory for every byte (faster, and it evicts less of the version being served), but the first reads of those keys after the swap go to the disk. all keeps a version that fits in memory warm for its first reads.",
+    key!("push-page-cache", false, "How much of a pushed version's tables a push leaves in the OS page cache as it writes them (default auto: half of the memory available, within the memory cgroup's limit if any, when the push starts writing tables; all; none; or a size such as 4gb). Pages beyond are dropped once on disk, as RocksDB's SstFileWriter does: the push then recycles a few MiB of cache instead of taking fresh memory for every byte (faster, and it evicts less of the version being served), but the first reads of those keys after the swap go to the disk. all keeps a version that fits in memory warm for its first reads.",
         |c, v| c.push_page_cache = crate::stores::PushPageCache::parse(v)?, |c| c.push_page_cache.config_value()),
     key!("store-maintenance-interval-ms", false, "How often retired store versions are removed and real-time logs pruned to their rewind window, in milliseconds (default 1000).",
         |c, v| c.store_maintenance_interval = Duration::from_millis(parse_num::<u64>(v)?.max(10)), |c| c.store_maintenance_interval.as_millis().to_string()),
@@ -489,7 +489,7 @@ mod tests {
     fn push_nice_takes_only_what_an_unprivileged_thread_may_set() {
         use rialto_io::ThreadPriority;
         let mut c = Config::default();
-        assert_eq!(c.push_nice, ThreadPriority::Idle);
+        assert_eq!(c.push_nice, ThreadPriority::Nice(19));
         c.set("push-nice", "0").unwrap();
         assert_eq!(c.push_nice, ThreadPriority::Nice(0));
         for bad in ["-1", "20", "low", ""] {

@@ -6,7 +6,7 @@
 //! threads than with one).
 //!
 //! The one exception is the bulk thread: a connection that owns a batch push moves there once
-//! its PUSH BEGIN is answered, and stays. It runs at the ingestion pool's CPU niceness
+//! its PUSH BEGIN is answered, and stays. It runs at the ingestion pool's CPU priority
 //! (`push-nice`), so decoding a push's PUSH ADD requests (hundreds of kilobytes each) never
 //! delays the reads and writes of the connection threads, and takes only the CPU they leave.
 
@@ -32,7 +32,7 @@ pub struct Workers {
 }
 
 impl Workers {
-    /// Starts `n` (at least one) connection threads and the bulk thread, at niceness
+    /// Starts `n` (at least one) connection threads and the bulk thread, at CPU priority
     /// `bulk_nice`.
     pub fn start(n: usize, bulk_nice: rialto_io::ThreadPriority) -> std::io::Result<Workers> {
         let (stop, _) = watch::channel(false);

@@ -27,13 +27,16 @@ impl CacheBudget {
         }
     }
 
-    /// Takes `n` bytes if that many are left; false (and nothing taken) otherwise.
+    /// Takes `n` bytes if that many are left. Otherwise spends the rest and returns false:
+    /// the table that ran out drops its pages (also those it was granted), and so does every
+    /// later one, so the cached part is the first tables, within the budget.
     pub fn take(&self, n: u64) -> bool {
-        self.left
+        let r = self
+            .left
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
-                left.checked_sub(n)
-            })
-            .is_ok()
+                Some(left.saturating_sub(n))
+            });
+        matches!(r, Ok(left) if left >= n)
     }
 }
 

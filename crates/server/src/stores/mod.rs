@@ -104,7 +104,8 @@ pub struct StoreOptions {
 /// (`push-page-cache`); the pages beyond are dropped as they reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PushPageCache {
-    /// Half of the memory available (`MemAvailable`) when the push starts writing tables.
+    /// Half of the memory available (`rialto_io::mem_available`: `MemAvailable`, capped by the
+    /// memory cgroup's headroom) when the push starts writing tables.
     Auto,
     /// Every page.
     All,

@@ -153,7 +153,14 @@ type Job = Box<dyn FnOnce() + Send>;
 /// failure is logged.
 pub(crate) fn lower_thread_priority(p: ThreadPriority) {
     if let Err(e) = rialto_io::set_thread_priority(p) {
-        tracing::warn!(error = %e, priority = %p, "cannot lower a push thread's priority");
+        match p {
+            ThreadPriority::Idle => {
+                tracing::warn!(error = %e, "SCHED_IDLE refused; push threads run at niceness 19")
+            }
+            ThreadPriority::Nice(nice) => {
+                tracing::warn!(error = %e, nice, "cannot lower a push thread's priority")
+            }
+        }
     }
 }
 
