@@ -245,14 +245,19 @@ pub fn lower_thread_priority(nice: i32) -> io::Result<()> {
 /// headroom of the cgroup's limit (v2 or v1) when one is set, since inside a container
 /// `/proc/meminfo` shows the host; `None` where unknown.
 pub fn mem_available() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    let host = kb.checked_mul(1024)?;
+    let host = meminfo_available()?;
     Some(match cgroup_headroom() {
         Some(h) => host.min(h),
         None => host,
     })
+}
+
+/// `MemAvailable` of `/proc/meminfo`, in bytes.
+fn meminfo_available() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kb.checked_mul(1024)
 }
 
 /// Headroom under this process's memory cgroup limit: the limit less what is in use and not
@@ -363,13 +368,8 @@ mod mem_tests {
         assert_eq!(stat_field(stat, "total_inactive_file"), 700);
         assert_eq!(stat_field(stat, "active_file"), 0);
         // Whatever the machine, the answer is at most what /proc/meminfo says.
-        if let (Some(all), Ok(info)) = (mem_available(), std::fs::read_to_string("/proc/meminfo")) {
-            let kb: u64 = info
-                .lines()
-                .find(|l| l.starts_with("MemAvailable:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-                .unwrap_or(u64::MAX / 1024);
-            assert!(all <= kb * 1024 + (64 << 20), "{all} vs {kb} kB");
+        if let (Some(all), Some(host)) = (mem_available(), meminfo_available()) {
+            assert!(all <= host + (64 << 20), "{all} vs {host}");
         }
     }
 }

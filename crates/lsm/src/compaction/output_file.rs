@@ -67,14 +67,19 @@ struct OutputFile {
 }
 
 impl OutputFile {
-    fn interval_done(&mut self) -> std::io::Result<()> {
-        let interval = std::mem::take(&mut self.unsynced);
-        self.inner.start_writeback()?;
+    /// Charges the `unsynced` bytes to the budget; once it runs out, this file drops pages.
+    fn charge_unsynced(&mut self) {
+        let n = std::mem::take(&mut self.unsynced);
         if let Some(budget) = &self.policy.cache {
-            if !self.dropping && !budget.take(interval) {
+            if !self.dropping && !budget.take(n) {
                 self.dropping = true;
             }
         }
+    }
+
+    fn interval_done(&mut self) -> std::io::Result<()> {
+        self.charge_unsynced();
+        self.inner.start_writeback()?;
         if self.dropping {
             // Lags one interval: the pages just handed over are still being written.
             self.inner.drop_cache(self.written_back)?;
@@ -83,14 +88,19 @@ impl OutputFile {
         Ok(())
     }
 
-    fn after_sync(&mut self) -> std::io::Result<()> {
-        if let Some(budget) = &self.policy.cache {
-            if !self.dropping && !budget.take(std::mem::take(&mut self.unsynced)) {
-                self.dropping = true;
-            }
+    /// Runs `sync` on the inner file (as a background sync when paced), then charges the
+    /// rest of the file and drops its pages if the budget is spent: every page is clean now.
+    fn sync_with(
+        &mut self,
+        sync: fn(&mut dyn WritableFile) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let inner = &mut *self.inner;
+        match &self.policy.throttle {
+            Some(t) => t.background_sync(|| sync(inner))?,
+            None => sync(inner)?,
         }
+        self.charge_unsynced();
         if self.dropping {
-            // Every page is clean now.
             self.inner.drop_cache(self.inner.len())?;
         }
         Ok(())
@@ -114,20 +124,10 @@ impl WritableFile for OutputFile {
         self.inner.flush()
     }
     fn sync_data(&mut self) -> std::io::Result<()> {
-        let inner = &mut self.inner;
-        match &self.policy.throttle {
-            Some(t) => t.background_sync(|| inner.sync_data())?,
-            None => inner.sync_data()?,
-        }
-        self.after_sync()
+        self.sync_with(|f| f.sync_data())
     }
     fn sync_all(&mut self) -> std::io::Result<()> {
-        let inner = &mut self.inner;
-        match &self.policy.throttle {
-            Some(t) => t.background_sync(|| inner.sync_all())?,
-            None => inner.sync_all()?,
-        }
-        self.after_sync()
+        self.sync_with(|f| f.sync_all())
     }
     fn len(&self) -> u64 {
         self.inner.len()
