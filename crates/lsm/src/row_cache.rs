@@ -21,6 +21,7 @@
 //! Eviction is CLOCK per shard: entries get a second chance if read since the hand passed.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -122,12 +123,17 @@ pub enum Warmed {
     Skipped,
     /// Not cached: its shard has no free room.
     Full,
+    /// Not cached: the warm epoch moved on (the pass is to start again).
+    Stale,
 }
 
 /// A sharded, bounded cache of key → value.
 pub struct RowCache {
     shards: Box<[Mutex<Shard>]>,
     shard_capacity: usize,
+    /// Bumped before [`RowCache::evict_outside`], so that a warm-up pass begun before cannot
+    /// put back what the eviction removes (see [`RowCache::warm`]).
+    warm_epoch: AtomicU64,
 }
 
 impl RowCache {
@@ -147,6 +153,7 @@ impl RowCache {
                 })
                 .collect(),
             shard_capacity: (capacity / SHARDS).max(1),
+            warm_epoch: AtomicU64::new(0),
         }
     }
 
@@ -236,13 +243,20 @@ impl RowCache {
     /// [`RowCache::insert`] does, but only into free room: it never evicts, so warming
     /// (`Db`'s row-cache warm-up) cannot push out a row that reads brought in. The row gets
     /// no second chance until a read references it.
-    pub fn warm(&self, key: &[u8], value: &[u8], read_seq: u64) -> Warmed {
+    ///
+    /// `epoch` is [`RowCache::warm_epoch`] when the pass began. A row is refused once the
+    /// epoch moved on; one accepted before the move is in its shard before the eviction that
+    /// follows the move locks that shard, so the eviction sees it.
+    pub fn warm(&self, key: &[u8], value: &[u8], read_seq: u64, epoch: u64) -> Warmed {
         let charge = key.len() + value.len() + ENTRY_OVERHEAD;
         if charge > self.shard_capacity / 64 {
             return Warmed::Skipped;
         }
         let (hash, shard) = Self::locate(key);
         let mut s = self.shards[shard].lock();
+        if self.warm_epoch.load(Ordering::Acquire) != epoch {
+            return Warmed::Stale;
+        }
         if s.max_write_seq > read_seq || s.find(hash, key).is_some() {
             return Warmed::Skipped;
         }
@@ -274,6 +288,40 @@ impl RowCache {
         }
     }
 
+    /// The current warm epoch (see [`RowCache::warm`]).
+    pub fn warm_epoch(&self) -> u64 {
+        self.warm_epoch.load(Ordering::Acquire)
+    }
+
+    /// Moves the warm epoch on: passes begun before insert nothing more. Call it before
+    /// [`RowCache::evict_outside`].
+    pub fn next_warm_epoch(&self) -> u64 {
+        self.warm_epoch.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// Removes every row whose key is outside `ranges` (see [`in_ranges`]); returns the rows
+    /// removed. Each shard is locked for one pass over its slots.
+    pub fn evict_outside(&self, ranges: &[KeyRange]) -> u64 {
+        let mut rows = 0;
+        for shard in self.shards.iter() {
+            let mut s = shard.lock();
+            let mut freed = 0;
+            s.table.retain(
+                |r| in_ranges(ranges, r.key()),
+                |r| {
+                    freed += r.charge();
+                    rows += 1;
+                },
+            );
+            s.bytes -= freed;
+            if s.clock.len() > 2 * s.table.len() + 64 {
+                let Shard { table, clock, .. } = &mut *s;
+                clock.retain(|&h| table.find(h, |r| r.hash == h).is_some());
+            }
+        }
+        rows
+    }
+
     /// Lookups that found their key and lookups that did not, since creation.
     pub fn hits_and_misses(&self) -> (u64, u64) {
         self.shards.iter().fold((0, 0), |(h, m), s| {
@@ -293,9 +341,66 @@ impl RowCache {
     }
 }
 
+/// Keys `[start, end)`.
+pub type KeyRange = (Vec<u8>, Vec<u8>);
+
+/// Whether `key` lies in one of `ranges`, sorted by start and disjoint.
+pub fn in_ranges(ranges: &[KeyRange], key: &[u8]) -> bool {
+    let i = ranges.partition_point(|(start, _)| start.as_slice() <= key);
+    i > 0 && key < ranges[i - 1].1.as_slice()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn evicting_outside_ranges_keeps_exactly_the_rows_inside() {
+        let rc = RowCache::new(1 << 20);
+        let key = |i: u32| format!("k{i:04}").into_bytes();
+        for i in 0..1000 {
+            rc.insert(&key(i), b"value", 0);
+        }
+        let full = rc.usage();
+        let ranges = vec![(key(100), key(200)), (key(500), key(510))];
+        assert_eq!(rc.evict_outside(&ranges), 890);
+        for i in 0..1000 {
+            let inside = (100..200).contains(&i) || (500..510).contains(&i);
+            assert_eq!(rc.get(&key(i)).is_some(), inside, "key {i}");
+        }
+        assert_eq!(rc.usage(), full * 110 / 1000);
+        // A pass begun before the move inserts nothing more.
+        let epoch = rc.warm_epoch();
+        assert_eq!(rc.warm(b"late", b"v", 0, epoch), Warmed::Inserted);
+        let next = rc.next_warm_epoch();
+        assert_eq!(rc.warm(b"later", b"v", 0, epoch), Warmed::Stale);
+        assert_eq!(rc.warm(b"later", b"v", 0, next), Warmed::Inserted);
+        assert_eq!(rc.evict_outside(&ranges), 2);
+        // Rows go and come back as before.
+        assert_eq!(rc.evict_outside(&[]), 110);
+        assert_eq!(rc.usage(), 0);
+        rc.insert(&key(7), b"value", 0);
+        assert_eq!(&rc.get(&key(7)).unwrap()[..], b"value");
+    }
+
+    #[test]
+    fn in_ranges_takes_starts_inclusive_and_ends_exclusive() {
+        let r = vec![
+            (b"b".to_vec(), b"d".to_vec()),
+            (b"f".to_vec(), b"g".to_vec()),
+        ];
+        for (k, want) in [
+            ("a", false),
+            ("b", true),
+            ("c", true),
+            ("d", false),
+            ("f", true),
+            ("g", false),
+        ] {
+            assert_eq!(in_ranges(&r, k.as_bytes()), want, "{k}");
+        }
+        assert!(!in_ranges(&[], b"a"));
+    }
 
     #[test]
     fn a_write_newer_than_the_read_blocks_the_insert() {
@@ -390,9 +495,10 @@ mod tests {
         assert!(c.get(b"hot").is_some());
         let mut full = 0;
         for i in 0..40_000u32 {
-            match c.warm(&i.to_be_bytes(), &[7u8; 40], 0) {
+            match c.warm(&i.to_be_bytes(), &[7u8; 40], 0, 0) {
                 Warmed::Full => full += 1,
                 Warmed::Inserted | Warmed::Skipped => {}
+                Warmed::Stale => unreachable!("the epoch never moved"),
             }
         }
         assert!(full > 0, "the cache never filled");
@@ -404,13 +510,13 @@ mod tests {
         );
         // A row already cached is left alone, and a newer write blocks the warm-up as it
         // blocks a read's insert.
-        assert_eq!(c.warm(b"hot", &[2u8; 40], 0), Warmed::Skipped);
+        assert_eq!(c.warm(b"hot", &[2u8; 40], 0, 0), Warmed::Skipped);
         assert_eq!(c.get(b"hot").as_deref(), Some(&[1u8; 40][..]));
         let d = RowCache::new(1 << 20);
         d.invalidate(b"k", 10);
-        assert_eq!(d.warm(b"k", b"old", 9), Warmed::Skipped);
+        assert_eq!(d.warm(b"k", b"old", 9, 0), Warmed::Skipped);
         assert_eq!(d.get(b"k"), None);
-        assert_eq!(d.warm(b"k", b"new", 10), Warmed::Inserted);
+        assert_eq!(d.warm(b"k", b"new", 10, 0), Warmed::Inserted);
         assert_eq!(d.get(b"k").as_deref(), Some(&b"new"[..]));
         assert!(d.has_room());
     }
@@ -419,7 +525,7 @@ mod tests {
     fn warmed_rows_are_evicted_before_read_ones() {
         let c = RowCache::new(4 << 20);
         for i in 0..40_000u32 {
-            c.warm(&i.to_be_bytes(), &[7u8; 40], 0);
+            c.warm(&i.to_be_bytes(), &[7u8; 40], 0, 0);
         }
         // Reads of new keys now evict: unreferenced warmed rows go first.
         c.insert(b"read", &[1u8; 40], 0);

@@ -116,6 +116,19 @@ impl<T: Hashed> SlotTable<T> {
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         self.slots.iter().flatten()
     }
+
+    /// Removes every entry `keep` refuses, handing each to `removed`; one pass over the slots.
+    /// A removal shifts later entries back into the slot just read, so that slot is read
+    /// again; an entry only ever moves into an emptied slot at or after the one being read,
+    /// or into one read already (when its cluster wraps past the end), so each is judged at
+    /// least once and a kept one stays kept.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&T) -> bool, mut removed: impl FnMut(T)) {
+        for i in 0..self.slots.len() {
+            while self.slots[i].as_ref().is_some_and(|e| !keep(e)) {
+                removed(self.remove_at(i));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -167,6 +180,32 @@ mod tests {
                     let i = t.find(hash_of(h), |e| e.key == k);
                     proptest::prop_assert_eq!(i.and_then(|i| t.get(i)).map(|e| e.key), Some(k));
                 }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// `retain` leaves exactly the entries it keeps, each still found from its home slot,
+        /// with hashes crowded near the end of the table so that clusters wrap.
+        #[test]
+        fn retain_keeps_exactly_what_it_keeps(
+            keys in proptest::collection::btree_map(0u8..200, 0u64..8, 0..120),
+            cut in 0u8..200,
+        ) {
+            let hash_of = |h: u64| h.wrapping_sub(4);
+            let mut t = SlotTable::with_capacity(4);
+            for (&k, &h) in &keys {
+                t.insert_new(E { hash: hash_of(h), key: k });
+            }
+            let mut gone = Vec::new();
+            t.retain(|e| e.key < cut, |e| gone.push(e.key));
+            gone.sort_unstable();
+            let want_gone: Vec<u8> = keys.keys().copied().filter(|&k| k >= cut).collect();
+            proptest::prop_assert_eq!(gone, want_gone);
+            proptest::prop_assert_eq!(t.len(), keys.keys().filter(|&&k| k < cut).count());
+            for (&k, &h) in &keys {
+                let found = t.find(hash_of(h), |e| e.key == k).is_some();
+                proptest::prop_assert_eq!(found, k < cut);
             }
         }
     }

@@ -124,6 +124,53 @@ fn the_warm_up_fills_only_free_room() {
     assert!(s.row_cache_warmed_rows < 20_000);
 }
 
+/// A push's new version sorts after the one it replaced, which fills the cache first: the
+/// focus evicts the old rows and the next pass warms the new ones.
+#[test]
+fn a_focus_evicts_rows_outside_it_and_warms_rows_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(2 << 20, 0)).unwrap();
+    // About 10,000 rows fit; the new ones alone fill half, so no shard overflows.
+    let n = 5_000u32;
+    let old = |i: u32| format!("a{i:08}").into_bytes();
+    let new = |i: u32| format!("b{i:08}").into_bytes();
+    for i in 0..2 * n {
+        db.put(&old(i), &[b'o'; 100], WriteOptions::default())
+            .unwrap();
+    }
+    for i in 0..n {
+        db.put(&new(i), &[b'n'; 100], WriteOptions::default())
+            .unwrap();
+    }
+    eventually("a warm-up pass", || db.stats().row_cache_warmed_rows > 0);
+    db.wait_for_background_work().unwrap();
+    let s = db.stats();
+    assert!(
+        s.row_cache_warmed_rows < u64::from(3 * n),
+        "the cache was to fill"
+    );
+
+    let evicted = db.focus_row_cache(vec![(b"b".to_vec(), b"c".to_vec())]);
+    assert!(evicted > 0);
+    // The same focus again is no change.
+    assert_eq!(db.focus_row_cache(vec![(b"b".to_vec(), b"c".to_vec())]), 0);
+    let every_new_row = u64::from(n) * (new(0).len() + 100 + ROW_OVERHEAD) as u64;
+    // Nothing is read meanwhile, so every cached row is a warmed one.
+    eventually("the warm-up of the focus", || {
+        db.stats().row_cache_bytes == every_new_row
+    });
+    let before = db.stats();
+    for i in 0..n {
+        assert_eq!(db.get(&new(i)).unwrap().as_deref(), Some(&[b'n'; 100][..]));
+    }
+    for i in 0..10 {
+        assert_eq!(db.get(&old(i)).unwrap().as_deref(), Some(&[b'o'; 100][..]));
+    }
+    let after = db.stats();
+    assert_eq!(after.row_cache_hits - before.row_cache_hits, u64::from(n));
+    assert_eq!(after.row_cache_misses - before.row_cache_misses, 10);
+}
+
 #[test]
 fn no_warm_up_when_it_is_off() {
     let dir = tempfile::tempdir().unwrap();

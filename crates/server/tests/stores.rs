@@ -469,3 +469,65 @@ fn a_push_past_its_page_cache_budget_loads_everything() {
     }
     srv.shutdown().unwrap();
 }
+
+fn info_field(c: &mut Connection, field: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("rialto_engine").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("no {field} in INFO"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Rows of the version a swap retires leave the row cache, so the warm-up fills it with the
+/// new version: before, the cache stayed full of rows no read asked for, and every first read
+/// of the new version missed.
+#[test]
+fn after_a_swap_the_row_cache_warms_the_new_version_not_the_old_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start_with(dir.path(), |c| c.row_cache_size = 2 << 20);
+    let mut c = common::client(srv.addr);
+    cmd(&mut c, &["STORE", "CREATE", "features"]).unwrap();
+    let n = 3000;
+    let value = |tag: &str, i: usize| format!("{tag}-{i:0>200}");
+    let records = |tag: &str| -> Vec<(String, String)> {
+        (0..n)
+            .map(|i| (format!("user{i:05}"), value(tag, i)))
+            .collect()
+    };
+    push(&mut c, "features", &records("a"));
+    // Reads fill the cache with version 2's rows (about 1 MiB of the 2 MiB).
+    for i in 0..n {
+        let v: String = c.get(format!("features:user{i:05}")).unwrap();
+        assert_eq!(v, value("a", i));
+    }
+    push(&mut c, "features", &records("b"));
+    let warmed = info_field(&mut c, "row_cache_warmed_rows");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    // The pass after the swap (writes have paused) warms at most the free room: most rows.
+    while info_field(&mut c, "row_cache_warmed_rows") < warmed + (n as u64) / 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no warm-up of the new version"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    let hits = info_field(&mut c, "row_cache_hits");
+    for i in 0..n {
+        let v: String = c.get(format!("features:user{i:05}")).unwrap();
+        assert_eq!(v, value("b", i));
+    }
+    let first_read_hits = info_field(&mut c, "row_cache_hits") - hits;
+    assert!(
+        first_read_hits >= (n as u64) / 2,
+        "only {first_read_hits} of {n} first reads of the new version hit the row cache"
+    );
+    // A rollback swaps back, and the cache follows.
+    cmd(&mut c, &["STORE", "ROLLBACK", "features"]).unwrap();
+    assert_eq!(
+        c.get::<_, String>("features:user00042").unwrap(),
+        value("a", 42)
+    );
+    srv.shutdown().unwrap();
+}

@@ -16,14 +16,19 @@
 //!   and takes a fresh one every [`CHECK_EVERY`] keys if writes came meanwhile.
 //! - It stops when the cache is full, the database closes, or a flush is due (writes resumed
 //!   in earnest); a stopped pass is due again at the next pause.
+//! - [`Db::focus_row_cache`] narrows the cache to the key ranges that serve reads (a store's
+//!   current version after a push swapped it in): rows outside are evicted at once, to make
+//!   room, and passes read only inside, so a new version is warmed instead of the one it
+//!   replaced, which sorts before it.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rialto_engine::{EngineIterator, Result};
 
-use super::{iter, DbInner, State};
-use crate::row_cache::{RowCache, Warmed};
+use super::{iter, Db, DbInner, State};
+use crate::row_cache::{in_ranges, KeyRange, RowCache, Warmed};
 
 /// Keys between checks of the cache's room, the snapshot and the reasons to stop.
 const CHECK_EVERY: u64 = 1024;
@@ -35,6 +40,54 @@ pub(crate) struct WarmState {
     pub(crate) running: bool,
     /// `user_bytes` when the last complete pass started; `None` before the first.
     done_at: Option<u64>,
+    /// The ranges passes read (`None`: every key), sorted and disjoint.
+    focus: Option<Arc<Vec<KeyRange>>>,
+    /// Bumped by every focus change, so that a pass begun before one does not count as done.
+    focus_gen: u64,
+}
+
+impl Db {
+    /// Tells the row cache which key ranges serve reads: every cached row outside `ranges`
+    /// is evicted now, and warm-up passes read only inside them, starting at the next pause.
+    /// Reads anywhere still cache what they read. Ranges are `[start, end)`; overlapping ones
+    /// are merged. The same focus again changes nothing. Returns the rows evicted.
+    ///
+    /// Eviction locks each of the cache's shards in turn for one pass over its slots: call it
+    /// when the ranges change, not per request.
+    pub fn focus_row_cache(&self, mut ranges: Vec<KeyRange>) -> u64 {
+        let inner = &self.inner;
+        let Some(rc) = inner.row_cache.as_ref() else {
+            return 0;
+        };
+        ranges.retain(|(start, end)| start < end);
+        ranges.sort();
+        let mut merged: Vec<KeyRange> = Vec::with_capacity(ranges.len());
+        for (start, end) in ranges {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => {
+                    if end > last.1 {
+                        last.1 = end;
+                    }
+                }
+                _ => merged.push((start, end)),
+            }
+        }
+        {
+            let mut st = inner.state.lock();
+            if st.warm.focus.as_deref() == Some(&merged) {
+                return 0;
+            }
+            // Under the lock a pass takes the focus and the epoch under: a pass has both old
+            // (its rows are refused from now on, or evicted below) or both new.
+            st.warm.focus = Some(Arc::new(merged.clone()));
+            rc.next_warm_epoch();
+            st.warm.focus_gen += 1;
+            st.warm.done_at = None;
+        }
+        let evicted = rc.evict_outside(&merged);
+        inner.notify_background();
+        evicted
+    }
 }
 
 impl DbInner {
@@ -94,19 +147,22 @@ impl DbInner {
     /// cache stays correct, and reads meet the same error themselves.
     pub(super) fn warm_rows(&self) {
         let start = self.counters.user_bytes.load(Ordering::Relaxed);
+        let gen = self.state.lock().warm.focus_gen;
         let r = self.warm_pass();
         let mut st = self.state.lock();
         st.warm.running = false;
+        // A focus that changed meanwhile wants a pass of its own.
+        let done = (st.warm.focus_gen == gen).then_some(start);
         match r {
             Ok((rows, complete)) => {
                 self.counters.warmed_rows.fetch_add(rows, Ordering::Relaxed);
                 if complete {
-                    st.warm.done_at = Some(start);
+                    st.warm.done_at = done;
                 }
                 tracing::debug!(rows, complete, "row-cache warm-up pass");
             }
             Err(e) => {
-                st.warm.done_at = Some(start);
+                st.warm.done_at = done;
                 tracing::warn!(error = %e, "row-cache warm-up pass failed");
             }
         }
@@ -121,15 +177,37 @@ impl DbInner {
         let mut scanned = 0u64;
         let mut resume: Option<Vec<u8>> = None;
         'snapshot: loop {
+            let (focus, epoch) = {
+                let st = self.state.lock();
+                (st.warm.focus.clone(), rc.warm_epoch())
+            };
             let (seq, mut it) = iter::latest(self)?;
             match &resume {
                 Some(k) => it.seek(k),
                 None => it.seek_to_first(),
             }
             while it.valid() {
-                match rc.warm(it.key(), it.value(), seq) {
+                if let Some(f) = focus.as_deref() {
+                    if !in_ranges(f, it.key()) {
+                        // On to the next range after this key, or done.
+                        let next = f.partition_point(|(start, _)| start.as_slice() <= it.key());
+                        match f.get(next) {
+                            Some((start, _)) => {
+                                it.seek(start);
+                                continue;
+                            }
+                            None => break,
+                        }
+                    }
+                }
+                match rc.warm(it.key(), it.value(), seq, epoch) {
                     Warmed::Inserted => rows += 1,
                     Warmed::Skipped | Warmed::Full => {}
+                    Warmed::Stale => {
+                        // The focus changed: start over with the new one.
+                        resume = None;
+                        continue 'snapshot;
+                    }
                 }
                 scanned += 1;
                 if scanned.is_multiple_of(CHECK_EVERY) {

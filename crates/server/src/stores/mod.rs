@@ -274,11 +274,30 @@ impl Stores {
         });
         let (new, t) = h.wait()??;
         self.read.store(new);
+        self.focus_row_cache(merger.engine());
         Ok(t)
     }
 
+    /// Points the engine's row cache at what reads route to (`Db::focus_row_cache`): the
+    /// default store's keys and each store's current version. After a swap or a rollback,
+    /// the version swapped out leaves the cache and the new current one is warmed, instead
+    /// of the cache holding rows no read asks for while the new version's first reads miss.
+    fn focus_row_cache(&self, db: &Db) {
+        let cat = self.read.load();
+        let mut ranges = vec![(vec![crate::keyspace::DATA], vec![crate::keyspace::DATA + 1])];
+        ranges.extend(
+            cat.iter()
+                .map(|s| catalog::version_range(s.id, s.current.number)),
+        );
+        let evicted = db.focus_row_cache(ranges);
+        if evicted > 0 {
+            tracing::debug!(evicted, "row cache now holds the current versions only");
+        }
+    }
+
     /// Finishes what a stop interrupted: a push recorded as running is abandoned and its
-    /// version retired. Run once after opening, before serving.
+    /// version retired; then the row cache is focused on the current versions. Run once
+    /// after opening, before serving.
     pub fn recover(self: &Arc<Self>, merger: &Merger<Db>) -> StoreResult<()> {
         let stale: Vec<String> = self
             .exec
@@ -291,6 +310,7 @@ impl Stores {
             tracing::warn!(store = %name, "abandoning a push interrupted by a stop");
             self.end_push(merger, &name, None)?;
         }
+        self.focus_row_cache(merger.engine());
         Ok(())
     }
 
