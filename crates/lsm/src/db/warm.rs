@@ -18,8 +18,8 @@
 //!   in earnest); a stopped pass is due again at the next pause.
 //! - [`Db::focus_row_cache`] narrows the cache to the key ranges that serve reads (a store's
 //!   current version after a push swapped it in): rows outside are evicted at once, to make
-//!   room, and passes read only inside, so a new version is warmed instead of the one it
-//!   replaced, which sorts before it.
+//!   room, and passes read only those ranges, in the order given (each in key order), so a new
+//!   version is warmed first instead of the one it replaced, which sorts before it.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -28,7 +28,7 @@ use std::time::Duration;
 use rialto_engine::{EngineIterator, Result};
 
 use super::{iter, Db, DbInner, State};
-use crate::row_cache::{in_ranges, KeyRange, RowCache, Warmed};
+use crate::row_cache::{KeyRange, RowCache, Warmed};
 
 /// Keys between checks of the cache's room, the snapshot and the reasons to stop.
 const CHECK_EVERY: u64 = 1024;
@@ -40,17 +40,21 @@ pub(crate) struct WarmState {
     pub(crate) running: bool,
     /// `user_bytes` when the last complete pass started; `None` before the first.
     done_at: Option<u64>,
-    /// The ranges passes read (`None`: every key), sorted and disjoint.
+    /// The ranges passes read, in the order they read them (`None`: every key).
     focus: Option<Arc<Vec<KeyRange>>>,
-    /// Bumped by every focus change, so that a pass begun before one does not count as done.
+    /// Bumped by every focus change, so that a pass over an older focus does not count as done.
     focus_gen: u64,
+    /// Focus changes still evicting: no pass starts meanwhile, as shards not yet evicted would
+    /// refuse its rows as full.
+    evicting: u32,
 }
 
 impl Db {
-    /// Tells the row cache which key ranges serve reads: every cached row outside `ranges`
-    /// is evicted now, and warm-up passes read only inside them, starting at the next pause.
-    /// Reads anywhere still cache what they read. Ranges are `[start, end)`; overlapping ones
-    /// are merged. The same focus again changes nothing. Returns the rows evicted.
+    /// Tells the row cache which key ranges serve reads, most wanted first: every cached row
+    /// outside them is evicted now, and warm-up passes, from the next pause on, read the
+    /// ranges in this order (each in key order) into the free room. Reads anywhere still cache
+    /// what they read. Ranges are `[start, end)`. The same focus again changes nothing.
+    /// Returns the rows evicted.
     ///
     /// Eviction locks each of the cache's shards in turn for one pass over its slots: call it
     /// when the ranges change, not per request.
@@ -60,9 +64,10 @@ impl Db {
             return 0;
         };
         ranges.retain(|(start, end)| start < end);
-        ranges.sort();
-        let mut merged: Vec<KeyRange> = Vec::with_capacity(ranges.len());
-        for (start, end) in ranges {
+        let mut sorted = ranges.clone();
+        sorted.sort();
+        let mut merged: Vec<KeyRange> = Vec::with_capacity(sorted.len());
+        for (start, end) in sorted {
             match merged.last_mut() {
                 Some(last) if start <= last.1 => {
                     if end > last.1 {
@@ -72,19 +77,27 @@ impl Db {
                 _ => merged.push((start, end)),
             }
         }
-        {
+        let gen = {
             let mut st = inner.state.lock();
-            if st.warm.focus.as_deref() == Some(&merged) {
+            if st.warm.focus.as_deref() == Some(&ranges) {
                 return 0;
             }
             // Under the lock a pass takes the focus and the epoch under: a pass has both old
             // (its rows are refused from now on, or evicted below) or both new.
-            st.warm.focus = Some(Arc::new(merged.clone()));
+            st.warm.focus = Some(Arc::new(ranges));
             rc.next_warm_epoch();
             st.warm.focus_gen += 1;
-            st.warm.done_at = None;
-        }
+            st.warm.evicting += 1;
+            st.warm.focus_gen
+        };
         let evicted = rc.evict_outside(&merged);
+        {
+            let mut st = inner.state.lock();
+            st.warm.evicting -= 1;
+            if st.warm.focus_gen == gen {
+                st.warm.done_at = None;
+            }
+        }
         inner.notify_background();
         evicted
     }
@@ -122,6 +135,7 @@ impl DbInner {
         if st.flush_running
             || st.running_compactions > 0
             || !st.imms.is_empty()
+            || st.warm.evicting > 0
             || self.quiet_for(st) < self.opts.row_cache_warm_quiet_ms * 1000
         {
             return false;
@@ -147,11 +161,11 @@ impl DbInner {
     /// cache stays correct, and reads meet the same error themselves.
     pub(super) fn warm_rows(&self) {
         let start = self.counters.user_bytes.load(Ordering::Relaxed);
-        let gen = self.state.lock().warm.focus_gen;
-        let r = self.warm_pass();
+        let mut gen = self.state.lock().warm.focus_gen;
+        let r = self.warm_pass(&mut gen);
         let mut st = self.state.lock();
         st.warm.running = false;
-        // A focus that changed meanwhile wants a pass of its own.
+        // A focus that changed after the pass last took it wants a pass of its own.
         let done = (st.warm.focus_gen == gen).then_some(start);
         match r {
             Ok((rows, complete)) => {
@@ -169,66 +183,65 @@ impl DbInner {
     }
 
     /// Rows inserted, and whether the pass ran to its end (the last key or a full cache).
-    fn warm_pass(&self) -> Result<(u64, bool)> {
+    /// `gen` is left at the focus generation the pass last read.
+    fn warm_pass(&self, gen: &mut u64) -> Result<(u64, bool)> {
         let Some(rc) = self.row_cache.as_ref() else {
             return Ok((0, true));
         };
         let mut rows = 0;
         let mut scanned = 0u64;
-        let mut resume: Option<Vec<u8>> = None;
+        // Where the pass is: the range (in reading order) and the key to resume at in it.
+        let mut at: (usize, Option<Vec<u8>>) = (0, None);
         'snapshot: loop {
             let (focus, epoch) = {
                 let st = self.state.lock();
+                if st.warm.focus_gen != *gen {
+                    // A new focus: its ranges from the first.
+                    *gen = st.warm.focus_gen;
+                    at = (0, None);
+                }
                 (st.warm.focus.clone(), rc.warm_epoch())
             };
+            let ranges: Vec<(&[u8], Option<&[u8]>)> = match focus.as_deref() {
+                Some(f) => f.iter().map(|(s, e)| (&s[..], Some(&e[..]))).collect(),
+                None => vec![(&[][..], None)],
+            };
             let (seq, mut it) = iter::latest(self)?;
-            match &resume {
-                Some(k) => it.seek(k),
-                None => it.seek_to_first(),
-            }
-            while it.valid() {
-                if let Some(f) = focus.as_deref() {
-                    if !in_ranges(f, it.key()) {
-                        // On to the next range after this key, or done.
-                        let next = f.partition_point(|(start, _)| start.as_slice() <= it.key());
-                        match f.get(next) {
-                            Some((start, _)) => {
-                                it.seek(start);
-                                continue;
-                            }
-                            None => break,
+            while let Some(&(start, end)) = ranges.get(at.0) {
+                match &at.1 {
+                    Some(k) => it.seek(k),
+                    None => it.seek(start),
+                }
+                while it.valid() && end.is_none_or(|end| it.key() < end) {
+                    match rc.warm(it.key(), it.value(), seq, epoch) {
+                        Warmed::Inserted => rows += 1,
+                        Warmed::Skipped | Warmed::Full => {}
+                        // The focus changed: a pass over the new one is due once its
+                        // eviction has made room.
+                        Warmed::Stale => return Ok((rows, false)),
+                    }
+                    scanned += 1;
+                    if scanned.is_multiple_of(CHECK_EVERY) {
+                        if self.shutting_down.load(Ordering::Acquire)
+                            || !self.state.lock().imms.is_empty()
+                        {
+                            return Ok((rows, false));
+                        }
+                        if !rc.has_room() {
+                            return Ok((rows, true));
+                        }
+                        if self.visible_seq.load(Ordering::Acquire) != seq {
+                            // Writes came: keys of the shards they reached would all be
+                            // refused at the old sequence.
+                            at.1 = Some(it.key().to_vec());
+                            continue 'snapshot;
                         }
                     }
+                    it.next();
                 }
-                match rc.warm(it.key(), it.value(), seq, epoch) {
-                    Warmed::Inserted => rows += 1,
-                    Warmed::Skipped | Warmed::Full => {}
-                    Warmed::Stale => {
-                        // The focus changed: start over with the new one.
-                        resume = None;
-                        continue 'snapshot;
-                    }
-                }
-                scanned += 1;
-                if scanned.is_multiple_of(CHECK_EVERY) {
-                    if self.shutting_down.load(Ordering::Acquire)
-                        || !self.state.lock().imms.is_empty()
-                    {
-                        return Ok((rows, false));
-                    }
-                    if !rc.has_room() {
-                        return Ok((rows, true));
-                    }
-                    if self.visible_seq.load(Ordering::Acquire) != seq {
-                        // Writes came: keys of the shards they reached would all be refused
-                        // at the old sequence.
-                        resume = Some(it.key().to_vec());
-                        continue 'snapshot;
-                    }
-                }
-                it.next();
+                it.status()?;
+                at = (at.0 + 1, None);
             }
-            it.status()?;
             return Ok((rows, true));
         }
     }

@@ -278,17 +278,20 @@ impl Stores {
         Ok(t)
     }
 
-    /// Points the engine's row cache at what reads route to (`Db::focus_row_cache`): the
-    /// default store's keys and each store's current version. After a swap or a rollback,
-    /// the version swapped out leaves the cache and the new current one is warmed, instead
-    /// of the cache holding rows no read asks for while the new version's first reads miss.
+    /// Points the engine's row cache at what reads route to (`Db::focus_row_cache`): each
+    /// store's current version, the most recently made first, then the default store's keys.
+    /// After a swap or a rollback, the version swapped out leaves the cache and the warm-up
+    /// fills the room with the new current one first, instead of the cache holding rows no
+    /// read asks for while the new version's first reads miss.
     fn focus_row_cache(&self, db: &Db) {
         let cat = self.read.load();
-        let mut ranges = vec![(vec![crate::keyspace::DATA], vec![crate::keyspace::DATA + 1])];
-        ranges.extend(
-            cat.iter()
-                .map(|s| catalog::version_range(s.id, s.current.number)),
-        );
+        let mut stores: Vec<&Arc<StoreMeta>> = cat.iter().collect();
+        stores.sort_by_key(|s| std::cmp::Reverse((s.current.created_ms, s.id)));
+        let mut ranges: Vec<_> = stores
+            .iter()
+            .map(|s| catalog::version_range(s.id, s.current.number))
+            .collect();
+        ranges.push((vec![crate::keyspace::DATA], vec![crate::keyspace::DATA + 1]));
         let evicted = db.focus_row_cache(ranges);
         if evicted > 0 {
             tracing::debug!(evicted, "row cache now holds the current versions only");
