@@ -93,7 +93,8 @@ pub struct InputSpec {
     pub key_field: String,
     /// Field holding the value, like `key_field`. Default `"value"`.
     pub value_field: String,
-    /// CSV field delimiter. Default `b','`.
+    /// CSV field delimiter. Default `b','`. A quote, `\r` or `\n` is refused when the file is
+    /// opened.
     pub csv_delimiter: u8,
     /// Whether the first CSV row names the columns. Default `true`.
     pub csv_has_header: bool,
