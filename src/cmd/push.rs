@@ -33,7 +33,7 @@ pub struct Args {
     /// The field (column) holding values.
     #[arg(long, default_value = "value")]
     pub value_field: String,
-    /// CSV field delimiter (one byte).
+    /// CSV field delimiter: one byte, not a double quote, CR or LF.
     #[arg(long, default_value = ",")]
     pub csv_delimiter: String,
     /// CSV files have no header row (fields are then 0-based indexes).
