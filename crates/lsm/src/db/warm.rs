@@ -56,8 +56,8 @@ impl Db {
     /// what they read. Ranges are `[start, end)`. The same focus again changes nothing.
     /// Returns the rows evicted.
     ///
-    /// Eviction locks each of the cache's shards in turn for one pass over its slots: call it
-    /// when the ranges change, not per request.
+    /// Eviction walks every shard of the cache, 1,024 slots per hold of its lock
+    /// ([`RowCache::evict_outside`]): call it when the ranges change, not per request.
     pub fn focus_row_cache(&self, mut ranges: Vec<KeyRange>) -> u64 {
         let inner = &self.inner;
         let Some(rc) = inner.row_cache.as_ref() else {
