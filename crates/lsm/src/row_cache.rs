@@ -125,7 +125,7 @@ pub enum Warmed {
     Skipped,
     /// Not cached: its shard has no free room.
     Full,
-    /// Not cached: the warm epoch moved on (the pass is to start again).
+    /// Not cached: the warm epoch moved on (a focus change; the pass stops).
     Stale,
 }
 
