@@ -364,7 +364,7 @@ impl RowCache {
 pub type KeyRange = (Vec<u8>, Vec<u8>);
 
 /// Whether `key` lies in one of `ranges`, sorted by start and disjoint.
-pub fn in_ranges(ranges: &[KeyRange], key: &[u8]) -> bool {
+pub(crate) fn in_ranges(ranges: &[KeyRange], key: &[u8]) -> bool {
     let i = ranges.partition_point(|(start, _)| start.as_slice() <= key);
     i > 0 && key < ranges[i - 1].1.as_slice()
 }

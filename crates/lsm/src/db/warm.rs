@@ -40,10 +40,10 @@ pub(crate) struct WarmState {
     pub(crate) running: bool,
     /// `user_bytes` when the last complete pass started; `None` before the first.
     done_at: Option<u64>,
-    /// The ranges passes read, in the order they read them (`None`: every key).
+    /// The ranges passes read, in the order they read them (`None`: every key). Every change
+    /// moves the row cache's warm epoch on, under the state lock: a pass over an older focus
+    /// is refused its rows and does not count as done.
     focus: Option<Arc<Vec<KeyRange>>>,
-    /// Bumped by every focus change, so that a pass over an older focus does not count as done.
-    focus_gen: u64,
     /// Focus changes still evicting: no pass starts meanwhile, as shards not yet evicted would
     /// refuse its rows as full.
     evicting: u32,
@@ -77,7 +77,7 @@ impl Db {
                 _ => merged.push((start, end)),
             }
         }
-        let gen = {
+        let epoch = {
             let mut st = inner.state.lock();
             if st.warm.focus.as_deref() == Some(&ranges) {
                 return 0;
@@ -85,16 +85,14 @@ impl Db {
             // Under the lock a pass takes the focus and the epoch under: a pass has both old
             // (its rows are refused from now on, or evicted below) or both new.
             st.warm.focus = Some(Arc::new(ranges));
-            rc.next_warm_epoch();
-            st.warm.focus_gen += 1;
             st.warm.evicting += 1;
-            st.warm.focus_gen
+            rc.next_warm_epoch()
         };
         let evicted = rc.evict_outside(&merged);
         {
             let mut st = inner.state.lock();
             st.warm.evicting -= 1;
-            if st.warm.focus_gen == gen {
+            if rc.warm_epoch() == epoch {
                 st.warm.done_at = None;
             }
         }
@@ -161,12 +159,13 @@ impl DbInner {
     /// cache stays correct, and reads meet the same error themselves.
     pub(super) fn warm_rows(&self) {
         let start = self.counters.user_bytes.load(Ordering::Relaxed);
-        let mut gen = self.state.lock().warm.focus_gen;
-        let r = self.warm_pass(&mut gen);
+        let warm_epoch = || self.row_cache.as_ref().map_or(0, RowCache::warm_epoch);
+        let mut epoch = warm_epoch();
+        let r = self.warm_pass(&mut epoch);
         let mut st = self.state.lock();
         st.warm.running = false;
         // A focus that changed after the pass last took it wants a pass of its own.
-        let done = (st.warm.focus_gen == gen).then_some(start);
+        let done = (warm_epoch() == epoch).then_some(start);
         match r {
             Ok((rows, complete)) => {
                 self.counters.warmed_rows.fetch_add(rows, Ordering::Relaxed);
@@ -183,8 +182,8 @@ impl DbInner {
     }
 
     /// Rows inserted, and whether the pass ran to its end (the last key or a full cache).
-    /// `gen` is left at the focus generation the pass last read.
-    fn warm_pass(&self, gen: &mut u64) -> Result<(u64, bool)> {
+    /// `epoch` is left at the warm epoch (and so the focus) the pass last read.
+    fn warm_pass(&self, epoch: &mut u64) -> Result<(u64, bool)> {
         let Some(rc) = self.row_cache.as_ref() else {
             return Ok((0, true));
         };
@@ -193,15 +192,17 @@ impl DbInner {
         // Where the pass is: the range (in reading order) and the key to resume at in it.
         let mut at: (usize, Option<Vec<u8>>) = (0, None);
         'snapshot: loop {
-            let (focus, epoch) = {
+            let focus = {
                 let st = self.state.lock();
-                if st.warm.focus_gen != *gen {
+                let now = rc.warm_epoch();
+                if now != *epoch {
                     // A new focus: its ranges from the first.
-                    *gen = st.warm.focus_gen;
+                    *epoch = now;
                     at = (0, None);
                 }
-                (st.warm.focus.clone(), rc.warm_epoch())
+                st.warm.focus.clone()
             };
+            let current = *epoch;
             let ranges: Vec<(&[u8], Option<&[u8]>)> = match focus.as_deref() {
                 Some(f) => f.iter().map(|(s, e)| (&s[..], Some(&e[..]))).collect(),
                 None => vec![(&[][..], None)],
@@ -213,7 +214,7 @@ impl DbInner {
                     None => it.seek(start),
                 }
                 while it.valid() && end.is_none_or(|end| it.key() < end) {
-                    match rc.warm(it.key(), it.value(), seq, epoch) {
+                    match rc.warm(it.key(), it.value(), seq, current) {
                         Warmed::Inserted => rows += 1,
                         Warmed::Skipped | Warmed::Full => {}
                         // The focus changed: a pass over the new one is due once its
