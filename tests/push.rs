@@ -203,6 +203,16 @@ fn bad_inputs_fail_with_one_line_and_leave_the_current_version() {
     let (_, line) = fails(&push_args("--dir", db, "s", bad.to_str().unwrap(), &[]));
     assert!(line.contains("bad.csv:3"), "line number: {line}");
 
+    // A record the push itself refuses is reported at its line too.
+    let long = dir.path().join("long.csv");
+    let key = "k".repeat(100_000);
+    std::fs::write(&long, format!("key,value\nk1,v1\n{key},v2\n")).unwrap();
+    let out = rialto(&push_args("--dir", db, "s", long.to_str().unwrap(), &[]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("long.csv:3: key of 100000 bytes"), "{err}");
+
     let dup = dir.path().join("dup.csv");
     std::fs::write(&dup, "key,value\nk1,v1\nk1,v2\n").unwrap();
     let (_, line) = fails(&push_args("--dir", db, "s", dup.to_str().unwrap(), &[]));
@@ -225,9 +235,9 @@ fn bad_inputs_fail_with_one_line_and_leave_the_current_version() {
     assert!(line.contains("no such store"), "{line}");
 
     // Nothing above changed what serves except the last-wins push: the failed pushes used
-    // (and retired) versions 3 and 4, so it is version 5, and version 2 is the previous.
+    // (and retired) versions 3 to 5, so it is version 6, and version 2 is the previous.
     let out = ok(&["store", "--dir", db, "describe", "s"]);
-    assert!(out.contains("current-version: 5"), "{out}");
+    assert!(out.contains("current-version: 6"), "{out}");
     assert!(out.contains("previous-version: 2"), "{out}");
     assert!(out.contains("pushing-version: (none)"), "{out}");
     let out = ok(&["check", "--dir", db]);

@@ -112,28 +112,16 @@ fn run_rialto(
     local.create("b", b"b:", 0)?;
     let id = local.push_begin("b", rialto_sort::DuplicatePolicy::Error)?;
     let mut r = reader(input)?;
-    let batch = 4096;
-    let mut keys = vec![Vec::new(); batch];
-    let mut values = vec![Vec::new(); batch];
-    loop {
-        let mut n = 0;
-        while n < batch
-            && r.next_record(&mut keys[n], &mut values[n])
-                .map_err(|e| io("input", e))?
-        {
-            n += 1;
+    // As `rialto push --dir` loads: records go from the reader straight to the sorter.
+    while local.push_add_with(id, |add| {
+        for _ in 0..4096 {
+            match r.read_record().map_err(|e| io("input", e))? {
+                Some((k, v)) => add(k, v)?,
+                None => return Ok(false),
+            }
         }
-        if n == 0 {
-            break;
-        }
-        local.push_add(
-            id,
-            keys[..n]
-                .iter()
-                .zip(&values[..n])
-                .map(|(k, v)| (&k[..], &v[..])),
-        )?;
-    }
+        Ok(true)
+    })? {}
     local.push_commit(id)?;
     local.close()?;
     let secs = start.elapsed().as_secs_f64();
@@ -168,9 +156,8 @@ fn run_rocks_put(input: &Path, db: &Path) -> Result<RunResult, BackendError> {
     let start = Instant::now();
     let mut l = PutLoader::open(db, &rocks_config()).map_err(|e| io("rocksdb", e))?;
     let mut r = reader(input)?;
-    let (mut k, mut v) = (Vec::new(), Vec::new());
-    while r.next_record(&mut k, &mut v).map_err(|e| io("input", e))? {
-        l.put(&k, &v).map_err(|e| io("rocksdb", e))?;
+    while let Some((k, v)) = r.read_record().map_err(|e| io("input", e))? {
+        l.put(k, v).map_err(|e| io("rocksdb", e))?;
     }
     l.finish().map_err(|e| io("rocksdb", e))?;
     let secs = start.elapsed().as_secs_f64();
@@ -197,9 +184,8 @@ fn run_rocks_sst(input: &Path, db: &Path, memory: usize) -> Result<RunResult, Ba
     )
     .map_err(|e| io("sort", e))?;
     let mut r = reader(input)?;
-    let (mut k, mut v) = (Vec::new(), Vec::new());
-    while r.next_record(&mut k, &mut v).map_err(|e| io("input", e))? {
-        sorter.add(&k, &v).map_err(|e| io("sort", e))?;
+    while let Some((k, v)) = r.read_record().map_err(|e| io("input", e))? {
+        sorter.add(k, v).map_err(|e| io("sort", e))?;
     }
     let mut sorted = sorter.finish().map_err(|e| io("sort", e))?;
     let mut l = SstLoader::open(db, &rocks_config(), 64 << 20).map_err(|e| io("rocksdb", e))?;

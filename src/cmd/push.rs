@@ -9,11 +9,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use rialto_push_input::{Format, InputSpec};
+use rialto_push_input::{Format, InputError, InputSpec, RecordReader};
 use rialto_resp::Reply;
+use rialto_server::stores::StoreError;
 use rialto_sort::DuplicatePolicy;
 
-use super::stores_backend::{render, Backend, BackendError, Target};
+use super::stores_backend::{render, Backend, BackendError, Local, Remote, Target};
 
 /// Arguments of `rialto push`.
 #[derive(Debug, clap::Args)]
@@ -42,7 +43,8 @@ pub struct Args {
     /// What a key given twice does: fail the push (default) or keep the last record.
     #[arg(long, default_value = "error", value_parser = ["error", "last-wins"])]
     pub duplicates: String,
-    /// Records per PUSH ADD request (with --server).
+    /// Records per PUSH ADD request with --server; with --dir, records added per hold of the
+    /// push's lock (and per progress update).
     #[arg(long, default_value_t = 2000)]
     pub batch: usize,
     /// Never draw the progress line.
@@ -162,7 +164,7 @@ pub fn run(args: Args) -> Result<(), BackendError> {
         let r =
             rialto_push_input::open(p, &spec).map_err(|e| BackendError::Usage(e.to_string()))?;
         total += r.total_bytes();
-        readers.push(r);
+        readers.push((p.clone(), r));
     }
     // SAFETY: installing a handler that only touches atomics.
     unsafe {
@@ -247,6 +249,8 @@ pub fn run(args: Args) -> Result<(), BackendError> {
 
 fn abort(backend: &mut Backend, id: u64) {
     let r = match backend {
+        // A record the push refused has aborted it already.
+        Backend::Local(l) if !l.push_in_progress(id) => Ok(()),
         Backend::Local(l) => l.push_abort(id),
         Backend::Remote(r) => {
             // Drain replies to requests in flight, then abort.
@@ -269,16 +273,81 @@ fn abort(backend: &mut Backend, id: u64) {
 fn load(
     backend: &mut Backend,
     id: u64,
-    readers: Vec<Box<dyn rialto_push_input::RecordReader>>,
+    readers: Vec<(PathBuf, Box<dyn RecordReader>)>,
+    progress: &mut Progress,
+    batch: usize,
+) -> Result<(), BackendError> {
+    match backend {
+        Backend::Local(l) => load_local(l, id, readers, progress, batch),
+        Backend::Remote(r) => load_remote(r, id, readers, progress, batch),
+    }
+}
+
+/// Hands each record from the reader straight to the push's sorter (one copy, into the sort
+/// buffer), `batch` records per hold of the push's lock. A record the push refuses (a key
+/// over the length limit, say) is reported with its file and line or row.
+fn load_local(
+    local: &Local,
+    id: u64,
+    readers: Vec<(PathBuf, Box<dyn RecordReader>)>,
+    progress: &mut Progress,
+    batch: usize,
+) -> Result<(), BackendError> {
+    for (path, mut r) in readers {
+        loop {
+            if interrupted() {
+                return Err(BackendError::Interrupted);
+            }
+            let more = local.push_add_with(id, |add| {
+                for _ in 0..batch {
+                    let Some((k, v)) = r
+                        .read_record()
+                        .map_err(|e| BackendError::Usage(e.to_string()))?
+                    else {
+                        return Ok(false);
+                    };
+                    progress.records += 1;
+                    progress.bytes += (k.len() + v.len()) as u64;
+                    add(k, v).map_err(|e| {
+                        let reason = match e {
+                            StoreError::Input(reason) => reason,
+                            e => e.to_string(),
+                        };
+                        let at = InputError {
+                            file: path.clone(),
+                            location: r.location(),
+                            reason,
+                        };
+                        BackendError::Store(format!("push failed: {at}"))
+                    })?;
+                }
+                Ok(true)
+            })?;
+            progress.tick(r.bytes_read());
+            if !more {
+                break;
+            }
+        }
+        progress.done_input += r.total_bytes();
+    }
+    Ok(())
+}
+
+/// Sends records in `PUSH ADD` requests of `batch` records, with a window of requests in
+/// flight.
+fn load_remote(
+    remote: &mut Remote,
+    id: u64,
+    readers: Vec<(PathBuf, Box<dyn RecordReader>)>,
     progress: &mut Progress,
     batch: usize,
 ) -> Result<(), BackendError> {
     let mut keys: Vec<Vec<u8>> = Vec::with_capacity(batch);
     let mut values: Vec<Vec<u8>> = Vec::with_capacity(batch);
     let mut n = 0usize;
-    // Replies awaited before another request is sent (with --server).
+    // Replies awaited before another request is sent.
     const WINDOW: usize = 8;
-    for mut r in readers {
+    for (_, mut r) in readers {
         loop {
             if interrupted() {
                 return Err(BackendError::Interrupted);
@@ -297,7 +366,7 @@ fn load(
             progress.bytes += (keys[n].len() + values[n].len()) as u64;
             n += 1;
             if n == batch {
-                send(backend, id, &keys[..n], &values[..n], WINDOW)?;
+                send(remote, id, &keys[..n], &values[..n], WINDOW)?;
                 n = 0;
                 progress.tick(r.bytes_read());
             }
@@ -305,43 +374,33 @@ fn load(
         progress.done_input += r.total_bytes();
     }
     if n > 0 {
-        send(backend, id, &keys[..n], &values[..n], WINDOW)?;
+        send(remote, id, &keys[..n], &values[..n], WINDOW)?;
     }
-    if let Backend::Remote(r) = backend {
-        r.flush()?;
-        while r.in_flight > 0 {
-            r.recv()?;
-        }
+    remote.flush()?;
+    while remote.in_flight > 0 {
+        remote.recv()?;
     }
     Ok(())
 }
 
 fn send(
-    backend: &mut Backend,
+    remote: &mut Remote,
     id: u64,
     keys: &[Vec<u8>],
     values: &[Vec<u8>],
     window: usize,
 ) -> Result<(), BackendError> {
-    match backend {
-        Backend::Local(l) => {
-            let pairs = keys.iter().zip(values).map(|(k, v)| (&k[..], &v[..]));
-            l.push_add(id, pairs)?;
-        }
-        Backend::Remote(r) => {
-            let id = id.to_string();
-            let mut req: Vec<&[u8]> = Vec::with_capacity(3 + 2 * keys.len());
-            req.extend([b"PUSH".as_slice(), b"ADD", id.as_bytes()]);
-            for (k, v) in keys.iter().zip(values) {
-                req.push(k);
-                req.push(v);
-            }
-            r.send(&req);
-            r.flush()?;
-            while r.in_flight >= window {
-                r.recv()?;
-            }
-        }
+    let id = id.to_string();
+    let mut req: Vec<&[u8]> = Vec::with_capacity(3 + 2 * keys.len());
+    req.extend([b"PUSH".as_slice(), b"ADD", id.as_bytes()]);
+    for (k, v) in keys.iter().zip(values) {
+        req.push(k);
+        req.push(v);
+    }
+    remote.send(&req);
+    remote.flush()?;
+    while remote.in_flight >= window {
+        remote.recv()?;
     }
     Ok(())
 }

@@ -179,13 +179,21 @@ impl Local {
         )?)
     }
 
-    /// Adds records.
-    pub fn push_add<'a>(
+    /// Whether push `id` is in progress (a refused record aborts it).
+    pub fn push_in_progress(&self, id: u64) -> bool {
+        self.stores.pushes.list().iter().any(|(p, _)| *p == id)
+    }
+
+    /// Adds the records `fill` passes to `add`, under one hold of the push's lock (see
+    /// `Stores::push_add_with`).
+    pub fn push_add_with<T>(
         &self,
         id: u64,
-        records: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
-    ) -> Result<u64, BackendError> {
-        Ok(self.stores.push_add(&self.merger, id, records)?)
+        fill: impl FnOnce(
+            &mut dyn FnMut(&[u8], &[u8]) -> Result<(), StoreError>,
+        ) -> Result<T, BackendError>,
+    ) -> Result<T, BackendError> {
+        self.stores.push_add_with(&self.merger, id, fill)
     }
 
     /// Commits.

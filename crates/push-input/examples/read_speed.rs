@@ -98,9 +98,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 fn time(path: &Path, spec: &InputSpec) -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let mut r = open(path, spec)?;
-    let (mut k, mut v) = (Vec::new(), Vec::new());
     let (mut records, mut payload) = (0u64, 0u64);
-    while r.next_record(&mut k, &mut v)? {
+    while let Some((k, v)) = r.read_record()? {
         records += 1;
         payload += (k.len() + v.len()) as u64;
     }

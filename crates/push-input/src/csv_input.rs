@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use csv_core::ReadRecordResult;
 
-use crate::{InputError, InputSpec, Location, RecordReader, Role};
+use crate::{InputError, InputSpec, Location, Record, RecordReader, Role};
 
 /// Read buffer; large so that a fast disk is not throttled by small reads. A record longer
 /// than the buffer grows it.
@@ -333,15 +333,13 @@ fn io_error(path: &Path, e: io::Error, location: Location) -> InputError {
 }
 
 impl<R: Read + Send> RecordReader for CsvReader<R> {
-    fn next_record(&mut self, key: &mut Vec<u8>, value: &mut Vec<u8>) -> Result<bool, InputError> {
-        key.clear();
-        value.clear();
+    fn read_record(&mut self) -> Result<Option<Record<'_>>, InputError> {
         let next_line = Location::Line(self.line_at_pos);
         if !self
             .read_fields()
             .map_err(|e| io_error(&self.path, e, next_line))?
         {
-            return Ok(false);
+            return Ok(None);
         }
         let line = self.record_line;
         let n = self.fields.len();
@@ -374,9 +372,7 @@ impl<R: Read + Send> RecordReader for CsvReader<R> {
         if self.value_idx >= n {
             return Err(missing(Role::Value, self.value_idx));
         }
-        key.extend_from_slice(k);
-        value.extend_from_slice(self.field(self.value_idx));
-        Ok(true)
+        Ok(Some((k, self.field(self.value_idx))))
     }
 
     fn bytes_read(&self) -> u64 {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::de::{DeserializeSeed, Deserializer as _, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::{InputError, InputSpec, Location, RecordReader, Role};
+use crate::{InputError, InputSpec, Location, Record, RecordReader, Role};
 
 const BUF_SIZE: usize = 1 << 20;
 
@@ -20,6 +20,9 @@ pub(crate) struct JsonlReader {
     path: PathBuf,
     rdr: BufReader<File>,
     line_buf: Vec<u8>,
+    /// The record just read (a field's value is decoded: escapes, compacted JSON).
+    key: Vec<u8>,
+    value: Vec<u8>,
     key_field: String,
     value_field: String,
     /// Lines read so far, blank ones included: the number of the last one read.
@@ -36,6 +39,8 @@ impl JsonlReader {
             path: path.to_path_buf(),
             rdr: BufReader::with_capacity(BUF_SIZE, file),
             line_buf: Vec::new(),
+            key: Vec::new(),
+            value: Vec::new(),
             key_field: spec.key_field.clone(),
             value_field: spec.value_field.clone(),
             line: 0,
@@ -47,7 +52,8 @@ impl JsonlReader {
 }
 
 impl RecordReader for JsonlReader {
-    fn next_record(&mut self, key: &mut Vec<u8>, value: &mut Vec<u8>) -> Result<bool, InputError> {
+    fn read_record(&mut self) -> Result<Option<Record<'_>>, InputError> {
+        let (key, value) = (&mut self.key, &mut self.value);
         key.clear();
         value.clear();
         loop {
@@ -63,7 +69,7 @@ impl RecordReader for JsonlReader {
                     )
                 })?;
             if n == 0 {
-                return Ok(false);
+                return Ok(None);
             }
             self.line += 1;
             self.bytes += n as u64;
@@ -80,7 +86,7 @@ impl RecordReader for JsonlReader {
             parse_line(text, &self.key_field, &self.value_field, key, value)
                 .map_err(|reason| InputError::new(&self.path, Location::Line(self.line), reason))?;
             self.record_line = self.line;
-            return Ok(true);
+            return Ok(Some((&key[..], &value[..])));
         }
     }
 

@@ -112,13 +112,32 @@ impl Default for InputSpec {
     }
 }
 
+/// A record's key and value, borrowed from the reader that read it.
+pub type Record<'a> = (&'a [u8], &'a [u8]);
+
 /// A sequential reader of key/value records from one input file.
 ///
 /// After an error the reader should not be used further: what it returns then is unspecified
 /// (though it never panics).
 pub trait RecordReader: Send {
+    /// Reads the next record: its key and value, borrowed from the reader until its next call
+    /// (no copy: a plain CSV line's fields stay in the read buffer, a Parquet string or
+    /// binary value in its decoded column); `None` at end of input.
+    fn read_record(&mut self) -> Result<Option<Record<'_>>, InputError>;
+
     /// Reads the next record into `key` and `value` (cleared first). Ok(false) at end of input.
-    fn next_record(&mut self, key: &mut Vec<u8>, value: &mut Vec<u8>) -> Result<bool, InputError>;
+    fn next_record(&mut self, key: &mut Vec<u8>, value: &mut Vec<u8>) -> Result<bool, InputError> {
+        key.clear();
+        value.clear();
+        match self.read_record()? {
+            Some((k, v)) => {
+                key.extend_from_slice(k);
+                value.extend_from_slice(v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
     /// Bytes of the input consumed so far (for progress: MB/s and ETA); approximate for Parquet
     /// (compressed row-group sizes, prorated by rows within the current row group).
     fn bytes_read(&self) -> u64;

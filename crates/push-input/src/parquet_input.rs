@@ -20,7 +20,7 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 
-use crate::{InputError, InputSpec, Location, RecordReader, Role};
+use crate::{InputError, InputSpec, Location, Record, RecordReader, Role};
 
 /// Rows per decoded batch: big enough to amortize per-batch work, small enough (with two
 /// columns) to stay in cache.
@@ -34,6 +34,9 @@ pub(crate) struct ParquetReader {
     key_pos: usize,
     value_pos: usize,
     batch: Option<(Col, Col)>,
+    /// The key or value just read, when it is a number written as text.
+    key_scratch: Vec<u8>,
+    value_scratch: Vec<u8>,
     batch_len: usize,
     batch_next: usize,
     /// Rows returned so far, which is the 1-based number of the last one.
@@ -135,6 +138,8 @@ impl ParquetReader {
             key_pos,
             value_pos,
             batch: None,
+            key_scratch: Vec::new(),
+            value_scratch: Vec::new(),
             batch_len: 0,
             batch_next: 0,
             row: 0,
@@ -298,42 +303,42 @@ impl Col {
         }
     }
 
-    /// Appends value `i` as bytes; false if it is null. `i` is below the batch length.
-    fn append(&self, i: usize, out: &mut Vec<u8>) -> bool {
+    /// Value `i` as bytes, `None` if it is null: borrowed from the column for strings and
+    /// binaries, or else written into `scratch` (cleared first). `i` is below the batch length.
+    fn bytes<'a>(&'a self, i: usize, scratch: &'a mut Vec<u8>) -> Option<&'a [u8]> {
         if self.array().is_null(i) {
-            return false;
+            return None;
         }
+        scratch.clear();
         // Writing into a Vec cannot fail.
         let _ = match self {
-            Col::Utf8(a) => out.write_all(a.value(i).as_bytes()),
-            Col::LargeUtf8(a) => out.write_all(a.value(i).as_bytes()),
-            Col::Utf8View(a) => out.write_all(a.value(i).as_bytes()),
-            Col::Binary(a) => out.write_all(a.value(i)),
-            Col::LargeBinary(a) => out.write_all(a.value(i)),
-            Col::BinaryView(a) => out.write_all(a.value(i)),
-            Col::FixedBinary(a) => out.write_all(a.value(i)),
-            Col::I8(a) => write!(out, "{}", a.value(i)),
-            Col::I16(a) => write!(out, "{}", a.value(i)),
-            Col::I32(a) => write!(out, "{}", a.value(i)),
-            Col::I64(a) => write!(out, "{}", a.value(i)),
-            Col::U8(a) => write!(out, "{}", a.value(i)),
-            Col::U16(a) => write!(out, "{}", a.value(i)),
-            Col::U32(a) => write!(out, "{}", a.value(i)),
-            Col::U64(a) => write!(out, "{}", a.value(i)),
-            Col::F32(a) => write!(out, "{}", a.value(i)),
-            Col::F64(a) => write!(out, "{}", a.value(i)),
-            Col::Bool(a) => out.write_all(if a.value(i) { b"true" } else { b"false" }),
+            Col::Utf8(a) => return Some(a.value(i).as_bytes()),
+            Col::LargeUtf8(a) => return Some(a.value(i).as_bytes()),
+            Col::Utf8View(a) => return Some(a.value(i).as_bytes()),
+            Col::Binary(a) => return Some(a.value(i)),
+            Col::LargeBinary(a) => return Some(a.value(i)),
+            Col::BinaryView(a) => return Some(a.value(i)),
+            Col::FixedBinary(a) => return Some(a.value(i)),
+            Col::Bool(a) => return Some(if a.value(i) { b"true" } else { b"false" }),
+            Col::I8(a) => write!(scratch, "{}", a.value(i)),
+            Col::I16(a) => write!(scratch, "{}", a.value(i)),
+            Col::I32(a) => write!(scratch, "{}", a.value(i)),
+            Col::I64(a) => write!(scratch, "{}", a.value(i)),
+            Col::U8(a) => write!(scratch, "{}", a.value(i)),
+            Col::U16(a) => write!(scratch, "{}", a.value(i)),
+            Col::U32(a) => write!(scratch, "{}", a.value(i)),
+            Col::U64(a) => write!(scratch, "{}", a.value(i)),
+            Col::F32(a) => write!(scratch, "{}", a.value(i)),
+            Col::F64(a) => write!(scratch, "{}", a.value(i)),
         };
-        true
+        Some(scratch)
     }
 }
 
 impl RecordReader for ParquetReader {
-    fn next_record(&mut self, key: &mut Vec<u8>, value: &mut Vec<u8>) -> Result<bool, InputError> {
-        key.clear();
-        value.clear();
+    fn read_record(&mut self) -> Result<Option<Record<'_>>, InputError> {
         if self.batch_next >= self.batch_len && (self.done || !self.next_batch()?) {
-            return Ok(false);
+            return Ok(None);
         }
         let i = self.batch_next;
         self.batch_next += 1;
@@ -346,18 +351,18 @@ impl RecordReader for ParquetReader {
             self.group += 1;
         }
         let Some((k, v)) = &self.batch else {
-            return Ok(false);
+            return Ok(None);
         };
-        if !k.append(i, key) {
-            return Err(self.error(self.row, "null key".to_string()));
-        }
-        if key.is_empty() {
-            return Err(self.error(self.row, "empty key".to_string()));
-        }
-        if !v.append(i, value) {
-            return Err(self.error(self.row, "null value".to_string()));
-        }
-        Ok(true)
+        let error = |reason: &str| InputError::new(&self.path, Location::Row(self.row), reason);
+        let key = match k.bytes(i, &mut self.key_scratch) {
+            None => return Err(error("null key")),
+            Some([]) => return Err(error("empty key")),
+            Some(key) => key,
+        };
+        let value = v
+            .bytes(i, &mut self.value_scratch)
+            .ok_or_else(|| error("null value"))?;
+        Ok(Some((key, value)))
     }
 
     fn bytes_read(&self) -> u64 {

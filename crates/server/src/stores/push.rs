@@ -293,25 +293,42 @@ impl Stores {
         id: u64,
         records: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
     ) -> StoreResult<u64> {
+        self.push_add_with(merger, id, |add| {
+            let mut n = 0u64;
+            for (k, v) in records {
+                add(k, v)?;
+                n += 1;
+            }
+            Ok(n)
+        })
+    }
+
+    /// Adds to push `id` the records `fill` passes to `add` (keys relative to the store's
+    /// prefix), under one hold of the push's lock: a caller reading them from an input hands
+    /// each straight to the sorter, without copying it first. Returns what `fill` returns. When
+    /// `add` refuses a record, the push is aborted, and `fill` should return that error.
+    pub fn push_add_with<T, E: From<StoreError>>(
+        self: &Arc<Self>,
+        merger: &Merger<Db>,
+        id: u64,
+        fill: impl FnOnce(&mut dyn FnMut(&[u8], &[u8]) -> StoreResult<()>) -> Result<T, E>,
+    ) -> Result<T, E> {
         let s = self.pushes.session(id)?;
+        let mut refused = false;
         let r = {
             let mut s = s.lock();
             let sorter = s
                 .sorter
                 .as_mut()
                 .ok_or_else(|| StoreError::PushState(format!("push {id} is committing")))?;
-            let mut n = 0u64;
-            let mut r = Ok(());
-            for (k, v) in records {
-                if let Err(e) = sorter.add(k, v) {
-                    r = Err(StoreError::Input(e.to_string()));
-                    break;
-                }
-                n += 1;
-            }
-            r.map(|()| n)
+            fill(&mut |k: &[u8], v: &[u8]| {
+                sorter.add(k, v).map_err(|e| {
+                    refused = true;
+                    StoreError::Input(e.to_string())
+                })
+            })
         };
-        if r.is_err() {
+        if refused {
             let _ = self.push_abort(merger, id);
         }
         r
