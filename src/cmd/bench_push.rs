@@ -54,6 +54,16 @@ pub struct Args {
 struct RunResult {
     secs: f64,
     disk_bytes: u64,
+    /// Seconds of each phase, in order (printed with each round).
+    phases: Vec<(&'static str, f64)>,
+}
+
+/// Seconds since `*since`, which moves to now.
+fn lap(since: &mut Instant) -> f64 {
+    let now = Instant::now();
+    let s = now.duration_since(*since).as_secs_f64();
+    *since = now;
+    s
 }
 
 fn io(context: &str, e: impl std::fmt::Display) -> BackendError {
@@ -103,6 +113,7 @@ fn run_rialto(
     page_cache: PushPageCache,
 ) -> Result<RunResult, BackendError> {
     let start = Instant::now();
+    let mut at = start;
     let local = Local::open_with(rialto_server::Config {
         dir: db.to_path_buf(),
         push_memory_limit: memory,
@@ -122,12 +133,16 @@ fn run_rialto(
         }
         Ok(true)
     })? {}
+    let read = lap(&mut at);
     local.push_commit(id)?;
+    let commit = lap(&mut at);
     local.close()?;
+    let close = lap(&mut at);
     let secs = start.elapsed().as_secs_f64();
     Ok(RunResult {
         secs,
         disk_bytes: dir_bytes(db),
+        phases: vec![("read", read), ("commit", commit), ("close", close)],
     })
 }
 
@@ -159,11 +174,13 @@ fn run_rocks_put(input: &Path, db: &Path) -> Result<RunResult, BackendError> {
     while let Some((k, v)) = r.read_record().map_err(|e| io("input", e))? {
         l.put(k, v).map_err(|e| io("rocksdb", e))?;
     }
+    let put = start.elapsed().as_secs_f64();
     l.finish().map_err(|e| io("rocksdb", e))?;
     let secs = start.elapsed().as_secs_f64();
     Ok(RunResult {
         secs,
         disk_bytes: dir_bytes(db),
+        phases: vec![("put", put), ("finish", secs - put)],
     })
 }
 
@@ -187,18 +204,23 @@ fn run_rocks_sst(input: &Path, db: &Path, memory: usize) -> Result<RunResult, Ba
     while let Some((k, v)) = r.read_record().map_err(|e| io("input", e))? {
         sorter.add(k, v).map_err(|e| io("sort", e))?;
     }
+    let mut at = Instant::now();
+    let read = at.duration_since(start).as_secs_f64();
     let mut sorted = sorter.finish().map_err(|e| io("sort", e))?;
     let mut l = SstLoader::open(db, &rocks_config(), 64 << 20).map_err(|e| io("rocksdb", e))?;
     while let Some((k, v)) = sorted.next().map_err(|e| io("sort", e))? {
         l.add(k, v).map_err(|e| io("rocksdb", e))?;
     }
     drop(sorted);
+    let write = lap(&mut at);
     l.finish().map_err(|e| io("rocksdb", e))?;
     let _ = std::fs::remove_dir_all(&tmp);
+    let ingest = lap(&mut at);
     let secs = start.elapsed().as_secs_f64();
     Ok(RunResult {
         secs,
         disk_bytes: dir_bytes(db),
+        phases: vec![("read", read), ("write", write), ("ingest", ingest)],
     })
 }
 
@@ -309,13 +331,19 @@ pub fn run(args: Args) -> Result<(), BackendError> {
                 "rocksdb-sst" => run_rocks_sst(&input, &db, memory)?,
                 _ => run_rocks_put(&input, &db)?,
             };
+            let phases: Vec<String> = r
+                .phases
+                .iter()
+                .map(|(name, s)| format!("{name} {s:.2}"))
+                .collect();
             eprintln!(
-                "round {} {name:<12} {:>8.2} s  {:>10.0} records/s  {:>7.1} MB/s  space {:.3}",
+                "round {} {name:<12} {:>8.2} s  {:>10.0} records/s  {:>7.1} MB/s  space {:.3}  ({} s)",
                 round + 1,
                 r.secs,
                 args.records as f64 / r.secs,
                 raw as f64 / r.secs / 1e6,
-                r.disk_bytes as f64 / raw as f64
+                r.disk_bytes as f64 / raw as f64,
+                phases.join(", ")
             );
             let _ = std::fs::remove_dir_all(&db);
             results[e].push(r);
