@@ -398,20 +398,26 @@ fn log_tables_survive_a_crash() {
     assert_eq!(contents(&db), model);
 }
 
-#[test]
-fn a_damaged_value_in_a_log_segment_is_corruption_never_wrong_data() {
+/// A closed database with TRIAD-LOG whose oldest segment, serving a commit-log table, has a
+/// byte flipped in every record's value area.
+fn with_a_damaged_log_segment() -> MemFs {
     let fs = MemFs::new();
     let db = Db::open("/db", options(&fs, log_only())).unwrap();
     uniform_writes(&db, 1_000);
     db.flush().unwrap();
     db.close().unwrap();
-    // The oldest segment serves a table: flip one byte in every record's value area.
     let seg = segments(&fs)[0];
     let path = format!("/db/{seg:06}.log");
     let len = rialto_io::Fs::file_size(&fs, std::path::Path::new(&path)).unwrap();
     for off in (60..len).step_by(97) {
         fs.corrupt(&path, off, 0x40).unwrap();
     }
+    fs
+}
+
+#[test]
+fn a_damaged_value_in_a_log_segment_is_corruption_never_wrong_data() {
+    let fs = with_a_damaged_log_segment();
     let report =
         rialto_lsm::check::check(Arc::new(fs.clone()), std::path::Path::new("/db")).unwrap();
     assert!(!report.ok());
@@ -435,17 +441,7 @@ fn a_damaged_value_in_a_log_segment_is_corruption_never_wrong_data() {
 
 #[test]
 fn a_damaged_value_in_a_log_segment_fails_the_compaction_reading_it() {
-    let fs = MemFs::new();
-    let db = Db::open("/db", options(&fs, log_only())).unwrap();
-    uniform_writes(&db, 1_000);
-    db.flush().unwrap();
-    db.close().unwrap();
-    let seg = segments(&fs)[0];
-    let path = format!("/db/{seg:06}.log");
-    let len = rialto_io::Fs::file_size(&fs, std::path::Path::new(&path)).unwrap();
-    for off in (60..len).step_by(97) {
-        fs.corrupt(&path, off, 0x40).unwrap();
-    }
+    let fs = with_a_damaged_log_segment();
     let db = Db::open("/db", options(&fs, log_only())).unwrap();
     let e = db.compact_range(None, None).unwrap_err();
     assert!(e.is_corruption(), "{e}");
