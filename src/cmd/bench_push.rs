@@ -204,8 +204,8 @@ fn run_rocks_sst(input: &Path, db: &Path, memory: usize) -> Result<RunResult, Ba
     while let Some((k, v)) = r.read_record().map_err(|e| io("input", e))? {
         sorter.add(k, v).map_err(|e| io("sort", e))?;
     }
-    let mut at = Instant::now();
-    let read = at.duration_since(start).as_secs_f64();
+    let mut at = start;
+    let read = lap(&mut at);
     let mut sorted = sorter.finish().map_err(|e| io("sort", e))?;
     let mut l = SstLoader::open(db, &rocks_config(), 64 << 20).map_err(|e| io("rocksdb", e))?;
     while let Some((k, v)) = sorted.next().map_err(|e| io("sort", e))? {
