@@ -15,11 +15,13 @@
 
 mod clock;
 mod device;
+mod direct;
 mod mem;
 mod posix;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use device::{DeviceModel, DeviceStats};
+pub use direct::{ALIGN as DIRECT_ALIGN, CHUNK as DIRECT_CHUNK};
 pub use mem::{CrashMode, Fault, FaultOp, FaultPlan, MemFs};
 pub use posix::PosixFs;
 
@@ -130,6 +132,16 @@ pub trait Fs: Send + Sync + 'static {
     fn create_dir_all(&self, path: &Path) -> io::Result<()>;
     /// Creates (or truncates) `path` for appending.
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Creates (or truncates) `path` for appending, written around the operating system's
+    /// page cache (`O_DIRECT` on Linux), in chunks of [`DIRECT_CHUNK`] bytes written by a
+    /// thread of the file's own while the next chunk fills. For large outputs nobody reads
+    /// soon: it saves the copy into fresh pages and their write-back, and evicts nothing.
+    /// `flush` writes the unaligned tail padded and truncates the file back, so the contract
+    /// is [`Fs::create`]'s. Where the file system refuses direct I/O, the file is an ordinary
+    /// buffered one. Default: [`Fs::create`].
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
     /// Opens an existing file for appending at its end.
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
     /// Opens an existing file for writing from its first byte, keeping its contents and
@@ -159,6 +171,16 @@ pub trait Fs: Send + Sync + 'static {
         pace: &mut dyn FnMut(u64) -> io::Result<()>,
     ) -> io::Result<()> {
         create_zeroed_buffered(self.create(path)?, len, pace)
+    }
+    /// Frees `len` bytes of `path` from `offset`: they read as zeros afterwards, their disk
+    /// blocks and cached pages are released, dirty ones without being written, and the file
+    /// keeps its size (`fallocate(PUNCH_HOLE)` on Linux). For temporary files read once: a
+    /// merge frees the part of a sorted run it has read, so that neither the pages' write-back
+    /// nor their release when the run is removed is paid for data already used. Only a hint
+    /// where unsupported (nothing happens). Default: nothing.
+    fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> io::Result<()> {
+        let _ = (path, offset, len);
+        Ok(())
     }
     /// Opens an existing file for positional reads.
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;

@@ -406,6 +406,20 @@ impl Fs for MemFs {
         self.open_writable(path, Some(0))
     }
 
+    /// Zeros the range (within the file), as a write would: a reader that punched a range
+    /// before reading it finds zeros, as on a real file system.
+    fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> io::Result<()> {
+        let path = FilePath::parse(path)?;
+        let ns = self.shared.ns.lock();
+        let mut content = ns.live_file(&path)?.content.write();
+        self.shared.check_fault(OpKind::Write, &[&path.full])?;
+        let size = content.data.len();
+        let start = to_usize(offset)?.min(size);
+        let end = start.saturating_add(to_usize(len)?).min(size);
+        content.write_at(start, &vec![0; end - start]);
+        Ok(())
+    }
+
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         let path = FilePath::parse(path)?;
         let ns = self.shared.ns.lock();

@@ -48,6 +48,22 @@ impl Fs for PosixFs {
         Ok(Box::new(PosixWritableFile::new(file, 0, false)))
     }
 
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let opened = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path);
+        match opened {
+            Ok(file) => Ok(Box::new(crate::direct::DirectWritableFile::new(file))),
+            // tmpfs and some others refuse O_DIRECT at open.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => self.create(path),
+            Err(e) => Err(e),
+        }
+    }
+
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         // O_APPEND: every write(2) lands at the end, whatever else wrote to the file.
         let file = OpenOptions::new().append(true).open(path)?;
@@ -65,6 +81,36 @@ impl Fs for PosixFs {
         let file = File::open(path)?;
         let len = file.metadata()?.len();
         Ok(Arc::new(PosixRandomAccessFile { file, len }))
+    }
+
+    fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> io::Result<()> {
+        let file = OpenOptions::new().write(true).open(path)?;
+        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len))
+        else {
+            return Ok(());
+        };
+        loop {
+            // SAFETY: fallocate on a descriptor we own, over a range of the file; punching
+            // keeps the size (KEEP_SIZE is required with PUNCH_HOLE).
+            let rc = unsafe {
+                libc::fallocate(
+                    file.as_raw_fd(),
+                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                    offset,
+                    len,
+                )
+            };
+            if rc == 0 {
+                return Ok(());
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                // Only a hint: file systems without it keep the bytes.
+                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => return Ok(()),
+                _ => return Err(e),
+            }
+        }
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

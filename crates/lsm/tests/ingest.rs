@@ -276,8 +276,9 @@ fn ingested_tables_use_their_own_restart_interval() {
     assert!(sizes[1] * 3 < sizes[0] * 2, "{sizes:?}");
 }
 
-/// On a real file system, with every page dropped from the cache as it is written and with
-/// half of them, ingested tables read back whole, before and after a reopen.
+/// On a real file system, with every table written around the page cache (`O_DIRECT`, no
+/// budget) and with the tables beyond a budget's first ones so, ingested tables read back
+/// whole, before and after a reopen.
 #[test]
 fn tables_written_out_of_the_page_cache_read_back_whole() {
     for budget in [0, 300 << 10] {

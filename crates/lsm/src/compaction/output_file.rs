@@ -38,6 +38,11 @@ impl CacheBudget {
             });
         matches!(r, Ok(left) if left >= n)
     }
+
+    /// Nothing is left: later tables keep no page cached.
+    pub fn spent(&self) -> bool {
+        self.left.load(Ordering::Relaxed) == 0
+    }
 }
 
 /// How an output file is written.
@@ -143,9 +148,15 @@ pub(crate) fn create_table(
     opts: TableBuildOptions,
 ) -> Result<TableBuilder> {
     let name = table_file_name(number);
-    let file = fs
-        .create(&dir.join(&name))
-        .map_err(|e| Error::io(format!("create table {name}"), e))?;
+    let path = dir.join(&name);
+    // Once the budget is spent, nothing of the table stays cached: written around the page
+    // cache, it also skips the copy into fresh pages and their write-back (design §3.2).
+    let file = if policy.cache.as_ref().is_some_and(|b| b.spent()) {
+        fs.create_direct(&path)
+    } else {
+        fs.create(&path)
+    };
+    let file = file.map_err(|e| Error::io(format!("create table {name}"), e))?;
     let plain = policy.throttle.is_none() && policy.cache.is_none();
     let file: Box<dyn WritableFile> = if plain {
         file

@@ -40,8 +40,9 @@ pub struct IngestStats {
 /// Settings of one ingestion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IngestOptions {
-    /// Table bytes the ingestion leaves in the operating system's page cache; the pages of
-    /// tables beyond are dropped as they reach the disk. Default `u64::MAX`: every page stays,
+    /// Table bytes the ingestion leaves in the operating system's page cache; the pages of the
+    /// table that spends the budget are dropped as they reach the disk, and the tables after
+    /// it are written around the cache (`Fs::create_direct`). Default `u64::MAX`: every page stays,
     /// so reads right after the ingestion find its data in memory, but writing it takes that
     /// much fresh memory (evicting other cached data, and on a VM whose free memory is handed
     /// back to the host, faulting every new page in). 0 keeps none, as RocksDB's
