@@ -64,6 +64,11 @@ pub struct PushReport {
     pub replayed: u64,
     /// Time from begin to swap.
     pub elapsed: Duration,
+    /// The commit's phases in order, with their wall time: `sort` (the last run spilled),
+    /// `write` (the runs merged into tables), `link` (the last table synced, all linked),
+    /// `replay` (streamed writes copied and the swap made durable), `cleanup` (the spilled
+    /// runs removed).
+    pub phases: Vec<(&'static str, Duration)>,
 }
 
 struct Session {
@@ -431,9 +436,17 @@ impl Stores {
     ) -> StoreResult<PushReport> {
         let m = &s.meta;
         let v = s.pushing.version;
+        let mut phases = Vec::with_capacity(5);
+        let mut at = Instant::now();
+        let mut lap = |name: &'static str| {
+            let now = Instant::now();
+            phases.push((name, now - at));
+            at = now;
+        };
         let mut sorted = sorter
             .finish()
             .map_err(|e| StoreError::Input(e.to_string()))?;
+        lap("sort");
         let ing = db.ingest_with(rialto_lsm::IngestOptions {
             page_cache_bytes: self.opts.push_page_cache.budget(rialto_io::mem_available()),
         })?;
@@ -442,10 +455,11 @@ impl Stores {
         let written = table_writer::write_sorted(&mut sorted, ing, &head)?;
         let bytes = written.bytes + written.records * m.prefix.len() as u64;
         let sort_stats = sorted.stats();
-        drop(sorted);
+        lap("write");
         // Every record is in a table (the last one still open); nothing is linked.
         rialto_killpoint::kill_point("push.tables_written");
         let ingested = written.sink.finish()?;
+        lap("link");
         // The new version's tables are linked; no reader routes to them.
         rialto_killpoint::kill_point("push.linked");
 
@@ -477,6 +491,10 @@ impl Stores {
         self.end_push(merger, &s.store, Some((info, tail_from)))?;
         // The swap is durable; the push's caller has not heard of it.
         rialto_killpoint::kill_point("push.swapped");
+        lap("replay");
+        // The runs go once the new version serves (their pages leave the cache here).
+        drop(sorted);
+        lap("cleanup");
         Ok(PushReport {
             store: s.store.clone(),
             version: v,
@@ -488,6 +506,7 @@ impl Stores {
             duplicates_dropped: sort_stats.duplicates_dropped,
             replayed,
             elapsed: s.started.elapsed(),
+            phases,
         })
     }
 }
