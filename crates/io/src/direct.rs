@@ -320,6 +320,14 @@ mod tests {
     use super::*;
     use crate::{Fs, PosixFs};
 
+    /// A new direct file `t` in a fresh directory (kept alive by the returned guard).
+    fn direct_file() -> (tempfile::TempDir, std::path::PathBuf, Box<dyn WritableFile>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        let f = PosixFs::new().create_direct(&path).unwrap();
+        (dir, path, f)
+    }
+
     fn pattern(n: usize, seed: u8) -> Vec<u8> {
         (0..n)
             .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
@@ -330,10 +338,7 @@ mod tests {
     /// the file always reads back as exactly what was appended.
     #[test]
     fn reads_back_exactly_what_was_appended_across_flushes() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t");
-        let fs = PosixFs::new();
-        let mut f = fs.create_direct(&path).unwrap();
+        let (_dir, path, mut f) = direct_file();
         let mut want = Vec::new();
         let sizes = [
             1,
@@ -369,9 +374,7 @@ mod tests {
     /// Chunks written on the I/O thread and the tail written at sync land in order.
     #[test]
     fn a_large_file_written_in_small_appends_is_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t");
-        let mut f = PosixFs::new().create_direct(&path).unwrap();
+        let (_dir, path, mut f) = direct_file();
         let data = pattern(5 * CHUNK + 999, 7);
         for piece in data.chunks(4093) {
             f.append(piece).unwrap();
@@ -383,9 +386,7 @@ mod tests {
     /// Dropped unsynced, the file holds at most what was appended, never a panic or a hang.
     #[test]
     fn dropping_with_a_chunk_in_flight_is_clean() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t");
-        let mut f = PosixFs::new().create_direct(&path).unwrap();
+        let (_dir, path, mut f) = direct_file();
         f.append(&pattern(2 * CHUNK + 5, 1)).unwrap();
         drop(f);
         assert!(std::fs::metadata(&path).unwrap().len() <= (2 * CHUNK + 5) as u64);

@@ -89,28 +89,13 @@ impl Fs for PosixFs {
         else {
             return Ok(());
         };
-        loop {
-            // SAFETY: fallocate on a descriptor we own, over a range of the file; punching
-            // keeps the size (KEEP_SIZE is required with PUNCH_HOLE).
-            let rc = unsafe {
-                libc::fallocate(
-                    file.as_raw_fd(),
-                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                    offset,
-                    len,
-                )
-            };
-            if rc == 0 {
-                return Ok(());
-            }
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                // Only a hint: file systems without it keep the bytes.
-                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => return Ok(()),
-                _ => return Err(e),
-            }
-        }
+        // Punching keeps the size (KEEP_SIZE is required with PUNCH_HOLE).
+        fallocate_if_supported(
+            &file,
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            offset,
+            len,
+        )
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -175,6 +160,30 @@ impl Fs for PosixFs {
             }
         })?;
         Ok(Box::new(PosixFileLock { _file: file }))
+    }
+}
+
+/// `fallocate(2)` on `file`, retrying on EINTR. Its callers only optimize (preallocation,
+/// freeing read data), so a file system without it is not an error: nothing happens.
+fn fallocate_if_supported(
+    file: &File,
+    mode: libc::c_int,
+    offset: libc::off_t,
+    len: libc::off_t,
+) -> io::Result<()> {
+    loop {
+        // SAFETY: fallocate on a descriptor `file` keeps open for the whole call, over a range
+        // of the file; it reads no memory of ours.
+        let rc = unsafe { libc::fallocate(file.as_raw_fd(), mode, offset, len) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => return Ok(()),
+            _ => return Err(e),
+        }
     }
 }
 
@@ -364,21 +373,9 @@ impl WritableFile for PosixWritableFile {
         }
         let len = libc::off_t::try_from(len)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "length overflows"))?;
-        loop {
-            // SAFETY: fallocate on a file descriptor we own; mode 0 allocates and extends the
-            // size, leaving the file position (where the next write goes) alone.
-            let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), 0, 0, len) };
-            if rc == 0 {
-                return Ok(());
-            }
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                // Not supported here: preallocation is only an optimization.
-                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => return Ok(()),
-                _ => return Err(e),
-            }
-        }
+        // Mode 0 allocates and extends the size, leaving the file position (where the next
+        // write goes) alone.
+        fallocate_if_supported(&self.file, 0, 0, len)
     }
 
     fn len(&self) -> u64 {
