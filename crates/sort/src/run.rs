@@ -30,7 +30,7 @@ const TOUCH_SPAN: usize = 4096;
 
 /// A reader frees the part of its run it has read (`Fs::punch_hole`) in spans of this many
 /// bytes. Run files are read once, front to back; freed as they go, their pages are never
-/// written back (most are still dirty when the merge reads them) and are not all released at
+/// written back (many are still dirty when the merge reads them) and are not all released at
 /// once when the runs are removed: that release took 1.1–1.5 s of a 5M × 1 KiB push's commit.
 const DISCARD_SPAN: u64 = 8 << 20;
 /// Freed ranges end at a multiple of this (whole pages).
