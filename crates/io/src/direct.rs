@@ -27,13 +27,13 @@ use crate::WritableFile;
 
 /// Alignment of direct writes' buffers, offsets and lengths: covers the logical block sizes
 /// Linux file systems use (512 and 4096 bytes).
-pub const ALIGN: usize = 4096;
+pub(crate) const ALIGN: usize = 4096;
 /// Full chunks queued for or being written by a file's I/O thread at once, so that the thread
 /// finds the next chunk ready when a write ends and the disk is not left idle between writes.
 const DEPTH: usize = 2;
 /// Bytes per direct write. `dd` reached the disk's bandwidth here with 1 MiB writes (1.2 GB/s,
 /// as with 4 and 16 MiB); [`DEPTH`] + 1 of them per open file are its memory.
-pub const CHUNK: usize = 1 << 20;
+pub(crate) const CHUNK: usize = 1 << 20;
 
 /// [`CHUNK`] bytes at an [`ALIGN`]ed address, the first `len` of them filled.
 struct AlignedBuf {
@@ -76,27 +76,6 @@ impl AlignedBuf {
     }
 }
 
-/// Writes all of `data` at `offset`, with as many `pwrite(2)` calls as it takes.
-fn write_all_at(file: &File, mut data: &[u8], mut offset: u64) -> io::Result<()> {
-    while !data.is_empty() {
-        match file.write_at(data, offset) {
-            Ok(0) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "pwrite(2) accepted no bytes",
-                ))
-            }
-            Ok(n) => {
-                data = &data[n..];
-                offset += n as u64;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
 /// A chunk for the I/O thread, and what it sends back.
 struct Job {
     buf: AlignedBuf,
@@ -121,7 +100,7 @@ impl Worker {
             .spawn(move || {
                 for job in rx {
                     let len = job.buf.len;
-                    let r = write_all_at(&file, &job.buf.raw[job.buf.off..][..len], job.offset);
+                    let r = file.write_all_at(&job.buf.raw[job.buf.off..][..len], job.offset);
                     if done_tx.send((job.buf, r)).is_err() {
                         return;
                     }
@@ -251,7 +230,9 @@ impl DirectWritableFile {
                 Err(mpsc::SendError(job)) => buf = job.buf,
             }
         }
-        let r = write_all_at(&self.file, &buf.raw[buf.off..][..buf.len], offset);
+        let r = self
+            .file
+            .write_all_at(&buf.raw[buf.off..][..buf.len], offset);
         self.spares.push(buf);
         r.map_err(|e| self.fail(e))
     }
@@ -279,7 +260,7 @@ impl WritableFile for DirectWritableFile {
         if self.fill.len == 0 {
             return Ok(());
         }
-        let r = write_all_at(&self.file, self.fill.padded(), self.base);
+        let r = self.file.write_all_at(self.fill.padded(), self.base);
         r.map_err(|e| self.fail(e))?;
         if !self.fill.len.is_multiple_of(ALIGN) {
             // The padding went past the logical end.

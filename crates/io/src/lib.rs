@@ -21,7 +21,6 @@ mod posix;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use device::{DeviceModel, DeviceStats};
-pub use direct::{ALIGN as DIRECT_ALIGN, CHUNK as DIRECT_CHUNK};
 pub use mem::{CrashMode, Fault, FaultOp, FaultPlan, MemFs};
 pub use posix::PosixFs;
 
@@ -133,9 +132,8 @@ pub trait Fs: Send + Sync + 'static {
     /// Creates (or truncates) `path` for appending.
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
     /// Creates (or truncates) `path` for appending, written around the operating system's
-    /// page cache (`O_DIRECT` on Linux), in chunks of [`DIRECT_CHUNK`] bytes written by a
-    /// thread of the file's own while the next chunk fills. For large outputs nobody reads
-    /// soon: it saves the copy into fresh pages and their write-back, and evicts nothing.
+    /// page cache (`O_DIRECT` on Linux), in 1 MiB chunks written by a thread of the file's own
+    /// while the next chunk fills. For large outputs nobody reads soon: it saves the copy into fresh pages and their write-back, and evicts nothing.
     /// `flush` writes the unaligned tail padded and truncates the file back, so the contract
     /// is [`Fs::create`]'s. Where the file system refuses direct I/O, the file is an ordinary
     /// buffered one. Default: [`Fs::create`].
