@@ -246,6 +246,40 @@ impl PosixWritableFile {
         self.buf.drain(..written);
         result
     }
+
+    /// Flushes, then `sync_file_range(flags)` over the bytes written since the last call:
+    /// starts (and with the `WAIT` flags awaits) their write-back. Only a hint where the file
+    /// system lacks it.
+    fn sync_range(&mut self, flags: libc::c_uint) -> io::Result<()> {
+        self.flush_buffer()?;
+        // Every byte before `len` is now in the kernel (the buffer is empty).
+        let (from, to) = (self.writeback_from, self.len);
+        if to <= from {
+            return Ok(());
+        }
+        let (Ok(offset), Ok(nbytes)) = (
+            libc::off64_t::try_from(from),
+            libc::off64_t::try_from(to - from),
+        ) else {
+            return Ok(());
+        };
+        loop {
+            // SAFETY: sync_file_range on a file descriptor we own, over a range of the file;
+            // it writes back and waits, it never changes the file.
+            let rc = unsafe { libc::sync_file_range(self.file.as_raw_fd(), offset, nbytes, flags) };
+            if rc == 0 {
+                self.writeback_from = to;
+                return Ok(());
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                // Only a hint: file systems without it lose nothing.
+                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) | Some(libc::EINVAL) => return Ok(()),
+                _ => return Err(e),
+            }
+        }
+    }
 }
 
 /// Writes all of `data` with as many `write(2)` calls as it takes (short writes, EINTR).
@@ -296,41 +330,15 @@ impl WritableFile for PosixWritableFile {
     }
 
     fn start_writeback(&mut self) -> io::Result<()> {
-        self.flush_buffer()?;
-        // Every byte before `len` is now in the kernel (the buffer is empty).
-        let (from, to) = (self.writeback_from, self.len);
-        if to <= from {
-            return Ok(());
-        }
-        let (Ok(offset), Ok(nbytes)) = (
-            libc::off64_t::try_from(from),
-            libc::off64_t::try_from(to - from),
-        ) else {
-            return Ok(());
-        };
-        loop {
-            // SAFETY: sync_file_range on a file descriptor we own, over a range of the file;
-            // SYNC_FILE_RANGE_WRITE only starts write-back, it never waits.
-            let rc = unsafe {
-                libc::sync_file_range(
-                    self.file.as_raw_fd(),
-                    offset,
-                    nbytes,
-                    libc::SYNC_FILE_RANGE_WRITE,
-                )
-            };
-            if rc == 0 {
-                self.writeback_from = to;
-                return Ok(());
-            }
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                // Only a hint: file systems without it lose nothing.
-                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) | Some(libc::EINVAL) => return Ok(()),
-                _ => return Err(e),
-            }
-        }
+        self.sync_range(libc::SYNC_FILE_RANGE_WRITE)
+    }
+
+    fn write_back(&mut self) -> io::Result<()> {
+        self.sync_range(
+            libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                | libc::SYNC_FILE_RANGE_WRITE
+                | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+        )
     }
 
     fn drop_cache(&mut self, end: u64) -> io::Result<()> {
