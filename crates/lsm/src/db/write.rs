@@ -320,6 +320,7 @@ impl DbInner {
             bytes: 0,
         });
         self.journal_first.observe_sync(d);
+        self.spare.observe_sync(d);
         Ok(())
     }
 
@@ -398,12 +399,12 @@ impl DbInner {
                 st = self.state.lock();
                 continue;
             }
-            // A prepared segment is ready while the active one is not prepared: switch early
-            // (a small flush) unless that would have to wait for one.
+            // The next segment syncs faster than the active one (`early_switch_due`): switch
+            // early (a small flush) unless that would have to wait for one.
             let upgrade = st.imms.is_empty()
                 && !st.mem.is_empty()
                 && l0 < self.opts.level0_slowdown_trigger
-                && self.spare.upgrade_due();
+                && self.spare.early_switch_due();
             let full = upgrade || st.mem.approximate_memory_usage() >= self.opts.write_buffer_size;
             if !force && !full {
                 return Ok(switched);
