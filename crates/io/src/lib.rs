@@ -207,6 +207,25 @@ pub trait Fs: Send + Sync + 'static {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes a file. Durable after [`Fs::sync_dir`].
     fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Removes a file no one reads any more in steps: cuts `step` bytes off its end at a
+    /// time, calling `pace(n)` before each cut of `n` bytes (it may sleep, or fail, which
+    /// aborts and leaves the shorter file), then removes what is left. Durable after
+    /// [`Fs::sync_dir`]; a crash part-way leaves a shorter file under the same name.
+    ///
+    /// Why: freeing a large file's blocks at once lands in one file-system journal commit,
+    /// and on ext4 mounted with `discard` that commit also discards them all, while every
+    /// WAL `fdatasync` waits for it. Removing a 73 MiB segment at once stalled a concurrent
+    /// journal sync for 14-28 ms here; in 8 MiB cuts, for at most 3.6 ms (design §3.1).
+    /// `step` 0 removes at once. Default: [`Fs::remove_file`].
+    fn remove_file_gradually(
+        &self,
+        path: &Path,
+        step: u64,
+        pace: &mut dyn FnMut(u64) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let _ = (step, pace);
+        self.remove_file(path)
+    }
     /// Cuts a file to `len` bytes and syncs it.
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
     /// Names (not paths) of the entries of a directory, in no particular order.

@@ -234,6 +234,46 @@ fn open_overwrite_writes_from_the_start_and_keeps_the_rest() {
 }
 
 #[test]
+fn remove_file_gradually_cuts_the_file_in_steps_then_removes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = rialto_io::PosixFs::new();
+    let p = dir.path().join("big");
+    std::fs::write(&p, vec![7u8; 10 * 1024 + 5]).unwrap();
+    let mut cuts = Vec::new();
+    rialto_io::Fs::remove_file_gradually(&fs, &p, 4096, &mut |n| {
+        cuts.push((n, std::fs::metadata(&p).unwrap().len()));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(cuts, vec![(4096, 10 * 1024 + 5), (4096, 6 * 1024 + 5)]);
+    assert!(!p.exists());
+
+    // A pacing error stops it: the file stays, shorter, for a later attempt.
+    std::fs::write(&p, vec![7u8; 10 * 1024]).unwrap();
+    let mut calls = 0;
+    let e = rialto_io::Fs::remove_file_gradually(&fs, &p, 4096, &mut |_| {
+        calls += 1;
+        if calls == 2 {
+            return Err(std::io::Error::other("closing"));
+        }
+        Ok(())
+    })
+    .unwrap_err();
+    assert_eq!(e.to_string(), "closing");
+    assert_eq!(std::fs::metadata(&p).unwrap().len(), 6 * 1024);
+
+    // Step 0, or a file no longer than a step: removed at once, no pacing.
+    for step in [0, 1 << 20] {
+        std::fs::write(&p, vec![7u8; 10 * 1024]).unwrap();
+        rialto_io::Fs::remove_file_gradually(&fs, &p, step, &mut |_| panic!("paced")).unwrap();
+        assert!(!p.exists());
+    }
+    let missing = dir.path().join("missing");
+    let e = rialto_io::Fs::remove_file_gradually(&fs, &missing, 4096, &mut |_| Ok(()));
+    assert_eq!(e.unwrap_err().kind(), std::io::ErrorKind::NotFound);
+}
+
+#[test]
 fn create_zeroed_writes_durable_zeros() {
     let dir = tempfile::tempdir().unwrap();
     let fs = rialto_io::PosixFs::new();

@@ -56,6 +56,44 @@ fn put_get_flush_compact_reopen() {
     println!("{stats}");
 }
 
+/// Obsolete tables and segments are removed in 4 KiB cuts outside the state lock, and
+/// `wait_for_background_work` returns only once the removals it waited for are done.
+#[test]
+fn obsolete_files_removed_in_steps_are_gone_when_background_work_is_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(
+        dir.path(),
+        Options {
+            delete_step_bytes: 4096,
+            ..small_options()
+        },
+    )
+    .unwrap();
+    for round in 0..3u32 {
+        for i in 0..8_000u32 {
+            let k = format!("key{:08}", (i * 7919) % 8_000);
+            db.put(k.as_bytes(), &[round as u8; 100], WriteOptions::default())
+                .unwrap();
+        }
+        db.wait_for_background_work().unwrap();
+        let tables_on_disk = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".sst")
+            })
+            .count();
+        let live: usize = (0..7).map(|l| db.num_files_at_level(l)).sum();
+        assert_eq!(tables_on_disk, live, "round {round}: obsolete tables left");
+    }
+    assert!(db.stats().compactions > 0);
+    assert_eq!(db.get(b"key00000005").unwrap().unwrap(), vec![2u8; 100]);
+    db.close().unwrap();
+}
+
 #[test]
 fn second_open_is_locked() {
     let dir = tempfile::tempdir().unwrap();

@@ -141,8 +141,11 @@ impl Db {
             return Err(e);
         }
         inner.install_super_version(&mut st);
-        inner.delete_obsolete_files(&mut st);
+        let doomed = inner.obsolete_files(&mut st);
         inner.notify_background();
+        drop(st);
+        // A retired push version can be gigabytes: removed gradually, outside the lock.
+        inner.remove_files(doomed);
         Ok((n, bytes))
     }
 }

@@ -84,6 +84,8 @@ pub(crate) struct State {
     pending_outputs: HashSet<u64>,
     /// Every version some reader may still use, for deciding which files are obsolete.
     live_versions: Vec<Weak<Version>>,
+    /// Obsolete files some thread is removing (see `remove_files`): no other takes them.
+    removing: HashSet<String>,
     /// Row-cache warm-up (see `warm.rs`).
     pub(crate) warm: warm::WarmState,
     /// When writes last moved (see `idle.rs`).
@@ -286,6 +288,7 @@ impl Db {
             let busy = st.flush_running
                 || !st.imms.is_empty()
                 || st.running_compactions > 0
+                || !st.removing.is_empty()
                 || inner.compaction_due(&mut st, &opts);
             if !busy {
                 return Ok(());
@@ -466,7 +469,7 @@ impl DbInner {
             if MutexGuard::unlocked(st, || self.run_background_inline()) {
                 return;
             }
-            if !st.flush_running && st.running_compactions == 0 {
+            if !st.flush_running && st.running_compactions == 0 && st.removing.is_empty() {
                 return;
             }
         }
@@ -675,9 +678,17 @@ impl DbInner {
     /// Writes the oldest immutable memtable `m` to an L0 table and installs it.
     fn flush_memtable(&self, m: &Arc<MemTable>) -> Result<()> {
         let r = self.flush_memtable_inner(m);
-        let mut st = self.state.lock();
-        st.flush_running = false;
-        r.map(|_| self.delete_obsolete_files(&mut st))
+        let doomed = {
+            let mut st = self.state.lock();
+            st.flush_running = false;
+            if r.is_ok() {
+                self.obsolete_files(&mut st)
+            } else {
+                Vec::new()
+            }
+        };
+        self.remove_files(doomed);
+        r
     }
 
     fn flush_memtable_inner(&self, m: &Arc<MemTable>) -> Result<()> {
@@ -911,12 +922,20 @@ impl DbInner {
 
     fn run_compaction(&self, task: CompactionTask) -> Result<()> {
         let r = self.run_compaction_inner(&task);
-        let mut st = self.state.lock();
-        for f in task.all_inputs() {
-            st.compacting.remove(&f.number);
-        }
-        st.running_compactions -= 1;
-        r.map(|_| self.delete_obsolete_files(&mut st))
+        let doomed = {
+            let mut st = self.state.lock();
+            for f in task.all_inputs() {
+                st.compacting.remove(&f.number);
+            }
+            st.running_compactions -= 1;
+            if r.is_ok() {
+                self.obsolete_files(&mut st)
+            } else {
+                Vec::new()
+            }
+        };
+        self.remove_files(doomed);
+        r
     }
 
     fn run_compaction_inner(&self, task: &CompactionTask) -> Result<()> {
@@ -1008,9 +1027,53 @@ impl DbInner {
         Ok(())
     }
 
-    /// Removes files no version, pending output or WAL replay needs. Errors are ignored (a
-    /// leftover file is removed at the next open).
+    /// Removes files no version, pending output or WAL replay needs, under the state lock.
+    /// Errors are ignored (a leftover file is removed at the next open).
     pub(crate) fn delete_obsolete_files(&self, st: &mut State) {
+        let doomed = self.obsolete_files(st);
+        for name in &doomed {
+            let _ = self.fs.remove_file(&self.dir.join(name));
+            st.removing.remove(name);
+        }
+    }
+
+    /// Removes `doomed` (from `obsolete_files`), each gradually (`Options::delete_step_bytes`),
+    /// then lets other threads see them again and wakes `wait_for_background_work`. Call
+    /// without the state lock: a large file takes a while. Not paced by journal-first: a
+    /// removal writes nothing, its cuts alone keep each journal commit short, and a removal
+    /// held to a slow disk's pace would hold its background thread (flushes among them) for
+    /// minutes. Errors, and a close stopping a removal, leave a file for a later pass or the
+    /// next open.
+    pub(crate) fn remove_files(&self, doomed: Vec<String>) {
+        if doomed.is_empty() {
+            return;
+        }
+        let mut pace = |_: u64| {
+            if self.shutting_down.load(Ordering::Acquire) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::Interrupted,
+                    "the database is closing",
+                ));
+            }
+            Ok(())
+        };
+        for name in &doomed {
+            let path = self.dir.join(name);
+            let _ = self
+                .fs
+                .remove_file_gradually(&path, self.opts.delete_step_bytes, &mut pace);
+        }
+        let mut st = self.state.lock();
+        for name in &doomed {
+            st.removing.remove(name);
+        }
+        self.done_cv.notify_all();
+    }
+
+    /// Names of the files no version, pending output or WAL replay needs and no other thread
+    /// is removing; they count as being removed by the caller from now on (it must pass them
+    /// to `remove_files`). Evicts their tables from the table cache.
+    pub(crate) fn obsolete_files(&self, st: &mut State) -> Vec<String> {
         st.live_versions.retain(|w| w.strong_count() > 0);
         let mut live: HashSet<u64> = st.pending_outputs.clone();
         // WAL segments serving commit-log tables (TRIAD-LOG) live as long as their tables.
@@ -1034,8 +1097,9 @@ impl DbInner {
         let log_number = st.versions.log_number();
         let manifest = st.versions.manifest_number();
         let Ok(names) = self.fs.list_dir(&self.dir) else {
-            return;
+            return Vec::new();
         };
+        let mut doomed = Vec::new();
         for name in names {
             let obsolete = match parse_file_name(&name) {
                 Some(FileKind::Table(n)) => !live.contains(&n),
@@ -1044,13 +1108,15 @@ impl DbInner {
                 Some(FileKind::Temp) => true,
                 None => false,
             };
-            if obsolete {
+            if obsolete && !st.removing.contains(&name) {
                 if let Some(FileKind::Table(n)) = parse_file_name(&name) {
                     self.tables.evict(n);
                 }
-                let _ = self.fs.remove_file(&self.dir.join(&name));
+                st.removing.insert(name.clone());
+                doomed.push(name);
             }
         }
+        doomed
     }
 }
 

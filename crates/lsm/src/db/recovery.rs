@@ -166,6 +166,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         running_compactions: 0,
         compacting: HashSet::new(),
         pending_outputs: HashSet::new(),
+        removing: HashSet::new(),
         live_versions: Vec::new(),
         warm: Default::default(),
         quiet: Default::default(),
