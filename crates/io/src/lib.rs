@@ -73,6 +73,20 @@ pub trait WritableFile: Send + Sync {
     fn write_back(&mut self) -> io::Result<()> {
         self.flush()
     }
+    /// [`start_writeback`], then waits until the write-back the previous call started is on
+    /// the device: a background writer calling it every interval keeps at most about two
+    /// intervals of its data dirty or in flight, however far it runs ahead of the disk. On
+    /// ext4 (`data=ordered`) a journal commit, which every WAL `fdatasync` that converts an
+    /// extent triggers, first writes back the data of every block allocated in it, so what a
+    /// compaction has in flight is what a commit can wait for. Measured with
+    /// `syncwhilecompacting` (4 writers, 3 alternating runs each): 32-38K commits/s against
+    /// 31K with write-back only started, p99.9 3.6-3.8 ms against 4.0-4.5 ms (design §9).
+    /// Default: [`start_writeback`].
+    ///
+    /// [`start_writeback`]: WritableFile::start_writeback
+    fn write_back_behind(&mut self) -> io::Result<()> {
+        self.start_writeback()
+    }
     /// Hint that the file's first `end` bytes will not be read through the operating
     /// system's page cache soon: those already written to disk leave it
     /// (`posix_fadvise(POSIX_FADV_DONTNEED)` on Linux; pages still dirty or under write-back

@@ -246,6 +246,9 @@ struct PosixWritableFile {
     /// File position up to which `start_writeback` has already asked for write-back, so each
     /// call covers only the bytes written since (the kernel need not walk the whole file).
     writeback_from: u64,
+    /// File position up to which write-back has been waited for (`write_back`,
+    /// `write_back_behind`).
+    waited_to: u64,
 }
 
 impl PosixWritableFile {
@@ -256,6 +259,7 @@ impl PosixWritableFile {
             len,
             append_mode,
             writeback_from: 0,
+            waited_to: 0,
         }
     }
 
@@ -274,6 +278,14 @@ impl PosixWritableFile {
         self.flush_buffer()?;
         // Every byte before `len` is now in the kernel (the buffer is empty).
         let (from, to) = (self.writeback_from, self.len);
+        self.sync_file_range(from, to, flags)?;
+        self.writeback_from = self.writeback_from.max(to);
+        Ok(())
+    }
+
+    /// `sync_file_range(flags)` over `from..to`, retrying on EINTR. Only a hint where the file
+    /// system lacks it.
+    fn sync_file_range(&self, from: u64, to: u64, flags: libc::c_uint) -> io::Result<()> {
         if to <= from {
             return Ok(());
         }
@@ -288,7 +300,6 @@ impl PosixWritableFile {
             // it writes back and waits, it never changes the file.
             let rc = unsafe { libc::sync_file_range(self.file.as_raw_fd(), offset, nbytes, flags) };
             if rc == 0 {
-                self.writeback_from = to;
                 return Ok(());
             }
             let e = io::Error::last_os_error();
@@ -301,6 +312,11 @@ impl PosixWritableFile {
         }
     }
 }
+
+/// `sync_file_range` flags that write a range back and wait until it is on the device.
+const WAIT_WRITE_WAIT: libc::c_uint = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+    | libc::SYNC_FILE_RANGE_WRITE
+    | libc::SYNC_FILE_RANGE_WAIT_AFTER;
 
 /// Writes all of `data` with as many `write(2)` calls as it takes (short writes, EINTR).
 /// Returns how many bytes were written, also when it fails part-way.
@@ -354,11 +370,18 @@ impl WritableFile for PosixWritableFile {
     }
 
     fn write_back(&mut self) -> io::Result<()> {
-        self.sync_range(
-            libc::SYNC_FILE_RANGE_WAIT_BEFORE
-                | libc::SYNC_FILE_RANGE_WRITE
-                | libc::SYNC_FILE_RANGE_WAIT_AFTER,
-        )
+        self.sync_range(WAIT_WRITE_WAIT)?;
+        self.waited_to = self.writeback_from;
+        Ok(())
+    }
+
+    fn write_back_behind(&mut self) -> io::Result<()> {
+        // The range the previous calls started: likely written already, waited for if not.
+        let (from, to) = (self.waited_to, self.writeback_from);
+        self.sync_range(libc::SYNC_FILE_RANGE_WRITE)?;
+        self.sync_file_range(from, to, WAIT_WRITE_WAIT)?;
+        self.waited_to = to;
+        Ok(())
     }
 
     fn drop_cache(&mut self, end: u64) -> io::Result<()> {

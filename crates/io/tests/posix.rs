@@ -301,8 +301,9 @@ fn create_zeroed_writes_durable_zeros() {
 
 #[test]
 fn start_writeback_between_appends_keeps_every_byte() {
-    // Each call asks for write-back of the bytes written since the previous one only; the
-    // file must read back whole, also for a handle that starts at a non-zero length.
+    // Each call asks for write-back of the bytes written since the previous one only (and
+    // the waiting kinds wait for earlier ones); the file must read back whole, also for a
+    // handle that starts at a non-zero length.
     let dir = tempdir();
     let fs = PosixFs::new();
     let path = dir.path().join("data");
@@ -312,10 +313,15 @@ fn start_writeback_between_appends_keeps_every_byte() {
         let chunk = vec![i; 10_000 + usize::from(i) * 997];
         w.append(&chunk).unwrap();
         expected.extend_from_slice(&chunk);
-        if i % 3 == 0 {
-            w.start_writeback().unwrap();
+        match i % 4 {
+            0 => w.start_writeback().unwrap(),
+            1 => w.write_back_behind().unwrap(),
+            2 if i % 8 == 2 => w.write_back().unwrap(),
+            _ => {}
         }
     }
+    w.write_back_behind().unwrap();
+    w.write_back_behind().unwrap();
     w.start_writeback().unwrap();
     w.start_writeback().unwrap();
     drop(w);

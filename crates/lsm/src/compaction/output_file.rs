@@ -53,6 +53,13 @@ pub(crate) struct OutputPolicy {
     pub throttle: Option<Arc<JournalFirst>>,
     /// Start write-back every this many bytes (0: never, the final sync writes all).
     pub bytes_per_sync: u64,
+    /// At each write-back, also wait for the previous one to finish
+    /// (`WritableFile::write_back_behind`), so that little of the table is in flight when a
+    /// journal commit comes. For flushes and compactions. Not for batch ingestion, whose
+    /// throughput is the point: waiting made a push's table writing 40% slower (1.8 s against
+    /// 2.6 s for 10M × 100 B), as the disk writes back buffered pages more slowly than a push
+    /// fills them.
+    pub wait_behind: bool,
     /// Page-cache budget; `None` leaves every page cached.
     pub cache: Option<Arc<CacheBudget>>,
 }
@@ -84,7 +91,11 @@ impl OutputFile {
 
     fn interval_done(&mut self) -> std::io::Result<()> {
         self.charge_unsynced();
-        self.inner.start_writeback()?;
+        if self.policy.wait_behind {
+            self.inner.write_back_behind()?;
+        } else {
+            self.inner.start_writeback()?;
+        }
         if self.dropping {
             // Lags one interval: the pages just handed over are still being written.
             self.inner.drop_cache(self.written_back)?;
@@ -234,6 +245,7 @@ mod tests {
             policy: OutputPolicy {
                 throttle: None,
                 bytes_per_sync: 250,
+                wait_behind: false,
                 cache: budget.cloned(),
             },
             unsynced: 0,

@@ -90,7 +90,7 @@ impl Db {
         let cache = (options.page_cache_bytes != u64::MAX)
             .then(|| Arc::new(CacheBudget::new(options.page_cache_bytes)));
         Ok(Ingestion {
-            policy: self.inner.output_policy(cache),
+            policy: self.inner.output_policy(cache, false),
             db: Arc::clone(&self.inner),
             opts: TableBuildOptions {
                 block_restart_interval: self.inner.opts.ingest_block_restart_interval,

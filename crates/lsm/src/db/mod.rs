@@ -631,14 +631,15 @@ impl DbInner {
             max_grandparent_overlap: PickerOptions::from_options(&self.opts)
                 .max_grandparent_overlap(),
             shutting_down: &self.shutting_down,
-            policy: self.output_policy(None),
+            policy: self.output_policy(None, true),
             partitioner: self.opts.partitioner.as_ref(),
         }
     }
 
     /// How background writers write tables: paced behind the journal when the throttle is
-    /// on, written back every `bytes_per_sync`, cached as `cache` allows.
-    fn output_policy(&self, cache: Option<Arc<CacheBudget>>) -> OutputPolicy {
+    /// on, written back every `bytes_per_sync` (waiting for the previous write-back with
+    /// `wait_behind`), cached as `cache` allows.
+    fn output_policy(&self, cache: Option<Arc<CacheBudget>>, wait_behind: bool) -> OutputPolicy {
         OutputPolicy {
             throttle: self
                 .opts
@@ -646,6 +647,7 @@ impl DbInner {
                 .enabled
                 .then(|| Arc::clone(&self.journal_first)),
             bytes_per_sync: self.opts.throttle.bytes_per_sync,
+            wait_behind,
             cache,
         }
     }
