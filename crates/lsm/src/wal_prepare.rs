@@ -347,6 +347,14 @@ mod tests {
         assert!(!off.judge(8 << 20, 1 << 20));
     }
 
+    /// A database directory in `MemFs` and a spare of 10,000 bytes wanted at any sync rate.
+    fn fixture() -> (MemFs, &'static Path, SpareSegment) {
+        let fs = MemFs::new();
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).unwrap();
+        (fs, dir, SpareSegment::new(10_000, 1))
+    }
+
     /// Makes the next segment a prepared one: judged, prepared, taken.
     fn switch_to_prepared(s: &SpareSegment, fs: &MemFs, dir: &Path, number: u64) {
         assert!(s.judge(10_000, 10_000));
@@ -359,10 +367,7 @@ mod tests {
     /// `unprepared` then `prepared` sync latencies, `VERDICT_SYNCS` of the latter; returns
     /// whether a spare is still wanted afterwards.
     fn verdict(unprepared: u64, prepared: u64) -> bool {
-        let fs = MemFs::new();
-        let dir = Path::new("/db");
-        fs.create_dir_all(dir).unwrap();
-        let s = SpareSegment::new(10_000, 1);
+        let (fs, dir, s) = fixture();
         for _ in 0..VERDICT_SYNCS {
             s.observe_sync(unprepared);
         }
@@ -386,10 +391,7 @@ mod tests {
 
     #[test]
     fn a_spare_prepared_before_the_verdict_stopped_preparation_is_removed_not_used() {
-        let fs = MemFs::new();
-        let dir = Path::new("/db");
-        fs.create_dir_all(dir).unwrap();
-        let s = SpareSegment::new(10_000, 1);
+        let (fs, dir, s) = fixture();
         for _ in 0..VERDICT_SYNCS {
             s.observe_sync(50);
         }
@@ -427,10 +429,7 @@ mod tests {
 
     #[test]
     fn the_verdict_ignores_syncs_behind_the_zeros_and_needs_enough_unprepared_ones() {
-        let fs = MemFs::new();
-        let dir = Path::new("/db");
-        fs.create_dir_all(dir).unwrap();
-        let s = SpareSegment::new(10_000, 1);
+        let (fs, dir, s) = fixture();
         for _ in 0..100 {
             s.observe_sync(50);
         }
@@ -463,10 +462,7 @@ mod tests {
 
     #[test]
     fn a_prepared_spare_becomes_the_next_segment_and_is_written_from_its_start() {
-        let fs = MemFs::new();
-        let dir = Path::new("/db");
-        fs.create_dir_all(dir).unwrap();
-        let s = SpareSegment::new(10_000, 1);
+        let (fs, dir, s) = fixture();
         assert!(s.take(&fs, dir, 7).is_none(), "nothing prepared yet");
         assert!(s.judge(10_000, 10_000));
         assert!(s.claim_job());
