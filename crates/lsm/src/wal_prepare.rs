@@ -71,8 +71,12 @@ const VERDICT_FLOOR_MICROS: u32 = 10;
 struct Samples {
     unprepared: Vec<u32>,
     prepared: Vec<u32>,
-    decided: bool,
 }
+
+/// Verdicts (`SpareSegment::verdict`).
+const PENDING: u8 = 0;
+const PAYS: u8 = 1;
+const STOPPED: u8 = 2;
 
 /// What the samples say: `true` when prepared segments sync at least 10% faster, or when
 /// there is nothing to judge by.
@@ -97,8 +101,9 @@ pub struct SpareSegment {
     bytes: u64,
     /// At least one sync per this many log bytes makes a spare worth preparing.
     bytes_per_sync: u64,
-    /// The verdict said prepared segments do not sync faster: no spare is wanted any more.
-    off: AtomicBool,
+    /// `PENDING` while sampling; `STOPPED` once prepared segments measured no faster (no
+    /// spare is wanted any more), else `PAYS`.
+    verdict: AtomicU8,
     samples: Mutex<Samples>,
 }
 
@@ -112,7 +117,7 @@ impl SpareSegment {
             active_prepared: AtomicBool::new(false),
             bytes: if enabled { bytes } else { 0 },
             bytes_per_sync,
-            off: AtomicBool::new(false),
+            verdict: AtomicU8::new(PENDING),
             samples: Mutex::new(Samples::default()),
         }
     }
@@ -135,7 +140,7 @@ impl SpareSegment {
     pub fn judge(&self, segment_len: u64, segment_syncs: u64) -> bool {
         if self.state.load(Ordering::Relaxed) != IDLE
             || self.bytes == 0
-            || self.off.load(Ordering::Relaxed)
+            || self.stopped_by_verdict()
         {
             return false;
         }
@@ -159,12 +164,16 @@ impl SpareSegment {
     /// Called with the latency of each journal sync, before the segment it synced is
     /// replaced. Samples it for the verdict (see the module docs) until the verdict is in.
     pub fn observe_sync(&self, micros: u64) {
-        if self.bytes == 0 || self.state.load(Ordering::Relaxed) == PREPARING {
+        if self.bytes == 0
+            || self.verdict.load(Ordering::Relaxed) != PENDING
+            || self.state.load(Ordering::Relaxed) == PREPARING
+        {
             return;
         }
         let prepared = self.active_prepared.load(Ordering::Relaxed);
         let mut s = self.samples.lock();
-        if s.decided {
+        // Checked again under the lock: the verdict is given once.
+        if self.verdict.load(Ordering::Relaxed) != PENDING {
             return;
         }
         let micros = u32::try_from(micros).unwrap_or(u32::MAX);
@@ -184,12 +193,10 @@ impl SpareSegment {
             ..
         } = &mut *s;
         let pays = zeros_pay(unprepared, prepared);
-        *s = Samples {
-            decided: true,
-            ..Samples::default()
-        };
+        *s = Samples::default();
+        self.verdict
+            .store(if pays { PAYS } else { STOPPED }, Ordering::Relaxed);
         if !pays {
-            self.off.store(true, Ordering::Relaxed);
             tracing::info!(
                 "WAL segments prepared as zeros sync no faster than preallocated ones here; \
                  no longer preparing them"
@@ -199,7 +206,7 @@ impl SpareSegment {
 
     /// Whether the verdict stopped preparation (see the module docs).
     pub fn stopped_by_verdict(&self) -> bool {
-        self.off.load(Ordering::Relaxed)
+        self.verdict.load(Ordering::Relaxed) == STOPPED
     }
 
     /// Claims the preparation job if one is wanted.
@@ -268,7 +275,7 @@ impl SpareSegment {
 
     fn take_inner(&self, fs: &dyn Fs, dir: &Path, number: u64) -> Option<WalWriter> {
         match self.state.load(Ordering::Acquire) {
-            READY if self.off.load(Ordering::Relaxed) => {
+            READY if self.stopped_by_verdict() => {
                 // Prepared before the verdict: not worth using.
                 self.state.store(IDLE, Ordering::Release);
                 let _ = fs.remove_file(&dir.join(SPARE_FILE));
@@ -311,7 +318,7 @@ impl SpareSegment {
     ///   one, so the rest goes to a preallocated segment, which syncs at least as fast.
     pub fn early_switch_due(&self) -> bool {
         let prepared = self.active_prepared.load(Ordering::Relaxed);
-        if self.off.load(Ordering::Relaxed) {
+        if self.stopped_by_verdict() {
             prepared
         } else {
             !prepared && self.is_ready()
