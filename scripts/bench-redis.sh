@@ -14,12 +14,19 @@
 #   get-p16       GET, -P 16 (same servers as get-p1)
 #   set-always    SET; Redis appendonly yes + appendfsync always vs Rialto --appendfsync always
 #   set-everysec  SET; appendfsync everysec on both
+#   ping          PING (-t ping_mbulk), -P 1, on the everysec servers before their SETs: a
+#                 command that does nothing, so its rate is what this client, the loopback and
+#                 the two cores carry at -P 1 whatever the server does (a reference, no target)
 # Each -P 1 case also reports p99 latency (redis-benchmark --csv's p99_latency_ms).
+# Every case also reports CPU time per request: the server process's (all its threads, from
+# /proc/PID/stat) and redis-benchmark's (user + system). With the client and the server on the
+# same two cores, these say which of them limits a case: a server that needs less CPU per
+# request than the other but is not faster is waiting for the client, or for its disk.
 # Targets (Rialto / Redis): GET >= 1.0x, durable SET >= 1.5x, everysec SET >= 1.0x, and a
 # Rialto p99 <= 1 ms at -c 50 -P 1.
 #
 # Usage:
-#   scripts/bench-redis.sh [--rounds N] [--quick] [--no-settle] [--cases get-p1,get-p16,set-always,set-everysec]
+#   scripts/bench-redis.sh [--rounds N] [--quick] [--no-settle] [--cases get-p1,get-p16,set-always,set-everysec,ping]
 #     --rounds N   rounds (default 3)
 #     --quick      -n 20000 instead of 200000, to check the setup
 #     --no-settle  GETs start right after the load, while Rialto still flushes and compacts it
@@ -43,7 +50,7 @@ repo=$PWD
 rounds=3
 settle=true
 requests=200000
-all_cases=(get-p1 get-p16 set-always set-everysec)
+all_cases=(get-p1 get-p16 set-always set-everysec ping)
 cases=("${all_cases[@]}")
 clients=50
 data_size=100
@@ -210,28 +217,43 @@ wait_settled() {
     echo "$t"
 }
 
-# bench PORT TEST PIPELINE: prints "ops_per_sec p99_ms".
+# CPU time of process PID so far, in clock ticks (user + system, every thread). The fields
+# are counted after the command name, which is in parentheses and may hold spaces.
+proc_cpu() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+clk_tck=$(getconf CLK_TCK)
+TIMEFORMAT='%U %S'
+
+# bench PORT TEST PIPELINE: prints "ops_per_sec p99_ms server_cpu_us_per_request
+# client_cpu_us_per_request" for the server started last.
 bench() {
-    local port=$1 test=$2 pipeline=$3 out line
-    out=$(timeout "$bench_timeout" redis-benchmark -h 127.0.0.1 -p "$port" -t "$test" \
-        -n "$requests" -c "$clients" -d "$data_size" -r "$keyspace" -P "$pipeline" --csv 2>&1) \
-        || die "redis-benchmark failed (or took over ${bench_timeout}s): $(head -c 2000 <<<"$out")"
+    local port=$1 test=$2 pipeline=$3 out line cpu0 cpu1 rc=0
+    local out_file=$run_dir/bench.out time_file=$run_dir/bench.time
+    cpu0=$(proc_cpu "$server_pid")
+    { time timeout "$bench_timeout" redis-benchmark -h 127.0.0.1 -p "$port" -t "$test" \
+        -n "$requests" -c "$clients" -d "$data_size" -r "$keyspace" -P "$pipeline" --csv \
+        >"$out_file" 2>&1; } 2>"$time_file" || rc=$?
+    cpu1=$(proc_cpu "$server_pid")
+    out=$(<"$out_file")
+    [ "$rc" -eq 0 ] || die "redis-benchmark failed (or took over ${bench_timeout}s): $(head -c 2000 <<<"$out")"
     # redis-benchmark 7 exits non-zero on an error reply; older ones only printed it, and a
     # server answering errors must not score.
     [[ $out != *"Error from server"* ]] || die "the server answered errors: $(grep -m1 'Error from server' <<<"$out")"
     # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+    # redis-benchmark names ping_mbulk's line PING_MBULK.
     line=$(grep -m1 -i "^\"$test\"," <<<"$out") || die "no CSV result line in: $out"
-    awk -F, '{ gsub(/"/, ""); print $2, $7 }' <<<"$line"
+    read -r user sys <"$time_file"
+    awk -F, -v c0="$cpu0" -v c1="$cpu1" -v hz="$clk_tck" -v n="$requests" -v cu="$user" -v cs="$sys" \
+        '{ gsub(/"/, ""); printf "%s %s %.2f %.2f\n", $2, $7, (c1 - c0) / hz * 1e6 / n, (cu + cs) * 1e6 / n }' <<<"$line"
 }
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # --- rounds --------------------------------------------------------------------------------
-declare -A ops p99
+declare -A ops p99 scpu ccpu
 groups=()
 { want get-p1 || want get-p16; } && groups+=(get)
 want set-always && groups+=(set-always)
-want set-everysec && groups+=(set-everysec)
+{ want set-everysec || want ping; } && groups+=(set-everysec)
 
 log "== $rounds round(s), redis-benchmark -n $requests -c $clients -d $data_size -r $keyspace; data in $bench_dir ($fstype)"
 for ((round = 1; round <= rounds; round++)); do
@@ -256,16 +278,21 @@ for ((round = 1; round <= rounds; round++)); do
                 fi
                 want get-p1 && runs+=("get-p1 get 1")
                 want get-p16 && runs+=("get-p16 get 16")
+            elif [ "$group" = set-everysec ]; then
+                want ping && runs+=("ping ping_mbulk 1")
+                want set-everysec && runs+=("set-everysec set 1")
             else
                 runs+=("$group set 1")
             fi
             for r in "${runs[@]}"; do
                 read -r case test pipeline <<<"$r"
                 res=$(bench "$port" "$test" "$pipeline") || exit 1
-                read -r rps lat <<<"$res"
+                read -r rps lat s_us c_us <<<"$res"
                 ops[$case,$kind]+="$rps "
                 p99[$case,$kind]+="$lat "
-                log "round $round/$rounds  $(printf '%-13s %-7s %12s ops/s  p99 %s ms' "$case" "$kind" "$rps" "$lat")"
+                scpu[$case,$kind]+="$s_us "
+                ccpu[$case,$kind]+="$c_us "
+                log "round $round/$rounds  $(printf '%-13s %-7s %12s ops/s  p99 %s ms  CPU/request: server %s us, client %s us' "$case" "$kind" "$rps" "$lat" "$s_us" "$c_us")"
             done
             stop_server
             rm -rf "$dir"
@@ -280,6 +307,7 @@ label() {
         get-p16) echo "GET -P 16" ;;
         set-always) echo "SET, appendfsync always" ;;
         set-everysec) echo "SET, appendfsync everysec" ;;
+        ping) echo "PING (no-op reference)" ;;
     esac
 }
 min_ratio() {
@@ -294,19 +322,24 @@ when="GETs after background work settled"
 $settle || when="GETs right after the load"
 echo "Redis $redis_version vs Rialto ($RIALTO_BIN): redis-benchmark -n $requests -c $clients -d $data_size -r $keyspace, median of $rounds round(s), $(nproc) cores, data on $fstype, $when"
 echo
-echo "| case | Redis ops/s | Rialto ops/s | Rialto/Redis | Redis p99 ms | Rialto p99 ms | target | met |"
-echo "|---|---:|---:|---:|---:|---:|---|---|"
+echo "| case | Redis ops/s | Rialto ops/s | Rialto/Redis | Redis p99 ms | Rialto p99 ms | server CPU µs/req Redis / Rialto | client CPU µs/req vs Redis / Rialto | target | met |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
 for c in "${all_cases[@]}"; do
     want "$c" || continue
     r_ops=$(median <<<"${ops[$c,redis]}")
     x_ops=$(median <<<"${ops[$c,rialto]}")
     r_p99=$(median <<<"${p99[$c,redis]}")
     x_p99=$(median <<<"${p99[$c,rialto]}")
+    r_s=$(median <<<"${scpu[$c,redis]}")
+    x_s=$(median <<<"${scpu[$c,rialto]}")
+    r_c=$(median <<<"${ccpu[$c,redis]}")
+    x_c=$(median <<<"${ccpu[$c,rialto]}")
     need=$(min_ratio "$c")
     # p99 is judged at -P 1 only: with -P 16 a reply waits for its whole batch.
     judge_p99=1
     [ "$c" = get-p16 ] && judge_p99=0
     awk -v c="$(label "$c")" -v ro="$r_ops" -v xo="$x_ops" -v rp="$r_p99" -v xp="$x_p99" \
+        -v rs="$r_s" -v xs="$x_s" -v rc="$r_c" -v xc="$x_c" -v ref="$([ "$c" = ping ] && echo 1 || echo 0)" \
         -v need="$need" -v jp="$judge_p99" 'BEGIN {
         ratio = (ro > 0) ? xo / ro : 0
         target = sprintf("≥%.1f×", need); if (jp) target = target ", p99 ≤1 ms"
@@ -314,6 +347,7 @@ for c in "${all_cases[@]}"; do
         if (ratio < need) miss = "ratio"
         if (jp && xp > 1.0) miss = miss (miss == "" ? "" : ", ") "p99"
         met = (miss == "") ? "✓" : "✗ (" miss ")"
-        printf "| %s | %.0f | %.0f | %.2f× | %.3f | %.3f | %s | %s |\n", c, ro, xo, ratio, rp, xp, target, met
+        if (ref) { target = "reference"; met = "—" }
+        printf "| %s | %.0f | %.0f | %.2f× | %.3f | %.3f | %.2f / %.2f | %.2f / %.2f | %s | %s |\n", c, ro, xo, ratio, rp, xp, rs, xs, rc, xc, target, met
     }'
 done
