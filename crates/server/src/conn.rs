@@ -404,13 +404,21 @@ impl Connection {
         while let Some(q) = self.queue.pop_front() {
             let reply = match q.item {
                 Pending::Ready(r) => r,
-                Pending::Commit(h, id) => match h.await {
-                    Ok(ex) => {
-                        self.record(id, ex.micros, ex.slow_args);
-                        ex.reply
+                Pending::Commit(mut h, id) => {
+                    // A durable write is released by the syncer thread: through this thread's
+                    // relay, which wakes the thread once for every connection a sync releases.
+                    let outcome = match h.try_take() {
+                        Some(outcome) => outcome,
+                        None => crate::wake::relayed(h).await,
+                    };
+                    match outcome {
+                        Ok(ex) => {
+                            self.record(id, ex.micros, ex.slow_args);
+                            ex.reply
+                        }
+                        Err(e) => reply::engine_error(&e),
                     }
-                    Err(e) => reply::engine_error(&e),
-                },
+                }
             };
             reply.encode(q.proto, &mut self.out);
         }

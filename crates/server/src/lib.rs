@@ -27,6 +27,7 @@ pub mod server;
 pub mod slowlog;
 pub mod store;
 pub mod stores;
+pub mod wake;
 pub mod workers;
 
 pub use config::{Config, ConfigError};

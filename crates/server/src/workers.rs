@@ -62,6 +62,10 @@ impl Workers {
                         return;
                     }
                 };
+                // Durable replies are released by the syncer thread: its wake-ups of this
+                // thread's connections arrive through one relay (see `wake.rs`).
+                let (_relay, relay_task) = crate::wake::Relay::install();
+                rt.spawn(relay_task);
                 let _ = tx.send(Ok(rt.handle().clone()));
                 rt.block_on(async move {
                     while !*stop_rx.borrow_and_update() {
