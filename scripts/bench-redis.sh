@@ -322,7 +322,7 @@ when="GETs after background work settled"
 $settle || when="GETs right after the load"
 echo "Redis $redis_version vs Rialto ($RIALTO_BIN): redis-benchmark -n $requests -c $clients -d $data_size -r $keyspace, median of $rounds round(s), $(nproc) cores, data on $fstype, $when"
 echo
-echo "| case | Redis ops/s | Rialto ops/s | Rialto/Redis | Redis p99 ms | Rialto p99 ms | server CPU µs/req Redis / Rialto | client CPU µs/req vs Redis / Rialto | target | met |"
+echo "| case | Redis ops/s | Rialto ops/s | Rialto/Redis | Redis p99 ms | Rialto p99 ms | server CPU µs/req Redis / Rialto | client CPU µs/req against Redis / Rialto | target | met |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
 for c in "${all_cases[@]}"; do
     want "$c" || continue
