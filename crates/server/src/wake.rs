@@ -11,7 +11,9 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::task::{Context, Poll, Wake, Waker};
 
 /// Collects wake-ups from other threads for the tasks of one connection thread, and wakes
@@ -40,6 +42,7 @@ struct RelayState {
     pending: Vec<Waker>,
     /// The relay's task was woken and has not run since.
     armed: bool,
+    /// The relay's task, once it has run.
     task: Option<Waker>,
 }
 
@@ -77,13 +80,13 @@ impl Relay {
     fn wake(&self, task: Waker) {
         self.relayed.fetch_add(1, Ordering::Relaxed);
         let first = {
-            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut s = self.state.lock();
             s.pending.push(task);
             if s.armed {
                 None
             } else {
                 s.armed = true;
-                // Not yet polled: it takes the queue when it first runs.
+                // `None` before the relay's task first runs; it takes the queue then.
                 s.task.clone()
             }
         };
@@ -96,7 +99,7 @@ impl Relay {
     /// The relay's task: wakes every queued task (on this thread, so without a system call).
     fn dispatch(&self, me: &Waker) {
         let batch = {
-            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut s = self.state.lock();
             if !s.task.as_ref().is_some_and(|t| t.will_wake(me)) {
                 s.task = Some(me.clone());
             }
@@ -165,7 +168,7 @@ mod tests {
     impl Gate {
         fn open(&self) {
             let w = {
-                let mut g = self.0.lock().unwrap();
+                let mut g = self.0.lock();
                 g.0 = true;
                 g.1.take()
             };
@@ -175,14 +178,14 @@ mod tests {
         }
 
         fn registered(&self) -> bool {
-            self.0.lock().unwrap().1.is_some()
+            self.0.lock().1.is_some()
         }
     }
 
     impl Future for Gate {
         type Output = ();
         fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-            let mut g = self.0.lock().unwrap();
+            let mut g = self.0.lock();
             if g.0 {
                 Poll::Ready(())
             } else {
