@@ -198,6 +198,20 @@ impl Connection {
 
     async fn serve(&mut self) -> std::io::Result<Exit> {
         let mut shutdown = self.shared.shutdown.subscribe();
+        // Resolves when the client is killed (CLIENT KILL, ACL DELUSER) or the server shuts
+        // down. Made once: a `Notified` registers with its `Notify` under a lock when first
+        // polled and unregisters when dropped, which per read was 2% of a PING's CPU.
+        let stop = {
+            let handle = Arc::clone(&self.client.handle);
+            let mut shutdown = shutdown.clone();
+            async move {
+                tokio::select! {
+                    _ = handle.kill_notify.notified() => {}
+                    _ = shutdown.changed() => {}
+                }
+            }
+        };
+        tokio::pin!(stop);
         loop {
             loop {
                 match self.decoder.decode(&mut self.inbuf) {
@@ -286,13 +300,14 @@ impl Connection {
                 return Ok(Exit::Closed);
             }
             self.inbuf.reserve(READ_CHUNK);
-            let handle = Arc::clone(&self.client.handle);
+            let id = self.client.handle.id;
             let n = tokio::select! {
+                // The read first: a kill or a shutdown is also seen between reads (above).
+                biased;
                 r = self.stream.read_buf(&mut self.inbuf) => r?,
-                _ = handle.kill_notify.notified() => return Ok(Exit::Closed),
-                _ = shutdown.changed() => return Ok(Exit::Closed),
+                _ = &mut stop => return Ok(Exit::Closed),
                 _ = idle_timer(idle) => {
-                    debug!(client = handle.id, "closing idle client (timeout)");
+                    debug!(client = id, "closing idle client (timeout)");
                     return Ok(Exit::Closed);
                 }
             };
