@@ -198,7 +198,7 @@ impl Connection {
 
     async fn serve(&mut self) -> std::io::Result<Exit> {
         let mut shutdown = self.shared.shutdown.subscribe();
-        // Resolves when the client is killed (CLIENT KILL, ACL DELUSER) or the server shuts
+        // Resolves when the client is killed (CLIENT KILL) or the server shuts
         // down. Made once: a `Notified` registers with its `Notify` under a lock when first
         // polled and unregisters when dropped, which per read was 2% of a PING's CPU.
         let stop = {
