@@ -139,6 +139,18 @@ pub fn render(sh: &Shared) -> String {
         &[],
         m.poll_suspensions,
     );
+    w.counter(
+        "rialto_merger_relayed_wakeups_total",
+        "Durable replies whose release by the syncer thread went through a connection thread's relay.",
+        &[],
+        sh.relay_stats.relayed(),
+    );
+    w.counter(
+        "rialto_merger_relay_batches_total",
+        "Times the syncer woke a connection thread for a batch of relayed replies.",
+        &[],
+        sh.relay_stats.batches(),
+    );
     w.gauge(
         "rialto_merger_queued",
         "Transactions waiting to execute.",

@@ -85,6 +85,8 @@ pub struct Shared {
     /// The bulk connection thread, where a connection moves once it owns a push (see
     /// `workers.rs`); set when the connection threads start.
     pub bulk: std::sync::OnceLock<tokio::runtime::Handle>,
+    /// Wake-ups of the connection threads by the syncer (see `wake.rs`).
+    pub relay_stats: Arc<crate::wake::RelayStats>,
 }
 
 impl Shared {
@@ -239,6 +241,7 @@ impl Server {
             shutdown,
             scan_cursors: Mutex::new(Default::default()),
             bulk: std::sync::OnceLock::new(),
+            relay_stats: Arc::default(),
         });
         let threads = if shared.config.read().threads > 0 {
             shared.config.read().threads
@@ -246,8 +249,9 @@ impl Server {
             default_threads()
         };
         let push_nice = shared.config.read().push_nice;
-        let workers = crate::workers::Workers::start(threads, push_nice)
-            .map_err(|e| ServerError::Start(format!("connection threads: {e}")))?;
+        let workers =
+            crate::workers::Workers::start(threads, push_nice, Arc::clone(&shared.relay_stats))
+                .map_err(|e| ServerError::Start(format!("connection threads: {e}")))?;
         let _ = shared.bulk.set(workers.bulk_handle());
         Ok(Server {
             shared,

@@ -16,6 +16,25 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use std::task::{Context, Poll, Wake, Waker};
 
+/// Counts of every connection thread's relay (INFO `rialto_merger`, `/metrics`).
+#[derive(Default)]
+pub struct RelayStats {
+    batches: AtomicU64,
+    relayed: AtomicU64,
+}
+
+impl RelayStats {
+    /// Times a relay's task was woken: a connection thread woken for a batch of replies.
+    pub fn batches(&self) -> u64 {
+        self.batches.load(Ordering::Relaxed)
+    }
+
+    /// Wake-ups handed to the relays (one per durable reply released by another thread).
+    pub fn relayed(&self) -> u64 {
+        self.relayed.load(Ordering::Relaxed)
+    }
+}
+
 /// Collects wake-ups from other threads for the tasks of one connection thread, and wakes
 /// that thread once per batch.
 ///
@@ -28,13 +47,9 @@ use std::task::{Context, Poll, Wake, Waker};
 /// No wake-up is lost: a waker is queued and `armed` is read under one lock, and the relay's
 /// task clears `armed` and takes the queue under that lock too, so a waker queued after the
 /// task took the queue finds `armed` clear and wakes the task again.
-#[derive(Default)]
 pub struct Relay {
     state: Mutex<RelayState>,
-    /// Batches: times the relay's task was woken (for tests and diagnostics).
-    batches: AtomicU64,
-    /// Wake-ups relayed.
-    relayed: AtomicU64,
+    stats: Arc<RelayStats>,
 }
 
 #[derive(Default)]
@@ -53,9 +68,14 @@ thread_local! {
 impl Relay {
     /// Installs a relay for the current thread and returns its task, to be spawned on this
     /// thread's (current-thread) runtime. Futures wrapped by [`relayed`] and polled on this
-    /// thread then send their wake-ups through it.
-    pub fn install() -> (Arc<Relay>, impl Future<Output = ()> + Send + 'static) {
-        let relay = Arc::new(Relay::default());
+    /// thread then send their wake-ups through it. `stats` counts them.
+    pub fn install(
+        stats: Arc<RelayStats>,
+    ) -> (Arc<Relay>, impl Future<Output = ()> + Send + 'static) {
+        let relay = Arc::new(Relay {
+            state: Mutex::default(),
+            stats,
+        });
         RELAY.with(|r| *r.borrow_mut() = Some(Arc::clone(&relay)));
         let task = {
             let relay = Arc::clone(&relay);
@@ -67,18 +87,8 @@ impl Relay {
         (relay, task)
     }
 
-    /// Times the relay's task was woken.
-    pub fn batches(&self) -> u64 {
-        self.batches.load(Ordering::Relaxed)
-    }
-
-    /// Wake-ups relayed.
-    pub fn relayed(&self) -> u64 {
-        self.relayed.load(Ordering::Relaxed)
-    }
-
     fn wake(&self, task: Waker) {
-        self.relayed.fetch_add(1, Ordering::Relaxed);
+        self.stats.relayed.fetch_add(1, Ordering::Relaxed);
         let first = {
             let mut s = self.state.lock();
             s.pending.push(task);
@@ -91,7 +101,7 @@ impl Relay {
             }
         };
         if let Some(t) = first {
-            self.batches.fetch_add(1, Ordering::Relaxed);
+            self.stats.batches.fetch_add(1, Ordering::Relaxed);
             t.wake();
         }
     }
@@ -205,7 +215,8 @@ mod tests {
     #[test]
     fn wake_ups_from_another_thread_arrive_in_batches_and_none_is_lost() {
         let rt = runtime();
-        let (relay, task) = rt.block_on(async { Relay::install() });
+        let stats = Arc::new(RelayStats::default());
+        let (_relay, task) = rt.block_on(async { Relay::install(Arc::clone(&stats)) });
         rt.spawn(task);
         let gates: Vec<Gate> = (0..40).map(|_| Gate::default()).collect();
         let done = Arc::new(AtomicUsize::new(0));
@@ -236,9 +247,9 @@ mod tests {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         });
-        assert_eq!(relay.relayed(), 40);
+        assert_eq!(stats.relayed(), 40);
         assert_eq!(
-            relay.batches(),
+            stats.batches(),
             1,
             "the thread was woken once for the batch"
         );
@@ -266,7 +277,7 @@ mod tests {
     fn wake_ups_racing_the_dispatch_are_never_lost() {
         // Many rounds of gates opened from another thread while the relay's task runs.
         let rt = runtime();
-        let (_relay, task) = rt.block_on(async { Relay::install() });
+        let (_relay, task) = rt.block_on(async { Relay::install(Arc::default()) });
         rt.spawn(task);
         for _ in 0..200 {
             let gates: Vec<Gate> = (0..8).map(|_| Gate::default()).collect();

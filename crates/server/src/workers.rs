@@ -33,8 +33,12 @@ pub struct Workers {
 
 impl Workers {
     /// Starts `n` (at least one) connection threads and the bulk thread, at CPU priority
-    /// `bulk_nice`.
-    pub fn start(n: usize, bulk_nice: rialto_io::ThreadPriority) -> std::io::Result<Workers> {
+    /// `bulk_nice`; their wake-up relays count into `relay_stats`.
+    pub fn start(
+        n: usize,
+        bulk_nice: rialto_io::ThreadPriority,
+        relay_stats: Arc<crate::wake::RelayStats>,
+    ) -> std::io::Result<Workers> {
         let (stop, _) = watch::channel(false);
         let mut handles = Vec::new();
         let mut threads = Vec::new();
@@ -42,6 +46,7 @@ impl Workers {
         for i in 0..=n {
             let (tx, rx) = std::sync::mpsc::channel();
             let mut stop_rx = stop.subscribe();
+            let relay_stats = Arc::clone(&relay_stats);
             let (name, nice) = if i < n {
                 (
                     format!("rialto-conn-{i}"),
@@ -64,7 +69,7 @@ impl Workers {
                 };
                 // Durable replies are released by the syncer thread: its wake-ups of this
                 // thread's connections arrive through one relay (see `wake.rs`).
-                let (_relay, relay_task) = crate::wake::Relay::install();
+                let (_relay, relay_task) = crate::wake::Relay::install(relay_stats);
                 rt.spawn(relay_task);
                 let _ = tx.send(Ok(rt.handle().clone()));
                 rt.block_on(async move {

@@ -425,6 +425,7 @@ fn the_operations_endpoint_serves_metrics_and_health() {
         "{m}"
     );
     assert!(m.contains("rialto_merger_syncs_total"), "{m}");
+    assert!(m.contains("rialto_merger_relayed_wakeups_total"), "{m}");
     assert!(get("/livez").starts_with("HTTP/1.1 200"));
     assert!(get("/readyz").starts_with("HTTP/1.1 200"));
     assert!(get("/nope").starts_with("HTTP/1.1 404"));
@@ -500,5 +501,32 @@ fn triad_state_is_in_info_and_its_mode_in_config() {
     // In the default INFO too.
     let all: String = redis::cmd("INFO").query(&mut c).unwrap();
     assert!(all.contains("# Rialto_triad\r\n"));
+    srv.shutdown().unwrap();
+}
+
+#[test]
+fn durable_replies_released_by_the_syncer_are_counted_through_the_relay() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    // Each SET waits for its sync, which the syncer thread runs and releases: the reply's
+    // wake-up goes through the connection thread's relay.
+    for i in 0..5 {
+        let _: () = c.set(format!("k{i}"), "v").unwrap();
+    }
+    let info: String = redis::cmd("INFO")
+        .arg("rialto_merger")
+        .query(&mut c)
+        .unwrap();
+    let field = |name: &str| -> u64 {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("no {name} in {info}"))
+            .parse()
+            .unwrap()
+    };
+    let (relayed, batches) = (field("relayed_wakeups"), field("relay_batches"));
+    assert!(relayed >= 1, "{info}");
+    assert!(batches >= 1 && batches <= relayed, "{info}");
     srv.shutdown().unwrap();
 }

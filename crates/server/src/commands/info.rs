@@ -248,7 +248,7 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
             let m = sh.merger.stats();
             let _ = write!(
                 o,
-                "# Rialto_merger\r\ndurability:{}\r\ntransactions:{}\r\ngroups:{}\r\nsyncs:{}\r\nqueued:{}\r\nunsynced_bytes:{}\r\ncommit_p50_micros:{}\r\ncommit_p99_micros:{}\r\ncommit_max_micros:{}\r\npoll_suspensions:{}\r\nfailed:{}\r\n",
+                "# Rialto_merger\r\ndurability:{}\r\ntransactions:{}\r\ngroups:{}\r\nsyncs:{}\r\nqueued:{}\r\nunsynced_bytes:{}\r\ncommit_p50_micros:{}\r\ncommit_p99_micros:{}\r\ncommit_max_micros:{}\r\npoll_suspensions:{}\r\nrelayed_wakeups:{}\r\nrelay_batches:{}\r\nfailed:{}\r\n",
                 m.durability.name(),
                 m.txns,
                 m.groups,
@@ -259,6 +259,8 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
                 m.commit_p99_micros,
                 m.commit_max_micros,
                 m.poll_suspensions,
+                sh.relay_stats.relayed(),
+                sh.relay_stats.batches(),
                 m.failed.as_deref().unwrap_or("no").replace(['\r', '\n'], " "),
             );
         }
