@@ -484,12 +484,7 @@ fn triad_state_is_in_info_and_its_mode_in_config() {
         .query(&mut c)
         .unwrap();
     assert!(info.starts_with("# Rialto_triad\r\n"), "{info}");
-    let field = |name: &str| {
-        info.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}:")))
-            .unwrap_or_else(|| panic!("no {name} in {info}"))
-            .to_string()
-    };
+    let field = |name: &str| common::info_field(&info, name);
     assert_eq!(field("adaptive"), "on");
     assert_eq!(field("windows"), "3");
     assert_eq!(field("workload"), "write-heavy-skewed");
@@ -518,13 +513,7 @@ fn durable_replies_released_by_the_syncer_are_counted_through_the_relay() {
         .arg("rialto_merger")
         .query(&mut c)
         .unwrap();
-    let field = |name: &str| -> u64 {
-        info.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}:")))
-            .unwrap_or_else(|| panic!("no {name} in {info}"))
-            .parse()
-            .unwrap()
-    };
+    let field = |name: &str| -> u64 { common::info_field(&info, name).parse().unwrap() };
     let (relayed, batches) = (field("relayed_wakeups"), field("relay_batches"));
     assert!(relayed >= 1, "{info}");
     assert!(batches >= 1 && batches <= relayed, "{info}");

@@ -41,6 +41,14 @@ pub fn client(addr: SocketAddr) -> redis::Connection {
         .expect("connect")
 }
 
+/// The value of field `name` in an INFO reply; panics (showing the reply) when it is absent.
+pub fn info_field(info: &str, name: &str) -> String {
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in {info}"))
+        .to_string()
+}
+
 /// A raw socket with a read timeout.
 pub fn raw(addr: SocketAddr) -> TcpStream {
     let s = TcpStream::connect(addr).expect("connect");
