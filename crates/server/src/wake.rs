@@ -69,22 +69,16 @@ impl Relay {
     /// Installs a relay for the current thread and returns its task, to be spawned on this
     /// thread's (current-thread) runtime. Futures wrapped by [`relayed`] and polled on this
     /// thread then send their wake-ups through it. `stats` counts them.
-    pub fn install(
-        stats: Arc<RelayStats>,
-    ) -> (Arc<Relay>, impl Future<Output = ()> + Send + 'static) {
+    pub fn install(stats: Arc<RelayStats>) -> impl Future<Output = ()> + Send + 'static {
         let relay = Arc::new(Relay {
             state: Mutex::default(),
             stats,
         });
         RELAY.with(|r| *r.borrow_mut() = Some(Arc::clone(&relay)));
-        let task = {
-            let relay = Arc::clone(&relay);
-            std::future::poll_fn(move |cx| {
-                relay.dispatch(cx.waker());
-                Poll::<()>::Pending
-            })
-        };
-        (relay, task)
+        std::future::poll_fn(move |cx| {
+            relay.dispatch(cx.waker());
+            Poll::<()>::Pending
+        })
     }
 
     fn wake(&self, task: Waker) {
@@ -216,7 +210,7 @@ mod tests {
     fn wake_ups_from_another_thread_arrive_in_batches_and_none_is_lost() {
         let rt = runtime();
         let stats = Arc::new(RelayStats::default());
-        let (_relay, task) = rt.block_on(async { Relay::install(Arc::clone(&stats)) });
+        let task = Relay::install(Arc::clone(&stats));
         rt.spawn(task);
         let gates: Vec<Gate> = (0..40).map(|_| Gate::default()).collect();
         let done = Arc::new(AtomicUsize::new(0));
@@ -277,7 +271,7 @@ mod tests {
     fn wake_ups_racing_the_dispatch_are_never_lost() {
         // Many rounds of gates opened from another thread while the relay's task runs.
         let rt = runtime();
-        let (_relay, task) = rt.block_on(async { Relay::install(Arc::default()) });
+        let task = Relay::install(Arc::default());
         rt.spawn(task);
         for _ in 0..200 {
             let gates: Vec<Gate> = (0..8).map(|_| Gate::default()).collect();

@@ -69,7 +69,7 @@ impl Workers {
                 };
                 // Durable replies are released by the syncer thread: its wake-ups of this
                 // thread's connections arrive through one relay (see `wake.rs`).
-                let (_relay, relay_task) = crate::wake::Relay::install(relay_stats);
+                let relay_task = crate::wake::Relay::install(relay_stats);
                 rt.spawn(relay_task);
                 let _ = tx.send(Ok(rt.handle().clone()));
                 rt.block_on(async move {
