@@ -38,6 +38,19 @@ pub enum CrashMode {
         /// Seed of the per-file random choices.
         seed: u64,
     },
+    /// Each file's unsynced bytes persist as an arbitrary subset of their sectors, as a disk
+    /// that writes back pages in any order and tears below a page leaves them: a hole may
+    /// sit in the middle of one write with its later parts on disk. Per file: a sector of 512
+    /// or 4096 bytes, then nothing kept, everything kept, or each sector kept with a
+    /// probability from 0.1 to 0.9. When something is kept, half the time one kept sector is
+    /// torn (its unsynced bytes from a random point to the sector's end garbled). A sector not
+    /// kept reads as the durable bytes it overwrote, or as zeros past the synced length; the
+    /// file ends at its synced length or its last kept sector, whichever is further. Synced
+    /// bytes are never touched. Replays from `seed` as [`CrashMode::RandomTail`] does.
+    Scattered {
+        /// Seed of the per-file random choices.
+        seed: u64,
+    },
     /// Every byte written survives; only the namespace rolls back.
     KeepAll,
 }
@@ -842,10 +855,67 @@ impl Content {
                 let mut rng = SplitMix64::for_file(seed, path);
                 random_tail(&mut self.data[..hi], lo, &mut rng)
             }
+            CrashMode::Scattered { seed } => {
+                let mut rng = SplitMix64::for_file(seed, path);
+                self.scatter(lo, hi, &mut rng);
+                self.sync();
+                return;
+            }
         };
         self.restore_overwritten(kept);
         self.data.truncate(kept.max(self.synced_len));
         self.sync();
+    }
+}
+
+impl Content {
+    /// [`CrashMode::Scattered`] over the unsynced bytes `lo..hi`: keeps a random subset of
+    /// their sectors, puts back what the others overwrote (or zeros), and sets the length.
+    fn scatter(&mut self, lo: usize, hi: usize, rng: &mut SplitMix64) {
+        if lo >= hi {
+            return;
+        }
+        let sector = if rng.coin() { 512 } else { 4096 };
+        // In tenths: 0 keeps nothing, 10 everything.
+        let keep_tenths = match rng.below(8) {
+            0 => 0,
+            1 => 10,
+            _ => 1 + rng.below(9),
+        };
+        let mut kept: Vec<(usize, usize)> = Vec::new();
+        let mut dropped: Vec<(usize, usize)> = Vec::new();
+        let mut at = lo;
+        while at < hi {
+            let end = ((at / sector + 1) * sector).min(hi);
+            let keep = match keep_tenths {
+                0 => false,
+                10 => true,
+                t => rng.below(10) < t,
+            };
+            if keep { &mut kept } else { &mut dropped }.push((at, end));
+            at = end;
+        }
+        let old = self.overwritten.take();
+        for &(a, b) in &dropped {
+            for i in a..b {
+                self.data[i] = match &old {
+                    Some((start, bytes)) if i >= *start && i < start + bytes.len() => {
+                        bytes[i - start]
+                    }
+                    _ => 0,
+                };
+            }
+        }
+        if !kept.is_empty() && rng.coin() {
+            let (a, b) = kept[rng.below(kept.len())];
+            let from = a + rng.below(b - a);
+            for byte in &mut self.data[from..b] {
+                *byte ^= 1 + rng.below(255) as u8;
+            }
+        }
+        let last_kept = kept.last().map_or(0, |&(_, b)| b);
+        let len = self.synced_len.max(last_kept).min(self.data.len());
+        self.data.truncate(len);
     }
 }
 

@@ -683,3 +683,98 @@ fn overwrites_and_syncs_against_a_model() {
         assert!(&fs.read_all(&path("f")).unwrap() == expected, "case {case}");
     }
 }
+
+/// Per 512-byte sector of `after[from..]`: whether it holds the new bytes, the old ones, or
+/// neither (a torn sector).
+fn sector_states(after: &[u8], new: &[u8], old: &[u8], from: usize) -> Vec<char> {
+    (from..after.len())
+        .step_by(512)
+        .map(|a| {
+            let b = (a + 512).min(after.len());
+            if after[a..b] == new[a..b] {
+                'n'
+            } else if after[a..b] == old[a..b] {
+                'o'
+            } else {
+                't'
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn scattered_crashes_keep_any_subset_of_unsynced_sectors_and_never_synced_bytes() {
+    let (synced, tail) = (1000, 40_000);
+    let zeros = vec![0u8; synced + tail];
+    let (mut holes, mut later_kept, mut torn, mut none, mut all) = (0, 0, 0, 0, 0);
+    for seed in 0..300 {
+        let fs = setup();
+        let original = file_with_tail(&fs, "wal", synced, tail);
+        fs.crash(CrashMode::Scattered { seed });
+        let after = fs.read_all(&path("wal")).unwrap();
+        assert!(after.len() >= synced && after.len() <= original.len());
+        assert_eq!(&after[..synced], &original[..synced], "synced bytes stay");
+        assert_eq!(fs.synced_len(path("wal")).unwrap(), after.len() as u64);
+        // Sectors are aligned to the file: the first unsynced one starts at 512.
+        let states = sector_states(&after, &original, &zeros, 1024);
+        let t = states.iter().filter(|&&c| c == 't').count();
+        assert!(t <= 8, "at most one torn sector (8 of 512 bytes): {t}");
+        torn += usize::from(t > 0);
+        let s: String = states.iter().collect();
+        holes += usize::from(s.trim_end_matches('o').contains("no") || s.contains("nto"));
+        later_kept += usize::from(s.starts_with('o') && s.contains('n'));
+        none += usize::from(after.len() == synced);
+        all += usize::from(after == original);
+    }
+    assert!(holes > 0, "sometimes a hole between kept sectors");
+    assert!(
+        later_kept > 0,
+        "sometimes later sectors kept, earlier ones not"
+    );
+    assert!(torn > 0 && torn < 300, "torn sectors sometimes: {torn}");
+    assert!(
+        none > 0 && all > 0,
+        "sometimes nothing, sometimes everything: {none} {all}"
+    );
+}
+
+#[test]
+fn scattered_crashes_put_back_the_durable_bytes_that_dropped_sectors_overwrote() {
+    let len = 64 << 10;
+    let old: Vec<u8> = (0..len).map(|i| (i % 13) as u8 + 1).collect();
+    let new: Vec<u8> = (0..len).map(|i| (i % 7) as u8 + 100).collect();
+    let mut mixed = 0;
+    for seed in 0..100 {
+        let fs = setup();
+        durable_file(&fs, "seg", &old);
+        let mut w = fs.open_overwrite(&path("seg")).unwrap();
+        w.append(&new[..4096]).unwrap();
+        w.sync_data().unwrap();
+        w.append(&new[4096..40_000]).unwrap();
+        fs.crash(CrashMode::Scattered { seed });
+        let after = fs.read_all(&path("seg")).unwrap();
+        assert_eq!(after.len(), len, "the durable length stays");
+        assert_eq!(&after[..4096], &new[..4096], "synced bytes stay");
+        assert_eq!(&after[40_960..], &old[40_960..], "never-written bytes stay");
+        let states = sector_states(&after[..40_000], &new, &old, 4096);
+        mixed += usize::from(states.contains(&'n') && states.contains(&'o'));
+    }
+    assert!(mixed > 0, "some sectors new, some old");
+}
+
+#[test]
+fn scattered_crashes_are_reproducible_from_the_seed() {
+    let run = |seed: u64| {
+        let fs = setup();
+        for (i, name) in ["a", "b", "c"].iter().enumerate() {
+            file_with_tail(&fs, name, 100 * i, 30_000);
+        }
+        fs.crash(CrashMode::Scattered { seed });
+        ["a", "b", "c"].map(|name| fs.read_all(&path(name)).unwrap())
+    };
+    for seed in [1, 42, u64::MAX] {
+        assert_eq!(run(seed), run(seed));
+    }
+    let outcomes: std::collections::HashSet<_> = (0..20).map(run).collect();
+    assert!(outcomes.len() > 1, "different seeds give different disks");
+}
