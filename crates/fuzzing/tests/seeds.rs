@@ -203,19 +203,15 @@ fn wal_seeds(fs: &MemFs) {
         );
         // The same records, structured: number, no zeros, one flipped byte.
         let mut records = Vec::new();
-        read_segment(
-            fs,
-            &Path::new("/db").join(&name),
-            u64::from(number),
-            |_, kind, p| {
-                if records.len() < 16 && p.len() < 256 {
-                    records.push(kind - 1);
-                    records.push(p.len() as u8);
-                    records.extend_from_slice(p);
-                }
-                Ok(())
-            },
-        )
+        read_segment(fs, &Path::new("/db").join(&name), u64::from(number), |r| {
+            if records.len() < 16 && r.payload.len() < 256 {
+                // Bit 0 the kind, bit 1 a sync after the record.
+                records.push((r.kind - 1) | 2);
+                records.push(r.payload.len() as u8);
+                records.extend_from_slice(r.payload);
+            }
+            Ok(())
+        })
         .expect("read a segment");
         seed(
             "wal_reader",
@@ -300,20 +296,16 @@ fn manifest_seeds(fs: &MemFs) {
             &[&[1, number, 5], &data],
         );
         let mut framed = vec![2, number, 5, 0, 0];
-        read_segment(
-            fs,
-            &Path::new("/db").join(&name),
-            u64::from(number),
-            |_, _, p| {
-                if p.len() < 256 {
-                    seed("manifest", &format!("edit-{}", framed.len()), &[&[0], p]);
-                    framed.push(0);
-                    framed.push(p.len() as u8);
-                    framed.extend_from_slice(p);
-                }
-                Ok(())
-            },
-        )
+        read_segment(fs, &Path::new("/db").join(&name), u64::from(number), |r| {
+            let p = r.payload;
+            if p.len() < 256 {
+                seed("manifest", &format!("edit-{}", framed.len()), &[&[0], p]);
+                framed.push(0);
+                framed.push(p.len() as u8);
+                framed.extend_from_slice(p);
+            }
+            Ok(())
+        })
         .expect("read the manifest");
         seed("manifest", &format!("framed-{name}"), &[&framed]);
     }

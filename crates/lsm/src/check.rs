@@ -12,8 +12,8 @@
 //!   the manifest on its segment, which exists, and every value it points to there verifies
 //!   against its checksum;
 //! - every WAL segment the database would replay parses record by record with valid checksums
-//!   and decodable batches; a corrupt record followed by valid data is a problem, a torn tail
-//!   (an interrupted last write, which recovery drops) is only noted.
+//!   and decodable batches; a bad record in bytes proven durable (design §5) is a problem, a
+//!   torn tail (a write never proven durable, which recovery cuts) is only noted.
 //!
 //! Files no version references (left by an interrupted flush or compaction, deleted at the
 //! next open) are noted, not reported as problems.
@@ -110,9 +110,8 @@ pub fn check(fs: FsRef, dir: &Path) -> Result<Report> {
         }
     }
     segments.sort_unstable();
-    let newest = segments.last().copied();
-    for n in segments {
-        check_segment(&fs, dir, n, Some(n) == newest, &mut report);
+    for (i, &n) in segments.iter().enumerate() {
+        check_segment(&fs, dir, n, &segments[i + 1..], &mut report);
     }
     Ok(report)
 }
@@ -246,38 +245,44 @@ fn check_table(fs: &FsRef, dir: &Path, level: usize, meta: &FileMeta, report: &m
     }
 }
 
-fn check_segment(fs: &FsRef, dir: &Path, number: u64, newest: bool, report: &mut Report) {
+fn check_segment(fs: &FsRef, dir: &Path, number: u64, later: &[u64], report: &mut Report) {
     let name = wal::segment_file_name(number);
     let path = wal::segment_path(dir, number);
     report.wal_segments += 1;
     let mut records = 0u64;
     let mut bad_batches = Vec::new();
-    let end = wal::read_segment(fs.as_ref(), &path, number, |offset, kind, payload| {
+    let end = wal::read_segment(fs.as_ref(), &path, number, |r| {
         records += 1;
-        if kind == KIND_BATCH {
-            if let Err(e) = wal::decode_batch(payload) {
-                bad_batches.push(format!("batch at offset {offset} does not decode: {e}"));
+        if r.kind == KIND_BATCH {
+            if let Err(e) = wal::decode_batch(r.payload) {
+                bad_batches.push(format!("batch at offset {} does not decode: {e}", r.offset));
             }
         }
         Ok(())
-    });
+    })
+    .and_then(|end| wal::judge_against_later_segments(fs.as_ref(), dir, end, later));
     report.wal_records += records;
     for b in bad_batches {
         report.problem(&name, b);
     }
     match end {
         Ok(SegmentEnd::Clean) => {}
-        Ok(SegmentEnd::TornTail { offset }) => {
-            // A crash tears the segment being written; after recovery it may no longer be
-            // the newest (a new segment is started while it awaits its flush).
+        Ok(SegmentEnd::TornTail {
+            offset,
+            reason,
+            records_after,
+        }) => {
             report.notes.push(format!(
-                "{name}: ends in a torn record at offset {offset} (an interrupted write{}; recovery drops it)",
-                if newest { "" } else { " before a restart" }
+                "{name}: ends in a torn write at offset {offset} ({reason}{}): bytes never proven durable, which recovery cuts",
+                match records_after {
+                    0 => String::new(),
+                    n => format!("; {n} records after it are cut with it"),
+                }
             ));
         }
         Ok(SegmentEnd::Corrupt { offset, reason }) => report.problem(
             &name,
-            format!("corrupt record at offset {offset} ({reason}) followed by valid records"),
+            format!("corrupt record at offset {offset} ({reason}) in bytes proven durable"),
         ),
         Err(e) => report.problem(&name, e.to_string()),
     }

@@ -93,33 +93,33 @@ impl SegmentIndex {
     pub fn build(fs: &dyn Fs, dir: &Path, number: u64) -> Result<SegmentIndex> {
         let name = wal::segment_file_name(number);
         let mut idx = SegmentIndex::default();
-        let end = wal::read_segment(fs, &dir.join(&name), number, |offset, kind, payload| {
-            if kind != wal::KIND_BATCH {
+        let end = wal::read_segment(fs, &dir.join(&name), number, |r| {
+            if r.kind != wal::KIND_BATCH {
                 return Ok(());
             }
-            let bad = |r: String| Error::corruption(&name, offset, format!("bad write batch: {r}"));
-            let mut rest = payload;
+            let bad =
+                |e: String| Error::corruption(&name, r.offset, format!("bad write batch: {e}"));
+            let mut rest = r.payload;
             let first = take_varint64(&mut rest).ok_or_else(|| bad("bad first sequence".into()))?;
             take_varint64(&mut rest).ok_or_else(|| bad("bad operation count".into()))?;
-            let payload_at = offset + wal::HEADER_LEN as u64;
-            let base = payload.as_ptr() as usize;
+            let base = r.payload.as_ptr() as usize;
             let mut ops = WriteBatchIter::over(rest);
             let mut seq = first;
             while let Some(op) = ops.next_checked().map_err(bad)? {
                 if let BatchOp::Put(_, v) = op {
-                    // `v` is a slice of `payload`: its position there is its offset.
-                    let at = payload_at + (v.as_ptr() as usize - base) as u64;
+                    // `v` is a slice of the payload: its position there is its offset.
+                    let at = r.payload_offset + (v.as_ptr() as usize - base) as u64;
                     let len = u32::try_from(v.len()).map_err(|_| bad("value too long".into()))?;
                     idx.values.insert(seq, (at, len));
                 }
                 seq += 1;
             }
-            idx.end = offset + (wal::HEADER_LEN + payload.len()) as u64;
+            idx.end = r.end();
             Ok(())
         })?;
         match end {
             SegmentEnd::Clean => Ok(idx),
-            SegmentEnd::TornTail { offset } | SegmentEnd::Corrupt { offset, .. } => Err(
+            SegmentEnd::TornTail { offset, .. } | SegmentEnd::Corrupt { offset, .. } => Err(
                 Error::corruption(name, offset, "a damaged record in a synced WAL segment"),
             ),
         }

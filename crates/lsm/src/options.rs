@@ -32,12 +32,12 @@ impl Compression {
     }
 }
 
-/// What recovery does when the WAL is damaged somewhere other than its torn tail.
+/// What recovery does when the WAL is damaged in bytes proven durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WalRecovery {
-    /// Default: fail the open with a Corruption error naming the file and offset. A torn tail
-    /// (an incomplete or bad record with nothing valid after it, in the newest segment) is
-    /// always truncated: it is a write that was never acknowledged as durable.
+    /// Default: fail the open with a Corruption error naming the file and offset. A torn
+    /// write (a bad record that no later record proves durable, see `wal`) is always cut: it
+    /// was never acknowledged as durable.
     #[default]
     Strict,
     /// Recover every record up to the first corrupt one and drop the rest (point-in-time

@@ -235,11 +235,13 @@ impl Db {
     /// Syncs the WAL, stops background work and closes the database.
     pub fn close(mut self) -> Result<()> {
         let r = self.inner.sync_wal();
-        self.shutdown();
+        self.shutdown(r.is_ok());
         r
     }
 
-    fn shutdown(&mut self) {
+    /// Stops background work; with `seal`, seals the active WAL segment (see
+    /// [`WalWriter::seal`](crate::wal::WalWriter::seal)) once nothing else writes to it.
+    fn shutdown(&mut self, seal: bool) {
         self.inner.shutting_down.store(true, Ordering::SeqCst);
         {
             let _s = self.inner.state.lock();
@@ -248,6 +250,9 @@ impl Db {
         }
         for t in self.threads.drain(..) {
             let _ = t.join();
+        }
+        if seal {
+            self.inner.seal_wal();
         }
         self.inner.release_wal_preallocation();
         // A closed database occupies what it holds; the next open prepares anew.
@@ -316,7 +321,7 @@ impl Db {
 
 impl Drop for Db {
     fn drop(&mut self) {
-        self.shutdown();
+        self.shutdown(false);
     }
 }
 
@@ -364,6 +369,22 @@ impl DbInner {
         self.mark_read_only(e);
         self.done_cv.notify_all();
         self.bg_cv.notify_all();
+    }
+
+    /// Seals the active WAL segment at a clean close, so that damage found in it later is
+    /// reported as corruption rather than cut as a torn tail. Best effort: an unsealed segment
+    /// recovers the same, only with less proof.
+    fn seal_wal(&self) {
+        if self.read_only_flag.load(Ordering::Acquire) {
+            return;
+        }
+        let _leader = self.writers.exclusive();
+        if let Some(w) = self.wal.lock().as_mut().filter(|w| !w.is_empty()) {
+            if let Err(e) = self.timed_sync(|| w.seal()) {
+                tracing::warn!(error = %e, "sealing the WAL at close failed");
+                self.mark_read_only(&e);
+            }
+        }
     }
 
     /// Gives back the space reserved past the end of the active WAL segment (preallocation),
@@ -901,13 +922,14 @@ impl DbInner {
                     ValueKind::Delete => batch.delete(p.user_key),
                 }
                 let (prefix, prefix_len) = wal::batch_prefix(p.seq, 1);
+                let before = w.len();
                 let logged =
                     w.add_record_parts(wal::KIND_BATCH, &[&prefix[..prefix_len], batch.ops_data()]);
                 if let Err(e) = logged {
                     self.set_read_only_locked(&e, &st);
                     return Err(e);
                 }
-                bytes += (prefix_len + batch.ops_data().len() + wal::HEADER_LEN) as u64;
+                bytes += w.len() - before;
                 st.mem.insert_batch(&batch, p.seq);
             }
             w.syncer()

@@ -8,8 +8,10 @@
 //! 2. Every write acknowledged after the last installed flush is in a WAL segment numbered at
 //!    or above the manifest's log number (segments below it were entirely flushed into tables
 //!    the version names), and was written (and synced, if durable) before it was acknowledged.
-//! 3. Replaying those segments in order rebuilds the memtable state; a torn tail in the newest
-//!    segment is bytes never acknowledged as durable; anything else bad is corruption.
+//! 3. Replaying those segments in order rebuilds the memtable state; a bad record that nothing
+//!    proves durable (no later record's durable mark covers it, no later segment holds a
+//!    record) is a torn write, never acknowledged as durable, and the log is cut there;
+//!    anything else bad is corruption.
 //! 4. The replayed state is flushed to a table and installed together with a new log number
 //!    before the old segments are deleted, so a crash during recovery recovers again the same.
 
@@ -249,10 +251,9 @@ fn replay_wal(
     let mut mem = Arc::new(MemTable::new(0));
     for (i, &number) in segments.iter().enumerate() {
         let name = wal::segment_file_name(number);
-        let is_last = i + 1 == segments.len();
-        let end = wal::read_segment(fs, &dir.join(&name), number, |offset, _, payload| {
-            let (seq, batch) = wal::decode_batch(payload)
-                .map_err(|r| Error::corruption(&name, offset, format!("bad write batch: {r}")))?;
+        let end = wal::read_segment(fs, &dir.join(&name), number, |r| {
+            let (seq, batch) = wal::decode_batch(r.payload)
+                .map_err(|e| Error::corruption(&name, r.offset, format!("bad write batch: {e}")))?;
             let count = u64::from(batch.count());
             if count == 0 {
                 return Ok(());
@@ -275,25 +276,27 @@ fn replay_wal(
             }
             (Err(e), _) => return Err(e),
         };
+        let end = wal::judge_against_later_segments(fs, dir, end, &segments[i + 1..])?;
         match end {
             SegmentEnd::Clean => {}
-            SegmentEnd::TornTail { offset } if is_last => {
-                tracing::warn!(segment = %name, offset, "dropping a torn WAL tail (never acknowledged as durable)");
+            SegmentEnd::TornTail {
+                offset,
+                reason,
+                records_after,
+            } => {
+                tracing::warn!(segment = %name, offset, %reason, records_after,
+                    "cutting a torn WAL tail: bytes never proven durable, so never acknowledged as durable");
+                // Nothing after it was written: later segments hold no record.
+                break;
             }
-            SegmentEnd::TornTail { offset } | SegmentEnd::Corrupt { offset, .. } => {
-                let reason = match &end {
-                    SegmentEnd::Corrupt { reason, .. } => reason.clone(),
-                    _ => "incomplete record before the newest segment".to_string(),
-                };
-                match opts.wal_recovery {
-                    WalRecovery::Strict => return Err(Error::corruption(&name, offset, reason)),
-                    WalRecovery::Salvage => {
-                        tracing::warn!(segment = %name, offset, %reason,
-                            "salvage: dropping the WAL from the first damaged record on");
-                        break;
-                    }
+            SegmentEnd::Corrupt { offset, reason } => match opts.wal_recovery {
+                WalRecovery::Strict => return Err(Error::corruption(&name, offset, reason)),
+                WalRecovery::Salvage => {
+                    tracing::warn!(segment = %name, offset, %reason,
+                        "salvage: dropping the WAL from the first damaged record on");
+                    break;
                 }
-            }
+            },
         }
         // A full memtable is flushed only between segments, never inside one: a segment's
         // records are not in sequence order when TRIAD-MEM re-logged older hot entries into

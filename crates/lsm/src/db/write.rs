@@ -11,7 +11,7 @@ use rialto_engine::{BatchOp, Error, IoEvent, IoEventKind, Result, WriteBatch, Wr
 use super::{DbInner, State};
 use crate::key::SequenceNumber;
 use crate::memtable::MemTable;
-use crate::wal::{batch_prefix, WalWriter, HEADER_LEN, KIND_BATCH};
+use crate::wal::{batch_prefix, WalWriter, KIND_BATCH};
 
 /// Largest group a leader builds, in batch bytes. Bounds the latency a small write pays for
 /// riding along with large ones.
@@ -214,7 +214,6 @@ impl DbInner {
         let count = u64::from(merged.count());
         let (prefix, prefix_len) = batch_prefix(first_seq, merged.count());
         let prefix = &prefix[..prefix_len];
-        let record_len = prefix_len + merged.ops_data().len();
         // The WAL lock is held until `applied_seq` covers the record: `sync_log` reads
         // `applied_seq` under it, so a sync never covers bytes beyond the point it reports (a
         // write whose bytes a sync made durable is always acknowledged by that sync, never
@@ -227,8 +226,7 @@ impl DbInner {
         let logged = match wal.as_mut() {
             Some(w) => {
                 let start = self.opts.clock.now_micros();
-                // An unbuffered add hands over the records buffered before it as well.
-                let handed_over = w.buffered_bytes() + (record_len + HEADER_LEN) as u64;
+                let (before, buffered_before) = (w.len(), w.buffered_bytes());
                 let parts = [prefix, merged.ops_data()];
                 if buffered {
                     w.add_record_parts_buffered(KIND_BATCH, &parts)
@@ -236,32 +234,36 @@ impl DbInner {
                     w.add_record_parts(KIND_BATCH, &parts)
                 }
                 .and_then(|_| {
-                    // A buffered record is recorded when `sync_log` hands it over.
+                    // A buffered record is recorded when `sync_log` hands it over; an
+                    // unbuffered add hands over the records buffered before it as well.
                     if !buffered {
-                        self.record_journal_write(start, handed_over);
+                        self.record_journal_write(start, buffered_before + w.len() - before);
                     }
                     if sync {
                         self.timed_sync(|| w.sync())?;
                     }
-                    Ok(())
+                    Ok(w.len() - before)
                 })
             }
             None => Err(Error::Closed),
         };
-        if let Err(e) = logged {
-            // Nothing of the group is acknowledged: the record may or may not be on disk, and a
-            // retried sync could not be trusted (fsyncgate). Marked before the WAL lock is
-            // released, so nothing is appended after a torn record; the state lock (which
-            // the waiters' notification needs) is only taken after, as the lock order is
-            // state before WAL.
-            self.mark_read_only(&e);
-            drop(wal);
-            self.set_read_only(&e);
-            return Err(e);
-        }
+        let record_bytes = match logged {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                // Nothing of the group is acknowledged: the record may or may not be on disk,
+                // and a retried sync could not be trusted (fsyncgate). Marked before the WAL
+                // lock is released, so nothing is appended after a torn record; the state lock
+                // (which the waiters' notification needs) is only taken after, as the lock
+                // order is state before WAL.
+                self.mark_read_only(&e);
+                drop(wal);
+                self.set_read_only(&e);
+                return Err(e);
+            }
+        };
         self.counters
             .wal_bytes
-            .fetch_add((record_len + HEADER_LEN) as u64, Ordering::Relaxed);
+            .fetch_add(record_bytes, Ordering::Relaxed);
         self.counters
             .user_bytes
             .fetch_add(merged.payload_bytes(), Ordering::Relaxed);

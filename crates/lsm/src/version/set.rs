@@ -93,12 +93,13 @@ impl VersionSet {
         let mut log_number = 0;
         let mut last_seq = 0;
         let mut pointers = vec![Vec::new(); num_levels];
-        let end = wal::read_segment(&*fs, &dir.join(name), number, |offset, _, payload| {
-            let edit = VersionEdit::decode(payload)
-                .map_err(|r| Error::corruption(name, offset, format!("bad version edit: {r}")))?;
+        let end = wal::read_segment(&*fs, &dir.join(name), number, |r| {
+            let offset = r.offset;
+            let edit = VersionEdit::decode(r.payload)
+                .map_err(|e| Error::corruption(name, offset, format!("bad version edit: {e}")))?;
             builder
                 .apply(&edit)
-                .map_err(|r| Error::corruption(name, offset, r))?;
+                .map_err(|e| Error::corruption(name, offset, e))?;
             next_file = edit.next_file_number.or(next_file);
             log_number = edit.log_number.unwrap_or(log_number);
             last_seq = edit.last_sequence.unwrap_or(last_seq);
