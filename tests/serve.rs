@@ -205,3 +205,66 @@ fn check_passes_a_clean_directory_and_reports_a_damaged_one() {
         "{err}"
     );
 }
+
+/// Damage in journal bytes that later records prove durable fails the start with one line
+/// naming the file, the offset and the way past it; `--wal-recovery salvage` takes it and
+/// keeps the writes before the damage.
+#[test]
+fn damage_in_the_journal_fails_the_start_until_salvage_is_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = spawn(dir.path(), &[]);
+    for i in 0..300 {
+        // One durable write at a time: each record's mark proves the ones before it.
+        let reply = request(s.port, format!("SET key{i} value{i}\r\n").as_bytes(), 5);
+        assert_eq!(reply, b"+OK\r\n");
+    }
+    // A crash, not a shutdown: the writes stay in the journal.
+    s.child.kill().unwrap();
+    let _ = s.child.wait();
+    let wal = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .expect("a journal segment");
+    let mut data = std::fs::read(&wal).unwrap();
+    let end = data.iter().rposition(|&b| b != 0).unwrap();
+    data[end / 2] ^= 0x40;
+    std::fs::write(&wal, data).unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_rialto"))
+        .args(["serve", "--port", "0", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains("corruption in ") && line.contains("--wal-recovery salvage"),
+        "{line}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_rialto"))
+        .args(["check", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("problem: ") && l.contains(".log: corrupt record at offset")),
+        "{text}"
+    );
+
+    let s = spawn(dir.path(), &["--wal-recovery", "salvage"]);
+    assert_eq!(request(s.port, b"GET key0\r\n", 12), b"$6\r\nvalue0\r\n");
+    assert_eq!(request(s.port, b"EXISTS key299\r\n", 4), b":0\r\n");
+    assert_eq!(request(s.port, b"SHUTDOWN\r\n", 0), b"");
+    assert_eq!(wait_exit(s).0, 0);
+}

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rialto_lsm::triad::TriadMode;
+use rialto_lsm::WalRecovery;
 use rialto_txn::Durability;
 
 /// Everything the server is configured with.
@@ -18,6 +19,7 @@ pub struct Config {
     pub bind: Vec<IpAddr>,
     pub port: u16,
     pub appendfsync: Durability,
+    pub wal_recovery: WalRecovery,
     pub requirepass: Option<String>,
     pub protected_mode: bool,
     pub users: Vec<String>,
@@ -67,6 +69,7 @@ impl Default for Config {
             bind: vec![IpAddr::from([127, 0, 0, 1])],
             port: 6379,
             appendfsync: Durability::Always,
+            wal_recovery: WalRecovery::Strict,
             requirepass: None,
             protected_mode: true,
             users: Vec::new(),
@@ -229,6 +232,9 @@ pub static KEYS: &[Key] = &[
     key!("appendfsync", false, "When writes are acknowledged (default always): always = after an fdatasync covered them (nothing acknowledged is ever lost); everysec = once written, synced every second (power loss can lose ~1 s); no = never synced by Rialto (power loss can lose everything since the last memtable switch).",
         |c, v| c.appendfsync = Durability::parse(v).ok_or_else(|| format!("'{v}' is not always, everysec or no"))?,
         |c| c.appendfsync.name().into()),
+    key!("wal-recovery", false, "What opening the database does with a damaged journal (default strict). A torn tail, a write that a power loss cut short and that no later record proves durable (so never acknowledged under appendfsync always), is always cut and logged. strict: damage in bytes proven durable fails the start with the file and offset (rialto check --dir DIR names it). salvage: keeps every record before the first damaged one and drops the rest, then starts: writes acknowledged after the damage are lost. An operator's choice after reading rialto check, never a default.",
+        |c, v| c.wal_recovery = match v { "strict" => WalRecovery::Strict, "salvage" => WalRecovery::Salvage, _ => return Err(format!("'{v}' is not strict or salvage")) },
+        |c| match c.wal_recovery { WalRecovery::Strict => "strict".into(), WalRecovery::Salvage => "salvage".into() }),
     key!("requirepass", true, "Password of the default user (default none). Stored only as a SHA-256 hash in memory.",
         |c, v| c.requirepass = (!v.is_empty()).then(|| v.to_string()),
         |c| c.requirepass.clone().unwrap_or_default()),

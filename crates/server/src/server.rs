@@ -30,7 +30,7 @@ use crate::slowlog::SlowLog;
 /// Why the server could not start or stopped with an error (one line each).
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    #[error("cannot open the database in {dir}: {source}")]
+    #[error("cannot open the database in {dir}: {source}{}", corruption_hint(.source, .dir))]
     Open {
         dir: String,
         source: rialto_engine::Error,
@@ -46,6 +46,15 @@ pub enum ServerError {
     Start(String),
     #[error("shutdown could not make every write durable: {0}")]
     Close(rialto_engine::Error),
+}
+
+/// What an operator can do about a database that failed to open with damage.
+fn corruption_hint(e: &rialto_engine::Error, dir: &str) -> String {
+    if e.is_corruption() {
+        format!(" (rialto check --dir {dir} reports every damaged file; --wal-recovery salvage starts with the journal cut before the first damaged record, losing the writes after it)")
+    } else {
+        String::new()
+    }
 }
 
 /// Counters INFO and /metrics report.
@@ -378,6 +387,7 @@ pub fn engine_options(cfg: &Config, fs: rialto_io::FsRef, clock: Arc<dyn Clock>)
         fs,
         clock,
         create_if_missing: true,
+        wal_recovery: cfg.wal_recovery,
         write_buffer_size: cfg.write_buffer_size,
         block_cache: Some(BlockCache::new(cfg.cache_size)),
         row_cache_size: cfg.row_cache_size,
