@@ -100,6 +100,34 @@ fn resp_kill_loop_loses_nothing_in_every_durability_mode() {
     }
 }
 
+/// Power losses that tear unsynced writes in every way a disk can (a prefix, any subset of
+/// sectors, a torn sector): every restart succeeds and keeps every acknowledged write.
+#[test]
+fn power_loss_loop_restarts_every_time_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = stress(
+        dir.path(),
+        &["--mode", "power", "--cycles", "40", "--seed", "3"],
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("cycles 40 (power losses: "), "{t}");
+    assert!(t.contains("scattered"), "{t}");
+    assert!(t.contains("lost 0, phantom 0; failed restarts 0"), "{t}");
+}
+
+#[test]
+fn power_mode_refuses_what_it_cannot_check() {
+    let dir = tempfile::tempdir().unwrap();
+    for extra in [&["--durability", "everysec"][..], &["--resume"]] {
+        let o = stress(dir.path(), &[&["--mode", "power"][..], extra].concat());
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("error: --mode power"), "{err}");
+    }
+}
+
 #[test]
 fn a_lost_acknowledged_write_is_reported() {
     let dir = tempfile::tempdir().unwrap();

@@ -23,6 +23,13 @@ pub struct EngineTarget {
     merger: Arc<Merger<Db>>,
 }
 
+impl EngineTarget {
+    /// Writes through `merger`, reads from its engine.
+    pub fn new(merger: Arc<Merger<Db>>) -> Self {
+        EngineTarget { merger }
+    }
+}
+
 impl Target for EngineTarget {
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
         let mut b = WriteBatch::new();
@@ -50,7 +57,7 @@ impl Target for EngineTarget {
 
 /// Small memtables and tables, so that flushes and compactions (and their kill points)
 /// happen within a run of a fraction of a second.
-fn options(write_buffer_size: usize, triad: &str) -> Result<Options, StressError> {
+pub fn options(write_buffer_size: usize, triad: &str) -> Result<Options, StressError> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     let triad = TriadMode::parse(triad)
         .ok_or_else(|| StressError::Usage(format!("unknown --triad mode '{triad}'")))?;

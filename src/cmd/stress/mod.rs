@@ -6,13 +6,16 @@
 //! its last acknowledged state, or the state of the write that was in flight: nothing
 //! acknowledged lost, nothing never written present.
 //!
-//! Two modes: `engine` kills a worker process that runs the embedded engine and merger;
-//! `resp` kills a `rialto serve` while the driver's own threads write over RESP.
+//! Three modes: `engine` kills a worker process that runs the embedded engine and merger;
+//! `resp` kills a `rialto serve` while the driver's own threads write over RESP; `power` runs
+//! the engine in this process on a simulated disk and cuts its power, which loses or tears
+//! every unsynced byte (see `power`).
 //! Seeded: the seed is printed, and the same seed replays the same choices (the moment a
 //! kill lands still depends on timing).
 
 mod engine;
 mod expected;
+mod power;
 mod resp;
 mod value;
 mod verify;
@@ -38,9 +41,11 @@ use workload::{verify, Stop, Writer};
 /// Arguments of `rialto stress`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// What is killed: `engine` (a worker process running the embedded engine) or `resp`
-    /// (a `rialto serve` written to over the Redis protocol).
-    #[arg(long, default_value = "engine", value_parser = ["engine", "resp"])]
+    /// What is killed: `engine` (a worker process running the embedded engine), `resp` (a
+    /// `rialto serve` written to over the Redis protocol) or `power` (the engine in this
+    /// process on a simulated disk whose power is cut: every unsynced byte is lost or torn,
+    /// as a prefix or as any subset of its sectors; needs --durability always).
+    #[arg(long, default_value = "engine", value_parser = ["engine", "resp", "power"])]
     pub mode: String,
     /// Working directory: the database in DIR/db, the expected state in DIR/expected.
     /// Emptied at the start unless --resume.
@@ -218,6 +223,18 @@ pub fn run(args: Args) -> Result<(), StressError> {
             verify_only: args.verify_only,
         });
     }
+    if args.mode == "power" {
+        if durability != Durability::Always {
+            return Err(StressError::Usage(
+                "--mode power needs --durability always (without a sync, a power loss may lose acknowledged writes)".into(),
+            ));
+        }
+        if args.resume || args.kill_points_one_in > 0 {
+            return Err(StressError::Usage(
+                "--mode power keeps its disk in memory: --resume and --kill-points-one-in do not apply".into(),
+            ));
+        }
+    }
     if args.kill_points_one_in > 0 && !rialto_killpoint::compiled_in() {
         return Err(StressError::Usage(
             "--kill-points-one-in needs a debug build or a release build with `--features kill-points`".into(),
@@ -249,6 +266,9 @@ pub fn run(args: Args) -> Result<(), StressError> {
     }
     std::fs::create_dir_all(&args.dir)
         .map_err(|e| StressError::Io(format!("create {}: {e}", args.dir.display())))?;
+    if args.mode == "power" {
+        return power_summary(&args, seed);
+    }
     let bin = std::env::current_exe()
         .map_err(|e| StressError::Io(format!("cannot find this executable: {e}")))?;
     let mut tally = Tally::default();
@@ -305,6 +325,35 @@ pub fn run(args: Args) -> Result<(), StressError> {
     );
     println!(
         "acknowledged writes {acked}; keys verified {} (every key after every kill), in-flight writes that landed {}; lost 0, phantom 0",
+        tally.keys_verified, tally.landed
+    );
+    println!(
+        "recovery ms: p50 {:.1} p99 {:.1} max {:.1} over {} restarts",
+        percentile(&tally.recovery_ms, 0.5),
+        percentile(&tally.recovery_ms, 0.99),
+        tally.recovery_ms.last().copied().unwrap_or(0.0),
+        tally.recovery_ms.len()
+    );
+    Ok(())
+}
+
+/// Runs power mode and prints its summary.
+fn power_summary(args: &Args, seed: u64) -> Result<(), StressError> {
+    let started = Instant::now();
+    let (mut tally, crashes) = power::run(args, seed)?;
+    let expected =
+        Expected::open(&args.dir.join("expected"), args.keys, args.threads).map_err(state_err)?;
+    let acked: u64 = expected.acks().map_err(state_err)?.iter().sum();
+    tally.recovery_ms.sort_by(|a, b| a.total_cmp(b));
+    let kinds: Vec<String> = crashes.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    println!(
+        "cycles {} (power losses: {}), {:.0} s",
+        tally.cycles,
+        kinds.join(", "),
+        started.elapsed().as_secs_f64()
+    );
+    println!(
+        "acknowledged writes {acked}; keys verified {} (every key after every power loss), in-flight writes that landed {}; lost 0, phantom 0; failed restarts 0",
         tally.keys_verified, tally.landed
     );
     println!(
