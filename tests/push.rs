@@ -145,12 +145,13 @@ fn push_csv_and_jsonl_into_a_directory_then_serve_it() {
         ));
     }
     std::fs::write(&jsonl, text).unwrap();
+    // 10 records replacing 3,000: allowed only when the push says so.
     ok(&push_args(
         "--dir",
         db,
         "features",
         jsonl.to_str().unwrap(),
-        &[],
+        &["--max-shrink", "100"],
     ));
     let out = ok(&["store", "--dir", db, "describe", "features"]);
     assert!(out.contains("current-version: 3"), "{out}");
@@ -222,7 +223,7 @@ fn bad_inputs_fail_with_one_line_and_leave_the_current_version() {
         db,
         "s",
         dup.to_str().unwrap(),
-        &["--duplicates", "last-wins"],
+        &["--duplicates", "last-wins", "--max-shrink", "100"],
     ));
 
     let (_, line) = fails(&push_args(
@@ -398,4 +399,110 @@ fn a_crash_at_any_step_of_a_push_leaves_the_old_version_or_the_whole_new_one() {
     for (point, n) in hits {
         assert!(n > 0, "kill point {point} is never reached by a push");
     }
+}
+
+/// An upstream job that wrote nothing (a header-only CSV, an empty JSONL file) or far less
+/// than usual must not replace the version being served: the push is refused with one line,
+/// exit 1, and the current version keeps serving, unless the push says otherwise.
+#[test]
+fn empty_or_much_smaller_inputs_are_refused_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    let full = dir.path().join("full.csv");
+    write_csv(&full, 1000, "a");
+    let header_only = dir.path().join("empty.csv");
+    std::fs::write(&header_only, "id,score,extra\n").unwrap();
+    let empty_jsonl = dir.path().join("empty.jsonl");
+    std::fs::write(&empty_jsonl, "").unwrap();
+    let small = dir.path().join("small.csv");
+    write_csv(&small, 400, "b");
+    ok(&["store", "--dir", db, "create", "s"]);
+    // The first push of a store is not compared with anything, but must not be empty.
+    let (code, line) = fails(&push_args(
+        "--dir",
+        db,
+        "s",
+        header_only.to_str().unwrap(),
+        &ID_SCORE,
+    ));
+    assert_eq!(code, 1);
+    assert!(
+        line.contains("push refused: it loaded 0 records") && line.contains("MIN-RECORDS"),
+        "{line}"
+    );
+    ok(&push_args(
+        "--dir",
+        db,
+        "s",
+        full.to_str().unwrap(),
+        &ID_SCORE,
+    ));
+
+    for input in [&header_only, &empty_jsonl] {
+        let extra: &[&str] = if input == &header_only {
+            &ID_SCORE
+        } else {
+            &[]
+        };
+        let (code, line) = fails(&push_args("--dir", db, "s", input.to_str().unwrap(), extra));
+        assert_eq!(code, 1, "{line}");
+        assert!(line.contains("0 records"), "{line}");
+    }
+    // 400 of 1,000 is a 60% shrink: over the default 50%.
+    let (_, line) = fails(&push_args(
+        "--dir",
+        db,
+        "s",
+        small.to_str().unwrap(),
+        &ID_SCORE,
+    ));
+    assert!(
+        line.contains("loaded 400 records, 60% fewer than the current version's 1000")
+            && line.contains("MAX-SHRINK 50%"),
+        "{line}"
+    );
+    let (_, line) = fails(&push_args(
+        "--dir",
+        db,
+        "s",
+        full.to_str().unwrap(),
+        &[&ID_SCORE[..], &["--min-records", "1001"]].concat(),
+    ));
+    assert!(line.contains("fewer than the 1001 required"), "{line}");
+    let out = ok(&["store", "--dir", db, "describe", "s"]);
+    assert!(
+        out.contains("current-records: 1000"),
+        "the full version serves: {out}"
+    );
+
+    // Through a server, with the push's own limits.
+    let s = serve(Path::new(db));
+    let addr = format!("127.0.0.1:{}", s.port);
+    let (_, line) = fails(&push_args(
+        "--server",
+        &addr,
+        "s",
+        small.to_str().unwrap(),
+        &ID_SCORE,
+    ));
+    assert!(line.contains("MAX-SHRINK 50%"), "{line}");
+    assert_eq!(get(s.port, "s:user00999"), "$5\r\na-999\r\n");
+    ok(&push_args(
+        "--server",
+        &addr,
+        "s",
+        small.to_str().unwrap(),
+        &[&ID_SCORE[..], &["--max-shrink", "60"]].concat(),
+    ));
+    assert_eq!(get(s.port, "s:user00999"), "$-1\r\n");
+    let out = ok(&push_args(
+        "--server",
+        &addr,
+        "s",
+        header_only.to_str().unwrap(),
+        &[&ID_SCORE[..], &["--allow-empty", "--max-shrink", "100"]].concat(),
+    ));
+    assert!(out.contains("records: 0"), "{out}");
+    assert_eq!(get(s.port, "s:user00001"), "$-1\r\n");
 }

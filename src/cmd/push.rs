@@ -43,6 +43,19 @@ pub struct Args {
     /// What a key given twice does: fail the push (default) or keep the last record.
     #[arg(long, default_value = "error", value_parser = ["error", "last-wins"])]
     pub duplicates: String,
+    /// Allow a push of no records (an empty version replacing the current one); the same as
+    /// --min-records 0.
+    #[arg(long, conflicts_with = "min_records")]
+    pub allow_empty: bool,
+    /// Refuse the push (the current version keeps serving) if it loads fewer records than
+    /// this (default: the server's push-min-records, 1).
+    #[arg(long, value_name = "N")]
+    pub min_records: Option<u64>,
+    /// Refuse the push (the current version keeps serving) if its record count falls more
+    /// than this percentage below the current version's (0-100; default: the server's
+    /// push-max-shrink, 50; 100 allows any shrink).
+    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub max_shrink: Option<u32>,
     /// Records per PUSH ADD request with --server; with --dir, records added per hold of the
     /// push's lock (and per progress update).
     #[arg(long, default_value_t = 2000)]
@@ -172,12 +185,25 @@ pub fn run(args: Args) -> Result<(), BackendError> {
     }
     let mut backend = args.target.open()?;
     let started = Instant::now();
+    let min_records = if args.allow_empty {
+        Some(0)
+    } else {
+        args.min_records
+    };
     let id = match &mut backend {
-        Backend::Local(l) => l.push_begin(&args.store, duplicates)?,
+        Backend::Local(l) => l.push_begin(&args.store, duplicates, min_records, args.max_shrink)?,
         Backend::Remote(r) => {
             let mut req: Vec<&[u8]> = vec![b"PUSH", b"BEGIN", args.store.as_bytes()];
             if duplicates == DuplicatePolicy::LastWins {
                 req.extend([b"DUPLICATES".as_slice(), b"LAST-WINS"]);
+            }
+            let min = min_records.map(|n| n.to_string());
+            if let Some(n) = &min {
+                req.extend([b"MIN-RECORDS".as_slice(), n.as_bytes()]);
+            }
+            let shrink = args.max_shrink.map(|p| p.to_string());
+            if let Some(p) = &shrink {
+                req.extend([b"MAX-SHRINK".as_slice(), p.as_bytes()]);
             }
             match r.call(&req)? {
                 Reply::Integer(n) if n > 0 => n as u64,

@@ -84,6 +84,8 @@ pub struct Local {
     stores: Arc<Stores>,
     fs: rialto_io::FsRef,
     clock: Arc<dyn Clock>,
+    /// What a push must load unless told otherwise.
+    guard: rialto_server::stores::PushGuard,
 }
 
 /// A RESP connection.
@@ -154,6 +156,7 @@ impl Local {
             stores,
             fs,
             clock,
+            guard: cfg.push_guard(),
         })
     }
 
@@ -167,13 +170,27 @@ impl Local {
         self.clock.unix_millis() as i64
     }
 
-    /// Begins a push.
-    pub fn push_begin(&self, store: &str, dup: DuplicatePolicy) -> Result<u64, BackendError> {
+    /// Begins a push; what it must load is the configuration's unless given.
+    pub fn push_begin(
+        &self,
+        store: &str,
+        dup: DuplicatePolicy,
+        min_records: Option<u64>,
+        max_shrink_percent: Option<u32>,
+    ) -> Result<u64, BackendError> {
+        let mut guard = self.guard;
+        if let Some(n) = min_records {
+            guard.min_records = n;
+        }
+        if let Some(p) = max_shrink_percent {
+            guard.max_shrink_percent = p;
+        }
         Ok(self.stores.push_begin(
             &self.merger,
             Arc::clone(&self.fs),
             store,
             dup,
+            Some(guard),
             None,
             self.now_ms(),
         )?)

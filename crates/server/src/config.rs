@@ -56,10 +56,22 @@ pub struct Config {
     pub push_threads: usize,
     pub push_nice: rialto_io::ThreadPriority,
     pub push_page_cache: crate::stores::PushPageCache,
+    pub push_min_records: u64,
+    pub push_max_shrink: u32,
     pub store_maintenance_interval: Duration,
     pub shutdown_timeout: Duration,
     pub log_level: String,
     pub log_format: String,
+}
+
+impl Config {
+    /// What a push must load unless it says otherwise.
+    pub fn push_guard(&self) -> crate::stores::PushGuard {
+        crate::stores::PushGuard {
+            min_records: self.push_min_records,
+            max_shrink_percent: self.push_max_shrink,
+        }
+    }
 }
 
 impl Default for Config {
@@ -106,6 +118,8 @@ impl Default for Config {
             push_threads: 1,
             push_nice: rialto_io::ThreadPriority::Nice(19),
             push_page_cache: crate::stores::PushPageCache::Auto,
+            push_min_records: 1,
+            push_max_shrink: 50,
             store_maintenance_interval: Duration::from_secs(1),
             shutdown_timeout: Duration::from_secs(10),
             log_level: "info".into(),
@@ -309,6 +323,11 @@ pub static KEYS: &[Key] = &[
         |c, v| c.push_nice = parse_nice(v)?, |c| c.push_nice.to_string()),
     key!("push-page-cache", false, "How much of a pushed version's tables a push leaves in the OS page cache as it writes them (default auto: half of the memory available, within the memory cgroup's limit if any, when the push starts writing tables; all; none; or a size such as 4gb). Tables beyond are written around the cache (O_DIRECT), as RocksDB's SstFileWriter drops its pages: the push then takes no fresh memory for them and skips the copy into the cache (faster, and it evicts none of the version being served), but the first reads of those keys after the swap go to the disk. all keeps a version that fits in memory warm for its first reads.",
         |c, v| c.push_page_cache = crate::stores::PushPageCache::parse(v)?, |c| c.push_page_cache.config_value()),
+    key!("push-min-records", true, "Fewest records a push must load to be swapped in (default 1: an empty input is refused, and the current version keeps serving). A push can say otherwise at its begin (PUSH BEGIN ... MIN-RECORDS n, rialto push --min-records or --allow-empty).",
+        |c, v| c.push_min_records = parse_num(v)?, |c| c.push_min_records.to_string()),
+    key!("push-max-shrink", true, "Most a push's record count may fall below the current version's, in percent of it (default 50; 100 no limit): a push of fewer than half the records is refused, and the current version keeps serving. A push can say otherwise at its begin (PUSH BEGIN ... MAX-SHRINK p, rialto push --max-shrink).",
+        |c, v| { let p: u32 = parse_num(v)?; if p > 100 { return Err("must be a percentage, 0 to 100".into()); } c.push_max_shrink = p },
+        |c| c.push_max_shrink.to_string()),
     key!("store-maintenance-interval-ms", false, "How often retired store versions are removed and real-time logs pruned to their rewind window, in milliseconds (default 1000).",
         |c, v| c.store_maintenance_interval = Duration::from_millis(parse_num::<u64>(v)?.max(10)), |c| c.store_maintenance_interval.as_millis().to_string()),
     key!("shutdown-timeout", true, "Seconds a graceful shutdown waits for clients' in-flight commands (default 10).",

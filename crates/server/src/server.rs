@@ -430,6 +430,7 @@ pub fn open_stores(
         push_threads: cfg.push_threads,
         push_nice: cfg.push_nice,
         push_page_cache: cfg.push_page_cache,
+        push_guard: cfg.push_guard(),
     };
     let stores = Arc::new(crate::stores::Stores::open(db, opts)?);
     stores.recover(merger)?;

@@ -249,6 +249,49 @@ fn bad_commands_and_duplicate_keys_get_clear_errors_and_leave_the_version_servin
     cmd(&mut c, &["PUSH", "COMMIT", &id.to_string()]).unwrap();
     assert_eq!(c.get::<_, String>("abk").unwrap(), "v2");
     assert_eq!(c.get::<_, Option<String>>("ab1").unwrap(), None);
+
+    // What a push must load: bad limits are refused at BEGIN, an empty push at COMMIT.
+    for bad in [
+        &["MAX-SHRINK", "101"][..],
+        &["MIN-RECORDS", "-1"],
+        &["MIN-RECORDS"],
+        &["MAX-SHRINK", "x"],
+    ] {
+        let e = cmd(&mut c, &[&["PUSH", "BEGIN", "a"][..], bad].concat()).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("MAX-SHRINK must be")
+                || text.contains("MIN-RECORDS must be")
+                || text.contains("syntax error"),
+            "{bad:?}: {text}"
+        );
+    }
+    let id = int(&cmd(&mut c, &["PUSH", "BEGIN", "a"]).unwrap());
+    let e = cmd(&mut c, &["PUSH", "COMMIT", &id.to_string()]).unwrap_err();
+    assert!(
+        e.to_string().contains("push refused: it loaded 0 records"),
+        "{e}"
+    );
+    assert_eq!(c.get::<_, String>("abk").unwrap(), "v2");
+    let id = int(&cmd(
+        &mut c,
+        &[
+            "PUSH",
+            "BEGIN",
+            "a",
+            "MIN-RECORDS",
+            "0",
+            "MAX-SHRINK",
+            "100",
+        ],
+    )
+    .unwrap());
+    cmd(&mut c, &["PUSH", "COMMIT", &id.to_string()]).unwrap();
+    assert_eq!(
+        c.get::<_, Option<String>>("abk").unwrap(),
+        None,
+        "an empty version, as asked"
+    );
     srv.shutdown().unwrap();
 }
 

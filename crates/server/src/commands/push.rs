@@ -1,4 +1,5 @@
-//! PUSH BEGIN store [DUPLICATES ERROR|LAST-WINS] | ADD id key value [key value ...] |
+//! PUSH BEGIN store [DUPLICATES ERROR|LAST-WINS] [MIN-RECORDS n] [MAX-SHRINK percent] |
+//! ADD id key value [key value ...] |
 //! COMMIT id | ABORT id | LIST | HELP — batch pushes over RESP (what `rialto push --server`
 //! sends). Records are sorted and loaded on the ingestion pool, never on connection threads;
 //! a push whose connection closes before COMMIT is aborted.
@@ -13,6 +14,7 @@ use super::store::error;
 use super::util::is;
 use super::{Ctx, Outcome};
 use crate::reply;
+use crate::stores::PushGuard;
 
 pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let sub = &args[1];
@@ -32,11 +34,10 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     if is(sub, "begin") {
         let name = String::from_utf8_lossy(&args[2]).into_owned();
-        let duplicates = match &args[3..] {
-            [] => DuplicatePolicy::Error,
-            [t, p] if is(t, "duplicates") && is(p, "error") => DuplicatePolicy::Error,
-            [t, p] if is(t, "duplicates") && is(p, "last-wins") => DuplicatePolicy::LastWins,
-            _ => return Outcome::Reply(reply::syntax()),
+        let (duplicates, guard) = match begin_options(&args[3..], shared.config.read().push_guard())
+        {
+            Ok(o) => o,
+            Err(r) => return Outcome::Reply(r),
         };
         let owner = ctx.client.handle.id;
         return later(&shared, move |sh| {
@@ -45,6 +46,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 Arc::clone(&sh.fs),
                 &name,
                 duplicates,
+                Some(guard),
                 Some(owner),
                 sh.now_ms(),
             )?;
@@ -96,6 +98,37 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Reply(reply::syntax())
 }
 
+/// `[DUPLICATES ERROR|LAST-WINS] [MIN-RECORDS n] [MAX-SHRINK percent]`, in any order; what
+/// is not given comes from the server's configuration (`guard`).
+fn begin_options(
+    opts: &[Bytes],
+    mut guard: PushGuard,
+) -> Result<(DuplicatePolicy, PushGuard), Reply> {
+    let mut duplicates = DuplicatePolicy::Error;
+    for pair in opts.chunks(2) {
+        let [name, value] = pair else {
+            return Err(reply::syntax());
+        };
+        if is(name, "duplicates") && is(value, "error") {
+            duplicates = DuplicatePolicy::Error;
+        } else if is(name, "duplicates") && is(value, "last-wins") {
+            duplicates = DuplicatePolicy::LastWins;
+        } else if is(name, "min-records") {
+            guard.min_records = reply::parse_i64(value)
+                .and_then(|n| u64::try_from(n).ok())
+                .ok_or_else(|| Reply::error("ERR MIN-RECORDS must be a non-negative integer"))?;
+        } else if is(name, "max-shrink") {
+            guard.max_shrink_percent = reply::parse_i64(value)
+                .filter(|p| (0..=100).contains(p))
+                .map(|p| p as u32)
+                .ok_or_else(|| Reply::error("ERR MAX-SHRINK must be a percentage, 0 to 100"))?;
+        } else {
+            return Err(reply::syntax());
+        }
+    }
+    Ok((duplicates, guard))
+}
+
 /// Runs `job` on the ingestion pool and replies with its result.
 fn later(
     shared: &Arc<crate::server::Shared>,
@@ -118,8 +151,10 @@ fn help() -> Reply {
     Reply::Array(
         [
             "PUSH <subcommand> [<arg> ...]:",
-            "BEGIN <store> [DUPLICATES ERROR|LAST-WINS]",
-            "    Begins a push into <store>; returns its id.",
+            "BEGIN <store> [DUPLICATES ERROR|LAST-WINS] [MIN-RECORDS <n>] [MAX-SHRINK <percent>]",
+            "    Begins a push into <store>; returns its id. The push is refused at COMMIT if it",
+            "    loads fewer than <n> records (default push-min-records, 1) or its record count",
+            "    falls more than <percent> below the current version's (default push-max-shrink, 50).",
             "ADD <id> <key> <value> [<key> <value> ...]",
             "    Adds records; keys are relative to the store's prefix, in any order.",
             "COMMIT <id>",

@@ -50,6 +50,9 @@ pub enum StoreError {
     /// A push's input is wrong (duplicate key, bad record...).
     #[error("ERR push failed: {0}")]
     Input(String),
+    /// A push loaded too few records to replace the current version (see [`PushGuard`]).
+    #[error("ERR push refused: {0}")]
+    Refused(PushRefusal),
     /// The engine failed.
     #[error("{0}")]
     Engine(#[from] rialto_engine::Error),
@@ -85,6 +88,99 @@ impl RtNumbers {
     }
 }
 
+/// What a push must load to be swapped in: an upstream job that wrote nothing, or far less
+/// than usual, must not replace the version being served. Checked once the records are
+/// sorted and written, before anything is linked; a refused push is aborted and the current
+/// version keeps serving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PushGuard {
+    /// Fewest records the new version may hold (0 allows an empty version).
+    pub min_records: u64,
+    /// Most the record count may fall below the current version's, in percent of it (100:
+    /// no limit). Compared with the records the current version was pushed with; a store
+    /// never pushed to is not compared.
+    pub max_shrink_percent: u32,
+}
+
+impl Default for PushGuard {
+    fn default() -> Self {
+        PushGuard {
+            min_records: 1,
+            max_shrink_percent: 50,
+        }
+    }
+}
+
+/// Why [`PushGuard`] refused a push.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PushRefusal {
+    /// Fewer records than `min_records`.
+    TooFew { records: u64, min_records: u64 },
+    /// The record count fell by more than `max_shrink_percent` of the current version's.
+    Shrank {
+        records: u64,
+        current: u64,
+        max_shrink_percent: u32,
+    },
+}
+
+impl std::fmt::Display for PushRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PushRefusal::TooFew {
+                records,
+                min_records,
+            } => write!(
+                f,
+                "it loaded {}, fewer than the {min_records} required (MIN-RECORDS; 0 allows an empty version); the current version keeps serving",
+                records_text(*records)
+            ),
+            PushRefusal::Shrank {
+                records,
+                current,
+                max_shrink_percent,
+            } => write!(
+                f,
+                "it loaded {}, {}% fewer than the current version's {current}, more than MAX-SHRINK {max_shrink_percent}% allows; the current version keeps serving",
+                records_text(*records),
+                (current - records) * 100 / current
+            ),
+        }
+    }
+}
+
+fn records_text(n: u64) -> String {
+    if n == 1 {
+        "1 record".into()
+    } else {
+        format!("{n} records")
+    }
+}
+
+impl PushGuard {
+    /// Whether a version of `records` records may replace one of `current` records.
+    pub fn check(&self, records: u64, current: u64) -> Result<(), PushRefusal> {
+        if records < self.min_records {
+            return Err(PushRefusal::TooFew {
+                records,
+                min_records: self.min_records,
+            });
+        }
+        let shrink = current.saturating_sub(records);
+        if self.max_shrink_percent < 100
+            && current > 0
+            && u128::from(shrink) * 100 > u128::from(current) * u128::from(self.max_shrink_percent)
+        {
+            return Err(PushRefusal::Shrank {
+                records,
+                current,
+                max_shrink_percent: self.max_shrink_percent,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Options of stores and pushes.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
@@ -98,6 +194,8 @@ pub struct StoreOptions {
     pub push_nice: rialto_io::ThreadPriority,
     /// How much of a pushed version stays in the page cache as its tables are written.
     pub push_page_cache: PushPageCache,
+    /// What a push must load unless it says otherwise at its begin.
+    pub push_guard: PushGuard,
 }
 
 /// How much of a pushed version's tables a push leaves in the operating system's page cache

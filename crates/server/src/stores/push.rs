@@ -32,7 +32,7 @@ use rialto_txn::{Merger, TxnContext};
 
 use super::catalog::{rt_key, rt_number, rt_range, version_key, RtEntry};
 use super::table_writer;
-use super::{Pushing, StoreError, StoreMeta, StoreResult, Stores, VersionInfo};
+use super::{PushGuard, Pushing, StoreError, StoreMeta, StoreResult, Stores, VersionInfo};
 use crate::keyspace;
 use crate::store::ChunkedWriter;
 
@@ -75,6 +75,7 @@ struct Session {
     store: String,
     meta: StoreMeta,
     pushing: Pushing,
+    guard: PushGuard,
     sorter: Option<Sorter>,
     started: Instant,
 }
@@ -241,13 +242,16 @@ impl Pool {
 }
 
 impl Stores {
-    /// Begins a push into store `name`; returns its id.
+    /// Begins a push into store `name`; returns its id. `guard` (default: the options')
+    /// says what it must load to be swapped in.
+    #[allow(clippy::too_many_arguments)]
     pub fn push_begin(
         self: &Arc<Self>,
         merger: &Merger<Db>,
         fs: rialto_io::FsRef,
         name: &str,
         duplicates: DuplicatePolicy,
+        guard: Option<PushGuard>,
         owner: Option<u64>,
         now_ms: i64,
     ) -> StoreResult<u64> {
@@ -278,6 +282,7 @@ impl Stores {
             store: name.to_string(),
             meta,
             pushing,
+            guard: guard.unwrap_or(self.opts.push_guard),
             sorter: Some(sorter),
             started: Instant::now(),
         };
@@ -443,6 +448,14 @@ impl Stores {
             phases.push((name, now - at));
             at = now;
         };
+        // The records of the version current when the push began.
+        let current = m.current.records;
+        if sorter.stats().records < s.guard.min_records {
+            // Nothing to sort or write: refused before any work.
+            s.guard
+                .check(sorter.stats().records, current)
+                .map_err(StoreError::Refused)?;
+        }
         let mut sorted = sorter
             .finish()
             .map_err(|e| StoreError::Input(e.to_string()))?;
@@ -456,6 +469,10 @@ impl Stores {
         let bytes = written.bytes + written.records * m.prefix.len() as u64;
         let sort_stats = sorted.stats();
         lap("write");
+        // Unlinked tables are removed when the sink is dropped.
+        s.guard
+            .check(written.records, current)
+            .map_err(StoreError::Refused)?;
         // Every record is in a table (the last one still open); nothing is linked.
         rialto_killpoint::kill_point("push.tables_written");
         let ingested = written.sink.finish()?;
