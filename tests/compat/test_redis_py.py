@@ -286,6 +286,37 @@ def test_config_get(r):
     assert both == {"databases": "16"}
 
 
+def test_slowlog_redacts_secrets(server, r):
+    """AUTH, HELLO's AUTH, ACL SETUSER's rules and CONFIG SET of a password are logged with
+    their secrets replaced, as Redis 7.0 does."""
+    r.config_set("slowlog-log-slower-than", 0)
+    r.slowlog_reset()
+    r.config_set("requirepass", "s3cret")
+    r.execute_command("AUTH", "s3cret")
+    r.execute_command("ACL", "SETUSER", "bob", "on", ">bobpass", "+@all", "~*")
+    r.execute_command("AUTH", "bob", "bobpass")
+    hello = server.client(protocol=3, username="bob", password="bobpass")
+    hello.ping()
+    hello.close()
+    r.execute_command("AUTH", "default", "s3cret")
+    r.config_set("requirepass", "")
+    r.config_set("slowlog-log-slower-than", 10000)
+    logged = [[a.decode() if isinstance(a, bytes) else a for a in e["command"].split(b" ")]
+              if isinstance(e["command"], bytes) else e["command"].split(" ")
+              for e in r.slowlog_get(128)]
+    text = repr(logged)
+    for secret in ("s3cret", "bobpass"):
+        assert secret not in text, text
+    for want in (
+        ["CONFIG", "SET", "requirepass", "(redacted)"],
+        ["AUTH", "(redacted)"],
+        ["ACL", "SETUSER", "(redacted)", "(redacted)", "(redacted)", "(redacted)", "(redacted)"],
+        ["AUTH", "(redacted)", "(redacted)"],
+        ["HELLO", "3", "AUTH", "(redacted)", "(redacted)"],
+    ):
+        assert want in logged, text
+
+
 def test_slowlog(r):
     assert r.slowlog_reset() is True
     assert isinstance(r.slowlog_len(), int)

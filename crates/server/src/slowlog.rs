@@ -14,6 +14,47 @@ use rialto_resp::Reply;
 const MAX_ARGS: usize = 32;
 const MAX_ARG_BYTES: usize = 128;
 
+/// What a logged secret is replaced with, as Redis shows it.
+const REDACTED: &[u8] = b"(redacted)";
+
+/// Configuration keys whose values are secrets.
+const SECRET_CONFIG_KEYS: &[&str] = &["requirepass", "user"];
+
+/// Which arguments of a command are secrets that a log must not show: AUTH's, HELLO's AUTH
+/// user and password, ACL SETUSER's user and rules (they hold passwords), CONFIG SET's values
+/// of secret keys. The same ones Redis 7.0 redacts.
+pub fn secret_args(args: &[Bytes]) -> Vec<usize> {
+    let is = |a: &Bytes, s: &str| a.eq_ignore_ascii_case(s.as_bytes());
+    let Some(cmd) = args.first() else {
+        return Vec::new();
+    };
+    if is(cmd, "auth") {
+        return (1..args.len()).collect();
+    }
+    if is(cmd, "hello") {
+        // HELLO [protover [AUTH username password] [SETNAME name]]
+        return args
+            .iter()
+            .enumerate()
+            .skip(2)
+            .find(|(_, a)| is(a, "auth"))
+            .map(|(i, _)| (i + 1..(i + 3).min(args.len())).collect())
+            .unwrap_or_default();
+    }
+    if is(cmd, "acl") && args.get(1).is_some_and(|a| is(a, "setuser")) {
+        return (2..args.len()).collect();
+    }
+    if is(cmd, "config") && args.get(1).is_some_and(|a| is(a, "set")) {
+        return (2..args.len())
+            .step_by(2)
+            .filter(|&i| SECRET_CONFIG_KEYS.iter().any(|k| is(&args[i], k)))
+            .map(|i| i + 1)
+            .filter(|&i| i < args.len())
+            .collect();
+    }
+    Vec::new()
+}
+
 /// One logged command.
 pub struct SlowEntry {
     pub id: u64,
@@ -75,6 +116,7 @@ impl SlowLog {
         if l.max_len == 0 {
             return;
         }
+        let secret = secret_args(args);
         let mut kept: Vec<Bytes> = Vec::with_capacity(args.len().min(MAX_ARGS));
         for (i, a) in args.iter().enumerate() {
             if i == MAX_ARGS - 1 && args.len() > MAX_ARGS {
@@ -83,6 +125,10 @@ impl SlowLog {
                     args.len() - MAX_ARGS + 1
                 )));
                 break;
+            }
+            if secret.contains(&i) {
+                kept.push(Bytes::from_static(REDACTED));
+                continue;
             }
             if a.len() > MAX_ARG_BYTES {
                 let mut v = a[..MAX_ARG_BYTES].to_vec();
@@ -197,5 +243,51 @@ mod tests {
         assert_eq!(args[31], Reply::bulk("... (9 more arguments)"));
         log.configure(-1, 2);
         assert_eq!(log.threshold_micros(), None);
+    }
+
+    fn secrets(cmd: &str) -> Vec<usize> {
+        let args: Vec<Bytes> = cmd
+            .split(' ')
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect();
+        secret_args(&args)
+    }
+
+    #[test]
+    fn secrets_are_found_where_redis_redacts_them() {
+        assert_eq!(secrets("auth pw"), [1]);
+        assert_eq!(secrets("AUTH user pw"), [1, 2]);
+        assert_eq!(secrets("hello 3 auth u p setname n"), [3, 4]);
+        assert_eq!(secrets("HELLO 3 SETNAME n AUTH u p"), [5, 6]);
+        assert_eq!(
+            secrets("hello 3 auth u"),
+            [3],
+            "a short HELLO still hides what it has"
+        );
+        assert_eq!(secrets("HELLO 3"), Vec::<usize>::new());
+        assert_eq!(secrets("acl setuser bob on >pw"), [2, 3, 4]);
+        assert_eq!(secrets("acl whoami"), Vec::<usize>::new());
+        assert_eq!(
+            secrets("config set maxclients 10 REQUIREPASS pw hz 5 user u"),
+            [5, 9]
+        );
+        assert_eq!(secrets("config set requirepass"), Vec::<usize>::new());
+        assert_eq!(secrets("set auth pw"), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn logged_secrets_are_redacted() {
+        let log = SlowLog::new();
+        log.configure(0, 8);
+        let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let args: Vec<Bytes> = ["CONFIG", "SET", "requirepass", "s3cret"]
+            .map(Bytes::from)
+            .to_vec();
+        log.push(1, 1, &args, addr, None);
+        let text = format!("{:?}", log.get(None));
+        assert!(
+            !text.contains("s3cret") && text.contains("(redacted)"),
+            "{text}"
+        );
     }
 }
