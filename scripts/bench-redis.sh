@@ -13,6 +13,7 @@
 #                 waitforcompaction between a fill and a read phase; --no-settle skips it)
 #   get-p16       GET, -P 16 (same servers as get-p1)
 #   set-always    SET; Redis appendonly yes + appendfsync always vs Rialto --appendfsync always
+#   set-always-p16  the same with -P 16 (same servers as set-always, after it)
 #   set-everysec  SET; appendfsync everysec on both
 #   ping          PING (-t ping_mbulk), -P 1, on the everysec servers before their SETs: a
 #                 command that does nothing, so its rate is what this client, the loopback and
@@ -26,9 +27,12 @@
 # Rialto p99 <= 1 ms at -c 50 -P 1.
 #
 # Usage:
-#   scripts/bench-redis.sh [--rounds N] [--quick] [--no-settle] [--cases get-p1,get-p16,set-always,set-everysec,ping]
+#   scripts/bench-redis.sh [--rounds N] [--quick] [--no-settle] [--against BIN] [--cases get-p1,...]
 #     --rounds N   rounds (default 3)
+#     --against BIN  compare with another Rialto build (BIN, e.g. the previous commit's) instead
+#                  of Redis: it takes Redis's side of every case, started as Rialto is
 #     --quick      -n 20000 instead of 200000, to check the setup
+#     --requests N -n N instead of 200000 (longer runs for the fast cases, such as -P 16)
 #     --no-settle  GETs start right after the load, while Rialto still flushes and compacts it
 #     --cases L    comma-separated subset of the cases above (default: all)
 #
@@ -50,8 +54,9 @@ repo=$PWD
 rounds=3
 settle=true
 requests=200000
-all_cases=(get-p1 get-p16 set-always set-everysec ping)
-cases=("${all_cases[@]}")
+all_cases=(get-p1 get-p16 set-always set-always-p16 set-everysec ping)
+cases=(get-p1 get-p16 set-always set-everysec ping)
+against=
 clients=50
 data_size=100
 keyspace=1000000
@@ -76,7 +81,11 @@ while [ $# -gt 0 ]; do
         --rounds) [ $# -ge 2 ] || die "--rounds needs a value"; rounds=$2; shift 2 ;;
         --rounds=*) rounds=${1#*=}; shift ;;
         --quick) requests=20000; shift ;;
+        --requests) [ $# -ge 2 ] || die "--requests needs a value"; requests=$2; shift 2 ;;
+        --requests=*) requests=${1#*=}; shift ;;
         --no-settle) settle=false; shift ;;
+        --against) [ $# -ge 2 ] || die "--against needs a binary"; against=$2; shift 2 ;;
+        --against=*) against=${1#*=}; shift ;;
         --cases) [ $# -ge 2 ] || die "--cases needs a value"; IFS=, read -r -a cases <<<"$2"; shift 2 ;;
         --cases=*) IFS=, read -r -a cases <<<"${1#*=}"; shift ;;
         -h|--help) usage; exit 0 ;;
@@ -84,6 +93,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, not '$rounds'"
+[[ $requests =~ ^[1-9][0-9]*$ ]] || die "--requests must be a positive integer, not '$requests'"
 [ ${#cases[@]} -gt 0 ] || die "--cases is empty"
 for c in "${cases[@]}"; do
     [[ " ${all_cases[*]} " == *" $c "* ]] || die "unknown case '$c' (known: ${all_cases[*]})"
@@ -149,7 +159,11 @@ start_server() {
     local kind=$1 mode=$2 dir=$3 port
     if [ "$kind" = redis ]; then port=$redis_port; else port=$rialto_port; fi
     port_in_use "$port" && die "port $port is already in use (set ${kind^^}_PORT)"
-    if [ "$kind" = redis ]; then
+    if [ "$kind" = redis ] && [ -n "$against" ]; then
+        [ "$mode" = none ] && mode=always
+        "$against" serve --dir "$dir" --port "$port" --appendfsync "$mode" \
+            >"$dir/server.log" 2>&1 &
+    elif [ "$kind" = redis ]; then
         local aof=(--appendonly yes --appendfsync "$mode")
         [ "$mode" = none ] && aof=(--appendonly no)
         redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' "${aof[@]}" \
@@ -252,7 +266,7 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR 
 declare -A ops p99 scpu ccpu
 groups=()
 { want get-p1 || want get-p16; } && groups+=(get)
-want set-always && groups+=(set-always)
+{ want set-always || want set-always-p16; } && groups+=(set-always)
 { want set-everysec || want ping; } && groups+=(set-everysec)
 
 log "== $rounds round(s), redis-benchmark -n $requests -c $clients -d $data_size -r $keyspace; data in $bench_dir ($fstype)"
@@ -282,7 +296,8 @@ for ((round = 1; round <= rounds; round++)); do
                 want ping && runs+=("ping ping_mbulk 1")
                 want set-everysec && runs+=("set-everysec set 1")
             else
-                runs+=("$group set 1")
+                want set-always && runs+=("set-always set 1")
+                want set-always-p16 && runs+=("set-always-p16 set 16")
             fi
             for r in "${runs[@]}"; do
                 read -r case test pipeline <<<"$r"
@@ -306,13 +321,19 @@ label() {
         get-p1) echo "GET -P 1" ;;
         get-p16) echo "GET -P 16" ;;
         set-always) echo "SET, appendfsync always" ;;
+        set-always-p16) echo "SET -P 16, appendfsync always" ;;
         set-everysec) echo "SET, appendfsync everysec" ;;
         ping) echo "PING (no-op reference)" ;;
     esac
 }
 min_ratio() {
+    if [ -n "$against" ]; then
+        echo 0.98
+        return
+    fi
     case "$1" in
         set-always) echo 1.5 ;;
+        set-always-p16) echo 1.0 ;;
         *) echo 1.0 ;;
     esac
 }
@@ -320,9 +341,15 @@ min_ratio() {
 echo
 when="GETs after background work settled"
 $settle || when="GETs right after the load"
-echo "Redis $redis_version vs Rialto ($RIALTO_BIN): redis-benchmark -n $requests -c $clients -d $data_size -r $keyspace, median of $rounds round(s), $(nproc) cores, data on $fstype, $when"
+peer="Redis"
+[ -n "$against" ] && peer="Before"
+if [ -n "$against" ]; then
+    echo "Before ($against) vs after ($RIALTO_BIN), both Rialto: redis-benchmark -n $requests -c $clients -d $data_size -r $keyspace, median of $rounds round(s), $(nproc) cores, data on $fstype, $when"
+else
+    echo "Redis $redis_version vs Rialto ($RIALTO_BIN): redis-benchmark -n $requests -c $clients -d $data_size -r $keyspace, median of $rounds round(s), $(nproc) cores, data on $fstype, $when"
+fi
 echo
-echo "| case | Redis ops/s | Rialto ops/s | Rialto/Redis | Redis p99 ms | Rialto p99 ms | server CPU µs/req Redis / Rialto | client CPU µs/req against Redis / Rialto | target | met |"
+echo "| case | $peer ops/s | Rialto ops/s | Rialto/$peer | $peer p99 ms | Rialto p99 ms | server CPU µs/req $peer / Rialto | client CPU µs/req against $peer / Rialto | target | met |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
 for c in "${all_cases[@]}"; do
     want "$c" || continue
@@ -337,12 +364,12 @@ for c in "${all_cases[@]}"; do
     need=$(min_ratio "$c")
     # p99 is judged at -P 1 only: with -P 16 a reply waits for its whole batch.
     judge_p99=1
-    [ "$c" = get-p16 ] && judge_p99=0
+    [ "$c" = get-p16 ] || [ "$c" = set-always-p16 ] || [ -n "$against" ] && judge_p99=0
     awk -v c="$(label "$c")" -v ro="$r_ops" -v xo="$x_ops" -v rp="$r_p99" -v xp="$x_p99" \
         -v rs="$r_s" -v xs="$x_s" -v rc="$r_c" -v xc="$x_c" -v ref="$([ "$c" = ping ] && echo 1 || echo 0)" \
         -v need="$need" -v jp="$judge_p99" 'BEGIN {
         ratio = (ro > 0) ? xo / ro : 0
-        target = sprintf("≥%.1f×", need); if (jp) target = target ", p99 ≤1 ms"
+        target = sprintf("≥%g×", need); if (jp) target = target ", p99 ≤1 ms"
         miss = ""
         if (ratio < need) miss = "ratio"
         if (jp && xp > 1.0) miss = miss (miss == "" ? "" : ", ") "p99"

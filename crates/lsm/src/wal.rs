@@ -60,19 +60,19 @@ pub const MAX_MARK_LEN: usize = 10;
 /// the commit path's group size.
 pub const MAX_RECORD_LEN: usize = u32::MAX as usize;
 
-fn record_crc<'a>(
-    segment: u64,
-    len: u32,
-    kind: u8,
-    parts: impl IntoIterator<Item = &'a [u8]>,
-) -> u32 {
-    let mut head = [0u8; 13];
+/// The masked CRC of a record: over `segment | len | kind`, then `payload_head` (a durable
+/// mark, or nothing) in the same call, then each of `parts` (the rest of the payload).
+fn record_crc(segment: u64, len: u32, kind: u8, payload_head: &[u8], parts: &[&[u8]]) -> u32 {
+    let mut head = [0u8; 13 + MAX_MARK_LEN];
     head[..8].copy_from_slice(&segment.to_le_bytes());
     head[8..12].copy_from_slice(&len.to_le_bytes());
     head[12] = kind;
+    head[13..13 + payload_head.len()].copy_from_slice(payload_head);
     let crc = parts
-        .into_iter()
-        .fold(crc32c::crc32c(&head), crc32c::crc32c_append);
+        .iter()
+        .fold(crc32c::crc32c(&head[..13 + payload_head.len()]), |c, p| {
+            crc32c::crc32c_append(c, p)
+        });
     mask_crc(crc)
 }
 
@@ -274,12 +274,7 @@ impl WalWriter {
             ))
         })?;
         let mark = &head[HEADER_LEN..head_len];
-        let crc = record_crc(
-            self.number,
-            len,
-            kind,
-            std::iter::once(mark).chain(parts.iter().copied()),
-        );
+        let crc = record_crc(self.number, len, kind, mark, parts);
         head[..4].copy_from_slice(&crc.to_le_bytes());
         head[4..8].copy_from_slice(&len.to_le_bytes());
         head[8] = kind;
@@ -606,7 +601,7 @@ fn parse_record(data: &[u8], pos: usize, number: u64) -> std::result::Result<Rec
         ));
     }
     let mut payload = &body[..len as usize];
-    if record_crc(number, len, kind, [payload]) != crc {
+    if record_crc(number, len, kind, &[], &[payload]) != crc {
         return Err("checksum mismatch".to_string());
     }
     let mut durable = None;
@@ -850,7 +845,7 @@ mod tests {
         let mut raw = Vec::new();
         for payload in [&b"one"[..], b"two", b"three"] {
             let len = payload.len() as u32;
-            raw.extend_from_slice(&record_crc(7, len, KIND_BATCH, [payload]).to_le_bytes());
+            raw.extend_from_slice(&record_crc(7, len, KIND_BATCH, &[], &[payload]).to_le_bytes());
             raw.extend_from_slice(&len.to_le_bytes());
             raw.push(KIND_BATCH);
             raw.extend_from_slice(payload);
