@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use rialto_keyspace::PushPageCache;
 use rialto_push_input::{Format, InputSpec, RecordReader};
-use rialto_server::stores::PushPageCache;
 
 use super::stores_backend::{BackendError, Local};
 
@@ -281,7 +281,7 @@ pub fn run(args: Args) -> Result<(), BackendError> {
             "--rounds >= 1 and --key-size >= 16".into(),
         ));
     }
-    let page_cache = PushPageCache::parse(&args.page_cache)
+    let page_cache = rialto_server::config::parse_push_page_cache(&args.page_cache)
         .map_err(|e| BackendError::Usage(format!("--page-cache: {e}")))?;
     std::fs::create_dir_all(&args.work).map_err(|e| io("work directory", e))?;
     let ext = match format {

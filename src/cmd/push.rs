@@ -9,10 +9,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
+use rialto_keyspace::{DuplicatePolicy, StoreError};
 use rialto_push_input::{Format, InputError, InputSpec, RecordReader};
 use rialto_resp::Reply;
-use rialto_server::stores::StoreError;
-use rialto_sort::DuplicatePolicy;
 
 use super::stores_backend::{render, Backend, BackendError, Local, Remote, Target};
 

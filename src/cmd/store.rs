@@ -70,7 +70,7 @@ pub fn run(args: Args) -> Result<(), BackendError> {
         }
         Backend::Local(l) => {
             let describe = |name: &str| -> Result<String, BackendError> {
-                let cat = l.stores().read_catalog();
+                let cat = l.keyspace().catalog();
                 let s = cat
                     .get(name)
                     .ok_or_else(|| BackendError::Store(format!("no such store '{name}'")))?;
@@ -88,8 +88,8 @@ pub fn run(args: Args) -> Result<(), BackendError> {
                 }
                 Action::Describe { name } => describe(name),
                 Action::List => Ok(render(&Reply::Array(
-                    l.stores()
-                        .read_catalog()
+                    l.keyspace()
+                        .catalog()
                         .iter()
                         .map(|s| Reply::bulk(s.name.as_bytes()))
                         .collect(),

@@ -8,14 +8,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use rialto_engine::KvEngine;
 use rialto_io::{Clock, SystemClock};
-use rialto_lsm::Db;
+use rialto_keyspace::{DuplicatePolicy, Keyspace, PushGuard, PushReport, StoreError};
 use rialto_resp::{Reply, ReplyDecoder, ReplyLimits};
-use rialto_server::stores::{StoreError, Stores};
 use rialto_server::Config;
-use rialto_sort::DuplicatePolicy;
-use rialto_txn::{Merger, MergerOptions};
 
 /// Where to act, from the command line.
 #[derive(Debug, Clone, clap::Args)]
@@ -71,21 +67,15 @@ impl crate::cli::CliError for BackendError {
 
 impl From<StoreError> for BackendError {
     fn from(e: StoreError) -> Self {
-        // The store layer's texts are Redis errors ("ERR ..."): drop the code for the CLI.
-        let s = e.to_string();
-        BackendError::Store(s.strip_prefix("ERR ").unwrap_or(&s).to_string())
+        BackendError::Store(e.to_string())
     }
 }
 
 /// A database opened in this process.
 pub struct Local {
-    db: Arc<Db>,
-    merger: Merger<Db>,
-    stores: Arc<Stores>,
-    fs: rialto_io::FsRef,
-    clock: Arc<dyn Clock>,
+    keyspace: Keyspace,
     /// What a push must load unless told otherwise.
-    guard: rialto_server::stores::PushGuard,
+    guard: PushGuard,
 }
 
 /// A RESP connection.
@@ -136,38 +126,20 @@ impl Local {
 
     /// Opens the database of `cfg.dir` with the server's engine and push options from `cfg`.
     pub fn open_with(cfg: Config) -> Result<Local, BackendError> {
-        let dir = cfg.dir.clone();
         let fs: rialto_io::FsRef = Arc::new(rialto_io::PosixFs::new());
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-        let opts = rialto_server::server::engine_options(&cfg, Arc::clone(&fs), Arc::clone(&clock));
-        let db = Db::open(&dir, opts)
-            .map_err(|e| BackendError::Store(format!("cannot open {}: {e}", dir.display())))?;
-        let db = Arc::new(db);
-        let merger = Merger::start(
-            Arc::clone(&db),
-            MergerOptions::default(),
-            Arc::clone(&clock),
-        )
-        .map_err(|e| BackendError::Store(e.to_string()))?;
-        let stores = rialto_server::server::open_stores(&db, &merger, &cfg, &*fs)?;
+        let opts = rialto_server::server::keyspace_options(&cfg, fs, clock);
+        let keyspace = Keyspace::open(&cfg.dir, opts)
+            .map_err(|e| BackendError::Store(format!("cannot open {}: {e}", cfg.dir.display())))?;
         Ok(Local {
-            db,
-            merger,
-            stores,
-            fs,
-            clock,
+            keyspace,
             guard: cfg.push_guard(),
         })
     }
 
-    /// The stores.
-    pub fn stores(&self) -> &Arc<Stores> {
-        &self.stores
-    }
-
-    /// Unix ms now.
-    pub fn now_ms(&self) -> i64 {
-        self.clock.unix_millis() as i64
+    /// The keyspace.
+    pub fn keyspace(&self) -> &Keyspace {
+        &self.keyspace
     }
 
     /// Begins a push; what it must load is the configuration's unless given.
@@ -185,24 +157,16 @@ impl Local {
         if let Some(p) = max_shrink_percent {
             guard.max_shrink_percent = p;
         }
-        Ok(self.stores.push_begin(
-            &self.merger,
-            Arc::clone(&self.fs),
-            store,
-            dup,
-            Some(guard),
-            None,
-            self.now_ms(),
-        )?)
+        Ok(self.keyspace.push_begin(store, dup, Some(guard), None)?)
     }
 
     /// Whether push `id` is in progress (a refused record aborts it).
     pub fn push_in_progress(&self, id: u64) -> bool {
-        self.stores.pushes.list().iter().any(|(p, _)| *p == id)
+        self.keyspace.pushes().iter().any(|(p, _)| *p == id)
     }
 
     /// Adds the records `fill` passes to `add`, under one hold of the push's lock (see
-    /// `Stores::push_add_with`).
+    /// `Keyspace::push_add_with`).
     pub fn push_add_with<T>(
         &self,
         id: u64,
@@ -210,64 +174,44 @@ impl Local {
             &mut dyn FnMut(&[u8], &[u8]) -> Result<(), StoreError>,
         ) -> Result<T, BackendError>,
     ) -> Result<T, BackendError> {
-        self.stores.push_add_with(&self.merger, id, fill)
+        self.keyspace.push_add_with(id, fill)
     }
 
     /// Commits.
-    pub fn push_commit(
-        &self,
-        id: u64,
-    ) -> Result<rialto_server::stores::push::PushReport, BackendError> {
-        let clock = Arc::clone(&self.clock);
-        Ok(self
-            .stores
-            .push_commit(&self.db, &self.merger, id, move || {
-                clock.unix_millis() as i64
-            })?)
+    pub fn push_commit(&self, id: u64) -> Result<PushReport, BackendError> {
+        Ok(self.keyspace.push_commit(id)?)
     }
 
     /// Aborts.
     pub fn push_abort(&self, id: u64) -> Result<(), BackendError> {
-        Ok(self.stores.push_abort(&self.merger, id)?)
+        Ok(self.keyspace.push_abort(id)?)
     }
 
     /// Creates a store.
     pub fn create(&self, name: &str, prefix: &[u8], rewind_ms: u64) -> Result<(), BackendError> {
-        self.stores.create(
-            &self.db,
-            &self.merger,
-            name,
-            prefix,
-            rewind_ms,
-            self.now_ms(),
-        )?;
+        self.keyspace.create_store(name, prefix, rewind_ms)?;
         Ok(())
     }
 
     /// Deletes a store.
     pub fn delete(&self, name: &str) -> Result<(), BackendError> {
-        Ok(self.stores.delete(&self.merger, name)?)
+        Ok(self.keyspace.delete_store(name)?)
     }
 
     /// Rolls a store back.
     pub fn rollback(&self, name: &str) -> Result<(), BackendError> {
-        self.stores.rollback(&self.merger, name)?;
+        self.keyspace.rollback_store(name)?;
         Ok(())
     }
 
     /// Makes everything durable, removes what retired versions left and closes.
     pub fn close(self) -> Result<(), BackendError> {
-        let now = self.now_ms();
-        if let Err(e) =
-            rialto_server::stores::maintenance::run_once(&self.stores, &self.db, &self.merger, now)
-        {
+        if let Err(e) = self.keyspace.maintenance_pass() {
             eprintln!("warning: removing retired versions failed: {e} (the server will retry)");
         }
-        self.merger
+        self.keyspace
             .close()
-            .map_err(|e| BackendError::Store(e.to_string()))?;
-        let _ = self.db.flush();
-        Ok(())
+            .map_err(|e| BackendError::Store(e.to_string()))
     }
 }
 

@@ -55,7 +55,7 @@ pub struct Config {
     pub push_memory_limit: usize,
     pub push_threads: usize,
     pub push_nice: rialto_io::ThreadPriority,
-    pub push_page_cache: crate::stores::PushPageCache,
+    pub push_page_cache: rialto_keyspace::PushPageCache,
     pub push_min_records: u64,
     pub push_max_shrink: u32,
     pub store_maintenance_interval: Duration,
@@ -66,8 +66,8 @@ pub struct Config {
 
 impl Config {
     /// What a push must load unless it says otherwise.
-    pub fn push_guard(&self) -> crate::stores::PushGuard {
-        crate::stores::PushGuard {
+    pub fn push_guard(&self) -> rialto_keyspace::PushGuard {
+        rialto_keyspace::PushGuard {
             min_records: self.push_min_records,
             max_shrink_percent: self.push_max_shrink,
         }
@@ -117,7 +117,7 @@ impl Default for Config {
             push_memory_limit: 256 << 20,
             push_threads: 1,
             push_nice: rialto_io::ThreadPriority::Nice(19),
-            push_page_cache: crate::stores::PushPageCache::Auto,
+            push_page_cache: rialto_keyspace::PushPageCache::Auto,
             push_min_records: 1,
             push_max_shrink: 50,
             store_maintenance_interval: Duration::from_secs(1),
@@ -192,6 +192,16 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     n.checked_mul(mul)
         .and_then(|v| usize::try_from(v).ok())
         .ok_or_else(|| format!("'{s}' is too large"))
+}
+
+/// `auto`, `all`, `none` or a size (as [`parse_size`]).
+pub fn parse_push_page_cache(s: &str) -> Result<rialto_keyspace::PushPageCache, String> {
+    if let Some(p) = rialto_keyspace::PushPageCache::from_word(s) {
+        return Ok(p);
+    }
+    parse_size(s)
+        .map(|n| rialto_keyspace::PushPageCache::Bytes(n as u64))
+        .map_err(|_| format!("'{s}' is not auto, all, none or a size (e.g. 4gb)"))
 }
 
 fn parse_num<T: std::str::FromStr>(s: &str) -> Result<T, String> {
@@ -322,7 +332,7 @@ pub static KEYS: &[Key] = &[
     key!("push-nice", false, "CPU priority of the ingestion pool's threads and of the sort and table-writing threads they start: a niceness 0..=19 (default 19) or idle (Linux SCHED_IDLE, below every niceness; niceness 19 where it is refused). A push runs on the CPU that serving leaves, so reads keep their latency and a push on a busy server takes longer; 0 gives pushes the same share as serving. With idle, a request thread that wakes preempts the push at once and is placed on a CPU running only the push as on an idle one (at 19 it may first wait out the push's time slice), but a push thread holding a lock others need (the engine's manifest lock while it links the new tables; the merger's executor or sync role when it commits the swap, or for the writes of the pushing connection, which stays on the bulk thread) runs only when a CPU is free, so on a busy server writers can wait behind it; and on a server whose CPUs are always busy a push crawls (about 0.3% of a CPU against 1.5% at 19). The bulk connection thread, where a connection moves once it begins a push, runs at this priority too.",
         |c, v| c.push_nice = parse_nice(v)?, |c| c.push_nice.to_string()),
     key!("push-page-cache", false, "How much of a pushed version's tables a push leaves in the OS page cache as it writes them (default auto: half of the memory available, within the memory cgroup's limit if any, when the push starts writing tables; all; none; or a size such as 4gb). Tables beyond are written around the cache (O_DIRECT), as RocksDB's SstFileWriter drops its pages: the push then takes no fresh memory for them and skips the copy into the cache (faster, and it evicts none of the version being served), but the first reads of those keys after the swap go to the disk. all keeps a version that fits in memory warm for its first reads.",
-        |c, v| c.push_page_cache = crate::stores::PushPageCache::parse(v)?, |c| c.push_page_cache.config_value()),
+        |c, v| c.push_page_cache = parse_push_page_cache(v)?, |c| c.push_page_cache.config_value()),
     key!("push-min-records", true, "Fewest records a push must load to be swapped in (default 1: an empty input is refused, and the current version keeps serving). A push can say otherwise at its begin (PUSH BEGIN ... MIN-RECORDS n, rialto push --min-records or --allow-empty).",
         |c, v| c.push_min_records = parse_num(v)?, |c| c.push_min_records.to_string()),
     key!("push-max-shrink", true, "Most a push's record count may fall below the current version's, in percent of it (default 50; 100 no limit): a push of fewer than half the records is refused, and the current version keeps serving. A push can say otherwise at its begin (PUSH BEGIN ... MAX-SHRINK p, rialto push --max-shrink).",
@@ -486,7 +496,7 @@ mod tests {
 
     #[test]
     fn push_page_cache_takes_auto_all_none_or_a_size() {
-        use crate::stores::PushPageCache;
+        use rialto_keyspace::PushPageCache;
         let mut c = Config::default();
         assert_eq!(c.push_page_cache, PushPageCache::Auto);
         assert_eq!(c.push_page_cache.budget(Some(8 << 30)), 4 << 30);
@@ -500,7 +510,7 @@ mod tests {
             c.set("push-page-cache", v).unwrap();
             assert_eq!(c.push_page_cache, want, "{v}");
             assert_eq!(c.push_page_cache.config_value(), shown);
-            assert_eq!(PushPageCache::parse(shown), Ok(want));
+            assert_eq!(parse_push_page_cache(shown), Ok(want));
         }
         assert_eq!(PushPageCache::All.budget(Some(1)), u64::MAX);
         assert_eq!(PushPageCache::Bytes(0).budget(Some(1 << 30)), 0);

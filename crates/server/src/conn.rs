@@ -25,10 +25,9 @@ use tracing::{debug, warn};
 
 use crate::client::Client;
 use crate::command_table::CmdId;
-use crate::commands::{Ctx, Handler, Outcome, R, W};
+use crate::commands::{At, Ctx, Handler, Outcome, R};
 use crate::reply;
 use crate::server::Shared;
-use crate::store::{Keys, Published, Txn};
 
 /// Replies pending before the connection stops decoding and resolves them (bounds memory).
 const MAX_PENDING: usize = 4096;
@@ -153,10 +152,10 @@ async fn serve_and_close(mut conn: Connection) {
 /// What follows a connection's end: a push it left unfinished is aborted (off the connection
 /// thread) and the client is forgotten.
 fn closed(shared: &Arc<Shared>, id: u64) {
-    if shared.stores.pushes.owned_by(id) {
+    if shared.keyspace.owns_push(id) {
         let sh = Arc::clone(shared);
-        drop(shared.stores.pushes.run(move || {
-            sh.stores.abort_owned_by(&sh.merger, id);
+        drop(shared.keyspace.run_on_ingestion_pool(move || {
+            sh.keyspace.abort_pushes_of(id);
         }));
     }
     shared.clients.unregister(id);
@@ -239,7 +238,7 @@ impl Connection {
                             if self.step(args).await? {
                                 return Ok(Exit::Closed);
                             }
-                            if push && self.shared.stores.pushes.owned_by(self.client.handle.id) {
+                            if push && self.shared.keyspace.owns_push(self.client.handle.id) {
                                 // It began a push: answer what it asked so far, then continue
                                 // on the bulk thread with the rest of its input.
                                 self.flush().await?;
@@ -352,15 +351,8 @@ impl Connection {
         }
         let mut ahead = std::mem::take(&mut self.ahead);
         if ahead.len() > 1 && !self.queue_has_commit {
-            let stores = self.shared.stores.read_catalog();
-            let engine_keys: Vec<Vec<u8>> = ahead
-                .iter()
-                .flat_map(|args| &args[1..])
-                .take(rialto_lsm::row_cache::PREFETCH_MAX)
-                .map(|k| crate::store::read_key(&stores, self.client.db, k))
-                .collect();
-            let refs: Vec<&[u8]> = engine_keys.iter().map(|k| &k[..]).collect();
-            self.shared.db.prefetch(&refs);
+            let keys = ahead.iter().flat_map(|args| &args[1..]).map(|k| &k[..]);
+            self.shared.keyspace.prefetch(self.client.db, keys);
         }
         let mut close = false;
         for args in ahead.drain(..) {
@@ -414,7 +406,7 @@ impl Connection {
             // everything queued as one group: one journal write for all of them (with
             // `merger-inline`; otherwise the merger thread already has them).
             tokio::task::yield_now().await;
-            self.shared.merger.run_queued();
+            self.shared.keyspace.run_queued();
         }
         while let Some(q) = self.queue.pop_front() {
             let reply = match q.item {
@@ -504,65 +496,50 @@ impl Connection {
         match handler {
             Handler::Read(f) if !self.queue_has_commit => {
                 let start = Instant::now();
-                let mut io = Published(&self.shared.db);
-                let stores = self.shared.stores.read_catalog();
-                let mut k: R<'_> = Keys {
-                    io: &mut io,
-                    db: self.client.db,
-                    now_ms: self.shared.now_ms(),
-                    stores: &stores,
-                    rt: None,
-                };
-                let r = f(&mut k, &args).unwrap_or_else(|e| e);
+                let now = self.shared.now_ms();
+                let r = self
+                    .shared
+                    .keyspace
+                    .read(self.client.db, now, |k| f(&mut R::new(k), &args))
+                    .unwrap_or_else(|e| e);
                 let micros = start.elapsed().as_micros() as u64;
                 let slow = slow(threshold, micros).then_some(args);
                 self.record(id, micros, slow);
                 self.push(Pending::Ready(r));
             }
             Handler::Read(f) => {
-                let db = self.client.db;
-                let clock = Arc::clone(&self.shared.clock);
-                let st = Arc::clone(&self.shared.stores);
-                let h = self.shared.merger.enqueue(move |tx| {
-                    let start = Instant::now();
-                    let mut io = Txn(tx);
-                    let stores = st.exec_catalog();
-                    let mut k: R<'_> = Keys {
-                        io: &mut io,
-                        db,
-                        now_ms: clock.unix_millis() as i64,
-                        stores: &stores,
-                        rt: None,
-                    };
-                    let reply = f(&mut k, &args).unwrap_or_else(|e| e);
-                    Ok(executed(reply, start, threshold, args))
-                });
+                let h = self
+                    .shared
+                    .keyspace
+                    .read_in_order(self.client.db, move |k| {
+                        let start = Instant::now();
+                        let reply = f(&mut R::new(k), &args).unwrap_or_else(|e| e);
+                        executed(reply, start.elapsed(), threshold, args)
+                    });
                 self.push(Pending::Commit(h, id));
             }
             Handler::Write(f) => {
-                let db = self.client.db;
-                let clock = Arc::clone(&self.shared.clock);
-                let st = Arc::clone(&self.shared.stores);
-                let h = self.shared.merger.enqueue(move |tx| {
-                    let start = Instant::now();
-                    let r = {
-                        let mut io = Txn(&mut *tx);
-                        let stores = st.exec_catalog();
-                        let mut k: W<'_> = Keys {
-                            io: &mut io,
-                            db,
-                            now_ms: clock.unix_millis() as i64,
-                            stores: &stores,
-                            rt: Some(&st.rt),
-                        };
-                        f(&mut k, &args)
+                let start = Instant::now();
+                let at = At {
+                    db: self.client.db,
+                    now_ms: self.shared.now_ms(),
+                };
+                let op = match f(at, &args) {
+                    Ok(op) => op,
+                    Err(r) => {
+                        let micros = start.elapsed().as_micros() as u64;
+                        let slow = slow(threshold, micros).then_some(args);
+                        self.record(id, micros, slow);
+                        return self.push(Pending::Ready(r));
+                    }
+                };
+                let parsed = start.elapsed();
+                let h = self.shared.keyspace.enqueue(op, move |r, applied| {
+                    let reply = match r {
+                        Ok(v) => reply::value(v),
+                        Err(e) => reply::keyspace_error(&e),
                     };
-                    let reply = r.unwrap_or_else(|e| {
-                        // An error reply writes nothing, even if it staged writes first.
-                        tx.discard();
-                        e
-                    });
-                    Ok(executed(reply, start, threshold, args))
+                    executed(reply, parsed + applied, threshold, args)
                 });
                 self.push(Pending::Commit(h, id));
             }
@@ -604,8 +581,8 @@ fn slow(threshold: Option<u64>, micros: u64) -> bool {
     threshold.is_some_and(|t| micros >= t)
 }
 
-fn executed(reply: Reply, start: Instant, threshold: Option<u64>, args: Vec<Bytes>) -> Executed {
-    let micros = start.elapsed().as_micros() as u64;
+fn executed(reply: Reply, took: Duration, threshold: Option<u64>, args: Vec<Bytes>) -> Executed {
+    let micros = took.as_micros() as u64;
     Executed {
         reply,
         micros,

@@ -2,10 +2,10 @@
 //! engine, every write through the transaction merger.
 //!
 //! Layout: [`server`] (listeners, shutdown), [`conn`] (one connection's read-execute-write
-//! loop), [`commands`] (one file per command), [`store`] and [`keyspace`] (how Redis keys,
-//! values and expiry map onto the engine), [`expire_pass`], [`auth`] and [`acl`] (users),
-//! [`config`] (file, flags and CONFIG GET/SET), [`http`] and [`ops`] (/metrics, /livez,
-//! /readyz), [`slowlog`].
+//! loop), [`commands`] (one file per command: a read over the keyspace, a write turned into an
+//! op the keyspace applies, or a connection or server command), [`expire_pass`], [`auth`] and
+//! [`acl`] (users), [`config`] (file, flags and CONFIG GET/SET), [`http`] and [`ops`]
+//! (/metrics, /livez, /readyz), [`slowlog`]. The data model is `rialto_keyspace`.
 
 pub mod acl;
 pub mod auth;
@@ -18,15 +18,12 @@ pub mod conn;
 pub mod expire_pass;
 pub mod glob;
 pub mod http;
-pub mod keyspace;
 pub mod ops;
 pub mod periodic;
 pub mod prom;
 pub mod reply;
 pub mod server;
 pub mod slowlog;
-pub mod store;
-pub mod stores;
 pub mod wake;
 pub mod workers;
 

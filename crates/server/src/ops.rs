@@ -3,7 +3,6 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use rialto_engine::{KvEngine, PipelinedCommit};
 use rialto_lsm::triad::Workload;
 
 use crate::http::OpsState;
@@ -28,10 +27,10 @@ impl OpsState for Ops {
         if *self.0.shutdown.borrow() {
             return Err("shutting down".into());
         }
-        if let Some(r) = self.0.db.read_only_reason() {
+        if let Some(r) = self.0.keyspace.read_only_reason() {
             return Err(format!("engine is read-only: {r}"));
         }
-        if let Some(f) = self.0.merger.stats().failed {
+        if let Some(f) = self.0.keyspace.merger_stats().failed {
             return Err(format!("writes are failing: {f}"));
         }
         Ok(())
@@ -114,7 +113,7 @@ pub fn render(sh: &Shared) -> String {
         s.auth_failures.load(Ordering::Relaxed),
     );
 
-    let m = sh.merger.stats();
+    let m = sh.keyspace.merger_stats();
     w.counter(
         "rialto_merger_transactions_total",
         "Transactions the merger executed.",
@@ -176,7 +175,7 @@ pub fn render(sh: &Shared) -> String {
         m.commit_p99_micros as f64 / 1e6,
     );
 
-    let e = sh.db.stats();
+    let e = sh.keyspace.engine_stats();
     w.gauge(
         "rialto_engine_disk_bytes",
         "Bytes of every file of the database.",
@@ -203,7 +202,7 @@ pub fn render(sh: &Shared) -> String {
         &[],
         e.flushes,
     );
-    let t = sh.db.triad_stats();
+    let t = sh.keyspace.triad_stats();
     w.counter(
         "rialto_triad_hot_entries_kept_total",
         "Hot entries TRIAD-MEM kept in memory at flushes (re-logged instead of flushed).",
@@ -312,7 +311,7 @@ pub fn render(sh: &Shared) -> String {
         u8::from(e.read_only_reason.is_some()),
     );
 
-    let io = sh.db.io_stats();
+    let io = sh.keyspace.io_stats();
     for (what, t) in [
         ("journal_write", &io.journal_writes),
         ("journal_sync", &io.journal_syncs),

@@ -101,6 +101,54 @@ pub fn int_bytes(v: i64) -> Bytes {
     Bytes::from(v.to_string())
 }
 
+/// A keyspace failure as the client sees it, in Redis 7's texts.
+pub fn keyspace_error(e: &rialto_keyspace::Error) -> Reply {
+    use rialto_keyspace::Error as E;
+    match e {
+        E::NotInteger => not_integer(),
+        E::NotFloat => not_float(),
+        E::Overflow => Reply::error("ERR increment or decrement would overflow"),
+        E::NanOrInfinity => Reply::error("ERR increment would produce NaN or Infinity"),
+        E::FloatTooLong => Reply::error("ERR value is too long to format"),
+        E::KeyTooLong { len, max } => err_string(format!(
+            "ERR key is {len} bytes, longer than Rialto's limit of {max} bytes"
+        )),
+        E::ValueTooLong => {
+            Reply::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+        }
+        E::NoSuchKey => Reply::error("ERR no such key"),
+        E::InvalidExpire { command } => invalid_expire(command),
+        E::Store(s) => store_error(s),
+        E::Engine(e) => engine_error(e),
+        E::Corrupt(_) | E::BadOp(_) => clean(format!("ERR {e}")),
+    }
+}
+
+/// A store failure as the client sees it.
+pub fn store_error(e: &rialto_keyspace::StoreError) -> Reply {
+    match e {
+        rialto_keyspace::StoreError::Engine(e) => engine_error(e),
+        other => clean(format!("ERR {other}")),
+    }
+}
+
+/// An error reply from text that may hold CR or LF (error lines cannot).
+fn clean(text: String) -> Reply {
+    err_string(text.replace(['\r', '\n'], " "))
+}
+
+/// The reply of an op's result.
+pub fn value(v: rialto_keyspace::Value) -> Reply {
+    use rialto_keyspace::Value as V;
+    match v {
+        V::Ok => ok(),
+        V::Null => Reply::Null,
+        V::Int(n) => Reply::Integer(n),
+        V::Bulk(b) => Reply::Bulk(b),
+        V::Store(m) => crate::commands::store::describe(&m),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

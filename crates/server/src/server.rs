@@ -1,5 +1,5 @@
-//! The server: opens the engine and the merger, accepts connections, runs the expiry pass and
-//! the operations endpoint, and shuts down gracefully.
+//! The server: opens the keyspace, accepts connections, runs the expiry pass, store upkeep
+//! and the operations endpoint, and shuts down gracefully.
 //!
 //! Shutdown (SIGTERM, SIGINT, SHUTDOWN): stop accepting; every connection finishes the
 //! commands it has read (their writes are acknowledged only when durable) and closes; after
@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
-use rialto_engine::KvEngine;
 use rialto_io::{Clock, SystemClock};
+use rialto_keyspace::{Keyspace, KeyspaceOptions, OpenError, StoreOptions};
 use rialto_lsm::cache::BlockCache;
-use rialto_lsm::{Db, Options};
-use rialto_txn::{Merger, MergerOptions};
+use rialto_lsm::Options;
+use rialto_txn::MergerOptions;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tracing::{info, warn};
@@ -45,7 +45,7 @@ pub enum ServerError {
     #[error("cannot start: {0}")]
     Start(String),
     #[error("shutdown could not make every write durable: {0}")]
-    Close(rialto_engine::Error),
+    Close(rialto_keyspace::Error),
 }
 
 /// What an operator can do about a database that failed to open with damage.
@@ -71,13 +71,8 @@ pub struct Stats {
 /// State every connection shares.
 pub struct Shared {
     pub config: RwLock<Config>,
-    pub db: Arc<Db>,
-    pub merger: Merger<Db>,
-    /// Stores, versions and batch pushes.
-    pub stores: Arc<crate::stores::Stores>,
-    /// The file system the database is on.
-    pub fs: rialto_io::FsRef,
-    pub clock: Arc<dyn Clock>,
+    /// The database: keys, stores, pushes, the engine and the merger under them.
+    pub keyspace: Keyspace,
     pub acl: RwLock<Acl>,
     /// Bumped on every ACL change: connections re-fetch their user when it moves.
     pub acl_generation: Arc<std::sync::atomic::AtomicU64>,
@@ -101,7 +96,7 @@ pub struct Shared {
 impl Shared {
     /// Unix milliseconds now.
     pub fn now_ms(&self) -> i64 {
-        self.clock.unix_millis() as i64
+        self.keyspace.now_ms()
     }
 
     /// Asks the server to shut down gracefully.
@@ -166,37 +161,20 @@ impl Server {
             .map_err(|e| ServerError::Config(e.to_string()))?;
         cfg.maxclients = raise_fd_limit(cfg.maxclients);
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-        let opts = engine_options(&cfg, Arc::clone(&fs), Arc::clone(&clock));
+        let opts = keyspace_options(&cfg, fs, clock);
         let dir = cfg.dir.clone();
-        let db = tokio::task::spawn_blocking(move || Db::open(&dir, opts))
+        // Brief blocking work: recovery, a scan of the store records, at most a few
+        // transactions, before anything is served.
+        let keyspace = tokio::task::spawn_blocking(move || Keyspace::open(&dir, opts))
             .await
             .map_err(|e| ServerError::Start(e.to_string()))?
-            .map_err(|source| ServerError::Open {
-                dir: cfg.dir.display().to_string(),
-                source,
+            .map_err(|e| match e {
+                OpenError::Engine(source) => ServerError::Open {
+                    dir: cfg.dir.display().to_string(),
+                    source,
+                },
+                OpenError::Stores(e) => ServerError::Start(format!("stores: {e}")),
             })?;
-        let db = Arc::new(db);
-        let mopts = MergerOptions {
-            durability: cfg.appendfsync,
-            max_wait: cfg.merger_max_wait,
-            max_group_bytes: cfg.merger_max_group_bytes,
-            spin: cfg.merger_spin,
-            wait_spin: cfg.merger_wait_spin,
-            poll_preempted_after: cfg.merger_poll_preempted,
-            poll_max_cooldown: cfg.merger_poll_max_cooldown,
-            inline_execution: cfg.merger_inline,
-            ..MergerOptions::default()
-        };
-        let merger = Merger::start(Arc::clone(&db), mopts, Arc::clone(&clock))
-            .map_err(|e| ServerError::Start(e.to_string()))?;
-        let stores = {
-            let (db, cfg2, fs) = (Arc::clone(&db), cfg.clone(), Arc::clone(&fs));
-            let merger = &merger;
-            // Brief blocking work (a scan of the store records, at most a few transactions)
-            // before anything is served.
-            open_stores(&db, merger, &cfg2, &*fs)
-                .map_err(|e| ServerError::Start(format!("stores: {e}")))?
-        };
 
         let mut listeners = Vec::new();
         let mut port = cfg.port;
@@ -233,11 +211,7 @@ impl Server {
             .collect();
         let shared = Arc::new(Shared {
             config: RwLock::new(cfg),
-            db,
-            merger,
-            stores,
-            fs,
-            clock,
+            keyspace,
             acl_generation: acl.generation(),
             acl: RwLock::new(acl),
             clients: Clients::default(),
@@ -319,10 +293,7 @@ impl Server {
                 "rialto-stores",
                 move || cfg.config.read().store_maintenance_interval,
                 move || {
-                    let now = sh.now_ms();
-                    let r =
-                        crate::stores::maintenance::run_once(&sh.stores, &sh.db, &sh.merger, now);
-                    if let Err(e) = r {
+                    if let Err(e) = sh.keyspace.maintenance_pass() {
                         warn!(error = %e, "store maintenance pass failed");
                     }
                 },
@@ -380,76 +351,52 @@ impl Server {
     }
 }
 
-/// The engine options of a server's database: the configured sizes, and the partitioner
-/// that keeps every store version in table files of its own (see `stores::catalog`).
-pub fn engine_options(cfg: &Config, fs: rialto_io::FsRef, clock: Arc<dyn Clock>) -> Options {
-    Options {
-        fs,
-        clock,
-        create_if_missing: true,
-        wal_recovery: cfg.wal_recovery,
-        write_buffer_size: cfg.write_buffer_size,
-        block_cache: Some(BlockCache::new(cfg.cache_size)),
-        row_cache_size: cfg.row_cache_size,
-        row_cache_warm: cfg.row_cache_warm,
-        idle_compaction_quiet_ms: cfg.idle_compaction.as_millis() as u64,
-        partitioner: Some(Arc::new(crate::stores::catalog::partition_len)),
-        triad: cfg.triad.options(),
-        ..Options::default()
-    }
-}
-
-/// Loads the stores of an open database, empties the push spill directory and finishes
-/// what a stop interrupted (an abandoned push is retired).
-pub fn open_stores(
-    db: &Db,
-    merger: &Merger<Db>,
+/// The keyspace options of a server's database: the configured engine sizes, merger and
+/// push settings, on `fs` with `clock`.
+pub fn keyspace_options(
     cfg: &Config,
-    fs: &dyn rialto_io::Fs,
-) -> Result<Arc<crate::stores::Stores>, crate::stores::StoreError> {
-    let tmp = cfg.dir.join("push-tmp");
-    // Spill files of pushes a stop interrupted.
-    if let Ok(dirs) = fs.list_dir(&tmp) {
-        for d in dirs {
-            let sub = tmp.join(&d);
-            match fs.list_dir(&sub) {
-                Ok(files) => {
-                    for f in files {
-                        let _ = fs.remove_file(&sub.join(f));
-                    }
-                }
-                Err(_) => {
-                    let _ = fs.remove_file(&sub);
-                }
-            }
-        }
+    fs: rialto_io::FsRef,
+    clock: Arc<dyn Clock>,
+) -> KeyspaceOptions {
+    KeyspaceOptions {
+        engine: Options {
+            fs,
+            clock,
+            create_if_missing: true,
+            wal_recovery: cfg.wal_recovery,
+            write_buffer_size: cfg.write_buffer_size,
+            block_cache: Some(BlockCache::new(cfg.cache_size)),
+            row_cache_size: cfg.row_cache_size,
+            row_cache_warm: cfg.row_cache_warm,
+            idle_compaction_quiet_ms: cfg.idle_compaction.as_millis() as u64,
+            triad: cfg.triad.options(),
+            ..Options::default()
+        },
+        merger: MergerOptions {
+            durability: cfg.appendfsync,
+            max_wait: cfg.merger_max_wait,
+            max_group_bytes: cfg.merger_max_group_bytes,
+            spin: cfg.merger_spin,
+            wait_spin: cfg.merger_wait_spin,
+            poll_preempted_after: cfg.merger_poll_preempted,
+            poll_max_cooldown: cfg.merger_poll_max_cooldown,
+            inline_execution: cfg.merger_inline,
+            ..MergerOptions::default()
+        },
+        stores: StoreOptions {
+            push_memory_limit: cfg.push_memory_limit,
+            push_tmp_dir: cfg.dir.join("push-tmp"),
+            push_threads: cfg.push_threads,
+            push_nice: cfg.push_nice,
+            push_page_cache: cfg.push_page_cache,
+            push_guard: cfg.push_guard(),
+        },
     }
-    let opts = crate::stores::StoreOptions {
-        push_memory_limit: cfg.push_memory_limit,
-        push_tmp_dir: tmp,
-        push_threads: cfg.push_threads,
-        push_nice: cfg.push_nice,
-        push_page_cache: cfg.push_page_cache,
-        push_guard: cfg.push_guard(),
-    };
-    let stores = Arc::new(crate::stores::Stores::open(db, opts)?);
-    stores.recover(merger)?;
-    Ok(stores)
 }
 
 /// Commits and syncs everything queued, then flushes the memtable so a restart replays nothing.
 fn close_engine(shared: Arc<Shared>) -> Result<(), ServerError> {
-    // Closed connections hand their unfinished pushes to the pool to abort; those jobs hold
-    // the server until they end.
-    shared.stores.pushes.wait_idle();
-    shared.stores.abort_idle_pushes(&shared.merger);
-    shared.merger.close().map_err(ServerError::Close)?;
-    if shared.db.read_only_reason().is_none() {
-        if let Err(e) = shared.db.flush() {
-            // Not fatal: every write is in the synced journal and recovery replays it.
-            warn!(error = %e, "flush at shutdown failed; the journal will be replayed at start");
-        }
-    }
+    shared.keyspace.close().map_err(ServerError::Close)?;
     info!("database closed; every acknowledged write is durable");
     Ok(())
 }

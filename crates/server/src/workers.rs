@@ -56,7 +56,7 @@ impl Workers {
                 ("rialto-bulk".to_string(), bulk_nice)
             };
             let t = std::thread::Builder::new().name(name).spawn(move || {
-                crate::stores::push::lower_thread_priority(nice);
+                rialto_keyspace::lower_thread_priority(nice);
                 let rt = match tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()

@@ -490,7 +490,7 @@ fn a_push_past_its_page_cache_budget_loads_everything() {
         .collect();
     for budget in [0, 1 << 20] {
         let srv = common::start_with(dir.path(), |c| {
-            c.push_page_cache = rialto_server::stores::PushPageCache::Bytes(budget)
+            c.push_page_cache = rialto_keyspace::PushPageCache::Bytes(budget)
         });
         let mut c = common::client(srv.addr);
         let name = format!("pc{budget}");

@@ -5,7 +5,6 @@
 use bytes::Bytes;
 use rialto_resp::Reply;
 
-use super::util::walk_keys;
 use super::{Ctx, Outcome};
 use crate::reply;
 
@@ -15,19 +14,14 @@ pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     Outcome::Later(Box::pin(async move {
         let job = tokio::task::spawn_blocking(move || {
             let mut n = 0i64;
-            walk_keys(
-                &shared.db,
-                &shared.stores.read_catalog(),
-                db,
-                None,
-                shared.now_ms(),
-                |_, _| {
+            shared
+                .keyspace
+                .walk_keys(db, None, shared.now_ms(), |_, _| {
                     n += 1;
                     true
-                },
-            )
-            .map(|_| Reply::Integer(n))
-            .unwrap_or_else(|e| reply::engine_error(&e))
+                })
+                .map(|_| Reply::Integer(n))
+                .unwrap_or_else(|e| reply::keyspace_error(&e))
         });
         job.await
             .unwrap_or_else(|e| reply::err_string(format!("ERR DBSIZE failed: {e}")))

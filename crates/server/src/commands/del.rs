@@ -1,15 +1,13 @@
 //! DEL key [key ...], UNLINK key [key ...] — identical here: deletion never blocks on memory.
 
 use bytes::Bytes;
-use rialto_resp::Reply;
+use rialto_keyspace::{Op, OpKind};
 
-use super::W;
+use super::At;
 use crate::reply::CmdResult;
 
-pub fn run(k: &mut W<'_>, args: &[Bytes]) -> CmdResult {
-    let mut n = 0;
-    for key in &args[1..] {
-        n += i64::from(k.remove(key)?);
-    }
-    Ok(Reply::Integer(n))
+pub fn run(at: At, args: &[Bytes]) -> CmdResult<Op> {
+    Ok(at.op(OpKind::Del {
+        keys: args[1..].to_vec(),
+    }))
 }

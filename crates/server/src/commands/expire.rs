@@ -1,10 +1,11 @@
 //! EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT key time [NX | XX | GT | LT]
 
 use bytes::Bytes;
+use rialto_keyspace::{ExpireCond, Op, OpKind};
 use rialto_resp::Reply;
 
 use super::util::is;
-use super::W;
+use super::At;
 use crate::reply::{self, CmdResult};
 
 const NX: u8 = 1;
@@ -12,7 +13,7 @@ const XX: u8 = 2;
 const GT: u8 = 4;
 const LT: u8 = 8;
 
-fn expire(k: &mut W<'_>, args: &[Bytes], seconds: bool, relative: bool, cmd: &str) -> CmdResult {
+fn expire(at: At, args: &[Bytes], seconds: bool, relative: bool, cmd: &str) -> CmdResult<Op> {
     let mut flags = 0u8;
     for a in &args[3..] {
         flags |= if is(a, "nx") {
@@ -50,46 +51,38 @@ fn expire(k: &mut W<'_>, args: &[Bytes], seconds: bool, relative: bool, cmd: &st
     }
     if relative {
         when = when
-            .checked_add(k.now_ms)
+            .checked_add(at.now_ms)
             .ok_or_else(|| reply::invalid_expire(cmd))?;
     }
-    let key = &args[1];
-    let Some(rec) = k.get(key)? else {
-        return Ok(Reply::Integer(0));
+    let cond = ExpireCond {
+        nx: flags & NX != 0,
+        xx: flags & XX != 0,
+        gt: flags & GT != 0,
+        lt: flags & LT != 0,
     };
-    let cur = rec.expire_at_ms;
-    let refused = (flags & NX != 0 && cur.is_some())
-        || (flags & XX != 0 && cur.is_none())
-        // No TTL counts as infinite: GT never beats it, LT always does.
-        || (flags & GT != 0 && cur.is_none_or(|c| when <= c))
-        || (flags & LT != 0 && cur.is_some_and(|c| when >= c));
-    if refused {
-        return Ok(Reply::Integer(0));
-    }
-    if when <= k.now_ms {
-        k.remove(key)?;
-    } else {
-        k.replace(key, Some(&rec), &rec.value, Some(when));
-    }
-    Ok(Reply::Integer(1))
+    Ok(at.op(OpKind::Expire {
+        key: args[1].clone(),
+        at_ms: when,
+        cond,
+    }))
 }
 
 /// EXPIRE key seconds
-pub fn expire_cmd(k: &mut W<'_>, args: &[Bytes]) -> CmdResult {
-    expire(k, args, true, true, "expire")
+pub fn expire_cmd(at: At, args: &[Bytes]) -> CmdResult<Op> {
+    expire(at, args, true, true, "expire")
 }
 
 /// PEXPIRE key milliseconds
-pub fn pexpire(k: &mut W<'_>, args: &[Bytes]) -> CmdResult {
-    expire(k, args, false, true, "pexpire")
+pub fn pexpire(at: At, args: &[Bytes]) -> CmdResult<Op> {
+    expire(at, args, false, true, "pexpire")
 }
 
 /// EXPIREAT key unix-seconds
-pub fn expireat(k: &mut W<'_>, args: &[Bytes]) -> CmdResult {
-    expire(k, args, true, false, "expireat")
+pub fn expireat(at: At, args: &[Bytes]) -> CmdResult<Op> {
+    expire(at, args, true, false, "expireat")
 }
 
 /// PEXPIREAT key unix-milliseconds
-pub fn pexpireat(k: &mut W<'_>, args: &[Bytes]) -> CmdResult {
-    expire(k, args, false, false, "pexpireat")
+pub fn pexpireat(at: At, args: &[Bytes]) -> CmdResult<Op> {
+    expire(at, args, false, false, "pexpireat")
 }

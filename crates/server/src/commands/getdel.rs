@@ -1,15 +1,13 @@
 //! GETDEL key
 
 use bytes::Bytes;
-use rialto_resp::Reply;
+use rialto_keyspace::{Op, OpKind};
 
-use super::W;
+use super::At;
 use crate::reply::CmdResult;
 
-pub fn run(k: &mut W<'_>, args: &[Bytes]) -> CmdResult {
-    let old = k.get(&args[1])?;
-    if old.is_some() {
-        k.remove(&args[1])?;
-    }
-    Ok(old.map_or(Reply::Null, |r| Reply::Bulk(r.value)))
+pub fn run(at: At, args: &[Bytes]) -> CmdResult<Op> {
+    Ok(at.op(OpKind::GetDel {
+        key: args[1].clone(),
+    }))
 }

@@ -1,31 +1,27 @@
 //! GETEX key [EX s | PX ms | EXAT ts | PXAT ms-ts | PERSIST]
 
 use bytes::Bytes;
-use rialto_resp::Reply;
+use rialto_keyspace::{Op, OpKind, TtlChange};
 
 use super::util_opts::{self as opts, For, PERSIST};
-use super::W;
+use super::At;
 use crate::reply::CmdResult;
 
-pub fn run(k: &mut W<'_>, args: &[Bytes]) -> CmdResult {
+pub fn run(at: At, args: &[Bytes]) -> CmdResult<Op> {
     let o = opts::parse(args, 2, For::GetEx)?;
-    let key = &args[1];
-    // As Redis: a missing key answers nil before the expiry is validated.
-    let Some(rec) = k.get(key)? else {
-        return Ok(Reply::Null);
+    // As Redis: a missing key answers nil before the expiry is validated, so an invalid time
+    // travels in the op and fails only once the key is found.
+    let ttl = if o.flags & PERSIST != 0 {
+        TtlChange::Persist
+    } else {
+        match opts::expire_at(&o, at.now_ms, "getex") {
+            Ok(Some(t)) => TtlChange::At(t),
+            Ok(None) => TtlChange::Keep,
+            Err(_) => TtlChange::Invalid,
+        }
     };
-    let at = opts::expire_at(&o, k.now_ms, "getex")?;
-    if o.flags & PERSIST != 0 {
-        if rec.expire_at_ms.is_some() {
-            k.replace(key, Some(&rec), &rec.value, None);
-        }
-    } else if let Some(at) = at {
-        if at <= k.now_ms {
-            // A time already past deletes the key, as EXPIREAT does.
-            k.remove(key)?;
-        } else {
-            k.replace(key, Some(&rec), &rec.value, Some(at));
-        }
-    }
-    Ok(Reply::Bulk(rec.value))
+    Ok(at.op(OpKind::GetEx {
+        key: args[1].clone(),
+        ttl,
+    }))
 }

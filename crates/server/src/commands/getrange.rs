@@ -6,7 +6,7 @@ use rialto_resp::Reply;
 use super::R;
 use crate::reply::{self, CmdResult};
 
-pub fn run(k: &mut R<'_>, args: &[Bytes]) -> CmdResult {
+pub fn run(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
     let mut start = reply::int_arg(&args[2])?;
     let mut end = reply::int_arg(&args[3])?;
     let Some(rec) = k.get(&args[1])? else {

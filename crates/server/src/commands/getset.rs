@@ -1,16 +1,18 @@
-//! GETSET key value — sets and returns the old value; the TTL is dropped.
+//! GETSET key value — sets and returns the old value; the TTL is dropped (SET key value GET).
 
 use bytes::Bytes;
-use rialto_resp::Reply;
+use rialto_keyspace::{Op, OpKind, Set};
 
-use super::W;
+use super::At;
 use crate::reply::CmdResult;
-use crate::store::{check_key, check_value_len};
 
-pub fn run(k: &mut W<'_>, args: &[Bytes]) -> CmdResult {
-    check_key(&args[1])?;
-    check_value_len(args[2].len())?;
-    let old = k.get(&args[1])?;
-    k.replace(&args[1], old.as_ref(), &args[2], None);
-    Ok(old.map_or(Reply::Null, |r| Reply::Bulk(r.value)))
+pub fn run(at: At, args: &[Bytes]) -> CmdResult<Op> {
+    Ok(at.op(OpKind::Set(Set {
+        key: args[1].clone(),
+        value: args[2].clone(),
+        expire_at_ms: None,
+        keep_ttl: false,
+        cond: None,
+        get: true,
+    })))
 }

@@ -1,78 +1,17 @@
-//! INCRBYFLOAT key increment — computed in C `long double`, as Redis does, so the stored text
-//! matches Redis's digit for digit; keeps the TTL.
+//! INCRBYFLOAT key increment — computed in C `long double` by the keyspace, as Redis does, so
+//! the stored text matches Redis's digit for digit; keeps the TTL.
 
 use bytes::Bytes;
-use rialto_resp::Reply;
+use rialto_keyspace::{Op, OpKind};
 
-use super::W;
-use crate::reply::{self, CmdResult};
-use crate::store::check_key;
+use super::util::checked;
+use super::At;
+use crate::reply::CmdResult;
 
-extern "C" {
-    fn rialto_ld_add(
-        cur: *const u8,
-        cur_len: usize,
-        incr: *const u8,
-        incr_len: usize,
-        out: *mut u8,
-        out_len: usize,
-    ) -> std::os::raw::c_long;
-}
-
-/// `cur + incr` as Redis formats it, or the error reply.
-pub fn add(cur: &[u8], incr: &[u8]) -> CmdResult<Vec<u8>> {
-    let mut out = vec![0u8; 5 * 1024 + 64];
-    // SAFETY: every pointer is valid for the length passed with it; the C side writes at most
-    // `out.len()` bytes and reads at most the given input lengths.
-    let n = unsafe {
-        rialto_ld_add(
-            cur.as_ptr(),
-            cur.len(),
-            incr.as_ptr(),
-            incr.len(),
-            out.as_mut_ptr(),
-            out.len(),
-        )
-    };
-    match n {
-        -1 => Err(reply::not_float()),
-        -2 => Err(Reply::error("ERR increment would produce NaN or Infinity")),
-        n if n < 0 => Err(Reply::error("ERR value is too long to format")),
-        n => {
-            out.truncate(n as usize);
-            Ok(out)
-        }
-    }
-}
-
-pub fn run(k: &mut W<'_>, args: &[Bytes]) -> CmdResult {
-    check_key(&args[1])?;
-    let old = k.get(&args[1])?;
-    let cur: &[u8] = old.as_ref().map_or(b"0", |r| &r.value[..]);
-    let new = add(cur, &args[2])?;
-    let at = old.as_ref().and_then(|r| r.expire_at_ms);
-    k.replace(&args[1], old.as_ref(), &new, at);
-    Ok(Reply::Bulk(Bytes::from(new)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::add;
-
-    fn s(cur: &str, incr: &str) -> String {
-        String::from_utf8(add(cur.as_bytes(), incr.as_bytes()).unwrap()).unwrap()
-    }
-
-    #[test]
-    fn formats_as_redis() {
-        assert_eq!(s("10.50", "0.1"), "10.6");
-        assert_eq!(s("0", "5.0e3"), "5000");
-        assert_eq!(s("3", "-3"), "0");
-        assert_eq!(s("0.1", "0.2"), "0.3");
-        assert!(add(b"1", b"abc").is_err());
-        assert!(add(b"1", b" 1").is_err());
-        assert!(add(b"1", b"nan").is_err());
-        assert!(add(b"1", b"").is_err());
-        assert!(add(b"1e4932", b"1e4932").is_err());
-    }
+pub fn run(at: At, args: &[Bytes]) -> CmdResult<Op> {
+    checked(rialto_keyspace::check_key(&args[1]))?;
+    Ok(at.op(OpKind::IncrByFloat {
+        key: args[1].clone(),
+        incr: args[2].clone(),
+    }))
 }

@@ -7,11 +7,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rialto_engine::{KvEngine, PipelinedCommit};
+
 use rialto_resp::Reply;
 
 use super::hello::REDIS_COMPAT_VERSION;
-use super::util::walk_keys;
 use super::{Ctx, Outcome};
 use crate::server::Shared;
 
@@ -108,7 +107,7 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
             );
         }
         "persistence" => {
-            let m = sh.merger.stats();
+            let m = sh.keyspace.merger_stats();
             let _ = write!(
                 o,
                 "# Persistence\r\nloading:0\r\naof_enabled:1\r\nappendfsync:{}\r\naof_last_write_status:{}\r\nrdb_bgsave_in_progress:0\r\n",
@@ -139,18 +138,11 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
             let now = sh.now_ms();
             for db in 0..cfg.databases.min(256) as u16 {
                 let (mut keys, mut expires) = (0u64, 0u64);
-                let walked = walk_keys(
-                    &sh.db,
-                    &sh.stores.read_catalog(),
-                    db as u8,
-                    None,
-                    now,
-                    |_, r| {
-                        keys += 1;
-                        expires += u64::from(r.expire_at_ms.is_some());
-                        true
-                    },
-                );
+                let walked = sh.keyspace.walk_keys(db as u8, None, now, |_, r| {
+                    keys += 1;
+                    expires += u64::from(r.expire_at_ms.is_some());
+                    true
+                });
                 if walked.is_ok() && keys > 0 {
                     let _ = write!(o, "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n");
                 }
@@ -173,7 +165,7 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
             }
         }
         "rialto_engine" => {
-            let s = sh.db.stats();
+            let s = sh.keyspace.engine_stats();
             let _ = write!(
                 o,
                 "# Rialto_engine\r\ndir:{}\r\ndisk_bytes:{}\r\nlive_data_bytes_estimate:{}\r\nuser_bytes_written:{}\r\nwal_bytes_written:{}\r\nwal_prepare_bytes_written:{}\r\nflush_bytes_written:{}\r\ncompaction_bytes_written:{}\r\nflushes:{}\r\ncompactions:{}\r\nidle_compactions:{}\r\nstall_micros:{}\r\nblock_cache_hits:{}\r\nblock_cache_misses:{}\r\nrow_cache_hits:{}\r\nrow_cache_misses:{}\r\nrow_cache_bytes:{}\r\nrow_cache_warmed_rows:{}\r\nread_only:{}\r\n",
@@ -202,7 +194,7 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
             }
         }
         "rialto_triad" => {
-            let t = sh.db.triad_stats();
+            let t = sh.keyspace.triad_stats();
             let on_off = |b: bool| if b { "on" } else { "off" };
             let w = &t.last_window;
             let _ = write!(
@@ -245,7 +237,7 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
             }
         }
         "rialto_merger" => {
-            let m = sh.merger.stats();
+            let m = sh.keyspace.merger_stats();
             let _ = write!(
                 o,
                 "# Rialto_merger\r\ndurability:{}\r\ntransactions:{}\r\ngroups:{}\r\nsyncs:{}\r\nqueued:{}\r\nunsynced_bytes:{}\r\ncommit_p50_micros:{}\r\ncommit_p99_micros:{}\r\ncommit_max_micros:{}\r\npoll_suspensions:{}\r\nrelayed_wakeups:{}\r\nrelay_batches:{}\r\nfailed:{}\r\n",
@@ -265,7 +257,7 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
             );
         }
         "rialto_io" => {
-            let s = sh.db.io_stats();
+            let s = sh.keyspace.io_stats();
             let _ = write!(o, "# Rialto_io\r\n");
             for (n, t) in [
                 ("journal_writes", &s.journal_writes),

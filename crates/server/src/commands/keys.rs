@@ -3,7 +3,6 @@
 use bytes::Bytes;
 use rialto_resp::Reply;
 
-use super::util::walk_keys;
 use super::{Ctx, Outcome};
 use crate::reply;
 
@@ -15,21 +14,16 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         let job = tokio::task::spawn_blocking(move || {
             let mut keys = Vec::new();
             let all = &pattern[..] == b"*";
-            walk_keys(
-                &shared.db,
-                &shared.stores.read_catalog(),
-                db,
-                None,
-                shared.now_ms(),
-                |k, _| {
+            shared
+                .keyspace
+                .walk_keys(db, None, shared.now_ms(), |k, _| {
                     if all || crate::glob::glob_match(&pattern, k, false) {
                         keys.push(Reply::bulk(k));
                     }
                     true
-                },
-            )
-            .map(|_| Reply::Array(keys))
-            .unwrap_or_else(|e| reply::engine_error(&e))
+                })
+                .map(|_| Reply::Array(keys))
+                .unwrap_or_else(|e| reply::keyspace_error(&e))
         });
         job.await
             .unwrap_or_else(|e| reply::err_string(format!("ERR KEYS failed: {e}")))

@@ -6,7 +6,7 @@ use rialto_resp::Reply;
 use super::R;
 use crate::reply::CmdResult;
 
-pub fn run(k: &mut R<'_>, args: &[Bytes]) -> CmdResult {
+pub fn run(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
     let mut out = Vec::with_capacity(args.len() - 1);
     for key in &args[1..] {
         out.push(match k.get(key)? {

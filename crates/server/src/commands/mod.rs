@@ -4,8 +4,9 @@
 //! Three kinds of handler, by what they touch:
 //! - [`Handler::Read`]: reads keys. Runs on the connection against the published state, or
 //!   through the merger when it must see this connection's pending writes.
-//! - [`Handler::Write`]: reads and writes keys inside a merger transaction; its reply is sent
-//!   once the transaction is durable. An `Err` reply drops the transaction's writes.
+//! - [`Handler::Write`]: turns the request into an [`Op`] (parsing and checking what Redis
+//!   checks before looking at a key); the keyspace applies it in the merger's order and the
+//!   reply is sent once it is durable. A failed op writes nothing.
 //! - [`Handler::Conn`]: everything else (connection state, server state, whole-keyspace
 //!   scans). Runs on the connection after its pending replies are resolved.
 
@@ -18,9 +19,10 @@ use rialto_resp::Reply;
 use crate::client::Client;
 use crate::command_table::{self, CmdId, CommandSpec};
 use crate::conn::BoxReply;
+use rialto_keyspace::{Op, Reader, Record};
+
 use crate::reply::{self, CmdResult};
 use crate::server::Shared;
-use crate::store::{Keys, RawRead, RawWrite};
 
 pub mod util;
 mod util_opts;
@@ -72,15 +74,54 @@ mod slowlog;
 pub mod store;
 mod time;
 
-/// Keys as read commands see them.
-pub type R<'a> = Keys<'a, dyn RawRead + 'a>;
-/// Keys as write commands see them.
-pub type W<'a> = Keys<'a, dyn RawWrite + 'a>;
+/// Keys as read commands see them: the keyspace's view, with failures as error replies.
+pub struct R<'a, 'k> {
+    keys: &'a mut Reader<'k>,
+}
+
+impl<'a, 'k> R<'a, 'k> {
+    /// Wraps the keyspace's view.
+    pub fn new(keys: &'a mut Reader<'k>) -> Self {
+        R { keys }
+    }
+
+    /// The live record of `key`: `None` if absent or expired.
+    pub fn get(&mut self, key: &[u8]) -> CmdResult<Option<Record>> {
+        self.keys.get(key).map_err(|e| reply::keyspace_error(&e))
+    }
+
+    /// Whether `key` exists (and is not expired).
+    pub fn exists(&mut self, key: &[u8]) -> CmdResult<bool> {
+        self.keys.exists(key).map_err(|e| reply::keyspace_error(&e))
+    }
+
+    /// The instant expiry is judged against, Unix milliseconds.
+    pub fn now_ms(&self) -> i64 {
+        self.keys.now_ms
+    }
+}
+
+/// Where and when a write command's op runs: the client's database, the instant it is
+/// normalised at.
+#[derive(Debug, Clone, Copy)]
+pub struct At {
+    /// Database index (SELECT).
+    pub db: u8,
+    /// Unix milliseconds.
+    pub now_ms: i64,
+}
+
+impl At {
+    /// The op doing `kind` here and now.
+    pub fn op(self, kind: rialto_keyspace::OpKind) -> Op {
+        Op::new(self.db, self.now_ms, kind)
+    }
+}
 
 /// A read command.
-pub type ReadFn = fn(&mut R<'_>, &[Bytes]) -> CmdResult;
-/// A write command.
-pub type WriteFn = fn(&mut W<'_>, &[Bytes]) -> CmdResult;
+pub type ReadFn = fn(&mut R<'_, '_>, &[Bytes]) -> CmdResult;
+/// A write command: the request as an op.
+pub type WriteFn = fn(At, &[Bytes]) -> CmdResult<Op>;
 /// A connection or server command.
 pub type ConnFn = fn(&mut Ctx<'_>, &[Bytes]) -> Outcome;
 

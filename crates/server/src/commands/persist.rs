@@ -1,18 +1,13 @@
 //! PERSIST key
 
 use bytes::Bytes;
-use rialto_resp::Reply;
+use rialto_keyspace::{Op, OpKind};
 
-use super::W;
+use super::At;
 use crate::reply::CmdResult;
 
-pub fn run(k: &mut W<'_>, args: &[Bytes]) -> CmdResult {
-    let Some(rec) = k.get(&args[1])? else {
-        return Ok(Reply::Integer(0));
-    };
-    if rec.expire_at_ms.is_none() {
-        return Ok(Reply::Integer(0));
-    }
-    k.replace(&args[1], Some(&rec), &rec.value, None);
-    Ok(Reply::Integer(1))
+pub fn run(at: At, args: &[Bytes]) -> CmdResult<Op> {
+    Ok(at.op(OpKind::Persist {
+        key: args[1].clone(),
+    }))
 }

@@ -7,23 +7,21 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use rialto_keyspace::{DuplicatePolicy, PushGuard};
 use rialto_resp::Reply;
-use rialto_sort::DuplicatePolicy;
 
 use super::store::error;
 use super::util::is;
 use super::{Ctx, Outcome};
 use crate::reply;
-use crate::stores::PushGuard;
 
 pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let sub = &args[1];
     let shared = Arc::clone(ctx.shared);
     if is(sub, "list") {
         let v = shared
-            .stores
-            .pushes
-            .list()
+            .keyspace
+            .pushes()
             .into_iter()
             .flat_map(|(id, store)| [Reply::Integer(id as i64), Reply::bulk(store)])
             .collect();
@@ -41,15 +39,9 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         };
         let owner = ctx.client.handle.id;
         return later(&shared, move |sh| {
-            let id = sh.stores.push_begin(
-                &sh.merger,
-                Arc::clone(&sh.fs),
-                &name,
-                duplicates,
-                Some(guard),
-                Some(owner),
-                sh.now_ms(),
-            )?;
+            let id = sh
+                .keyspace
+                .push_begin(&name, duplicates, Some(guard), Some(owner))?;
             Ok(Reply::Integer(id as i64))
         });
     }
@@ -64,16 +56,13 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         let records = args[3..].to_vec();
         return later(&shared, move |sh| {
             let pairs = records.chunks_exact(2).map(|p| (&p[0][..], &p[1][..]));
-            let n = sh.stores.push_add(&sh.merger, id, pairs)?;
+            let n = sh.keyspace.push_add(id, pairs)?;
             Ok(Reply::Integer(n as i64))
         });
     }
     if is(sub, "commit") {
         return later(&shared, move |sh| {
-            let clock = Arc::clone(&sh.clock);
-            let r = sh
-                .stores
-                .push_commit(&sh.db, &sh.merger, id, move || clock.unix_millis() as i64)?;
+            let r = sh.keyspace.push_commit(id)?;
             let n = |v: u64| Reply::Integer(v.min(i64::MAX as u64) as i64);
             Ok(Reply::Map(vec![
                 (Reply::bulk("store"), Reply::bulk(r.store)),
@@ -91,7 +80,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     if is(sub, "abort") {
         return later(&shared, move |sh| {
-            sh.stores.push_abort(&sh.merger, id)?;
+            sh.keyspace.push_abort(id)?;
             Ok(reply::ok())
         });
     }
@@ -132,12 +121,12 @@ fn begin_options(
 /// Runs `job` on the ingestion pool and replies with its result.
 fn later(
     shared: &Arc<crate::server::Shared>,
-    job: impl FnOnce(&crate::server::Shared) -> Result<Reply, crate::stores::StoreError>
+    job: impl FnOnce(&crate::server::Shared) -> Result<Reply, rialto_keyspace::StoreError>
         + Send
         + 'static,
 ) -> Outcome {
     let sh = Arc::clone(shared);
-    let rx = shared.stores.pushes.run(move || job(&sh));
+    let rx = shared.keyspace.run_on_ingestion_pool(move || job(&sh));
     Outcome::Later(Box::pin(async move {
         match rx.await {
             Ok(Ok(r)) => r,

@@ -5,7 +5,6 @@
 use bytes::Bytes;
 use rialto_resp::Reply;
 
-use super::util::walk_keys;
 use super::{Ctx, Outcome};
 use crate::reply;
 
@@ -15,19 +14,12 @@ pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     let start: [u8; 8] = rand::random();
     let mut found = None;
     for from in [Some(&start[..]), None] {
-        let r = walk_keys(
-            &ctx.shared.db,
-            &ctx.shared.stores.read_catalog(),
-            db,
-            from,
-            now,
-            |k, _| {
-                found = Some(Bytes::copy_from_slice(k));
-                false
-            },
-        );
+        let r = ctx.shared.keyspace.walk_keys(db, from, now, |k, _| {
+            found = Some(Bytes::copy_from_slice(k));
+            false
+        });
         if let Err(e) = r {
-            return Outcome::Reply(reply::engine_error(&e));
+            return Outcome::Reply(reply::keyspace_error(&e));
         }
         if found.is_some() {
             break;

@@ -11,7 +11,7 @@ use std::collections::{HashMap, VecDeque};
 use bytes::Bytes;
 use rialto_resp::Reply;
 
-use super::util::{is, walk_keys};
+use super::util::is;
 use super::{Ctx, Outcome};
 use crate::reply;
 
@@ -116,13 +116,10 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> reply::CmdResult {
     let mut seen = 0usize;
     let mut keys = Vec::new();
     let match_all = pattern.is_none_or(|p| &p[..] == b"*");
-    let resume = walk_keys(
-        &ctx.shared.db,
-        &ctx.shared.stores.read_catalog(),
-        db,
-        from.as_deref(),
-        ctx.shared.now_ms(),
-        |k, _| {
+    let resume = ctx
+        .shared
+        .keyspace
+        .walk_keys(db, from.as_deref(), ctx.shared.now_ms(), |k, _| {
             if strings_only
                 && (match_all || pattern.is_some_and(|p| crate::glob::glob_match(p, k, false)))
             {
@@ -130,9 +127,8 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> reply::CmdResult {
             }
             seen += 1;
             seen < budget
-        },
-    )
-    .map_err(|e| reply::engine_error(&e))?;
+        })
+        .map_err(|e| reply::keyspace_error(&e))?;
     let next = match resume {
         Some(k) => ctx.shared.scan_cursors.lock().put(db, k),
         None => 0,

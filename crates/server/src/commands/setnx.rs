@@ -1,18 +1,14 @@
 //! SETNX key value
 
 use bytes::Bytes;
-use rialto_resp::Reply;
+use rialto_keyspace::{Op, OpKind};
 
-use super::W;
+use super::At;
 use crate::reply::CmdResult;
-use crate::store::{check_key, check_value_len};
 
-pub fn run(k: &mut W<'_>, args: &[Bytes]) -> CmdResult {
-    check_key(&args[1])?;
-    check_value_len(args[2].len())?;
-    if k.exists(&args[1])? {
-        return Ok(Reply::Integer(0));
-    }
-    k.set(&args[1], &args[2], None);
-    Ok(Reply::Integer(1))
+pub fn run(at: At, args: &[Bytes]) -> CmdResult<Op> {
+    Ok(at.op(OpKind::SetNx {
+        key: args[1].clone(),
+        value: args[2].clone(),
+    }))
 }

@@ -7,18 +7,19 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rialto_resp::Reply;
 
+use rialto_keyspace::{StoreError, StoreMeta, VersionInfo};
+
 use super::util::is;
 use super::{Ctx, Outcome};
 use crate::reply;
-use crate::stores::{StoreError, StoreMeta, VersionInfo};
 
 pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let sub = &args[1];
     if is(sub, "list") {
         let names = ctx
             .shared
-            .stores
-            .read_catalog()
+            .keyspace
+            .catalog()
             .iter()
             .map(|s| Reply::bulk(s.name.as_bytes()))
             .collect();
@@ -26,7 +27,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     if is(sub, "describe") {
         let name = String::from_utf8_lossy(&args[2]).into_owned();
-        let cat = ctx.shared.stores.read_catalog();
+        let cat = ctx.shared.keyspace.catalog();
         return Outcome::Reply(match cat.get(&name) {
             Some(s) => describe(s),
             None => error(&StoreError::NoSuchStore(name)),
@@ -43,11 +44,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Err(r) => return Outcome::Reply(r),
         };
         Box::new(move || {
-            let now = shared.now_ms();
-            let m =
-                shared
-                    .stores
-                    .create(&shared.db, &shared.merger, &name, &prefix, rewind_ms, now)?;
+            let m = shared.keyspace.create_store(&name, &prefix, rewind_ms)?;
             Ok(describe(&m))
         })
     } else if is(sub, "delete") {
@@ -55,12 +52,12 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             return Outcome::Reply(reply::wrong_arity("store|delete"));
         }
         Box::new(move || {
-            shared.stores.delete(&shared.merger, &name)?;
+            shared.keyspace.delete_store(&name)?;
             Ok(reply::ok())
         })
     } else if is(sub, "rollback") {
         Box::new(move || {
-            let m = shared.stores.rollback(&shared.merger, &name)?;
+            let m = shared.keyspace.rollback_store(&name)?;
             Ok(describe(&m))
         })
     } else {
@@ -77,10 +74,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 /// The Redis-style error reply of a store error.
 pub fn error(e: &StoreError) -> Reply {
-    match e {
-        StoreError::Engine(e) => reply::engine_error(e),
-        other => reply::err_string(other.to_string()),
-    }
+    reply::store_error(e)
 }
 
 fn create_options(name: &str, opts: &[Bytes]) -> Result<(Vec<u8>, u64), Reply> {

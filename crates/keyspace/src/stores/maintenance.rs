@@ -44,7 +44,7 @@ pub fn run_once(
         for (lo, hi) in ranges {
             let (files, _) = db.drop_files_in_range(&lo, &hi)?;
             report.files_dropped += files;
-            report.keys_deleted += crate::store::delete_range(db, merger, &lo, &hi, |_| true)?;
+            report.keys_deleted += crate::chunked::delete_range(db, merger, &lo, &hi, |_| true)?;
         }
         merger
             .write(one_delete(&catalog::retired_key(id, version)))
@@ -60,7 +60,7 @@ pub fn run_once(
         let (lo, hi) = rt_range(s.id);
         // Entries are in number order, which is time order up to clock steps: stop at the
         // first one inside the window.
-        report.rt_pruned += crate::store::delete_range(db, merger, &lo, &hi, |v| {
+        report.rt_pruned += crate::chunked::delete_range(db, merger, &lo, &hi, |v| {
             RtEntry::decode(v).is_ok_and(|e| e.at_ms < cutoff)
         })?;
     }

@@ -3,13 +3,12 @@
 //! reads ordered behind this connection's pending writes).
 
 use bytes::Bytes;
-use rialto_engine::{EngineIterator, IterOptions, KvEngine, PipelinedCommit, WriteBatch};
+use rialto_engine::{KvEngine, PipelinedCommit};
 use rialto_lsm::Db;
-use rialto_resp::Reply;
-use rialto_txn::{CommitHandle, Merger, TxnContext};
+use rialto_txn::TxnContext;
 
-use crate::keyspace::{self, encode_record, Record};
-use crate::reply::{self, CmdResult};
+use crate::error::{Error, Result};
+use crate::layout::{self, encode_record, Record};
 use crate::stores::catalog::{self, RtEntry};
 use crate::stores::{Catalog, RtNumbers, StoreMeta};
 
@@ -54,6 +53,9 @@ impl<E: PipelinedCommit> RawWrite for Txn<'_, '_, E> {
     }
 }
 
+/// Keys as reads see them, over the published state or a transaction.
+pub type Reader<'a> = Keys<'a, dyn RawRead + 'a>;
+
 /// Keys of one database at one instant.
 pub struct Keys<'a, T: ?Sized> {
     /// Where records are read (and written).
@@ -91,7 +93,7 @@ fn place<'c>(stores: &'c Catalog, db: u8, key: &[u8]) -> Place<'c> {
 /// The engine key a read of `key` (database `db`) looks up, by the catalog `stores`.
 pub fn read_key(stores: &Catalog, db: u8, key: &[u8]) -> Vec<u8> {
     match place(stores, db, key) {
-        Place::Default => keyspace::data_key(db, key),
+        Place::Default => layout::data_key(db, key),
         Place::Store(s) => catalog::version_key(s.id, s.current.number, key),
     }
 }
@@ -108,8 +110,8 @@ impl<'a, T: ?Sized> Keys<'a, T> {
 
 impl<T: RawRead + ?Sized> Keys<'_, T> {
     /// The live record of `key`: `None` if absent or expired.
-    pub fn get(&mut self, key: &[u8]) -> Result<Option<Record>, Reply> {
-        if key.len() > keyspace::MAX_USER_KEY_LEN {
+    pub fn get(&mut self, key: &[u8]) -> Result<Option<Record>> {
+        if key.len() > layout::MAX_USER_KEY_LEN {
             // Could never have been written.
             return Ok(None);
         }
@@ -118,20 +120,16 @@ impl<T: RawRead + ?Sized> Keys<'_, T> {
     }
 
     /// The record of `key` even if its time has passed (for the expiry pass).
-    pub fn get_including_expired(&mut self, key: &[u8]) -> Result<Option<Record>, Reply> {
-        let raw = self
-            .io
-            .get_raw(&self.read_key(key))
-            .map_err(|e| reply::engine_error(&e))?;
+    pub fn get_including_expired(&mut self, key: &[u8]) -> Result<Option<Record>> {
+        let raw = self.io.get_raw(&self.read_key(key))?;
         let Some(raw) = raw else {
             return Ok(None);
         };
-        let rec = Record::decode(raw).map_err(|e| reply::err_string(format!("ERR {e}")))?;
-        Ok(Some(rec))
+        Ok(Some(Record::decode(raw)?))
     }
 
     /// Whether `key` exists (and is not expired).
-    pub fn exists(&mut self, key: &[u8]) -> Result<bool, Reply> {
+    pub fn exists(&mut self, key: &[u8]) -> Result<bool> {
         Ok(self.get(key)?.is_some())
     }
 }
@@ -142,8 +140,7 @@ impl<T: RawWrite + ?Sized> Keys<'_, T> {
         let record = encode_record(expire_at_ms, value);
         self.write(key, Some(&record));
         if let Some(at) = expire_at_ms {
-            self.io
-                .put_raw(&keyspace::expiry_key(self.db, at, key), b"");
+            self.io.put_raw(&layout::expiry_key(self.db, at, key), b"");
         }
     }
 
@@ -160,7 +157,7 @@ impl<T: RawWrite + ?Sized> Keys<'_, T> {
             Place::Store(s) => Some(s),
         };
         let Some(s) = store else {
-            let k = keyspace::data_key(self.db, key);
+            let k = layout::data_key(self.db, key);
             match record {
                 Some(r) => self.io.put_raw(&k, r),
                 None => self.io.delete_raw(&k),
@@ -188,12 +185,12 @@ impl<T: RawWrite + ?Sized> Keys<'_, T> {
     }
 
     /// Deletes `key` and reports whether it existed.
-    pub fn remove(&mut self, key: &[u8]) -> Result<bool, Reply> {
+    pub fn remove(&mut self, key: &[u8]) -> Result<bool> {
         let existed = self.get(key)?;
         if let Some(rec) = &existed {
             self.delete(key);
             if let Some(at) = rec.expire_at_ms {
-                self.io.delete_raw(&keyspace::expiry_key(self.db, at, key));
+                self.io.delete_raw(&layout::expiry_key(self.db, at, key));
             }
         }
         Ok(existed.is_some())
@@ -204,112 +201,29 @@ impl<T: RawWrite + ?Sized> Keys<'_, T> {
         if let Some(old_at) = old.and_then(|r| r.expire_at_ms) {
             if Some(old_at) != at {
                 self.io
-                    .delete_raw(&keyspace::expiry_key(self.db, old_at, key));
+                    .delete_raw(&layout::expiry_key(self.db, old_at, key));
             }
         }
         self.set(key, value, at);
     }
 }
 
-/// Validates a user key's length against the engine's limit.
-pub fn check_key(key: &[u8]) -> CmdResult<()> {
-    if key.len() > keyspace::MAX_USER_KEY_LEN {
-        return Err(reply::err_string(format!(
-            "ERR key is {} bytes, longer than Rialto's limit of {} bytes",
-            key.len(),
-            keyspace::MAX_USER_KEY_LEN
-        )));
+/// Checks a user key's length against the engine's limit.
+pub fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > layout::MAX_USER_KEY_LEN {
+        return Err(Error::KeyTooLong {
+            len: key.len(),
+            max: layout::MAX_USER_KEY_LEN,
+        });
     }
     Ok(())
 }
 
-/// Validates a value's length (Redis's string limit is `proto-max-bulk-len`; the engine's is
+/// Checks a value's length (Redis's string limit is `proto-max-bulk-len`; the engine's is
 /// 512 MiB minus the record header).
-pub fn check_value_len(len: usize) -> CmdResult<()> {
-    if len > keyspace::MAX_USER_VALUE_LEN {
-        return Err(Reply::error(
-            "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
-        ));
+pub fn check_value_len(len: usize) -> Result<()> {
+    if len > layout::MAX_USER_VALUE_LEN {
+        return Err(Error::ValueTooLong);
     }
     Ok(())
-}
-
-/// Deletions per transaction of [`delete_range`].
-pub const DELETE_CHUNK: usize = 10_000;
-
-/// Writes a long run of operations through the merger in transactions of `chunk`
-/// operations, without waiting between them. The merger acknowledges transactions in
-/// submission order and fails every one after a failed one, so [`ChunkedWriter::finish`]
-/// waits on the last alone.
-pub struct ChunkedWriter<'a> {
-    merger: &'a Merger<Db>,
-    chunk: usize,
-    batch: WriteBatch,
-    last: Option<CommitHandle<()>>,
-}
-
-impl<'a> ChunkedWriter<'a> {
-    pub fn new(merger: &'a Merger<Db>, chunk: usize) -> Self {
-        ChunkedWriter {
-            merger,
-            chunk: chunk.max(1),
-            batch: WriteBatch::new(),
-            last: None,
-        }
-    }
-
-    pub fn put(&mut self, key: &[u8], value: &[u8]) {
-        self.batch.put(key, value);
-        self.submit_full();
-    }
-
-    pub fn delete(&mut self, key: &[u8]) {
-        self.batch.delete(key);
-        self.submit_full();
-    }
-
-    fn submit_full(&mut self) {
-        if self.batch.count() as usize >= self.chunk {
-            self.last = Some(self.merger.write(std::mem::take(&mut self.batch)));
-        }
-    }
-
-    /// Submits what is left and returns once every operation is durable.
-    pub fn finish(mut self) -> rialto_engine::Result<()> {
-        if !self.batch.is_empty() {
-            self.last = Some(self.merger.write(std::mem::take(&mut self.batch)));
-        }
-        match self.last {
-            Some(h) => h.wait(),
-            None => Ok(()),
-        }
-    }
-}
-
-/// Deletes the keys of `[lo, hi)` (as the published state holds them) in order while
-/// `take(value)` holds, in merger transactions of [`DELETE_CHUNK`]; returns how many once the
-/// last is durable.
-pub fn delete_range(
-    db: &Db,
-    merger: &Merger<Db>,
-    lo: &[u8],
-    hi: &[u8],
-    take: impl Fn(&[u8]) -> bool,
-) -> rialto_engine::Result<u64> {
-    let mut it = db.iter(IterOptions {
-        lower: Some(lo.to_vec()),
-        upper: Some(hi.to_vec()),
-        snapshot: None,
-    })?;
-    it.seek_to_first();
-    let mut n = 0u64;
-    let mut out = ChunkedWriter::new(merger, DELETE_CHUNK);
-    while it.valid() && take(it.value()) {
-        out.delete(it.key());
-        n += 1;
-        it.next();
-    }
-    it.status()?;
-    out.finish()?;
-    Ok(n)
 }

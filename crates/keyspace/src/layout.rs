@@ -47,12 +47,9 @@ pub fn data_range(db: u8) -> (Vec<u8>, Vec<u8>) {
     (vec![DATA, db], next_prefix(&[DATA, db]))
 }
 
-/// The user key of a data key, if it belongs to `db`.
-pub fn user_key(db: u8, engine_key: &[u8]) -> Option<&[u8]> {
-    match engine_key {
-        [DATA, d, rest @ ..] if *d == db => Some(rest),
-        _ => None,
-    }
+/// `[lower, upper)` bounds of every expiry-index key of `db`.
+pub fn expiry_range(db: u8) -> (Vec<u8>, Vec<u8>) {
+    (vec![EXPIRY, db], next_prefix(&[EXPIRY, db]))
 }
 
 /// The expiry-index key of `key` expiring at `at_ms`.
@@ -221,8 +218,6 @@ mod tests {
         let (lo, hi) = data_range(3);
         assert!(data_key(3, b"") >= lo && data_key(3, &[0xff; 10]) < hi);
         assert!(data_key(4, b"") >= hi && data_key(2, &[0xff]) < lo);
-        assert_eq!(user_key(3, &data_key(3, b"k")), Some(&b"k"[..]));
-        assert_eq!(user_key(2, &data_key(3, b"k")), None);
         let (_, hi) = data_range(255);
         assert_eq!(hi, vec![DATA + 1]);
     }

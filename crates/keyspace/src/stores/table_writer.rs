@@ -22,7 +22,7 @@ use rialto_lsm::Ingestion;
 use rialto_sort::Sorted;
 
 use super::{StoreError, StoreResult};
-use crate::keyspace;
+use crate::layout;
 
 /// Bytes of records the merging thread packs before handing a batch over.
 pub(super) const BATCH_BYTES: usize = 256 << 10;
@@ -76,7 +76,7 @@ impl Batch {
         self.data.extend_from_slice(head);
         self.data.extend_from_slice(key);
         let key_end = self.data.len();
-        keyspace::encode_record_into(&mut self.data, None, value);
+        layout::encode_record_into(&mut self.data, None, value);
         self.ends.push((key_end, self.data.len()));
     }
 
@@ -245,7 +245,7 @@ mod tests {
 
     fn expected_record(i: usize, len: usize) -> Vec<u8> {
         let mut r = Vec::new();
-        keyspace::encode_record_into(&mut r, None, &vec![(i % 251) as u8; len]);
+        layout::encode_record_into(&mut r, None, &vec![(i % 251) as u8; len]);
         r
     }
 

@@ -307,7 +307,7 @@ pub fn version_key(id: u32, version: u32, key: &[u8]) -> Vec<u8> {
 /// `[lower, upper)` of every key of one version.
 pub fn version_range(id: u32, version: u32) -> (Vec<u8>, Vec<u8>) {
     let lo = version_key(id, version, b"");
-    let hi = crate::keyspace::next_prefix(&lo);
+    let hi = crate::layout::next_prefix(&lo);
     (lo, hi)
 }
 
@@ -315,7 +315,7 @@ pub fn version_range(id: u32, version: u32) -> (Vec<u8>, Vec<u8>) {
 pub fn store_data_range(id: u32) -> (Vec<u8>, Vec<u8>) {
     let mut lo = vec![VERSION_DATA];
     lo.extend_from_slice(&id.to_be_bytes());
-    let hi = crate::keyspace::next_prefix(&lo);
+    let hi = crate::layout::next_prefix(&lo);
     (lo, hi)
 }
 
@@ -332,7 +332,7 @@ pub fn rt_key(id: u32, n: u64) -> Vec<u8> {
 pub fn rt_range(id: u32) -> (Vec<u8>, Vec<u8>) {
     let mut lo = vec![RT_LOG];
     lo.extend_from_slice(&id.to_be_bytes());
-    let hi = crate::keyspace::next_prefix(&lo);
+    let hi = crate::layout::next_prefix(&lo);
     (lo, hi)
 }
 

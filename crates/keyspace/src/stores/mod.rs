@@ -12,9 +12,9 @@
 //! Every catalog change (create, delete, rollback, push begin/commit/abort) holds `admin`, so
 //! at most one is in flight and `read` catches up with `exec` when it completes.
 
-pub mod catalog;
-pub mod maintenance;
-pub mod push;
+pub(crate) mod catalog;
+pub(crate) mod maintenance;
+pub(crate) mod push;
 mod table_writer;
 
 use std::collections::HashMap;
@@ -23,41 +23,87 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 use rialto_engine::{EngineIterator, IterOptions, KvEngine};
+use rialto_io::Clock;
 use rialto_lsm::Db;
-use rialto_txn::{Merger, TxnContext};
+use rialto_txn::Merger;
 
-use catalog::{meta_key, next_id_key, retired_key, rt_number, rt_range, WHOLE_STORE};
+use crate::op::{Op, OpKind, StoreOp};
+use crate::value::Value;
+
+use catalog::{rt_number, rt_range};
 pub use catalog::{Catalog, Pushing, StoreMeta, VersionInfo};
+pub use maintenance::PassReport;
+pub use push::{lower_thread_priority, PushReport};
 
-/// What a store operation can fail with; each has a Redis-style error text.
+/// What a store operation can fail with. The texts are sentences without a protocol code:
+/// the server prefixes Redis's `ERR`, the command-line tools print them as they are.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// No store has that name.
-    #[error("ERR no such store '{0}'")]
+    #[error("no such store '{0}'")]
     NoSuchStore(String),
     /// A store already has that name.
-    #[error("ERR store '{0}' already exists")]
+    #[error("store '{0}' already exists")]
     Exists(String),
-    /// A bad argument.
-    #[error("ERR {0}")]
-    Invalid(String),
-    /// The store already has a push in progress, or none.
-    #[error("ERR {0}")]
-    PushState(String),
+    /// A store name outside `[A-Za-z0-9_.-]{1,128}`.
+    #[error("invalid store name '{0}': 1 to {max} characters of A-Z a-z 0-9 _ - .", max = catalog::MAX_NAME_LEN)]
+    InvalidName(String),
+    /// An empty or too long prefix.
+    #[error("a store prefix is 1 to {} bytes", catalog::MAX_PREFIX_LEN)]
+    InvalidPrefix,
+    /// Keys of the default store start with the prefix (they would be shadowed).
+    #[error("keys starting with the prefix exist in the default store (e.g. '{example}'); delete them first")]
+    PrefixHoldsKeys {
+        /// One of those keys.
+        example: String,
+    },
+    /// The prefix starts another store's, or the other way round.
+    #[error(
+        "prefix overlaps store '{store}' (prefix '{prefix}'): no store prefix may start another"
+    )]
+    PrefixOverlaps {
+        /// The other store.
+        store: String,
+        /// Its prefix.
+        prefix: String,
+    },
+    /// The store has a push in progress (which a delete or another push must wait for).
+    #[error("store '{store}' already has a push in progress (version {version})")]
+    PushInProgress {
+        /// The store.
+        store: String,
+        /// The version being pushed.
+        version: u32,
+    },
+    /// A store cannot be deleted while a push into it runs.
+    #[error("store '{0}' has a push in progress; abort it first")]
+    DeleteWhilePushing(String),
+    /// The store has no push in progress.
+    #[error("store '{0}' has no push")]
+    NoPush(String),
+    /// No push has that id.
+    #[error("no push with id {0}")]
+    NoSuchPush(u64),
+    /// The push is committing: it takes no more records and cannot commit twice.
+    #[error("push {0} is committing")]
+    PushCommitting(u64),
+    /// Every version number of the store was used.
+    #[error("store version numbers exhausted")]
+    VersionsExhausted,
     /// A rollback with no previous version.
-    #[error("ERR store '{0}' has no previous version to roll back to")]
+    #[error("store '{0}' has no previous version to roll back to")]
     NoPrevious(String),
     /// A push's input is wrong (duplicate key, bad record...).
-    #[error("ERR push failed: {0}")]
+    #[error("push failed: {0}")]
     Input(String),
     /// A push loaded too few records to replace the current version (see [`PushGuard`]).
-    #[error("ERR push refused: {0}")]
+    #[error("push refused: {0}")]
     Refused(PushRefusal),
     /// The engine failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Engine(#[from] rialto_engine::Error),
     /// A store record does not decode.
-    #[error("ERR {0}")]
+    #[error("{0}")]
     Corrupt(String),
 }
 
@@ -83,7 +129,7 @@ impl RtNumbers {
         self.0.lock().get(&id).copied().unwrap_or(0)
     }
 
-    fn set(&self, id: u32, next: u64) {
+    pub(crate) fn set(&self, id: u32, next: u64) {
         self.0.lock().insert(id, next);
     }
 }
@@ -212,19 +258,18 @@ pub enum PushPageCache {
 }
 
 impl PushPageCache {
-    /// Parses `auto`, `all`, `none` or a size (`512mb`, as [`crate::config::parse_size`]).
-    pub fn parse(s: &str) -> Result<Self, String> {
+    /// The setting named by a word: `auto`, `all` or `none` (a size is
+    /// [`PushPageCache::Bytes`]).
+    pub fn from_word(s: &str) -> Option<Self> {
         match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(PushPageCache::Auto),
-            "all" => Ok(PushPageCache::All),
-            "none" => Ok(PushPageCache::Bytes(0)),
-            _ => crate::config::parse_size(s)
-                .map(|n| PushPageCache::Bytes(n as u64))
-                .map_err(|_| format!("'{s}' is not auto, all, none or a size (e.g. 4gb)")),
+            "auto" => Some(PushPageCache::Auto),
+            "all" => Some(PushPageCache::All),
+            "none" => Some(PushPageCache::Bytes(0)),
+            _ => None,
         }
     }
 
-    /// The value as `CONFIG GET` shows it (and [`PushPageCache::parse`] reads back).
+    /// The value as `CONFIG GET` shows it (a word, or the size in bytes).
     pub fn config_value(&self) -> String {
         match self {
             PushPageCache::Auto => "auto".into(),
@@ -256,6 +301,7 @@ pub struct Stores {
     pub pushes: push::Pushes,
     next_id: Mutex<u32>,
     opts: StoreOptions,
+    clock: Arc<dyn Clock>,
 }
 
 /// Store records read from the engine.
@@ -265,7 +311,7 @@ struct Loaded {
 }
 
 fn load(db: &Db) -> StoreResult<Loaded> {
-    let hi = crate::keyspace::next_prefix(&[catalog::STORE_META]);
+    let hi = crate::layout::next_prefix(&[catalog::STORE_META]);
     let mut it = db.iter(IterOptions {
         lower: Some(vec![catalog::STORE_META]),
         upper: Some(hi),
@@ -318,7 +364,7 @@ fn rt_next_number(db: &Db, id: u32) -> StoreResult<u64> {
 impl Stores {
     /// Loads the stores of `db`. A push that was running when the server stopped is
     /// abandoned: its version is retired (see [`Stores::recover`]).
-    pub fn open(db: &Db, opts: StoreOptions) -> StoreResult<Stores> {
+    pub fn open(db: &Db, opts: StoreOptions, clock: Arc<dyn Clock>) -> StoreResult<Stores> {
         let loaded = load(db)?;
         let rt = RtNumbers::default();
         for s in &loaded.stores {
@@ -334,6 +380,7 @@ impl Stores {
             pushes: push::Pushes::new(threads, opts.push_nice),
             next_id: Mutex::new(loaded.next_id),
             opts,
+            clock,
         })
     }
 
@@ -347,33 +394,55 @@ impl Stores {
         self.exec.load()
     }
 
-    /// Runs a catalog change as one merger transaction: `f` sees the execution-order catalog,
-    /// stages its writes and returns the new catalog. `read` follows once it is durable.
-    fn change<T: Send + 'static>(
+    /// Unix milliseconds now, by the keyspace's clock.
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.clock.unix_millis() as i64
+    }
+
+    /// The execution-order catalog, owned (for a catalog op that replaces it).
+    pub(crate) fn exec_catalog_full(&self) -> Arc<Catalog> {
+        self.exec.load_full()
+    }
+
+    /// Installs the catalog a catalog op made as the execution-order one.
+    pub(crate) fn install_exec(&self, cat: Arc<Catalog>) {
+        self.exec.store(cat);
+    }
+
+    /// Takes the next store id (inside the catalog op that creates the store).
+    pub(crate) fn take_store_id(&self) -> u32 {
+        let mut n = self.next_id.lock();
+        let id = *n;
+        *n += 1;
+        id
+    }
+
+    /// Runs catalog op `op` as one merger transaction (`apply`); reads of the published
+    /// state route with its catalog once it is durable.
+    fn change(
         self: &Arc<Self>,
         merger: &Merger<Db>,
-        f: impl FnOnce(&Catalog, &mut TxnContext<'_, Db>) -> StoreResult<(Catalog, T)> + Send + 'static,
-    ) -> StoreResult<T> {
+        now_ms: i64,
+        op: StoreOp,
+    ) -> StoreResult<StoreMeta> {
+        match self.apply_op(merger, Op::new(0, now_ms, OpKind::Store(op))) {
+            Ok(Value::Store(m)) => Ok(*m),
+            Ok(other) => Err(StoreError::Corrupt(format!(
+                "a catalog op returned {other:?}"
+            ))),
+            Err(e) => Err(store_error(e)),
+        }
+    }
+
+    /// Applies catalog op `op` and waits until it is durable; then reads see its catalog.
+    pub(crate) fn apply_op(self: &Arc<Self>, merger: &Merger<Db>, op: Op) -> crate::Result<Value> {
         let _admin = self.admin.lock();
         let me = Arc::clone(self);
-        let h = merger.submit(move |tx| {
-            let cat = me.exec.load_full();
-            match f(&cat, tx) {
-                Ok((new, t)) => {
-                    let new = Arc::new(new);
-                    me.exec.store(Arc::clone(&new));
-                    Ok(Ok((new, t)))
-                }
-                Err(e) => {
-                    tx.discard();
-                    Ok(Err(e))
-                }
-            }
-        });
-        let (new, t) = h.wait()??;
-        self.read.store(new);
+        let h = merger.submit(move |tx| Ok(crate::apply::apply(tx, &me, &op)));
+        let v = h.wait()??;
+        self.read.store(self.exec.load_full());
         self.focus_row_cache(merger.engine());
-        Ok(t)
+        Ok(v)
     }
 
     /// Points the engine's row cache at what reads route to (`Db::focus_row_cache`): each
@@ -389,7 +458,7 @@ impl Stores {
             .iter()
             .map(|s| catalog::version_range(s.id, s.current.number))
             .collect();
-        ranges.push((vec![crate::keyspace::DATA], vec![crate::keyspace::DATA + 1]));
+        ranges.push((vec![crate::layout::DATA], vec![crate::layout::DATA + 1]));
         let evicted = db.focus_row_cache(ranges);
         if evicted > 0 {
             tracing::debug!(evicted, "row cache now holds the current versions only");
@@ -426,20 +495,14 @@ impl Stores {
         now_ms: i64,
     ) -> StoreResult<StoreMeta> {
         if !catalog::valid_name(name.as_bytes()) {
-            return Err(StoreError::Invalid(format!(
-                "invalid store name '{name}': 1 to {} characters of A-Z a-z 0-9 _ - .",
-                catalog::MAX_NAME_LEN
-            )));
+            return Err(StoreError::InvalidName(name.to_string()));
         }
         if prefix.is_empty() || prefix.len() > catalog::MAX_PREFIX_LEN {
-            return Err(StoreError::Invalid(format!(
-                "a store prefix is 1 to {} bytes",
-                catalog::MAX_PREFIX_LEN
-            )));
+            return Err(StoreError::InvalidPrefix);
         }
         // Keys already in the default store under the prefix would be shadowed.
-        let lo = crate::keyspace::data_key(0, prefix);
-        let hi = crate::keyspace::next_prefix(&lo);
+        let lo = crate::layout::data_key(0, prefix);
+        let hi = crate::layout::next_prefix(&lo);
         let mut it = db.iter(IterOptions {
             lower: Some(lo),
             upper: Some(hi),
@@ -447,100 +510,56 @@ impl Stores {
         })?;
         it.seek_to_first();
         if it.valid() {
-            return Err(StoreError::Invalid(format!(
-                "keys starting with the prefix exist in the default store (e.g. '{}'); delete them first",
-                String::from_utf8_lossy(&it.key()[2..])
-            )));
+            return Err(StoreError::PrefixHoldsKeys {
+                example: String::from_utf8_lossy(&it.key()[2..]).into_owned(),
+            });
         }
         it.status()?;
         drop(it);
-        let name = name.to_string();
-        let prefix = prefix.to_vec();
-        let me = Arc::clone(self);
-        self.change(merger, move |cat, tx| {
-            if cat.get(&name).is_some() {
-                return Err(StoreError::Exists(name));
-            }
-            if let Some(other) = cat.prefix_conflict(&prefix) {
-                return Err(StoreError::Invalid(format!(
-                    "prefix overlaps store '{}' (prefix '{}'): no store prefix may start another",
-                    other.name,
-                    String::from_utf8_lossy(&other.prefix)
-                )));
-            }
-            let id = {
-                let mut n = me.next_id.lock();
-                let id = *n;
-                *n += 1;
-                tx.put(&next_id_key(), &(id + 1).to_le_bytes());
-                id
-            };
-            let meta = StoreMeta {
-                name: name.clone(),
-                id,
-                prefix,
-                current: VersionInfo {
-                    number: 1,
-                    created_ms: now_ms,
-                    ..VersionInfo::default()
-                },
-                previous: VersionInfo::default(),
-                next_version: 2,
+        self.change(
+            merger,
+            now_ms,
+            StoreOp::Create {
+                name: name.to_string(),
+                prefix: prefix.to_vec().into(),
                 rewind_ms,
-                pushing: None,
-                created_ms: now_ms,
-            };
-            tx.put(&meta_key(&name), &meta.encode());
-            me.rt.set(id, 0);
-            Ok((cat.with(meta.clone()), meta))
-        })
+            },
+        )
     }
 
     /// Deletes store `name`: its keys return to the default store (empty under the prefix),
     /// and its data is removed in the background.
-    pub fn delete(self: &Arc<Self>, merger: &Merger<Db>, name: &str) -> StoreResult<()> {
-        let name = name.to_string();
-        if self
-            .exec
-            .load()
-            .get(&name)
-            .is_some_and(|s| s.pushing.is_some())
-        {
-            return Err(StoreError::PushState(format!(
-                "store '{name}' has a push in progress; abort it first"
-            )));
-        }
-        self.change(merger, move |cat, tx| {
-            let s = cat
-                .get(&name)
-                .ok_or_else(|| StoreError::NoSuchStore(name.clone()))?;
-            if s.pushing.is_some() {
-                return Err(StoreError::PushState(format!(
-                    "store '{name}' has a push in progress; abort it first"
-                )));
-            }
-            tx.delete(&meta_key(&name));
-            tx.put(&retired_key(s.id, WHOLE_STORE), b"");
-            Ok((cat.without(&name), ()))
-        })
+    pub fn delete(
+        self: &Arc<Self>,
+        merger: &Merger<Db>,
+        name: &str,
+        now_ms: i64,
+    ) -> StoreResult<()> {
+        self.change(
+            merger,
+            now_ms,
+            StoreOp::Delete {
+                name: name.to_string(),
+            },
+        )
+        .map(|_| ())
     }
 
     /// Switches store `name` to its previous version; the version left becomes the previous
     /// one, so a second rollback undoes the first.
-    pub fn rollback(self: &Arc<Self>, merger: &Merger<Db>, name: &str) -> StoreResult<StoreMeta> {
-        let name = name.to_string();
-        self.change(merger, move |cat, tx| {
-            let s = cat
-                .get(&name)
-                .ok_or_else(|| StoreError::NoSuchStore(name.clone()))?;
-            if s.previous.number == 0 {
-                return Err(StoreError::NoPrevious(name));
-            }
-            let mut m = (**s).clone();
-            std::mem::swap(&mut m.current, &mut m.previous);
-            tx.put(&meta_key(&name), &m.encode());
-            Ok((cat.with(m.clone()), m))
-        })
+    pub fn rollback(
+        self: &Arc<Self>,
+        merger: &Merger<Db>,
+        name: &str,
+        now_ms: i64,
+    ) -> StoreResult<StoreMeta> {
+        self.change(
+            merger,
+            now_ms,
+            StoreOp::Rollback {
+                name: name.to_string(),
+            },
+        )
     }
 
     /// Records the start of a push into store `name`: a new version number, durable before
@@ -551,30 +570,13 @@ impl Stores {
         name: &str,
         now_ms: i64,
     ) -> StoreResult<StoreMeta> {
-        let name = name.to_string();
-        self.change(merger, move |cat, tx| {
-            let s = cat
-                .get(&name)
-                .ok_or_else(|| StoreError::NoSuchStore(name.clone()))?;
-            if let Some(p) = s.pushing {
-                return Err(StoreError::PushState(format!(
-                    "store '{name}' already has a push in progress (version {})",
-                    p.version
-                )));
-            }
-            let mut m = (**s).clone();
-            m.pushing = Some(Pushing {
-                version: m.next_version,
-                started_ms: now_ms,
-            });
-            m.next_version = m
-                .next_version
-                .checked_add(1)
-                .filter(|&v| v != WHOLE_STORE)
-                .ok_or_else(|| StoreError::Invalid("store version numbers exhausted".into()))?;
-            tx.put(&meta_key(&name), &m.encode());
-            Ok((cat.with(m.clone()), m))
-        })
+        self.change(
+            merger,
+            now_ms,
+            StoreOp::PushBegin {
+                store: name.to_string(),
+            },
+        )
     }
 
     /// Ends store `name`'s push. With `swap` (the new version's info and the real-time log
@@ -587,32 +589,22 @@ impl Stores {
         name: &str,
         swap: Option<(VersionInfo, u64)>,
     ) -> StoreResult<StoreMeta> {
-        let name = name.to_string();
-        let me = Arc::clone(self);
-        self.change(merger, move |cat, tx| {
-            let s = cat
-                .get(&name)
-                .ok_or_else(|| StoreError::NoSuchStore(name.clone()))?;
-            let p = s
-                .pushing
-                .ok_or_else(|| StoreError::PushState(format!("store '{name}' has no push")))?;
-            let mut m = (**s).clone();
-            m.pushing = None;
-            match swap {
-                Some((info, from)) => {
-                    debug_assert_eq!(info.number, p.version);
-                    let until = me.rt.peek(m.id);
-                    push::replay(tx, &m, p, from, until)?;
-                    if m.previous.number != 0 {
-                        tx.put(&retired_key(m.id, m.previous.number), b"");
-                    }
-                    m.previous = m.current;
-                    m.current = info;
-                }
-                None => tx.put(&retired_key(m.id, p.version), b""),
-            }
-            tx.put(&meta_key(&name), &m.encode());
-            Ok((cat.with(m.clone()), m))
-        })
+        self.change(
+            merger,
+            self.now_ms(),
+            StoreOp::PushEnd {
+                store: name.to_string(),
+                swap,
+            },
+        )
+    }
+}
+
+/// A keyspace error raised inside a catalog op, as a store error.
+fn store_error(e: crate::Error) -> StoreError {
+    match e {
+        crate::Error::Store(s) => s,
+        crate::Error::Engine(e) => StoreError::Engine(e),
+        other => StoreError::Corrupt(other.to_string()),
     }
 }

@@ -33,8 +33,8 @@ use rialto_txn::{Merger, TxnContext};
 use super::catalog::{rt_key, rt_number, rt_range, version_key, RtEntry};
 use super::table_writer;
 use super::{PushGuard, Pushing, StoreError, StoreMeta, StoreResult, Stores, VersionInfo};
-use crate::keyspace;
-use crate::store::ChunkedWriter;
+use crate::chunked::ChunkedWriter;
+use crate::layout;
 
 /// Real-time log entries per replay transaction before the swap.
 const REPLAY_CHUNK: usize = 1000;
@@ -148,7 +148,7 @@ impl Pushes {
             .lock()
             .get(&id)
             .map(|e| Arc::clone(&e.session))
-            .ok_or_else(|| StoreError::PushState(format!("no push with id {id}")))
+            .ok_or(StoreError::NoSuchPush(id))
     }
 }
 
@@ -157,7 +157,7 @@ type Job = Box<dyn FnOnce() + Send>;
 /// Gives the calling thread CPU priority `p` (`rialto_io::set_thread_priority`); the sort's
 /// spill and helper threads and the table writer of a push inherit it. Best effort: a
 /// failure is logged.
-pub(crate) fn lower_thread_priority(p: ThreadPriority) {
+pub fn lower_thread_priority(p: ThreadPriority) {
     if let Err(e) = rialto_io::set_thread_priority(p) {
         match p {
             ThreadPriority::Idle => {
@@ -258,7 +258,7 @@ impl Stores {
         let meta = self.begin_push(merger, name, now_ms)?;
         let pushing = meta
             .pushing
-            .ok_or_else(|| StoreError::PushState("push not recorded".into()))?;
+            .ok_or_else(|| StoreError::Corrupt("the push was not recorded".into()))?;
         let id = self.pushes.next_id.fetch_add(1, Ordering::Relaxed);
         let tmp: PathBuf = self.opts.push_tmp_dir.join(format!("push-{id}"));
         let sorter = Sorter::new(
@@ -267,8 +267,8 @@ impl Stores {
                 memory_limit: self.opts.push_memory_limit,
                 tmp_dir: tmp,
                 duplicates,
-                max_key_len: keyspace::MAX_USER_KEY_LEN.saturating_sub(meta.prefix.len()),
-                max_value_len: keyspace::MAX_USER_VALUE_LEN,
+                max_key_len: layout::MAX_USER_KEY_LEN.saturating_sub(meta.prefix.len()),
+                max_value_len: layout::MAX_USER_VALUE_LEN,
             },
         );
         let sorter = match sorter {
@@ -327,10 +327,7 @@ impl Stores {
         let mut refused = false;
         let r = {
             let mut s = s.lock();
-            let sorter = s
-                .sorter
-                .as_mut()
-                .ok_or_else(|| StoreError::PushState(format!("push {id} is committing")))?;
+            let sorter = s.sorter.as_mut().ok_or(StoreError::PushCommitting(id))?;
             fill(&mut |k: &[u8], v: &[u8]| {
                 sorter.add(k, v).map_err(|e| {
                     refused = true;
@@ -351,7 +348,7 @@ impl Stores {
             .sessions
             .lock()
             .remove(&id)
-            .ok_or_else(|| StoreError::PushState(format!("no push with id {id}")))?;
+            .ok_or(StoreError::NoSuchPush(id))?;
         // Waits for a commit in progress; then the push has ended and `end_push` says so.
         e.session.lock().sorter = None;
         let store = e.store;
@@ -405,7 +402,7 @@ impl Stores {
         let s = self.pushes.session(id)?;
         let mut s = s.lock();
         let Some(sorter) = s.sorter.take() else {
-            return Err(StoreError::PushState(format!("push {id} is committing")));
+            return Err(StoreError::PushCommitting(id));
         };
         let r = self.commit_inner(db, merger, &s, sorter, now_ms);
         drop(s);
@@ -569,7 +566,7 @@ fn replay_published(
 
 /// Inside the swap transaction: replays entries `from..until` (published or not) within
 /// the rewind window onto the pushed version.
-pub(super) fn replay(
+pub(crate) fn replay(
     tx: &mut TxnContext<'_, Db>,
     m: &StoreMeta,
     p: Pushing,

@@ -1,0 +1,167 @@
+//! Catalog changes: create, delete and roll back stores, begin and end pushes. Each one reads
+//! the catalog in execution order, stages its records and installs the new catalog as the
+//! execution-order one (reads see it once the transaction is durable, see `stores`).
+
+use std::sync::Arc;
+
+use rialto_lsm::Db;
+use rialto_txn::TxnContext;
+
+use crate::error::Result;
+use crate::op::StoreOp;
+use crate::stores::catalog::{meta_key, next_id_key, retired_key, WHOLE_STORE};
+use crate::stores::{push, Catalog, Pushing, StoreError, StoreMeta, Stores, VersionInfo};
+use crate::value::Value;
+
+pub(super) fn apply(
+    tx: &mut TxnContext<'_, Db>,
+    stores: &Stores,
+    now_ms: i64,
+    op: &StoreOp,
+) -> Result<Value> {
+    let cat = stores.exec_catalog_full();
+    let (new, meta) = match op {
+        StoreOp::Create {
+            name,
+            prefix,
+            rewind_ms,
+        } => create(tx, stores, &cat, now_ms, name, prefix, *rewind_ms)?,
+        StoreOp::Delete { name } => delete(tx, &cat, name)?,
+        StoreOp::Rollback { name } => rollback(tx, &cat, name)?,
+        StoreOp::PushBegin { store } => push_begin(tx, &cat, now_ms, store)?,
+        StoreOp::PushEnd { store, swap } => push_end(tx, stores, &cat, store, *swap)?,
+    };
+    stores.install_exec(Arc::new(new));
+    Ok(Value::Store(Box::new(meta)))
+}
+
+fn find<'c>(cat: &'c Catalog, name: &str) -> Result<&'c Arc<StoreMeta>, StoreError> {
+    cat.get(name)
+        .ok_or_else(|| StoreError::NoSuchStore(name.to_string()))
+}
+
+fn create(
+    tx: &mut TxnContext<'_, Db>,
+    stores: &Stores,
+    cat: &Catalog,
+    now_ms: i64,
+    name: &str,
+    prefix: &[u8],
+    rewind_ms: u64,
+) -> Result<(Catalog, StoreMeta)> {
+    if cat.get(name).is_some() {
+        return Err(StoreError::Exists(name.to_string()).into());
+    }
+    if let Some(other) = cat.prefix_conflict(prefix) {
+        return Err(StoreError::PrefixOverlaps {
+            store: other.name.clone(),
+            prefix: String::from_utf8_lossy(&other.prefix).into_owned(),
+        }
+        .into());
+    }
+    let id = stores.take_store_id();
+    tx.put(&next_id_key(), &(id + 1).to_le_bytes());
+    let meta = StoreMeta {
+        name: name.to_string(),
+        id,
+        prefix: prefix.to_vec(),
+        current: VersionInfo {
+            number: 1,
+            created_ms: now_ms,
+            ..VersionInfo::default()
+        },
+        previous: VersionInfo::default(),
+        next_version: 2,
+        rewind_ms,
+        pushing: None,
+        created_ms: now_ms,
+    };
+    tx.put(&meta_key(name), &meta.encode());
+    stores.rt.set(id, 0);
+    Ok((cat.with(meta.clone()), meta))
+}
+
+fn delete(tx: &mut TxnContext<'_, Db>, cat: &Catalog, name: &str) -> Result<(Catalog, StoreMeta)> {
+    let s = find(cat, name)?;
+    if s.pushing.is_some() {
+        return Err(StoreError::DeleteWhilePushing(name.to_string()).into());
+    }
+    tx.delete(&meta_key(name));
+    tx.put(&retired_key(s.id, WHOLE_STORE), b"");
+    Ok((cat.without(name), (**s).clone()))
+}
+
+fn rollback(
+    tx: &mut TxnContext<'_, Db>,
+    cat: &Catalog,
+    name: &str,
+) -> Result<(Catalog, StoreMeta)> {
+    let s = find(cat, name)?;
+    if s.previous.number == 0 {
+        return Err(StoreError::NoPrevious(name.to_string()).into());
+    }
+    let mut m = (**s).clone();
+    std::mem::swap(&mut m.current, &mut m.previous);
+    tx.put(&meta_key(name), &m.encode());
+    Ok((cat.with(m.clone()), m))
+}
+
+fn push_begin(
+    tx: &mut TxnContext<'_, Db>,
+    cat: &Catalog,
+    now_ms: i64,
+    name: &str,
+) -> Result<(Catalog, StoreMeta)> {
+    let s = find(cat, name)?;
+    if let Some(p) = s.pushing {
+        return Err(StoreError::PushInProgress {
+            store: name.to_string(),
+            version: p.version,
+        }
+        .into());
+    }
+    let mut m = (**s).clone();
+    m.pushing = Some(Pushing {
+        version: m.next_version,
+        started_ms: now_ms,
+    });
+    m.next_version = m
+        .next_version
+        .checked_add(1)
+        .filter(|&v| v != WHOLE_STORE)
+        .ok_or(StoreError::VersionsExhausted)?;
+    tx.put(&meta_key(name), &m.encode());
+    Ok((cat.with(m.clone()), m))
+}
+
+fn push_end(
+    tx: &mut TxnContext<'_, Db>,
+    stores: &Stores,
+    cat: &Catalog,
+    name: &str,
+    swap: Option<(VersionInfo, u64)>,
+) -> Result<(Catalog, StoreMeta)> {
+    let s = find(cat, name)?;
+    let p = s
+        .pushing
+        .ok_or_else(|| StoreError::NoPush(name.to_string()))?;
+    let mut m = (**s).clone();
+    m.pushing = None;
+    match swap {
+        Some((info, from)) => {
+            let until = stores.rt.peek(m.id);
+            push::replay(tx, &m, p, from, until)?;
+            if m.previous.number != 0 {
+                tx.put(&retired_key(m.id, m.previous.number), b"");
+            }
+            m.previous = m.current;
+            m.current = VersionInfo {
+                number: p.version,
+                ..info
+            };
+        }
+        None => tx.put(&retired_key(m.id, p.version), b""),
+    }
+    tx.put(&meta_key(name), &m.encode());
+    Ok((cat.with(m.clone()), m))
+}

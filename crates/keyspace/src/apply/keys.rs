@@ -1,0 +1,102 @@
+//! Writes on keys whatever their value: deletion, expiry, renaming, the expiry pass.
+
+use bytes::Bytes;
+
+use super::W;
+use crate::error::{Error, Result};
+use crate::keys::{check_key, Keys, RawWrite};
+use crate::op::ExpireCond;
+use crate::value::Value;
+
+pub(super) fn del(k: &mut W<'_, '_, '_>, keys: &[Bytes]) -> Result<Value> {
+    let mut n = 0;
+    for key in keys {
+        n += i64::from(k.remove(key)?);
+    }
+    Ok(Value::Int(n))
+}
+
+pub(super) fn expire(
+    k: &mut W<'_, '_, '_>,
+    key: &[u8],
+    at: i64,
+    cond: ExpireCond,
+) -> Result<Value> {
+    let Some(rec) = k.get(key)? else {
+        return Ok(Value::Int(0));
+    };
+    let cur = rec.expire_at_ms;
+    let refused = (cond.nx && cur.is_some())
+        || (cond.xx && cur.is_none())
+        // No expiry counts as infinite: GT never beats it, LT always does.
+        || (cond.gt && cur.is_none_or(|c| at <= c))
+        || (cond.lt && cur.is_some_and(|c| at >= c));
+    if refused {
+        return Ok(Value::Int(0));
+    }
+    if at <= k.now_ms {
+        k.remove(key)?;
+    } else {
+        k.replace(key, Some(&rec), &rec.value, Some(at));
+    }
+    Ok(Value::Int(1))
+}
+
+pub(super) fn persist(k: &mut W<'_, '_, '_>, key: &[u8]) -> Result<Value> {
+    let Some(rec) = k.get(key)? else {
+        return Ok(Value::Int(0));
+    };
+    if rec.expire_at_ms.is_none() {
+        return Ok(Value::Int(0));
+    }
+    k.replace(key, Some(&rec), &rec.value, None);
+    Ok(Value::Int(1))
+}
+
+pub(super) fn rename(k: &mut W<'_, '_, '_>, src: &[u8], dst: &[u8], nx: bool) -> Result<Value> {
+    let done = |moved: bool| {
+        if nx {
+            Value::Int(i64::from(moved))
+        } else {
+            Value::Ok
+        }
+    };
+    let Some(rec) = k.get(src)? else {
+        return Err(Error::NoSuchKey);
+    };
+    check_key(dst)?;
+    if src == dst {
+        return Ok(if nx { Value::Int(0) } else { Value::Ok });
+    }
+    let old_dst = k.get(dst)?;
+    if nx && old_dst.is_some() {
+        return Ok(done(false));
+    }
+    k.remove(src)?;
+    k.replace(dst, old_dst.as_ref(), &rec.value, rec.expire_at_ms);
+    Ok(done(true))
+}
+
+/// Deletes each key whose record still carries the entry's exact time and has expired (a
+/// newer SET, PERSIST or EXPIRE made the entry stale), and removes every entry.
+pub(super) fn expire_due(k: &mut W<'_, '_, '_>, entries: &[(u8, i64, Bytes)]) -> Result<Value> {
+    let mut deleted = 0i64;
+    for (db, at, key) in entries {
+        let mut keys = Keys {
+            io: &mut *k.io,
+            db: *db,
+            now_ms: k.now_ms,
+            stores: k.stores,
+            rt: k.rt,
+        };
+        // A record that does not decode is left alone (reading it reports the damage).
+        let live = keys.get_including_expired(key).ok().flatten();
+        if live.is_some_and(|r| r.expire_at_ms == Some(*at) && r.expired(keys.now_ms)) {
+            keys.delete(key);
+            deleted += 1;
+        }
+        keys.io
+            .delete_raw(&crate::layout::expiry_key(*db, *at, key));
+    }
+    Ok(Value::Int(deleted))
+}

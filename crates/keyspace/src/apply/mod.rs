@@ -1,0 +1,67 @@
+//! `apply`: an [`Op`] applied to the database inside one merger transaction.
+//!
+//! Determinism: the result depends on the database's state and the op only. Time is the op's
+//! `now_ms`; nothing reads a clock or a random source; the in-memory state consulted (the
+//! store catalog in execution order, the real-time log counters, the next store id) is a
+//! function of the database's contents and the ops applied since it was loaded. An op that
+//! fails writes nothing, even if it staged writes first.
+
+mod catalog;
+mod keys;
+mod strings;
+
+use rialto_lsm::Db;
+use rialto_txn::TxnContext;
+
+use crate::error::Result;
+use crate::keys::{Keys, Txn};
+use crate::op::{Op, OpKind};
+use crate::stores::Stores;
+use crate::value::Value;
+
+/// The view data ops work through.
+type W<'a, 'b, 'c> = Keys<'a, Txn<'b, 'c, Db>>;
+
+/// Applies `op` in transaction `tx`, whose execution order is the merger's.
+pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Result<Value> {
+    let r = match &op.kind {
+        OpKind::Store(s) => catalog::apply(tx, stores, op.now_ms, s),
+        kind => {
+            let catalog = stores.exec_catalog();
+            let mut io = Txn(&mut *tx);
+            let mut k = Keys {
+                io: &mut io,
+                db: op.db,
+                now_ms: op.now_ms,
+                stores: &catalog,
+                rt: Some(&stores.rt),
+            };
+            data(&mut k, kind)
+        }
+    };
+    if r.is_err() {
+        tx.discard();
+    }
+    r
+}
+
+fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
+    match kind {
+        OpKind::Set(s) => strings::set(k, s),
+        OpKind::SetNx { key, value } => strings::setnx(k, key, value),
+        OpKind::MSet { pairs } => strings::mset(k, pairs),
+        OpKind::MSetNx { pairs } => strings::msetnx(k, pairs),
+        OpKind::GetDel { key } => strings::getdel(k, key),
+        OpKind::GetEx { key, ttl } => strings::getex(k, key, *ttl),
+        OpKind::Append { key, value } => strings::append(k, key, value),
+        OpKind::SetRange { key, offset, patch } => strings::setrange(k, key, *offset, patch),
+        OpKind::IncrBy { key, delta } => strings::incrby(k, key, *delta),
+        OpKind::IncrByFloat { key, incr } => strings::incrbyfloat(k, key, incr),
+        OpKind::Del { keys } => keys::del(k, keys),
+        OpKind::Expire { key, at_ms, cond } => keys::expire(k, key, *at_ms, *cond),
+        OpKind::Persist { key } => keys::persist(k, key),
+        OpKind::Rename { src, dst, nx } => keys::rename(k, src, dst, *nx),
+        OpKind::ExpireDue { entries } => keys::expire_due(k, entries),
+        OpKind::Store(_) => Err(crate::error::Error::BadOp("a catalog op among data ops")),
+    }
+}

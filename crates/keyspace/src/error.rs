@@ -1,0 +1,62 @@
+//! What keyspace operations fail with. No wire text here: the server turns each variant into
+//! Redis's error reply, the command-line tools into one readable line.
+
+use crate::layout::CorruptRecord;
+use crate::stores::StoreError;
+
+/// Why a command's read or write failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A stored value is not an integer (or an argument is out of range).
+    #[error("value is not an integer or out of range")]
+    NotInteger,
+    /// A stored value or an increment is not a float.
+    #[error("value is not a valid float")]
+    NotFloat,
+    /// An integer increment would overflow.
+    #[error("increment or decrement would overflow")]
+    Overflow,
+    /// A float increment would produce NaN or an infinity.
+    #[error("increment would produce NaN or Infinity")]
+    NanOrInfinity,
+    /// A float result too long to format.
+    #[error("value is too long to format")]
+    FloatTooLong,
+    /// A key longer than [`crate::MAX_USER_KEY_LEN`].
+    #[error("key is {len} bytes, longer than the limit of {max} bytes")]
+    KeyTooLong {
+        /// The key's length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A value (or the result of APPEND, SETRANGE) longer than [`crate::MAX_USER_VALUE_LEN`].
+    #[error("string exceeds the maximum allowed size")]
+    ValueTooLong,
+    /// The key a command needs does not exist (RENAME).
+    #[error("no such key")]
+    NoSuchKey,
+    /// An expiry time given to `command` is out of range (checked only once the key exists,
+    /// as Redis does for GETEX).
+    #[error("invalid expire time in '{command}' command")]
+    InvalidExpire {
+        /// The command, lowercase.
+        command: &'static str,
+    },
+    /// A stored record does not decode: the database holds something this version did not
+    /// write. Never returned as a value.
+    #[error(transparent)]
+    Corrupt(#[from] CorruptRecord),
+    /// A store operation failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The engine failed (I/O, read-only after a failed sync, closed).
+    #[error(transparent)]
+    Engine(#[from] rialto_engine::Error),
+    /// An operation's bytes do not decode (see [`crate::Op::decode`]).
+    #[error("operation does not decode: {0}")]
+    BadOp(&'static str),
+}
+
+/// Result of keyspace operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

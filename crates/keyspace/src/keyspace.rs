@@ -1,0 +1,454 @@
+//! [`Keyspace`]: the database as the server and the command-line tools see it — the engine,
+//! the transaction merger, the stores and their pushes, behind one owner.
+//!
+//! Threads: a `Keyspace` is shared (`&self` everywhere). Reads of the published state run on
+//! the caller's thread; writes are [`Op`]s applied in the merger's execution order
+//! ([`Keyspace::enqueue`]); catalog changes and pushes run on the calling thread and wait for
+//! durability, so callers run them off latency-sensitive threads (the server uses the
+//! ingestion pool or a blocking task).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use rialto_engine::{EngineIterator, EngineStats, IoStats, IterOptions, KvEngine, PipelinedCommit};
+use rialto_io::{Clock, FsRef};
+use rialto_lsm::triad::TriadStats;
+use rialto_lsm::Db;
+use rialto_txn::{CommitHandle, Merger, MergerOptions, MergerStats};
+
+use crate::error::Result;
+use crate::keys::{read_key, Keys, Published, Reader, Txn};
+use crate::layout::{self, Record, DATA, EXPIRY};
+use crate::op::{Op, OpKind};
+use crate::stores::{
+    catalog, Catalog, PushGuard, PushReport, StoreError, StoreMeta, StoreOptions, StoreResult,
+    Stores,
+};
+use crate::value::Value;
+use rialto_sort::DuplicatePolicy;
+
+/// How to open a keyspace.
+#[derive(Clone)]
+pub struct KeyspaceOptions {
+    /// The engine's options; its `fs` and `clock` are the keyspace's. The partitioner is set
+    /// by [`Keyspace::open`] (every store version in tables of its own).
+    pub engine: rialto_lsm::Options,
+    /// The merger's options (durability, group sizes, polling).
+    pub merger: MergerOptions,
+    /// Stores and pushes.
+    pub stores: StoreOptions,
+}
+
+/// Why a keyspace could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The engine could not open the directory (damage, lock, I/O).
+    #[error(transparent)]
+    Engine(#[from] rialto_engine::Error),
+    /// The store records could not be loaded, or an interrupted push not retired.
+    #[error("stores: {0}")]
+    Stores(#[from] StoreError),
+}
+
+/// The keyspace: see the module docs.
+pub struct Keyspace {
+    db: Arc<Db>,
+    merger: Merger<Db>,
+    stores: Arc<Stores>,
+    fs: FsRef,
+    clock: Arc<dyn Clock>,
+}
+
+impl Keyspace {
+    /// Opens the database in `dir` (created if missing), starts the merger, loads the stores,
+    /// empties the push spill directory and retires a push a stop interrupted.
+    pub fn open(dir: &Path, mut opts: KeyspaceOptions) -> std::result::Result<Keyspace, OpenError> {
+        let fs = Arc::clone(&opts.engine.fs);
+        let clock = Arc::clone(&opts.engine.clock);
+        opts.engine.partitioner = Some(Arc::new(catalog::partition_len));
+        let db = Arc::new(Db::open(dir, opts.engine)?);
+        let merger = Merger::start(Arc::clone(&db), opts.merger, Arc::clone(&clock))?;
+        empty_spill_dir(&*fs, &opts.stores.push_tmp_dir);
+        let stores = Arc::new(Stores::open(&db, opts.stores, Arc::clone(&clock))?);
+        stores.recover(&merger)?;
+        Ok(Keyspace {
+            db,
+            merger,
+            stores,
+            fs,
+            clock,
+        })
+    }
+
+    /// Unix milliseconds now, by the keyspace's clock.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.unix_millis() as i64
+    }
+
+    /// The keyspace's clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The file system the database is on.
+    pub fn fs(&self) -> &FsRef {
+        &self.fs
+    }
+
+    /// Runs `f` on the keys of database `db` as the published state holds them: every
+    /// acknowledged write, judged at `now_ms`.
+    pub fn read<T>(&self, db: u8, now_ms: i64, f: impl FnOnce(&mut Reader<'_>) -> T) -> T {
+        let mut io = Published(&self.db);
+        let catalog = self.stores.read_catalog();
+        let mut k: Reader<'_> = Keys {
+            io: &mut io,
+            db,
+            now_ms,
+            stores: &catalog,
+            rt: None,
+        };
+        f(&mut k)
+    }
+
+    /// Runs `f` on the keys of database `db` in the merger's execution order: behind every
+    /// write enqueued before it (seeing them), judged at the instant it runs.
+    pub fn read_in_order<T, F>(&self, db: u8, f: F) -> CommitHandle<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Reader<'_>) -> T + Send + 'static,
+    {
+        let clock = Arc::clone(&self.clock);
+        let stores = Arc::clone(&self.stores);
+        self.merger.enqueue(move |tx| {
+            let mut io = Txn(tx);
+            let catalog = stores.exec_catalog();
+            let mut k: Reader<'_> = Keys {
+                io: &mut io,
+                db,
+                now_ms: clock.unix_millis() as i64,
+                stores: &catalog,
+                rt: None,
+            };
+            Ok(f(&mut k))
+        })
+    }
+
+    /// Applies `op` in the merger's execution order; `done` gets its result and the time the
+    /// apply took, inside the transaction (keep it short), and its value is what the handle
+    /// yields once the write is durable. A failed op writes nothing.
+    pub fn enqueue<T, F>(&self, op: Op, done: F) -> CommitHandle<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Result<Value>, Duration) -> T + Send + 'static,
+    {
+        let stores = Arc::clone(&self.stores);
+        self.merger.enqueue(move |tx| {
+            let start = Instant::now();
+            let r = crate::apply::apply(tx, &stores, &op);
+            Ok(done(r, start.elapsed()))
+        })
+    }
+
+    /// Applies `op` and waits until it is durable. A catalog op runs alone (after every
+    /// op enqueued before it), and reads see its catalog once this returns.
+    pub fn execute(&self, op: Op) -> Result<Value> {
+        if let OpKind::Store(_) = op.kind {
+            return self.stores.apply_op(&self.merger, op);
+        }
+        let stores = Arc::clone(&self.stores);
+        self.merger
+            .submit_and_wait(move |tx| Ok(crate::apply::apply(tx, &stores, &op)))?
+    }
+
+    /// Executes what is queued on the calling thread when the merger runs groups inline (see
+    /// `MergerOptions::inline_execution`).
+    pub fn run_queued(&self) {
+        self.merger.run_queued();
+    }
+
+    /// A hint that these user keys of database `db` are read next (a pipeline of GETs): their
+    /// row-cache lines are fetched together, so the misses overlap.
+    pub fn prefetch<'k>(&self, db: u8, keys: impl IntoIterator<Item = &'k [u8]>) {
+        let catalog = self.stores.read_catalog();
+        let engine_keys: Vec<Vec<u8>> = keys
+            .into_iter()
+            .take(rialto_lsm::row_cache::PREFETCH_MAX)
+            .map(|k| read_key(&catalog, db, k))
+            .collect();
+        let refs: Vec<&[u8]> = engine_keys.iter().map(|k| &k[..]).collect();
+        self.db.prefetch(&refs);
+    }
+
+    /// Visits the live keys of database `db` in key order from the user key `from`
+    /// (inclusive), as the published state holds them at `now_ms`; in database 0 a store's
+    /// keys come from its current version, in their place in the order. `visit` returns
+    /// `false` to stop; then the user key a later walk resumes at is returned (`None`: the
+    /// walk reached the end).
+    pub fn walk_keys(
+        &self,
+        db: u8,
+        from: Option<&[u8]>,
+        now_ms: i64,
+        visit: impl FnMut(&[u8], &Record) -> bool,
+    ) -> Result<Option<Vec<u8>>> {
+        crate::walk::walk_keys(
+            &self.db,
+            &self.stores.read_catalog(),
+            db,
+            from,
+            now_ms,
+            visit,
+        )
+    }
+
+    /// Deletes every key of database `db`, or of every database (`None`), in transactions of
+    /// [`crate::chunked::DELETE_CHUNK`] deletions; returns once the last is durable. A write
+    /// in flight may land before or after it, as the journal orders them.
+    pub fn flush(&self, db: Option<u8>) -> Result<()> {
+        let mut ranges = match db {
+            Some(d) => vec![layout::data_range(d), layout::expiry_range(d)],
+            None => vec![(vec![DATA], vec![EXPIRY + 1])],
+        };
+        if db.is_none_or(|d| d == 0) {
+            // Stores' keys are in database 0: empty every live version (a version being
+            // pushed is not reached: it replaces what it replaces).
+            for s in self.stores.exec_catalog().iter() {
+                ranges.extend(s.live_versions().map(|v| catalog::version_range(s.id, v)));
+            }
+        }
+        for (lo, hi) in ranges {
+            crate::chunked::delete_range(&self.db, &self.merger, &lo, &hi, |_| true)?;
+        }
+        Ok(())
+    }
+
+    /// One pass of active expiry over database `db`: up to `batch` due entries of the expiry
+    /// index ([`Keyspace::due_expiries`]) go into one [`OpKind::ExpireDue`], which deletes each
+    /// key whose record still expires at that time, with the entries. Returns how many keys it
+    /// deleted.
+    pub fn expire_pass(&self, db: u8, batch: usize) -> Result<u64> {
+        let now = self.now_ms();
+        let entries = self.due_expiries(db, now, batch)?;
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        match self.execute(Op::new(db, now, OpKind::ExpireDue { entries }))? {
+            Value::Int(n) => Ok(n.max(0) as u64),
+            _ => Ok(0),
+        }
+    }
+
+    /// Up to `batch` entries of database `db`'s expiry index that are due at `now_ms`
+    /// (expired: `at < now_ms`, a key lives through its own millisecond), in time order, as
+    /// the published state holds them: database, time, key.
+    pub fn due_expiries(&self, db: u8, now_ms: i64, batch: usize) -> Result<Vec<(u8, i64, Bytes)>> {
+        let (lo, hi) = layout::expiry_due_range(db, now_ms - 1);
+        let mut it = self.db.iter(IterOptions {
+            lower: Some(lo),
+            upper: Some(hi),
+            snapshot: None,
+        })?;
+        it.seek_to_first();
+        let mut entries = Vec::new();
+        while it.valid() && entries.len() < batch {
+            if let Some((d, at, key)) = layout::parse_expiry_key(it.key()) {
+                entries.push((d, at, Bytes::copy_from_slice(key)));
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(entries)
+    }
+
+    /// One pass of store upkeep: retired versions removed, real-time logs pruned.
+    pub fn maintenance_pass(&self) -> std::result::Result<crate::stores::PassReport, StoreError> {
+        crate::stores::maintenance::run_once(&self.stores, &self.db, &self.merger, self.now_ms())
+    }
+
+    /// A digest of the whole database's contents (every engine key and value, in order):
+    /// equal digests mean equal contents. For checking that replicas agree.
+    pub fn digest(&self) -> Result<u64> {
+        let mut it = self.db.iter(IterOptions::default())?;
+        it.seek_to_first();
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        while it.valid() {
+            h.update(&(it.key().len() as u64).to_le_bytes());
+            h.update(it.key());
+            h.update(&(it.value().len() as u64).to_le_bytes());
+            h.update(it.value());
+            it.next();
+        }
+        it.status()?;
+        Ok(h.digest())
+    }
+
+    /// The engine's counters.
+    pub fn engine_stats(&self) -> EngineStats {
+        self.db.stats()
+    }
+
+    /// TRIAD's counters.
+    pub fn triad_stats(&self) -> TriadStats {
+        self.db.triad_stats()
+    }
+
+    /// The engine's I/O timeline and totals (journal writes and syncs, flushes, compactions).
+    pub fn io_stats(&self) -> IoStats {
+        self.db.io_stats()
+    }
+
+    /// Why the engine refuses writes, if it does.
+    pub fn read_only_reason(&self) -> Option<String> {
+        self.db.read_only_reason()
+    }
+
+    /// The merger's counters.
+    pub fn merger_stats(&self) -> MergerStats {
+        self.merger.stats()
+    }
+
+    /// The store catalog reads of the published state route with.
+    pub fn catalog(&self) -> arc_swap::Guard<Arc<Catalog>> {
+        self.stores.read_catalog()
+    }
+
+    /// Creates store `name` owning keys that start with `prefix` (its version 1 is empty);
+    /// waits until the change is durable.
+    pub fn create_store(
+        &self,
+        name: &str,
+        prefix: &[u8],
+        rewind_ms: u64,
+    ) -> StoreResult<StoreMeta> {
+        let now = self.now_ms();
+        self.stores
+            .create(&self.db, &self.merger, name, prefix, rewind_ms, now)
+    }
+
+    /// Deletes store `name`: its keys return to the default store (empty under the prefix),
+    /// its data is removed in the background.
+    pub fn delete_store(&self, name: &str) -> StoreResult<()> {
+        self.stores.delete(&self.merger, name, self.now_ms())
+    }
+
+    /// Switches store `name` to its previous version.
+    pub fn rollback_store(&self, name: &str) -> StoreResult<StoreMeta> {
+        self.stores.rollback(&self.merger, name, self.now_ms())
+    }
+
+    /// Begins a push into store `name` (owned by connection `owner`, if any); returns its id.
+    /// `guard` (default: the store options') says what it must load to be swapped in.
+    pub fn push_begin(
+        &self,
+        name: &str,
+        duplicates: DuplicatePolicy,
+        guard: Option<PushGuard>,
+        owner: Option<u64>,
+    ) -> StoreResult<u64> {
+        self.stores.push_begin(
+            &self.merger,
+            Arc::clone(&self.fs),
+            name,
+            duplicates,
+            guard,
+            owner,
+            self.now_ms(),
+        )
+    }
+
+    /// Adds records (keys relative to the store's prefix) to push `id`; a bad record aborts it.
+    pub fn push_add<'a>(
+        &self,
+        id: u64,
+        records: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    ) -> StoreResult<u64> {
+        self.stores.push_add(&self.merger, id, records)
+    }
+
+    /// Adds to push `id` the records `fill` passes to `add`, under one hold of the push's lock
+    /// (a reader hands each record straight to the sort buffer). When `add` refuses a record,
+    /// the push is aborted, and `fill` should return that error.
+    pub fn push_add_with<T, E: From<StoreError>>(
+        &self,
+        id: u64,
+        fill: impl FnOnce(&mut dyn FnMut(&[u8], &[u8]) -> StoreResult<()>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        self.stores.push_add_with(&self.merger, id, fill)
+    }
+
+    /// Sorts, writes and links push `id`'s data, replays the streamed writes and swaps the new
+    /// version in (on the calling thread). On failure the current version stays.
+    pub fn push_commit(&self, id: u64) -> StoreResult<PushReport> {
+        let clock = Arc::clone(&self.clock);
+        self.stores
+            .push_commit(&self.db, &self.merger, id, move || {
+                clock.unix_millis() as i64
+            })
+    }
+
+    /// Aborts push `id`: its files are removed and the store keeps its current version.
+    pub fn push_abort(&self, id: u64) -> StoreResult<()> {
+        self.stores.push_abort(&self.merger, id)
+    }
+
+    /// Pushes in progress: id and store.
+    pub fn pushes(&self) -> Vec<(u64, String)> {
+        self.stores.pushes.list()
+    }
+
+    /// Whether connection `client` owns a push in progress.
+    pub fn owns_push(&self, client: u64) -> bool {
+        self.stores.pushes.owned_by(client)
+    }
+
+    /// Aborts every push begun by connection `client` (it closed without committing).
+    pub fn abort_pushes_of(&self, client: u64) {
+        self.stores.abort_owned_by(&self.merger, client);
+    }
+
+    /// Runs `job` on the ingestion pool (where pushes sort and write, at their CPU priority);
+    /// its result arrives on the returned channel.
+    pub fn run_on_ingestion_pool<T: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> T + Send + 'static,
+    ) -> tokio::sync::oneshot::Receiver<T> {
+        self.stores.pushes.run(job)
+    }
+
+    /// Stops: waits for the ingestion pool's jobs, aborts idle pushes, commits and syncs
+    /// everything queued, then flushes the memtable so a restart replays nothing (a failed
+    /// flush is only logged: the synced journal holds every write).
+    pub fn close(&self) -> Result<()> {
+        self.stores.pushes.wait_idle();
+        self.stores.abort_idle_pushes(&self.merger);
+        self.merger.close()?;
+        if self.db.read_only_reason().is_none() {
+            if let Err(e) = self.db.flush() {
+                tracing::warn!(error = %e, "flush at shutdown failed; the journal will be replayed at start");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Removes the spill files of pushes a stop interrupted.
+fn empty_spill_dir(fs: &dyn rialto_io::Fs, tmp: &Path) {
+    let Ok(dirs) = fs.list_dir(tmp) else {
+        return;
+    };
+    for d in dirs {
+        let sub = tmp.join(&d);
+        match fs.list_dir(&sub) {
+            Ok(files) => {
+                for f in files {
+                    let _ = fs.remove_file(&sub.join(f));
+                }
+            }
+            Err(_) => {
+                let _ = fs.remove_file(&sub);
+            }
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! Rialto's keyspace: the Redis data model on the engine, and the write operations that
+//! change it.
+//!
+//! - [`Keyspace`] owns the database: the LSM engine, the transaction merger, its file system
+//!   and clock, and the [stores](Stores) (Venice's model: named key prefixes loaded whole by
+//!   batch pushes, each push a new version swapped in atomically, with streamed writes on
+//!   top).
+//! - Keys, values and expiry are laid out in the engine's one ordered keyspace as
+//!   [`layout`](crate::layout) documents; [`Keys`] is the record-level view reads use.
+//! - Every write is an [`Op`]: a command normalised into data (absolute times, options as
+//!   fields) with a byte encoding, applied to the database by a deterministic function in the
+//!   merger's execution order, which returns the reply's content ([`Value`]) or a typed
+//!   [`Error`]. Two databases that apply the same ops hold the same contents.
+
+mod apply;
+mod chunked;
+mod error;
+mod float;
+mod keys;
+mod keyspace;
+mod layout;
+mod op;
+mod stores;
+mod value;
+mod walk;
+
+pub use error::{Error, Result};
+pub use keys::{check_key, check_value_len, Keys, RawRead, Reader};
+pub use keyspace::{Keyspace, KeyspaceOptions, OpenError};
+pub use layout::{CorruptRecord, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
+pub use op::{Cond, ExpireCond, Op, OpKind, Set, StoreOp, TtlChange, FORMAT_VERSION};
+pub use rialto_sort::DuplicatePolicy;
+pub use stores::{
+    lower_thread_priority, Catalog, PassReport, PushGuard, PushPageCache, PushRefusal, PushReport,
+    Pushing, StoreError, StoreMeta, StoreOptions, StoreResult, VersionInfo,
+};
+pub use value::Value;

@@ -1,0 +1,535 @@
+//! The byte format of an [`Op`] (design §11.2):
+//!
+//! ```text
+//! op     := version: u8 (1) | db: u8 | now_ms: i64 LE | kind: u8 | body
+//! bytes  := len: varint64 | data            string := bytes (UTF-8)
+//! i64    := 8 bytes LE                      u64    := varint64 (LEB128)
+//! body by kind:
+//!   1 Set          key | value | flags: u8 | [expire_at_ms: i64 if flags & 1]
+//!                  flags: 1 expiry, 2 KEEPTTL, 4 GET, 8 NX, 16 XX
+//!   2 SetNx        key | value
+//!   3 MSet         n: u64 | (key | value)*n
+//!   4 MSetNx       n: u64 | (key | value)*n
+//!   5 GetDel       key
+//!   6 GetEx        key | ttl: u8 (0 keep, 1 persist, 2 at, 3 invalid) | [at: i64 if 2]
+//!   7 Append       key | value
+//!   8 SetRange     key | offset: u64 | patch
+//!   9 IncrBy       key | delta: i64
+//!  10 IncrByFloat  key | incr
+//!  11 Del          n: u64 | key*n
+//!  12 Expire       key | at_ms: i64 | cond: u8 (bits: 1 NX, 2 XX, 4 GT, 8 LT)
+//!  13 Persist      key
+//!  14 Rename       src | dst | nx: u8
+//!  15 ExpireDue    n: u64 | (db: u8 | at_ms: i64 | key)*n
+//!  16 StoreCreate  name: string | prefix | rewind_ms: u64
+//!  17 StoreDelete  name: string
+//!  18 StoreRollback name: string
+//!  19 PushBegin    store: string
+//!  20 PushEnd      store: string | swap: u8 | [number: u32 LE | records: u64 | bytes: u64
+//!                  | created_ms: i64 | from: u64 if swap]
+//! ```
+//!
+//! Decoding is strict: an unknown version or kind, a truncated field, bytes left over or a
+//! count larger than the bytes that could hold it fail with [`Error::BadOp`]; nothing is
+//! allocated beyond what the input's length allows.
+
+use bytes::Bytes;
+
+use super::{Cond, ExpireCond, Op, OpKind, Set, StoreOp, TtlChange};
+use crate::error::{Error, Result};
+use crate::stores::VersionInfo;
+
+/// The version tag of the format [`Op::encode`] writes.
+pub const FORMAT_VERSION: u8 = 1;
+
+const SET_EXPIRY: u8 = 1;
+const SET_KEEPTTL: u8 = 2;
+const SET_GET: u8 = 4;
+const SET_NX: u8 = 8;
+const SET_XX: u8 = 16;
+
+impl Op {
+    /// The op's bytes (see the module docs).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer(Vec::with_capacity(32));
+        w.u8(FORMAT_VERSION);
+        w.u8(self.db);
+        w.i64(self.now_ms);
+        match &self.kind {
+            OpKind::Set(s) => {
+                w.u8(1);
+                w.bytes(&s.key);
+                w.bytes(&s.value);
+                let mut flags = 0;
+                if s.expire_at_ms.is_some() {
+                    flags |= SET_EXPIRY;
+                }
+                if s.keep_ttl {
+                    flags |= SET_KEEPTTL;
+                }
+                if s.get {
+                    flags |= SET_GET;
+                }
+                match s.cond {
+                    Some(Cond::Nx) => flags |= SET_NX,
+                    Some(Cond::Xx) => flags |= SET_XX,
+                    None => {}
+                }
+                w.u8(flags);
+                if let Some(at) = s.expire_at_ms {
+                    w.i64(at);
+                }
+            }
+            OpKind::SetNx { key, value } => {
+                w.u8(2);
+                w.bytes(key);
+                w.bytes(value);
+            }
+            OpKind::MSet { pairs } | OpKind::MSetNx { pairs } => {
+                w.u8(if matches!(self.kind, OpKind::MSet { .. }) {
+                    3
+                } else {
+                    4
+                });
+                w.u64(pairs.len() as u64);
+                for (k, v) in pairs {
+                    w.bytes(k);
+                    w.bytes(v);
+                }
+            }
+            OpKind::GetDel { key } => {
+                w.u8(5);
+                w.bytes(key);
+            }
+            OpKind::GetEx { key, ttl } => {
+                w.u8(6);
+                w.bytes(key);
+                match ttl {
+                    TtlChange::Keep => w.u8(0),
+                    TtlChange::Persist => w.u8(1),
+                    TtlChange::At(at) => {
+                        w.u8(2);
+                        w.i64(*at);
+                    }
+                    TtlChange::Invalid => w.u8(3),
+                }
+            }
+            OpKind::Append { key, value } => {
+                w.u8(7);
+                w.bytes(key);
+                w.bytes(value);
+            }
+            OpKind::SetRange { key, offset, patch } => {
+                w.u8(8);
+                w.bytes(key);
+                w.u64(*offset);
+                w.bytes(patch);
+            }
+            OpKind::IncrBy { key, delta } => {
+                w.u8(9);
+                w.bytes(key);
+                w.i64(*delta);
+            }
+            OpKind::IncrByFloat { key, incr } => {
+                w.u8(10);
+                w.bytes(key);
+                w.bytes(incr);
+            }
+            OpKind::Del { keys } => {
+                w.u8(11);
+                w.u64(keys.len() as u64);
+                for k in keys {
+                    w.bytes(k);
+                }
+            }
+            OpKind::Expire { key, at_ms, cond } => {
+                w.u8(12);
+                w.bytes(key);
+                w.i64(*at_ms);
+                w.u8(u8::from(cond.nx)
+                    | u8::from(cond.xx) << 1
+                    | u8::from(cond.gt) << 2
+                    | u8::from(cond.lt) << 3);
+            }
+            OpKind::Persist { key } => {
+                w.u8(13);
+                w.bytes(key);
+            }
+            OpKind::Rename { src, dst, nx } => {
+                w.u8(14);
+                w.bytes(src);
+                w.bytes(dst);
+                w.u8(u8::from(*nx));
+            }
+            OpKind::ExpireDue { entries } => {
+                w.u8(15);
+                w.u64(entries.len() as u64);
+                for (db, at, key) in entries {
+                    w.u8(*db);
+                    w.i64(*at);
+                    w.bytes(key);
+                }
+            }
+            OpKind::Store(StoreOp::Create {
+                name,
+                prefix,
+                rewind_ms,
+            }) => {
+                w.u8(16);
+                w.bytes(name.as_bytes());
+                w.bytes(prefix);
+                w.u64(*rewind_ms);
+            }
+            OpKind::Store(StoreOp::Delete { name }) => {
+                w.u8(17);
+                w.bytes(name.as_bytes());
+            }
+            OpKind::Store(StoreOp::Rollback { name }) => {
+                w.u8(18);
+                w.bytes(name.as_bytes());
+            }
+            OpKind::Store(StoreOp::PushBegin { store }) => {
+                w.u8(19);
+                w.bytes(store.as_bytes());
+            }
+            OpKind::Store(StoreOp::PushEnd { store, swap }) => {
+                w.u8(20);
+                w.bytes(store.as_bytes());
+                match swap {
+                    None => w.u8(0),
+                    Some((info, from)) => {
+                        w.u8(1);
+                        w.0.extend_from_slice(&info.number.to_le_bytes());
+                        w.u64(info.records);
+                        w.u64(info.bytes);
+                        w.i64(info.created_ms);
+                        w.u64(*from);
+                    }
+                }
+            }
+        }
+        w.0
+    }
+
+    /// Decodes an op's bytes (see the module docs).
+    pub fn decode(bytes: &[u8]) -> Result<Op> {
+        let mut r = Reader(bytes);
+        if r.u8()? != FORMAT_VERSION {
+            return Err(Error::BadOp("unsupported format version"));
+        }
+        let db = r.u8()?;
+        let now_ms = r.i64()?;
+        let kind = match r.u8()? {
+            1 => {
+                let key = r.bytes()?;
+                let value = r.bytes()?;
+                let flags = r.u8()?;
+                if flags & !(SET_EXPIRY | SET_KEEPTTL | SET_GET | SET_NX | SET_XX) != 0
+                    || flags & (SET_NX | SET_XX) == SET_NX | SET_XX
+                    || flags & (SET_EXPIRY | SET_KEEPTTL) == SET_EXPIRY | SET_KEEPTTL
+                {
+                    return Err(Error::BadOp("bad SET flags"));
+                }
+                let expire_at_ms = if flags & SET_EXPIRY != 0 {
+                    Some(r.i64()?)
+                } else {
+                    None
+                };
+                let cond = if flags & SET_NX != 0 {
+                    Some(Cond::Nx)
+                } else if flags & SET_XX != 0 {
+                    Some(Cond::Xx)
+                } else {
+                    None
+                };
+                OpKind::Set(Set {
+                    key,
+                    value,
+                    expire_at_ms,
+                    keep_ttl: flags & SET_KEEPTTL != 0,
+                    cond,
+                    get: flags & SET_GET != 0,
+                })
+            }
+            2 => OpKind::SetNx {
+                key: r.bytes()?,
+                value: r.bytes()?,
+            },
+            k @ (3 | 4) => {
+                // Each pair takes at least two length bytes.
+                let n = r.count(2)?;
+                let mut pairs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    pairs.push((r.bytes()?, r.bytes()?));
+                }
+                if k == 3 {
+                    OpKind::MSet { pairs }
+                } else {
+                    OpKind::MSetNx { pairs }
+                }
+            }
+            5 => OpKind::GetDel { key: r.bytes()? },
+            6 => {
+                let key = r.bytes()?;
+                let ttl = match r.u8()? {
+                    0 => TtlChange::Keep,
+                    1 => TtlChange::Persist,
+                    2 => TtlChange::At(r.i64()?),
+                    3 => TtlChange::Invalid,
+                    _ => return Err(Error::BadOp("bad GETEX expiry")),
+                };
+                OpKind::GetEx { key, ttl }
+            }
+            7 => OpKind::Append {
+                key: r.bytes()?,
+                value: r.bytes()?,
+            },
+            8 => OpKind::SetRange {
+                key: r.bytes()?,
+                offset: r.u64()?,
+                patch: r.bytes()?,
+            },
+            9 => OpKind::IncrBy {
+                key: r.bytes()?,
+                delta: r.i64()?,
+            },
+            10 => OpKind::IncrByFloat {
+                key: r.bytes()?,
+                incr: r.bytes()?,
+            },
+            11 => {
+                let n = r.count(1)?;
+                let mut keys = Vec::with_capacity(n);
+                for _ in 0..n {
+                    keys.push(r.bytes()?);
+                }
+                OpKind::Del { keys }
+            }
+            12 => OpKind::Expire {
+                key: r.bytes()?,
+                at_ms: r.i64()?,
+                cond: {
+                    let f = r.u8()?;
+                    let c = ExpireCond {
+                        nx: f & 1 != 0,
+                        xx: f & 2 != 0,
+                        gt: f & 4 != 0,
+                        lt: f & 8 != 0,
+                    };
+                    if f & !0x0f != 0 || (c.nx && (c.xx || c.gt || c.lt)) || (c.gt && c.lt) {
+                        return Err(Error::BadOp("bad EXPIRE conditions"));
+                    }
+                    c
+                },
+            },
+            13 => OpKind::Persist { key: r.bytes()? },
+            14 => OpKind::Rename {
+                src: r.bytes()?,
+                dst: r.bytes()?,
+                nx: r.bool()?,
+            },
+            15 => {
+                // db, time and a length byte at least.
+                let n = r.count(10)?;
+                let mut entries = Vec::with_capacity(n);
+                for _ in 0..n {
+                    entries.push((r.u8()?, r.i64()?, r.bytes()?));
+                }
+                OpKind::ExpireDue { entries }
+            }
+            16 => OpKind::Store(StoreOp::Create {
+                name: r.string()?,
+                prefix: r.bytes()?,
+                rewind_ms: r.u64()?,
+            }),
+            17 => OpKind::Store(StoreOp::Delete { name: r.string()? }),
+            18 => OpKind::Store(StoreOp::Rollback { name: r.string()? }),
+            19 => OpKind::Store(StoreOp::PushBegin { store: r.string()? }),
+            20 => {
+                let store = r.string()?;
+                let swap = if r.bool()? {
+                    let number = u32::from_le_bytes(
+                        r.take(4)?
+                            .try_into()
+                            .map_err(|_| Error::BadOp("truncated"))?,
+                    );
+                    let info = VersionInfo {
+                        number,
+                        records: r.u64()?,
+                        bytes: r.u64()?,
+                        created_ms: r.i64()?,
+                    };
+                    Some((info, r.u64()?))
+                } else {
+                    None
+                };
+                OpKind::Store(StoreOp::PushEnd { store, swap })
+            }
+            _ => return Err(Error::BadOp("unknown kind")),
+        };
+        if !r.0.is_empty() {
+            return Err(Error::BadOp("bytes after the op"));
+        }
+        Ok(Op { db, now_ms, kind })
+    }
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+
+    fn i64(&mut self, v: i64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+
+    fn u64(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        self.u64(b.len() as u64);
+        self.0.extend_from_slice(b);
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8]> {
+        if self.0.len() < n {
+            return Err(Error::BadOp("truncated"));
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn bool(&mut self) -> Result<bool> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(Error::BadOp("bad flag")),
+        }
+    }
+
+    fn i64(&mut self) -> Result<i64> {
+        let b: [u8; 8] = self
+            .take(8)?
+            .try_into()
+            .map_err(|_| Error::BadOp("truncated"))?;
+        Ok(i64::from_le_bytes(b))
+    }
+
+    fn u64(&mut self) -> Result<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                // The tenth byte may carry only the top bit.
+                if shift == 63 && b > 1 {
+                    return Err(Error::BadOp("varint overflows 64 bits"));
+                }
+                return Ok(v);
+            }
+        }
+        Err(Error::BadOp("varint overflows 64 bits"))
+    }
+
+    /// A count of items each taking at least `min_bytes`, bounded by what is left.
+    fn count(&mut self, min_bytes: usize) -> Result<usize> {
+        let n = self.u64()?;
+        if n > (self.0.len() / min_bytes) as u64 {
+            return Err(Error::BadOp("count larger than the op"));
+        }
+        Ok(n as usize)
+    }
+
+    fn bytes(&mut self) -> Result<Bytes> {
+        let n = usize::try_from(self.u64()?).map_err(|_| Error::BadOp("length overflows"))?;
+        Ok(Bytes::copy_from_slice(self.take(n)?))
+    }
+
+    fn string(&mut self) -> Result<String> {
+        String::from_utf8(self.bytes()?.to_vec()).map_err(|_| Error::BadOp("name is not UTF-8"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_set_is_laid_out_as_documented() {
+        let op = Op::new(
+            3,
+            0x0102,
+            OpKind::Set(Set {
+                key: Bytes::from_static(b"k"),
+                value: Bytes::from_static(b"vv"),
+                expire_at_ms: Some(7),
+                keep_ttl: false,
+                cond: Some(Cond::Nx),
+                get: true,
+            }),
+        );
+        let b = op.encode();
+        assert_eq!(
+            b,
+            [
+                &[1u8, 3][..],
+                &0x0102i64.to_le_bytes(),
+                &[1, 1, b'k', 2, b'v', b'v', SET_EXPIRY | SET_GET | SET_NX],
+                &7i64.to_le_bytes(),
+            ]
+            .concat()
+        );
+        assert_eq!(Op::decode(&b).unwrap(), op);
+    }
+
+    #[test]
+    fn bad_bytes_are_errors_not_panics() {
+        let good = Op::new(
+            0,
+            1,
+            OpKind::Del {
+                keys: vec![Bytes::from_static(b"a")],
+            },
+        )
+        .encode();
+        for cut in 0..good.len() {
+            assert!(Op::decode(&good[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut extra = good.clone();
+        extra.push(0);
+        assert!(Op::decode(&extra).is_err());
+        let mut version = good.clone();
+        version[0] = 2;
+        assert!(matches!(
+            Op::decode(&version),
+            Err(Error::BadOp("unsupported format version"))
+        ));
+        // A count claiming more items than bytes.
+        let mut huge = good[..10].to_vec();
+        huge.push(11);
+        huge.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+        assert!(Op::decode(&huge).is_err());
+        // A varint past 64 bits.
+        let mut long = good[..10].to_vec();
+        long.push(13);
+        long.extend_from_slice(&[0xff; 10]);
+        long.push(0x01);
+        assert!(Op::decode(&long).is_err());
+    }
+}

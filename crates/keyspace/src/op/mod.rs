@@ -1,0 +1,242 @@
+//! Write operations: every write command, normalised into data that carries all it needs.
+//!
+//! A command is turned into an [`Op`] once, where it arrives: relative times become absolute
+//! ones against the instant the op carries (`now_ms`), options become fields (`SET ... NX GET`
+//! is a [`Set`] with `cond: Some(Cond::Nx)` and `get: true`), arguments are parsed and
+//! checked where Redis checks them before looking at any key. [`crate::apply`] then applies
+//! it to the database, as a function of the database's state and the op alone: no clock, no
+//! randomness, no state outside the database (the store catalog and the real-time log
+//! counters it keeps in memory are derived from the database). Two databases that apply the
+//! same ops in the same order hold the same contents and give the same replies; an op
+//! decoded from its bytes ([`Op::encode`], [`Op::decode`]) applies as the original does.
+//!
+//! The database an op touches is in the op; the store a key belongs to is decided at apply
+//! time by the catalog in the state, not recorded in the op: a catalog change (a push's swap)
+//! ordered before the op must route it to the versions that are live when it executes.
+
+mod codec;
+
+use bytes::Bytes;
+
+pub use codec::FORMAT_VERSION;
+
+use crate::stores::VersionInfo;
+
+/// One write operation: where and when it runs, and what it does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Op {
+    /// The database (SELECT index) its keys are in.
+    pub db: u8,
+    /// The instant expiry is judged against and entries are stamped with, Unix milliseconds.
+    pub now_ms: i64,
+    /// What it does.
+    pub kind: OpKind,
+}
+
+/// A condition on the key's existence (SET's NX and XX).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cond {
+    /// Only if the key does not exist.
+    Nx,
+    /// Only if the key exists.
+    Xx,
+}
+
+/// EXPIRE's conditions on the current expiry (NX, XX, GT, LT), as Redis combines them: NX
+/// excludes the others, GT excludes LT, XX goes with either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ExpireCond {
+    /// Only if the key has no expiry.
+    pub nx: bool,
+    /// Only if the key has an expiry.
+    pub xx: bool,
+    /// Only if the new time is later (no expiry counts as infinite).
+    pub gt: bool,
+    /// Only if the new time is earlier.
+    pub lt: bool,
+}
+
+/// What GETEX does to the key's expiry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TtlChange {
+    /// Nothing.
+    Keep,
+    /// Removes it.
+    Persist,
+    /// Sets it (a time already past deletes the key).
+    At(i64),
+    /// The time given was out of range: an error once the key is found to exist.
+    Invalid,
+}
+
+/// SET and the commands that are SET with fixed options (SETEX, PSETEX, GETSET).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Set {
+    /// The key.
+    pub key: Bytes,
+    /// The value.
+    pub value: Bytes,
+    /// The absolute expiry, if any.
+    pub expire_at_ms: Option<i64>,
+    /// Keep the key's current expiry (KEEPTTL); `expire_at_ms` is then `None`.
+    pub keep_ttl: bool,
+    /// NX or XX.
+    pub cond: Option<Cond>,
+    /// Reply with the old value (GET).
+    pub get: bool,
+}
+
+/// What an op does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpKind {
+    /// SET key value [NX|XX] [GET] [expiry|KEEPTTL]; also SETEX, PSETEX, GETSET.
+    Set(Set),
+    /// SETNX key value: 1 if set, 0 if the key existed.
+    SetNx {
+        /// The key.
+        key: Bytes,
+        /// The value.
+        value: Bytes,
+    },
+    /// MSET: blind writes, a later pair for the same key wins.
+    MSet {
+        /// Keys and values.
+        pairs: Vec<(Bytes, Bytes)>,
+    },
+    /// MSETNX: all or nothing, only if none of the keys exists.
+    MSetNx {
+        /// Keys and values.
+        pairs: Vec<(Bytes, Bytes)>,
+    },
+    /// GETDEL key.
+    GetDel {
+        /// The key.
+        key: Bytes,
+    },
+    /// GETEX key [expiry|PERSIST].
+    GetEx {
+        /// The key.
+        key: Bytes,
+        /// What happens to its expiry.
+        ttl: TtlChange,
+    },
+    /// APPEND key value (keeps the expiry).
+    Append {
+        /// The key.
+        key: Bytes,
+        /// What is appended.
+        value: Bytes,
+    },
+    /// SETRANGE key offset value (zero-pads, keeps the expiry).
+    SetRange {
+        /// The key.
+        key: Bytes,
+        /// Where the patch goes.
+        offset: u64,
+        /// The bytes written there.
+        patch: Bytes,
+    },
+    /// INCR, DECR, INCRBY, DECRBY (keep the expiry).
+    IncrBy {
+        /// The key.
+        key: Bytes,
+        /// What is added.
+        delta: i64,
+    },
+    /// INCRBYFLOAT key increment, in C `long double` as Redis computes it (keeps the expiry).
+    IncrByFloat {
+        /// The key.
+        key: Bytes,
+        /// The increment as given (parsed at apply, as Redis parses it after the value).
+        incr: Bytes,
+    },
+    /// DEL and UNLINK: how many of the keys existed.
+    Del {
+        /// The keys.
+        keys: Vec<Bytes>,
+    },
+    /// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT: 1 if the expiry was set (a time already past
+    /// deletes the key), 0 if the key is missing or the condition refused it.
+    Expire {
+        /// The key.
+        key: Bytes,
+        /// The new expiry, absolute.
+        at_ms: i64,
+        /// How it must compare with the current one.
+        cond: ExpireCond,
+    },
+    /// PERSIST key.
+    Persist {
+        /// The key.
+        key: Bytes,
+    },
+    /// RENAME and RENAMENX: the value moves with its expiry.
+    Rename {
+        /// The key renamed.
+        src: Bytes,
+        /// Its new name.
+        dst: Bytes,
+        /// RENAMENX: only if `dst` does not exist.
+        nx: bool,
+    },
+    /// The expiry pass's deletions: each key whose record still expires at the entry's time
+    /// and has expired by `now_ms` is deleted, and every entry is removed from the expiry
+    /// index (stale ones too). Replies how many keys it deleted.
+    ExpireDue {
+        /// Expiry-index entries: database, time, key.
+        entries: Vec<(u8, i64, Bytes)>,
+    },
+    /// A change of the store catalog.
+    Store(StoreOp),
+}
+
+/// A change of the store catalog: it runs alone, and reads of the published state see the new
+/// catalog once it is durable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreOp {
+    /// Creates a store whose version 1 is empty.
+    Create {
+        /// Its name.
+        name: String,
+        /// The key prefix it owns.
+        prefix: Bytes,
+        /// How far back streamed writes are replayed onto a push, ms.
+        rewind_ms: u64,
+    },
+    /// Deletes a store (its keys return to the default store, its data is removed later).
+    Delete {
+        /// Its name.
+        name: String,
+    },
+    /// Swaps a store's current and previous versions.
+    Rollback {
+        /// Its name.
+        name: String,
+    },
+    /// Records the start of a push: the store's next version number is taken.
+    PushBegin {
+        /// The store.
+        store: String,
+    },
+    /// Ends a push: with `swap`, the streamed writes from real-time log entry `from` on are
+    /// replayed onto the new version, which becomes current; without, the pushed version is
+    /// retired.
+    PushEnd {
+        /// The store.
+        store: String,
+        /// The new version and the first real-time log entry still to replay.
+        swap: Option<(VersionInfo, u64)>,
+    },
+}
+
+impl Op {
+    /// An op on database `db` at `now_ms`.
+    pub fn new(db: u8, now_ms: i64, kind: OpKind) -> Op {
+        Op { db, now_ms, kind }
+    }
+
+    /// Whether the op changes the store catalog.
+    pub fn changes_catalog(&self) -> bool {
+        matches!(self.kind, OpKind::Store(_))
+    }
+}

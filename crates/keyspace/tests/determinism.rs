@@ -1,0 +1,216 @@
+//! `apply` is deterministic: random sequences of ops — strings, expiry (with the clock moving
+//! past expiry times), the expiry pass's deletions, stores, streamed writes landing on a
+//! store's versions and real-time log during a push, the push's swap and abort, rollbacks,
+//! and ops that fail — applied to two fresh keyspaces give the same replies and the same
+//! content digest; and each op, encoded to bytes and decoded, applies as the original did.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use proptest::prelude::*;
+use rialto_io::{Clock, Fs, MemFs, SystemClock};
+use rialto_keyspace::{
+    Cond, ExpireCond, Keyspace, KeyspaceOptions, Op, OpKind, Set, StoreOp, StoreOptions, TtlChange,
+    Value, VersionInfo,
+};
+
+const KEYS: &[&str] = &["a", "b", "c", "n", "s:x", "s:y", "t:z"];
+
+fn open(fs: &MemFs) -> Keyspace {
+    let fsref: rialto_io::FsRef = Arc::new(fs.clone());
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    fs.create_dir_all(std::path::Path::new("/ks")).unwrap();
+    Keyspace::open(
+        std::path::Path::new("/ks/db"),
+        KeyspaceOptions {
+            engine: rialto_lsm::Options {
+                fs: fsref,
+                clock,
+                write_buffer_size: 64 << 10,
+                ..rialto_lsm::Options::default()
+            },
+            merger: rialto_txn::MergerOptions {
+                inline_execution: true,
+                ..rialto_txn::MergerOptions::default()
+            },
+            stores: StoreOptions {
+                push_memory_limit: 1 << 20,
+                push_tmp_dir: "/ks/push-tmp".into(),
+                push_threads: 1,
+                push_nice: rialto_io::ThreadPriority::Nice(0),
+                push_page_cache: rialto_keyspace::PushPageCache::All,
+                push_guard: rialto_keyspace::PushGuard::default(),
+            },
+        },
+    )
+    .unwrap()
+}
+
+/// One step: an op kind, and how far the clock moves before it (ms).
+#[derive(Debug, Clone)]
+struct Step {
+    advance_ms: i64,
+    db: u8,
+    kind: OpKind,
+}
+
+fn key() -> impl Strategy<Value = Bytes> {
+    prop::sample::select(KEYS).prop_map(|k| Bytes::from_static(k.as_bytes()))
+}
+
+fn value() -> impl Strategy<Value = Bytes> {
+    prop_oneof![
+        Just(Bytes::from_static(b"1")),
+        Just(Bytes::from_static(b"-7")),
+        Just(Bytes::from_static(b"2.5")),
+        Just(Bytes::from_static(b"not a number")),
+        "[a-z]{0,12}".prop_map(Bytes::from),
+    ]
+}
+
+fn store() -> impl Strategy<Value = String> {
+    prop::sample::select(&["s", "t", "u"][..]).prop_map(str::to_string)
+}
+
+fn kind() -> impl Strategy<Value = OpKind> {
+    let set = (
+        key(),
+        value(),
+        prop::option::of(0i64..3000),
+        any::<bool>(),
+        prop::option::of(prop_oneof![Just(Cond::Nx), Just(Cond::Xx)]),
+        any::<bool>(),
+    )
+        .prop_map(|(key, value, ttl, keep_ttl, cond, get)| {
+            OpKind::Set(Set {
+                key,
+                value,
+                // Made absolute when the step runs (see `absolute`).
+                expire_at_ms: if keep_ttl { None } else { ttl },
+                keep_ttl,
+                cond,
+                get,
+            })
+        });
+    let pairs = || prop::collection::vec((key(), value()), 1..4);
+    prop_oneof![
+        4 => set,
+        1 => (key(), value()).prop_map(|(key, value)| OpKind::SetNx { key, value }),
+        1 => pairs().prop_map(|pairs| OpKind::MSet { pairs }),
+        1 => pairs().prop_map(|pairs| OpKind::MSetNx { pairs }),
+        1 => key().prop_map(|key| OpKind::GetDel { key }),
+        1 => (key(), prop_oneof![
+                Just(TtlChange::Keep),
+                Just(TtlChange::Persist),
+                (0i64..3000).prop_map(TtlChange::At),
+                Just(TtlChange::Invalid),
+            ]).prop_map(|(key, ttl)| OpKind::GetEx { key, ttl }),
+        1 => (key(), value()).prop_map(|(key, value)| OpKind::Append { key, value }),
+        1 => (key(), 0u64..20, value()).prop_map(|(key, offset, patch)| OpKind::SetRange { key, offset, patch }),
+        2 => (key(), prop_oneof![Just(1i64), Just(-3), Just(i64::MAX), Just(i64::MIN)])
+            .prop_map(|(key, delta)| OpKind::IncrBy { key, delta }),
+        1 => (key(), prop_oneof![Just("1.5"), Just("-0.25"), Just("x"), Just("1e400")])
+            .prop_map(|(key, i)| OpKind::IncrByFloat { key, incr: Bytes::from_static(i.as_bytes()) }),
+        2 => prop::collection::vec(key(), 1..4).prop_map(|keys| OpKind::Del { keys }),
+        2 => (key(), 0i64..3000, 0u8..16).prop_filter_map("Redis refuses the combination", |(key, t, f)| {
+                let cond = ExpireCond { nx: f & 1 != 0, xx: f & 2 != 0, gt: f & 4 != 0, lt: f & 8 != 0 };
+                let ok = !(cond.nx && (cond.xx || cond.gt || cond.lt)) && !(cond.gt && cond.lt);
+                ok.then_some(OpKind::Expire { key, at_ms: t, cond })
+            }),
+        1 => key().prop_map(|key| OpKind::Persist { key }),
+        1 => (key(), key(), any::<bool>()).prop_map(|(src, dst, nx)| OpKind::Rename { src, dst, nx }),
+        1 => Just(OpKind::ExpireDue { entries: Vec::new() }),
+        1 => (store(), 0u64..2).prop_map(|(name, rewind)| OpKind::Store(StoreOp::Create {
+                prefix: Bytes::from(format!("{name}:")),
+                name,
+                rewind_ms: rewind * 10_000,
+            })),
+        1 => store().prop_map(|name| OpKind::Store(StoreOp::Rollback { name })),
+        1 => store().prop_map(|name| OpKind::Store(StoreOp::Delete { name })),
+        1 => store().prop_map(|store| OpKind::Store(StoreOp::PushBegin { store })),
+        1 => (store(), any::<bool>()).prop_map(|(store, swap)| OpKind::Store(StoreOp::PushEnd {
+                store,
+                // Swapping in an empty version onto which the streamed writes are replayed.
+                swap: swap.then_some((VersionInfo { number: 0, records: 0, bytes: 0, created_ms: 0 }, 0)),
+            })),
+    ]
+}
+
+fn steps() -> impl Strategy<Value = Vec<Step>> {
+    prop::collection::vec(
+        (
+            prop_oneof![3 => Just(0i64), 2 => 1i64..400, 1 => 1000i64..4000],
+            0u8..2,
+            kind(),
+        )
+            .prop_map(|(advance_ms, db, kind)| Step {
+                advance_ms,
+                db,
+                kind,
+            }),
+        1..60,
+    )
+}
+
+/// The step's op at `now`: relative times made absolute; the expiry pass's entries are what
+/// the first keyspace's index holds due then (the same entries go to both).
+fn absolute(step: &Step, now: i64, a: &Keyspace) -> Op {
+    let mut kind = step.kind.clone();
+    match &mut kind {
+        OpKind::Set(s) => s.expire_at_ms = s.expire_at_ms.map(|t| now + 1 + t),
+        OpKind::GetEx {
+            ttl: TtlChange::At(t),
+            ..
+        } => *t += now - 1000,
+        OpKind::Expire { at_ms, .. } => *at_ms += now - 1000,
+        OpKind::ExpireDue { entries } => {
+            *entries = a
+                .due_expiries(step.db, now, 100)
+                .expect("read the expiry index");
+        }
+        _ => {}
+    }
+    Op::new(step.db, now, kind)
+}
+
+/// A reply as comparable text: the value, or the error's message.
+fn shown(r: rialto_keyspace::Result<Value>) -> String {
+    match r {
+        Ok(Value::Store(m)) => format!(
+            "store {} {:?} {:?} {:?}",
+            m.name, m.current, m.previous, m.pushing
+        ),
+        Ok(v) => format!("{v:?}"),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_same_ops_give_the_same_replies_and_contents(steps in steps()) {
+        let (fa, fb) = (MemFs::new(), MemFs::new());
+        let (a, b) = (open(&fa), open(&fb));
+        let mut now = 1_700_000_000_000i64;
+        for (i, step) in steps.iter().enumerate() {
+            now += step.advance_ms;
+            let op = absolute(step, now, &a);
+            let decoded = Op::decode(&op.encode()).expect("an encoded op decodes");
+            prop_assert_eq!(&decoded, &op);
+            let (ra, rb) = (shown(a.execute(op.clone())), shown(b.execute(decoded)));
+            prop_assert_eq!(ra, rb, "step {}: {:?}", i, op);
+        }
+        // A last expiry pass over each database, later than every expiry.
+        for db in 0..2u8 {
+            let later = now + 10_000;
+            let entries = a.due_expiries(db, later, 1000).unwrap();
+            prop_assert_eq!(&entries, &b.due_expiries(db, later, 1000).unwrap());
+            let op = Op::new(db, later, OpKind::ExpireDue { entries });
+            prop_assert_eq!(shown(a.execute(op.clone())), shown(b.execute(op)));
+        }
+        prop_assert_eq!(a.digest().unwrap(), b.digest().unwrap());
+        a.close().unwrap();
+        b.close().unwrap();
+    }
+}
