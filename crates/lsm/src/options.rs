@@ -82,7 +82,7 @@ pub struct Options {
     pub block_cache: Option<Arc<BlockCache>>,
     /// Bytes of the row cache of recently read values (`Db::get` only). Default 0: off. A hot
     /// key then costs one hash lookup instead of a memtable walk and table probes; every write
-    /// takes a shard lock per key to invalidate it. See `row_cache.rs`.
+    /// takes a shard lock per key to invalidate it. See `cache/row.rs`.
     pub row_cache_size: usize,
     /// Warm the row cache up: once writes have paused for `row_cache_warm_quiet_ms` and no
     /// flush or compaction is running or due, a background pass reads the newest values in

@@ -28,7 +28,7 @@ use std::time::Duration;
 use rialto_engine::{EngineIterator, Result};
 
 use super::{iter, Db, DbInner, State};
-use crate::row_cache::{KeyRange, RowCache, Warmed};
+use crate::cache::row::{KeyRange, RowCache, Warmed};
 
 /// Keys between checks of the cache's room, the snapshot and the reasons to stop.
 const CHECK_EVERY: u64 = 1024;

@@ -28,7 +28,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::slot_table::{Hashed, SlotTable};
+use crate::cache::slot_table::{Hashed, SlotTable};
 
 const SHARDS: usize = 64;
 /// Bookkeeping bytes charged per entry besides key and value: its slot (32 bytes, in a table
