@@ -2,6 +2,14 @@
 //!
 //! Keys are internal keys ([`crate::key`]), ordered by [`crate::key::compare`].
 //! An iterator starts unpositioned. Errors make it invalid and are kept in `status()`.
+//!
+//! The iterators that combine sources implement it here too: [`merge`] (one sorted view over
+//! many), [`level`] (a sorted level, opening each table when reached) and [`db`] (the user's
+//! view of the merged stream).
+
+pub mod db;
+pub mod level;
+pub mod merge;
 
 use rialto_engine::Result;
 
