@@ -20,7 +20,6 @@ pub mod throttle;
 pub mod triad;
 pub mod version;
 pub mod wal;
-pub mod wal_prepare;
 
 pub use db::{Db, IngestOptions, IngestStats, Ingestion, Snapshot};
 pub use iter::db::DbIter;

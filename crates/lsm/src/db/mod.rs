@@ -58,8 +58,8 @@ use crate::sstable::TableBuildOptions;
 use crate::throttle::JournalFirst;
 use crate::triad::hot::HotSelector;
 use crate::version::{FileMeta, Version, VersionEdit, VersionSet};
+use crate::wal::prepare::SpareSegment;
 use crate::wal::{self, WalWriter};
-use crate::wal_prepare::SpareSegment;
 use write::WriteQueue;
 
 /// What readers load: the memtables and the version, swapped atomically as one.

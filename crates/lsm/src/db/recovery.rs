@@ -38,8 +38,8 @@ use crate::sstable::TableBuildOptions;
 use crate::throttle::JournalFirst;
 use crate::version::edit::MAX_LEVELS;
 use crate::version::{current_file_name, FileMeta, VersionEdit, VersionSet};
+use crate::wal::prepare::SpareSegment;
 use crate::wal::{self, SegmentEnd, WalWriter};
-use crate::wal_prepare::SpareSegment;
 
 fn validate(o: &Options) -> Result<()> {
     let bad = |m: &str| Err(Error::InvalidArgument(m.to_string()));

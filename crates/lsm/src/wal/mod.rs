@@ -35,6 +35,8 @@
 //! (kind 1) and manifest edits (each synced before the next is appended) prove it by merely
 //! following it. See design §5 for the cases.
 
+pub mod prepare;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -178,7 +180,7 @@ impl WalWriter {
     }
 
     /// Opens segment `number`, an existing file of zeros (a prepared segment, see
-    /// `wal_prepare`), to write records over it from its first byte.
+    /// `wal::prepare`), to write records over it from its first byte.
     pub fn overwrite(fs: &dyn Fs, dir: &Path, number: u64) -> Result<WalWriter> {
         let name = segment_file_name(number);
         let file = fs
