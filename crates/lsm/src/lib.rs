@@ -7,7 +7,6 @@
 
 pub mod cache;
 pub mod check;
-pub mod cl_table;
 pub mod compaction;
 mod db;
 pub mod iter;

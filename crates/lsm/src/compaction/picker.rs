@@ -572,7 +572,7 @@ mod tests {
     #[test]
     fn commit_log_tables_are_rewritten_when_flushes_no_longer_write_them() {
         let mut f = file(1, "a", "m", 5);
-        f.cl_segment = Some(crate::cl_table::ClSegment {
+        f.cl_segment = Some(crate::triad::cl_table::ClSegment {
             number: 7,
             size: 100,
         });

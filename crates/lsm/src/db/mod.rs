@@ -44,7 +44,6 @@ use rialto_io::{FileLock, Fs};
 
 use crate::cache::table::TableCache;
 use crate::cache::BlockCache;
-use crate::cl_table::{ClSegment, PointerIter, SegmentIndex};
 use crate::compaction::picker::{self, CompactionTask, PickerOptions};
 use crate::compaction::{self, CacheBudget, Gc, OutputContext, OutputPolicy};
 use crate::iter::db::DbIter;
@@ -56,6 +55,7 @@ use crate::memtable::{Lookup, MemTable};
 use crate::options::Options;
 use crate::sstable::TableBuildOptions;
 use crate::throttle::JournalFirst;
+use crate::triad::cl_table::{ClSegment, PointerIter, SegmentIndex};
 use crate::triad::hot::HotSelector;
 use crate::version::{FileMeta, Version, VersionEdit, VersionSet};
 use crate::wal::prepare::SpareSegment;

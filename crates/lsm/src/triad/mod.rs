@@ -1,7 +1,7 @@
 //! TRIAD (Balmau et al., USENIX ATC 2017) and DeuceDB's run-time adaptation of it.
 //!
 //! - **TRIAD-LOG** (commit log as L0): a flush writes an index table over the memtable's WAL
-//!   segment, and the segment serves as the table's data file ([`crate::cl_table`]).
+//!   segment, and the segment serves as the table's data file ([`cl_table`]).
 //! - **TRIAD-MEM** (hot/cold separation): at a flush, the newest entries of the memtable's
 //!   most updated keys ([`hot`]) stay in memory: they are re-logged to the current WAL
 //!   segment and inserted into the next memtable, and only the cold keys go to L0. A key
@@ -20,6 +20,7 @@
 //! are tested and simulated without I/O.
 
 pub mod characterizer;
+pub mod cl_table;
 pub mod hot;
 pub mod recorder;
 pub mod sketch;
