@@ -169,8 +169,8 @@ pub struct Options {
     /// Verify block checksums on every read. Default `true`: a flipped bit is reported as
     /// Corruption, never returned as data. Costs one CRC32C pass per block read from disk.
     pub verify_checksums: bool,
-    /// Pacing of flush and compaction writes for the journal's sake (see
-    /// [`crate::throttle`]). Default: on, with the defaults listed there.
+    /// Pacing of flush and compaction writes for the journal's sake (see `throttle.rs`).
+    /// Default: on, with the defaults listed there.
     pub throttle: ThrottleOptions,
     /// I/O events (journal writes and syncs, flushes, compactions) kept for
     /// `Db::io_stats`. Default 4096 (about 160 KiB). 0 keeps only totals.

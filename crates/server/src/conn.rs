@@ -356,7 +356,7 @@ impl Connection {
             let engine_keys: Vec<Vec<u8>> = ahead
                 .iter()
                 .flat_map(|args| &args[1..])
-                .take(rialto_lsm::cache::row::PREFETCH_MAX)
+                .take(rialto_lsm::PREFETCH_MAX)
                 .map(|k| crate::store::read_key(&stores, self.client.db, k))
                 .collect();
             let refs: Vec<&[u8]> = engine_keys.iter().map(|k| &k[..]).collect();

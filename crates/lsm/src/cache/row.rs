@@ -37,7 +37,7 @@ const SHARDS: usize = 64;
 const ENTRY_OVERHEAD: usize = 96;
 /// Slots [`RowCache::evict_outside`] judges per hold of a shard's lock.
 const EVICT_CHUNK: usize = 1024;
-/// Keys [`RowCache::prefetch`] handles at once (the rest of a longer list is not prefetched).
+/// Keys `RowCache::prefetch` handles at once (the rest of a longer list is not prefetched).
 pub const PREFETCH_MAX: usize = 64;
 
 /// A cached row: `data` is the key followed by the value. Aligned so that a slot never

@@ -57,7 +57,7 @@ impl Db {
     /// Returns the rows evicted.
     ///
     /// Eviction walks every shard of the cache, 1,024 slots per hold of its lock
-    /// ([`RowCache::evict_outside`]): call it when the ranges change, not per request.
+    /// (`RowCache::evict_outside`): call it when the ranges change, not per request.
     pub fn focus_row_cache(&self, mut ranges: Vec<KeyRange>) -> u64 {
         let inner = &self.inner;
         let Some(rc) = inner.row_cache.as_ref() else {

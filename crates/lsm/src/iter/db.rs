@@ -91,8 +91,8 @@ impl fmt::Debug for DbIter {
 }
 
 impl DbIter {
-    /// Wraps `inner` (usually a [`crate::iter::merge::MergingIterator`] of every source, newest
-    /// first) into the view as of `sequence`, restricted to `lower <= key < upper`.
+    /// Wraps `inner` (usually a `MergingIterator` of every source, newest first) into the view
+    /// as of `sequence`, restricted to `lower <= key < upper`.
     ///
     /// `sequence` above [`MAX_SEQUENCE`] (e.g. `u64::MAX` for "everything") is clamped.
     /// `keep_alive` is stored untouched and dropped after `inner`. The iterator starts

@@ -26,7 +26,7 @@ pub struct TableBuildOptions {
     pub bloom_bits_per_key: u32,
     /// Compression of data blocks.
     pub compression: Compression,
-    /// A commit-log table's segment (TRIAD-LOG, [`crate::triad::cl_table`]): values are pointers
+    /// A commit-log table's segment (TRIAD-LOG, `triad::cl_table`): values are pointers
     /// into it, recorded as the `cl_segment` property; raw value bytes count the values
     /// pointed to.
     pub cl_segment: Option<u64>,

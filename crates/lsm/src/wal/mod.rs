@@ -38,7 +38,7 @@
 //! `writer.rs` appends and syncs records, `reader.rs` reads them back and tells a torn tail
 //! from corruption, `prepare.rs` readies the next segment ahead of a memtable switch.
 
-pub mod prepare;
+pub(crate) mod prepare;
 mod reader;
 #[cfg(test)]
 mod tests;
