@@ -171,7 +171,7 @@ fn rocks_config() -> rialto_bench::EngineConfig {
 
 #[cfg(feature = "rocksdb")]
 fn run_rocks_put(input: &Path, db: &Path) -> Result<RunResult, BackendError> {
-    use rialto_bench::engines::rocksdb_load::PutLoader;
+    use rialto_bench::PutLoader;
     let start = Instant::now();
     let mut l = PutLoader::open(db, &rocks_config()).map_err(|e| io("rocksdb", e))?;
     let mut r = reader(input)?;
@@ -190,7 +190,7 @@ fn run_rocks_put(input: &Path, db: &Path) -> Result<RunResult, BackendError> {
 
 #[cfg(feature = "rocksdb")]
 fn run_rocks_sst(input: &Path, db: &Path, memory: usize) -> Result<RunResult, BackendError> {
-    use rialto_bench::engines::rocksdb_load::SstLoader;
+    use rialto_bench::SstLoader;
     use rialto_sort::{SortOptions, Sorter};
     let start = Instant::now();
     let tmp = db.with_extension("sort");

@@ -108,11 +108,6 @@ impl Zipf {
         self.n
     }
 
-    /// The exponent.
-    pub fn theta(&self) -> f64 {
-        self.theta
-    }
-
     /// The rank for a uniform `u` in `[0, 1)`: the inverse of Gray's approximate CDF.
     pub fn rank(&self, u: f64) -> u64 {
         let uz = u * self.zetan;
@@ -133,6 +128,7 @@ impl Zipf {
     }
 
     /// The exact Zipfian probability of rank `r` (what draws approximate).
+    #[cfg(test)]
     pub fn probability(&self, r: u64) -> f64 {
         ((r + 1) as f64).powf(-self.theta) / self.zetan
     }

@@ -121,7 +121,7 @@ pub trait BenchEngine: Send + Sync {
 
     /// True when the engine stores its data through the OS's `write(2)` in this process, so
     /// the process's written bytes measure its write amplification (see
-    /// [`crate::report::process_bytes_written`]). Default true; in-memory engines say no.
+    /// `report::process_bytes_written`). Default true; in-memory engines say no.
     fn writes_through_os(&self) -> bool {
         true
     }

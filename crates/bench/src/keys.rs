@@ -17,6 +17,7 @@ pub fn encode_key(index: u64, key_size: usize, out: &mut Vec<u8>) {
 }
 
 /// The key of `index`, as a new vector.
+#[cfg(test)]
 pub fn key(index: u64, key_size: usize) -> Vec<u8> {
     let mut k = Vec::with_capacity(key_size);
     encode_key(index, key_size, &mut k);

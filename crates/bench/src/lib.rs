@@ -7,27 +7,34 @@
 //! feature `rocksdb`) for a like-for-like comparison ([`compare`]).
 //!
 //! Everything here is engine-agnostic and talks to an engine through the small
-//! [`BenchEngine`] trait; the adapters live in [`engines`], one small file each, so that the
+//! [`BenchEngine`] trait; the adapters live in `engines/`, one small file each, so that the
 //! harness compiles and is tested without any particular engine.
 
+// The two commands' namespaces: each has its flags' help text (`AFTER_HELP`), and `compare`
+// runs a comparison over any factories (the harness tests pit two in-memory engines).
 pub mod compare;
 pub mod config;
-pub mod dist;
-pub mod engine;
-pub mod engines;
-pub mod error;
-pub mod histogram;
-pub mod keys;
-pub mod live;
-pub mod report;
-pub mod runner;
-pub mod values;
-pub mod workload;
+
+mod dist;
+mod engine;
+mod engines;
+mod error;
+mod histogram;
+mod keys;
+mod live;
+mod report;
+mod runner;
+mod values;
+mod workload;
 
 pub use compare::{CompareFlags, CompareReport};
 pub use config::{BenchFlags, CommitPath, CompressionKind, Config, EngineKind, TriadMode};
 pub use dist::KeyDist;
-pub use engine::{BenchEngine, EngineConfig, EngineFactory};
+pub use engine::{
+    Adaptation, BenchEngine, ClassChange, EngineConfig, EngineFactory, ScanFrom, Visitor,
+};
+#[cfg(feature = "rocksdb")]
+pub use engines::rocksdb_load::{PutLoader, SstLoader};
 pub use error::{BenchError, Result};
 pub use runner::{BenchResult, OpMix, PhaseResult, Runner};
 pub use workload::Benchmark;

@@ -40,6 +40,7 @@ impl LiveKeys {
     }
 
     /// True when `index` is live.
+    #[cfg(test)]
     pub fn contains(&self, index: u64) -> bool {
         self.slot(index)
             .is_some_and(|(w, bit)| w.load(Ordering::Relaxed) & bit != 0)
@@ -54,6 +55,7 @@ impl LiveKeys {
     }
 
     /// True when no index is live.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

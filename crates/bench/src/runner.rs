@@ -56,10 +56,10 @@ pub struct BenchResult {
     /// Latencies in nanoseconds, with `--histogram=1`.
     pub histogram: Option<Histogram<u64>>,
     /// Engine statistics right after the benchmark, with the harness's amplification
-    /// denominators (see [`crate::report::bench_view`]).
+    /// denominators (see `report::bench_view`).
     pub stats: Option<EngineStats>,
     /// Bytes the process handed to `write(2)` since the engine was opened, where the OS
-    /// reports it ([`crate::report::process_bytes_written`]).
+    /// reports it (`report::process_bytes_written`).
     pub os_bytes_written: Option<u64>,
     /// Reads and writes apart, for readrandomwriterandom and phaseshift.
     pub mix: Option<OpMix>,

@@ -41,7 +41,7 @@ pub enum Benchmark {
     ReadWhileWriting,
     /// Random reads and puts mixed, `--readwritepercent`% reads.
     ReadRandomWriteRandom,
-    /// A write-heavy skewed phase, then a read-heavy uniform one ([`PHASES`]).
+    /// A write-heavy skewed phase, then a read-heavy uniform one (`PHASES`).
     PhaseShift,
     /// Seek to random keys, then read `--seek_nexts` entries.
     SeekRandom,
@@ -338,11 +338,13 @@ impl Plan {
     }
 
     /// Operations all measured threads perform together (scans: at most this many).
+    #[cfg(test)]
     pub fn total_ops(&self) -> u64 {
         self.ops_per_thread.saturating_mul(self.threads as u64)
     }
 
     /// Largest key index the plan can write, plus one (sizes the live-key set).
+    #[cfg(test)]
     pub fn index_bound(&self) -> u64 {
         match self.op {
             Op::Write {

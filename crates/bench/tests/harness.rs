@@ -4,10 +4,10 @@
 // The in-memory engine is the library's own test engine; it refers to `crate::engine` and
 // `crate::error`, which these re-exports provide here.
 mod engine {
-    pub use rialto_bench::engine::*;
+    pub use rialto_bench::{BenchEngine, EngineConfig, EngineFactory, ScanFrom, Visitor};
 }
 mod error {
-    pub use rialto_bench::error::*;
+    pub use rialto_bench::Result;
 }
 #[path = "../src/engines/memory.rs"]
 mod memory;

@@ -24,10 +24,8 @@ use std::sync::Arc;
 
 use rialto_engine::{EngineIterator, IterOptions, KvEngine, WriteBatch, WriteOptions};
 use rialto_io::{CrashMode, MemFs};
-use rialto_lsm::cache::BlockCache;
-use rialto_lsm::throttle::ThrottleOptions;
 use rialto_lsm::triad::TriadOptions;
-use rialto_lsm::{Compression, Db, DbIter, Options, Snapshot};
+use rialto_lsm::{BlockCache, Compression, Db, DbIter, Options, Snapshot, ThrottleOptions};
 
 use crate::input::Input;
 

@@ -33,8 +33,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rialto_engine::{Error, Result};
 use rialto_io::{Fs, MemFs};
-use rialto_lsm::cache::BlockCache;
-use rialto_lsm::iter::InternalIterator;
 use rialto_lsm::key::{self, make_internal_key, ValueKind, KIND_SEEK, MAX_SEQUENCE};
 use rialto_lsm::sstable::bloom::BloomFilter;
 use rialto_lsm::sstable::compression::decompress;
@@ -42,7 +40,7 @@ use rialto_lsm::sstable::{
     Block, BlockHandle, CompressionType, Footer, TableBuildOptions, TableBuilder, TableProperties,
     TableReader,
 };
-use rialto_lsm::Compression;
+use rialto_lsm::{BlockCache, Compression, InternalIterator};
 
 use crate::input::Input;
 

@@ -174,7 +174,7 @@ impl Keyspace {
         let catalog = self.stores.read_catalog();
         let engine_keys: Vec<Vec<u8>> = keys
             .into_iter()
-            .take(rialto_lsm::row_cache::PREFETCH_MAX)
+            .take(rialto_lsm::PREFETCH_MAX)
             .map(|k| read_key(&catalog, db, k))
             .collect();
         let refs: Vec<&[u8]> = engine_keys.iter().map(|k| &k[..]).collect();

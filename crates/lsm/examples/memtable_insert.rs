@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use rand::{Rng, SeedableRng};
 use rialto_engine::WriteBatch;
-use rialto_lsm::memtable::MemTable;
+use rialto_lsm::MemTable;
 
 fn main() {
     let args: Vec<usize> = std::env::args()

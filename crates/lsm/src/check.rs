@@ -25,11 +25,11 @@ use std::sync::Arc;
 use rialto_engine::{Error, Result};
 use rialto_io::FsRef;
 
-use crate::cl_table::ClSource;
 use crate::db::{parse_file_name, FileKind};
 use crate::iter::InternalIterator;
 use crate::key::{self, ValueKind};
 use crate::sstable::reader::TableReader;
+use crate::triad::cl_table::ClSource;
 use crate::version::edit::MAX_LEVELS;
 use crate::version::{current_file_name, table_file_name, FileMeta, VersionSet};
 use crate::wal::{self, SegmentEnd, KIND_BATCH};

@@ -5,29 +5,30 @@
 //! compaction merges tables down the tree. The set of live tables is a [`version`] recorded
 //! in a manifest of version edits. See `docs/design.md` for formats and the recovery argument.
 
-pub mod cache;
+// The on-disk formats stay public as namespaces: the fuzz targets, the format tests and
+// `rialto check` read and write files through them directly. `triad` is the vocabulary of
+// TRIAD's options and statistics (modes, workload classes, windows, decisions).
 pub mod check;
-pub mod cl_table;
-pub mod compaction;
-mod db;
-pub mod db_iter;
-pub mod iter;
 pub mod key;
-pub mod level_iter;
-pub mod memtable;
-pub mod merge;
-pub mod options;
-mod prefetch;
-pub mod row_cache;
-mod slot_table;
 pub mod sstable;
-pub mod table_cache;
-pub mod throttle;
 pub mod triad;
 pub mod version;
 pub mod wal;
-pub mod wal_prepare;
 
+mod cache;
+mod compaction;
+mod db;
+mod iter;
+mod memtable;
+mod options;
+mod prefetch;
+mod throttle;
+
+pub use cache::row::PREFETCH_MAX;
+pub use cache::BlockCache;
 pub use db::{Db, IngestOptions, IngestStats, Ingestion, Snapshot};
-pub use db_iter::DbIter;
+pub use iter::db::DbIter;
+pub use iter::InternalIterator;
+pub use memtable::MemTable;
 pub use options::{Compression, Options, WalRecovery};
+pub use throttle::ThrottleOptions;

@@ -82,7 +82,7 @@ pub struct Options {
     pub block_cache: Option<Arc<BlockCache>>,
     /// Bytes of the row cache of recently read values (`Db::get` only). Default 0: off. A hot
     /// key then costs one hash lookup instead of a memtable walk and table probes; every write
-    /// takes a shard lock per key to invalidate it. See `row_cache.rs`.
+    /// takes a shard lock per key to invalidate it. See `cache/row.rs`.
     pub row_cache_size: usize,
     /// Warm the row cache up: once writes have paused for `row_cache_warm_quiet_ms` and no
     /// flush or compaction is running or due, a background pass reads the newest values in
@@ -169,8 +169,8 @@ pub struct Options {
     /// Verify block checksums on every read. Default `true`: a flipped bit is reported as
     /// Corruption, never returned as data. Costs one CRC32C pass per block read from disk.
     pub verify_checksums: bool,
-    /// Pacing of flush and compaction writes for the journal's sake (see
-    /// [`crate::throttle`]). Default: on, with the defaults listed there.
+    /// Pacing of flush and compaction writes for the journal's sake (see `throttle.rs`).
+    /// Default: on, with the defaults listed there.
     pub throttle: ThrottleOptions,
     /// I/O events (journal writes and syncs, flushes, compactions) kept for
     /// `Db::io_stats`. Default 4096 (about 160 KiB). 0 keeps only totals.

@@ -25,7 +25,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use rialto_io::Clock;
 
-/// Tuning of [`JournalFirst`]. Every field states its default and trade-off.
+/// Tuning of `JournalFirst`. Every field states its default and trade-off.
 #[derive(Debug, Clone)]
 pub struct ThrottleOptions {
     /// Pace background writes at all. Default `true`. Off: compactions run at full speed and
@@ -186,11 +186,6 @@ impl JournalFirst {
             bg_sync_ended: AtomicBool::new(false),
             throttled_micros: AtomicU64::new(0),
         }
-    }
-
-    /// Options in force.
-    pub fn options(&self) -> &ThrottleOptions {
-        &self.opts
     }
 
     /// Reports one journal sync that took `micros`.

@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 
 use rialto_engine::{KvEngine, PipelinedCommit, WriteOptions};
 use rialto_io::{DeviceModel, MemFs};
-use rialto_lsm::throttle::ThrottleOptions;
-use rialto_lsm::{Db, Options};
+use rialto_lsm::{Db, Options, ThrottleOptions};
 
 const DIR: &str = "/db";
 const KEYS: u32 = 12_000;

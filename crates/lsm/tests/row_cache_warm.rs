@@ -19,7 +19,7 @@ fn options(row_cache: usize, quiet_ms: u64) -> Options {
     }
 }
 
-/// `row_cache.rs`'s per-entry charge besides key and value.
+/// `cache/row.rs`'s per-entry charge besides key and value.
 const ROW_OVERHEAD: usize = 96;
 
 fn key(i: u32) -> Vec<u8> {

@@ -9,10 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rialto_io::{Fs, MemFs};
-use rialto_lsm::cache::BlockCache;
 use rialto_lsm::key::{make_internal_key, ValueKind, KIND_SEEK, MAX_SEQUENCE};
 use rialto_lsm::sstable::{TableBuildOptions, TableBuilder, TableReader};
-use rialto_lsm::Compression;
+use rialto_lsm::{BlockCache, Compression};
 
 struct Counting;
 

@@ -6,10 +6,8 @@ use std::sync::Arc;
 use rialto_engine::{
     BatchOp, EngineIterator, EngineStats, IterOptions, KvEngine, WriteBatch, WriteOptions,
 };
-use rialto_lsm::cache::BlockCache;
-use rialto_lsm::throttle::ThrottleOptions;
 use rialto_lsm::triad::TriadStats;
-use rialto_lsm::{Compression, Db, Options};
+use rialto_lsm::{BlockCache, Compression, Db, Options, ThrottleOptions};
 use rialto_txn::{Merger, MergerOptions};
 
 use crate::config::{CommitPath, CompressionKind, TriadMode};

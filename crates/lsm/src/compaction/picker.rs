@@ -87,17 +87,6 @@ impl PickerOptions {
     }
 }
 
-/// Why a compaction runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
-    /// Too many L0 files.
-    Level0Files,
-    /// A level exceeds its target size.
-    LevelSize,
-    /// `compact_range` asked for it.
-    Manual,
-}
-
 /// One compaction to run.
 #[derive(Debug, Clone)]
 pub struct CompactionTask {
@@ -111,8 +100,6 @@ pub struct CompactionTask {
     pub grandparents: Vec<Arc<FileMeta>>,
     /// Relink the single input one level down instead of rewriting it.
     pub trivial_move: bool,
-    /// Why.
-    pub reason: Reason,
 }
 
 impl CompactionTask {
@@ -215,7 +202,7 @@ fn pick_level0(
     if inputs.is_empty() || inputs.iter().any(|f| compacting.contains(&f.number)) {
         return None;
     }
-    finish_task(v, 0, inputs, compacting, Reason::Level0Files, o)
+    finish_task(v, 0, inputs, compacting, o)
 }
 
 fn pick_level(
@@ -252,14 +239,7 @@ fn pick_level(
         }
     }
     let (_, _, i) = best?;
-    finish_task(
-        v,
-        level,
-        vec![Arc::clone(&files[i])],
-        compacting,
-        Reason::LevelSize,
-        o,
-    )
+    finish_task(v, level, vec![Arc::clone(&files[i])], compacting, o)
 }
 
 /// Compaction of every file of `level` overlapping `[lo, hi]` into `level + 1`, for
@@ -282,7 +262,7 @@ pub fn pick_manual(
     if inputs.is_empty() || inputs.iter().any(|f| compacting.contains(&f.number)) {
         return None;
     }
-    let mut t = finish_task(v, level, inputs, compacting, Reason::Manual, o)?;
+    let mut t = finish_task(v, level, inputs, compacting, o)?;
     // A manual compaction rewrites: it is asked for to drop garbage, which a move keeps.
     t.trivial_move = false;
     Some(t)
@@ -317,7 +297,6 @@ fn finish_task(
     level: usize,
     inputs: Vec<Arc<FileMeta>>,
     compacting: &HashSet<u64>,
-    reason: Reason,
     o: &PickerOptions,
 ) -> Option<CompactionTask> {
     let (lo, hi) = key_range(&inputs);
@@ -345,7 +324,6 @@ fn finish_task(
         next_inputs,
         grandparents,
         trivial_move,
-        reason,
     })
 }
 
@@ -572,7 +550,7 @@ mod tests {
     #[test]
     fn commit_log_tables_are_rewritten_when_flushes_no_longer_write_them() {
         let mut f = file(1, "a", "m", 5);
-        f.cl_segment = Some(crate::cl_table::ClSegment {
+        f.cl_segment = Some(crate::triad::cl_table::ClSegment {
             number: 7,
             size: 100,
         });

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use rialto_engine::{IterOptions, Result};
 
 use super::{DbInner, Snapshot};
-use crate::db_iter::DbIter;
+use crate::iter::db::DbIter;
+use crate::iter::level::LevelIter;
+use crate::iter::merge::MergingIterator;
 use crate::iter::BoxedIter;
-use crate::level_iter::LevelIter;
-use crate::merge::MergingIterator;
 
 /// An iterator over the memtables and tables of the current super version, reading at the
 /// snapshot's sequence (or the latest published one). It holds the super version, so every

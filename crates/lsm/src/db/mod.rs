@@ -42,24 +42,24 @@ use rialto_engine::{
 };
 use rialto_io::{FileLock, Fs};
 
+use crate::cache::table::TableCache;
 use crate::cache::BlockCache;
-use crate::cl_table::{ClSegment, PointerIter, SegmentIndex};
 use crate::compaction::picker::{self, CompactionTask, PickerOptions};
 use crate::compaction::{self, CacheBudget, Gc, OutputContext, OutputPolicy};
-use crate::db_iter::DbIter;
+use crate::iter::db::DbIter;
+use crate::iter::level::LevelIter;
+use crate::iter::merge::MergingIterator;
 use crate::iter::{BoxedIter, InternalIterator};
 use crate::key::{self, SequenceNumber, ValueKind, KIND_SEEK};
-use crate::level_iter::LevelIter;
 use crate::memtable::{Lookup, MemTable};
-use crate::merge::MergingIterator;
 use crate::options::Options;
 use crate::sstable::TableBuildOptions;
-use crate::table_cache::TableCache;
 use crate::throttle::JournalFirst;
+use crate::triad::cl_table::{ClSegment, PointerIter, SegmentIndex};
 use crate::triad::hot::HotSelector;
 use crate::version::{FileMeta, Version, VersionEdit, VersionSet};
+use crate::wal::prepare::SpareSegment;
 use crate::wal::{self, WalWriter};
-use crate::wal_prepare::SpareSegment;
 use write::WriteQueue;
 
 /// What readers load: the memtables and the version, swapped atomically as one.
@@ -120,7 +120,7 @@ pub(crate) struct DbInner {
     pub(crate) tables: Arc<TableCache>,
     block_cache: Option<Arc<BlockCache>>,
     /// Recently read values; every applied write invalidates its keys first.
-    pub(crate) row_cache: Option<crate::row_cache::RowCache>,
+    pub(crate) row_cache: Option<crate::cache::row::RowCache>,
     pub(crate) state: Mutex<State>,
     /// Wakes background threads.
     bg_cv: Condvar,
@@ -265,7 +265,7 @@ impl Db {
     }
 
     /// A hint that `get` of these keys follows (a pipeline of reads): starts loading their
-    /// row-cache entries into the CPU cache so the misses overlap (see `row_cache.rs`). No
+    /// row-cache entries into the CPU cache so the misses overlap (see `cache/row.rs`). No
     /// effect without a row cache.
     pub fn prefetch(&self, keys: &[&[u8]]) {
         if let Some(rc) = &self.inner.row_cache {

@@ -27,6 +27,7 @@ use rialto_engine::{Error, IoRecorder, Result};
 use rialto_io::{FileLock, Fs};
 
 use super::{parse_file_name, Counters, DbInner, FileKind, State, SuperVersion};
+use crate::cache::table::TableCache;
 use crate::cache::BlockCache;
 use crate::compaction::{self, Gc, OutputContext, OutputPolicy};
 use crate::iter::InternalIterator;
@@ -34,12 +35,11 @@ use crate::key::SequenceNumber;
 use crate::memtable::MemTable;
 use crate::options::{Options, WalRecovery};
 use crate::sstable::TableBuildOptions;
-use crate::table_cache::TableCache;
 use crate::throttle::JournalFirst;
 use crate::version::edit::MAX_LEVELS;
 use crate::version::{current_file_name, FileMeta, VersionEdit, VersionSet};
+use crate::wal::prepare::SpareSegment;
 use crate::wal::{self, SegmentEnd, WalWriter};
-use crate::wal_prepare::SpareSegment;
 
 fn validate(o: &Options) -> Result<()> {
     let bad = |m: &str| Err(Error::InvalidArgument(m.to_string()));
@@ -180,7 +180,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         tables,
         block_cache,
         row_cache: (opts.row_cache_size > 0)
-            .then(|| crate::row_cache::RowCache::new(opts.row_cache_size)),
+            .then(|| crate::cache::row::RowCache::new(opts.row_cache_size)),
         state: Mutex::new(state),
         bg_cv: Condvar::new(),
         done_cv: Condvar::new(),

@@ -28,7 +28,7 @@ use std::time::Duration;
 use rialto_engine::{EngineIterator, Result};
 
 use super::{iter, Db, DbInner, State};
-use crate::row_cache::{KeyRange, RowCache, Warmed};
+use crate::cache::row::{KeyRange, RowCache, Warmed};
 
 /// Keys between checks of the cache's room, the snapshot and the reasons to stop.
 const CHECK_EVERY: u64 = 1024;
@@ -57,7 +57,7 @@ impl Db {
     /// Returns the rows evicted.
     ///
     /// Eviction walks every shard of the cache, 1,024 slots per hold of its lock
-    /// ([`RowCache::evict_outside`]): call it when the ranges change, not per request.
+    /// (`RowCache::evict_outside`): call it when the ranges change, not per request.
     pub fn focus_row_cache(&self, mut ranges: Vec<KeyRange>) -> u64 {
         let inner = &self.inner;
         let Some(rc) = inner.row_cache.as_ref() else {

@@ -273,7 +273,7 @@ impl DbInner {
         let retuned = self.triad.record_batch(merged);
         let last = first_seq + count - 1;
         if let Some(rc) = &self.row_cache {
-            // Before the batch can be published (see row_cache.rs).
+            // Before the batch can be published (see cache/row.rs).
             for op in merged.iter() {
                 let (BatchOp::Put(k, _) | BatchOp::Delete(k)) = op;
                 rc.invalidate(k, last);

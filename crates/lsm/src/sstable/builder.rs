@@ -26,7 +26,7 @@ pub struct TableBuildOptions {
     pub bloom_bits_per_key: u32,
     /// Compression of data blocks.
     pub compression: Compression,
-    /// A commit-log table's segment (TRIAD-LOG, [`crate::cl_table`]): values are pointers
+    /// A commit-log table's segment (TRIAD-LOG, `triad::cl_table`): values are pointers
     /// into it, recorded as the `cl_segment` property; raw value bytes count the values
     /// pointed to.
     pub cl_segment: Option<u64>,
@@ -247,7 +247,9 @@ impl TableBuilder {
         p.raw_key_bytes += ikey.len() as u64;
         p.raw_value_bytes += match self.opts.cl_segment {
             // A put's pointer: count the value it designates (tombstones have none).
-            Some(_) => crate::cl_table::ValuePointer::decode(value).map_or(0, |v| u64::from(v.len)),
+            Some(_) => {
+                crate::triad::cl_table::ValuePointer::decode(value).map_or(0, |v| u64::from(v.len))
+            }
             None => value.len() as u64,
         };
     }

@@ -1,30 +1,31 @@
 //! TRIAD (Balmau et al., USENIX ATC 2017) and DeuceDB's run-time adaptation of it.
 //!
 //! - **TRIAD-LOG** (commit log as L0): a flush writes an index table over the memtable's WAL
-//!   segment, and the segment serves as the table's data file ([`crate::cl_table`]).
+//!   segment, and the segment serves as the table's data file (`cl_table`).
 //! - **TRIAD-MEM** (hot/cold separation): at a flush, the newest entries of the memtable's
-//!   most updated keys ([`hot`]) stay in memory: they are re-logged to the current WAL
+//!   most updated keys (`hot`) stay in memory: they are re-logged to the current WAL
 //!   segment and inserted into the next memtable, and only the cold keys go to L0. A key
 //!   rewritten many times is then written to a table once, not once per flush. The re-logged
 //!   records keep the entries' sequence numbers, so recovery rebuilds them exactly.
 //! - **TRIAD-DISK** (deferred L0 compaction): every table records a HyperLogLog sketch of its
-//!   keys ([`sketch`]); while the estimated overlap between the L0 files and the L1 files
+//!   keys (`sketch`); while the estimated overlap between the L0 files and the L1 files
 //!   they would be merged with stays below a threshold, L0→L1 compaction waits (up to
 //!   [`TriadOptions::max_deferred_l0_files`]), because merging files that share few keys
 //!   rewrites L1 without removing anything. The rule is in the pure compaction picker.
-//! - **The characterizer** ([`characterizer`], fed by [`recorder`]) classifies windows of
+//! - **The characterizer** (`characterizer`, fed by `recorder`) classifies windows of
 //!   10,000 operations by read/write mix and write skew and retunes the overlap threshold
 //!   (and, with TRIAD-MEM, hot/cold separation) at run time.
 //!
 //! The policy parts (picker rule, characterizer) take state and return decisions, so they
 //! are tested and simulated without I/O.
 
-pub mod characterizer;
-pub mod hot;
-pub mod recorder;
-pub mod sketch;
+mod characterizer;
+pub(crate) mod cl_table;
+pub(crate) mod hot;
+pub(crate) mod recorder;
+pub(crate) mod sketch;
 
-pub use characterizer::{Characterizer, CharacterizerConfig, Decision, Tuning, Window, Workload};
+pub use characterizer::{CharacterizerConfig, Decision, Tuning, Window, Workload};
 pub use sketch::KeySketch;
 
 /// Which TRIAD techniques run, and their fixed settings.

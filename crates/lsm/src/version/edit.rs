@@ -19,9 +19,9 @@
 //! Unknown tags make the edit undecodable: a manifest written by a newer format is refused
 //! rather than half-understood.
 
-use crate::cl_table::ClSegment;
 use crate::key::SequenceNumber;
 use crate::sstable::coding::{put_varint32, put_varint64, take_varint64};
+use crate::triad::cl_table::ClSegment;
 use crate::version::FileMeta;
 
 const TAG_LOG_NUMBER: u32 = 1;

@@ -19,10 +19,10 @@ use std::sync::{Arc, OnceLock};
 
 use rialto_engine::{LevelStats, Result};
 
-use crate::cl_table::ClSegment;
+use crate::cache::table::TableCache;
 use crate::key::{self, SequenceNumber};
 use crate::memtable::Lookup;
-use crate::table_cache::TableCache;
+use crate::triad::cl_table::ClSegment;
 use crate::triad::KeySketch;
 pub use edit::VersionEdit;
 pub use set::{current_file_name, manifest_file_name, VersionSet, MAX_FILE_NUMBER};

@@ -5,12 +5,12 @@
 //! Design:
 //! - Sharded by a hash of the key into up to 64 shards (each at least 512 KiB of capacity),
 //!   each a `parking_lot::Mutex` over its table, so concurrent readers rarely contend.
-//! - Each shard is an open-addressing table ([`crate::slot_table`]) whose 64-byte slots hold
-//!   the key, the block and its CLOCK bit inline, aligned to a cache line. A hit reads one
-//!   slot and writes the bit in the same line: one cache miss. (The LRU it replaced, a hash
-//!   map to a slab of list nodes, took five: the map's control bytes and bucket, the node,
-//!   and the two neighbours its relinking rewrote. Block-cache hits were 14% of a cold GET
-//!   on the server's connection thread.)
+//! - Each shard is an open-addressing table ([`crate::cache::slot_table`]) whose 64-byte
+//!   slots hold the key, the block and its CLOCK bit inline, aligned to a cache line. A hit
+//!   reads one slot and writes the bit in the same line: one cache miss. (The LRU it
+//!   replaced, a hash map to a slab of list nodes, took five: the map's control bytes and
+//!   bucket, the node, and the two neighbours its relinking rewrote. Block-cache hits were
+//!   14% of a cold GET on the server's connection thread.)
 //! - Eviction is CLOCK: a hand sweeps the slots, clearing the bit of a block read since it
 //!   last passed and evicting the first block whose bit is clear. A block is inserted with
 //!   its bit set: its slot lies anywhere relative to the hand, and the bit gives it a full
@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::slot_table::{Hashed, SlotTable};
+use crate::cache::slot_table::{Hashed, SlotTable};
 use crate::sstable::Block;
 
 /// Default capacity of the process-wide cache: 64 MiB.

@@ -2,6 +2,14 @@
 //!
 //! Keys are internal keys ([`crate::key`]), ordered by [`crate::key::compare`].
 //! An iterator starts unpositioned. Errors make it invalid and are kept in `status()`.
+//!
+//! The iterators that combine sources implement it here too: [`merge`] (one sorted view over
+//! many), [`level`] (a sorted level, opening each table when reached) and [`db`] (the user's
+//! view of the merged stream).
+
+pub mod db;
+pub mod level;
+pub mod merge;
 
 use rialto_engine::Result;
 
@@ -32,13 +40,15 @@ pub trait InternalIterator: Send {
 /// Boxed iterator, as merges hold them.
 pub type BoxedIter = Box<dyn InternalIterator>;
 
-/// An iterator over a sorted in-memory vector; used by tests and small fixed sets.
+/// An iterator over a sorted in-memory vector, for tests.
+#[cfg(test)]
 #[derive(Debug, Clone, Default)]
 pub struct VecIter {
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     pos: Option<usize>,
 }
 
+#[cfg(test)]
 impl VecIter {
     /// REQUIRES: `entries` sorted by internal key order, no duplicates.
     pub fn new(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
@@ -49,6 +59,7 @@ impl VecIter {
     }
 }
 
+#[cfg(test)]
 impl InternalIterator for VecIter {
     fn valid(&self) -> bool {
         self.pos.is_some()

@@ -84,11 +84,6 @@ impl MergingIterator {
         }
     }
 
-    /// Number of children merged.
-    pub fn num_children(&self) -> usize {
-        self.children.len()
-    }
-
     /// Rebuilds the heap from scratch for `direction` after every child was repositioned.
     /// Notes the failure of any child that is invalid because of an error.
     fn rebuild(&mut self, direction: Direction) {
@@ -274,6 +269,7 @@ impl InternalIterator for MergingIterator {
 
 /// Merges `children` (newest source first); a single child is returned as is, saving a
 /// layer of dynamic dispatch and heap maintenance on every step.
+#[cfg(test)]
 pub fn new_merging(mut children: Vec<BoxedIter>) -> BoxedIter {
     if children.len() == 1 {
         if let Some(only) = children.pop() {

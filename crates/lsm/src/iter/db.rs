@@ -91,8 +91,8 @@ impl fmt::Debug for DbIter {
 }
 
 impl DbIter {
-    /// Wraps `inner` (usually a [`crate::merge::MergingIterator`] of every source, newest
-    /// first) into the view as of `sequence`, restricted to `lower <= key < upper`.
+    /// Wraps `inner` (usually a `MergingIterator` of every source, newest first) into the view
+    /// as of `sequence`, restricted to `lower <= key < upper`.
     ///
     /// `sequence` above [`MAX_SEQUENCE`] (e.g. `u64::MAX` for "everything") is clamped.
     /// `keep_alive` is stored untouched and dropped after `inner`. The iterator starts
@@ -450,9 +450,9 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::iter::merge::{new_merging, MergingIterator};
     use crate::iter::{InternalIterator, VecIter};
     use crate::key::make_internal_key;
-    use crate::merge::{new_merging, MergingIterator};
 
     type Entry = (Vec<u8>, Vec<u8>);
 

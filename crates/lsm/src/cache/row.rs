@@ -28,7 +28,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::slot_table::{Hashed, SlotTable};
+use crate::cache::slot_table::{Hashed, SlotTable};
 
 const SHARDS: usize = 64;
 /// Bookkeeping bytes charged per entry besides key and value: its slot (32 bytes, in a table
@@ -37,7 +37,7 @@ const SHARDS: usize = 64;
 const ENTRY_OVERHEAD: usize = 96;
 /// Slots [`RowCache::evict_outside`] judges per hold of a shard's lock.
 const EVICT_CHUNK: usize = 1024;
-/// Keys [`RowCache::prefetch`] handles at once (the rest of a longer list is not prefetched).
+/// Keys `RowCache::prefetch` handles at once (the rest of a longer list is not prefetched).
 pub const PREFETCH_MAX: usize = 64;
 
 /// A cached row: `data` is the key followed by the value. Aligned so that a slot never

@@ -16,10 +16,10 @@ use rialto_engine::{Error, Result};
 use rialto_io::Fs;
 
 use crate::cache::BlockCache;
-use crate::cl_table::{ClSource, ResolvingIter};
 use crate::key::ValueKind;
 use crate::memtable::Lookup;
 use crate::sstable::{TableIter, TableReader};
+use crate::triad::cl_table::{ClSource, ResolvingIter};
 use crate::version::{table_file_name, FileMeta};
 
 const SHARDS: usize = 16;

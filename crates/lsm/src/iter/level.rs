@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use rialto_engine::Result;
 
+use crate::cache::table::TableCache;
+use crate::cache::table::TableCursor;
 use crate::iter::InternalIterator;
 use crate::key;
-use crate::table_cache::TableCache;
-use crate::table_cache::TableCursor;
 use crate::version::FileMeta;
 
 /// Concatenation of a level's tables.
