@@ -152,6 +152,10 @@ pub trait PipelinedCommit: KvEngine {
     /// Reads the newest applied state, published or not: what read-modify-write operations
     /// executed by the committer build on.
     fn get_applied(&self, key: &[u8]) -> Result<Option<Bytes>>;
+    /// Iterates the newest applied state, published or not, between `lower` (inclusive) and
+    /// `upper` (exclusive): the view of the committer, for operations that walk a range.
+    /// REQUIRES: called by the committer between groups, so the applied state holds still.
+    fn iter_applied(&self, lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) -> Result<Self::Iter>;
     /// The newest applied commit point.
     fn applied_point(&self) -> CommitPoint;
     /// The newest published commit point (what readers see).

@@ -20,7 +20,7 @@ use rialto_txn::{CommitHandle, Merger, MergerOptions, MergerStats};
 
 use crate::error::Result;
 use crate::keys::{read_key, Keys, Published, Reader, Txn};
-use crate::layout::{self, Record, DATA, EXPIRY};
+use crate::layout::{self, Record};
 use crate::op::{Op, OpKind};
 use crate::stores::{
     catalog, Catalog, PushGuard, PushReport, StoreError, StoreMeta, StoreOptions, StoreResult,
@@ -28,6 +28,9 @@ use crate::stores::{
 };
 use crate::value::Value;
 use rialto_sort::DuplicatePolicy;
+
+/// Keys one step of a flush deletes (one transaction, one journal record).
+pub const FLUSH_STEP_KEYS: u64 = 10_000;
 
 /// How to open a keyspace.
 #[derive(Clone)]
@@ -203,25 +206,26 @@ impl Keyspace {
         )
     }
 
-    /// Deletes every key of database `db`, or of every database (`None`), in transactions of
-    /// [`crate::chunked::DELETE_CHUNK`] deletions; returns once the last is durable. A write
-    /// in flight may land before or after it, as the journal orders them.
+    /// Deletes every key of database `db`, or of every database (`None`): FLUSHDB and
+    /// FLUSHALL, as [`OpKind::FlushStep`] ops of [`FLUSH_STEP_KEYS`] deletions until one
+    /// deletes fewer; returns once the last is durable. Each step is atomic, the whole is not:
+    /// a write applied between two steps may survive the flush, as the journal orders them.
     pub fn flush(&self, db: Option<u8>) -> Result<()> {
-        let mut ranges = match db {
-            Some(d) => vec![layout::data_range(d), layout::expiry_range(d)],
-            None => vec![(vec![DATA], vec![EXPIRY + 1])],
-        };
-        if db.is_none_or(|d| d == 0) {
-            // Stores' keys are in database 0: empty every live version (a version being
-            // pushed is not reached: it replaces what it replaces).
-            for s in self.stores.exec_catalog().iter() {
-                ranges.extend(s.live_versions().map(|v| catalog::version_range(s.id, v)));
+        loop {
+            let op = Op::new(
+                db.unwrap_or(0),
+                self.now_ms(),
+                OpKind::FlushStep {
+                    all: db.is_none(),
+                    limit: FLUSH_STEP_KEYS,
+                },
+            );
+            match self.execute(op)? {
+                Value::Int(n) if (n as u64) < FLUSH_STEP_KEYS => return Ok(()),
+                Value::Int(_) => {}
+                _ => return Ok(()),
             }
         }
-        for (lo, hi) in ranges {
-            crate::chunked::delete_range(&self.db, &self.merger, &lo, &hi, |_| true)?;
-        }
-        Ok(())
     }
 
     /// One pass of active expiry over database `db`: up to `batch` due entries of the expiry

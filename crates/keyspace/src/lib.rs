@@ -28,7 +28,7 @@ pub use error::{Error, Result};
 pub use keys::{check_key, check_value_len, Keys, RawRead, Reader};
 pub use keyspace::{Keyspace, KeyspaceOptions, OpenError};
 pub use layout::{CorruptRecord, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
-pub use op::{Cond, ExpireCond, Op, OpKind, Set, StoreOp, TtlChange, FORMAT_VERSION};
+pub use op::{BadTime, Cond, ExpireCond, Op, OpKind, Set, StoreOp, TtlChange, FORMAT_VERSION};
 pub use rialto_sort::DuplicatePolicy;
 pub use stores::{
     lower_thread_priority, Catalog, PassReport, PushGuard, PushPageCache, PushRefusal, PushReport,

@@ -1,7 +1,7 @@
 //! `apply` is deterministic: random sequences of ops — strings, expiry (with the clock moving
 //! past expiry times), the expiry pass's deletions, stores, streamed writes landing on a
 //! store's versions and real-time log during a push, the push's swap and abort, rollbacks,
-//! and ops that fail — applied to two fresh keyspaces give the same replies and the same
+//! FLUSHDB and FLUSHALL steps, and ops that fail — applied to two fresh keyspaces give the same replies and the same
 //! content digest; and each op, encoded to bytes and decoded, applies as the original did.
 
 use std::sync::Arc;
@@ -103,7 +103,8 @@ fn kind() -> impl Strategy<Value = OpKind> {
                 Just(TtlChange::Keep),
                 Just(TtlChange::Persist),
                 (0i64..3000).prop_map(TtlChange::At),
-                Just(TtlChange::Invalid),
+                Just(TtlChange::Bad(rialto_keyspace::BadTime::OutOfRange)),
+                Just(TtlChange::Bad(rialto_keyspace::BadTime::NotInteger)),
             ]).prop_map(|(key, ttl)| OpKind::GetEx { key, ttl }),
         1 => (key(), value()).prop_map(|(key, value)| OpKind::Append { key, value }),
         1 => (key(), 0u64..20, value()).prop_map(|(key, offset, patch)| OpKind::SetRange { key, offset, patch }),
@@ -120,6 +121,7 @@ fn kind() -> impl Strategy<Value = OpKind> {
         1 => key().prop_map(|key| OpKind::Persist { key }),
         1 => (key(), key(), any::<bool>()).prop_map(|(src, dst, nx)| OpKind::Rename { src, dst, nx }),
         1 => Just(OpKind::ExpireDue { entries: Vec::new() }),
+        1 => (any::<bool>(), 1u64..4).prop_map(|(all, limit)| OpKind::FlushStep { all, limit }),
         1 => (store(), 0u64..2).prop_map(|(name, rewind)| OpKind::Store(StoreOp::Create {
                 prefix: Bytes::from(format!("{name}:")),
                 name,

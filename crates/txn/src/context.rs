@@ -124,6 +124,58 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
         self.staged.clear();
     }
 
+    /// Up to `limit` keys that exist in `[lower, upper)` as this transaction sees them — the
+    /// engine's applied state, then the writes of earlier transactions of its group, then its
+    /// own — in key order.
+    pub fn first_keys(&mut self, lower: &[u8], upper: &[u8], limit: usize) -> Result<Vec<Vec<u8>>> {
+        use rialto_engine::EngineIterator;
+        use std::collections::BTreeMap;
+        // What the group and this transaction wrote in the range: key → exists.
+        let mut written: BTreeMap<Vec<u8>, bool> = BTreeMap::new();
+        for batch in [&self.group.batch, &self.staged] {
+            for op in batch.iter() {
+                match op {
+                    BatchOp::Put(k, _) if k >= lower && k < upper => {
+                        written.insert(k.to_vec(), true);
+                    }
+                    BatchOp::Delete(k) if k >= lower && k < upper => {
+                        written.insert(k.to_vec(), false);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut out = Vec::new();
+        let mut it = self
+            .engine
+            .iter_applied(Some(lower.to_vec()), Some(upper.to_vec()))?;
+        it.seek_to_first();
+        let mut pending = written.into_iter().peekable();
+        while out.len() < limit {
+            // The smaller of the engine's next key and the next written one; a written key
+            // decides for the engine's equal one.
+            let engine_first = match (it.valid(), pending.peek()) {
+                (false, None) => break,
+                (true, None) => true,
+                (false, Some(_)) => false,
+                (true, Some((w, _))) => it.key() < w.as_slice(),
+            };
+            if engine_first {
+                out.push(it.key().to_vec());
+                it.next();
+            } else if let Some((k, exists)) = pending.next() {
+                if it.valid() && it.key() == k.as_slice() {
+                    it.next();
+                }
+                if exists {
+                    out.push(k);
+                }
+            }
+        }
+        it.status()?;
+        Ok(out)
+    }
+
     /// The engine, for reads the context does not cover (iteration reads the published state).
     pub fn engine(&self) -> &E {
         self.engine

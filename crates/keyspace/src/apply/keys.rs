@@ -1,11 +1,16 @@
 //! Writes on keys whatever their value: deletion, expiry, renaming, the expiry pass.
 
 use bytes::Bytes;
+use rialto_lsm::Db;
+use rialto_txn::TxnContext;
 
 use super::W;
 use crate::error::{Error, Result};
 use crate::keys::{check_key, Keys, RawWrite};
+use crate::layout;
 use crate::op::ExpireCond;
+use crate::stores::catalog::version_range;
+use crate::stores::Stores;
 use crate::value::Value;
 
 pub(super) fn del(k: &mut W<'_, '_, '_>, keys: &[Bytes]) -> Result<Value> {
@@ -97,6 +102,42 @@ pub(super) fn expire_due(k: &mut W<'_, '_, '_>, entries: &[(u8, i64, Bytes)]) ->
         }
         keys.io
             .delete_raw(&crate::layout::expiry_key(*db, *at, key));
+    }
+    Ok(Value::Int(deleted))
+}
+
+/// Deletes up to `limit` keys of what FLUSHDB `db` (or FLUSHALL) covers, in key order: the
+/// data and expiry keys, and in database 0 the live versions of every store (a version being
+/// pushed is not reached: it replaces what it replaces). Replies how many it deleted.
+pub(super) fn flush_step(
+    tx: &mut TxnContext<'_, Db>,
+    stores: &Stores,
+    db: u8,
+    all: bool,
+    limit: u64,
+) -> Result<Value> {
+    let mut ranges = if all {
+        vec![(vec![layout::DATA], vec![layout::EXPIRY + 1])]
+    } else {
+        vec![layout::data_range(db), layout::expiry_range(db)]
+    };
+    if all || db == 0 {
+        for s in stores.exec_catalog().iter() {
+            ranges.extend(s.live_versions().map(|v| version_range(s.id, v)));
+        }
+    }
+    let mut left = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut deleted = 0i64;
+    for (lo, hi) in ranges {
+        if left == 0 {
+            break;
+        }
+        let keys = tx.first_keys(&lo, &hi, left)?;
+        left -= keys.len();
+        deleted += keys.len() as i64;
+        for k in keys {
+            tx.delete(&k);
+        }
     }
     Ok(Value::Int(deleted))
 }

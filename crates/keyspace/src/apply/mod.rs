@@ -26,6 +26,7 @@ type W<'a, 'b, 'c> = Keys<'a, Txn<'b, 'c, Db>>;
 pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Result<Value> {
     let r = match &op.kind {
         OpKind::Store(s) => catalog::apply(tx, stores, op.now_ms, s),
+        OpKind::FlushStep { all, limit } => keys::flush_step(tx, stores, op.db, *all, *limit),
         kind => {
             let catalog = stores.exec_catalog();
             let mut io = Txn(&mut *tx);
@@ -62,6 +63,8 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         OpKind::Persist { key } => keys::persist(k, key),
         OpKind::Rename { src, dst, nx } => keys::rename(k, src, dst, *nx),
         OpKind::ExpireDue { entries } => keys::expire_due(k, entries),
-        OpKind::Store(_) => Err(crate::error::Error::BadOp("a catalog op among data ops")),
+        OpKind::Store(_) | OpKind::FlushStep { .. } => {
+            Err(crate::error::Error::BadOp("not a key-level op"))
+        }
     }
 }

@@ -6,7 +6,7 @@ use rialto_resp::parse_redis_int;
 use super::W;
 use crate::error::{Error, Result};
 use crate::keys::{check_key, check_value_len};
-use crate::op::{Cond, Set, TtlChange};
+use crate::op::{BadTime, Cond, Set, TtlChange};
 use crate::value::Value;
 
 fn old_value(old: &Option<crate::Record>) -> Value {
@@ -96,7 +96,10 @@ pub(super) fn getex(k: &mut W<'_, '_, '_>, key: &[u8], ttl: TtlChange) -> Result
     };
     match ttl {
         TtlChange::Keep => {}
-        TtlChange::Invalid => return Err(Error::InvalidExpire { command: "getex" }),
+        TtlChange::Bad(BadTime::OutOfRange) => {
+            return Err(Error::InvalidExpire { command: "getex" })
+        }
+        TtlChange::Bad(BadTime::NotInteger) => return Err(Error::NotInteger),
         TtlChange::Persist => {
             if rec.expire_at_ms.is_some() {
                 k.replace(key, Some(&rec), &rec.value, None);

@@ -1,4 +1,4 @@
-//! The byte format of an [`Op`] (design §11.2):
+//! The byte format of an [`Op`] (design §11.7):
 //!
 //! ```text
 //! op     := version: u8 (1) | db: u8 | now_ms: i64 LE | kind: u8 | body
@@ -11,7 +11,8 @@
 //!   3 MSet         n: u64 | (key | value)*n
 //!   4 MSetNx       n: u64 | (key | value)*n
 //!   5 GetDel       key
-//!   6 GetEx        key | ttl: u8 (0 keep, 1 persist, 2 at, 3 invalid) | [at: i64 if 2]
+//!   6 GetEx        key | ttl: u8 (0 keep, 1 persist, 2 at, 3 out of range, 4 not an
+//!                  integer) | [at: i64 if 2]
 //!   7 Append       key | value
 //!   8 SetRange     key | offset: u64 | patch
 //!   9 IncrBy       key | delta: i64
@@ -27,6 +28,7 @@
 //!  19 PushBegin    store: string
 //!  20 PushEnd      store: string | swap: u8 | [number: u32 LE | records: u64 | bytes: u64
 //!                  | created_ms: i64 | from: u64 if swap]
+//!  21 FlushStep    all: u8 | limit: u64
 //! ```
 //!
 //! Decoding is strict: an unknown version or kind, a truncated field, bytes left over or a
@@ -35,7 +37,7 @@
 
 use bytes::Bytes;
 
-use super::{Cond, ExpireCond, Op, OpKind, Set, StoreOp, TtlChange};
+use super::{BadTime, Cond, ExpireCond, Op, OpKind, Set, StoreOp, TtlChange};
 use crate::error::{Error, Result};
 use crate::stores::VersionInfo;
 
@@ -111,7 +113,8 @@ impl Op {
                         w.u8(2);
                         w.i64(*at);
                     }
-                    TtlChange::Invalid => w.u8(3),
+                    TtlChange::Bad(BadTime::OutOfRange) => w.u8(3),
+                    TtlChange::Bad(BadTime::NotInteger) => w.u8(4),
                 }
             }
             OpKind::Append { key, value } => {
@@ -169,6 +172,11 @@ impl Op {
                     w.i64(*at);
                     w.bytes(key);
                 }
+            }
+            OpKind::FlushStep { all, limit } => {
+                w.u8(21);
+                w.u8(u8::from(*all));
+                w.u64(*limit);
             }
             OpKind::Store(StoreOp::Create {
                 name,
@@ -275,7 +283,8 @@ impl Op {
                     0 => TtlChange::Keep,
                     1 => TtlChange::Persist,
                     2 => TtlChange::At(r.i64()?),
-                    3 => TtlChange::Invalid,
+                    3 => TtlChange::Bad(BadTime::OutOfRange),
+                    4 => TtlChange::Bad(BadTime::NotInteger),
                     _ => return Err(Error::BadOp("bad GETEX expiry")),
                 };
                 OpKind::GetEx { key, ttl }
@@ -365,6 +374,10 @@ impl Op {
                 };
                 OpKind::Store(StoreOp::PushEnd { store, swap })
             }
+            21 => OpKind::FlushStep {
+                all: r.bool()?,
+                limit: r.u64()?,
+            },
             _ => return Err(Error::BadOp("unknown kind")),
         };
         if !r.0.is_empty() {

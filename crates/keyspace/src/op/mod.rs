@@ -65,8 +65,17 @@ pub enum TtlChange {
     Persist,
     /// Sets it (a time already past deletes the key).
     At(i64),
-    /// The time given was out of range: an error once the key is found to exist.
-    Invalid,
+    /// The time given was bad: an error once the key is found to exist.
+    Bad(BadTime),
+}
+
+/// Why an expiry argument was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadTime {
+    /// Not an integer.
+    NotInteger,
+    /// Not positive, or out of range once made absolute.
+    OutOfRange,
 }
 
 /// SET and the commands that are SET with fixed options (SETEX, PSETEX, GETSET).
@@ -185,6 +194,16 @@ pub enum OpKind {
     ExpireDue {
         /// Expiry-index entries: database, time, key.
         entries: Vec<(u8, i64, Bytes)>,
+    },
+    /// FLUSHDB (the op's database) or FLUSHALL (`all`), in steps: deletes up to `limit` keys
+    /// of what the flush covers (data and expiry keys; in database 0 the live versions of every
+    /// store), in key order, and replies how many it deleted; the flush is done when a step
+    /// deletes fewer than `limit`.
+    FlushStep {
+        /// Every database, not only the op's.
+        all: bool,
+        /// Most keys this step deletes.
+        limit: u64,
     },
     /// A change of the store catalog.
     Store(StoreOp),

@@ -29,6 +29,24 @@ pub(crate) fn latest(inner: &DbInner) -> Result<(u64, DbIter)> {
     Ok((seq, build(inner, seq, IterOptions::default())?))
 }
 
+/// An iterator over the newest applied state, published or not (the committer's view).
+pub(crate) fn applied(
+    inner: &DbInner,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+) -> Result<DbIter> {
+    let seq = inner.applied_seq.load(Ordering::Acquire);
+    build(
+        inner,
+        seq,
+        IterOptions {
+            lower,
+            upper,
+            snapshot: None,
+        },
+    )
+}
+
 fn build(inner: &DbInner, seq: u64, opts: IterOptions<Snapshot>) -> Result<DbIter> {
     let sv = inner.sv.load_full();
     let lo = opts.lower.as_deref();

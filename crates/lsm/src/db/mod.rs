@@ -1278,6 +1278,10 @@ impl PipelinedCommit for Db {
         self.inner.get_at_seq(key, seq)
     }
 
+    fn iter_applied(&self, lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) -> Result<DbIter> {
+        iter::applied(&self.inner, lower, upper)
+    }
+
     fn applied_point(&self) -> CommitPoint {
         self.inner.applied_seq.load(Ordering::Acquire)
     }

@@ -14,10 +14,10 @@ pub fn run(at: At, args: &[Bytes]) -> CmdResult<Op> {
     let ttl = if o.flags & PERSIST != 0 {
         TtlChange::Persist
     } else {
-        match opts::expire_at(&o, at.now_ms, "getex") {
+        match opts::expire_time(&o, at.now_ms) {
             Ok(Some(t)) => TtlChange::At(t),
             Ok(None) => TtlChange::Keep,
-            Err(_) => TtlChange::Invalid,
+            Err(bad) => TtlChange::Bad(bad),
         }
     };
     Ok(at.op(OpKind::GetEx {

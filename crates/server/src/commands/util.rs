@@ -1,5 +1,7 @@
 //! Argument helpers shared by several commands.
 
+use rialto_keyspace::BadTime;
+
 use crate::reply::{self, CmdResult};
 
 /// Whether `arg` equals `word`, ignoring ASCII case (option names).
@@ -17,19 +19,26 @@ pub fn expire_option(
     now_ms: i64,
     cmd: &str,
 ) -> CmdResult<i64> {
-    let amount = reply::int_arg(arg)?;
+    expire_time(arg, seconds, relative, now_ms).map_err(|b| match b {
+        BadTime::NotInteger => reply::not_integer(),
+        BadTime::OutOfRange => reply::invalid_expire(cmd),
+    })
+}
+
+/// [`expire_option`], with the reason as data.
+pub fn expire_time(arg: &[u8], seconds: bool, relative: bool, now_ms: i64) -> Result<i64, BadTime> {
+    let amount = reply::parse_i64(arg).ok_or(BadTime::NotInteger)?;
     if amount <= 0 || (seconds && amount > i64::MAX / 1000) {
-        return Err(reply::invalid_expire(cmd));
+        return Err(BadTime::OutOfRange);
     }
     let ms = if seconds { amount * 1000 } else { amount };
     let at = if relative {
-        ms.checked_add(now_ms)
-            .ok_or_else(|| reply::invalid_expire(cmd))?
+        ms.checked_add(now_ms).ok_or(BadTime::OutOfRange)?
     } else {
         ms
     };
     if at <= 0 {
-        return Err(reply::invalid_expire(cmd));
+        return Err(BadTime::OutOfRange);
     }
     Ok(at)
 }

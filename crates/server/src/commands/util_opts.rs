@@ -67,6 +67,16 @@ pub fn parse<'a>(args: &'a [Bytes], start: usize, cmd: For) -> CmdResult<Opts<'a
     Ok(Opts { flags, expire })
 }
 
+/// The absolute expiry the options ask for, or why it is bad.
+pub fn expire_time(opts: &Opts<'_>, now_ms: i64) -> Result<Option<i64>, rialto_keyspace::BadTime> {
+    let Some((f, arg)) = opts.expire else {
+        return Ok(None);
+    };
+    let seconds = f == EX || f == EXAT;
+    let relative = f == EX || f == PX;
+    super::util::expire_time(arg, seconds, relative, now_ms).map(Some)
+}
+
 /// The absolute expiry the options ask for, validated as Redis 7 does.
 pub fn expire_at(opts: &Opts<'_>, now_ms: i64, cmd: &str) -> CmdResult<Option<i64>> {
     let Some((f, arg)) = opts.expire else {

@@ -442,6 +442,43 @@ fn a_power_loss_tearing_unsynced_writes_anywhere_reopens_with_every_acknowledged
     }
 }
 
+/// A transaction that walks a range sees the engine's applied state, the writes of earlier
+/// transactions of its group (not yet applied) and its own, deletions included.
+#[test]
+fn first_keys_sees_applied_group_and_own_writes() {
+    let (_fs, dynfs) = mem();
+    let db = open(dynfs);
+    let m = merger(
+        &db,
+        MergerOptions {
+            inline_execution: true,
+            ..MergerOptions::default()
+        },
+    );
+    for k in [b"k1", b"k3", b"k5", b"z9"] {
+        m.write(one_put(k, b"v")).wait().unwrap();
+    }
+    // Queued together, so they run in one group.
+    let a = m.enqueue(|tx| {
+        tx.put(b"k2", b"v");
+        tx.delete(b"k3");
+        Ok(())
+    });
+    let b = m.enqueue(|tx| {
+        tx.put(b"k4", b"v");
+        tx.delete(b"k5");
+        let all = tx.first_keys(b"k", b"l", 100)?;
+        let two = tx.first_keys(b"k", b"l", 2)?;
+        Ok((all, two))
+    });
+    m.run_queued();
+    a.wait().unwrap();
+    let (all, two) = b.wait().unwrap();
+    let names = |v: Vec<Vec<u8>>| v.into_iter().map(|k| String::from_utf8(k).unwrap()).collect::<Vec<_>>();
+    assert_eq!(names(all), ["k1", "k2", "k4"]);
+    assert_eq!(names(two), ["k1", "k2"]);
+}
+
 #[test]
 fn groups_respect_the_size_bound() {
     let (gate, db) = gated();
