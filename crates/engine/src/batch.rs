@@ -44,6 +44,15 @@ impl std::fmt::Debug for WriteBatch {
     }
 }
 
+/// A position in a [`WriteBatch`] (see [`WriteBatch::mark`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchMark {
+    len: usize,
+    count: u32,
+    payload_bytes: u64,
+    valid: bool,
+}
+
 impl Default for WriteBatch {
     fn default() -> Self {
         Self::new()
@@ -73,7 +82,7 @@ impl WriteBatch {
         }
     }
 
-    fn check(&mut self, key: &[u8], value: Option<&[u8]>) {
+    fn check(&mut self, key: &[u8], value_len: Option<usize>) {
         if self.invalid.is_some() {
             return;
         }
@@ -83,12 +92,10 @@ impl WriteBatch {
                 key.len(),
                 MAX_KEY_LEN
             ));
-        } else if let Some(v) = value {
-            if v.len() > MAX_VALUE_LEN {
+        } else if let Some(len) = value_len {
+            if len > MAX_VALUE_LEN {
                 self.invalid = Some(format!(
-                    "value of {} bytes exceeds the {} byte limit",
-                    v.len(),
-                    MAX_VALUE_LEN
+                    "value of {len} bytes exceeds the {MAX_VALUE_LEN} byte limit"
                 ));
             }
         }
@@ -96,7 +103,7 @@ impl WriteBatch {
 
     /// Adds a put. Oversized keys or values make [`WriteBatch::validate`] fail.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
-        self.check(key, Some(value));
+        self.check(key, Some(value.len()));
         if self.invalid.is_some() {
             // Never committed: skip copying what may be a huge oversized value.
             return;
@@ -108,6 +115,65 @@ impl WriteBatch {
         self.rep.extend_from_slice(value);
         self.count += 1;
         self.payload_bytes += (key.len() + value.len()) as u64;
+    }
+
+    /// Adds a put whose value is `value_parts` written back to back (a record's header and
+    /// its payload, say), without joining them first.
+    pub fn put_parts(&mut self, key: &[u8], value_parts: &[&[u8]]) {
+        let len: usize = value_parts.iter().map(|p| p.len()).sum();
+        self.check(key, Some(len));
+        if self.invalid.is_some() {
+            return;
+        }
+        self.rep.reserve(1 + 5 + key.len() + 5 + len);
+        self.rep.push(KIND_PUT);
+        put_varint32(&mut self.rep, len32(key.len()));
+        self.rep.extend_from_slice(key);
+        put_varint32(&mut self.rep, len32(len));
+        for p in value_parts {
+            self.rep.extend_from_slice(p);
+        }
+        self.count += 1;
+        self.payload_bytes += (key.len() + len) as u64;
+    }
+
+    /// Where the batch ends now, to [`WriteBatch::rollback`] to or to iterate from
+    /// ([`WriteBatch::iter_from`]).
+    pub fn mark(&self) -> BatchMark {
+        BatchMark {
+            len: self.rep.len(),
+            count: self.count,
+            payload_bytes: self.payload_bytes,
+            valid: self.invalid.is_none(),
+        }
+    }
+
+    /// Drops every operation added since `mark` (and the invalidity they caused).
+    /// REQUIRES: `mark` was taken from this batch, which has not been cleared since.
+    pub fn rollback(&mut self, mark: BatchMark) {
+        self.rep.truncate(mark.len.max(HEADER_LEN));
+        self.count = mark.count;
+        self.payload_bytes = mark.payload_bytes;
+        if mark.valid {
+            self.invalid = None;
+        }
+    }
+
+    /// The operations added since `mark`, in order.
+    pub fn iter_from(&self, mark: BatchMark) -> WriteBatchIter<'_> {
+        WriteBatchIter {
+            data: self.rep.get(mark.len.max(HEADER_LEN)..).unwrap_or(&[]),
+        }
+    }
+
+    /// The operations added before `mark`, in order.
+    pub fn iter_until(&self, mark: BatchMark) -> WriteBatchIter<'_> {
+        WriteBatchIter {
+            data: self
+                .rep
+                .get(HEADER_LEN..mark.len.max(HEADER_LEN))
+                .unwrap_or(&[]),
+        }
     }
 
     /// Adds a delete.
@@ -317,6 +383,39 @@ pub fn get_varint32(data: &[u8]) -> Option<(u32, usize)> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_rollback_cuts_what_followed_the_mark_and_parts_read_as_one_value() {
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"1");
+        let mark = b.mark();
+        b.put_parts(b"b", &[b"he", b"", b"llo"]);
+        b.delete(b"a");
+        assert_eq!(b.count(), 3);
+        let after: Vec<_> = b.iter_from(mark).collect();
+        assert_eq!(
+            after,
+            vec![BatchOp::Put(b"b", b"hello"), BatchOp::Delete(b"a")]
+        );
+        let before: Vec<_> = b.iter_until(mark).collect();
+        assert_eq!(before, vec![BatchOp::Put(b"a", b"1")]);
+        // 513 MiB from one 1 MiB buffer: over the limit, refused without copying it.
+        let mib = vec![0u8; 1 << 20];
+        let parts: Vec<&[u8]> = (0..=(MAX_VALUE_LEN >> 20)).map(|_| &mib[..]).collect();
+        b.put_parts(b"big", &parts);
+        assert!(b.validate().is_err());
+        b.rollback(mark);
+        assert!(
+            b.validate().is_ok(),
+            "the invalid op went with the rollback"
+        );
+        assert_eq!(b.count(), 1);
+        assert_eq!(b.payload_bytes(), 2);
+        assert_eq!(b.iter().collect::<Vec<_>>(), vec![BatchOp::Put(b"a", b"1")]);
+        let mut whole = WriteBatch::new();
+        whole.put(b"a", b"1");
+        assert_eq!(b.ops_data(), whole.ops_data());
+    }
     use super::*;
 
     #[test]

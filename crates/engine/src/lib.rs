@@ -12,7 +12,7 @@ mod io_stats;
 pub mod model;
 mod stats;
 
-pub use batch::{BatchOp, WriteBatch, WriteBatchIter};
+pub use batch::{BatchMark, BatchOp, WriteBatch, WriteBatchIter};
 pub use bytes::Bytes;
 pub use error::{Error, Result};
 pub use io_stats::{

@@ -8,7 +8,7 @@ use rialto_lsm::Db;
 use rialto_txn::TxnContext;
 
 use crate::error::{Error, Result};
-use crate::layout::{self, encode_record, Record};
+use crate::layout::{self, Record};
 use crate::stores::catalog::{self, RtEntry};
 use crate::stores::{Catalog, RtNumbers, StoreMeta};
 
@@ -22,6 +22,8 @@ pub trait RawRead {
 pub trait RawWrite: RawRead {
     /// Stages `key = value`.
     fn put_raw(&mut self, key: &[u8], value: &[u8]);
+    /// Stages `key = ` the parts written back to back.
+    fn put_raw_parts(&mut self, key: &[u8], parts: &[&[u8]]);
     /// Stages the deletion of `key`.
     fn delete_raw(&mut self, key: &[u8]);
 }
@@ -47,6 +49,9 @@ impl<E: PipelinedCommit> RawRead for Txn<'_, '_, E> {
 impl<E: PipelinedCommit> RawWrite for Txn<'_, '_, E> {
     fn put_raw(&mut self, key: &[u8], value: &[u8]) {
         self.0.put(key, value)
+    }
+    fn put_raw_parts(&mut self, key: &[u8], parts: &[&[u8]]) {
+        self.0.put_parts(key, parts)
     }
     fn delete_raw(&mut self, key: &[u8]) {
         self.0.delete(key)
@@ -137,8 +142,10 @@ impl<T: RawRead + ?Sized> Keys<'_, T> {
 impl<T: RawWrite + ?Sized> Keys<'_, T> {
     /// Writes `key = value` with the given expiry (`None`: persistent).
     pub fn set(&mut self, key: &[u8], value: &[u8], expire_at_ms: Option<i64>) {
-        let record = encode_record(expire_at_ms, value);
-        self.write(key, Some(&record));
+        // The record goes into the transaction's batch as its header and the value, so the
+        // value is copied once on its way from the request to the journal.
+        let (head, n) = layout::record_header(expire_at_ms);
+        self.write(key, Some(&[&head[..n], value]));
         if let Some(at) = expire_at_ms {
             self.io.put_raw(&layout::expiry_key(self.db, at, key), b"");
         }
@@ -149,9 +156,10 @@ impl<T: RawWrite + ?Sized> Keys<'_, T> {
         self.write(key, None);
     }
 
-    /// Writes `record` (or a deletion) wherever `key` lives: the default store, or every live
-    /// version of its store plus, while the store logs writes, its real-time log.
-    fn write(&mut self, key: &[u8], record: Option<&[u8]>) {
+    /// Writes the record made of `record`'s parts (or a deletion) wherever `key` lives: the
+    /// default store, or every live version of its store plus, while the store logs writes,
+    /// its real-time log.
+    fn write(&mut self, key: &[u8], record: Option<&[&[u8]]>) {
         let store = match self.place(key) {
             Place::Default => None,
             Place::Store(s) => Some(s),
@@ -159,7 +167,7 @@ impl<T: RawWrite + ?Sized> Keys<'_, T> {
         let Some(s) = store else {
             let k = layout::data_key(self.db, key);
             match record {
-                Some(r) => self.io.put_raw(&k, r),
+                Some(parts) => self.io.put_raw_parts(&k, parts),
                 None => self.io.delete_raw(&k),
             }
             return;
@@ -169,15 +177,16 @@ impl<T: RawWrite + ?Sized> Keys<'_, T> {
         for v in s.live_versions() {
             let k = catalog::version_key(id, v, key);
             match record {
-                Some(r) => self.io.put_raw(&k, r),
+                Some(parts) => self.io.put_raw_parts(&k, parts),
                 None => self.io.delete_raw(&k),
             }
         }
         if let (true, Some(rt)) = (s.logs_writes(), self.rt) {
+            let joined = record.map(|parts| parts.concat());
             let entry = RtEntry {
                 at_ms: self.now_ms,
                 key,
-                record,
+                record: joined.as_deref(),
             };
             self.io
                 .put_raw(&catalog::rt_key(id, rt.next(id)), &entry.encode());

@@ -152,6 +152,23 @@ impl Record {
     }
 }
 
+/// The header of a record expiring at `expire_at_ms`, and its length; the record is the
+/// header followed by the value.
+pub fn record_header(expire_at_ms: Option<i64>) -> ([u8; 9], usize) {
+    let mut h = [0u8; 9];
+    match expire_at_ms {
+        None => {
+            h[0] = TYPE_STRING << 4;
+            (h, 1)
+        }
+        Some(at) => {
+            h[0] = TYPE_STRING << 4 | HAS_EXPIRY;
+            h[1..9].copy_from_slice(&at.to_le_bytes());
+            (h, 9)
+        }
+    }
+}
+
 /// Encodes a record from its parts without building a [`Record`].
 pub fn encode_record(expire_at_ms: Option<i64>, value: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(9 + value.len());
@@ -161,13 +178,8 @@ pub fn encode_record(expire_at_ms: Option<i64>, value: &[u8]) -> Vec<u8> {
 
 /// Appends the record of `value` (expiring at `expire_at_ms`) to `out`.
 pub fn encode_record_into(out: &mut Vec<u8>, expire_at_ms: Option<i64>, value: &[u8]) {
-    match expire_at_ms {
-        None => out.push(TYPE_STRING << 4),
-        Some(at) => {
-            out.push(TYPE_STRING << 4 | HAS_EXPIRY);
-            out.extend_from_slice(&at.to_le_bytes());
-        }
-    }
+    let (h, n) = record_header(expire_at_ms);
+    out.extend_from_slice(&h[..n]);
     out.extend_from_slice(value);
 }
 

@@ -2,22 +2,30 @@
 
 use std::collections::HashMap;
 
-use rialto_engine::{BatchOp, Bytes, PipelinedCommit, Result, WriteBatch};
+use rialto_engine::{BatchMark, BatchOp, Bytes, PipelinedCommit, Result, WriteBatch};
 
 /// The group being built: the merged batch of the transactions executed so far, and (built on
 /// the first read) an index of its latest value per key, so later transactions of the group
-/// read what earlier ones wrote.
+/// read what earlier ones wrote. The transaction running now stages its writes at the end of
+/// the same batch, after `committed`: they join the group by moving the mark, or are cut off.
 pub(crate) struct Group {
     pub(crate) batch: WriteBatch,
-    /// Key → latest value in `batch` (`None`: deleted). Built lazily: a group of plain writes
-    /// that nobody reads never pays for it.
+    /// Where the operations of the transactions that committed end.
+    committed: BatchMark,
+    /// Key → latest value among the committed operations (`None`: deleted). Built lazily: a
+    /// group of plain writes that nobody reads never pays for it.
     overlay: Option<HashMap<Vec<u8>, Option<Bytes>>>,
 }
 
+/// Room a group's batch starts with: a group of small writes never reallocates it.
+const GROUP_BATCH_BYTES: usize = 16 << 10;
+
 impl Group {
     pub(crate) fn new() -> Self {
+        let batch = WriteBatch::with_capacity(GROUP_BATCH_BYTES);
         Group {
-            batch: WriteBatch::new(),
+            committed: batch.mark(),
+            batch,
             overlay: None,
         }
     }
@@ -26,10 +34,10 @@ impl Group {
         if self.batch.is_empty() {
             return None;
         }
-        let batch = &self.batch;
+        let (batch, committed) = (&self.batch, self.committed);
         let overlay = self.overlay.get_or_insert_with(|| {
             let mut m = HashMap::new();
-            for op in batch.iter() {
+            for op in batch.iter_until(committed) {
                 apply(&mut m, op);
             }
             m
@@ -37,14 +45,14 @@ impl Group {
         overlay.get(key).cloned()
     }
 
-    /// Adds a committed transaction's writes.
-    fn absorb(&mut self, staged: &WriteBatch) {
-        self.batch.append(staged);
+    /// The running transaction's writes join the group.
+    fn commit_staged(&mut self) {
         if let Some(m) = self.overlay.as_mut() {
-            for op in staged.iter() {
+            for op in self.batch.iter_from(self.committed) {
                 apply(m, op);
             }
         }
+        self.committed = self.batch.mark();
     }
 }
 
@@ -68,7 +76,17 @@ fn apply(m: &mut HashMap<Vec<u8>, Option<Bytes>>, op: BatchOp<'_>) {
 pub struct TxnContext<'a, E: PipelinedCommit> {
     engine: &'a E,
     group: &'a mut Group,
-    staged: WriteBatch,
+    /// Set once the staged writes joined the group; otherwise dropping the context cuts them.
+    committed: bool,
+}
+
+impl<E: PipelinedCommit> Drop for TxnContext<'_, E> {
+    fn drop(&mut self) {
+        if !self.committed {
+            let mark = self.group.committed;
+            self.group.batch.rollback(mark);
+        }
+    }
 }
 
 impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
@@ -76,27 +94,25 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
         TxnContext {
             engine,
             group,
-            staged: WriteBatch::new(),
+            committed: false,
         }
     }
 
     /// The newest value of `key`: this transaction's own writes, then earlier transactions of
     /// its group, then the engine's applied state.
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>> {
-        if !self.staged.is_empty() {
-            let mut found = None;
-            for op in self.staged.iter() {
-                match op {
-                    BatchOp::Put(k, value) if k == key => {
-                        found = Some(Some(Bytes::copy_from_slice(value)))
-                    }
-                    BatchOp::Delete(k) if k == key => found = Some(None),
-                    _ => {}
+        let mut found = None;
+        for op in self.group.batch.iter_from(self.group.committed) {
+            match op {
+                BatchOp::Put(k, value) if k == key => {
+                    found = Some(Some(Bytes::copy_from_slice(value)))
                 }
+                BatchOp::Delete(k) if k == key => found = Some(None),
+                _ => {}
             }
-            if let Some(v) = found {
-                return Ok(v);
-            }
+        }
+        if let Some(v) = found {
+            return Ok(v);
         }
         if let Some(v) = self.group.lookup(key) {
             return Ok(v);
@@ -106,22 +122,29 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
 
     /// Stages `key = value`.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
-        self.staged.put(key, value);
+        self.group.batch.put(key, value);
+    }
+
+    /// Stages `key = value` with the value given in parts written back to back (no copy into
+    /// one buffer first).
+    pub fn put_parts(&mut self, key: &[u8], value_parts: &[&[u8]]) {
+        self.group.batch.put_parts(key, value_parts);
     }
 
     /// Stages the deletion of `key`.
     pub fn delete(&mut self, key: &[u8]) {
-        self.staged.delete(key);
+        self.group.batch.delete(key);
     }
 
     /// Stages every operation of `batch`.
     pub fn write(&mut self, batch: &WriteBatch) {
-        self.staged.append(batch);
+        self.group.batch.append(batch);
     }
 
     /// Drops the writes staged so far (the transaction decided not to write).
     pub fn discard(&mut self) {
-        self.staged.clear();
+        let mark = self.group.committed;
+        self.group.batch.rollback(mark);
     }
 
     /// Up to `limit` keys that exist in `[lower, upper)` as this transaction sees them — the
@@ -132,17 +155,15 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
         use std::collections::BTreeMap;
         // What the group and this transaction wrote in the range: key → exists.
         let mut written: BTreeMap<Vec<u8>, bool> = BTreeMap::new();
-        for batch in [&self.group.batch, &self.staged] {
-            for op in batch.iter() {
-                match op {
-                    BatchOp::Put(k, _) if k >= lower && k < upper => {
-                        written.insert(k.to_vec(), true);
-                    }
-                    BatchOp::Delete(k) if k >= lower && k < upper => {
-                        written.insert(k.to_vec(), false);
-                    }
-                    _ => {}
+        for op in self.group.batch.iter() {
+            match op {
+                BatchOp::Put(k, _) if k >= lower && k < upper => {
+                    written.insert(k.to_vec(), true);
                 }
+                BatchOp::Delete(k) if k >= lower && k < upper => {
+                    written.insert(k.to_vec(), false);
+                }
+                _ => {}
             }
         }
         let mut out = Vec::new();
@@ -181,10 +202,11 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
         self.engine
     }
 
-    /// Validates the staged writes and moves them into the group.
-    pub(crate) fn commit(self) -> Result<()> {
-        self.staged.validate()?;
-        self.group.absorb(&self.staged);
+    /// Validates the staged writes and makes them part of the group (on error they are cut).
+    pub(crate) fn commit(mut self) -> Result<()> {
+        self.group.batch.validate()?;
+        self.group.commit_staged();
+        self.committed = true;
         Ok(())
     }
 }

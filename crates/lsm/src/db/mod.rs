@@ -1266,11 +1266,11 @@ impl KvEngine for Db {
 
 impl PipelinedCommit for Db {
     fn log_and_apply(&self, batch: WriteBatch) -> Result<CommitPoint> {
-        self.inner.write_group(batch, false, false, false)
+        self.inner.log_and_apply(batch, write::HandOff::Now)
     }
 
     fn log_and_apply_until_sync(&self, batch: WriteBatch) -> Result<CommitPoint> {
-        self.inner.write_group(batch, false, false, true)
+        self.inner.log_and_apply(batch, write::HandOff::AtNextSync)
     }
 
     fn get_applied(&self, key: &[u8]) -> Result<Option<Bytes>> {

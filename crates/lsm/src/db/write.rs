@@ -27,9 +27,6 @@ pub(crate) struct Writer {
     /// The batch, taken by the leader. `None` for a writer that only wants exclusivity.
     batch: Mutex<Option<WriteBatch>>,
     sync: bool,
-    /// Publish the group when applied. A non-publishing writer (the transaction merger's
-    /// `log_and_apply`) commits alone and publishes later, after its own sync.
-    publish: bool,
     /// Set by the leader that committed this writer's batch: the group's last sequence.
     result: Mutex<Option<Result<SequenceNumber>>>,
     cv: Condvar,
@@ -66,7 +63,6 @@ impl WriteQueue {
         let me = Arc::new(Writer {
             batch: Mutex::new(None),
             sync: false,
-            publish: true,
             result: Mutex::new(None),
             cv: Condvar::new(),
         });
@@ -98,41 +94,45 @@ impl WriteQueue {
     }
 }
 
-impl DbInner {
-    /// Commits `batch` (see the module docs of `db`).
-    pub(crate) fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
-        self.write_group(batch, opts.sync, true, false).map(|_| ())
-    }
+/// When a committed group's journal record reaches the operating system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HandOff {
+    /// With the commit (a `write(2)` per group).
+    Now,
+    /// At the next sync at the latest: for writes nobody is told about before that sync, so
+    /// a process crash can only lose what was never acknowledged (see
+    /// `WalWriter::add_record_parts_buffered`).
+    AtNextSync,
+}
 
-    /// Commits `batch` through the writer queue and returns the sequence number of the last
-    /// operation of its group. With `publish` false the batch is logged and applied alone,
-    /// not synced and not visible until [`DbInner::publish`] (the pipelined commit).
-    ///
-    /// `buffered` (only with `publish` off, so the batch commits alone) lets its WAL record
-    /// stay in the process until the next sync (see `WalWriter::add_record_parts_buffered`).
-    pub(crate) fn write_group(
-        &self,
-        batch: WriteBatch,
-        sync: bool,
-        publish: bool,
-        buffered: bool,
-    ) -> Result<SequenceNumber> {
-        debug_assert!(!(buffered && publish));
+/// How a group is committed (`commit_group`).
+#[derive(Debug, Clone, Copy)]
+struct Commit {
+    /// Sync the journal before returning.
+    sync: bool,
+    /// Make the group visible to readers once applied; otherwise the caller publishes later.
+    publish: bool,
+    hand_off: HandOff,
+}
+
+impl DbInner {
+    /// Commits `batch` through the writer queue: the front writer leads a group commit of the
+    /// batches queued behind it (see the module docs of `db`).
+    pub(crate) fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
         batch.validate()?;
         self.check_writable()?;
         if batch.is_empty() {
-            return Ok(self.applied_seq.load(Ordering::Acquire));
+            return Ok(());
         }
         let me = Arc::new(Writer {
             batch: Mutex::new(Some(batch)),
-            sync,
-            publish,
+            sync: opts.sync,
             result: Mutex::new(None),
             cv: Condvar::new(),
         });
         let q = match self.writers.enqueue(&me) {
             Ok(q) => q,
-            Err(result) => return result,
+            Err(result) => return result.map(|_| ()),
         };
         drop(q);
         let leadership = Leadership {
@@ -149,9 +149,6 @@ impl DbInner {
             let q = self.writers.queue.lock();
             let mut limit = MAX_GROUP_BYTES;
             for w in q.iter() {
-                if !group.is_empty() && (!w.publish || !publish) {
-                    break; // a non-publishing batch is committed alone
-                }
                 let mut b = w.batch.lock();
                 let Some(batch) = b.as_ref() else {
                     break; // an exclusivity request: it waits for its own turn
@@ -179,7 +176,14 @@ impl DbInner {
             return Err(Error::Closed);
         };
 
-        let r = self.commit_group(&mut merged, sync, publish, buffered && !publish);
+        let r = self.commit_group(
+            &mut merged,
+            Commit {
+                sync,
+                publish: true,
+                hand_off: HandOff::Now,
+            },
+        );
 
         // Hand out results; the leader's own is returned directly.
         {
@@ -198,18 +202,44 @@ impl DbInner {
             }
         }
         drop(leadership);
-        r
+        r.map(|_| ())
+    }
+
+    /// The pipelined commit's step: logs and applies a group its caller already built (the
+    /// transaction merger), alone, neither synced nor visible until [`DbInner::sync_log`] and
+    /// [`DbInner::publish`]; returns the sequence number of its last operation. It takes the
+    /// WAL's leadership directly, without queueing to be merged with other batches.
+    pub(crate) fn log_and_apply(
+        &self,
+        mut batch: WriteBatch,
+        hand_off: HandOff,
+    ) -> Result<SequenceNumber> {
+        batch.validate()?;
+        self.check_writable()?;
+        if batch.is_empty() {
+            return Ok(self.applied_seq.load(Ordering::Acquire));
+        }
+        let _leader = self.writers.exclusive();
+        self.make_room_for_write(false)?;
+        self.commit_group(
+            &mut batch,
+            Commit {
+                sync: false,
+                publish: false,
+                hand_off,
+            },
+        )
     }
 
     /// Logs, syncs if asked, inserts and (if asked) publishes one merged batch; returns its
     /// last sequence number. Leader only.
-    fn commit_group(
-        &self,
-        merged: &mut WriteBatch,
-        sync: bool,
-        publish: bool,
-        buffered: bool,
-    ) -> Result<SequenceNumber> {
+    fn commit_group(&self, merged: &mut WriteBatch, how: Commit) -> Result<SequenceNumber> {
+        let Commit {
+            sync,
+            publish,
+            hand_off,
+        } = how;
+        let buffered = hand_off == HandOff::AtNextSync;
         let first_seq = self.applied_seq.load(Ordering::Acquire) + 1;
         let count = u64::from(merged.count());
         let (prefix, prefix_len) = batch_prefix(first_seq, merged.count());
