@@ -10,7 +10,7 @@
 #          was still running when redis-benchmark finished, so every GET overlapped it.
 # Which of the two goes first swaps every round; after a push the script waits --settle
 # seconds before the next measurement. It prints the medians
-# of ops/s and p99 for both and their ratio (issue 7's target: p99 during a push <= 1.2x idle),
+# of ops/s and p99 for both and their ratio (the target: p99 during a push <= 1.2x idle),
 # and the pushes' own records/s.
 #
 # Usage:

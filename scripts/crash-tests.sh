@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long crash-test run (issue 5's figures); the test suite runs short versions of each.
+# The long crash-test run; the test suite runs short versions of each.
 #
 #   bash scripts/crash-tests.sh [--cycles N] [--resp-cycles N] [--countdown-ops N] [--seed S]
 #

@@ -1,6 +1,6 @@
 //! `rialto bench-push`: a batch push end to end (read the input, sort, write, swap) against
 //! RocksDB loading the same file by random puts and by SstFileWriter + ingest, alternating
-//! engines over several rounds; prints medians and ratios (issue 7's figures).
+//! engines over several rounds; prints medians and ratios.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

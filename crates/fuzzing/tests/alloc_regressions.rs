@@ -1,7 +1,6 @@
 //! Allocation regressions: decoding a few bytes must not reserve memory for what the bytes
 //! merely claim. Measured with the per-thread counting allocator, so the other tests the
-//! harness runs at the same time do not count (a process-wide count once made this flaky:
-//! CI, session 20).
+//! harness runs at the same time do not count (a process-wide count made this flaky in CI).
 
 use bytes::BytesMut;
 use rialto_fuzzing::alloc_meter::{self, CountingAllocator};

@@ -588,9 +588,9 @@ fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
 
 /// Once writes pause (`idle_compaction_quiet_ms`), what TRIAD deferred while they flowed is
 /// compacted with no read to retune it: commit-log tables (TRIAD-LOG) are rewritten and
-/// their segments dropped, deferred L0 files (TRIAD-DISK) are compacted. Found in issue 4's
-/// GET benchmark, where the first reads after a 1M-key load retuned the characterizer and
-/// shared the CPU with the 1.5 s compaction that followed.
+/// their segments dropped, deferred L0 files (TRIAD-DISK) are compacted. Otherwise the first
+/// reads after a 1M-key load retuned the characterizer and shared the CPU with the 1.5 s
+/// compaction that followed (a GET benchmark against Redis).
 #[test]
 fn a_write_pause_compacts_what_triad_deferred() {
     let disk_only = TriadOptions {

@@ -3,9 +3,9 @@
 //! A durable write's reply waits for the sync that covers it, and the syncer thread wakes the
 //! connection's task when it releases the write. Counted with `perf stat -e
 //! 'syscalls:sys_enter_*'` on the server during 200,000 redis-benchmark SETs, -c 50,
-//! `appendfsync always` (session 30): 167K `write(2)` calls, one per acknowledged SET, each
-//! release unparking the connection thread through its runtime's eventfd; with the relay, 30K
-//! (the journal's writes and one wake-up per batch). See design.md §11.2 for what it changed.
+//! `appendfsync always`: 167K `write(2)` calls, one per acknowledged SET, each release
+//! unparking the connection thread through its runtime's eventfd; with the relay, 30K (the
+//! journal's writes and one wake-up per batch). See design.md §11.2 and measurements.md.
 
 use std::cell::RefCell;
 use std::future::Future;
