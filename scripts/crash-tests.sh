@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The long crash-test run; the test suite runs short versions of each.
 #
-#   bash scripts/crash-tests.sh [--cycles N] [--resp-cycles N] [--countdown-ops N] [--seed S]
+#   bash scripts/crash-tests.sh [--cycles N] [--resp-cycles N] [--power-cycles N] [--countdown-ops N] [--seed S]
 #
 # 1. `rialto stress` in engine mode: N kill cycles (default 1000), half of them with one
 #    of the engine's kill points armed; every key verified after every kill.
 # 2. `rialto stress` over RESP against `rialto serve` (default 200 cycles).
-# 3. The SQLite-style I/O error countdown: every write, sync, rename and create of a
+# 3. `rialto stress` in power mode: N power losses (default 2000) that drop, cut or scatter
+#    every unsynced byte; every restart must succeed and every key be verified.
+# 4. The SQLite-style I/O error countdown: every write, sync, rename and create of a
 #    10,000-operation workload failed in turn, with EIO and ENOSPC, once and persistently,
 #    then a simulated power loss and a reopen (crates/lsm/tests/crash.rs).
 # Builds a release binary with kill points into target/crash (never the one you serve with).
@@ -15,12 +17,14 @@ cd "$(dirname "$0")/.."
 
 cycles=1000
 resp_cycles=200
+power_cycles=2000
 countdown_ops=10000
 seed="$(date +%s)"
 while [ $# -gt 0 ]; do
     case "$1" in
         --cycles) cycles="$2"; shift 2 ;;
         --resp-cycles) resp_cycles="$2"; shift 2 ;;
+        --power-cycles) power_cycles="$2"; shift 2 ;;
         --countdown-ops) countdown_ops="$2"; shift 2 ;;
         --seed) seed="$2"; shift 2 ;;
         *) echo "error: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
@@ -40,6 +44,8 @@ echo "== rialto stress, engine mode, $cycles cycles"
 echo "== rialto stress, RESP mode, $resp_cycles cycles"
 "$bin" stress --mode resp --dir "$work/resp" --cycles "$resp_cycles" --seed "$seed" \
     --kill-points-one-in 1000
+echo "== rialto stress, power mode, $power_cycles cycles"
+"$bin" stress --mode power --dir "$work/power" --cycles "$power_cycles" --seed "$seed"
 echo "== I/O error countdown over a $countdown_ops-operation workload (every point)"
 RIALTO_COUNTDOWN_FULL=1 RIALTO_COUNTDOWN_OPS="$countdown_ops" \
     RIALTO_COUNTDOWN_THREADS="$(nproc)" \
