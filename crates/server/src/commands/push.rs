@@ -14,12 +14,11 @@ use super::store::error;
 use super::util::is;
 use super::{Ctx, Handler, Outcome};
 use crate::command_table::help;
-use crate::command_table::ArgType::{Block, Integer, String as Str};
+use crate::command_table::ArgType::{Block, Integer, OneOf, PureToken, String as Str};
 use crate::command_table::{arg, cmd, doc, CommandSpec};
 use crate::reply;
 
-const PUSH_BEGIN: CommandSpec = cmd(
-    "push|begin",
+const PUSH_BEGIN: CommandSpec = cmd("push|begin",
     -3,
     &["admin", "noscript"],
     &["@admin", "@slow", "@dangerous"],
@@ -28,12 +27,17 @@ const PUSH_BEGIN: CommandSpec = cmd(
     doc(
         "rialto",
         "0.1.0",
-        "Begins a batch push into a store; returns the push id.",
+        "Begins a batch push into a store and returns its id. COMMIT refuses it if it loads fewer than MIN-RECORDS records (default push-min-records) or its record count falls more than MAX-SHRINK percent below the current version's (default push-max-shrink).",
         "O(1)",
     )
     .args(&[
         arg("store", Str),
-        arg("policy", Str).token("DUPLICATES").opt(),
+        arg("policy", OneOf).token("DUPLICATES").opt().sub(&[
+            arg("error", PureToken).token("ERROR"),
+            arg("last-wins", PureToken).token("LAST-WINS"),
+        ]),
+        arg("n", Integer).token("MIN-RECORDS").opt(),
+        arg("percent", Integer).token("MAX-SHRINK").opt(),
     ]),
 )
 .handler(Handler::Conn(begin));

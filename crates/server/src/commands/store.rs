@@ -27,7 +27,7 @@ const STORE_CREATE: CommandSpec = cmd("store|create",
     doc(
         "rialto",
         "0.1.0",
-        "Creates a store owning the keys that start with its prefix (default `NAME:`), with an empty version 1.",
+        "Creates a store owning the keys that start with its prefix (default `NAME:`), with an empty version 1. REWIND: how many seconds before a push's start the writes streamed into the store are replayed onto the pushed version (default 0).",
         "O(1)",
     )
     .args(&[
