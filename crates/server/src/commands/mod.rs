@@ -351,3 +351,77 @@ pub fn admit(client: &Client, args: &[Bytes]) -> Result<Admitted, Reply> {
         handler,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every() -> impl Iterator<Item = &'static CommandSpec> {
+        command_table::all()
+            .iter()
+            .flat_map(|c| std::iter::once(c).chain(c.subcommands))
+    }
+
+    fn args(line: &str) -> Vec<Bytes> {
+        line.split(' ')
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn every_declaration_resolves_to_itself_with_a_handler() {
+        for spec in every() {
+            let mut line: Vec<&str> = spec.name.split('|').collect();
+            let need = spec.arity.unsigned_abs() as usize;
+            while line.len() < need {
+                line.push("x");
+            }
+            let request = args(&line.join(" ").to_ascii_uppercase());
+            if !spec.subcommands.is_empty() && spec.handler.is_none() {
+                // A container without a handler must not be runnable bare.
+                assert!(!command_table::check_arity(spec, 1), "{}", spec.name);
+                continue;
+            }
+            let (index, found) = command_table::resolve(&request).expect(spec.name);
+            assert!(std::ptr::eq(found, spec), "{}", spec.name);
+            let top = spec.name.split('|').next().unwrap_or_default();
+            assert_eq!(command_table::all()[index].name, top);
+            assert!(spec.handler.is_some(), "{} has no handler", spec.name);
+        }
+    }
+
+    #[test]
+    fn handlers_that_run_without_a_server_belong_to_their_commands() {
+        for spec in every() {
+            let top = spec.name.split('|').next().unwrap_or_default();
+            match spec.handler {
+                // `command::run` and `acl::acl_command` reach these, and only these.
+                Some(Handler::Meta(_)) => assert_eq!(top, "command", "{}", spec.name),
+                Some(Handler::Acl(_)) => assert_eq!(top, "acl", "{}", spec.name),
+                Some(_) => assert!(top != "command" && top != "acl", "{}", spec.name),
+                None => {}
+            }
+        }
+    }
+
+    #[test]
+    fn keys_with_variable_flags_have_their_own_finder() {
+        for spec in every() {
+            let variable = spec
+                .key_specs
+                .iter()
+                .any(|k| k.flags.contains(&"variable_flags"));
+            assert_eq!(variable, spec.getkeys.is_some(), "{}", spec.name);
+        }
+    }
+
+    #[test]
+    fn statistics_follow_the_declarations() {
+        let registry = Registry::new();
+        for (i, spec) in command_table::all().iter().enumerate() {
+            let entry = registry.entry(i).expect("entry");
+            assert!(std::ptr::eq(entry.spec, spec));
+        }
+        assert!(registry.entry(command_table::all().len()).is_none());
+    }
+}
