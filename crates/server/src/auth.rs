@@ -1,56 +1,22 @@
 //! Authentication and permission checks: the glue between connections, the command table and
 //! the ACL users of [`crate::acl`].
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use rialto_resp::Reply;
 
-use crate::acl::{Acl, CatalogEntry, KeyAccess, User};
+use crate::acl::{Acl, User};
 use crate::client::Client;
 use crate::command_table::{self, CommandSpec};
 use crate::config::Config;
 use crate::server::Shared;
 
-fn entry(spec: &'static CommandSpec) -> CatalogEntry {
-    let mut e = CatalogEntry::new(spec.name, spec.acl_categories, spec.arity);
-    if spec.first_key > 0 {
-        // The legacy range, for ACL DRYRUN; connections check the exact key specs.
-        let access = if spec.has_flag("write") {
-            KeyAccess::READ_WRITE
-        } else {
-            KeyAccess::READ
-        };
-        e = e.key_range(
-            spec.first_key as usize,
-            spec.last_key,
-            spec.step.max(1) as usize,
-            access,
-        );
-    }
-    if spec.has_flag("no_auth") {
-        e = e.no_auth();
-    }
-    e
-}
-
-/// Every command and subcommand with its ACL categories, arity and keys.
-pub fn catalog() -> &'static [CatalogEntry] {
-    static CATALOG: OnceLock<Vec<CatalogEntry>> = OnceLock::new();
-    CATALOG.get_or_init(|| {
-        let mut v = Vec::new();
-        for spec in command_table::all() {
-            v.push(entry(spec));
-            v.extend(spec.subcommands.iter().map(entry));
-        }
-        v
-    })
-}
-
 /// The users a configuration declares: the default user (with `requirepass`), then each
 /// `user` entry (`name rules...`, as ACL SETUSER takes them).
 pub fn acl_from_config(cfg: &Config) -> Result<Acl, String> {
-    let mut acl = Acl::new(catalog(), cfg.requirepass.as_deref().map(str::as_bytes));
+    let requirepass = cfg.requirepass.as_deref().map(str::as_bytes);
+    let mut acl = Acl::new(command_table::all(), requirepass);
     let mut users = Vec::new();
     for line in &cfg.users {
         let spec = line.trim();
@@ -101,30 +67,5 @@ pub fn logout(shared: &Shared, client: &mut Client) {
 /// Whether `user` may run this request (command, subcommand, first argument and keys, each
 /// key with the access its key spec says).
 pub fn check(user: &User, spec: &CommandSpec, args: &[Bytes]) -> Result<(), Reply> {
-    let keys: Vec<(&[u8], KeyAccess)> = command_table::keys_with_flags(spec, args)
-        .into_iter()
-        .filter_map(|k| {
-            let read = k.flags.contains(&"access");
-            let write = k
-                .flags
-                .iter()
-                .any(|f| matches!(*f, "update" | "insert" | "delete"));
-            let access = match (read, write) {
-                (true, true) => KeyAccess::READ_WRITE,
-                (true, false) => KeyAccess::READ,
-                (false, true) => KeyAccess::WRITE,
-                (false, false) => KeyAccess::META,
-            };
-            args.get(k.pos).map(|a| (&a[..], access))
-        })
-        .collect();
-    let first = if spec.name.contains('|') { 2 } else { 1 };
-    user.check_keys(spec.name, args.get(first).map(|a| &a[..]), &keys)
-        .map_err(|d| d.to_reply())
-}
-
-/// ACL subcommands, run as the connection's user.
-pub fn acl_command(shared: &Shared, client: &Client, args: &[Bytes]) -> Reply {
-    let me: &[u8] = client.user.as_ref().map_or(b"default", |u| u.name());
-    crate::acl::acl_command(&shared.acl, me, args)
+    user.check(spec.name, args).map_err(|d| d.to_reply())
 }

@@ -26,7 +26,7 @@ pub struct ClientHandle {
     pub resp: AtomicU8,
     /// Commands run.
     pub commands: AtomicU64,
-    /// The last command's table index + 1 (0: none yet).
+    /// The last command's position in the registry (`command_table::all`) + 1 (0: none yet).
     pub last_cmd: AtomicU8,
     pub info: Mutex<ClientInfo>,
     /// Set by CLIENT KILL or shutdown; the connection closes at its next step.

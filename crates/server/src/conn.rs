@@ -24,7 +24,6 @@ use tokio::net::TcpStream;
 use tracing::{debug, warn};
 
 use crate::client::Client;
-use crate::command_table::CmdId;
 use crate::commands::{At, Ctx, Handler, Outcome, R};
 use crate::reply;
 use crate::server::Shared;
@@ -52,7 +51,8 @@ pub type BoxReply = Pin<Box<dyn Future<Output = Reply> + Send>>;
 
 enum Pending {
     Ready(Reply),
-    Commit(CommitHandle<Executed>, CmdId),
+    /// With the command's position in the registry, for its statistics.
+    Commit(CommitHandle<Executed>, usize),
 }
 
 struct Queued {
@@ -446,10 +446,11 @@ impl Connection {
     }
 
     /// Per-command statistics and the slow log.
-    fn record(&self, id: CmdId, micros: u64, slow_args: Option<Vec<Bytes>>) {
-        let entry = self.shared.registry.entry(id);
-        entry.calls.fetch_add(1, Ordering::Relaxed);
-        entry.micros.fetch_add(micros, Ordering::Relaxed);
+    fn record(&self, id: usize, micros: u64, slow_args: Option<Vec<Bytes>>) {
+        if let Some(entry) = self.shared.registry.entry(id) {
+            entry.calls.fetch_add(1, Ordering::Relaxed);
+            entry.micros.fetch_add(micros, Ordering::Relaxed);
+        }
         if let Some(args) = slow_args {
             let info = self.client.handle.info.lock();
             let name = info.name.clone();
@@ -482,13 +483,12 @@ impl Connection {
                 }
             }
         }
-        let (id, handler) = match crate::commands::admit(&self.shared, &self.client, &args) {
-            Ok(e) => {
-                self.client
-                    .handle
-                    .last_cmd
-                    .store(e.spec.id as u8 + 1, Ordering::Relaxed);
-                (e.spec.id, e.handler)
+        let (id, handler) = match crate::commands::admit(&self.client, &args) {
+            Ok(a) => {
+                // The index fits: the registry has fewer than 255 commands (checked when built).
+                let last = u8::try_from(a.index + 1).unwrap_or(0);
+                self.client.handle.last_cmd.store(last, Ordering::Relaxed);
+                (a.index, a.handler)
             }
             Err(r) => return self.push(Pending::Ready(r)),
         };
@@ -543,12 +543,13 @@ impl Connection {
                 });
                 self.push(Pending::Commit(h, id));
             }
-            Handler::Conn(f) => {
+            Handler::Conn(_) | Handler::Meta(_) | Handler::Acl(_) => {
                 if !self.queue.is_empty() {
                     self.drain().await;
                 }
                 let start = Instant::now();
-                let outcome = f(
+                let outcome = crate::commands::run_on_connection(
+                    handler,
                     &mut Ctx {
                         shared: &self.shared,
                         client: &mut self.client,

@@ -2,15 +2,16 @@
 //! engine, every write through the transaction merger.
 //!
 //! Layout: [`server`] (listeners, shutdown), [`conn`] (one connection's read-execute-write
-//! loop), [`commands`] (one file per command: a read over the keyspace, a write turned into an
-//! op the keyspace applies, or a connection or server command), [`expire_pass`], [`auth`] and
-//! [`acl`] (users), [`config`] (file, flags and CONFIG GET/SET), [`http`] and [`ops`]
-//! (/metrics, /livez, /readyz), [`slowlog`]. The data model is `rialto_keyspace`.
+//! loop), [`commands`] (one file per command, declaring it with its handler: a read over the
+//! keyspace, a write turned into an op the keyspace applies, or a connection or server
+//! command), [`command_table`] (what reads those declarations: lookup, resolution, arity, keys,
+//! HELP), [`expire_pass`], [`auth`] and [`acl`] (users), [`config`] (file, flags and CONFIG
+//! GET/SET), [`http`] and [`ops`] (/metrics, /livez, /readyz), [`slowlog`]. The data model is
+//! `rialto_keyspace`.
 
 pub mod acl;
 pub mod auth;
 pub mod client;
-pub mod command_cmd;
 pub mod command_table;
 pub mod commands;
 pub mod config;

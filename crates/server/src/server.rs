@@ -100,7 +100,9 @@ impl Shared {
 
     /// Asks the server to shut down gracefully.
     pub fn request_shutdown(&self) {
-        let _ = self.shutdown.send(true);
+        // Kept even while nobody listens yet: `send` would drop a request made before the
+        // server loop subscribes.
+        self.shutdown.send_replace(true);
     }
 }
 

@@ -15,7 +15,9 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use parking_lot::RwLock;
 use rialto_resp::{write_request, Protocol, Reply, ReplyDecoder, ReplyLimits};
-use rialto_server::acl::{acl_command, Acl, CatalogEntry, KeyAccess, KeySpec};
+use rialto_server::acl::Acl;
+use rialto_server::command_table::{cmd, CommandSpec, KeyRef};
+use rialto_server::commands::acl::acl_command;
 use rialto_server::glob::{glob_match, GlobPattern};
 
 struct Conn {
@@ -82,7 +84,7 @@ fn int(r: &Reply) -> i64 {
 static KEY_CONN: OnceLock<Mutex<Conn>> = OnceLock::new();
 
 /// Keys as the server finds them: read needs `access`, write needs insert/update/delete.
-fn server_keys(args: &[Bytes]) -> Vec<(usize, KeyAccess)> {
+fn server_keys(args: &[Bytes]) -> Vec<KeyRef> {
     let Some(conn) = KEY_CONN.get() else {
         return Vec::new();
     };
@@ -105,16 +107,22 @@ fn server_keys(args: &[Bytes]) -> Vec<(usize, KeyAccess)> {
             .map(|f| String::from_utf8_lossy(&text(f)).to_ascii_lowercase())
             .collect();
         let has = |f: &str| flags.iter().any(|x| x == f);
-        let access = KeyAccess {
-            read: has("access"),
-            write: has("insert") || has("update") || has("delete"),
+        // What the ACL reads of the flags: the access they need.
+        let flags: &'static [&'static str] = match (
+            has("access"),
+            has("insert") || has("update") || has("delete"),
+        ) {
+            (true, true) => &["RW", "access", "update"],
+            (true, false) => &["RO", "access"],
+            (false, true) => &["OW", "update"],
+            (false, false) => &["RO"],
         };
         let pos = (prev + 1..args.len())
             .find(|&i| args[i][..] == key[..])
             .or_else(|| (1..args.len()).find(|&i| args[i][..] == key[..]))
             .unwrap_or(prev + 1);
         prev = pos;
-        out.push((pos, access));
+        out.push(KeyRef { pos, flags });
     }
     out
 }
@@ -123,30 +131,29 @@ fn leak(s: Vec<u8>) -> &'static str {
     Box::leak(String::from_utf8(s).expect("utf8").into_boxed_str())
 }
 
-fn add_entries(info: &Reply, out: &mut Vec<CatalogEntry>) {
+/// A command of the server's `COMMAND` reply as a declaration, its keys found by the server.
+fn spec_of(info: &Reply) -> CommandSpec {
     let f = list(info);
     let name = leak(text(&f[0]));
     let arity = int(&f[1]) as i32;
-    let flags: Vec<Vec<u8>> = list(&f[2]).iter().map(text).collect();
+    let flags: Vec<&'static str> = list(&f[2]).iter().map(|x| leak(text(x))).collect();
     let cats: Vec<&'static str> = list(&f[6]).iter().map(|c| leak(text(c))).collect();
-    let mut e = CatalogEntry::new(name, Box::leak(cats.into_boxed_slice()), arity);
+    let subs: Vec<CommandSpec> = list(&f[9]).iter().map(spec_of).collect();
+    let mut spec = cmd(
+        name,
+        arity,
+        Box::leak(flags.into_boxed_slice()),
+        Box::leak(cats.into_boxed_slice()),
+    )
+    .subs(Box::leak(subs.into_boxed_slice()));
     if !list(&f[8]).is_empty() {
-        e = e.keys(KeySpec::Custom(server_keys));
+        spec = spec.getkeys(server_keys);
     }
-    if flags.iter().any(|x| x == b"no_auth") {
-        e = e.no_auth();
-    }
-    out.push(e);
-    for sub in list(&f[9]) {
-        add_entries(sub, out);
-    }
+    spec
 }
 
-fn server_catalog(c: &mut Conn) -> &'static [CatalogEntry] {
-    let mut out = Vec::new();
-    for info in list(&c.cmd(&["COMMAND"])) {
-        add_entries(info, &mut out);
-    }
+fn server_catalog(c: &mut Conn) -> &'static [CommandSpec] {
+    let out: Vec<CommandSpec> = list(&c.cmd(&["COMMAND"])).iter().map(spec_of).collect();
     Box::leak(out.into_boxed_slice())
 }
 
@@ -462,7 +469,7 @@ const DRYRUN_USERS: &[&str] = &[
     "default", "t2", "t8", "t14", "t26", "t27", "t28", "t29", "t30",
 ];
 
-fn acl_scenario(addr: &str, proto: Protocol, catalog: &'static [CatalogEntry]) -> Vec<String> {
+fn acl_scenario(addr: &str, proto: Protocol, catalog: &'static [CommandSpec]) -> Vec<String> {
     let mut redis = Conn::open(addr);
     if proto == Protocol::Resp3 {
         redis.cmd(&["HELLO", "3"]);
@@ -540,7 +547,7 @@ fn default_line(c: &mut Conn) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-fn auth_scenario(addr: &str, catalog: &'static [CatalogEntry]) -> Vec<String> {
+fn auth_scenario(addr: &str, catalog: &'static [CommandSpec]) -> Vec<String> {
     let mut admin = Conn::open(addr);
     let acl = RwLock::new(Acl::new(catalog, None));
     let mut mismatches = Vec::new();

@@ -10,8 +10,8 @@ use std::net::TcpStream;
 
 use bytes::{Bytes, BytesMut};
 use rialto_resp::{write_request, Protocol, Reply, ReplyDecoder};
-use rialto_server::command_cmd::run;
 use rialto_server::command_table::{self, CommandSpec};
+use rialto_server::commands::command::run;
 
 /// CLIENT SETINFO: Redis 7.2 added it, so 7.0 knows nothing about it; we publish 7.2's
 /// metadata, checked against the hand-written expectations in `setinfo_is_redis_7_2s`.
@@ -83,7 +83,7 @@ fn redis_addr() -> Option<String> {
 fn ours(args: &[&[u8]], proto: Protocol) -> (Reply, Vec<u8>) {
     let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
     let mut buf = BytesMut::new();
-    run(&args, glob_nocase).encode(proto, &mut buf);
+    run(&args).encode(proto, &mut buf);
     let raw = buf.to_vec();
     let tree = ReplyDecoder::default()
         .decode(&mut buf)

@@ -6,55 +6,119 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 use rialto_resp::Reply;
 
-use super::util::is;
-use super::{Ctx, Outcome};
+use super::{Ctx, Handler, Outcome};
+use crate::command_table::help;
+use crate::command_table::ArgType::{Block, String as Str};
+use crate::command_table::{arg, cmd, doc, CommandSpec};
 use crate::config::KEYS;
 use crate::reply;
 
-pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let sub = &args[1];
-    Outcome::Reply(if is(sub, "get") {
-        get(ctx, &args[2..])
-    } else if is(sub, "set") {
-        set(ctx, &args[2..]).unwrap_or_else(|e| e)
-    } else if is(sub, "resetstat") {
-        let s = &ctx.shared.stats;
-        for c in [
-            &s.commands,
-            &s.net_input_bytes,
-            &s.net_output_bytes,
-            &s.expired_keys,
-            &s.rejected_protocol,
-            &s.auth_failures,
-        ] {
-            c.store(0, Ordering::Relaxed);
-        }
-        for e in ctx.shared.registry.entries() {
-            e.calls.store(0, Ordering::Relaxed);
-            e.micros.store(0, Ordering::Relaxed);
-        }
-        reply::ok()
-    } else {
-        Reply::Array(
-            [
-                "CONFIG <subcommand> [<arg> ...]:",
-                "GET <pattern> [<pattern> ...]",
-                "    Options whose names match a pattern, with their values.",
-                "SET <option> <value> [<option> <value> ...]",
-                "    Changes options at run time (all or none).",
-                "RESETSTAT",
-                "    Zeroes the counters INFO reports.",
-                "HELP",
-                "    This text.",
-            ]
-            .into_iter()
-            .map(Reply::simple)
-            .collect(),
-        )
-    })
+const CONFIG_GET: CommandSpec = cmd(
+    "config|get",
+    -3,
+    &["admin", "noscript", "loading", "stale"],
+    &["@admin", "@slow", "@dangerous"],
+)
+.docs(
+    doc(
+        "server",
+        "2.0.0",
+        "Returns the configuration parameters matching the patterns, with their values.",
+        "O(N), N being the number of parameters requested.",
+    )
+    .history(&[("7.0.0", "Takes several patterns.")])
+    .args(&[arg("parameter", Block)
+        .multi()
+        .sub(&[arg("parameter", Str)])]),
+)
+.handler(Handler::Conn(get));
+
+const CONFIG_SET: CommandSpec = cmd(
+    "config|set",
+    -4,
+    &["admin", "noscript", "loading", "stale"],
+    &["@admin", "@slow", "@dangerous"],
+)
+.tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+.docs(
+    doc(
+        "server",
+        "2.0.0",
+        "Changes configuration parameters while the server runs.",
+        "O(N), N being the number of parameters given.",
+    )
+    .history(&[("7.0.0", "Sets several parameters in one call.")])
+    .args(&[arg("parameter_value", Block)
+        .multi()
+        .sub(&[arg("parameter", Str), arg("value", Str)])]),
+)
+.handler(Handler::Conn(set));
+
+const CONFIG_RESETSTAT: CommandSpec = cmd(
+    "config|resetstat",
+    2,
+    &["admin", "noscript", "loading", "stale"],
+    &["@admin", "@slow", "@dangerous"],
+)
+.docs(doc(
+    "server",
+    "2.0.0",
+    "Zeroes the statistics reported by INFO.",
+    "O(1)",
+))
+.handler(Handler::Conn(resetstat));
+
+const CONFIG_HELP: CommandSpec = cmd("config|help", 2, &["loading", "stale"], &["@slow"])
+    .docs(doc(
+        "server",
+        "5.0.0",
+        "Lists the CONFIG subcommands with a short description of each.",
+        "O(1)",
+    ))
+    .handler(Handler::Conn(help));
+
+pub const CONFIG: CommandSpec = cmd("config", -2, &[], &["@slow"])
+    .docs(doc(
+        "server",
+        "2.0.0",
+        "Groups the subcommands that read and change the server configuration.",
+        "Varies by subcommand.",
+    ))
+    .subs(&[CONFIG_GET, CONFIG_SET, CONFIG_RESETSTAT, CONFIG_HELP]);
+
+fn get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    Outcome::Reply(matching(ctx, &args[2..]))
 }
 
-fn get(ctx: &Ctx<'_>, patterns: &[Bytes]) -> Reply {
+fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    Outcome::Reply(set_all(ctx, &args[2..]).unwrap_or_else(|e| e))
+}
+
+fn resetstat(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
+    let s = &ctx.shared.stats;
+    for c in [
+        &s.commands,
+        &s.net_input_bytes,
+        &s.net_output_bytes,
+        &s.expired_keys,
+        &s.rejected_protocol,
+        &s.auth_failures,
+    ] {
+        c.store(0, Ordering::Relaxed);
+    }
+    for e in ctx.shared.registry.entries() {
+        e.calls.store(0, Ordering::Relaxed);
+        e.micros.store(0, Ordering::Relaxed);
+    }
+    Outcome::Reply(reply::ok())
+}
+
+fn help(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
+    Outcome::Reply(help::reply(&CONFIG))
+}
+
+/// The options whose names match a pattern, with their values.
+fn matching(ctx: &Ctx<'_>, patterns: &[Bytes]) -> Reply {
     let cfg = ctx.shared.config.read();
     let mut pairs = Vec::new();
     for k in KEYS {
@@ -69,7 +133,8 @@ fn get(ctx: &Ctx<'_>, patterns: &[Bytes]) -> Reply {
     Reply::Map(pairs)
 }
 
-fn set(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
+/// Changes options (all or none): `args` are option, value pairs.
+fn set_all(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
     if args.is_empty() || !args.len().is_multiple_of(2) {
         return Err(reply::wrong_arity("config|set"));
     }

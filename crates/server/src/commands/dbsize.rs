@@ -5,8 +5,24 @@
 use bytes::Bytes;
 use rialto_resp::Reply;
 
-use super::{Ctx, Outcome};
+use super::{Ctx, Handler, Outcome};
+use crate::command_table::{cmd, doc, CommandSpec};
 use crate::reply;
+
+pub const DBSIZE: CommandSpec = cmd(
+    "dbsize",
+    1,
+    &["readonly", "fast"],
+    &["@keyspace", "@read", "@fast"],
+)
+.tips(&["request_policy:all_shards", "response_policy:agg_sum"])
+.docs(doc(
+    "server",
+    "1.0.0",
+    "Returns how many keys the current database holds.",
+    "O(1)",
+))
+.handler(Handler::Conn(run));
 
 pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     let shared = std::sync::Arc::clone(ctx.shared);

@@ -5,8 +5,126 @@ use rialto_keyspace::{ExpireCond, Op, OpKind};
 use rialto_resp::Reply;
 
 use super::util::is;
-use super::At;
+use super::{At, Handler};
+use crate::command_table::ArgType::{Integer, Key, OneOf, PureToken, UnixTime};
+use crate::command_table::{arg, cmd, doc, CommandSpec, KeySpec};
 use crate::reply::{self, CmdResult};
+
+pub const EXPIRE: CommandSpec = cmd(
+    "expire",
+    -3,
+    &["write", "fast"],
+    &["@keyspace", "@write", "@fast"],
+)
+.keys(1, 1, 1)
+.key_specs(&[KeySpec::single(1, &["RW", "update"])])
+.docs(
+    doc(
+        "generic",
+        "1.0.0",
+        "Sets the time to live of a key, in seconds.",
+        "O(1)",
+    )
+    .history(&[("7.0.0", "Conditions `NX`, `XX`, `GT` and `LT`.")])
+    .args(&[
+        arg("key", Key).key(0),
+        arg("seconds", Integer),
+        arg("condition", OneOf).since("7.0.0").opt().sub(&[
+            arg("nx", PureToken).token("NX"),
+            arg("xx", PureToken).token("XX"),
+            arg("gt", PureToken).token("GT"),
+            arg("lt", PureToken).token("LT"),
+        ]),
+    ]),
+)
+.handler(Handler::Write(expire_cmd));
+
+pub const PEXPIRE: CommandSpec = cmd(
+    "pexpire",
+    -3,
+    &["write", "fast"],
+    &["@keyspace", "@write", "@fast"],
+)
+.keys(1, 1, 1)
+.key_specs(&[KeySpec::single(1, &["RW", "update"])])
+.docs(
+    doc(
+        "generic",
+        "2.6.0",
+        "Sets the time to live of a key, in milliseconds.",
+        "O(1)",
+    )
+    .history(&[("7.0.0", "Conditions `NX`, `XX`, `GT` and `LT`.")])
+    .args(&[
+        arg("key", Key).key(0),
+        arg("milliseconds", Integer),
+        arg("condition", OneOf).since("7.0.0").opt().sub(&[
+            arg("nx", PureToken).token("NX"),
+            arg("xx", PureToken).token("XX"),
+            arg("gt", PureToken).token("GT"),
+            arg("lt", PureToken).token("LT"),
+        ]),
+    ]),
+)
+.handler(Handler::Write(pexpire));
+
+pub const EXPIREAT: CommandSpec = cmd(
+    "expireat",
+    -3,
+    &["write", "fast"],
+    &["@keyspace", "@write", "@fast"],
+)
+.keys(1, 1, 1)
+.key_specs(&[KeySpec::single(1, &["RW", "update"])])
+.docs(
+    doc(
+        "generic",
+        "1.2.0",
+        "Sets when a key expires, as a Unix time in seconds.",
+        "O(1)",
+    )
+    .history(&[("7.0.0", "Conditions `NX`, `XX`, `GT` and `LT`.")])
+    .args(&[
+        arg("key", Key).key(0),
+        arg("unix-time-seconds", UnixTime),
+        arg("condition", OneOf).since("7.0.0").opt().sub(&[
+            arg("nx", PureToken).token("NX"),
+            arg("xx", PureToken).token("XX"),
+            arg("gt", PureToken).token("GT"),
+            arg("lt", PureToken).token("LT"),
+        ]),
+    ]),
+)
+.handler(Handler::Write(expireat));
+
+pub const PEXPIREAT: CommandSpec = cmd(
+    "pexpireat",
+    -3,
+    &["write", "fast"],
+    &["@keyspace", "@write", "@fast"],
+)
+.keys(1, 1, 1)
+.key_specs(&[KeySpec::single(1, &["RW", "update"])])
+.docs(
+    doc(
+        "generic",
+        "2.6.0",
+        "Sets when a key expires, as a Unix time in milliseconds.",
+        "O(1)",
+    )
+    .history(&[("7.0.0", "Conditions `NX`, `XX`, `GT` and `LT`.")])
+    .args(&[
+        arg("key", Key).key(0),
+        arg("unix-time-milliseconds", UnixTime),
+        arg("condition", OneOf).since("7.0.0").opt().sub(&[
+            arg("nx", PureToken).token("NX"),
+            arg("xx", PureToken).token("XX"),
+            arg("gt", PureToken).token("GT"),
+            arg("lt", PureToken).token("LT"),
+        ]),
+    ]),
+)
+.handler(Handler::Write(pexpireat));
 
 const NX: u8 = 1;
 const XX: u8 = 2;

@@ -11,8 +11,60 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::util::is;
-use super::{Ctx, Outcome};
+use super::{Ctx, Handler, Outcome};
+use crate::command_table::ArgType::{OneOf, PureToken};
+use crate::command_table::{arg, cmd, doc, CommandSpec};
 use crate::reply;
+
+pub const FLUSHDB: CommandSpec = cmd(
+    "flushdb",
+    -1,
+    &["write"],
+    &["@keyspace", "@write", "@slow", "@dangerous"],
+)
+.tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
+.docs(
+    doc(
+        "server",
+        "1.0.0",
+        "Deletes every key of the current database.",
+        "O(N), N being the number of keys in the current database.",
+    )
+    .history(&[
+        ("4.0.0", "Modifier `ASYNC`."),
+        ("6.2.0", "Modifier `SYNC`."),
+    ])
+    .args(&[arg("async", OneOf).opt().sub(&[
+        arg("async", PureToken).token("ASYNC").since("4.0.0"),
+        arg("sync", PureToken).token("SYNC").since("6.2.0"),
+    ])]),
+)
+.handler(Handler::Conn(flushdb));
+
+pub const FLUSHALL: CommandSpec = cmd(
+    "flushall",
+    -1,
+    &["write"],
+    &["@keyspace", "@write", "@slow", "@dangerous"],
+)
+.tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
+.docs(
+    doc(
+        "server",
+        "1.0.0",
+        "Deletes every key of every database.",
+        "O(N), N being the number of keys across all databases.",
+    )
+    .history(&[
+        ("4.0.0", "Modifier `ASYNC`."),
+        ("6.2.0", "Modifier `SYNC`."),
+    ])
+    .args(&[arg("async", OneOf).opt().sub(&[
+        arg("async", PureToken).token("ASYNC").since("4.0.0"),
+        arg("sync", PureToken).token("SYNC").since("6.2.0"),
+    ])]),
+)
+.handler(Handler::Conn(flushall));
 
 pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     flush(ctx, args, Some(ctx.client.db))

@@ -3,8 +3,47 @@
 use bytes::Bytes;
 use rialto_resp::Reply;
 
-use super::R;
+use super::{Handler, R};
+use crate::command_table::ArgType::{Integer, Key};
+use crate::command_table::{arg, cmd, doc, CommandSpec, KeySpec};
 use crate::reply::{self, CmdResult};
+
+pub const GETRANGE: CommandSpec = cmd("getrange", 4, &["readonly"], &["@read", "@string", "@slow"])
+    .keys(1, 1, 1)
+    .key_specs(&[KeySpec::single(1, &["RO", "access"])])
+    .docs(
+        doc(
+            "string",
+            "2.4.0",
+            "Returns the part of a string value between two offsets.",
+            "O(N), N being the length of the returned part, so effectively O(1) for short ranges.",
+        )
+        .args(&[
+            arg("key", Key).key(0),
+            arg("start", Integer),
+            arg("end", Integer),
+        ]),
+    )
+    .handler(Handler::Read(run));
+
+pub const SUBSTR: CommandSpec = cmd("substr", 4, &["readonly"], &["@read", "@string", "@slow"])
+    .keys(1, 1, 1)
+    .key_specs(&[KeySpec::single(1, &["RO", "access"])])
+    .docs(
+        doc(
+            "string",
+            "1.0.0",
+            "Returns the part of a string value between two offsets (the old name of GETRANGE).",
+            "O(N), N being the length of the returned part, so effectively O(1) for short ranges.",
+        )
+        .deprecated("2.0.0", "`GETRANGE`")
+        .args(&[
+            arg("key", Key).key(0),
+            arg("start", Integer),
+            arg("end", Integer),
+        ]),
+    )
+    .handler(Handler::Read(run));
 
 pub fn run(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
     let mut start = reply::int_arg(&args[2])?;

@@ -3,8 +3,30 @@
 use bytes::Bytes;
 use rialto_keyspace::{Op, OpKind, Set};
 
-use super::At;
+use super::{At, Handler};
+use crate::command_table::ArgType::{Key, String as Str};
+use crate::command_table::{arg, cmd, doc, CommandSpec, KeySpec};
 use crate::reply::CmdResult;
+
+pub const GETSET: CommandSpec = cmd(
+    "getset",
+    3,
+    &["write", "denyoom", "fast"],
+    &["@write", "@string", "@fast"],
+)
+.keys(1, 1, 1)
+.key_specs(&[KeySpec::single(1, &["RW", "access", "update"])])
+.docs(
+    doc(
+        "string",
+        "1.0.0",
+        "Stores a new string value at a key and returns the value it replaced.",
+        "O(1)",
+    )
+    .deprecated("6.2.0", "`SET` with its `GET` option")
+    .args(&[arg("key", Key).key(0), arg("value", Str)]),
+)
+.handler(Handler::Write(run));
 
 pub fn run(at: At, args: &[Bytes]) -> CmdResult<Op> {
     Ok(at.op(OpKind::Set(Set {

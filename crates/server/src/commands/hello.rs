@@ -5,8 +5,45 @@ use rialto_resp::{Protocol, Reply};
 
 use super::client::set_name;
 use super::util::is;
-use super::{Ctx, Outcome};
+use super::{Ctx, Handler, Outcome};
+use crate::command_table::ArgType::{Block, Integer, String as Str};
+use crate::command_table::{arg, cmd, doc, CommandSpec};
 use crate::reply;
+
+pub const HELLO: CommandSpec = cmd(
+    "hello",
+    -1,
+    &[
+        "noscript",
+        "loading",
+        "stale",
+        "fast",
+        "no_auth",
+        "allow_busy",
+    ],
+    &["@fast", "@connection"],
+)
+.docs(
+    doc(
+        "connection",
+        "6.0.0",
+        "Picks the protocol version; can also authenticate and name the connection.",
+        "O(1)",
+    )
+    .history(&[(
+        "6.2.0",
+        "`protover` is optional; without it the reply describes the connection.",
+    )])
+    .args(&[arg("arguments", Block).opt().sub(&[
+        arg("protover", Integer),
+        arg("username_password", Block)
+            .token("AUTH")
+            .opt()
+            .sub(&[arg("username", Str), arg("password", Str)]),
+        arg("clientname", Str).token("SETNAME").opt(),
+    ])]),
+)
+.handler(Handler::Conn(run));
 
 /// The Redis version Rialto's protocol behaviour follows (clients gate features on it).
 pub const REDIS_COMPAT_VERSION: &str = "7.0.15";

@@ -5,8 +5,86 @@ use rialto_keyspace::{Op, OpKind};
 use rialto_resp::Reply;
 
 use super::util::checked;
-use super::At;
+use super::{At, Handler};
+use crate::command_table::ArgType::{Integer, Key};
+use crate::command_table::{arg, cmd, doc, CommandSpec, KeySpec};
 use crate::reply::{self, CmdResult};
+
+pub const INCR: CommandSpec = cmd(
+    "incr",
+    2,
+    &["write", "denyoom", "fast"],
+    &["@write", "@string", "@fast"],
+)
+.keys(1, 1, 1)
+.key_specs(&[KeySpec::single(1, &["RW", "access", "update"])])
+.docs(
+    doc(
+        "string",
+        "1.0.0",
+        "Adds one to the integer stored at a key.",
+        "O(1)",
+    )
+    .args(&[arg("key", Key).key(0)]),
+)
+.handler(Handler::Write(incr));
+
+pub const DECR: CommandSpec = cmd(
+    "decr",
+    2,
+    &["write", "denyoom", "fast"],
+    &["@write", "@string", "@fast"],
+)
+.keys(1, 1, 1)
+.key_specs(&[KeySpec::single(1, &["RW", "access", "update"])])
+.docs(
+    doc(
+        "string",
+        "1.0.0",
+        "Subtracts one from the integer stored at a key.",
+        "O(1)",
+    )
+    .args(&[arg("key", Key).key(0)]),
+)
+.handler(Handler::Write(decr));
+
+pub const INCRBY: CommandSpec = cmd(
+    "incrby",
+    3,
+    &["write", "denyoom", "fast"],
+    &["@write", "@string", "@fast"],
+)
+.keys(1, 1, 1)
+.key_specs(&[KeySpec::single(1, &["RW", "access", "update"])])
+.docs(
+    doc(
+        "string",
+        "1.0.0",
+        "Adds an integer amount to the integer stored at a key.",
+        "O(1)",
+    )
+    .args(&[arg("key", Key).key(0), arg("increment", Integer)]),
+)
+.handler(Handler::Write(incrby));
+
+pub const DECRBY: CommandSpec = cmd(
+    "decrby",
+    3,
+    &["write", "denyoom", "fast"],
+    &["@write", "@string", "@fast"],
+)
+.keys(1, 1, 1)
+.key_specs(&[KeySpec::single(1, &["RW", "access", "update"])])
+.docs(
+    doc(
+        "string",
+        "1.0.0",
+        "Subtracts an integer amount from the integer stored at a key.",
+        "O(1)",
+    )
+    .args(&[arg("key", Key).key(0), arg("decrement", Integer)]),
+)
+.handler(Handler::Write(decrby));
 
 fn add(at: At, key: &Bytes, delta: i64) -> CmdResult<Op> {
     checked(rialto_keyspace::check_key(key))?;

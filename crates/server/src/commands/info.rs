@@ -11,8 +11,28 @@ use bytes::Bytes;
 use rialto_resp::Reply;
 
 use super::hello::REDIS_COMPAT_VERSION;
-use super::{Ctx, Outcome};
+use super::{Ctx, Handler, Outcome};
+use crate::command_table::ArgType::String as Str;
+use crate::command_table::{arg, cmd, doc, CommandSpec};
 use crate::server::Shared;
+
+pub const INFO: CommandSpec = cmd("info", -1, &["loading", "stale"], &["@slow", "@dangerous"])
+    .tips(&[
+        "nondeterministic_output",
+        "request_policy:all_shards",
+        "response_policy:special",
+    ])
+    .docs(
+        doc(
+            "server",
+            "1.0.0",
+            "Reports information and statistics about the server, by section.",
+            "O(1)",
+        )
+        .history(&[("7.0.0", "Takes several sections.")])
+        .args(&[arg("section", Str).opt().multi()]),
+    )
+    .handler(Handler::Conn(run));
 
 /// Sections in `INFO` / `INFO default` order.
 const DEFAULT: &[&str] = &[

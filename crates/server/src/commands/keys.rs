@@ -3,8 +3,28 @@
 use bytes::Bytes;
 use rialto_resp::Reply;
 
-use super::{Ctx, Outcome};
+use super::{Ctx, Handler, Outcome};
+use crate::command_table::ArgType::Pattern;
+use crate::command_table::{arg, cmd, doc, CommandSpec};
 use crate::reply;
+
+pub const KEYS: CommandSpec = cmd(
+    "keys",
+    2,
+    &["readonly"],
+    &["@keyspace", "@read", "@slow", "@dangerous"],
+)
+.tips(&["request_policy:all_shards", "nondeterministic_output_order"])
+.docs(
+    doc(
+        "generic",
+        "1.0.0",
+        "Returns every key whose name matches a glob-style pattern.",
+        "O(N), N being the number of keys in the database, for short key names and patterns.",
+    )
+    .args(&[arg("pattern", Pattern)]),
+)
+.handler(Handler::Conn(run));
 
 pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let shared = std::sync::Arc::clone(ctx.shared);

@@ -1,7 +1,8 @@
-//! Commands: one file per command (or per family sharing one implementation), and the registry
-//! that maps the command table's entries to their handlers.
+//! Commands: one file per command (or per family sharing one implementation), each declaring
+//! its command (metadata, subcommands and handlers: see [`crate::command_table`]); the list of
+//! every declaration; admission; per-command statistics.
 //!
-//! Three kinds of handler, by what they touch:
+//! Five kinds of handler, by what they touch:
 //! - [`Handler::Read`]: reads keys. Runs on the connection against the published state, or
 //!   through the merger when it must see this connection's pending writes.
 //! - [`Handler::Write`]: turns the request into an [`Op`] (parsing and checking what Redis
@@ -9,15 +10,19 @@
 //!   reply is sent once it is durable. A failed op writes nothing.
 //! - [`Handler::Conn`]: everything else (connection state, server state, whole-keyspace
 //!   scans). Runs on the connection after its pending replies are resolved.
+//! - [`Handler::Meta`] (COMMAND) and [`Handler::Acl`] (ACL): like `Conn`, but they need only
+//!   the declarations, or only the users, so they also run without a server.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use parking_lot::RwLock;
 use rialto_resp::Reply;
 
+use crate::acl::Acl;
 use crate::client::Client;
-use crate::command_table::{self, CmdId, CommandSpec};
+use crate::command_table::{self, CommandSpec};
 use crate::conn::BoxReply;
 use rialto_keyspace::{Op, Reader, Record};
 
@@ -50,11 +55,11 @@ mod strlen;
 mod ttl;
 mod type_;
 
-mod acl;
+pub mod acl;
 mod auth;
 mod client;
 mod cluster;
-mod command;
+pub mod command;
 mod config;
 mod dbsize;
 mod echo;
@@ -73,6 +78,72 @@ mod shutdown;
 mod slowlog;
 pub mod store;
 mod time;
+
+/// Every top-level command, in the order `COMMAND` lists them.
+pub static COMMANDS: &[CommandSpec] = &[
+    ping::PING,
+    echo::ECHO,
+    hello::HELLO,
+    auth::AUTH,
+    select::SELECT,
+    quit::QUIT,
+    reset::RESET,
+    client::CLIENT,
+    get::GET,
+    set::SET,
+    setnx::SETNX,
+    setex::SETEX,
+    setex::PSETEX,
+    getset::GETSET,
+    getdel::GETDEL,
+    getex::GETEX,
+    mget::MGET,
+    mset::MSET,
+    mset::MSETNX,
+    del::DEL,
+    del::UNLINK,
+    exists::EXISTS,
+    type_::TYPE,
+    strlen::STRLEN,
+    append::APPEND,
+    getrange::GETRANGE,
+    setrange::SETRANGE,
+    incr::INCR,
+    incr::DECR,
+    incr::INCRBY,
+    incr::DECRBY,
+    incrbyfloat::INCRBYFLOAT,
+    expire::EXPIRE,
+    expire::PEXPIRE,
+    expire::EXPIREAT,
+    expire::PEXPIREAT,
+    ttl::EXPIRETIME,
+    ttl::PEXPIRETIME,
+    ttl::TTL,
+    ttl::PTTL,
+    persist::PERSIST,
+    scan::SCAN,
+    keys::KEYS,
+    dbsize::DBSIZE,
+    randomkey::RANDOMKEY,
+    rename::RENAME,
+    rename::RENAMENX,
+    flushdb::FLUSHDB,
+    flushdb::FLUSHALL,
+    info::INFO,
+    config::CONFIG,
+    command::COMMAND,
+    time::TIME,
+    slowlog::SLOWLOG,
+    shutdown::SHUTDOWN,
+    acl::ACL,
+    cluster::CLUSTER,
+    cluster::READONLY,
+    cluster::READWRITE,
+    getrange::SUBSTR,
+    store::STORE,
+    push::PUSH,
+];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
 pub struct R<'a, 'k> {
@@ -118,12 +189,19 @@ impl At {
     }
 }
 
+// Every handler gets the request whole (`args[0]` the command name, `args[1]` a subcommand's
+// name) and only once admission checked it against the declared arity.
+
 /// A read command.
 pub type ReadFn = fn(&mut R<'_, '_>, &[Bytes]) -> CmdResult;
 /// A write command: the request as an op.
 pub type WriteFn = fn(At, &[Bytes]) -> CmdResult<Op>;
 /// A connection or server command.
 pub type ConnFn = fn(&mut Ctx<'_>, &[Bytes]) -> Outcome;
+/// A command answered from the declarations alone.
+pub type MetaFn = fn(&[Bytes]) -> Reply;
+/// An ACL command: the users and who asks.
+pub type AclFn = fn(&AclCtx<'_>, &[Bytes]) -> Reply;
 
 /// How a command runs; see the module docs.
 #[derive(Clone, Copy)]
@@ -131,6 +209,20 @@ pub enum Handler {
     Read(ReadFn),
     Write(WriteFn),
     Conn(ConnFn),
+    Meta(MetaFn),
+    Acl(AclFn),
+}
+
+impl std::fmt::Debug for Handler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Handler::Read(_) => "Read",
+            Handler::Write(_) => "Write",
+            Handler::Conn(_) => "Conn",
+            Handler::Meta(_) => "Meta",
+            Handler::Acl(_) => "Acl",
+        })
+    }
 }
 
 /// What a connection command asks of its connection.
@@ -155,84 +247,45 @@ pub struct Ctx<'a> {
     pub client: &'a mut Client,
 }
 
-/// A command's handler and its statistics (INFO commandstats).
+/// What an ACL command may use: the users, and the name of the connection's user (WHOAMI).
+pub struct AclCtx<'a> {
+    pub acl: &'a RwLock<Acl>,
+    pub me: &'a [u8],
+}
+
+/// Runs a handler of the kinds that run on the connection, its pending replies resolved:
+/// [`Handler::Conn`], [`Handler::Meta`] and [`Handler::Acl`].
+pub fn run_on_connection(handler: Handler, ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    match handler {
+        Handler::Conn(f) => f(ctx, args),
+        Handler::Meta(f) => Outcome::Reply(f(args)),
+        Handler::Acl(f) => {
+            let me: &[u8] = ctx.client.user.as_ref().map_or(b"default", |u| u.name());
+            Outcome::Reply(f(
+                &AclCtx {
+                    acl: &ctx.shared.acl,
+                    me,
+                },
+                args,
+            ))
+        }
+        // The connection runs these itself, on the keyspace; never handed here.
+        Handler::Read(_) | Handler::Write(_) => {
+            Outcome::Reply(Reply::error("ERR command cannot run on the connection"))
+        }
+    }
+}
+
+/// A top-level command's statistics (INFO commandstats), its subcommands' included.
 pub struct Entry {
     pub spec: &'static CommandSpec,
-    pub handler: Handler,
     pub calls: AtomicU64,
     pub micros: AtomicU64,
 }
 
-/// Every command's entry, indexed like the command table.
+/// Every top-level command's entry, indexed like [`command_table::all`].
 pub struct Registry {
     entries: Vec<Entry>,
-}
-
-fn handler(id: CmdId) -> Handler {
-    use CmdId::*;
-    use Handler::{Conn, Read, Write};
-    match id {
-        Get => Read(get::run),
-        MGet => Read(mget::run),
-        Exists => Read(exists::run),
-        Type => Read(type_::run),
-        StrLen => Read(strlen::run),
-        GetRange | SubStr => Read(getrange::run),
-        Ttl => Read(ttl::ttl),
-        PTtl => Read(ttl::pttl),
-        ExpireTime => Read(ttl::expiretime),
-        PExpireTime => Read(ttl::pexpiretime),
-
-        Set => Write(set::run),
-        SetNx => Write(setnx::run),
-        SetEx => Write(setex::setex),
-        PSetEx => Write(setex::psetex),
-        GetSet => Write(getset::run),
-        GetDel => Write(getdel::run),
-        GetEx => Write(getex::run),
-        MSet => Write(mset::mset),
-        MSetNx => Write(mset::msetnx),
-        Del | Unlink => Write(del::run),
-        Append => Write(append::run),
-        SetRange => Write(setrange::run),
-        Incr => Write(incr::incr),
-        Decr => Write(incr::decr),
-        IncrBy => Write(incr::incrby),
-        DecrBy => Write(incr::decrby),
-        IncrByFloat => Write(incrbyfloat::run),
-        Expire => Write(expire::expire_cmd),
-        PExpire => Write(expire::pexpire),
-        ExpireAt => Write(expire::expireat),
-        PExpireAt => Write(expire::pexpireat),
-        Persist => Write(persist::run),
-        Rename => Write(rename::rename_cmd),
-        RenameNx => Write(rename::renamenx),
-
-        Ping => Conn(ping::run),
-        Echo => Conn(echo::run),
-        Hello => Conn(hello::run),
-        Auth => Conn(auth::run),
-        Select => Conn(select::run),
-        Quit => Conn(quit::run),
-        Reset => Conn(reset::run),
-        Client => Conn(client::run),
-        Scan => Conn(scan::run),
-        Keys => Conn(keys::run),
-        DbSize => Conn(dbsize::run),
-        RandomKey => Conn(randomkey::run),
-        FlushDb => Conn(flushdb::flushdb),
-        FlushAll => Conn(flushdb::flushall),
-        Info => Conn(info::run),
-        Config => Conn(config::run),
-        Store => Conn(store::run),
-        Push => Conn(push::run),
-        Command => Conn(command::run),
-        Time => Conn(time::run),
-        SlowLog => Conn(slowlog::run),
-        Shutdown => Conn(shutdown::run),
-        Acl => Conn(acl::run),
-        Cluster | ReadOnly | ReadWrite => Conn(cluster::run),
-    }
 }
 
 impl Registry {
@@ -242,7 +295,6 @@ impl Registry {
                 .iter()
                 .map(|spec| Entry {
                     spec,
-                    handler: handler(spec.id),
                     calls: AtomicU64::new(0),
                     micros: AtomicU64::new(0),
                 })
@@ -250,9 +302,9 @@ impl Registry {
         }
     }
 
-    /// The entry of a top-level command.
-    pub fn entry(&self, id: CmdId) -> &Entry {
-        &self.entries[id as usize]
+    /// The entry of the top-level command at `index` in [`command_table::all`].
+    pub fn entry(&self, index: usize) -> Option<&Entry> {
+        self.entries.get(index)
     }
 
     /// Every entry.
@@ -267,58 +319,20 @@ impl Default for Registry {
     }
 }
 
-/// Redis's `'arg' 'arg' ` list in unknown-command errors: at most ~128 bytes of arguments.
-fn args_preview(args: &[Bytes]) -> String {
-    let mut s = String::new();
-    for a in args {
-        if s.len() >= 128 {
-            break;
-        }
-        let room = 128 - s.len();
-        let text = String::from_utf8_lossy(&a[..a.len().min(room)]);
-        s.push('\'');
-        s.push_str(&text);
-        s.push_str("' ");
-    }
-    s
+/// An admitted request: what runs it, and where its statistics go.
+#[derive(Debug, Clone, Copy)]
+pub struct Admitted {
+    /// The top-level command's position in [`command_table::all`] (and the registry).
+    pub index: usize,
+    /// The command or subcommand that runs.
+    pub spec: &'static CommandSpec,
+    pub handler: Handler,
 }
 
-fn clean(text: String) -> Reply {
-    reply::err_string(text.replace(['\r', '\n'], " "))
-}
-
-/// Resolves a request to its entry and checks what Redis checks before running a command, in
-/// Redis's order: known command, arity, authentication, ACL permission.
-pub fn admit<'r>(shared: &'r Shared, client: &Client, args: &[Bytes]) -> Result<&'r Entry, Reply> {
-    let Some(base) = args.first().and_then(|a| command_table::lookup(a)) else {
-        let name = args
-            .first()
-            .map(|a| String::from_utf8_lossy(a).into_owned());
-        let mut name = name.unwrap_or_default();
-        name.truncate(128);
-        return Err(clean(format!(
-            "ERR unknown command '{name}', with args beginning with: {}",
-            args_preview(args.get(1..).unwrap_or(&[]))
-        )));
-    };
-    let spec = if !base.subcommands.is_empty() && args.len() >= 2 {
-        match command_table::lookup_sub(base, &args[1]) {
-            Some(sub) => sub,
-            None => {
-                let mut sub = String::from_utf8_lossy(&args[1]).into_owned();
-                sub.truncate(128);
-                return Err(clean(format!(
-                    "ERR unknown subcommand '{sub}'. Try {} HELP.",
-                    base.name.to_ascii_uppercase()
-                )));
-            }
-        }
-    } else {
-        base
-    };
-    if !command_table::check_arity(spec, args.len()) {
-        return Err(reply::wrong_arity(spec.name));
-    }
+/// Resolves a request and checks what Redis checks before running a command, in Redis's
+/// order: known command (and subcommand), arity, authentication, ACL permission.
+pub fn admit(client: &Client, args: &[Bytes]) -> Result<Admitted, Reply> {
+    let (index, spec) = command_table::resolve(args)?;
     match &client.user {
         None if !spec.has_flag("no_auth") => {
             return Err(Reply::error("NOAUTH Authentication required."));
@@ -327,5 +341,87 @@ pub fn admit<'r>(shared: &'r Shared, client: &Client, args: &[Bytes]) -> Result<
         Some(_) if client.unrestricted => {}
         Some(user) => crate::auth::check(user, spec, args)?,
     }
-    Ok(shared.registry.entry(spec.id))
+    let Some(handler) = spec.handler else {
+        // A container's arity requires a subcommand, so resolution never stops at one.
+        return Err(reply::wrong_arity(spec.name));
+    };
+    Ok(Admitted {
+        index,
+        spec,
+        handler,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every() -> impl Iterator<Item = &'static CommandSpec> {
+        command_table::all()
+            .iter()
+            .flat_map(|c| std::iter::once(c).chain(c.subcommands))
+    }
+
+    fn args(line: &str) -> Vec<Bytes> {
+        line.split(' ')
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn every_declaration_resolves_to_itself_with_a_handler() {
+        for spec in every() {
+            let mut line: Vec<&str> = spec.name.split('|').collect();
+            let need = spec.arity.unsigned_abs() as usize;
+            while line.len() < need {
+                line.push("x");
+            }
+            let request = args(&line.join(" ").to_ascii_uppercase());
+            if !spec.subcommands.is_empty() && spec.handler.is_none() {
+                // A container without a handler must not be runnable bare.
+                assert!(!command_table::check_arity(spec, 1), "{}", spec.name);
+                continue;
+            }
+            let (index, found) = command_table::resolve(&request).expect(spec.name);
+            assert!(std::ptr::eq(found, spec), "{}", spec.name);
+            let top = spec.name.split('|').next().unwrap_or_default();
+            assert_eq!(command_table::all()[index].name, top);
+            assert!(spec.handler.is_some(), "{} has no handler", spec.name);
+        }
+    }
+
+    #[test]
+    fn handlers_that_run_without_a_server_belong_to_their_commands() {
+        for spec in every() {
+            let top = spec.name.split('|').next().unwrap_or_default();
+            match spec.handler {
+                // `command::run` and `acl::acl_command` reach these, and only these.
+                Some(Handler::Meta(_)) => assert_eq!(top, "command", "{}", spec.name),
+                Some(Handler::Acl(_)) => assert_eq!(top, "acl", "{}", spec.name),
+                Some(_) => assert!(top != "command" && top != "acl", "{}", spec.name),
+                None => {}
+            }
+        }
+    }
+
+    #[test]
+    fn keys_with_variable_flags_have_their_own_finder() {
+        for spec in every() {
+            let variable = spec
+                .key_specs
+                .iter()
+                .any(|k| k.flags.contains(&"variable_flags"));
+            assert_eq!(variable, spec.getkeys.is_some(), "{}", spec.name);
+        }
+    }
+
+    #[test]
+    fn statistics_follow_the_declarations() {
+        let registry = Registry::new();
+        for (i, spec) in command_table::all().iter().enumerate() {
+            let entry = registry.entry(i).expect("entry");
+            assert!(std::ptr::eq(entry.spec, spec));
+        }
+        assert!(registry.entry(command_table::all().len()).is_none());
+    }
 }

@@ -3,8 +3,23 @@
 use bytes::Bytes;
 use rialto_resp::Reply;
 
-use super::{Ctx, Outcome};
+use super::{Ctx, Handler, Outcome};
+use crate::command_table::ArgType::String as Str;
+use crate::command_table::{arg, cmd, doc, CommandSpec};
 use crate::reply;
+
+pub const PING: CommandSpec = cmd("ping", -1, &["fast"], &["@fast", "@connection"])
+    .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
+    .docs(
+        doc(
+            "connection",
+            "1.0.0",
+            "Checks that the connection is alive: replies PONG, or echoes the argument.",
+            "O(1)",
+        )
+        .args(&[arg("message", Str).opt()]),
+    )
+    .handler(Handler::Conn(run));
 
 pub fn run(_: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Reply(match args.len() {

@@ -12,79 +12,213 @@ use rialto_resp::Reply;
 
 use super::store::error;
 use super::util::is;
-use super::{Ctx, Outcome};
+use super::{Ctx, Handler, Outcome};
+use crate::command_table::help;
+use crate::command_table::ArgType::{Block, Integer, OneOf, PureToken, String as Str};
+use crate::command_table::{arg, cmd, doc, CommandSpec};
 use crate::reply;
 
-pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let sub = &args[1];
-    let shared = Arc::clone(ctx.shared);
-    if is(sub, "list") {
-        let v = shared
-            .keyspace
-            .pushes()
-            .into_iter()
-            .flat_map(|(id, store)| [Reply::Integer(id as i64), Reply::bulk(store)])
-            .collect();
-        return Outcome::Reply(Reply::Array(v));
-    }
-    if is(sub, "help") {
-        return Outcome::Reply(help());
-    }
-    if is(sub, "begin") {
-        let name = String::from_utf8_lossy(&args[2]).into_owned();
-        let (duplicates, guard) = match begin_options(&args[3..], shared.config.read().push_guard())
-        {
-            Ok(o) => o,
-            Err(r) => return Outcome::Reply(r),
-        };
-        let owner = ctx.client.handle.id;
-        return later(&shared, move |sh| {
-            let id = sh
-                .keyspace
-                .push_begin(&name, duplicates, Some(guard), Some(owner))?;
-            Ok(Reply::Integer(id as i64))
-        });
-    }
-    let id = match reply::parse_i64(&args[2]).filter(|&n| n > 0) {
-        Some(n) => n as u64,
-        None => return Outcome::Reply(Reply::error("ERR invalid push id")),
+const PUSH_BEGIN: CommandSpec = cmd("push|begin",
+    -3,
+    &["admin", "noscript"],
+    &["@admin", "@slow", "@dangerous"],
+)
+.docs(
+    doc(
+        "rialto",
+        "0.1.0",
+        "Begins a batch push into a store and returns its id. COMMIT refuses it if it loads fewer than MIN-RECORDS records (default push-min-records) or its record count falls more than MAX-SHRINK percent below the current version's (default push-max-shrink).",
+        "O(1)",
+    )
+    .args(&[
+        arg("store", Str),
+        arg("policy", OneOf).token("DUPLICATES").opt().sub(&[
+            arg("error", PureToken).token("ERROR"),
+            arg("last-wins", PureToken).token("LAST-WINS"),
+        ]),
+        arg("n", Integer).token("MIN-RECORDS").opt(),
+        arg("percent", Integer).token("MAX-SHRINK").opt(),
+    ]),
+)
+.handler(Handler::Conn(begin));
+
+const PUSH_ADD: CommandSpec = cmd(
+    "push|add",
+    -5,
+    &["admin", "noscript"],
+    &["@admin", "@slow", "@dangerous"],
+)
+.docs(
+    doc(
+        "rialto",
+        "0.1.0",
+        "Adds records (keys relative to the store's prefix) to a push, in any order.",
+        "O(N), N being the number of records.",
+    )
+    .args(&[
+        arg("id", Integer),
+        arg("data", Block)
+            .multi()
+            .sub(&[arg("key", Str), arg("value", Str)]),
+    ]),
+)
+.handler(Handler::Conn(add));
+
+const PUSH_COMMIT: CommandSpec = cmd(
+    "push|commit",
+    3,
+    &["admin", "noscript"],
+    &["@admin", "@slow", "@dangerous"],
+)
+.docs(
+    doc(
+        "rialto",
+        "0.1.0",
+        "Sorts and loads a push's records as the store's new version and swaps it in.",
+        "O(N log N), N being the number of records.",
+    )
+    .args(&[arg("id", Integer)]),
+)
+.handler(Handler::Conn(commit));
+
+const PUSH_ABORT: CommandSpec = cmd(
+    "push|abort",
+    3,
+    &["admin", "noscript"],
+    &["@admin", "@slow", "@dangerous"],
+)
+.docs(
+    doc(
+        "rialto",
+        "0.1.0",
+        "Abandons a push; the store keeps its current version.",
+        "O(1)",
+    )
+    .args(&[arg("id", Integer)]),
+)
+.handler(Handler::Conn(abort));
+
+const PUSH_LIST: CommandSpec = cmd("push|list", 2, &["loading", "stale"], &["@slow"])
+    .docs(doc(
+        "rialto",
+        "0.1.0",
+        "Returns the pushes in progress as id, store pairs.",
+        "O(N), N being the number of pushes in progress.",
+    ))
+    .handler(Handler::Conn(list));
+
+const PUSH_HELP: CommandSpec = cmd("push|help", 2, &["loading", "stale"], &["@slow"])
+    .docs(doc(
+        "rialto",
+        "0.1.0",
+        "Lists the PUSH subcommands with a short description of each.",
+        "O(1)",
+    ))
+    .handler(Handler::Conn(help));
+
+pub const PUSH: CommandSpec = cmd("push", -2, &[], &["@slow"])
+    .docs(doc(
+        "rialto",
+        "0.1.0",
+        "Groups the subcommands of batch pushes.",
+        "Varies by subcommand.",
+    ))
+    .subs(&[
+        PUSH_BEGIN,
+        PUSH_ADD,
+        PUSH_COMMIT,
+        PUSH_ABORT,
+        PUSH_LIST,
+        PUSH_HELP,
+    ]);
+
+fn list(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
+    let v = ctx
+        .shared
+        .keyspace
+        .pushes()
+        .into_iter()
+        .flat_map(|(id, store)| [Reply::Integer(id as i64), Reply::bulk(store)])
+        .collect();
+    Outcome::Reply(Reply::Array(v))
+}
+
+fn help(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
+    Outcome::Reply(help::reply(&PUSH))
+}
+
+fn begin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let name = String::from_utf8_lossy(&args[2]).into_owned();
+    let guard = ctx.shared.config.read().push_guard();
+    let (duplicates, guard) = match begin_options(&args[3..], guard) {
+        Ok(o) => o,
+        Err(r) => return Outcome::Reply(r),
     };
-    if is(sub, "add") {
-        if args.len() % 2 != 1 {
-            return Outcome::Reply(reply::wrong_arity("push|add"));
-        }
-        let records = args[3..].to_vec();
-        return later(&shared, move |sh| {
-            let pairs = records.chunks_exact(2).map(|p| (&p[0][..], &p[1][..]));
-            let n = sh.keyspace.push_add(id, pairs)?;
-            Ok(Reply::Integer(n as i64))
-        });
+    let owner = ctx.client.handle.id;
+    later(ctx.shared, move |sh| {
+        let id = sh
+            .keyspace
+            .push_begin(&name, duplicates, Some(guard), Some(owner))?;
+        Ok(Reply::Integer(id as i64))
+    })
+}
+
+fn add(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let id = match push_id(&args[2]) {
+        Ok(id) => id,
+        Err(r) => return Outcome::Reply(r),
+    };
+    if args.len() % 2 != 1 {
+        return Outcome::Reply(reply::wrong_arity("push|add"));
     }
-    if is(sub, "commit") {
-        return later(&shared, move |sh| {
-            let r = sh.keyspace.push_commit(id)?;
-            let n = |v: u64| Reply::Integer(v.min(i64::MAX as u64) as i64);
-            Ok(Reply::Map(vec![
-                (Reply::bulk("store"), Reply::bulk(r.store)),
-                (Reply::bulk("version"), Reply::Integer(i64::from(r.version))),
-                (Reply::bulk("records"), n(r.records)),
-                (Reply::bulk("bytes"), n(r.bytes)),
-                (Reply::bulk("files"), n(r.files)),
-                (Reply::bulk("file-bytes"), n(r.file_bytes)),
-                (Reply::bulk("runs-spilled"), n(r.runs_spilled)),
-                (Reply::bulk("duplicates-dropped"), n(r.duplicates_dropped)),
-                (Reply::bulk("replayed"), n(r.replayed)),
-                (Reply::bulk("elapsed-ms"), n(r.elapsed.as_millis() as u64)),
-            ]))
-        });
+    let records = args[3..].to_vec();
+    later(ctx.shared, move |sh| {
+        let pairs = records.chunks_exact(2).map(|p| (&p[0][..], &p[1][..]));
+        let n = sh.keyspace.push_add(id, pairs)?;
+        Ok(Reply::Integer(n as i64))
+    })
+}
+
+fn commit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let id = match push_id(&args[2]) {
+        Ok(id) => id,
+        Err(r) => return Outcome::Reply(r),
+    };
+    later(ctx.shared, move |sh| {
+        let r = sh.keyspace.push_commit(id)?;
+        let n = |v: u64| Reply::Integer(v.min(i64::MAX as u64) as i64);
+        Ok(Reply::Map(vec![
+            (Reply::bulk("store"), Reply::bulk(r.store)),
+            (Reply::bulk("version"), Reply::Integer(i64::from(r.version))),
+            (Reply::bulk("records"), n(r.records)),
+            (Reply::bulk("bytes"), n(r.bytes)),
+            (Reply::bulk("files"), n(r.files)),
+            (Reply::bulk("file-bytes"), n(r.file_bytes)),
+            (Reply::bulk("runs-spilled"), n(r.runs_spilled)),
+            (Reply::bulk("duplicates-dropped"), n(r.duplicates_dropped)),
+            (Reply::bulk("replayed"), n(r.replayed)),
+            (Reply::bulk("elapsed-ms"), n(r.elapsed.as_millis() as u64)),
+        ]))
+    })
+}
+
+fn abort(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let id = match push_id(&args[2]) {
+        Ok(id) => id,
+        Err(r) => return Outcome::Reply(r),
+    };
+    later(ctx.shared, move |sh| {
+        sh.keyspace.push_abort(id)?;
+        Ok(reply::ok())
+    })
+}
+
+/// A push id: a positive integer.
+fn push_id(arg: &[u8]) -> Result<u64, Reply> {
+    match reply::parse_i64(arg).filter(|&n| n > 0) {
+        Some(n) => Ok(n as u64),
+        None => Err(Reply::error("ERR invalid push id")),
     }
-    if is(sub, "abort") {
-        return later(&shared, move |sh| {
-            sh.keyspace.push_abort(id)?;
-            Ok(reply::ok())
-        });
-    }
-    Outcome::Reply(reply::syntax())
 }
 
 /// `[DUPLICATES ERROR|LAST-WINS] [MIN-RECORDS n] [MAX-SHRINK percent]`, in any order; what
@@ -134,29 +268,4 @@ fn later(
             Err(_) => Reply::error("ERR the ingestion pool dropped the job"),
         }
     }))
-}
-
-fn help() -> Reply {
-    Reply::Array(
-        [
-            "PUSH <subcommand> [<arg> ...]:",
-            "BEGIN <store> [DUPLICATES ERROR|LAST-WINS] [MIN-RECORDS <n>] [MAX-SHRINK <percent>]",
-            "    Begins a push into <store>; returns its id. The push is refused at COMMIT if it",
-            "    loads fewer than <n> records (default push-min-records, 1) or its record count",
-            "    falls more than <percent> below the current version's (default push-max-shrink, 50).",
-            "ADD <id> <key> <value> [<key> <value> ...]",
-            "    Adds records; keys are relative to the store's prefix, in any order.",
-            "COMMIT <id>",
-            "    Sorts and loads the records as the store's new version and swaps it in.",
-            "ABORT <id>",
-            "    Abandons the push; the current version stays.",
-            "LIST",
-            "    Pushes in progress, as id and store.",
-            "HELP",
-            "    This text.",
-        ]
-        .into_iter()
-        .map(Reply::simple)
-        .collect(),
-    )
 }

@@ -5,8 +5,24 @@
 use bytes::Bytes;
 use rialto_resp::Reply;
 
-use super::{Ctx, Outcome};
+use super::{Ctx, Handler, Outcome};
+use crate::command_table::{cmd, doc, CommandSpec};
 use crate::reply;
+
+pub const RANDOMKEY: CommandSpec = cmd(
+    "randomkey",
+    1,
+    &["readonly"],
+    &["@keyspace", "@read", "@slow"],
+)
+.tips(&["request_policy:all_shards", "nondeterministic_output"])
+.docs(doc(
+    "generic",
+    "1.0.0",
+    "Returns a key picked at random from the current database.",
+    "O(1)",
+))
+.handler(Handler::Conn(run));
 
 pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     let db = ctx.client.db;

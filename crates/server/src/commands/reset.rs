@@ -4,7 +4,29 @@
 use bytes::Bytes;
 use rialto_resp::{Protocol, Reply};
 
-use super::{Ctx, Outcome};
+use super::{Ctx, Handler, Outcome};
+use crate::command_table::{cmd, doc, CommandSpec};
+
+pub const RESET: CommandSpec = cmd(
+    "reset",
+    1,
+    &[
+        "noscript",
+        "loading",
+        "stale",
+        "fast",
+        "no_auth",
+        "allow_busy",
+    ],
+    &["@fast", "@connection"],
+)
+.docs(doc(
+    "connection",
+    "6.2.0",
+    "Returns the connection to the state of a new one.",
+    "O(1)",
+))
+.handler(Handler::Conn(run));
 
 pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     ctx.client.select(0);

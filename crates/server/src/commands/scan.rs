@@ -12,8 +12,29 @@ use bytes::Bytes;
 use rialto_resp::Reply;
 
 use super::util::is;
-use super::{Ctx, Outcome};
+use super::{Ctx, Handler, Outcome};
+use crate::command_table::ArgType::{Integer, Pattern, String as Str};
+use crate::command_table::{arg, cmd, doc, CommandSpec};
 use crate::reply;
+
+pub const SCAN: CommandSpec = cmd("scan", -2, &["readonly"], &["@keyspace", "@read", "@slow"])
+    .tips(&["nondeterministic_output", "request_policy:special"])
+    .docs(
+        doc(
+            "generic",
+            "2.8.0",
+            "Walks the keyspace a batch at a time with a cursor.",
+            "O(1) per call; O(N) over a whole iteration back to cursor 0, for N keys.",
+        )
+        .history(&[("6.0.0", "Option `TYPE`.")])
+        .args(&[
+            arg("cursor", Integer),
+            arg("pattern", Pattern).token("MATCH").opt(),
+            arg("count", Integer).token("COUNT").opt(),
+            arg("type", Str).token("TYPE").since("6.0.0").opt(),
+        ]),
+    )
+    .handler(Handler::Conn(run));
 
 /// Live cursor ids kept.
 const MAX_CURSORS: usize = 65_536;

@@ -7,8 +7,43 @@ use rialto_resp::Reply;
 use tracing::info;
 
 use super::util::is;
-use super::{Ctx, Outcome};
+use super::{Ctx, Handler, Outcome};
+use crate::command_table::ArgType::{OneOf, PureToken};
+use crate::command_table::{arg, cmd, doc, CommandSpec};
 use crate::reply;
+
+pub const SHUTDOWN: CommandSpec = cmd(
+    "shutdown",
+    -1,
+    &[
+        "admin",
+        "noscript",
+        "loading",
+        "stale",
+        "no_multi",
+        "allow_busy",
+    ],
+    &["@admin", "@slow", "@dangerous"],
+)
+.docs(
+    doc(
+        "server",
+        "1.0.0",
+        "Stops the server, saving the data first unless told otherwise.",
+        "O(N) when saving, N being the number of keys across all databases; O(1) otherwise.",
+    )
+    .history(&[("7.0.0", "Modifiers `NOW`, `FORCE` and `ABORT`.")])
+    .args(&[
+        arg("nosave_save", OneOf).opt().sub(&[
+            arg("nosave", PureToken).token("NOSAVE"),
+            arg("save", PureToken).token("SAVE"),
+        ]),
+        arg("now", PureToken).token("NOW").since("7.0.0").opt(),
+        arg("force", PureToken).token("FORCE").since("7.0.0").opt(),
+        arg("abort", PureToken).token("ABORT").since("7.0.0").opt(),
+    ]),
+)
+.handler(Handler::Conn(run));
 
 pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let mut abort = false;

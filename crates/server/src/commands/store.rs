@@ -10,61 +10,174 @@ use rialto_resp::Reply;
 use rialto_keyspace::{StoreError, StoreMeta, VersionInfo};
 
 use super::util::is;
-use super::{Ctx, Outcome};
+use super::{Ctx, Handler, Outcome};
+use crate::command_table::help;
+use crate::command_table::ArgType::{Integer, String as Str};
+use crate::command_table::{arg, cmd, doc, CommandSpec};
 use crate::reply;
+use crate::server::Shared;
 
-pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let sub = &args[1];
-    if is(sub, "list") {
-        let names = ctx
-            .shared
-            .keyspace
-            .catalog()
-            .iter()
-            .map(|s| Reply::bulk(s.name.as_bytes()))
-            .collect();
-        return Outcome::Reply(Reply::Array(names));
-    }
-    if is(sub, "describe") {
-        let name = String::from_utf8_lossy(&args[2]).into_owned();
-        let cat = ctx.shared.keyspace.catalog();
-        return Outcome::Reply(match cat.get(&name) {
-            Some(s) => describe(s),
-            None => error(&StoreError::NoSuchStore(name)),
-        });
-    }
-    if is(sub, "help") {
-        return Outcome::Reply(help());
-    }
-    let shared = Arc::clone(ctx.shared);
+// Rialto's own commands (docs group "rialto"): stores and batch pushes.
+const STORE_CREATE: CommandSpec = cmd("store|create",
+    -3,
+    &["admin", "noscript"],
+    &["@admin", "@slow", "@dangerous"],
+)
+.docs(
+    doc(
+        "rialto",
+        "0.1.0",
+        "Creates a store owning the keys that start with its prefix (default `NAME:`), with an empty version 1. REWIND: how many seconds before a push's start the writes streamed into the store are replayed onto the pushed version (default 0).",
+        "O(1)",
+    )
+    .args(&[
+        arg("name", Str),
+        arg("prefix", Str).token("PREFIX").opt(),
+        arg("seconds", Integer).token("REWIND").opt(),
+    ]),
+)
+.handler(Handler::Conn(create));
+
+const STORE_DESCRIBE: CommandSpec = cmd("store|describe", 3, &["loading", "stale"], &["@slow"])
+    .docs(
+        doc(
+            "rialto",
+            "0.1.0",
+            "Returns a store's prefix, versions and push in progress.",
+            "O(1)",
+        )
+        .args(&[arg("name", Str)]),
+    )
+    .handler(Handler::Conn(describe_cmd));
+
+const STORE_LIST: CommandSpec = cmd("store|list", 2, &["loading", "stale"], &["@slow"])
+    .docs(doc(
+        "rialto",
+        "0.1.0",
+        "Returns the names of every store.",
+        "O(N), N being the number of stores.",
+    ))
+    .handler(Handler::Conn(list));
+
+const STORE_DELETE: CommandSpec = cmd(
+    "store|delete",
+    3,
+    &["admin", "noscript"],
+    &["@admin", "@slow", "@dangerous"],
+)
+.docs(
+    doc(
+        "rialto",
+        "0.1.0",
+        "Deletes a store; its data is removed in the background.",
+        "O(1); the removal is O(N) in the store's files and streamed keys.",
+    )
+    .args(&[arg("name", Str)]),
+)
+.handler(Handler::Conn(delete));
+
+const STORE_ROLLBACK: CommandSpec = cmd(
+    "store|rollback",
+    3,
+    &["admin", "noscript"],
+    &["@admin", "@slow", "@dangerous"],
+)
+.docs(
+    doc(
+        "rialto",
+        "0.1.0",
+        "Makes a store's previous version current again (a second rollback undoes the first).",
+        "O(1)",
+    )
+    .args(&[arg("name", Str)]),
+)
+.handler(Handler::Conn(rollback));
+
+const STORE_HELP: CommandSpec = cmd("store|help", 2, &["loading", "stale"], &["@slow"])
+    .docs(doc(
+        "rialto",
+        "0.1.0",
+        "Lists the STORE subcommands with a short description of each.",
+        "O(1)",
+    ))
+    .handler(Handler::Conn(help));
+
+pub const STORE: CommandSpec = cmd("store", -2, &[], &["@slow"])
+    .docs(doc(
+        "rialto",
+        "0.1.0",
+        "Groups the subcommands that manage stores and their versions.",
+        "Varies by subcommand.",
+    ))
+    .subs(&[
+        STORE_CREATE,
+        STORE_DESCRIBE,
+        STORE_LIST,
+        STORE_DELETE,
+        STORE_ROLLBACK,
+        STORE_HELP,
+    ]);
+
+fn list(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
+    let names = ctx
+        .shared
+        .keyspace
+        .catalog()
+        .iter()
+        .map(|s| Reply::bulk(s.name.as_bytes()))
+        .collect();
+    Outcome::Reply(Reply::Array(names))
+}
+
+fn describe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let name = String::from_utf8_lossy(&args[2]).into_owned();
-    let job: Box<dyn FnOnce() -> Result<Reply, StoreError> + Send> = if is(sub, "create") {
-        let (prefix, rewind_ms) = match create_options(&name, &args[3..]) {
-            Ok(o) => o,
-            Err(r) => return Outcome::Reply(r),
-        };
-        Box::new(move || {
-            let m = shared.keyspace.create_store(&name, &prefix, rewind_ms)?;
-            Ok(describe(&m))
-        })
-    } else if is(sub, "delete") {
-        if args.len() != 3 {
-            return Outcome::Reply(reply::wrong_arity("store|delete"));
-        }
-        Box::new(move || {
-            shared.keyspace.delete_store(&name)?;
-            Ok(reply::ok())
-        })
-    } else if is(sub, "rollback") {
-        Box::new(move || {
-            let m = shared.keyspace.rollback_store(&name)?;
-            Ok(describe(&m))
-        })
-    } else {
-        return Outcome::Reply(reply::syntax());
+    let cat = ctx.shared.keyspace.catalog();
+    Outcome::Reply(match cat.get(&name) {
+        Some(s) => describe(s),
+        None => error(&StoreError::NoSuchStore(name)),
+    })
+}
+
+fn help(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
+    Outcome::Reply(help::reply(&STORE))
+}
+
+fn create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let name = String::from_utf8_lossy(&args[2]).into_owned();
+    let (prefix, rewind_ms) = match create_options(&name, &args[3..]) {
+        Ok(o) => o,
+        Err(r) => return Outcome::Reply(r),
     };
+    blocking(ctx, move |sh| {
+        let m = sh.keyspace.create_store(&name, &prefix, rewind_ms)?;
+        Ok(describe(&m))
+    })
+}
+
+fn delete(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let name = String::from_utf8_lossy(&args[2]).into_owned();
+    blocking(ctx, move |sh| {
+        sh.keyspace.delete_store(&name)?;
+        Ok(reply::ok())
+    })
+}
+
+fn rollback(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let name = String::from_utf8_lossy(&args[2]).into_owned();
+    blocking(ctx, move |sh| {
+        let m = sh.keyspace.rollback_store(&name)?;
+        Ok(describe(&m))
+    })
+}
+
+/// Runs a store change off the connection thread; the reply comes once it is durable.
+fn blocking(
+    ctx: &Ctx<'_>,
+    job: impl FnOnce(&Shared) -> Result<Reply, StoreError> + Send + 'static,
+) -> Outcome {
+    let shared = Arc::clone(ctx.shared);
     Outcome::Later(Box::pin(async move {
-        match tokio::task::spawn_blocking(job).await {
+        match tokio::task::spawn_blocking(move || job(&shared)).await {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => error(&e),
             Err(e) => reply::err_string(format!("ERR store command failed: {e}")),
@@ -146,28 +259,4 @@ pub fn describe(s: &StoreMeta) -> Reply {
     }
     out.push((Reply::bulk("created-ms"), Reply::Integer(s.created_ms)));
     Reply::Map(out)
-}
-
-fn help() -> Reply {
-    Reply::Array(
-        [
-            "STORE <subcommand> [<arg> ...]:",
-            "CREATE <name> [PREFIX <prefix>] [REWIND <seconds>]",
-            "    Creates a store owning keys that start with <prefix> (default '<name>:').",
-            "    REWIND: how far before a push's start streamed writes are replayed (default 0).",
-            "DESCRIBE <name>",
-            "    The store's prefix, versions and push in progress.",
-            "LIST",
-            "    Every store's name.",
-            "DELETE <name>",
-            "    Deletes the store and, in the background, its data.",
-            "ROLLBACK <name>",
-            "    Makes the previous version current again.",
-            "HELP",
-            "    This text.",
-        ]
-        .into_iter()
-        .map(Reply::simple)
-        .collect(),
-    )
 }
