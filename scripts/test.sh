@@ -20,7 +20,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== setup: redis-server 7 and the compatibility suite's Python venv (installed if missing)"
 COMPAT_SETUP_ONLY=1 bash scripts/compat-tests.sh
 # Two scratch redis-servers for the Rust tests that compare the command table and the ACL module
-# with Redis byte for byte (crates/server/tests/*_vs_redis.rs; they skip without them).
+# with Redis byte for byte (vs_redis.rs in crates/server/src/command_table and src/acl; they skip
+# without them).
 scratch="$(mktemp -d)"
 redis_pids=()
 stop_redis() {

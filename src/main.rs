@@ -28,7 +28,7 @@ enum Command {
     BenchCompare(cmd::bench_compare::Args),
     /// Serve the Redis protocol (RESP2/RESP3) on the embedded engine. Every write is durable
     /// before it is acknowledged unless --appendfsync says otherwise.
-    #[command(after_help = rialto_server::config::help_text())]
+    #[command(after_help = rialto_server::help_text())]
     Serve(cmd::serve::Args),
     /// Verify a database directory offline: every checksum and the invariants recovery
     /// relies on; one line per problem, exit 1 if any.

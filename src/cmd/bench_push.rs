@@ -281,7 +281,7 @@ pub fn run(args: Args) -> Result<(), BackendError> {
             "--rounds >= 1 and --key-size >= 16".into(),
         ));
     }
-    let page_cache = rialto_server::config::parse_push_page_cache(&args.page_cache)
+    let page_cache = rialto_server::parse_push_page_cache(&args.page_cache)
         .map_err(|e| BackendError::Usage(format!("--page-cache: {e}")))?;
     std::fs::create_dir_all(&args.work).map_err(|e| io("work directory", e))?;
     let ext = match format {

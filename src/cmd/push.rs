@@ -1,5 +1,5 @@
 //! `rialto push`: loads whole datasets (CSV, JSONL, Parquet) into a store as its new version
-//! and swaps it in (see `rialto_server::stores::push`). The first Ctrl-C while reading
+//! and swaps it in (see `rialto_keyspace`). The first Ctrl-C while reading
 //! abandons the push (the current version keeps serving, partial files are removed); during
 //! the final load it asks to wait, and a second one stops the process, which the next start
 //! of the database cleans up after.

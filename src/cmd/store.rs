@@ -74,7 +74,7 @@ pub fn run(args: Args) -> Result<(), BackendError> {
                 let s = cat
                     .get(name)
                     .ok_or_else(|| BackendError::Store(format!("no such store '{name}'")))?;
-                Ok(render(&rialto_server::commands::store::describe(s)))
+                Ok(render(&rialto_server::describe_store(s)))
             };
             let r = match &args.action {
                 Action::Create {

@@ -128,7 +128,7 @@ impl Local {
     pub fn open_with(cfg: Config) -> Result<Local, BackendError> {
         let fs: rialto_io::FsRef = Arc::new(rialto_io::PosixFs::new());
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-        let opts = rialto_server::server::keyspace_options(&cfg, fs, clock);
+        let opts = rialto_server::keyspace_options(&cfg, fs, clock);
         let keyspace = Keyspace::open(&cfg.dir, opts)
             .map_err(|e| BackendError::Store(format!("cannot open {}: {e}", cfg.dir.display())))?;
         Ok(Local {

@@ -33,7 +33,7 @@ pub const POINTS: &[&str] = &[
     "compaction.install",
 ];
 
-/// The kill points between the steps of a batch push's commit (`rialto_server::stores::push`):
+/// The kill points between the steps of a batch push's commit (`rialto_keyspace`, stores/push.rs):
 /// tables written but not linked, linked but nothing replayed, replayed but not swapped, and
 /// swapped. A push also passes the engine's table, manifest, WAL and merger points.
 pub const PUSH_POINTS: &[&str] = &[

@@ -133,6 +133,7 @@ impl GlobPattern {
 
     /// Whether the pattern is exactly `*`. KEYS and SCAN skip matching for it, so their
     /// results include the empty key, which [`matches`](Self::matches) would refuse.
+    #[cfg(test)]
     pub fn is_match_all(&self) -> bool {
         self.match_all
     }

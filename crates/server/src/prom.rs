@@ -114,6 +114,7 @@ impl PromWriter {
 
     /// Writes one summary: a `name{..,quantile="q"} v` line per `(q, v)` in `quantiles`
     /// (each `q` in 0..=1), then `name_sum` and `name_count`.
+    #[cfg(test)]
     pub fn summary(
         &mut self,
         name: &str,
@@ -158,6 +159,7 @@ impl PromWriter {
     }
 
     /// What was dropped so far and why (each is also logged).
+    #[cfg(test)]
     pub fn errors(&self) -> &[String] {
         &self.errors
     }

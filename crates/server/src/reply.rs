@@ -70,37 +70,6 @@ pub fn int_arg(arg: &[u8]) -> CmdResult<i64> {
     parse_i64(arg).ok_or_else(not_integer)
 }
 
-/// Parses a Redis float argument (`strtold` accepting what Redis accepts: no spaces, no NaN).
-pub fn parse_f64(arg: &[u8]) -> Option<f64> {
-    let s = std::str::from_utf8(arg).ok()?;
-    if s.is_empty() || s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
-        return None;
-    }
-    let lower = s.to_ascii_lowercase();
-    let v = match lower.trim_start_matches(['+', '-']) {
-        "inf" | "infinity" => {
-            if lower.starts_with('-') {
-                f64::NEG_INFINITY
-            } else {
-                f64::INFINITY
-            }
-        }
-        _ => {
-            // Rust accepts forms C's strtold rejects ("1_0" is not one, but "nan" is): guard.
-            if lower.contains("nan") {
-                return None;
-            }
-            lower.parse::<f64>().ok()?
-        }
-    };
-    (!v.is_nan()).then_some(v)
-}
-
-/// Formats an integer for a bulk reply.
-pub fn int_bytes(v: i64) -> Bytes {
-    Bytes::from(v.to_string())
-}
-
 /// A keyspace failure as the client sees it, in Redis 7's texts.
 pub fn keyspace_error(e: &rialto_keyspace::Error) -> Reply {
     use rialto_keyspace::Error as E;
@@ -173,16 +142,6 @@ mod tests {
         ] {
             assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
-    }
-
-    #[test]
-    fn floats_refuse_nan_and_spaces() {
-        assert_eq!(parse_f64(b"1.5"), Some(1.5));
-        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
-        assert_eq!(parse_f64(b"1e3"), Some(1000.0));
-        assert_eq!(parse_f64(b"nan"), None);
-        assert_eq!(parse_f64(b" 1"), None);
-        assert_eq!(parse_f64(b""), None);
     }
 
     #[test]

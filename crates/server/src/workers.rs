@@ -102,16 +102,6 @@ impl Workers {
         self.bulk.clone()
     }
 
-    /// Number of connection threads (the bulk thread not counted).
-    pub fn len(&self) -> usize {
-        self.handles.len()
-    }
-
-    /// Whether there are none (never: `start` makes at least one).
-    pub fn is_empty(&self) -> bool {
-        self.handles.is_empty()
-    }
-
     /// Serves an accepted connection on the next thread.
     pub fn serve(&self, stream: tokio::net::TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
         // The socket moves to the target thread's reactor: deregister here, register there.

@@ -24,10 +24,11 @@ pub mod rules;
 pub mod selectors;
 pub mod users;
 
-pub use catalog::CATEGORIES;
-pub use rules::{parse_user_line, parse_user_spec, AclError, RuleError};
-pub use selectors::KeyAccess;
-pub use users::{Acl, AuthError, Denied, User};
+pub use rules::{parse_user_line, parse_user_spec};
+pub use users::{Acl, User};
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod vs_redis;

@@ -20,27 +20,6 @@ pub struct KeyAccess {
 }
 
 impl KeyAccess {
-    /// Reads the value (GET).
-    pub const READ: KeyAccess = KeyAccess {
-        read: true,
-        write: false,
-    };
-    /// Writes without reading (SET without GET, DEL).
-    pub const WRITE: KeyAccess = KeyAccess {
-        read: false,
-        write: true,
-    };
-    /// Reads and writes (INCR, APPEND's result, GETDEL).
-    pub const READ_WRITE: KeyAccess = KeyAccess {
-        read: true,
-        write: true,
-    };
-    /// Looks only at metadata (EXISTS, TYPE, TTL).
-    pub const META: KeyAccess = KeyAccess {
-        read: false,
-        write: false,
-    };
-
     /// What a key with these key-spec flags needs: read for `access`, write for `update`,
     /// `insert` or `delete`.
     pub fn of(flags: &[&str]) -> KeyAccess {

@@ -5,7 +5,9 @@ use parking_lot::RwLock;
 use rialto_resp::Reply;
 use std::sync::Arc;
 
+use super::rules::AclError;
 use super::rules::{hex, is_c_space, sha256};
+use super::users::{AuthError, Denied};
 use super::*;
 use crate::command_table::{cmd, CommandSpec, KeySpec};
 use crate::commands::acl::acl_command;

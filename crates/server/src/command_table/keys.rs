@@ -7,11 +7,12 @@ use super::{BeginSearch, CommandSpec, FindKeys, KeyRef};
 /// The indexes into `args` (`args[0]` being the command name) of every key of the request, in
 /// key-spec order, as Redis 7.0 finds them for ACL checks, `COMMAND GETKEYS` and cluster
 /// routing. Arguments that do not fit a key spec yield no keys at all, as in Redis.
+#[cfg(test)]
 pub fn key_positions(spec: &CommandSpec, args: &[Bytes]) -> Vec<usize> {
     keys_with_flags(spec, args).iter().map(|k| k.pos).collect()
 }
 
-/// [`key_positions`] with each key's flags, as `COMMAND GETKEYSANDFLAGS` reports them: from the
+/// The keys of a request with each key's flags, as `COMMAND GETKEYSANDFLAGS` reports them: from the
 /// command's own key finder if it has one, else from its key specs.
 pub fn keys_with_flags(spec: &CommandSpec, args: &[Bytes]) -> Vec<KeyRef> {
     match spec.getkeys {

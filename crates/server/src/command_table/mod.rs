@@ -19,7 +19,9 @@ mod index;
 mod keys;
 mod spec;
 
-pub use keys::{key_positions, keys_with_flags, spec_keys};
+#[cfg(test)]
+pub use keys::key_positions;
+pub use keys::{keys_with_flags, spec_keys};
 pub use spec::*;
 
 use index::NameIndex;
@@ -484,3 +486,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod vs_redis;

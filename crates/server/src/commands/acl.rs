@@ -3,13 +3,11 @@
 //! write lock, the rest the read lock (GENPASS none).
 
 use bytes::Bytes;
-use parking_lot::RwLock;
 use rand::RngCore;
 use rialto_resp::Reply;
 
 use super::{AclCtx, Handler};
 use crate::acl::rules::hex;
-use crate::acl::Acl;
 use crate::command_table::ArgType::{Integer, OneOf, PureToken, String as Str};
 use crate::command_table::{self, arg, cmd, doc, help, CommandSpec};
 use crate::reply;
@@ -251,7 +249,8 @@ pub const ACL: CommandSpec = cmd("acl", -2, &[], &["@slow"])
 /// Runs `ACL ...` (`args` as received; `me` the name of the connection's user, for WHOAMI) as a
 /// connection would after admission: the subcommand resolved, its arity checked, its handler
 /// called.
-pub fn acl_command(acl: &RwLock<Acl>, me: &[u8], args: &[Bytes]) -> Reply {
+#[cfg(test)]
+pub fn acl_command(acl: &parking_lot::RwLock<crate::acl::Acl>, me: &[u8], args: &[Bytes]) -> Reply {
     let base: &'static CommandSpec = &ACL;
     match command_table::resolve_in(base, args) {
         Ok(spec) => match spec.handler {

@@ -155,6 +155,7 @@ pub const COMMAND: CommandSpec = cmd(
 
 /// Runs `COMMAND ...` (`args[0]` the command name as the client sent it) as a connection
 /// would after admission: the subcommand resolved, its arity checked, its handler called.
+#[cfg(test)]
 pub fn run(args: &[Bytes]) -> Reply {
     let base: &'static CommandSpec = &COMMAND;
     match command_table::resolve_in(base, args) {

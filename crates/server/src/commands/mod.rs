@@ -324,8 +324,7 @@ impl Default for Registry {
 pub struct Admitted {
     /// The top-level command's position in [`command_table::all`] (and the registry).
     pub index: usize,
-    /// The command or subcommand that runs.
-    pub spec: &'static CommandSpec,
+    /// What runs the command or subcommand.
     pub handler: Handler,
 }
 
@@ -345,11 +344,7 @@ pub fn admit(client: &Client, args: &[Bytes]) -> Result<Admitted, Reply> {
         // A container's arity requires a subcommand, so resolution never stops at one.
         return Err(reply::wrong_arity(spec.name));
     };
-    Ok(Admitted {
-        index,
-        spec,
-        handler,
-    })
+    Ok(Admitted { index, handler })
 }
 
 #[cfg(test)]

@@ -12,13 +12,13 @@ use std::net::TcpStream;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use crate::acl::Acl;
+use crate::command_table::{cmd, CommandSpec, KeyRef};
+use crate::commands::acl::acl_command;
+use crate::glob::{glob_match, GlobPattern};
 use bytes::{Bytes, BytesMut};
 use parking_lot::RwLock;
 use rialto_resp::{write_request, Protocol, Reply, ReplyDecoder, ReplyLimits};
-use rialto_server::acl::Acl;
-use rialto_server::command_table::{cmd, CommandSpec, KeyRef};
-use rialto_server::commands::acl::acl_command;
-use rialto_server::glob::{glob_match, GlobPattern};
 
 struct Conn {
     stream: TcpStream,

@@ -8,10 +8,10 @@ use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
+use crate::command_table::{self, CommandSpec};
+use crate::commands::command::run;
 use bytes::{Bytes, BytesMut};
 use rialto_resp::{write_request, Protocol, Reply, ReplyDecoder};
-use rialto_server::command_table::{self, CommandSpec};
-use rialto_server::commands::command::run;
 
 /// CLIENT SETINFO: Redis 7.2 added it, so 7.0 knows nothing about it; we publish 7.2's
 /// metadata, checked against the hand-written expectations in `setinfo_is_redis_7_2s`.
