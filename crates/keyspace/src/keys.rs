@@ -95,21 +95,61 @@ fn place<'c>(stores: &'c Catalog, db: u8, key: &[u8]) -> Place<'c> {
     }
 }
 
-/// The engine key a read of `key` (database `db`) looks up, by the catalog `stores`.
-pub fn read_key(stores: &Catalog, db: u8, key: &[u8]) -> Vec<u8> {
+/// The prefix a read of `key` puts before it: the data key's, or the store version's.
+fn read_prefix(stores: &Catalog, db: u8, key: &[u8]) -> ([u8; 9], usize) {
+    let mut p = [0u8; 9];
     match place(stores, db, key) {
-        Place::Default => layout::data_key(db, key),
-        Place::Store(s) => catalog::version_key(s.id, s.current.number, key),
+        Place::Default => {
+            p[0] = layout::DATA;
+            p[1] = db;
+            (p, 2)
+        }
+        Place::Store(s) => {
+            p[0] = catalog::VERSION_DATA;
+            p[1..5].copy_from_slice(&s.id.to_be_bytes());
+            p[5..9].copy_from_slice(&s.current.number.to_be_bytes());
+            (p, 9)
+        }
     }
+}
+
+/// Longest engine key built on the stack for a read; longer ones are allocated.
+const STACK_KEY: usize = 128;
+
+/// Runs `f` on the engine key a read of `key` looks up, built on the stack when it is short
+/// (a GET allocates nothing for its key).
+fn with_read_key<R>(stores: &Catalog, db: u8, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    let (prefix, n) = read_prefix(stores, db, key);
+    let len = n + key.len();
+    if len <= STACK_KEY {
+        let mut buf = [0u8; STACK_KEY];
+        buf[..n].copy_from_slice(&prefix[..n]);
+        buf[n..len].copy_from_slice(key);
+        f(&buf[..len])
+    } else {
+        f(&[&prefix[..n], key].concat())
+    }
+}
+
+/// The engine keys reads of `keys` look up, back to back in one buffer, with where each ends.
+pub(crate) fn read_keys<'k>(
+    stores: &Catalog,
+    db: u8,
+    keys: impl IntoIterator<Item = &'k [u8]>,
+) -> (Vec<u8>, Vec<usize>) {
+    let (mut buf, mut ends) = (Vec::with_capacity(1024), Vec::with_capacity(32));
+    for key in keys {
+        let (prefix, n) = read_prefix(stores, db, key);
+        buf.extend_from_slice(&prefix[..n]);
+        buf.extend_from_slice(key);
+        ends.push(buf.len());
+    }
+    (buf, ends)
 }
 
 impl<'a, T: ?Sized> Keys<'a, T> {
     fn place(&self, key: &[u8]) -> Place<'a> {
         place(self.stores, self.db, key)
-    }
-
-    fn read_key(&self, key: &[u8]) -> Vec<u8> {
-        read_key(self.stores, self.db, key)
     }
 }
 
@@ -126,7 +166,8 @@ impl<T: RawRead + ?Sized> Keys<'_, T> {
 
     /// The record of `key` even if its time has passed (for the expiry pass).
     pub fn get_including_expired(&mut self, key: &[u8]) -> Result<Option<Record>> {
-        let raw = self.io.get_raw(&self.read_key(key))?;
+        let io = &mut *self.io;
+        let raw = with_read_key(self.stores, self.db, key, |k| io.get_raw(k))?;
         let Some(raw) = raw else {
             return Ok(None);
         };

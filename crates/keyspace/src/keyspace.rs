@@ -19,7 +19,7 @@ use rialto_lsm::Db;
 use rialto_txn::{CommitHandle, Merger, MergerOptions, MergerStats};
 
 use crate::error::Result;
-use crate::keys::{read_key, Keys, Published, Reader, Txn};
+use crate::keys::{read_keys, Keys, Published, Reader, Txn};
 use crate::layout::{self, Record};
 use crate::op::{Op, OpKind};
 use crate::stores::{
@@ -175,12 +175,17 @@ impl Keyspace {
     /// row-cache lines are fetched together, so the misses overlap.
     pub fn prefetch<'k>(&self, db: u8, keys: impl IntoIterator<Item = &'k [u8]>) {
         let catalog = self.stores.read_catalog();
-        let engine_keys: Vec<Vec<u8>> = keys
-            .into_iter()
-            .take(rialto_lsm::PREFETCH_MAX)
-            .map(|k| read_key(&catalog, db, k))
-            .collect();
-        let refs: Vec<&[u8]> = engine_keys.iter().map(|k| &k[..]).collect();
+        let (buf, ends) = read_keys(
+            &catalog,
+            db,
+            keys.into_iter().take(rialto_lsm::PREFETCH_MAX),
+        );
+        let mut refs: Vec<&[u8]> = Vec::with_capacity(ends.len());
+        let mut start = 0;
+        for &end in &ends {
+            refs.push(&buf[start..end]);
+            start = end;
+        }
         self.db.prefetch(&refs);
     }
 

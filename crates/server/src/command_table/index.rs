@@ -1,6 +1,6 @@
 //! Top-level command names to their position in the declarations: an open-addressing hash
-//! table computed at compile time, so that a lookup (on every request) is a lowercase copy into
-//! a stack buffer, one hash and usually one comparison, without allocating.
+//! table computed at compile time, so that a lookup (on every request) is a hash of three bytes
+//! and the length, and usually one case-insensitive comparison, without copying the name.
 
 use super::CommandSpec;
 
@@ -15,16 +15,20 @@ pub struct NameIndex {
     slots: [u8; SLOTS],
 }
 
-/// FNV-1a, folded to a slot.
+/// The slot of a name: its length and its first, middle and last bytes, each with the ASCII
+/// case bit set, so `GET`, `get` and `GeT` land on the same slot. Declared names are lowercase;
+/// a request's name need not be.
 const fn slot_of(name: &[u8]) -> usize {
-    let mut h: u32 = 0x811c_9dc5;
-    let mut i = 0;
-    while i < name.len() {
-        h ^= name[i] as u32;
-        h = h.wrapping_mul(0x0100_0193);
-        i += 1;
+    let n = name.len();
+    if n == 0 {
+        return 0;
     }
-    (h ^ (h >> 16)) as usize & (SLOTS - 1)
+    let (a, m, z) = (name[0] | 0x20, name[n / 2] | 0x20, name[n - 1] | 0x20);
+    let h = (n as u32)
+        .wrapping_mul(0x9e37_79b1)
+        .wrapping_add((a as u32) << 16 | (m as u32) << 8 | z as u32)
+        .wrapping_mul(0x85eb_ca6b);
+    (h >> 24) as usize & (SLOTS - 1)
 }
 
 const fn same(a: &[u8], b: &[u8]) -> bool {
@@ -77,14 +81,13 @@ impl NameIndex {
     /// The position in `commands` (those the index was built from) of the command named
     /// `name`, in any case.
     pub fn find(&self, commands: &[CommandSpec], name: &[u8]) -> Option<usize> {
-        let mut buf = [0u8; MAX_NAME];
-        let lower = buf.get_mut(..name.len())?;
-        lower.copy_from_slice(name);
-        lower.make_ascii_lowercase();
-        let mut s = slot_of(lower);
+        if name.len() > MAX_NAME {
+            return None;
+        }
+        let mut s = slot_of(name);
         loop {
             let i = usize::from(self.slots[s]).checked_sub(1)?;
-            if commands.get(i)?.name.as_bytes() == &*lower {
+            if commands.get(i)?.name.as_bytes().eq_ignore_ascii_case(name) {
                 return Some(i);
             }
             s = (s + 1) & (SLOTS - 1);
