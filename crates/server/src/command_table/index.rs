@@ -1,6 +1,6 @@
 //! Top-level command names to their position in the declarations: an open-addressing hash
-//! table computed at compile time, so that a lookup (on every request) is a hash of three bytes
-//! and the length, and usually one case-insensitive comparison, without copying the name.
+//! table computed at compile time, so that a lookup (on every request) is a case-folding hash
+//! and usually one case-insensitive comparison, without copying the name.
 
 use super::CommandSpec;
 
@@ -15,20 +15,17 @@ pub struct NameIndex {
     slots: [u8; SLOTS],
 }
 
-/// The slot of a name: its length and its first, middle and last bytes, each with the ASCII
-/// case bit set, so `GET`, `get` and `GeT` land on the same slot. Declared names are lowercase;
-/// a request's name need not be.
+/// The slot of a name: FNV-1a over its bytes with the ASCII case bit set, so `GET`, `get` and
+/// `GeT` land on the same slot (declared names are lowercase; a request's need not be).
 const fn slot_of(name: &[u8]) -> usize {
-    let n = name.len();
-    if n == 0 {
-        return 0;
+    let mut h: u32 = 0x811c_9dc5;
+    let mut i = 0;
+    while i < name.len() {
+        h ^= (name[i] | 0x20) as u32;
+        h = h.wrapping_mul(0x0100_0193);
+        i += 1;
     }
-    let (a, m, z) = (name[0] | 0x20, name[n / 2] | 0x20, name[n - 1] | 0x20);
-    let h = (n as u32)
-        .wrapping_mul(0x9e37_79b1)
-        .wrapping_add((a as u32) << 16 | (m as u32) << 8 | z as u32)
-        .wrapping_mul(0x85eb_ca6b);
-    (h >> 24) as usize & (SLOTS - 1)
+    (h ^ (h >> 16)) as usize & (SLOTS - 1)
 }
 
 const fn same(a: &[u8], b: &[u8]) -> bool {
@@ -91,6 +88,33 @@ impl NameIndex {
                 return Some(i);
             }
             s = (s + 1) & (SLOTS - 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The commands every request names (GET, SET...) are found at their first slot.
+    #[test]
+    fn hot_commands_need_one_probe() {
+        let commands = crate::commands::COMMANDS;
+        let index = NameIndex::build(commands);
+        for name in [
+            "get", "set", "mget", "mset", "del", "incr", "exists", "expire", "ping", "hello",
+        ] {
+            let i = index.find(commands, name.as_bytes()).expect("declared");
+            let slot = slot_of(name.as_bytes());
+            assert_eq!(
+                usize::from(index.slots[slot]),
+                i + 1,
+                "{name} is not at its first slot"
+            );
+            assert_eq!(
+                index.find(commands, name.to_uppercase().as_bytes()),
+                Some(i)
+            );
         }
     }
 }
