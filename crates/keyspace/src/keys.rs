@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::layout::{self, Record};
 use crate::stores::catalog::{self, RtEntry};
 use crate::stores::{Catalog, RtNumbers, StoreMeta};
+use crate::watch::Watches;
 
 /// Raw engine reads.
 pub trait RawRead {
@@ -74,6 +75,8 @@ pub struct Keys<'a, T: ?Sized> {
     pub stores: &'a Catalog,
     /// Numbers real-time log entries; `None` for reads.
     pub rt: Option<&'a RtNumbers>,
+    /// Where writes report the keys they change (WATCH); `None` for reads.
+    pub watches: Option<&'a Watches>,
 }
 
 /// Where a user key's record lives.
@@ -201,6 +204,9 @@ impl<T: RawWrite + ?Sized> Keys<'_, T> {
     /// default store, or every live version of its store plus, while the store logs writes,
     /// its real-time log.
     fn write(&mut self, key: &[u8], record: Option<&[&[u8]]>) {
+        if let Some(w) = self.watches {
+            w.touch(self.db, key, record.is_none());
+        }
         let store = match self.place(key) {
             Place::Default => None,
             Place::Store(s) => Some(s),

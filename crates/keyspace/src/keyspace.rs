@@ -16,9 +16,9 @@ use rialto_engine::{EngineIterator, EngineStats, IoStats, IterOptions, KvEngine,
 use rialto_io::{Clock, FsRef};
 use rialto_lsm::triad::TriadStats;
 use rialto_lsm::Db;
-use rialto_txn::{CommitHandle, Merger, MergerOptions, MergerStats};
+use rialto_txn::{CommitHandle, Merger, MergerOptions, MergerStats, TxnContext};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::keys::{read_keys, Keys, Published, Reader, Txn};
 use crate::layout::{self, Record};
 use crate::op::{Op, OpKind};
@@ -27,6 +27,7 @@ use crate::stores::{
     Stores,
 };
 use crate::value::Value;
+use crate::watch::{Watch, WatchRef};
 use rialto_sort::DuplicatePolicy;
 
 /// Keys one step of a flush deletes (one transaction, one journal record).
@@ -111,6 +112,7 @@ impl Keyspace {
             now_ms,
             stores: &catalog,
             rt: None,
+            watches: None,
         };
         f(&mut k)
     }
@@ -133,6 +135,7 @@ impl Keyspace {
                 now_ms: clock.unix_millis() as i64,
                 stores: &catalog,
                 rt: None,
+                watches: None,
             };
             Ok(f(&mut k))
         })
@@ -163,6 +166,74 @@ impl Keyspace {
         let stores = Arc::clone(&self.stores);
         self.merger
             .submit_and_wait(move |tx| Ok(crate::apply::apply(tx, &stores, &op)))?
+    }
+
+    /// A new, empty watch for one connection (WATCH).
+    pub fn new_watch(&self) -> Watch {
+        Watch::new(Arc::clone(&self.stores.watches))
+    }
+
+    /// Adds `keys` of database `db` to `watch`, in the merger's execution order: every change
+    /// ordered after this marks it, and once the handle resolves the published state holds
+    /// every change ordered before it. A key that has expired but is still stored is watched
+    /// as stale (its removal is not a change).
+    pub fn watch(&self, watch: &Watch, db: u8, keys: Vec<Bytes>) -> CommitHandle<()> {
+        let clock = Arc::clone(&self.clock);
+        let stores = Arc::clone(&self.stores);
+        let shared = watch.share();
+        self.merger.enqueue(move |tx| {
+            let mut io = Txn(tx);
+            let catalog = stores.exec_catalog();
+            let mut k: Reader<'_> = Keys {
+                io: &mut io,
+                db,
+                now_ms: clock.unix_millis() as i64,
+                stores: &catalog,
+                rt: None,
+                watches: None,
+            };
+            for key in keys {
+                // A record that does not decode counts as live: its key is watched normally.
+                let stale = matches!(
+                    k.get_including_expired(&key),
+                    Ok(Some(rec)) if rec.expired(k.now_ms)
+                );
+                shared.register(db, &key, stale);
+            }
+            Ok(())
+        })
+    }
+
+    /// Runs `f` as one transaction in the merger's execution order (EXEC): every op it
+    /// applies and every read it makes sees one state that nothing else changes meanwhile,
+    /// and its writes become durable together or not at all. With a `watch`, the transaction
+    /// first checks it ([`Transaction::watch_intact`]) and yields `None` without running `f`
+    /// if a watched key changed. `now_ms` is the instant the whole transaction is judged at.
+    pub fn transaction<T, F>(
+        &self,
+        watch: Option<&Watch>,
+        now_ms: i64,
+        f: F,
+    ) -> CommitHandle<Option<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Transaction<'_, '_>) -> T + Send + 'static,
+    {
+        let stores = Arc::clone(&self.stores);
+        let check = watch.map(Watch::share);
+        self.merger.enqueue(move |tx| {
+            let mut t = Transaction {
+                tx,
+                stores: &stores,
+                now_ms,
+            };
+            if let Some(w) = check {
+                if !t.watch_intact(&w) {
+                    return Ok(None);
+                }
+            }
+            Ok(Some(f(&mut t)))
+        })
     }
 
     /// Executes what is queued on the calling thread when the merger runs groups inline (see
@@ -459,5 +530,74 @@ fn empty_spill_dir(fs: &dyn rialto_io::Fs, tmp: &Path) {
                 let _ = fs.remove_file(&sub);
             }
         }
+    }
+}
+
+/// One transaction in the merger (see [`Keyspace::transaction`]).
+pub struct Transaction<'t, 'c> {
+    tx: &'t mut TxnContext<'c, Db>,
+    stores: &'t Stores,
+    now_ms: i64,
+}
+
+impl Transaction<'_, '_> {
+    /// Applies `op` as one command of the transaction: if it fails, its own writes are
+    /// dropped and those of the commands before it stay. A catalog change is refused (it runs
+    /// alone, see [`Keyspace::execute`]); a flush deletes everything it covers in one step.
+    pub fn apply(&mut self, op: &Op) -> Result<Value> {
+        match op.kind {
+            OpKind::Store(_) => Err(Error::BadOp("a catalog change cannot run in a transaction")),
+            OpKind::FlushStep { all, .. } => {
+                let whole = Op::new(
+                    op.db,
+                    op.now_ms,
+                    OpKind::FlushStep {
+                        all,
+                        limit: u64::MAX,
+                    },
+                );
+                crate::apply::apply(self.tx, self.stores, &whole).map(|_| Value::Ok)
+            }
+            _ => crate::apply::apply(self.tx, self.stores, op),
+        }
+    }
+
+    /// Runs `f` on the keys of database `db` as the transaction sees them, at its instant.
+    pub fn read<T>(&mut self, db: u8, f: impl FnOnce(&mut Reader<'_>) -> T) -> T {
+        let catalog = self.stores.exec_catalog();
+        let mut io = Txn(&mut *self.tx);
+        let mut k: Reader<'_> = Keys {
+            io: &mut io,
+            db,
+            now_ms: self.now_ms,
+            stores: &catalog,
+            rt: None,
+            watches: None,
+        };
+        f(&mut k)
+    }
+
+    /// The instant the transaction is judged at, Unix milliseconds.
+    pub fn now_ms(&self) -> i64 {
+        self.now_ms
+    }
+
+    /// Whether no watched key changed: none was written, deleted or replaced by a catalog
+    /// change since it was watched, and none that was live then has expired by now.
+    fn watch_intact(&mut self, w: &WatchRef) -> bool {
+        if w.is_dirty() {
+            return false;
+        }
+        for (db, key) in w.live_when_watched() {
+            let now = self.now_ms;
+            let expired = self.read(
+                db,
+                |k| matches!(k.get_including_expired(&key), Ok(Some(rec)) if rec.expired(now)),
+            );
+            if expired {
+                return false;
+            }
+        }
+        true
     }
 }

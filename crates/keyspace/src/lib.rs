@@ -23,10 +23,11 @@ mod op;
 mod stores;
 mod value;
 mod walk;
+mod watch;
 
 pub use error::{Error, Result};
 pub use keys::{check_key, check_value_len, Keys, RawRead, Reader};
-pub use keyspace::{Keyspace, KeyspaceOptions, OpenError};
+pub use keyspace::{Keyspace, KeyspaceOptions, OpenError, Transaction};
 pub use layout::{CorruptRecord, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
 pub use op::{BadTime, Cond, ExpireCond, Op, OpKind, Set, StoreOp, TtlChange, FORMAT_VERSION};
 pub use rialto_sort::DuplicatePolicy;
@@ -35,3 +36,4 @@ pub use stores::{
     Pushing, StoreError, StoreMeta, StoreOptions, StoreResult, VersionInfo,
 };
 pub use value::Value;
+pub use watch::Watch;

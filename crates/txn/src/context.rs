@@ -67,6 +67,10 @@ fn apply(m: &mut HashMap<Vec<u8>, Option<Bytes>>, op: BatchOp<'_>) {
     }
 }
 
+/// A position in a transaction's staged writes (see [`TxnContext::savepoint`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Savepoint(BatchMark);
+
 /// A transaction's view: reads see the newest state, including writes that are executed but
 /// not yet durable (read-modify-write such as INCR builds on them); writes are staged and
 /// join the group only if the transaction succeeds.
@@ -139,6 +143,17 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
     /// Stages every operation of `batch`.
     pub fn write(&mut self, batch: &WriteBatch) {
         self.group.batch.append(batch);
+    }
+
+    /// Where this transaction's staged writes end now: [`TxnContext::rollback_to`] drops
+    /// what is staged after it (one command of several failed; the others stay).
+    pub fn savepoint(&self) -> Savepoint {
+        Savepoint(self.group.batch.mark())
+    }
+
+    /// Drops the writes staged since `at`, taken from this transaction.
+    pub fn rollback_to(&mut self, at: Savepoint) {
+        self.group.batch.rollback(at.0);
     }
 
     /// Drops the writes staged so far (the transaction decided not to write).

@@ -32,7 +32,7 @@ mod options;
 mod poll;
 mod stats;
 
-pub use context::TxnContext;
+pub use context::{Savepoint, TxnContext};
 pub use handle::CommitHandle;
 pub use merger::Merger;
 pub use options::{Durability, MergerOptions};

@@ -31,6 +31,16 @@ pub(super) fn apply(
         StoreOp::PushBegin { store } => push_begin(tx, &cat, now_ms, store)?,
         StoreOp::PushEnd { store, swap } => push_end(tx, stores, &cat, store, *swap)?,
     };
+    // What the prefix reads is replaced: a store created or deleted, a rollback, a swap. A
+    // push begun or aborted changes nothing a read sees.
+    let replaced = match op {
+        StoreOp::Create { .. } | StoreOp::Delete { .. } | StoreOp::Rollback { .. } => true,
+        StoreOp::PushEnd { swap, .. } => swap.is_some(),
+        StoreOp::PushBegin { .. } => false,
+    };
+    if replaced {
+        stores.watches.touch_prefix(0, &meta.prefix);
+    }
     stores.install_exec(Arc::new(new));
     Ok(Value::Store(Box::new(meta)))
 }

@@ -93,6 +93,7 @@ pub(super) fn expire_due(k: &mut W<'_, '_, '_>, entries: &[(u8, i64, Bytes)]) ->
             now_ms: k.now_ms,
             stores: k.stores,
             rt: k.rt,
+            watches: k.watches,
         };
         // A record that does not decode is left alone (reading it reports the damage).
         let live = keys.get_including_expired(key).ok().flatten();
@@ -136,8 +137,23 @@ pub(super) fn flush_step(
         left -= keys.len();
         deleted += keys.len() as i64;
         for k in keys {
+            if stores.watches.any() {
+                if let Some((db, user)) = watched_key_of(&k) {
+                    stores.watches.touch(db, user, true);
+                }
+            }
             tx.delete(&k);
         }
     }
     Ok(Value::Int(deleted))
+}
+
+/// The database and user key an engine key a flush deletes holds, for WATCH: a data key, or
+/// a store version's key (database 0). Expiry-index keys hold none.
+fn watched_key_of(engine_key: &[u8]) -> Option<(u8, &[u8])> {
+    match *engine_key.first()? {
+        layout::DATA => Some((*engine_key.get(1)?, engine_key.get(2..)?)),
+        crate::stores::catalog::VERSION_DATA => Some((0, engine_key.get(9..)?)),
+        _ => None,
+    }
 }

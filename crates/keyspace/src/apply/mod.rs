@@ -24,6 +24,9 @@ type W<'a, 'b, 'c> = Keys<'a, Txn<'b, 'c, Db>>;
 
 /// Applies `op` in transaction `tx`, whose execution order is the merger's.
 pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Result<Value> {
+    // Where this op's writes begin: the start of the transaction, or the end of the commands
+    // before it in an EXEC, whose writes a failure here must keep.
+    let start = tx.savepoint();
     let r = match &op.kind {
         OpKind::Store(s) => catalog::apply(tx, stores, op.now_ms, s),
         OpKind::FlushStep { all, limit } => keys::flush_step(tx, stores, op.db, *all, *limit),
@@ -36,12 +39,13 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
                 now_ms: op.now_ms,
                 stores: &catalog,
                 rt: Some(&stores.rt),
+                watches: Some(&stores.watches),
             };
             data(&mut k, kind)
         }
     };
     if r.is_err() {
-        tx.discard();
+        tx.rollback_to(start);
     }
     r
 }

@@ -302,6 +302,8 @@ pub struct Stores {
     next_id: Mutex<u32>,
     opts: StoreOptions,
     clock: Arc<dyn Clock>,
+    /// Watched keys (WATCH): every change applied is reported here.
+    pub(crate) watches: Arc<crate::watch::Watches>,
 }
 
 /// Store records read from the engine.
@@ -373,6 +375,7 @@ impl Stores {
         let cat = Arc::new(Catalog::new(loaded.stores));
         let threads = opts.push_threads.max(1);
         Ok(Stores {
+            watches: Arc::default(),
             exec: ArcSwap::new(Arc::clone(&cat)),
             read: ArcSwap::new(cat),
             rt,

@@ -68,6 +68,14 @@ impl Denied {
         Reply::Error(Bytes::from(self.to_string()))
     }
 
+    /// Why, as EXEC words it when a queued command is no longer allowed.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Denied::Command(_) => "no permission to execute the command or subcommand",
+            Denied::Key(_) => "no permission to touch the specified keys",
+        }
+    }
+
     /// What `ACL DRYRUN` answers (as a bulk string): `This user has no permissions to ...`.
     pub fn dryrun_text(&self) -> Vec<u8> {
         match self {

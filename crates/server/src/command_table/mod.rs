@@ -212,8 +212,8 @@ mod tests {
             assert_eq!(c.name, c.name.to_ascii_lowercase());
             assert!(seen.insert(c.name), "{} twice", c.name);
         }
-        assert_eq!(all().len(), 62);
-        assert_eq!(seen.len(), 62 + 43 + 12);
+        assert_eq!(all().len(), 67);
+        assert_eq!(seen.len(), 67 + 43 + 12);
     }
 
     #[test]

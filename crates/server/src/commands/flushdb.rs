@@ -11,10 +11,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::util::is;
-use super::{Ctx, Handler, Outcome};
+use rialto_keyspace::{Op, OpKind};
+
+use super::{At, Ctx, Handler, Outcome};
 use crate::command_table::ArgType::{OneOf, PureToken};
 use crate::command_table::{arg, cmd, doc, CommandSpec};
-use crate::reply;
+use crate::reply::{self, CmdResult};
 
 pub const FLUSHDB: CommandSpec = cmd(
     "flushdb",
@@ -74,11 +76,33 @@ pub fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     flush(ctx, args, None)
 }
 
-fn flush(ctx: &mut Ctx<'_>, args: &[Bytes], db: Option<u8>) -> Outcome {
+/// FLUSHDB or FLUSHALL queued in a transaction, as the op it applies there (one step that
+/// deletes everything it covers); `None` for any other command.
+pub fn in_transaction(spec: &CommandSpec, at: At, args: &[Bytes]) -> Option<CmdResult<Op>> {
+    let all = match spec.name {
+        "flushdb" => false,
+        "flushall" => true,
+        _ => return None,
+    };
+    Some(check_options(args).map(|()| {
+        at.op(OpKind::FlushStep {
+            all,
+            limit: u64::MAX,
+        })
+    }))
+}
+
+fn check_options(args: &[Bytes]) -> CmdResult<()> {
     match args.get(1) {
-        None => {}
-        Some(a) if args.len() == 2 && (is(a, "async") || is(a, "sync")) => {}
-        Some(_) => return Outcome::Reply(reply::syntax()),
+        None => Ok(()),
+        Some(a) if args.len() == 2 && (is(a, "async") || is(a, "sync")) => Ok(()),
+        Some(_) => Err(reply::syntax()),
+    }
+}
+
+fn flush(ctx: &mut Ctx<'_>, args: &[Bytes], db: Option<u8>) -> Outcome {
+    if let Err(r) = check_options(args) {
+        return Outcome::Reply(r);
     }
     let shared = Arc::clone(ctx.shared);
     Outcome::Later(Box::pin(async move {

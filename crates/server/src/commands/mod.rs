@@ -12,6 +12,8 @@
 //!   scans). Runs on the connection after its pending replies are resolved.
 //! - [`Handler::Meta`] (COMMAND) and [`Handler::Acl`] (ACL): like `Conn`, but they need only
 //!   the declarations, or only the users, so they also run without a server.
+//! - [`Handler::Txn`]: MULTI, EXEC, DISCARD, WATCH, UNWATCH, which the connection runs on its
+//!   own transaction state.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -63,10 +65,11 @@ pub mod command;
 mod config;
 mod dbsize;
 mod echo;
-mod flushdb;
+pub mod flushdb;
 mod hello;
 mod info;
 mod keys;
+mod multi;
 mod ping;
 mod push;
 mod quit;
@@ -143,6 +146,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     getrange::SUBSTR,
     store::STORE,
     push::PUSH,
+    multi::MULTI,
+    multi::EXEC,
+    multi::DISCARD,
+    multi::WATCH,
+    multi::UNWATCH,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
@@ -211,6 +219,17 @@ pub enum Handler {
     Conn(ConnFn),
     Meta(MetaFn),
     Acl(AclFn),
+    Txn(TxnCmd),
+}
+
+/// The transaction commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxnCmd {
+    Multi,
+    Exec,
+    Discard,
+    Watch,
+    Unwatch,
 }
 
 impl std::fmt::Debug for Handler {
@@ -221,6 +240,7 @@ impl std::fmt::Debug for Handler {
             Handler::Conn(_) => "Conn",
             Handler::Meta(_) => "Meta",
             Handler::Acl(_) => "Acl",
+            Handler::Txn(_) => "Txn",
         })
     }
 }
@@ -270,7 +290,7 @@ pub fn run_on_connection(handler: Handler, ctx: &mut Ctx<'_>, args: &[Bytes]) ->
             ))
         }
         // The connection runs these itself, on the keyspace; never handed here.
-        Handler::Read(_) | Handler::Write(_) => {
+        Handler::Read(_) | Handler::Write(_) | Handler::Txn(_) => {
             Outcome::Reply(Reply::error("ERR command cannot run on the connection"))
         }
     }
@@ -324,6 +344,8 @@ impl Default for Registry {
 pub struct Admitted {
     /// The top-level command's position in [`command_table::all`] (and the registry).
     pub index: usize,
+    /// The command or subcommand resolved.
+    pub spec: &'static CommandSpec,
     /// What runs the command or subcommand.
     pub handler: Handler,
 }
@@ -344,7 +366,11 @@ pub fn admit(client: &Client, args: &[Bytes]) -> Result<Admitted, Reply> {
         // A container's arity requires a subcommand, so resolution never stops at one.
         return Err(reply::wrong_arity(spec.name));
     };
-    Ok(Admitted { index, handler })
+    Ok(Admitted {
+        index,
+        spec,
+        handler,
+    })
 }
 
 #[cfg(test)]

@@ -116,7 +116,7 @@ const PUSH_HELP: CommandSpec = cmd("push|help", 2, &["loading", "stale"], &["@sl
     ))
     .handler(Handler::Conn(help));
 
-pub const PUSH: CommandSpec = cmd("push", -2, &[], &["@slow"])
+pub const PUSH: CommandSpec = cmd("push", -2, &["no_multi"], &["@slow"])
     .docs(doc(
         "rialto",
         "0.1.0",

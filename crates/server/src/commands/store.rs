@@ -102,7 +102,7 @@ const STORE_HELP: CommandSpec = cmd("store|help", 2, &["loading", "stale"], &["@
     ))
     .handler(Handler::Conn(help));
 
-pub const STORE: CommandSpec = cmd("store", -2, &[], &["@slow"])
+pub const STORE: CommandSpec = cmd("store", -2, &["no_multi"], &["@slow"])
     .docs(doc(
         "rialto",
         "0.1.0",

@@ -111,6 +111,27 @@ fn a_failed_transaction_drops_its_writes_and_others_do_not_see_them() {
 }
 
 #[test]
+fn rolling_back_to_a_savepoint_keeps_what_was_staged_before_it() {
+    let (_fs, dynfs) = mem();
+    let db = open(dynfs);
+    let m = merger(&db, MergerOptions::default());
+    let seen = m.submit(|tx| {
+        tx.put(b"kept", b"1");
+        let at = tx.savepoint();
+        tx.put(b"dropped", b"2");
+        tx.delete(b"kept");
+        tx.rollback_to(at);
+        Ok((tx.get(b"kept")?, tx.get(b"dropped")?))
+    });
+    let (kept, dropped) = seen.wait().unwrap();
+    assert_eq!(kept.as_deref(), Some(&b"1"[..]));
+    assert_eq!(dropped, None);
+    assert_eq!(db.get(b"kept").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(db.get(b"dropped").unwrap(), None);
+    m.close().unwrap();
+}
+
+#[test]
 fn transactions_in_one_group_read_each_others_writes() {
     let (gate, db) = gated();
     let m = merger(&db, MergerOptions::default());

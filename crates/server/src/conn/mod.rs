@@ -28,6 +28,8 @@ use crate::commands::{At, Ctx, Handler, Outcome, R};
 use crate::reply;
 use crate::server::Shared;
 
+mod multi;
+
 /// Replies pending before the connection stops decoding and resolves them (bounds memory).
 const MAX_PENDING: usize = 4096;
 /// Reply bytes buffered before they are written even though more requests are buffered.
@@ -76,6 +78,10 @@ struct Connection {
     ahead: Vec<Vec<Bytes>>,
     /// Whether the connection runs on the bulk thread (see `workers.rs`).
     on_bulk: bool,
+    /// The transaction being queued (MULTI ... EXEC).
+    multi: Option<multi::Multi>,
+    /// The keys it watches (WATCH), made on first use.
+    watch: Option<rialto_keyspace::Watch>,
 }
 
 /// Why [`Connection::serve`] returned.
@@ -134,6 +140,8 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
         acl_seen: shared.acl_generation.load(Ordering::Acquire),
         ahead: Vec::new(),
         on_bulk: false,
+        multi: None,
+        watch: None,
     };
     serve_and_close(conn).await;
 }
@@ -465,7 +473,7 @@ impl Connection {
         }
     }
 
-    async fn execute(&mut self, args: Vec<Bytes>) {
+    async fn execute(&mut self, mut args: Vec<Bytes>) {
         self.client.handle.commands.fetch_add(1, Ordering::Relaxed);
         self.shared.stats.commands.fetch_add(1, Ordering::Relaxed);
         let generation = self.shared.acl_generation.load(Ordering::Acquire);
@@ -488,9 +496,18 @@ impl Connection {
                 // The index fits: the registry has fewer than 255 commands (checked when built).
                 let last = u8::try_from(a.index + 1).unwrap_or(0);
                 self.client.handle.last_cmd.store(last, Ordering::Relaxed);
+                if self.multi.is_some() {
+                    match self.queue_in_multi(a, args) {
+                        Ok(r) => return self.push(Pending::Ready(r)),
+                        Err(runs_now) => args = runs_now,
+                    }
+                }
                 (a.index, a.handler)
             }
-            Err(r) => return self.push(Pending::Ready(r)),
+            Err(r) => {
+                let r = self.refused_in_multi(&args, r);
+                return self.push(Pending::Ready(r));
+            }
         };
         let threshold = self.shared.slowlog.threshold_micros();
         match handler {
@@ -543,6 +560,12 @@ impl Connection {
                 });
                 self.push(Pending::Commit(h, id));
             }
+            Handler::Txn(cmd) => {
+                let start = Instant::now();
+                let reply = self.transaction_command(cmd, args).await;
+                self.record(id, start.elapsed().as_micros() as u64, None);
+                self.push(Pending::Ready(reply));
+            }
             Handler::Conn(_) | Handler::Meta(_) | Handler::Acl(_) => {
                 if !self.queue.is_empty() {
                     self.drain().await;
@@ -572,6 +595,12 @@ impl Connection {
                 self.record(id, micros, slow);
                 // The command may have switched protocol (HELLO) or authenticated.
                 self.decoder.set_pre_auth(self.client.user.is_none());
+                if crate::command_table::all()
+                    .get(id)
+                    .is_some_and(|c| c.name == "reset")
+                {
+                    self.discard();
+                }
                 self.push(Pending::Ready(reply));
             }
         }

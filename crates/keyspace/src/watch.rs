@@ -1,0 +1,300 @@
+//! Optimistic locks (Redis's WATCH): which connections watch which keys, and the flag a
+//! change to one of them sets.
+//!
+//! Every change is seen here in the merger's execution order, where it is applied: a write to
+//! a key ([`Watches::touch`], from the one function every key write goes through), a flush
+//! (each deleted key, touched as a deletion), a catalog change that replaces what a store's
+//! prefix reads ([`Watches::touch_prefix`]: a push's swap, a rollback, a store created or
+//! deleted). A connection registers its keys in the same order ([`crate::Keyspace::watch`])
+//! and its EXEC checks the flag there too, so no change ordered between the two is missed.
+//!
+//! A watched key that had already expired when it was watched (stale) is not changed by its
+//! deletion — the expiry pass or a flush removing it — as in Redis; any other change marks it.
+//! A change that is staged and then dropped (the command failed after writing) still marks:
+//! a watch may fail an EXEC it need not have, never the other way round.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+/// The table of watched keys: (database, user key) → the connections watching it.
+#[derive(Default)]
+pub struct Watches {
+    /// Entries in `table`; zero lets a write skip the lock.
+    entries: AtomicUsize,
+    table: Mutex<HashMap<Vec<u8>, Vec<Entry>>>,
+}
+
+struct Entry {
+    who: Arc<Flag>,
+    /// The key had expired, not yet removed, when it was watched.
+    stale: bool,
+}
+
+/// One connection's watch state. Its keys change only under the table's lock.
+#[derive(Default)]
+struct Flag {
+    /// A watched key changed.
+    dirty: AtomicBool,
+    /// The keys registered, each once.
+    keys: Mutex<Vec<(u8, Bytes)>>,
+    /// The connection is gone: a registration still in flight adds nothing.
+    closed: AtomicBool,
+}
+
+/// The table's key: the database byte, then the user key.
+fn slot(db: u8, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + key.len());
+    k.push(db);
+    k.extend_from_slice(key);
+    k
+}
+
+impl Watches {
+    /// Whether any key is watched (one load: what every write pays when none is).
+    #[inline]
+    pub(crate) fn any(&self) -> bool {
+        self.entries.load(Ordering::Acquire) != 0
+    }
+
+    /// `key` of database `db` changed; `deleted` when the change removed it.
+    #[inline]
+    pub(crate) fn touch(&self, db: u8, key: &[u8], deleted: bool) {
+        if self.any() {
+            self.touch_slow(db, key, deleted);
+        }
+    }
+
+    #[cold]
+    fn touch_slow(&self, db: u8, key: &[u8], deleted: bool) {
+        let mut table = self.table.lock();
+        if let Some(list) = table.get_mut(&slot(db, key)) {
+            for e in list {
+                if e.stale && deleted {
+                    // An expired key removed: logically no change; it is a plain missing key
+                    // from now on.
+                    e.stale = false;
+                } else {
+                    e.who.dirty.store(true, Ordering::Release);
+                }
+            }
+        }
+    }
+
+    /// Every key of database `db` that starts with `prefix` changed (a store's data replaced).
+    pub(crate) fn touch_prefix(&self, db: u8, prefix: &[u8]) {
+        if !self.any() {
+            return;
+        }
+        let table = self.table.lock();
+        for (k, list) in table.iter() {
+            if k[0] == db && k[1..].starts_with(prefix) {
+                for e in list {
+                    e.who.dirty.store(true, Ordering::Release);
+                }
+            }
+        }
+    }
+
+    fn register(&self, who: &Arc<Flag>, db: u8, key: &[u8], stale: bool) {
+        let mut table = self.table.lock();
+        if who.closed.load(Ordering::Acquire) {
+            return;
+        }
+        let list = table.entry(slot(db, key)).or_default();
+        if list.iter().any(|e| Arc::ptr_eq(&e.who, who)) {
+            return;
+        }
+        list.push(Entry {
+            who: Arc::clone(who),
+            stale,
+        });
+        who.keys.lock().push((db, Bytes::copy_from_slice(key)));
+        self.entries.fetch_add(1, Ordering::Release);
+    }
+
+    /// Removes every key of `who`; with `close`, later registrations of it add nothing.
+    fn unregister_all(&self, who: &Arc<Flag>, close: bool) {
+        let mut table = self.table.lock();
+        if close {
+            who.closed.store(true, Ordering::Release);
+        }
+        let keys = std::mem::take(&mut *who.keys.lock());
+        for (db, key) in &keys {
+            let k = slot(*db, key);
+            if let Some(list) = table.get_mut(&k) {
+                let before = list.len();
+                list.retain(|e| !Arc::ptr_eq(&e.who, who));
+                self.entries
+                    .fetch_sub(before - list.len(), Ordering::Release);
+                if list.is_empty() {
+                    table.remove(&k);
+                }
+            }
+        }
+    }
+
+    /// The keys `who` watches that were live when watched, as the table holds them now.
+    fn live_when_watched(&self, who: &Arc<Flag>) -> Vec<(u8, Bytes)> {
+        let table = self.table.lock();
+        let keys = who.keys.lock();
+        keys.iter()
+            .filter(|(db, key)| {
+                table
+                    .get(&slot(*db, key))
+                    .is_some_and(|list| list.iter().any(|e| Arc::ptr_eq(&e.who, who) && !e.stale))
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+/// One connection's watched keys (WATCH ... UNWATCH, EXEC or DISCARD). Dropping it unwatches.
+pub struct Watch {
+    table: Arc<Watches>,
+    flag: Arc<Flag>,
+}
+
+impl Watch {
+    pub(crate) fn new(table: Arc<Watches>) -> Watch {
+        Watch {
+            table,
+            flag: Arc::default(),
+        }
+    }
+
+    /// Whether it watches any key.
+    pub fn is_empty(&self) -> bool {
+        self.flag.keys.lock().is_empty()
+    }
+
+    /// Whether a watched key changed since it was watched (expiry by time alone is judged at
+    /// EXEC, see [`crate::Keyspace::transaction`]).
+    pub fn is_dirty(&self) -> bool {
+        self.flag.dirty.load(Ordering::Acquire)
+    }
+
+    /// Forgets every key and the flag.
+    pub fn clear(&mut self) {
+        self.table.unregister_all(&self.flag, false);
+        self.flag.dirty.store(false, Ordering::Release);
+    }
+
+    /// What the merger needs to register keys for this watch or check it.
+    pub(crate) fn share(&self) -> WatchRef {
+        WatchRef {
+            table: Arc::clone(&self.table),
+            flag: Arc::clone(&self.flag),
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.table.unregister_all(&self.flag, true);
+    }
+}
+
+/// A watch as the merger's closures hold it.
+pub(crate) struct WatchRef {
+    table: Arc<Watches>,
+    flag: Arc<Flag>,
+}
+
+impl WatchRef {
+    /// Registers `key` of database `db` (once), `stale` if it had expired.
+    pub(crate) fn register(&self, db: u8, key: &[u8], stale: bool) {
+        self.table.register(&self.flag, db, key, stale)
+    }
+
+    pub(crate) fn is_dirty(&self) -> bool {
+        self.flag.dirty.load(Ordering::Acquire)
+    }
+
+    /// The keys that were live when watched.
+    pub(crate) fn live_when_watched(&self) -> Vec<(u8, Bytes)> {
+        self.table.live_when_watched(&self.flag)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn watch(table: &Arc<Watches>, keys: &[(u8, &str, bool)]) -> Watch {
+        let w = Watch::new(Arc::clone(table));
+        let r = w.share();
+        for &(db, k, stale) in keys {
+            r.register(db, k.as_bytes(), stale);
+        }
+        w
+    }
+
+    #[test]
+    fn a_write_marks_only_the_watchers_of_that_key_in_that_database() {
+        let t = Arc::new(Watches::default());
+        let a = watch(&t, &[(0, "x", false)]);
+        let b = watch(&t, &[(1, "x", false), (0, "y", false)]);
+        t.touch(0, b"x", false);
+        assert!(a.is_dirty());
+        assert!(!b.is_dirty());
+        t.touch(0, b"y", true);
+        assert!(b.is_dirty());
+    }
+
+    #[test]
+    fn removing_a_stale_key_is_no_change_but_writing_it_is() {
+        let t = Arc::new(Watches::default());
+        let a = watch(&t, &[(0, "gone", true)]);
+        t.touch(0, b"gone", true);
+        assert!(!a.is_dirty());
+        // From then on it is a missing key: creating it is a change.
+        t.touch(0, b"gone", false);
+        assert!(a.is_dirty());
+        let b = watch(&t, &[(0, "stale", true)]);
+        t.touch(0, b"stale", false);
+        assert!(b.is_dirty());
+    }
+
+    #[test]
+    fn a_prefix_change_marks_the_keys_under_it_in_its_database() {
+        let t = Arc::new(Watches::default());
+        let a = watch(&t, &[(0, "feat:1", false)]);
+        let b = watch(&t, &[(0, "other", false), (3, "feat:2", false)]);
+        t.touch_prefix(0, b"feat:");
+        assert!(a.is_dirty());
+        assert!(!b.is_dirty());
+    }
+
+    #[test]
+    fn clearing_and_dropping_unregister_every_key() {
+        let t = Arc::new(Watches::default());
+        let mut a = watch(&t, &[(0, "x", false), (0, "x", false), (0, "y", false)]);
+        assert_eq!(
+            a.flag.keys.lock().len(),
+            2,
+            "a key is watched once per connection"
+        );
+        assert!(t.any());
+        t.touch(0, b"x", false);
+        a.clear();
+        assert!(!a.is_dirty() && a.is_empty() && !t.any());
+        let b = watch(&t, &[(0, "z", false)]);
+        drop(b);
+        assert!(!t.any());
+        assert!(t.table.lock().is_empty());
+    }
+
+    #[test]
+    fn a_registration_after_the_connection_is_gone_adds_nothing() {
+        let t = Arc::new(Watches::default());
+        let w = Watch::new(Arc::clone(&t));
+        let in_flight = w.share();
+        drop(w);
+        in_flight.register(0, b"late", false);
+        assert!(!t.any());
+    }
+}

@@ -1,0 +1,192 @@
+//! Transactions (EXEC) and watches (WATCH) on a keyspace: one merger transaction applies every
+//! command, a failed command keeps the others' writes, and a change to a watched key — a write,
+//! a flush, a store's catalog change — makes the transaction yield nothing.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rialto_io::{Clock, Fs, MemFs, SystemClock};
+use rialto_keyspace::{Keyspace, KeyspaceOptions, Op, OpKind, Set, StoreOptions, Value};
+
+fn open(fs: &MemFs) -> Keyspace {
+    let fsref: rialto_io::FsRef = Arc::new(fs.clone());
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    fs.create_dir_all(std::path::Path::new("/ks")).unwrap();
+    Keyspace::open(
+        std::path::Path::new("/ks/db"),
+        KeyspaceOptions {
+            engine: rialto_lsm::Options {
+                fs: fsref,
+                clock,
+                ..rialto_lsm::Options::default()
+            },
+            merger: rialto_txn::MergerOptions::default(),
+            stores: StoreOptions {
+                push_memory_limit: 1 << 20,
+                push_tmp_dir: "/ks/push-tmp".into(),
+                push_threads: 1,
+                push_nice: rialto_io::ThreadPriority::Nice(0),
+                push_page_cache: rialto_keyspace::PushPageCache::All,
+                push_guard: rialto_keyspace::PushGuard::default(),
+            },
+        },
+    )
+    .unwrap()
+}
+
+fn b(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+fn set(ks: &Keyspace, key: &str, value: &str) -> Op {
+    Op::new(
+        0,
+        ks.now_ms(),
+        OpKind::Set(Set {
+            key: b(key),
+            value: b(value),
+            expire_at_ms: None,
+            keep_ttl: false,
+            cond: None,
+            get: false,
+        }),
+    )
+}
+
+fn get(ks: &Keyspace, key: &str) -> Option<Bytes> {
+    ks.read(0, ks.now_ms(), |k| k.get(key.as_bytes()).unwrap())
+        .map(|r| r.value)
+}
+
+#[test]
+fn a_failed_command_keeps_the_writes_of_the_others() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    ks.execute(set(&ks, "text", "abc")).unwrap();
+    let ops = [
+        set(&ks, "a", "1"),
+        Op::new(
+            0,
+            ks.now_ms(),
+            OpKind::IncrBy {
+                key: b("text"),
+                delta: 1,
+            },
+        ),
+        Op::new(
+            0,
+            ks.now_ms(),
+            OpKind::IncrBy {
+                key: b("a"),
+                delta: 1,
+            },
+        ),
+    ];
+    let now = ks.now_ms();
+    let got = ks
+        .transaction(None, now, move |tx| {
+            let results: Vec<bool> = ops.iter().map(|op| tx.apply(op).is_ok()).collect();
+            let seen = tx.read(0, |k| k.get(b"a").unwrap().map(|r| r.value));
+            (results, seen)
+        })
+        .wait()
+        .unwrap()
+        .expect("no watch, so it runs");
+    assert_eq!(got, (vec![true, false, true], Some(b("2"))));
+    assert_eq!(get(&ks, "a"), Some(b("2")));
+    assert_eq!(get(&ks, "text"), Some(b("abc")));
+    ks.close().unwrap();
+}
+
+#[test]
+fn a_flush_inside_a_transaction_deletes_everything_in_one_step() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    for i in 0..25_000 {
+        ks.execute(set(&ks, &format!("k{i}"), "v")).unwrap();
+    }
+    let flush = Op::new(
+        0,
+        ks.now_ms(),
+        OpKind::FlushStep {
+            all: false,
+            limit: 10,
+        },
+    );
+    let after = set(&ks, "after", "1");
+    let now = ks.now_ms();
+    let r = ks
+        .transaction(None, now, move |tx| {
+            (tx.apply(&flush).unwrap(), tx.apply(&after).unwrap())
+        })
+        .wait()
+        .unwrap();
+    assert_eq!(r, Some((Value::Ok, Value::Ok)));
+    let mut left = 0;
+    ks.walk_keys(0, None, ks.now_ms(), |_, _| {
+        left += 1;
+        true
+    })
+    .unwrap();
+    assert_eq!(left, 1);
+    ks.close().unwrap();
+}
+
+#[test]
+fn a_watched_key_changed_after_the_watch_makes_the_transaction_yield_nothing() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    ks.execute(set(&ks, "w", "1")).unwrap();
+    let run = |ks: &Keyspace, w: &rialto_keyspace::Watch| {
+        let op = set(ks, "w", "from-exec");
+        ks.transaction(Some(w), ks.now_ms(), move |tx| tx.apply(&op).is_ok())
+            .wait()
+            .unwrap()
+    };
+    // Untouched: runs.
+    let w = ks.new_watch();
+    ks.watch(&w, 0, vec![b("w")]).wait().unwrap();
+    assert_eq!(run(&ks, &w), Some(true));
+    // The same value written again is a change.
+    let mut w = ks.new_watch();
+    ks.watch(&w, 0, vec![b("w")]).wait().unwrap();
+    ks.execute(set(&ks, "w", "from-exec")).unwrap();
+    assert!(w.is_dirty());
+    assert_eq!(run(&ks, &w), None);
+    // Cleared, watched again: a write to another database's `w` is no change.
+    w.clear();
+    ks.watch(&w, 0, vec![b("w")]).wait().unwrap();
+    let mut other_db = set(&ks, "w", "x");
+    other_db.db = 1;
+    ks.execute(other_db).unwrap();
+    assert_eq!(run(&ks, &w), Some(true));
+    drop(w);
+    ks.close().unwrap();
+}
+
+#[test]
+fn a_store_swap_or_rollback_changes_every_watched_key_under_its_prefix() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    ks.create_store("feat", b"feat:", 0).unwrap();
+    let push = |ks: &Keyspace, v: &str| {
+        let id = ks.push_begin("feat", rialto_keyspace::DuplicatePolicy::Error, None, None);
+        let id = id.unwrap();
+        ks.push_add(id, [(&b"a"[..], v.as_bytes())]).unwrap();
+        ks.push_commit(id).unwrap();
+    };
+    push(&ks, "1");
+    let w = ks.new_watch();
+    ks.watch(&w, 0, vec![b("feat:a")]).wait().unwrap();
+    ks.execute(set(&ks, "elsewhere", "1")).unwrap();
+    assert!(!w.is_dirty());
+    push(&ks, "2");
+    assert!(w.is_dirty(), "a swap replaces what feat:a reads");
+    let w = ks.new_watch();
+    ks.watch(&w, 0, vec![b("feat:a"), b("plain")])
+        .wait()
+        .unwrap();
+    ks.rollback_store("feat").unwrap();
+    assert!(w.is_dirty(), "so does a rollback");
+    ks.close().unwrap();
+}

@@ -1,0 +1,304 @@
+//! A connection's transactions (Redis 7.0's semantics): MULTI queues the commands that follow,
+//! EXEC runs them as one merger transaction — unless a command was refused while queueing
+//! (EXECABORT) or a watched key changed (a null reply) — and DISCARD drops them.
+//!
+//! At EXEC the queue is run in three parts, in the order of the queue where it matters:
+//! - key commands (reads and writes, FLUSHDB and FLUSHALL) run inside one merger transaction,
+//!   at one instant: atomic for every reader, durable together or not at all;
+//! - connection and server commands (PING, SELECT, CLIENT, CONFIG...) run on the connection
+//!   before that transaction, in queue order, so a SELECT decides the database of the key
+//!   commands after it;
+//! - whole-keyspace reads (KEYS, SCAN, DBSIZE, RANDOMKEY) run after it, on the state it left.
+
+use bytes::Bytes;
+use rialto_keyspace::Op;
+use rialto_resp::Reply;
+use rialto_txn::CommitHandle;
+
+use super::Connection;
+use crate::command_table::{self, CommandSpec};
+use crate::commands::{self, Admitted, At, Ctx, Handler, Outcome, ReadFn, TxnCmd, R};
+use crate::reply;
+
+/// The transaction being queued.
+#[derive(Default)]
+pub(super) struct Multi {
+    queued: Vec<QueuedCmd>,
+    /// Bytes of the queued arguments, bounded by `client-query-buffer-limit`.
+    bytes: usize,
+    /// A command was refused while queueing: EXEC aborts.
+    failed: bool,
+}
+
+struct QueuedCmd {
+    index: usize,
+    spec: &'static CommandSpec,
+    handler: Handler,
+    args: Vec<Bytes>,
+}
+
+/// One queued command, as EXEC runs it.
+enum Step {
+    /// Answered before the transaction (a connection command, a refused one).
+    Done(Reply),
+    /// A write, applied in the transaction.
+    Op(Op),
+    /// A read, in the transaction, of the database given.
+    Read(ReadFn, u8, Vec<Bytes>),
+    /// Answered after the transaction.
+    After,
+}
+
+impl Connection {
+    /// In MULTI, queues the admitted request (`Ok(+QUEUED)`) or refuses it (`Ok(error)`, and
+    /// the transaction fails); `Err` hands the request back when it runs at once: MULTI,
+    /// EXEC, DISCARD, WATCH, QUIT, RESET.
+    pub(super) fn queue_in_multi(
+        &mut self,
+        a: Admitted,
+        args: Vec<Bytes>,
+    ) -> Result<Reply, Vec<Bytes>> {
+        let Some(top) = command_table::all().get(a.index) else {
+            return Err(args);
+        };
+        let runs_now = matches!(a.handler, Handler::Txn(c) if c != TxnCmd::Unwatch)
+            || top.name == "quit"
+            || top.name == "reset";
+        let limit = self.shared.config.read().client_query_buffer_limit;
+        let Some(m) = self.multi.as_mut().filter(|_| !runs_now) else {
+            return Err(args);
+        };
+        if top.has_flag("no_multi") {
+            m.failed = true;
+            return Ok(Reply::error("ERR Command not allowed inside a transaction"));
+        }
+        let size: usize = args.iter().map(|a| a.len()).sum();
+        if m.bytes + size > limit {
+            m.failed = true;
+            return Ok(Reply::error(
+                "ERR the queued commands of the transaction exceed client-query-buffer-limit",
+            ));
+        }
+        if !m.failed {
+            // A failed transaction keeps nothing: EXEC will only abort it.
+            m.bytes += size;
+            m.queued.push(QueuedCmd {
+                index: a.index,
+                spec: a.spec,
+                handler: a.handler,
+                args,
+            });
+        }
+        Ok(Reply::simple("QUEUED"))
+    }
+
+    /// What a request admission refused becomes: in MULTI it fails the transaction, and an
+    /// EXEC refused ends it with EXECABORT and the reason.
+    pub(super) fn refused_in_multi(&mut self, args: &[Bytes], refusal: Reply) -> Reply {
+        let Some(m) = self.multi.as_mut() else {
+            return refusal;
+        };
+        if !args
+            .first()
+            .is_some_and(|c| c.eq_ignore_ascii_case(b"exec"))
+        {
+            m.failed = true;
+            return refusal;
+        }
+        self.discard();
+        let why = match &refusal {
+            Reply::Error(e) => String::from_utf8_lossy(e).into_owned(),
+            _ => String::new(),
+        };
+        // Redis builds the unknown-command and arity texts without their `ERR ` code and
+        // keeps the code of the others (NOAUTH, NOPERM).
+        reply::err_string(format!(
+            "EXECABORT Transaction discarded because of: {}",
+            why.strip_prefix("ERR ").unwrap_or(&why)
+        ))
+    }
+
+    /// Runs MULTI, EXEC, DISCARD, WATCH or UNWATCH.
+    pub(super) async fn transaction_command(&mut self, cmd: TxnCmd, args: Vec<Bytes>) -> Reply {
+        match cmd {
+            TxnCmd::Multi if self.multi.is_some() => {
+                Reply::error("ERR MULTI calls can not be nested")
+            }
+            TxnCmd::Multi => {
+                self.multi = Some(Multi::default());
+                reply::ok()
+            }
+            TxnCmd::Discard if self.multi.is_none() => Reply::error("ERR DISCARD without MULTI"),
+            TxnCmd::Discard => {
+                self.discard();
+                reply::ok()
+            }
+            TxnCmd::Watch if self.multi.is_some() => {
+                Reply::error("ERR WATCH inside MULTI is not allowed")
+            }
+            TxnCmd::Watch => self.watch_keys(args).await,
+            TxnCmd::Unwatch => {
+                self.unwatch();
+                reply::ok()
+            }
+            TxnCmd::Exec => self.exec().await,
+        }
+    }
+
+    /// Leaves the transaction (DISCARD, RESET) and forgets the watched keys.
+    pub(super) fn discard(&mut self) {
+        self.multi = None;
+        self.unwatch();
+    }
+
+    fn unwatch(&mut self) {
+        if let Some(w) = &mut self.watch {
+            w.clear();
+        }
+    }
+
+    async fn watch_keys(&mut self, mut args: Vec<Bytes>) -> Reply {
+        let keys = args.split_off(1);
+        let watch = match &mut self.watch {
+            Some(w) => w,
+            none => none.insert(self.shared.keyspace.new_watch()),
+        };
+        if watch.is_dirty() {
+            // EXEC will fail whatever is added.
+            return reply::ok();
+        }
+        // Registered in the merger's order, behind this connection's pending writes; once it
+        // is durable, reads of the published state see every change it is ordered after.
+        let h = self.shared.keyspace.watch(watch, self.client.db, keys);
+        match self.commit(h).await {
+            Ok(()) => reply::ok(),
+            Err(e) => reply::engine_error(&e),
+        }
+    }
+
+    async fn exec(&mut self) -> Reply {
+        let Some(m) = self.multi.take() else {
+            return Reply::error("ERR EXEC without MULTI");
+        };
+        if m.failed {
+            self.unwatch();
+            return Reply::error("EXECABORT Transaction discarded because of previous errors.");
+        }
+        if self.watch.as_ref().is_some_and(|w| w.is_dirty()) {
+            self.unwatch();
+            return Reply::NullArray;
+        }
+        self.drain().await;
+        let now_ms = self.shared.now_ms();
+        let mut steps = Vec::with_capacity(m.queued.len());
+        let mut after = Vec::new();
+        for q in m.queued {
+            if let Some(denied) = self.denied_now(q.spec, &q.args) {
+                steps.push(Step::Done(denied));
+                continue;
+            }
+            self.record(q.index, 0, None);
+            let at = At {
+                db: self.client.db,
+                now_ms,
+            };
+            let step = match q.handler {
+                Handler::Write(f) => match f(at, &q.args) {
+                    Ok(op) => Step::Op(op),
+                    Err(r) => Step::Done(r),
+                },
+                Handler::Read(f) => Step::Read(f, at.db, q.args),
+                // UNWATCH: EXEC forgets the watched keys anyway.
+                Handler::Txn(_) => Step::Done(reply::ok()),
+                handler => match commands::flushdb::in_transaction(q.spec, at, &q.args) {
+                    Some(Ok(op)) => Step::Op(op),
+                    Some(Err(r)) => Step::Done(r),
+                    None if q.spec.has_flag("readonly") => {
+                        after.push((steps.len(), handler, q.args));
+                        Step::After
+                    }
+                    None => Step::Done(self.run_here(handler, &q.args).await),
+                },
+            };
+            steps.push(step);
+        }
+        let h = self.shared.keyspace.transaction(
+            self.watch.as_ref().filter(|w| !w.is_empty()),
+            now_ms,
+            move |tx| {
+                steps
+                    .into_iter()
+                    .map(|step| match step {
+                        Step::Done(r) => r,
+                        Step::Op(op) => match tx.apply(&op) {
+                            Ok(v) => reply::value(v),
+                            Err(e) => reply::keyspace_error(&e),
+                        },
+                        Step::Read(f, db, args) => tx
+                            .read(db, |k| f(&mut R::new(k), &args))
+                            .unwrap_or_else(|e| e),
+                        Step::After => Reply::Null,
+                    })
+                    .collect::<Vec<Reply>>()
+            },
+        );
+        let outcome = self.commit(h).await;
+        self.unwatch();
+        match outcome {
+            Err(e) => reply::engine_error(&e),
+            Ok(None) => Reply::NullArray,
+            Ok(Some(mut replies)) => {
+                for (pos, handler, args) in after {
+                    replies[pos] = self.run_here(handler, &args).await;
+                }
+                Reply::Array(replies)
+            }
+        }
+    }
+
+    /// Permissions are checked again at EXEC: the user's rules may have changed since the
+    /// command was queued.
+    fn denied_now(&self, spec: &CommandSpec, args: &[Bytes]) -> Option<Reply> {
+        let user = self.client.user.as_ref()?;
+        if self.client.unrestricted {
+            return None;
+        }
+        let denied = user.check(spec.name, args).err()?;
+        Some(reply::err_string(format!(
+            "NOPERM ACLs rules changed between the moment the transaction was accumulated and \
+             the EXEC call. This command is no longer allowed for the following reason: {}",
+            denied.reason()
+        )))
+    }
+
+    /// Runs a connection command of the transaction on the connection.
+    async fn run_here(&mut self, handler: Handler, args: &[Bytes]) -> Reply {
+        let outcome = commands::run_on_connection(
+            handler,
+            &mut Ctx {
+                shared: &self.shared,
+                client: &mut self.client,
+            },
+            args,
+        );
+        self.decoder.set_pre_auth(self.client.user.is_none());
+        match outcome {
+            Outcome::Reply(r) => r,
+            Outcome::Later(fut) => fut.await,
+            Outcome::Close(r) => {
+                self.client.close_after_reply = true;
+                r.unwrap_or_else(reply::ok)
+            }
+        }
+    }
+
+    /// Waits for a merger job this connection enqueued (executing the queue first when the
+    /// merger runs inline).
+    async fn commit<T>(&mut self, mut h: CommitHandle<T>) -> rialto_engine::Result<T> {
+        self.shared.keyspace.run_queued();
+        match h.try_take() {
+            Some(outcome) => outcome,
+            None => crate::wake::relayed(h).await,
+        }
+    }
+}
