@@ -43,6 +43,14 @@ impl Target for EngineTarget {
         self.merger.write(b).wait().map_err(|e| e.to_string())
     }
 
+    fn put_group(&mut self, pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<(), String> {
+        let mut b = WriteBatch::new();
+        for (k, v) in pairs {
+            b.put(k, v);
+        }
+        self.merger.write(b).wait().map_err(|e| e.to_string())
+    }
+
     fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, String> {
         let db = self.merger.engine();
         keys.iter()

@@ -8,21 +8,30 @@
 //! 32     reserved up to 512
 //! 512    acknowledged writes per thread: 64 × u64 LE
 //! 1024   one 16-byte slot per key: committed u64 LE, pending u64 LE
+//! then   one 128-byte group record per thread: count u32 LE, reserved u32, then up to 15
+//!        (key u32 LE, version u32 LE): the keys a multi-key write in flight puts
 //! ```
 //! A slot value is 0 for "never written", else `version << 1 | deleted`. A writer sets
 //! `pending` before a write and, once it is acknowledged, sets `committed` and clears
-//! `pending`: a kill anywhere in between leaves both candidates recorded.
+//! `pending`: a kill anywhere in between leaves both candidates recorded. A multi-key write
+//! (one transaction) also records its keys and versions as the thread's group before it is
+//! sent and clears it once every key's slot is set: after a kill, the keys of a recorded group
+//! must all hold their new versions or none of them.
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-const MAGIC: &[u8; 16] = b"RIALTO-STRESS-01";
+const MAGIC: &[u8; 16] = b"RIALTO-STRESS-02";
 const ACKS_AT: u64 = 512;
 const SLOTS_AT: u64 = 1024;
 /// Most writer threads (one ack counter each).
 pub const MAX_THREADS: u32 = 64;
+/// Bytes of one thread's group record.
+const GROUP_BYTES: u64 = 128;
+/// Most keys in one multi-key write.
+pub const MAX_GROUP: usize = 15;
 
 /// A key's state as recorded: never written, deleted, or holding `version`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +116,8 @@ impl Expected {
             head[..16].copy_from_slice(MAGIC);
             head[16..20].copy_from_slice(&keys.to_le_bytes());
             head[20..24].copy_from_slice(&threads.to_le_bytes());
-            e.file.set_len(SLOTS_AT + 16 * u64::from(keys))?;
+            e.file
+                .set_len(e.groups_at() + GROUP_BYTES * u64::from(threads))?;
             e.file.write_all_at(&head, 0)?;
             return Ok(e);
         }
@@ -128,6 +138,53 @@ impl Expected {
             )));
         }
         Ok(e)
+    }
+
+    fn groups_at(&self) -> u64 {
+        SLOTS_AT + 16 * u64::from(self.keys)
+    }
+
+    /// Records that thread `t` is about to send one write that puts each (key, version) of
+    /// `group` (at most [`MAX_GROUP`]).
+    pub fn begin_group(&self, t: u32, group: &[(u32, u32)]) -> io::Result<()> {
+        if group.len() > MAX_GROUP {
+            return Err(bad(format!("a group has at most {MAX_GROUP} keys")));
+        }
+        let mut b = vec![0u8; 8 + 8 * group.len()];
+        b[..4].copy_from_slice(&(group.len() as u32).to_le_bytes());
+        for (n, (k, v)) in group.iter().enumerate() {
+            b[8 + 8 * n..12 + 8 * n].copy_from_slice(&k.to_le_bytes());
+            b[12 + 8 * n..16 + 8 * n].copy_from_slice(&v.to_le_bytes());
+        }
+        self.file
+            .write_all_at(&b, self.groups_at() + GROUP_BYTES * u64::from(t))
+    }
+
+    /// Thread `t`'s group write is settled.
+    pub fn end_group(&self, t: u32) -> io::Result<()> {
+        self.file
+            .write_all_at(&[0u8; 4], self.groups_at() + GROUP_BYTES * u64::from(t))
+    }
+
+    /// The group write each thread had in flight (empty: none).
+    pub fn groups(&self) -> io::Result<Vec<Vec<(u32, u32)>>> {
+        let mut raw = vec![0u8; (GROUP_BYTES * u64::from(self.threads)) as usize];
+        self.file.read_exact_at(&mut raw, self.groups_at())?;
+        let word = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]));
+        Ok(raw
+            .chunks_exact(GROUP_BYTES as usize)
+            .map(|g| {
+                let n = (word(&g[..4]) as usize).min(MAX_GROUP);
+                (0..n)
+                    .map(|i| {
+                        (
+                            word(&g[8 + 8 * i..12 + 8 * i]),
+                            word(&g[12 + 8 * i..16 + 8 * i]),
+                        )
+                    })
+                    .collect()
+            })
+            .collect())
     }
 
     /// Keys in the key space.
@@ -218,6 +275,10 @@ mod tests {
         assert_eq!(s[4].committed, State::Deleted(2));
         assert_eq!(s[4].pending, None);
         assert_eq!(e.acks().unwrap(), vec![0, 5]);
+        e.begin_group(1, &[(3, 1), (5, 9)]).unwrap();
+        assert_eq!(e.groups().unwrap(), vec![vec![], vec![(3, 1), (5, 9)]]);
+        e.end_group(1).unwrap();
+        assert_eq!(e.groups().unwrap(), vec![vec![], vec![]]);
         assert!(Expected::open(&p, 11, 2).is_err());
     }
 }

@@ -148,8 +148,8 @@ fn wait_err(e: std::io::Error) -> StressError {
 /// The line both modes print after a verification.
 fn verified_line(r: &Report) -> String {
     format!(
-        "verified keys={} present={} in-flight-landed={} lost={} phantom={}",
-        r.keys, r.present, r.pending_landed, r.lost, r.phantom
+        "verified keys={} present={} in-flight-landed={} lost={} phantom={} torn={}",
+        r.keys, r.present, r.pending_landed, r.lost, r.phantom, r.torn
     )
 }
 
@@ -324,7 +324,7 @@ pub fn run(args: Args) -> Result<(), StressError> {
         started.elapsed().as_secs_f64()
     );
     println!(
-        "acknowledged writes {acked}; keys verified {} (every key after every kill), in-flight writes that landed {}; lost 0, phantom 0",
+        "acknowledged writes {acked}; keys verified {} (every key after every kill), in-flight writes that landed {}; lost 0, phantom 0, torn multi-key writes 0",
         tally.keys_verified, tally.landed
     );
     println!(
@@ -353,7 +353,7 @@ fn power_summary(args: &Args, seed: u64) -> Result<(), StressError> {
         started.elapsed().as_secs_f64()
     );
     println!(
-        "acknowledged writes {acked}; keys verified {} (every key after every power loss), in-flight writes that landed {}; lost 0, phantom 0; failed restarts 0",
+        "acknowledged writes {acked}; keys verified {} (every key after every power loss), in-flight writes that landed {}; lost 0, phantom 0, torn multi-key writes 0; failed restarts 0",
         tally.keys_verified, tally.landed
     );
     println!(
@@ -428,7 +428,7 @@ fn stderr_of(child: &mut Child) -> std::thread::JoinHandle<String> {
     })
 }
 
-/// Parses a `verified keys=.. present=.. in-flight-landed=.. lost=.. phantom=..` line.
+/// Parses a `verified keys=.. present=.. in-flight-landed=.. lost=.. phantom=.. torn=..` line.
 fn parse_verified(line: &str) -> Report {
     let mut r = Report::default();
     for part in line.split_whitespace() {
@@ -442,6 +442,7 @@ fn parse_verified(line: &str) -> Report {
             "in-flight-landed" => r.pending_landed = v,
             "lost" => r.lost = v,
             "phantom" => r.phantom = v,
+            "torn" => r.torn = v,
             _ => {}
         }
     }

@@ -53,6 +53,36 @@ impl Target for RespTarget {
         }
     }
 
+    /// MULTI, a SET per pair, EXEC: pipelined, then every reply checked.
+    fn put_group(&mut self, pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<(), String> {
+        self.conn.send(&[&b"MULTI"[..]]);
+        for (k, v) in pairs {
+            self.conn.send(&[&b"SET"[..], k, v]);
+        }
+        self.conn.send(&[&b"EXEC"[..]]);
+        self.conn.flush().map_err(|e| e.to_string())?;
+        let mut recv = || self.conn.recv().map_err(|e| e.to_string());
+        match recv()? {
+            Reply::Simple(_) => {}
+            other => return Err(format!("MULTI replied {other:?}")),
+        }
+        for _ in pairs {
+            match recv()? {
+                Reply::Simple(_) => {}
+                other => return Err(format!("a queued SET replied {other:?}")),
+            }
+        }
+        match recv()? {
+            Reply::Array(items) if items.len() == pairs.len() => {
+                match items.iter().find(|r| !matches!(r, Reply::Simple(_))) {
+                    None => Ok(()),
+                    Some(bad) => Err(format!("a SET in EXEC replied {bad:?}")),
+                }
+            }
+            other => Err(format!("EXEC replied {other:?}")),
+        }
+    }
+
     fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, String> {
         for k in keys {
             self.conn.send(&[&b"GET"[..], k]);

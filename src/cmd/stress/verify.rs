@@ -115,6 +115,8 @@ pub struct Report {
     pub lost: u64,
     /// Values no write made.
     pub phantom: u64,
+    /// Multi-key writes found applied to some of their keys and not to others.
+    pub torn: u64,
     /// The first violations, described.
     pub first: Vec<String>,
 }
@@ -146,9 +148,29 @@ impl Report {
         }
     }
 
-    /// Whether nothing was lost or made up.
+    /// Checks a multi-key write that was in flight: each (key, version) it put, and the state
+    /// each key was found in; all of them or none must hold the write's version.
+    pub fn add_group(&mut self, group: &[(u32, u32)], found: &[State]) {
+        let landed: Vec<bool> = group
+            .iter()
+            .zip(found)
+            .map(|(&(_, v), s)| *s == State::Put(v))
+            .collect();
+        if landed.iter().all(|&l| l) || !landed.iter().any(|&l| l) {
+            return;
+        }
+        self.torn += 1;
+        if self.first.len() < 10 {
+            self.first.push(format!(
+                "torn: one multi-key write applied to some keys only: {:?} found as {found:?}",
+                group
+            ));
+        }
+    }
+
+    /// Whether nothing was lost, made up or half applied.
     pub fn clean(&self) -> bool {
-        self.lost == 0 && self.phantom == 0
+        self.lost == 0 && self.phantom == 0 && self.torn == 0
     }
 }
 
@@ -204,5 +226,17 @@ mod tests {
         r.add(2, slot(State::Never, None), &Observed::Version(1));
         assert_eq!((r.lost, r.phantom, r.clean()), (1, 1, false));
         assert_eq!(r.first.len(), 2);
+    }
+
+    #[test]
+    fn a_multi_key_write_applied_to_some_keys_only_is_caught() {
+        let mut r = Report::default();
+        let g = [(1, 4), (2, 7)];
+        r.add_group(&g, &[State::Put(4), State::Put(7)]);
+        r.add_group(&g, &[State::Put(3), State::Deleted(6)]);
+        assert!(r.clean());
+        r.add_group(&g, &[State::Put(4), State::Deleted(6)]);
+        assert_eq!(r.torn, 1);
+        assert!(!r.clean());
     }
 }

@@ -17,6 +17,8 @@ pub trait Target: Send {
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String>;
     /// Deletes `key`; `Ok` only once acknowledged.
     fn delete(&mut self, key: &[u8]) -> Result<(), String>;
+    /// Stores every pair as one atomic write (a transaction); `Ok` only once acknowledged.
+    fn put_group(&mut self, pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<(), String>;
     /// Reads each of `keys`.
     fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, String>;
 }
@@ -58,8 +60,9 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// Writes (70% puts, 15% deletes) and checks reads (15%) of the thread's own keys until
-    /// stopped or the target fails. `slots` are the verified states of every key.
+    /// Writes (60% puts, 10% atomic puts of 2 to 4 keys, 15% deletes) and checks reads (15%)
+    /// of the thread's own keys until stopped or the target fails. `slots` are the verified
+    /// states of every key.
     pub fn run(
         mut self,
         target: &mut dyn Target,
@@ -82,6 +85,10 @@ impl Writer {
             let k = value::key(i);
             let version = state[j].version() + 1;
             match r % 100 {
+                60..=69 if mine.len() >= 2 => {
+                    self.put_group(target, expected, &mine, &mut state, r)?;
+                    continue;
+                }
                 0..=69 => {
                     let new = State::Put(version);
                     expected.begin(i, new).map_err(Stop::Io)?;
@@ -123,6 +130,52 @@ impl Writer {
     }
 }
 
+impl Writer {
+    /// One atomic write of 2 to 4 of the thread's keys (distinct), recorded as a group.
+    fn put_group(
+        &mut self,
+        target: &mut dyn Target,
+        expected: &Expected,
+        mine: &[u32],
+        state: &mut [State],
+        r: u64,
+    ) -> Result<(), Stop> {
+        let want = 2 + (r >> 40) as usize % 3;
+        let mut js: Vec<usize> = Vec::with_capacity(want);
+        let mut pick = r;
+        while js.len() < want.min(mine.len()) {
+            let j = (splitmix64(&mut pick) >> 8) as usize % mine.len();
+            if !js.contains(&j) {
+                js.push(j);
+            }
+        }
+        let group: Vec<(u32, u32)> = js
+            .iter()
+            .map(|&j| (mine[j], state[j].version() + 1))
+            .collect();
+        for &(i, v) in &group {
+            expected.begin(i, State::Put(v)).map_err(Stop::Io)?;
+        }
+        expected
+            .begin_group(self.thread, &group)
+            .map_err(Stop::Io)?;
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = group
+            .iter()
+            .map(|&(i, v)| (value::key(i), value::encode(i, v, self.max_value)))
+            .collect();
+        target.put_group(&pairs).map_err(Stop::Target)?;
+        for (&j, &(i, v)) in js.iter().zip(&group) {
+            state[j] = State::Put(v);
+            expected.set(i, state[j]).map_err(Stop::Io)?;
+        }
+        expected.end_group(self.thread).map_err(Stop::Io)?;
+        self.acks += group.len() as u64;
+        expected
+            .count_acks(self.thread, self.acks)
+            .map_err(Stop::Io)
+    }
+}
+
 /// What a read of key `i` shows.
 pub fn observe(i: u32, v: Option<Vec<u8>>) -> Observed {
     match v {
@@ -147,7 +200,17 @@ pub fn verify(target: &mut dyn Target, expected: &Expected) -> Result<(Report, V
             resolved.push(report.add(i, slots[i as usize], &observe(i, v)));
         }
     }
+    for group in expected.groups().map_err(Stop::Io)? {
+        let found: Vec<State> = group
+            .iter()
+            .map(|&(i, _)| resolved.get(i as usize).copied().unwrap_or(State::Never))
+            .collect();
+        report.add_group(&group, &found);
+    }
     if report.clean() {
+        for t in 0..expected.threads() {
+            expected.end_group(t).map_err(Stop::Io)?;
+        }
         for (i, (slot, now)) in slots.iter_mut().zip(resolved).enumerate() {
             if slot.committed != now || slot.pending.is_some() {
                 expected.set(i as u32, now).map_err(Stop::Io)?;
