@@ -17,6 +17,11 @@
 #   set-always    SET; Redis appendonly yes + appendfsync always vs Rialto --appendfsync always
 #   set-always-p16  the same with -P 16 (same servers as set-always, after it)
 #   set-everysec  SET; appendfsync everysec on both
+#   multi-always  MULTI, SET, SET, EXEC (random keys, two 100-byte values) per request, appendfsync
+#                 always, on the set-always servers after their SETs; redis-benchmark cannot send
+#                 a transaction, so scripts/txn-load (Go, built here) runs redis-benchmark's
+#                 closed loop for it and prints its CSV: ops/s are transactions per second
+#   multi-everysec  the same on the everysec servers
 #   ping          PING (-t ping_mbulk), -P 1, on the everysec servers before their SETs: a
 #                 command that does nothing, so its rate is what this client, the loopback and
 #                 the two cores carry at -P 1 whatever the server does (a reference, no target)
@@ -25,8 +30,8 @@
 # /proc/PID/stat) and redis-benchmark's (user + system). With the client and the server on the
 # same two cores, these say which of them limits a case: a server that needs less CPU per
 # request than the other but is not faster is waiting for the client, or for its disk.
-# Targets (Rialto / Redis): GET >= 1.0x, durable SET >= 1.5x, everysec SET >= 1.0x, and a
-# Rialto p99 <= 1 ms at -c 50 -P 1.
+# Targets (Rialto / Redis): GET >= 1.0x, durable SET >= 1.5x, everysec SET >= 1.0x,
+# transactions >= 1.0x, and a Rialto p99 <= 1 ms at -c 50 -P 1.
 #
 # Usage:
 #   scripts/bench-redis.sh [--rounds N] [--quick] [--no-settle] [--against BIN] [--cases get-p1,...]
@@ -56,7 +61,7 @@ repo=$PWD
 rounds=3
 settle=true
 requests=200000
-all_cases=(get-p1 get-p16 set-always set-always-p16 set-everysec ping)
+all_cases=(get-p1 get-p16 set-always set-always-p16 multi-always set-everysec multi-everysec ping)
 cases=(get-p1 get-p16 set-always set-everysec ping)
 against=
 clients=50
@@ -239,14 +244,24 @@ proc_cpu() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 clk_tck=$(getconf CLK_TCK)
 TIMEFORMAT='%U %S'
 
+# The transaction client (see the multi-* cases).
+txn_load=
+if want multi-always || want multi-everysec; then
+    command -v go >/dev/null || die "the multi-* cases need Go to build scripts/txn-load"
+    txn_load=$repo/target/txn-load
+    (cd "$repo/scripts/txn-load" && go build -o "$txn_load" .) >&2 || die "cannot build scripts/txn-load"
+fi
+
 # bench PORT TEST PIPELINE: prints "ops_per_sec p99_ms server_cpu_us_per_request
 # client_cpu_us_per_request" for the server started last.
 bench() {
     local port=$1 test=$2 pipeline=$3 out line cpu0 cpu1 rc=0
     local out_file=$run_dir/bench.out time_file=$run_dir/bench.time
     cpu0=$(proc_cpu "$server_pid")
-    { time timeout "$bench_timeout" redis-benchmark -h 127.0.0.1 -p "$port" -t "$test" \
-        -n "$requests" -c "$clients" -d "$data_size" -r "$keyspace" -P "$pipeline" --csv \
+    local client=(redis-benchmark -t "$test" -P "$pipeline" --csv)
+    [ "$test" = multi ] && client=("$txn_load")
+    { time timeout "$bench_timeout" "${client[@]}" -h 127.0.0.1 -p "$port" \
+        -n "$requests" -c "$clients" -d "$data_size" -r "$keyspace" \
         >"$out_file" 2>&1; } 2>"$time_file" || rc=$?
     cpu1=$(proc_cpu "$server_pid")
     out=$(<"$out_file")
@@ -273,8 +288,8 @@ paired_ratio() {
 declare -A ops p99 scpu ccpu
 groups=()
 { want get-p1 || want get-p16; } && groups+=(get)
-{ want set-always || want set-always-p16; } && groups+=(set-always)
-{ want set-everysec || want ping; } && groups+=(set-everysec)
+{ want set-always || want set-always-p16 || want multi-always; } && groups+=(set-always)
+{ want set-everysec || want ping || want multi-everysec; } && groups+=(set-everysec)
 
 log "== $rounds round(s), redis-benchmark -n $requests -c $clients -d $data_size -r $keyspace; data in $bench_dir ($fstype)"
 for ((round = 1; round <= rounds; round++)); do
@@ -302,9 +317,11 @@ for ((round = 1; round <= rounds; round++)); do
             elif [ "$group" = set-everysec ]; then
                 want ping && runs+=("ping ping_mbulk 1")
                 want set-everysec && runs+=("set-everysec set 1")
+                want multi-everysec && runs+=("multi-everysec multi 1")
             else
                 want set-always && runs+=("set-always set 1")
                 want set-always-p16 && runs+=("set-always-p16 set 16")
+                want multi-always && runs+=("multi-always multi 1")
             fi
             for r in "${runs[@]}"; do
                 read -r case test pipeline <<<"$r"
@@ -330,6 +347,8 @@ label() {
         set-always) echo "SET, appendfsync always" ;;
         set-always-p16) echo "SET -P 16, appendfsync always" ;;
         set-everysec) echo "SET, appendfsync everysec" ;;
+        multi-always) echo "MULTI/SET/SET/EXEC, appendfsync always" ;;
+        multi-everysec) echo "MULTI/SET/SET/EXEC, appendfsync everysec" ;;
         ping) echo "PING (no-op reference)" ;;
     esac
 }
@@ -372,7 +391,7 @@ for c in "${all_cases[@]}"; do
     need=$(min_ratio "$c")
     # p99 is judged at -P 1 only: with -P 16 a reply waits for its whole batch.
     judge_p99=1
-    [ "$c" = get-p16 ] || [ "$c" = set-always-p16 ] || [ -n "$against" ] && judge_p99=0
+    [ "$c" = get-p16 ] || [ "$c" = set-always-p16 ] || [[ $c == multi-* ]] || [ -n "$against" ] && judge_p99=0
     awk -v c="$(label "$c")" -v ro="$r_ops" -v xo="$x_ops" -v pr="$paired" -v rp="$r_p99" -v xp="$x_p99" \
         -v rs="$r_s" -v xs="$x_s" -v rc="$r_c" -v xc="$x_c" -v ref="$([ "$c" = ping ] && echo 1 || echo 0)" \
         -v need="$need" -v jp="$judge_p99" 'BEGIN {

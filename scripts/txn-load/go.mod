@@ -1,0 +1,3 @@
+module rialto/txn-load
+
+go 1.21
