@@ -207,32 +207,25 @@ impl Keyspace {
     /// Runs `f` as one transaction in the merger's execution order (EXEC): every op it
     /// applies and every read it makes sees one state that nothing else changes meanwhile,
     /// and its writes become durable together or not at all. With a `watch`, the transaction
-    /// first checks it ([`Transaction::watch_intact`]) and yields `None` without running `f`
-    /// if a watched key changed. `now_ms` is the instant the whole transaction is judged at.
-    pub fn transaction<T, F>(
-        &self,
-        watch: Option<&Watch>,
-        now_ms: i64,
-        f: F,
-    ) -> CommitHandle<Option<T>>
+    /// first checks it — no watched key written, deleted or replaced by a catalog change
+    /// since it was watched, none live then expired by `now_ms` — and if one changed, calls
+    /// `f(None)` instead; the watch is dropped (its keys unwatched) right after the check, in
+    /// the same order. `now_ms` is the instant the whole transaction is judged at.
+    pub fn transaction<T, F>(&self, watch: Option<Watch>, now_ms: i64, f: F) -> CommitHandle<T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Transaction<'_, '_>) -> T + Send + 'static,
+        F: FnOnce(Option<&mut Transaction<'_, '_>>) -> T + Send + 'static,
     {
         let stores = Arc::clone(&self.stores);
-        let check = watch.map(Watch::share);
         self.merger.enqueue(move |tx| {
             let mut t = Transaction {
                 tx,
                 stores: &stores,
                 now_ms,
             };
-            if let Some(w) = check {
-                if !t.watch_intact(&w) {
-                    return Ok(None);
-                }
-            }
-            Ok(Some(f(&mut t)))
+            let intact = watch.as_ref().is_none_or(|w| t.watch_intact(&w.share()));
+            drop(watch);
+            Ok(if intact { f(Some(&mut t)) } else { f(None) })
         })
     }
 

@@ -85,13 +85,13 @@ fn a_failed_command_keeps_the_writes_of_the_others() {
     let now = ks.now_ms();
     let got = ks
         .transaction(None, now, move |tx| {
+            let tx = tx.expect("no watch, so it runs");
             let results: Vec<bool> = ops.iter().map(|op| tx.apply(op).is_ok()).collect();
             let seen = tx.read(0, |k| k.get(b"a").unwrap().map(|r| r.value));
             (results, seen)
         })
         .wait()
-        .unwrap()
-        .expect("no watch, so it runs");
+        .unwrap();
     assert_eq!(got, (vec![true, false, true], Some(b("2"))));
     assert_eq!(get(&ks, "a"), Some(b("2")));
     assert_eq!(get(&ks, "text"), Some(b("abc")));
@@ -117,11 +117,12 @@ fn a_flush_inside_a_transaction_deletes_everything_in_one_step() {
     let now = ks.now_ms();
     let r = ks
         .transaction(None, now, move |tx| {
+            let tx = tx.expect("no watch, so it runs");
             (tx.apply(&flush).unwrap(), tx.apply(&after).unwrap())
         })
         .wait()
         .unwrap();
-    assert_eq!(r, Some((Value::Ok, Value::Ok)));
+    assert_eq!(r, (Value::Ok, Value::Ok));
     let mut left = 0;
     ks.walk_keys(0, None, ks.now_ms(), |_, _| {
         left += 1;
@@ -137,30 +138,42 @@ fn a_watched_key_changed_after_the_watch_makes_the_transaction_yield_nothing() {
     let fs = MemFs::new();
     let ks = open(&fs);
     ks.execute(set(&ks, "w", "1")).unwrap();
-    let run = |ks: &Keyspace, w: &rialto_keyspace::Watch| {
+    // The transaction takes the watch and unwatches its keys once it has checked them.
+    let run = |ks: &Keyspace, w: rialto_keyspace::Watch| {
         let op = set(ks, "w", "from-exec");
-        ks.transaction(Some(w), ks.now_ms(), move |tx| tx.apply(&op).is_ok())
-            .wait()
-            .unwrap()
+        ks.transaction(Some(w), ks.now_ms(), move |tx| {
+            tx.map(|tx| tx.apply(&op).is_ok())
+        })
+        .wait()
+        .unwrap()
+    };
+    let watched = |ks: &Keyspace| {
+        let w = ks.new_watch();
+        ks.watch(&w, 0, vec![b("w")]).wait().unwrap();
+        w
     };
     // Untouched: runs.
-    let w = ks.new_watch();
-    ks.watch(&w, 0, vec![b("w")]).wait().unwrap();
-    assert_eq!(run(&ks, &w), Some(true));
+    let w = watched(&ks);
+    assert_eq!(run(&ks, w), Some(true));
     // The same value written again is a change.
-    let mut w = ks.new_watch();
-    ks.watch(&w, 0, vec![b("w")]).wait().unwrap();
+    let w = watched(&ks);
     ks.execute(set(&ks, "w", "from-exec")).unwrap();
     assert!(w.is_dirty());
-    assert_eq!(run(&ks, &w), None);
-    // Cleared, watched again: a write to another database's `w` is no change.
-    w.clear();
-    ks.watch(&w, 0, vec![b("w")]).wait().unwrap();
+    assert_eq!(run(&ks, w), None);
+    // A write to another database's `w` is no change.
+    let w = watched(&ks);
     let mut other_db = set(&ks, "w", "x");
     other_db.db = 1;
     ks.execute(other_db).unwrap();
-    assert_eq!(run(&ks, &w), Some(true));
-    drop(w);
+    assert_eq!(run(&ks, w), Some(true));
+    // Unwatched by the transaction: a later write marks nothing.
+    let w = watched(&ks);
+    let keep = watched(&ks);
+    assert_eq!(run(&ks, w), Some(true));
+    assert!(
+        keep.is_dirty(),
+        "the transaction's own write marks the other watcher"
+    );
     ks.close().unwrap();
 }
 

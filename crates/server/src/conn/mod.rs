@@ -562,9 +562,11 @@ impl Connection {
             }
             Handler::Txn(cmd) => {
                 let start = Instant::now();
-                let reply = self.transaction_command(cmd, args).await;
-                self.record(id, start.elapsed().as_micros() as u64, None);
-                self.push(Pending::Ready(reply));
+                let pending = self.transaction_command(cmd, id, args).await;
+                if let Pending::Ready(_) = pending {
+                    self.record(id, start.elapsed().as_micros() as u64, None);
+                }
+                self.push(pending);
             }
             Handler::Conn(_) | Handler::Meta(_) | Handler::Acl(_) => {
                 if !self.queue.is_empty() {

@@ -15,7 +15,7 @@ use rialto_keyspace::Op;
 use rialto_resp::Reply;
 use rialto_txn::CommitHandle;
 
-use super::Connection;
+use super::{Connection, Executed, Pending};
 use crate::command_table::{self, CommandSpec};
 use crate::commands::{self, Admitted, At, Ctx, Handler, Outcome, ReadFn, TxnCmd, R};
 use crate::reply;
@@ -119,8 +119,14 @@ impl Connection {
     }
 
     /// Runs MULTI, EXEC, DISCARD, WATCH or UNWATCH.
-    pub(super) async fn transaction_command(&mut self, cmd: TxnCmd, args: Vec<Bytes>) -> Reply {
-        match cmd {
+    pub(super) async fn transaction_command(
+        &mut self,
+        cmd: TxnCmd,
+        id: usize,
+        args: Vec<Bytes>,
+    ) -> Pending {
+        Pending::Ready(match cmd {
+            TxnCmd::Exec => return self.exec(id).await,
             TxnCmd::Multi if self.multi.is_some() => {
                 Reply::error("ERR MULTI calls can not be nested")
             }
@@ -141,8 +147,7 @@ impl Connection {
                 self.unwatch();
                 reply::ok()
             }
-            TxnCmd::Exec => self.exec().await,
-        }
+        })
     }
 
     /// Leaves the transaction (DISCARD, RESET) and forgets the watched keys.
@@ -176,17 +181,19 @@ impl Connection {
         }
     }
 
-    async fn exec(&mut self) -> Reply {
+    async fn exec(&mut self, id: usize) -> Pending {
         let Some(m) = self.multi.take() else {
-            return Reply::error("ERR EXEC without MULTI");
+            return Pending::Ready(Reply::error("ERR EXEC without MULTI"));
         };
         if m.failed {
             self.unwatch();
-            return Reply::error("EXECABORT Transaction discarded because of previous errors.");
+            return Pending::Ready(Reply::error(
+                "EXECABORT Transaction discarded because of previous errors.",
+            ));
         }
         if self.watch.as_ref().is_some_and(|w| w.is_dirty()) {
             self.unwatch();
-            return Reply::NullArray;
+            return Pending::Ready(Reply::NullArray);
         }
         self.drain().await;
         let now_ms = self.shared.now_ms();
@@ -222,10 +229,14 @@ impl Connection {
             };
             steps.push(step);
         }
-        let h = self.shared.keyspace.transaction(
-            self.watch.as_ref().filter(|w| !w.is_empty()),
-            now_ms,
-            move |tx| {
+        // The transaction takes the watch: it unwatches the keys once it has checked them, in
+        // the merger's order, so no change ordered before it is missed.
+        let watch = self.watch.take().filter(|w| !w.is_empty());
+        let run = move |tx: Option<&mut rialto_keyspace::Transaction<'_, '_>>| {
+            let Some(tx) = tx else {
+                return Reply::NullArray;
+            };
+            Reply::Array(
                 steps
                     .into_iter()
                     .map(|step| match step {
@@ -239,21 +250,33 @@ impl Connection {
                             .unwrap_or_else(|e| e),
                         Step::After => Reply::Null,
                     })
-                    .collect::<Vec<Reply>>()
-            },
-        );
-        let outcome = self.commit(h).await;
-        self.unwatch();
-        match outcome {
+                    .collect(),
+            )
+        };
+        if after.is_empty() {
+            // Queued like any write: it joins the group of the other connections' writes and
+            // its reply is released with the group's sync.
+            let h = self
+                .shared
+                .keyspace
+                .transaction(watch, now_ms, move |tx| Executed {
+                    reply: run(tx),
+                    micros: 0,
+                    slow_args: None,
+                });
+            return Pending::Commit(h, id);
+        }
+        let h = self.shared.keyspace.transaction(watch, now_ms, run);
+        Pending::Ready(match self.commit(h).await {
             Err(e) => reply::engine_error(&e),
-            Ok(None) => Reply::NullArray,
-            Ok(Some(mut replies)) => {
+            Ok(Reply::Array(mut replies)) => {
                 for (pos, handler, args) in after {
                     replies[pos] = self.run_here(handler, &args).await;
                 }
                 Reply::Array(replies)
             }
-        }
+            Ok(aborted) => aborted,
+        })
     }
 
     /// Permissions are checked again at EXEC: the user's rules may have changed since the
