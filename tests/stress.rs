@@ -113,7 +113,10 @@ fn power_loss_loop_restarts_every_time_and_loses_nothing() {
     assert!(o.status.success(), "{t}");
     assert!(t.contains("cycles 40 (power losses: "), "{t}");
     assert!(t.contains("scattered"), "{t}");
-    assert!(t.contains("lost 0, phantom 0; failed restarts 0"), "{t}");
+    assert!(
+        t.contains("lost 0, phantom 0, torn multi-key writes 0; failed restarts 0"),
+        "{t}"
+    );
 }
 
 #[test]
