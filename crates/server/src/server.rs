@@ -90,6 +90,8 @@ pub struct Shared {
     pub bulk: std::sync::OnceLock<tokio::runtime::Handle>,
     /// Wake-ups of the connection threads by the syncer (see `wake.rs`).
     pub relay_stats: Arc<crate::wake::RelayStats>,
+    /// The Lua interpreter and the script cache (EVAL, SCRIPT).
+    pub scripts: Arc<rialto_scripting::Scripts>,
 }
 
 impl Shared {
@@ -210,7 +212,10 @@ impl Server {
         let run_id: String = (0..40)
             .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).unwrap_or('0'))
             .collect();
+        let scripts = rialto_scripting::Scripts::new(cfg.lua_time_limit_ms)
+            .map_err(|e| ServerError::Start(format!("the Lua interpreter: {e}")))?;
         let shared = Arc::new(Shared {
+            scripts: Arc::new(scripts),
             config: RwLock::new(cfg),
             keyspace,
             acl_generation: acl.generation(),

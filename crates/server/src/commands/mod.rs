@@ -14,6 +14,7 @@
 //!   the declarations, or only the users, so they also run without a server.
 //! - [`Handler::Txn`]: MULTI, EXEC, DISCARD, WATCH, UNWATCH, which the connection runs on its
 //!   own transaction state.
+//! - [`Handler::Script`]: EVAL and its forms: a Lua script run as one merger transaction.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -65,6 +66,7 @@ pub mod command;
 mod config;
 mod dbsize;
 mod echo;
+mod eval;
 pub mod flushdb;
 mod hello;
 mod info;
@@ -76,6 +78,7 @@ mod quit;
 mod randomkey;
 mod reset;
 pub mod scan;
+mod script;
 mod select;
 mod shutdown;
 mod slowlog;
@@ -151,6 +154,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     multi::DISCARD,
     multi::WATCH,
     multi::UNWATCH,
+    eval::EVAL,
+    eval::EVALSHA,
+    eval::EVAL_RO,
+    eval::EVALSHA_RO,
+    script::SCRIPT,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
@@ -220,6 +228,16 @@ pub enum Handler {
     Meta(MetaFn),
     Acl(AclFn),
     Txn(TxnCmd),
+    Script(ScriptCmd),
+}
+
+/// The script commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScriptCmd {
+    Eval,
+    EvalSha,
+    EvalRo,
+    EvalShaRo,
 }
 
 /// The transaction commands.
@@ -241,6 +259,7 @@ impl std::fmt::Debug for Handler {
             Handler::Meta(_) => "Meta",
             Handler::Acl(_) => "Acl",
             Handler::Txn(_) => "Txn",
+            Handler::Script(_) => "Script",
         })
     }
 }
@@ -290,7 +309,7 @@ pub fn run_on_connection(handler: Handler, ctx: &mut Ctx<'_>, args: &[Bytes]) ->
             ))
         }
         // The connection runs these itself, on the keyspace; never handed here.
-        Handler::Read(_) | Handler::Write(_) | Handler::Txn(_) => {
+        Handler::Read(_) | Handler::Write(_) | Handler::Txn(_) | Handler::Script(_) => {
             Outcome::Reply(Reply::error("ERR command cannot run on the connection"))
         }
     }

@@ -29,6 +29,7 @@ use crate::reply;
 use crate::server::Shared;
 
 mod multi;
+mod script;
 
 /// Replies pending before the connection stops decoding and resolves them (bounds memory).
 const MAX_PENDING: usize = 4096;
@@ -496,6 +497,11 @@ impl Connection {
                 // The index fits: the registry has fewer than 255 commands (checked when built).
                 let last = u8::try_from(a.index + 1).unwrap_or(0);
                 self.client.handle.last_cmd.store(last, Ordering::Relaxed);
+                if self.shared.scripts.busy() && !a.spec.has_flag("allow_busy") {
+                    return self.push(Pending::Ready(Reply::error(
+                        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+                    )));
+                }
                 if self.multi.is_some() {
                     match self.queue_in_multi(a, args) {
                         Ok(r) => return self.push(Pending::Ready(r)),
@@ -559,6 +565,10 @@ impl Connection {
                     executed(reply, parsed + applied, threshold, args)
                 });
                 self.push(Pending::Commit(h, id));
+            }
+            Handler::Script(cmd) => {
+                let pending = self.script_command(cmd, id, args);
+                self.push(pending);
             }
             Handler::Txn(cmd) => {
                 let start = Instant::now();

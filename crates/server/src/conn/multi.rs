@@ -45,6 +45,8 @@ enum Step {
     Op(Op),
     /// A read, in the transaction, of the database given.
     Read(ReadFn, u8, Vec<Bytes>),
+    /// A script, in the transaction.
+    Script(super::script::ScriptRun),
     /// Answered after the transaction.
     After,
 }
@@ -217,6 +219,10 @@ impl Connection {
                 Handler::Read(f) => Step::Read(f, at.db, q.args),
                 // UNWATCH: EXEC forgets the watched keys anyway.
                 Handler::Txn(_) => Step::Done(reply::ok()),
+                Handler::Script(cmd) => match super::script::ScriptRun::parse(cmd, &q.args) {
+                    Ok(run) => Step::Script(run),
+                    Err(r) => Step::Done(r),
+                },
                 handler => match commands::flushdb::in_transaction(q.spec, at, &q.args) {
                     Some(Ok(op)) => Step::Op(op),
                     Some(Err(r)) => Step::Done(r),
@@ -232,6 +238,7 @@ impl Connection {
         // The transaction takes the watch: it unwatches the keys once it has checked them, in
         // the merger's order, so no change ordered before it is missed.
         let watch = self.watch.take().filter(|w| !w.is_empty());
+        let script_ctx = self.script_ctx();
         let run = move |tx: Option<&mut rialto_keyspace::Transaction<'_, '_>>| {
             let Some(tx) = tx else {
                 return Reply::NullArray;
@@ -248,6 +255,7 @@ impl Connection {
                         Step::Read(f, db, args) => tx
                             .read(db, |k| f(&mut R::new(k), &args))
                             .unwrap_or_else(|e| e),
+                        Step::Script(run) => run.run(tx, &script_ctx),
                         Step::After => Reply::Null,
                     })
                     .collect(),

@@ -1,0 +1,229 @@
+//! Replies to Lua values and back, by Redis's rules (7.0).
+//!
+//! A reply a script receives from `redis.call` (RESP2 rules unless the script chose RESP3 with
+//! `redis.setresp(3)`): integer → number, bulk → string, null → `false`, array → table,
+//! status → `{ok = text}`, error → `{err = text}`; with RESP3 also map → `{map = t}`,
+//! set → `{set = t}` (members as keys, `true` as values), null → `nil`, double →
+//! `{double = n}`, boolean → boolean, big number → `{big_number = text}`, verbatim →
+//! `{verbatim_string = {format = f, string = s}}`.
+//!
+//! A script's result: number → integer (truncated), string → bulk, `true` → 1, `false` and
+//! `nil` → null, `{err = e}` → error, `{ok = s}` → status, a table → array of its items up to
+//! the first `nil`; with RESP3 `{map}`, `{set}`, `{double}`, `{big_number}` as above.
+
+use bytes::Bytes;
+use mlua::{Lua, Table, Value};
+use rialto_resp::Reply;
+
+/// Most nesting of tables converted to a reply (deeper is an error, not a stack overflow).
+const MAX_DEPTH: usize = 1000;
+
+/// A reply as a Lua value, for a script that speaks RESP `resp` (2 or 3).
+pub fn reply_to_lua(lua: &Lua, r: &Reply, resp: u8) -> mlua::Result<Value> {
+    Ok(match r {
+        Reply::Integer(n) => Value::Number(*n as f64),
+        Reply::Bulk(b) => Value::String(lua.create_string(&b[..])?),
+        Reply::Null | Reply::NullArray if resp == 3 => Value::Nil,
+        Reply::Null | Reply::NullArray => Value::Boolean(false),
+        Reply::Simple(s) => field(lua, "ok", Value::String(lua.create_string(&s[..])?))?,
+        Reply::Error(e) | Reply::BlobError(e) => {
+            field(lua, "err", Value::String(lua.create_string(&e[..])?))?
+        }
+        Reply::Array(items) | Reply::Push(items) => {
+            Value::Table(lua.create_sequence_from(items_to_lua(lua, items, resp)?)?)
+        }
+        Reply::Set(items) if resp == 3 => {
+            let t = lua.create_table()?;
+            for v in items {
+                t.raw_set(reply_to_lua(lua, v, resp)?, true)?;
+            }
+            field(lua, "set", Value::Table(t))?
+        }
+        Reply::Set(items) => {
+            Value::Table(lua.create_sequence_from(items_to_lua(lua, items, resp)?)?)
+        }
+        Reply::Map(pairs) if resp == 3 => {
+            let t = lua.create_table()?;
+            for (k, v) in pairs {
+                t.raw_set(reply_to_lua(lua, k, resp)?, reply_to_lua(lua, v, resp)?)?;
+            }
+            field(lua, "map", Value::Table(t))?
+        }
+        Reply::Map(pairs) => {
+            let mut flat = Vec::with_capacity(pairs.len() * 2);
+            for (k, v) in pairs {
+                flat.push(reply_to_lua(lua, k, resp)?);
+                flat.push(reply_to_lua(lua, v, resp)?);
+            }
+            Value::Table(lua.create_sequence_from(flat)?)
+        }
+        Reply::Double(d) if resp == 3 => field(lua, "double", Value::Number(*d))?,
+        Reply::Double(d) => Value::String(lua.create_string(d.to_string())?),
+        Reply::Boolean(b) if resp == 3 => Value::Boolean(*b),
+        Reply::Boolean(b) => Value::Number(if *b { 1.0 } else { 0.0 }),
+        Reply::BigNumber(n) if resp == 3 => {
+            field(lua, "big_number", Value::String(lua.create_string(&n[..])?))?
+        }
+        Reply::BigNumber(n) => Value::String(lua.create_string(&n[..])?),
+        Reply::Verbatim { format, text } if resp == 3 => {
+            let t = lua.create_table()?;
+            t.raw_set("format", lua.create_string(&format[..])?)?;
+            t.raw_set("string", lua.create_string(&text[..])?)?;
+            field(lua, "verbatim_string", Value::Table(t))?
+        }
+        Reply::Verbatim { text, .. } => Value::String(lua.create_string(&text[..])?),
+        Reply::Attribute { reply, .. } => reply_to_lua(lua, reply, resp)?,
+    })
+}
+
+fn items_to_lua(lua: &Lua, items: &[Reply], resp: u8) -> mlua::Result<Vec<Value>> {
+    items.iter().map(|v| reply_to_lua(lua, v, resp)).collect()
+}
+
+fn field(lua: &Lua, name: &str, v: Value) -> mlua::Result<Value> {
+    let t = lua.create_table()?;
+    t.raw_set(name, v)?;
+    Ok(Value::Table(t))
+}
+
+/// A script's result as a reply.
+pub fn lua_to_reply(v: &Value) -> Reply {
+    to_reply(v, 0)
+}
+
+fn to_reply(v: &Value, depth: usize) -> Reply {
+    match v {
+        Value::Nil => Reply::Null,
+        Value::Boolean(true) => Reply::Integer(1),
+        Value::Boolean(false) => Reply::Null,
+        Value::Integer(n) => Reply::Integer(*n),
+        Value::Number(n) => Reply::Integer(number_to_int(*n)),
+        Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::Table(t) if depth >= MAX_DEPTH => {
+            let _ = t;
+            Reply::error("ERR reached lua stack limit")
+        }
+        Value::Table(t) => table_to_reply(t, depth),
+        _ => Reply::Null,
+    }
+}
+
+/// Lua numbers become integers as C's cast does: truncated toward zero, saturated.
+fn number_to_int(n: f64) -> i64 {
+    if n.is_nan() {
+        0
+    } else {
+        n as i64
+    }
+}
+
+fn text_of(v: &Value) -> Option<Bytes> {
+    match v {
+        Value::String(s) => Some(Bytes::copy_from_slice(&s.as_bytes())),
+        _ => None,
+    }
+}
+
+fn table_to_reply(t: &Table, depth: usize) -> Reply {
+    if let Ok(e) = t.raw_get::<Value>("err") {
+        if let Some(e) = text_of(&e) {
+            return Reply::Error(e);
+        }
+    }
+    if let Ok(s) = t.raw_get::<Value>("ok") {
+        if let Some(s) = text_of(&s) {
+            return Reply::Simple(s);
+        }
+    }
+    if let Ok(Value::Number(d)) = t.raw_get::<Value>("double") {
+        return Reply::Double(d);
+    }
+    if let Ok(Value::Integer(d)) = t.raw_get::<Value>("double") {
+        return Reply::Double(d as f64);
+    }
+    if let Ok(n) = t.raw_get::<Value>("big_number") {
+        if let Some(n) = text_of(&n) {
+            return Reply::BigNumber(n);
+        }
+    }
+    if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
+        let mut pairs = Vec::new();
+        for (k, v) in m.pairs::<Value, Value>().flatten() {
+            pairs.push((to_reply(&k, depth + 1), to_reply(&v, depth + 1)));
+        }
+        return Reply::Map(pairs);
+    }
+    if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
+        let mut items = Vec::new();
+        for (k, _) in s.pairs::<Value, Value>().flatten() {
+            items.push(to_reply(&k, depth + 1));
+        }
+        return Reply::Set(items);
+    }
+    let mut items = Vec::new();
+    for i in 1.. {
+        match t.raw_get::<Value>(i) {
+            Ok(Value::Nil) | Err(_) => break,
+            Ok(v) => items.push(to_reply(&v, depth + 1)),
+        }
+    }
+    Reply::Array(items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(lua: &Lua, code: &str) -> Reply {
+        let v: Value = lua.load(code).eval().unwrap();
+        lua_to_reply(&v)
+    }
+
+    #[test]
+    fn script_results_convert_as_redis_converts_them() {
+        let lua = Lua::new();
+        assert_eq!(roundtrip(&lua, "return 3.99"), Reply::Integer(3));
+        assert_eq!(roundtrip(&lua, "return -3.99"), Reply::Integer(-3));
+        assert_eq!(roundtrip(&lua, "return true"), Reply::Integer(1));
+        assert_eq!(roundtrip(&lua, "return false"), Reply::Null);
+        assert_eq!(roundtrip(&lua, "return nil"), Reply::Null);
+        assert_eq!(roundtrip(&lua, "return 'x'"), Reply::bulk("x"));
+        assert_eq!(
+            roundtrip(&lua, "return {1, 'a', {2}, nil, 5}"),
+            Reply::Array(vec![
+                Reply::Integer(1),
+                Reply::bulk("a"),
+                Reply::Array(vec![Reply::Integer(2)])
+            ])
+        );
+        assert_eq!(
+            roundtrip(&lua, "return {err = 'My Error'}"),
+            Reply::Error(Bytes::from_static(b"My Error"))
+        );
+        assert_eq!(
+            roundtrip(&lua, "return {ok = 'FINE'}"),
+            Reply::Simple(Bytes::from_static(b"FINE"))
+        );
+    }
+
+    #[test]
+    fn replies_reach_scripts_as_redis_hands_them() {
+        let lua = Lua::new();
+        let f = |r: &Reply, resp| reply_to_lua(&lua, r, resp).unwrap();
+        assert!(matches!(f(&Reply::Null, 2), Value::Boolean(false)));
+        assert!(matches!(f(&Reply::Null, 3), Value::Nil));
+        let Value::Table(t) = f(&Reply::simple("OK"), 2) else {
+            panic!("a status is a table")
+        };
+        assert_eq!(t.raw_get::<String>("ok").unwrap(), "OK");
+        // What a script receives and returns unchanged comes back as it was.
+        for r in [
+            Reply::Integer(7),
+            Reply::bulk("v"),
+            Reply::Array(vec![Reply::bulk("a"), Reply::Integer(2)]),
+            Reply::error("ERR bad"),
+        ] {
+            assert_eq!(lua_to_reply(&f(&r, 2)), r);
+        }
+    }
+}

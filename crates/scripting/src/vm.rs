@@ -1,0 +1,765 @@
+//! [`Scripts`]: one Lua 5.1 interpreter, its script cache, and the state SCRIPT KILL and the
+//! busy-script limit read while a script runs.
+//!
+//! Scripts run one at a time (the interpreter is behind a lock, and the server runs each
+//! script inside one merger transaction). A script sees what Redis 7.0 gives it: the base,
+//! table, string and math libraries, `bit`, the `redis` table, `KEYS` and `ARGV`; globals are
+//! read-only (a script's chunk runs with an environment that refuses writes and reading a
+//! missing name), so one script cannot leave state for the next.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+use parking_lot::Mutex;
+use rialto_resp::Reply;
+
+use crate::convert::{lua_to_reply, reply_to_lua};
+
+/// Lua instructions between two checks of the time limit and of SCRIPT KILL.
+const HOOK_EVERY: u32 = 100_000;
+
+/// What a script's `redis.call` reaches: the server's commands, inside the script's
+/// transaction.
+pub trait Host {
+    /// Runs `args` (command name first) and returns its reply, an error reply for any
+    /// failure (in Redis's words), and whether it wrote.
+    fn call(&mut self, args: Vec<Bytes>) -> (Reply, bool);
+    /// `redis.log`: `level` 0 (debug) to 3 (warning).
+    fn log(&mut self, level: u8, message: &str);
+}
+
+/// Which script to run.
+pub enum Source<'a> {
+    /// EVAL: the body (compiled and cached if new).
+    Body(&'a [u8]),
+    /// EVALSHA: a cached script by its SHA1 (hex, any case).
+    Sha(&'a [u8]),
+}
+
+/// Why SCRIPT KILL did nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum KillError {
+    /// No script is running.
+    #[error("no script is running")]
+    NotBusy,
+    /// The running script has written: killing it would leave half its effects.
+    #[error("the running script has already written")]
+    Unkillable,
+}
+
+/// The state of the script running now, read by other threads.
+#[derive(Default)]
+struct Running {
+    /// A script is running.
+    active: AtomicBool,
+    /// It has run past `lua-time-limit`: other clients get BUSY.
+    busy: AtomicBool,
+    /// SCRIPT KILL asked it to stop.
+    kill: AtomicBool,
+    /// It has written (SCRIPT KILL refuses).
+    wrote: AtomicBool,
+    /// Milliseconds since `epoch` when it started.
+    started_ms: AtomicU64,
+    /// `lua-time-limit`, milliseconds (0: never busy).
+    limit_ms: AtomicU64,
+}
+
+struct Vm {
+    lua: Lua,
+    /// Cached scripts, by lowercase SHA1 hex.
+    cache: HashMap<[u8; 40], Function>,
+    /// The environment chunks run in (read-only globals).
+    env: Table,
+    /// The real globals (where KEYS and ARGV are set).
+    globals: Table,
+    /// Runs a chunk under the error handler that records where an error was raised:
+    /// `runner(f)` returns `true, result` or `false, {err = text | raw = error, line = n}`.
+    runner: Function,
+    /// The `redis` table (call and pcall are bound per run).
+    redis: Table,
+}
+
+/// The scripting engine.
+pub struct Scripts {
+    vm: Mutex<Vm>,
+    running: Arc<Running>,
+    epoch: Instant,
+}
+
+/// The SHA1 of `body` as lowercase hex.
+pub fn sha1_hex(body: &[u8]) -> [u8; 40] {
+    let digest = sha1_smol::Sha1::from(body).digest().bytes();
+    let mut out = [0u8; 40];
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (i, b) in digest.iter().enumerate() {
+        out[2 * i] = HEX[usize::from(b >> 4)];
+        out[2 * i + 1] = HEX[usize::from(b & 15)];
+    }
+    out
+}
+
+impl Scripts {
+    /// A fresh interpreter with an empty cache; `limit_ms` is `lua-time-limit`.
+    pub fn new(limit_ms: u64) -> Result<Scripts, mlua::Error> {
+        let running = Arc::new(Running::default());
+        running.limit_ms.store(limit_ms, Ordering::Relaxed);
+        let epoch = Instant::now();
+        let vm = Mutex::new(Vm::new(Arc::clone(&running), epoch)?);
+        Ok(Scripts { vm, running, epoch })
+    }
+
+    /// Sets `lua-time-limit`, milliseconds.
+    pub fn set_time_limit_ms(&self, ms: u64) {
+        self.running.limit_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Whether a script has run past `lua-time-limit` (other commands get BUSY).
+    pub fn busy(&self) -> bool {
+        self.running.busy.load(Ordering::Acquire)
+    }
+
+    /// SCRIPT KILL: asks the running script to stop, unless it has written.
+    pub fn kill(&self) -> Result<(), KillError> {
+        if !self.running.active.load(Ordering::Acquire) {
+            return Err(KillError::NotBusy);
+        }
+        if self.running.wrote.load(Ordering::Acquire) {
+            return Err(KillError::Unkillable);
+        }
+        self.running.kill.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// SCRIPT LOAD: compiles and caches `body`; its SHA1, or the compile error's reply.
+    pub fn load(&self, body: &[u8]) -> Result<[u8; 40], Reply> {
+        let mut vm = self.vm.lock();
+        let sha = sha1_hex(body);
+        vm.compile(&sha, body)?;
+        Ok(sha)
+    }
+
+    /// SCRIPT EXISTS for one SHA1 (any case).
+    pub fn exists(&self, sha: &[u8]) -> bool {
+        lower_sha(sha).is_some_and(|s| self.vm.lock().cache.contains_key(&s))
+    }
+
+    /// SCRIPT FLUSH: forgets every cached script (and starts a fresh interpreter, so nothing
+    /// a script left in the libraries' tables survives).
+    pub fn flush(&self) -> Result<(), mlua::Error> {
+        let fresh = Vm::new(Arc::clone(&self.running), self.epoch)?;
+        *self.vm.lock() = fresh;
+        Ok(())
+    }
+
+    /// Runs a script with `keys` and `argv` (the host refuses what the script may not call,
+    /// such as writes from EVAL_RO). Returns the script's reply, or the error reply Redis
+    /// gives.
+    pub fn run(
+        &self,
+        source: Source<'_>,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        host: &mut dyn Host,
+    ) -> Reply {
+        let mut vm = self.vm.lock();
+        let (sha, f) = match source {
+            Source::Body(body) => {
+                let sha = sha1_hex(body);
+                match vm.compile(&sha, body) {
+                    Ok(f) => (sha, f),
+                    Err(r) => return r,
+                }
+            }
+            Source::Sha(s) => match lower_sha(s).and_then(|s| Some((s, vm.cache.get(&s)?.clone())))
+            {
+                Some(found) => found,
+                None => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
+            },
+        };
+        let r = &self.running;
+        r.kill.store(false, Ordering::Relaxed);
+        r.wrote.store(false, Ordering::Relaxed);
+        r.busy.store(false, Ordering::Relaxed);
+        r.started_ms
+            .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+        r.active.store(true, Ordering::Release);
+        let reply = vm
+            .run(&sha, f, keys, argv, host, &self.running)
+            .unwrap_or_else(|e| {
+                Reply::Error(Bytes::from(format!(
+                    "ERR internal error running script: {e}"
+                )))
+            });
+        r.active.store(false, Ordering::Release);
+        r.busy.store(false, Ordering::Release);
+        reply
+    }
+}
+
+fn lower_sha(s: &[u8]) -> Option<[u8; 40]> {
+    let s: [u8; 40] = s.try_into().ok()?;
+    Some(s.map(|b| b.to_ascii_lowercase()))
+}
+
+/// A number as `redis.call` passes it: integers without a fraction, others as Lua prints
+/// them (`%.14g`).
+fn number_arg(n: f64) -> Bytes {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        Bytes::from((n as i64).to_string())
+    } else {
+        Bytes::from(format!("{n}"))
+    }
+}
+
+impl Vm {
+    fn new(running: Arc<Running>, epoch: Instant) -> Result<Vm, mlua::Error> {
+        // SAFETY: `debug` is what makes this constructor unsafe (it can break the sandbox).
+        // It is taken out of the globals below, before any script is compiled, and only the
+        // error handler keeps a reference to it.
+        let lua = unsafe {
+            Lua::unsafe_new_with(
+                StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG,
+                LuaOptions::default(),
+            )
+        };
+        let globals = lua.globals();
+        // The debug library only serves the error handler below; scripts do not get it.
+        let debug: Table = globals.raw_get("debug")?;
+        for hidden in ["dofile", "loadfile", "debug"] {
+            globals.raw_set(hidden, Value::Nil)?;
+        }
+        let runner: Function = lua
+            .load(
+                r#"
+                local dbg, xpcall, type = ...
+                local function handler(err)
+                    -- Where in the script: the nearest frame of its chunk (past redis.call
+                    -- and the environment's own functions).
+                    local level, i = 2, dbg.getinfo(2, "Sl")
+                    while i and i.source ~= "@user_script" do
+                        level = level + 1
+                        i = dbg.getinfo(level, "Sl")
+                    end
+                    local out = {}
+                    if type(err) == "table" then out.err = err.err
+                    elseif type(err) == "string" then out.err = "ERR " .. err
+                    else out.raw = err end
+                    if i then out.line = i.currentline end
+                    return out
+                end
+                return function(f) return xpcall(f, handler) end
+                "#,
+            )
+            .set_name("=rialto")
+            .call((
+                debug,
+                globals.raw_get::<Function>("xpcall")?,
+                globals.raw_get::<Function>("type")?,
+            ))?;
+        let redis = crate::api::redis_table(&lua)?;
+        globals.raw_set("redis", redis.clone())?;
+        globals.raw_set("bit", crate::bit::table(&lua)?)?;
+        // The environment of every chunk: reads fall through to the globals (an unknown name
+        // is an error), writes are refused.
+        let env: Table = lua
+            .load(
+                r#"
+                local real = ...
+                local env = setmetatable({}, {
+                    __index = function(_, k)
+                        local v = rawget(real, k)
+                        if v == nil then
+                            error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+                        end
+                        return v
+                    end,
+                    __newindex = function() error("Attempt to modify a readonly table", 2) end,
+                    __metatable = false,
+                })
+                rawset(real, "_G", env)
+                return env
+                "#,
+            )
+            .set_name("=rialto")
+            .call(globals.clone())?;
+        lua.set_hook(
+            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+            move |_, _| {
+                if running.kill.load(Ordering::Acquire) {
+                    return Err(mlua::Error::runtime(
+                        "ERR Script killed by user with SCRIPT KILL...",
+                    ));
+                }
+                let limit = running.limit_ms.load(Ordering::Relaxed);
+                let now = epoch.elapsed().as_millis() as u64;
+                let started = running.started_ms.load(Ordering::Relaxed);
+                if limit != 0 && now.saturating_sub(started) >= limit {
+                    running.busy.store(true, Ordering::Release);
+                }
+                Ok(VmState::Continue)
+            },
+        );
+        Ok(Vm {
+            lua,
+            cache: HashMap::new(),
+            env,
+            globals,
+            runner,
+            redis,
+        })
+    }
+
+    fn compile(&mut self, sha: &[u8; 40], body: &[u8]) -> Result<Function, Reply> {
+        if let Some(f) = self.cache.get(sha) {
+            return Ok(f.clone());
+        }
+        let f = self
+            .lua
+            .load(body)
+            .set_name("@user_script")
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| {
+                Reply::Error(Bytes::from(format!(
+                    "ERR Error compiling script (new function): {}",
+                    one_line(&lua_message(&e))
+                )))
+            })?;
+        self.cache.insert(*sha, f.clone());
+        Ok(f)
+    }
+
+    fn run(
+        &mut self,
+        sha: &[u8; 40],
+        f: Function,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        host: &mut dyn Host,
+        running: &Running,
+    ) -> mlua::Result<Reply> {
+        let lua = &self.lua;
+        self.globals.raw_set(
+            "KEYS",
+            lua.create_sequence_from(
+                keys.iter()
+                    .map(|k| lua.create_string(&k[..]))
+                    .collect::<mlua::Result<Vec<_>>>()?,
+            )?,
+        )?;
+        self.globals.raw_set(
+            "ARGV",
+            lua.create_sequence_from(
+                argv.iter()
+                    .map(|k| lua.create_string(&k[..]))
+                    .collect::<mlua::Result<Vec<_>>>()?,
+            )?,
+        )?;
+        let resp = std::cell::Cell::new(2u8);
+        let host = std::cell::RefCell::new(host);
+        // One command: `Ok(reply as Lua)`, or `Err(error text)` for an error reply.
+        let run_cmd = |lua: &Lua, args: MultiValue| -> mlua::Result<Result<Value, String>> {
+            let mut cmd = Vec::with_capacity(args.len());
+            for a in args.iter() {
+                match a {
+                    Value::String(s) => cmd.push(Bytes::copy_from_slice(&s.as_bytes())),
+                    Value::Integer(n) => cmd.push(Bytes::from(n.to_string())),
+                    Value::Number(n) => cmd.push(number_arg(*n)),
+                    _ => {
+                        return Ok(Err(
+                            "ERR Lua redis lib command arguments must be strings or integers"
+                                .into(),
+                        ))
+                    }
+                }
+            }
+            if cmd.is_empty() {
+                return Ok(Err(
+                    "ERR Please specify at least one argument for this redis lib call".into(),
+                ));
+            }
+            let (reply, wrote) = host.borrow_mut().call(cmd);
+            if wrote {
+                running.wrote.store(true, Ordering::Release);
+            }
+            match reply {
+                Reply::Error(e) => Ok(Err(String::from_utf8_lossy(&e).into_owned())),
+                r => Ok(Ok(reply_to_lua(lua, &r, resp.get())?)),
+            }
+        };
+        let outcome = lua.scope(|scope| {
+            let call =
+                scope.create_function(|lua, args: MultiValue| match run_cmd(lua, args)? {
+                    Ok(v) => Ok(v),
+                    Err(text) => Err(mlua::Error::external(CallError(text))),
+                })?;
+            let pcall =
+                scope.create_function(|lua, args: MultiValue| match run_cmd(lua, args)? {
+                    Ok(v) => Ok(v),
+                    Err(text) => err_table(lua, &text),
+                })?;
+            let setresp = scope.create_function(|_, v: Value| {
+                match v {
+                    Value::Integer(2) => resp.set(2),
+                    Value::Integer(3) => resp.set(3),
+                    Value::Number(n) if n == 2.0 || n == 3.0 => resp.set(n as u8),
+                    _ => return Err(mlua::Error::runtime("RESP version must be 2 or 3.")),
+                }
+                Ok(())
+            })?;
+            let log = scope.create_function(|_, args: MultiValue| {
+                let mut it = args.iter();
+                let level = match it.next() {
+                    Some(Value::Integer(n)) if (0..=3).contains(n) => *n as u8,
+                    Some(Value::Number(n)) if (0.0..=3.0).contains(n) => *n as u8,
+                    Some(_) => return Err(mlua::Error::runtime("Invalid debug level.")),
+                    None => {
+                        return Err(mlua::Error::runtime(
+                            "redis.log() requires two arguments or more.",
+                        ))
+                    }
+                };
+                let parts: Vec<String> = it
+                    .map(|v| match v {
+                        Value::String(s) => s.to_string_lossy(),
+                        Value::Integer(n) => n.to_string(),
+                        Value::Number(n) => n.to_string(),
+                        other => format!("{other:?}"),
+                    })
+                    .collect();
+                if parts.is_empty() {
+                    return Err(mlua::Error::runtime(
+                        "redis.log() requires two arguments or more.",
+                    ));
+                }
+                host.borrow_mut().log(level, &parts.join(" "));
+                Ok(())
+            })?;
+            let bind: Function = lua
+                .load(
+                    r#"
+                    local redis, call, pcall, setresp, log = ...
+                    rawset(redis, "call", call)
+                    rawset(redis, "pcall", pcall)
+                    rawset(redis, "setresp", setresp)
+                    rawset(redis, "log", log)
+                    "#,
+                )
+                .set_name("=rialto")
+                .into_function()?;
+            bind.call::<()>((self.redis.clone(), call, pcall, setresp, log))?;
+            self.runner.call::<MultiValue>(f)
+        })?;
+        // The per-run functions are gone with the scope; leave none behind.
+        for name in ["call", "pcall", "setresp", "log"] {
+            self.redis.raw_set(name, Value::Nil)?;
+        }
+        let mut values = outcome.into_iter();
+        let ok = matches!(values.next(), Some(Value::Boolean(true)));
+        let value = values.next().unwrap_or(Value::Nil);
+        if ok {
+            return Ok(lua_to_reply(&value));
+        }
+        Ok(script_error(sha, &value))
+    }
+}
+
+/// An error reply `redis.call` raises: it stops the script, and the script's reply is it.
+#[derive(Debug)]
+struct CallError(String);
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// The error reply `redis.call` raised, if that is what `e` is.
+fn call_error(e: &mlua::Error) -> Option<&str> {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => call_error(cause),
+        mlua::Error::ExternalError(inner) => {
+            inner.downcast_ref::<CallError>().map(|c| c.0.as_str())
+        }
+        _ => None,
+    }
+}
+
+fn err_table(lua: &Lua, text: &str) -> mlua::Result<Value> {
+    let t = lua.create_table()?;
+    t.raw_set("err", text)?;
+    Ok(Value::Table(t))
+}
+
+/// The reply for a script that raised: the error handler's `{err | raw, line}`. Redis
+/// appends the script and the line where it failed.
+fn script_error(sha: &[u8; 40], value: &Value) -> Reply {
+    let sha = std::str::from_utf8(sha).unwrap_or_default();
+    let (text, line) = match value {
+        Value::Table(t) => {
+            let line = match t.raw_get::<Value>("line") {
+                Ok(Value::Integer(n)) => n,
+                Ok(Value::Number(n)) => n as i64,
+                _ => 0,
+            };
+            let text = match (t.raw_get::<Value>("err"), t.raw_get::<Value>("raw")) {
+                (Ok(Value::String(s)), _) => s.to_string_lossy(),
+                (_, Ok(Value::Error(e))) => match call_error(&e) {
+                    Some(text) => text.to_string(),
+                    None => lua_message(&e),
+                },
+                (_, Ok(other)) if !other.is_nil() => format!("ERR {other:?}"),
+                _ => "ERR unknown error".to_string(),
+            };
+            (text, line)
+        }
+        other => (format!("ERR {other:?}"), 0),
+    };
+    let text = one_line(&text);
+    Reply::Error(Bytes::from(format!(
+        "{text} script: {sha}, on @user_script:{line}."
+    )))
+}
+
+/// The message of a Lua error, without mlua's traceback.
+fn lua_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        mlua::Error::RuntimeError(m) => m.clone(),
+        mlua::Error::CallbackError { cause, .. } => lua_message(cause),
+        other => other.to_string(),
+    }
+}
+
+/// Error replies are one line.
+fn one_line(s: &str) -> String {
+    s.replace(['\r', '\n'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// GET, SET and INCR on a map; anything else is unknown.
+    #[derive(Default)]
+    struct MapHost(HashMap<Bytes, Bytes>, Vec<String>);
+
+    impl Host for MapHost {
+        fn call(&mut self, args: Vec<Bytes>) -> (Reply, bool) {
+            let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+            match (name.as_str(), args.len()) {
+                ("get", 2) => (
+                    self.0
+                        .get(&args[1])
+                        .cloned()
+                        .map_or(Reply::Null, Reply::Bulk),
+                    false,
+                ),
+                ("set", 3) => {
+                    self.0.insert(args[1].clone(), args[2].clone());
+                    (Reply::simple("OK"), true)
+                }
+                ("incr", 2) => {
+                    let cur = self.0.get(&args[1]).map_or(Some(0), |v| {
+                        std::str::from_utf8(v)
+                            .ok()
+                            .and_then(|s| s.parse::<i64>().ok())
+                    });
+                    match cur {
+                        Some(n) => {
+                            self.0
+                                .insert(args[1].clone(), Bytes::from((n + 1).to_string()));
+                            (Reply::Integer(n + 1), true)
+                        }
+                        None => (
+                            Reply::error("ERR value is not an integer or out of range"),
+                            false,
+                        ),
+                    }
+                }
+                _ => (
+                    Reply::error("ERR Unknown Redis command called from script"),
+                    false,
+                ),
+            }
+        }
+        fn log(&mut self, _: u8, message: &str) {
+            self.1.push(message.to_string());
+        }
+    }
+
+    fn eval(s: &Scripts, host: &mut MapHost, body: &str, keys: &[&str], argv: &[&str]) -> Reply {
+        let b = |v: &[&str]| {
+            v.iter()
+                .map(|x| Bytes::copy_from_slice(x.as_bytes()))
+                .collect::<Vec<_>>()
+        };
+        s.run(Source::Body(body.as_bytes()), &b(keys), &b(argv), host)
+    }
+
+    fn err(r: Reply) -> String {
+        match r {
+            Reply::Error(e) => String::from_utf8_lossy(&e).into_owned(),
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn scripts_call_the_host_with_keys_and_argv() {
+        let s = Scripts::new(5000).unwrap();
+        let mut h = MapHost::default();
+        let r = eval(
+            &s,
+            &mut h,
+            "redis.call('set', KEYS[1], ARGV[1]); return redis.call('incr', KEYS[1])",
+            &["n"],
+            &["41"],
+        );
+        assert_eq!(r, Reply::Integer(42));
+        assert_eq!(
+            eval(&s, &mut h, "return redis.call('get', 'missing')", &[], &[]),
+            Reply::Null
+        );
+        assert_eq!(
+            eval(&s, &mut h, "return #KEYS .. ARGV[1]", &["a", "b"], &["c"]),
+            Reply::bulk("2c")
+        );
+        assert_eq!(
+            eval(&s, &mut h, "return redis.call('set', 'k', 10)", &[], &[]),
+            Reply::simple("OK")
+        );
+        assert_eq!(h.0.get(&b"k"[..]).map(|v| &v[..]), Some(&b"10"[..]));
+        eval(
+            &s,
+            &mut h,
+            "redis.log(redis.LOG_WARNING, 'hello', 3)",
+            &[],
+            &[],
+        );
+        assert_eq!(h.1, vec!["hello 3".to_string()]);
+    }
+
+    #[test]
+    fn errors_read_as_redis_writes_them() {
+        let s = Scripts::new(5000).unwrap();
+        let mut h = MapHost::default();
+        h.0.insert(Bytes::from_static(b"s"), Bytes::from_static(b"abc"));
+        let sha = |body: &str| String::from_utf8(sha1_hex(body.as_bytes()).to_vec()).unwrap();
+        let body = "return redis.call('incr','s')";
+        assert_eq!(
+            err(eval(&s, &mut h, body, &[], &[])),
+            format!(
+                "ERR value is not an integer or out of range script: {}, on @user_script:1.",
+                sha(body)
+            )
+        );
+        assert_eq!(
+            eval(&s, &mut h, "return redis.pcall('incr','s')", &[], &[]),
+            Reply::error("ERR value is not an integer or out of range")
+        );
+        let body = "\nerror('boom')";
+        assert_eq!(
+            err(eval(&s, &mut h, body, &[], &[])),
+            format!(
+                "ERR user_script:2: boom script: {}, on @user_script:2.",
+                sha(body)
+            )
+        );
+        assert!(err(eval(&s, &mut h, "x = 1", &[], &[]))
+            .starts_with("ERR user_script:1: Attempt to modify a readonly table script:"));
+        assert!(err(eval(&s, &mut h, "return y", &[], &[])).starts_with(
+            "ERR user_script:1: Script attempted to access nonexistent global variable 'y' script:"
+        ));
+        assert_eq!(
+            err(eval(&s, &mut h, "syntax error here", &[], &[])),
+            "ERR Error compiling script (new function): user_script:1: '=' expected near 'error'"
+        );
+        assert!(
+            err(eval(&s, &mut h, "return redis.call()", &[], &[])).starts_with(
+                "ERR Please specify at least one argument for this redis lib call script:"
+            )
+        );
+        assert!(
+            err(eval(&s, &mut h, "return redis.call('get', {})", &[], &[])).starts_with(
+                "ERR Lua redis lib command arguments must be strings or integers script:"
+            )
+        );
+        assert_eq!(
+            eval(&s, &mut h, "return redis.error_reply('My Error')", &[], &[]),
+            Reply::error("My Error")
+        );
+        assert_eq!(
+            eval(&s, &mut h, "return redis.status_reply('FINE')", &[], &[]),
+            Reply::simple("FINE")
+        );
+        assert_eq!(
+            eval(&s, &mut h, "return redis.sha1hex('')", &[], &[]),
+            Reply::bulk("da39a3ee5e6b4b0d3255bfef95601890afd80709")
+        );
+    }
+
+    #[test]
+    fn the_cache_serves_evalsha_until_flushed() {
+        let s = Scripts::new(5000).unwrap();
+        let mut h = MapHost::default();
+        let sha = s.load(b"return 'cached'").unwrap();
+        assert!(s.exists(&sha.map(|b| b.to_ascii_uppercase())));
+        assert_eq!(
+            s.run(Source::Sha(&sha), &[], &[], &mut h),
+            Reply::bulk("cached")
+        );
+        s.flush().unwrap();
+        assert!(!s.exists(&sha));
+        assert_eq!(
+            s.run(Source::Sha(&sha), &[], &[], &mut h),
+            Reply::error("NOSCRIPT No matching script. Please use EVAL.")
+        );
+        assert_eq!(s.kill(), Err(KillError::NotBusy));
+    }
+
+    #[test]
+    fn a_long_script_turns_busy_and_is_killed_unless_it_wrote() {
+        let s = Arc::new(Scripts::new(10).unwrap());
+        let killer = {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || {
+                while !s.busy() {
+                    std::thread::yield_now();
+                }
+                s.kill()
+            })
+        };
+        let mut h = MapHost::default();
+        let r = eval(&s, &mut h, "while true do end", &[], &[]);
+        assert_eq!(killer.join().unwrap(), Ok(()));
+        assert!(err(r).contains("Script killed by user with SCRIPT KILL"));
+        assert!(!s.busy());
+        // A script that wrote cannot be killed.
+        let refused = {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || {
+                while !s.busy() {
+                    std::thread::yield_now();
+                }
+                let r = s.kill();
+                // Let it finish: it stops itself after a while.
+                r
+            })
+        };
+        let r = eval(
+            &s,
+            &mut h,
+            "redis.call('set','w','1'); local i = 0; while i < 30000000 do i = i + 1 end; return i",
+            &[],
+            &[],
+        );
+        assert_eq!(refused.join().unwrap(), Err(KillError::Unkillable));
+        assert_eq!(r, Reply::Integer(30_000_000));
+    }
+}

@@ -1,0 +1,226 @@
+"""Lua scripts (EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT) against Redis 7 and the server under test.
+
+Replies are compared byte for byte with redis-server 7.0.15 (RESP2 and RESP3): the conversions
+between replies and Lua values, the errors a script raises and where, read-only globals, the
+`redis` table, the script cache. Then what libraries build on scripts: redis-py's `Lock` and
+`register_script`, and a script that fails half way keeping the writes it made (Redis has no
+rollback).
+"""
+
+import hashlib
+import threading
+import time
+
+import pytest
+
+
+def replies(server, protocol, script):
+    """Sends each command of `script` on one fresh raw connection; returns the parsed replies."""
+    c = server.conn()
+    if protocol == 3:
+        c.call("HELLO", "3")
+    out = [c.call(*cmd) for cmd in script]
+    c.close()
+    return out
+
+
+CACHED = hashlib.sha1(b"return 'cached'").hexdigest()
+
+
+def ev(body, *keys_then_args, numkeys=None):
+    """An EVAL request; numkeys defaults to every argument being a key."""
+    n = len(keys_then_args) if numkeys is None else numkeys
+    return ["EVAL", body, str(n), *keys_then_args]
+
+
+CASES = {
+    "conversions": [
+        ev("return 3.99"),
+        ev("return -3.99"),
+        ev("return true"),
+        ev("return false"),
+        ev("return nil"),
+        ev("return 'x'"),
+        ev("return {1, 'a', {2, {3}}, nil, 5}"),
+        ev("return {}"),
+        ev("return {err = 'My Error'}"),
+        ev("return {ok = 'FINE'}"),
+        ev("return redis.error_reply('My Error')"),
+        ev("return redis.status_reply('FINE')"),
+        ev("return redis.sha1hex('')"),
+        ev("return redis.sha1hex('Pizza & Mandolino')"),
+        ["SET", "n", "7"],
+        ev("return {redis.call('get', 'n'), redis.call('get', 'missing'), redis.call('incr', 'n')}"),
+        ev("local t = redis.call('set', 'k', 'v'); return type(t) .. t.ok"),
+        ev("return redis.call('exists', 'k', 'nope', 'n')"),
+    ],
+    "keys-and-argv": [
+        ev("return {KEYS[1], KEYS[2], ARGV[1], ARGV[2], #KEYS, #ARGV}", "a", "b", "c", numkeys=2),
+        ev("return #KEYS .. ARGV[1]", "a", "b", "c", numkeys=2),
+        ["EVAL", "return 1", "-1"],
+        ["EVAL", "return 1", "3", "a"],
+        ["EVAL", "return 1", "x"],
+        ["EVAL", "return 1"],
+        ev("redis.call('set', KEYS[1], ARGV[1]); return redis.call('get', KEYS[1])", "kk", "vv", numkeys=1),
+    ],
+    "errors": [
+        ["SET", "s", "abc"],
+        ev("return redis.call('incr', 's')"),
+        ev("return redis.pcall('incr', 's')"),
+        ev("local e = redis.pcall('incr', 's'); return e['err']"),
+        ev("\n\nreturn redis.call('incr', 's')"),
+        ev("error('boom')"),
+        ev("error({err = 'CUSTOM failure'})"),
+        ev("return redis.call('nosuch')"),
+        ev("return redis.pcall('nosuch')"),
+        ev("return redis.call()"),
+        ev("return redis.call(1)"),
+        ev("return redis.call('get', {})"),
+        ev("return redis.call('get')"),
+        ev("return redis.call('shutdown')"),
+        ev("return redis.call('multi')"),
+        ev("return redis.call('eval', 'return 1', '0')"),
+        ev("syntax error here"),
+        ev("return 1 +"),
+    ],
+    "globals": [
+        ev("x = 1"),
+        ev("return y"),
+        ev("return _G.x"),
+        ev("local ok, e = pcall(function() z = 1 end); return tostring(ok)"),
+        ev("local t = {}; t.a = 1; return t.a"),
+        ev("return type(loadfile)"),
+        ev("return type(dofile)"),
+        ev("return bit.band(7, 3) .. ' ' .. bit.bor(1, 2) .. ' ' .. bit.tohex(255)"),
+        ev("return redis.REDIS_VERSION_NUM > 0"),
+        ev("return redis.LOG_WARNING"),
+    ],
+    "read-only": [
+        ["SET", "ro", "1"],
+        ["EVAL_RO", "return redis.call('get', KEYS[1])", "1", "ro"],
+        ["EVAL_RO", "return redis.call('set', KEYS[1], '2')", "1", "ro"],
+        ["EVAL_RO", "return redis.pcall('del', KEYS[1])", "1", "ro"],
+        ["GET", "ro"],
+    ],
+    "cache": [
+        ["SCRIPT", "LOAD", "return 'cached'"],
+        ["EVALSHA", CACHED, "0"],
+        ["EVALSHA", CACHED.upper(), "0"],
+        ["SCRIPT", "EXISTS", CACHED, "nosuchsha"],
+        ["EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"],
+        ["SCRIPT", "LOAD", "syntax error"],
+        ["SCRIPT", "FLUSH", "bad"],
+        ["SCRIPT", "FLUSH", "SYNC"],
+        ["EVALSHA", CACHED, "0"],
+        ["SCRIPT", "KILL"],
+        ["SCRIPT", "nosuch"],
+        ["SCRIPT", "EXISTS"],
+    ],
+    "select-and-transactions": [
+        ev("redis.call('select', 3); redis.call('set', 'in3', 'x'); return redis.call('get', 'in3')"),
+        ["GET", "in3"],
+        ["SELECT", "3"],
+        ["GET", "in3"],
+        ["SELECT", "0"],
+        ["MULTI"],
+        ev("return redis.call('incr', 'm')"),
+        ev("return redis.call('incr', 'm')"),
+        ["EXEC"],
+        ev("redis.call('set', 'half', '1'); redis.call('incr', 's2'); redis.call('set', 's2', 'x'); return redis.call('incr', 's2')"),
+        ["GET", "half"],
+    ],
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_replies_match_redis_byte_for_byte(start_server, protocol, case):
+    ref = start_server("redis")
+    tgt = start_server("rialto")
+    assert replies(tgt, protocol, CASES[case]) == replies(ref, protocol, CASES[case])
+
+
+def test_evalsha_of_a_loaded_script_and_resp3_conversions(r, protocol):
+    sha = r.script_load("return {KEYS[1], ARGV[1]}")
+    assert r.evalsha(sha, 1, "k", "v") == [b"k", b"v"]
+    assert r.script_exists(sha) == [True]
+    r.script_flush()
+    assert r.script_exists(sha) == [False]
+    # A script may speak RESP3 to the commands it calls, whatever its client speaks.
+    got = r.eval("redis.setresp(3); return redis.call('ping')", 0)
+    assert got in (b"PONG", "PONG", True)
+
+
+def test_redis_py_lock_acquires_and_releases(server, protocol):
+    a = server.client(protocol=protocol)
+    b = server.client(protocol=protocol)
+    lock = a.lock("resource", timeout=10, blocking=False)
+    assert lock.acquire()
+    other = b.lock("resource", timeout=10, blocking=False)
+    assert not other.acquire()
+    lock.extend(5)
+    lock.release()
+    assert other.acquire()
+    other.release()
+    assert a.get("resource") is None
+    a.close()
+    b.close()
+
+
+def test_registered_script_increments_atomically_from_threads(server, protocol):
+    clients = [server.client(protocol=protocol) for _ in range(4)]
+    incr2 = clients[0].register_script(
+        "local a = redis.call('incr', KEYS[1]); local b = redis.call('incr', KEYS[2]); return a - b"
+    )
+    diffs = []
+
+    def work(c):
+        for _ in range(100):
+            diffs.append(incr2(keys=["x", "y"], client=c))
+
+    threads = [threading.Thread(target=work, args=(c,)) for c in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # Each script's two increments are never split by another's.
+    assert set(diffs) == {0}
+    assert int(clients[0].get("x")) == int(clients[0].get("y")) == 400
+    for c in clients:
+        c.close()
+
+
+def test_a_busy_read_only_script_gets_busy_replies_and_is_killed(target, start_server, monkeypatch):
+    # Other connections are served while a script runs when scripts do not run on a
+    # connection thread: with the merger on a thread of its own.
+    if target == "rialto":
+        monkeypatch.setenv("RIALTO_ARGS", "--merger-inline no --threads 2")
+    s = start_server(target)
+    runner = s.client()
+    runner.config_set("lua-time-limit", 100)
+    result = {}
+
+    def run():
+        try:
+            result["reply"] = runner.eval("local i = 0; while true do i = i + 1 end", 0)
+        except Exception as e:  # noqa: BLE001 - the error is the point
+            result["error"] = str(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    other = s.client()
+    deadline = time.time() + 10
+    busy = None
+    while time.time() < deadline:
+        try:
+            other.ping()
+        except Exception as e:  # noqa: BLE001
+            busy = str(e)
+            break
+        time.sleep(0.02)
+    assert busy is not None and busy.startswith("BUSY"), busy
+    assert other.script_kill()
+    t.join(10)
+    assert "Script killed by user with SCRIPT KILL" in result.get("error", ""), result
+    assert other.ping()
+    runner.close()
+    other.close()
