@@ -1,4 +1,5 @@
-"""Lua scripts (EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT) against Redis 7 and the server under test.
+"""Lua scripts (EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT) and functions (FUNCTION, FCALL,
+FCALL_RO) against Redis 7 and the server under test.
 
 Replies are compared byte for byte with redis-server 7.0.15 (RESP2 and RESP3): the conversions
 between replies and Lua values, the errors a script raises and where, read-only globals, the
@@ -116,6 +117,51 @@ CASES = {
         ["SCRIPT", "nosuch"],
         ["SCRIPT", "EXISTS"],
     ],
+    "functions": [
+        ["FUNCTION", "FLUSH"],
+        ["FUNCTION", "LOAD", "#!lua name=mylib\nredis.register_function('echo', function(keys, args) return args[1] end)\n"
+         "redis.register_function{function_name='ro', callback=function(keys) return redis.call('get', keys[1]) end, "
+         "flags={'no-writes'}, description='reads'}"],
+        ["FUNCTION", "LOAD", "#!lua name=mylib\nredis.register_function('x', function() return 1 end)"],
+        ["FUNCTION", "LOAD", "#!lua name=other\nredis.register_function('echo', function() return 1 end)"],
+        ["FUNCTION", "LOAD", "redis.register_function('x', function() return 1 end)"],
+        ["FUNCTION", "LOAD", "#!lua name=e\nreturn 1"],
+        ["FUNCTION", "LOAD", "#!lua name=c\nredis.call('ping')"],
+        ["FUNCTION", "LOAD", "#!lua name=c2\nx = 1"],
+        ["FUNCTION", "LOAD", "#!js name=c3\nx"],
+        ["FUNCTION", "LOAD", "#!lua name=c4 foo=bar\nx"],
+        ["FUNCTION", "LOAD", "#!lua name=bad-name\nredis.register_function('x', function() return 1 end)"],
+        ["FUNCTION", "LOAD", "#!lua name=f1\nredis.register_function{function_name='f', callback=function() return 1 end, flags={'bad-flag'}}"],
+        ["FUNCTION", "LOAD", "#!lua name=f1\nredis.register_function{function_name='f', callback=function() return 1 end, nosuch=1}"],
+        ["FCALL", "echo", "0", "hello"],
+        ["FCALL_RO", "echo", "0", "hello"],
+        ["SET", "k", "v"],
+        ["FCALL_RO", "ro", "1", "k"],
+        ["FCALL", "nosuch", "0"],
+        ["FCALL", "echo", "-1"],
+        ["FCALL", "echo", "3", "a"],
+        ["FUNCTION", "LIST", "LIBRARYNAME", "nomatch*"],
+        ["FUNCTION", "LIST", "bad"],
+        ["FUNCTION", "LIST", "LIBRARYNAME"],
+        ["FUNCTION", "STATS"],
+        ["FUNCTION", "LOAD", "REPLACE", "#!lua name=mylib\nredis.register_function('echo', function(keys, args) return 'v2' end)"],
+        ["FCALL", "echo", "0"],
+        ["FCALL_RO", "ro", "1", "k"],
+        ["FUNCTION", "LOAD", "#!lua name=errs\nredis.register_function('boom', function() error('boom') end)\n"
+         "redis.register_function('callerr', function(keys) return redis.call('incr', keys[1]) end)"],
+        ["FCALL", "boom", "0"],
+        ["FCALL", "callerr", "1", "k"],
+        ["FUNCTION", "DELETE", "nosuch"],
+        ["FUNCTION", "DELETE", "errs"],
+        ["FUNCTION", "RESTORE", "bad"],
+        ["FUNCTION", "RESTORE", "bad", "nopolicy"],
+        ["FUNCTION", "FLUSH", "bad"],
+        ["FUNCTION", "KILL"],
+        ["FLUSHALL"],
+        ["FCALL", "echo", "0"],
+        ["FUNCTION", "FLUSH", "SYNC"],
+        ["FCALL", "echo", "0"],
+    ],
     "select-and-transactions": [
         ev("redis.call('select', 3); redis.call('set', 'in3', 'x'); return redis.call('get', 'in3')"),
         ["GET", "in3"],
@@ -224,3 +270,63 @@ def test_a_busy_read_only_script_gets_busy_replies_and_is_killed(target, start_s
     assert other.ping()
     runner.close()
     other.close()
+
+
+def test_function_dump_and_restore_round_trip(r):
+    r.function_flush()
+    r.function_load("#!lua name=lib1\nredis.register_function('f1', function() return 1 end)")
+    r.function_load("#!lua name=lib2\nredis.register_function('f2', function() return 2 end)")
+    payload = r.function_dump()
+    r.function_flush()
+    with pytest.raises(Exception, match="Function not found"):
+        r.fcall("f1", 0)
+    r.function_restore(payload)
+    assert r.fcall("f1", 0) == 1 and r.fcall("f2", 0) == 2
+    with pytest.raises(Exception, match="already exists"):
+        r.function_restore(payload)
+    r.function_restore(payload, "REPLACE")
+    r.function_restore(payload, "FLUSH")
+    assert len(r.function_list()) == 2
+
+
+def test_libraries_survive_a_restart_and_flushall(target, start_server):
+    if target == "redis":
+        pytest.skip("the reference redis-server runs without persistence")
+    s = start_server("rialto")
+    c = s.client()
+    c.function_load("#!lua name=keep\nredis.register_function('kept', function() return 'here' end)")
+    c.flushall()
+    assert c.fcall("kept", 0) == b"here"
+    c.shutdown()
+    assert s.wait_exit(15) == 0
+    c.close()
+    s2 = start_server("rialto", data_dir=s.dir)
+    c = s2.client()
+    assert c.fcall("kept", 0) == b"here"
+    assert c.function_list()[0][:2] == [b"library_name", b"keep"]
+    c.close()
+
+
+def _listing(client, *args):
+    """FUNCTION LIST as {library: (engine, sorted functions as (name, description, flags), code)}."""
+    out = {}
+    for lib in client.execute_command("FUNCTION", "LIST", *args):
+        lib = dict(zip(lib[::2], lib[1::2])) if isinstance(lib, list) else lib
+        fns = []
+        for f in lib[b"functions"]:
+            f = dict(zip(f[::2], f[1::2])) if isinstance(f, list) else f
+            fns.append((f[b"name"], f[b"description"], sorted(f[b"flags"])))
+        out[lib[b"library_name"]] = (lib[b"engine"], sorted(fns), lib.get(b"library_code"))
+    return out
+
+
+def test_function_list_matches_redis_whatever_the_order(pair):
+    ref, tgt = pair
+    for c in (ref, tgt):
+        c.function_flush()
+        c.function_load("#!lua name=mylib\nredis.register_function('echo', function(k, a) return a[1] end)\n"
+                        "redis.register_function{function_name='ro', callback=function(k) return 1 end, "
+                        "flags={'no-writes', 'allow-stale'}, description='reads'}")
+        c.function_load("#!lua name=other\nredis.register_function('o', function() return 1 end)")
+    for args in [(), ("WITHCODE",), ("LIBRARYNAME", "my*"), ("LIBRARYNAME", "*", "WITHCODE")]:
+        assert _listing(tgt, *args) == _listing(ref, *args), args

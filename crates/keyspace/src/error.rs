@@ -53,6 +53,9 @@ pub enum Error {
     /// The engine failed (I/O, read-only after a failed sync, closed).
     #[error(transparent)]
     Engine(#[from] rialto_engine::Error),
+    /// A function library change was refused.
+    #[error(transparent)]
+    Library(#[from] LibraryError),
     /// An operation's bytes do not decode (see [`crate::Op::decode`]).
     #[error("operation does not decode: {0}")]
     BadOp(&'static str),
@@ -60,3 +63,17 @@ pub enum Error {
 
 /// Result of keyspace operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a change to the function libraries was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LibraryError {
+    /// A library of that name exists (and the change does not replace it).
+    #[error("library '{0}' already exists")]
+    Exists(String),
+    /// No library of that name.
+    #[error("library not found")]
+    NotFound,
+    /// Another library registers a function of that name.
+    #[error("function {0} already exists")]
+    FunctionExists(String),
+}

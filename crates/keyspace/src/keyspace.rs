@@ -357,6 +357,11 @@ impl Keyspace {
         Ok(h.digest())
     }
 
+    /// Every stored function library, in name order, as the published state holds them.
+    pub fn libraries(&self) -> Result<Vec<crate::op::LibrarySource>> {
+        crate::library::load_all(&self.db)
+    }
+
     /// The engine's counters.
     pub fn engine_stats(&self) -> EngineStats {
         self.db.stats()

@@ -19,17 +19,21 @@ mod float;
 mod keys;
 mod keyspace;
 mod layout;
+mod library;
 mod op;
 mod stores;
 mod value;
 mod walk;
 mod watch;
 
-pub use error::{Error, Result};
+pub use error::{Error, LibraryError, Result};
 pub use keys::{check_key, check_value_len, Keys, RawRead, Reader};
 pub use keyspace::{Keyspace, KeyspaceOptions, OpenError, Transaction};
 pub use layout::{CorruptRecord, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
-pub use op::{BadTime, Cond, ExpireCond, Op, OpKind, Set, StoreOp, TtlChange, FORMAT_VERSION};
+pub use op::{
+    BadTime, Cond, ExpireCond, LibraryOp, LibrarySource, Op, OpKind, RestorePolicy, Set, StoreOp,
+    TtlChange, FORMAT_VERSION,
+};
 pub use rialto_sort::DuplicatePolicy;
 pub use stores::{
     lower_thread_priority, Catalog, PassReport, PushGuard, PushPageCache, PushRefusal, PushReport,

@@ -1,7 +1,7 @@
 //! `apply` is deterministic: random sequences of ops — strings, expiry (with the clock moving
 //! past expiry times), the expiry pass's deletions, stores, streamed writes landing on a
 //! store's versions and real-time log during a push, the push's swap and abort, rollbacks,
-//! FLUSHDB and FLUSHALL steps, and ops that fail — applied to two fresh keyspaces give the same replies and the same
+//! FLUSHDB and FLUSHALL steps, function library changes, and ops that fail — applied to two fresh keyspaces give the same replies and the same
 //! content digest; and each op, encoded to bytes and decoded, applies as the original did.
 
 use std::sync::Arc;
@@ -10,8 +10,8 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use rialto_io::{Clock, Fs, MemFs, SystemClock};
 use rialto_keyspace::{
-    Cond, ExpireCond, Keyspace, KeyspaceOptions, Op, OpKind, Set, StoreOp, StoreOptions, TtlChange,
-    Value, VersionInfo,
+    Cond, ExpireCond, Keyspace, KeyspaceOptions, LibraryOp, LibrarySource, Op, OpKind,
+    RestorePolicy, Set, StoreOp, StoreOptions, TtlChange, Value, VersionInfo,
 };
 
 const KEYS: &[&str] = &["a", "b", "c", "n", "s:x", "s:y", "t:z"];
@@ -135,7 +135,26 @@ fn kind() -> impl Strategy<Value = OpKind> {
                 // Swapping in an empty version onto which the streamed writes are replayed.
                 swap: swap.then_some((VersionInfo { number: 0, records: 0, bytes: 0, created_ms: 0 }, 0)),
             })),
+        1 => (library(), any::<bool>()).prop_map(|(lib, replace)| OpKind::Library(LibraryOp::Put { lib, replace })),
+        1 => prop::sample::select(&["la", "lb"][..]).prop_map(|n| OpKind::Library(LibraryOp::Delete { name: n.to_string() })),
+        1 => Just(OpKind::Library(LibraryOp::Flush)),
+        1 => (prop::collection::vec(library(), 0..3), prop_oneof![
+                Just(RestorePolicy::Append), Just(RestorePolicy::Replace), Just(RestorePolicy::Flush)
+            ]).prop_map(|(libs, policy)| OpKind::Library(LibraryOp::Restore { libs, policy })),
     ]
+}
+
+/// A library: two names and three functions, so that names and functions collide.
+fn library() -> impl Strategy<Value = LibrarySource> {
+    (
+        prop::sample::select(&["la", "lb"][..]),
+        prop::collection::vec(prop::sample::select(&["f", "g", "h"][..]), 1..3),
+    )
+        .prop_map(|(name, fs)| LibrarySource {
+            name: name.to_string(),
+            functions: fs.iter().map(|f| f.to_string()).collect(),
+            code: Bytes::from(format!("#!lua name={name}\n-- {}", fs.join(" "))),
+        })
 }
 
 fn steps() -> impl Strategy<Value = Vec<Step>> {

@@ -8,7 +8,9 @@
 mod api;
 mod bit;
 mod convert;
+mod functions;
 mod vm;
 
 pub use convert::{lua_to_reply, reply_to_lua};
+pub use functions::{dump, undump, FunctionInfo, LibraryInfo};
 pub use vm::{sha1_hex, Host, KillError, Scripts, Source};

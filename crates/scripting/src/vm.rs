@@ -30,6 +30,8 @@ pub trait Host {
     fn call(&mut self, args: Vec<Bytes>) -> (Reply, bool);
     /// `redis.log`: `level` 0 (debug) to 3 (warning).
     fn log(&mut self, level: u8, message: &str);
+    /// From now on, refuse write commands (a function declared `no-writes`, FCALL_RO).
+    fn refuse_writes(&mut self);
 }
 
 /// Which script to run.
@@ -53,7 +55,7 @@ pub enum KillError {
 
 /// The state of the script running now, read by other threads.
 #[derive(Default)]
-struct Running {
+pub(crate) struct Running {
     /// A script is running.
     active: AtomicBool,
     /// It has run past `lua-time-limit`: other clients get BUSY.
@@ -68,24 +70,33 @@ struct Running {
     limit_ms: AtomicU64,
 }
 
-struct Vm {
-    lua: Lua,
+pub(crate) struct Vm {
+    pub(crate) lua: Lua,
     /// Cached scripts, by lowercase SHA1 hex.
     cache: HashMap<[u8; 40], Function>,
-    /// The environment chunks run in (read-only globals).
-    env: Table,
+    /// The environment scripts run in (read-only globals).
+    pub(crate) env: Table,
+    /// The environment function libraries run in, and the table naming their `redis`.
+    pub(crate) fenv: Table,
+    pub(crate) fstate: Table,
+    /// Functions of the installed libraries: name → callback, whether it may not write.
+    pub(crate) functions: HashMap<String, (Function, bool)>,
     /// The real globals (where KEYS and ARGV are set).
     globals: Table,
-    /// Runs a chunk under the error handler that records where an error was raised:
-    /// `runner(f)` returns `true, result` or `false, {err = text | raw = error, line = n}`.
-    runner: Function,
+    /// Runs a function under the error handler that records where an error was raised:
+    /// `runner(f, keys, args)` returns `true, result` or `false, {err = text | raw = error,
+    /// line = n}`.
+    pub(crate) runner: Function,
     /// The `redis` table (call and pcall are bound per run).
-    redis: Table,
+    pub(crate) redis: Table,
 }
 
 /// The scripting engine.
 pub struct Scripts {
-    vm: Mutex<Vm>,
+    pub(crate) vm: Mutex<Vm>,
+    /// The installed function libraries, by name (kept to reinstall them into a fresh
+    /// interpreter, and for FUNCTION LIST, DUMP and STATS).
+    pub(crate) libraries: Mutex<std::collections::BTreeMap<String, crate::functions::LibraryInfo>>,
     running: Arc<Running>,
     epoch: Instant,
 }
@@ -109,7 +120,12 @@ impl Scripts {
         running.limit_ms.store(limit_ms, Ordering::Relaxed);
         let epoch = Instant::now();
         let vm = Mutex::new(Vm::new(Arc::clone(&running), epoch)?);
-        Ok(Scripts { vm, running, epoch })
+        Ok(Scripts {
+            vm,
+            libraries: Mutex::default(),
+            running,
+            epoch,
+        })
     }
 
     /// Sets `lua-time-limit`, milliseconds.
@@ -150,7 +166,8 @@ impl Scripts {
     /// SCRIPT FLUSH: forgets every cached script (and starts a fresh interpreter, so nothing
     /// a script left in the libraries' tables survives).
     pub fn flush(&self) -> Result<(), mlua::Error> {
-        let fresh = Vm::new(Arc::clone(&self.running), self.epoch)?;
+        let mut fresh = Vm::new(Arc::clone(&self.running), self.epoch)?;
+        self.reinstall(&mut fresh);
         *self.vm.lock() = fresh;
         Ok(())
     }
@@ -180,6 +197,23 @@ impl Scripts {
                 None => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
             },
         };
+        let label = String::from_utf8_lossy(&sha).into_owned();
+        self.run_in(&mut vm, &label, "user_script", f, false, keys, argv, host)
+    }
+
+    /// Runs `f` as the running script: SCRIPT KILL and the time limit see it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn run_in(
+        &self,
+        vm: &mut Vm,
+        label: &str,
+        chunk: &str,
+        f: Function,
+        as_function: bool,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        host: &mut dyn Host,
+    ) -> Reply {
         let r = &self.running;
         r.kill.store(false, Ordering::Relaxed);
         r.wrote.store(false, Ordering::Relaxed);
@@ -188,7 +222,7 @@ impl Scripts {
             .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
         r.active.store(true, Ordering::Release);
         let reply = vm
-            .run(&sha, f, keys, argv, host, &self.running)
+            .run(label, chunk, f, as_function, keys, argv, host, r)
             .unwrap_or_else(|e| {
                 Reply::Error(Bytes::from(format!(
                     "ERR internal error running script: {e}"
@@ -240,7 +274,7 @@ impl Vm {
                     -- Where in the script: the nearest frame of its chunk (past redis.call
                     -- and the environment's own functions).
                     local level, i = 2, dbg.getinfo(2, "Sl")
-                    while i and i.source ~= "@user_script" do
+                    while i and i.source ~= "@user_script" and i.source ~= "@user_function" do
                         level = level + 1
                         i = dbg.getinfo(level, "Sl")
                     end
@@ -251,7 +285,9 @@ impl Vm {
                     if i then out.line = i.currentline end
                     return out
                 end
-                return function(f) return xpcall(f, handler) end
+                return function(f, keys, args)
+                    return xpcall(function() return f(keys, args) end, handler)
+                end
                 "#,
             )
             .set_name("=rialto")
@@ -286,6 +322,30 @@ impl Vm {
             )
             .set_name("=rialto")
             .call(globals.clone())?;
+        // The environment of function libraries: the same, except that `redis` is the table
+        // `fstate.redis` holds now — the loading one (register_function) while a library
+        // loads, the full one while a function runs.
+        let fstate = lua.create_table()?;
+        let fenv: Table = lua
+            .load(
+                r#"
+                local real, state = ...
+                return setmetatable({}, {
+                    __index = function(_, k)
+                        if k == "redis" then return state.redis end
+                        local v = rawget(real, k)
+                        if v == nil then
+                            error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+                        end
+                        return v
+                    end,
+                    __newindex = function() error("Attempt to modify a readonly table", 2) end,
+                    __metatable = false,
+                })
+                "#,
+            )
+            .set_name("=rialto")
+            .call((globals.clone(), fstate.clone()))?;
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             move |_, _| {
@@ -307,6 +367,9 @@ impl Vm {
             lua,
             cache: HashMap::new(),
             env,
+            fenv,
+            fstate,
+            functions: HashMap::new(),
             globals,
             runner,
             redis,
@@ -333,32 +396,36 @@ impl Vm {
         Ok(f)
     }
 
-    fn run(
+    /// Runs `f` — a script's chunk (`args` `None`: KEYS and ARGV are globals) or a library's
+    /// function (called with the key and argument tables) — naming it `label` in errors.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn run(
         &mut self,
-        sha: &[u8; 40],
+        label: &str,
+        chunk: &str,
         f: Function,
+        as_function: bool,
         keys: &[Bytes],
         argv: &[Bytes],
         host: &mut dyn Host,
         running: &Running,
     ) -> mlua::Result<Reply> {
         let lua = &self.lua;
-        self.globals.raw_set(
-            "KEYS",
+        let strings = |v: &[Bytes]| -> mlua::Result<Table> {
             lua.create_sequence_from(
-                keys.iter()
+                v.iter()
                     .map(|k| lua.create_string(&k[..]))
                     .collect::<mlua::Result<Vec<_>>>()?,
-            )?,
-        )?;
-        self.globals.raw_set(
-            "ARGV",
-            lua.create_sequence_from(
-                argv.iter()
-                    .map(|k| lua.create_string(&k[..]))
-                    .collect::<mlua::Result<Vec<_>>>()?,
-            )?,
-        )?;
+            )
+        };
+        let (keys_t, argv_t) = (strings(keys)?, strings(argv)?);
+        if as_function {
+            self.fstate.raw_set("redis", self.redis.clone())?;
+        }
+        if !as_function {
+            self.globals.raw_set("KEYS", keys_t.clone())?;
+            self.globals.raw_set("ARGV", argv_t.clone())?;
+        }
         let resp = std::cell::Cell::new(2u8);
         let host = std::cell::RefCell::new(host);
         // One command: `Ok(reply as Lua)`, or `Err(error text)` for an error reply.
@@ -452,7 +519,11 @@ impl Vm {
                 .set_name("=rialto")
                 .into_function()?;
             bind.call::<()>((self.redis.clone(), call, pcall, setresp, log))?;
-            self.runner.call::<MultiValue>(f)
+            if as_function {
+                self.runner.call::<MultiValue>((f, keys_t, argv_t))
+            } else {
+                self.runner.call::<MultiValue>(f)
+            }
         })?;
         // The per-run functions are gone with the scope; leave none behind.
         for name in ["call", "pcall", "setresp", "log"] {
@@ -464,13 +535,13 @@ impl Vm {
         if ok {
             return Ok(lua_to_reply(&value));
         }
-        Ok(script_error(sha, &value))
+        Ok(script_error(label, chunk, &value))
     }
 }
 
 /// An error reply `redis.call` raises: it stops the script, and the script's reply is it.
 #[derive(Debug)]
-struct CallError(String);
+pub(crate) struct CallError(pub(crate) String);
 
 impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -498,9 +569,8 @@ fn err_table(lua: &Lua, text: &str) -> mlua::Result<Value> {
 }
 
 /// The reply for a script that raised: the error handler's `{err | raw, line}`. Redis
-/// appends the script and the line where it failed.
-fn script_error(sha: &[u8; 40], value: &Value) -> Reply {
-    let sha = std::str::from_utf8(sha).unwrap_or_default();
+/// appends the script (its SHA1, or the function's name) and the line where it failed.
+pub(crate) fn script_error(label: &str, chunk: &str, value: &Value) -> Reply {
     let (text, line) = match value {
         Value::Table(t) => {
             let line = match t.raw_get::<Value>("line") {
@@ -523,12 +593,12 @@ fn script_error(sha: &[u8; 40], value: &Value) -> Reply {
     };
     let text = one_line(&text);
     Reply::Error(Bytes::from(format!(
-        "{text} script: {sha}, on @user_script:{line}."
+        "{text} script: {label}, on @{chunk}:{line}."
     )))
 }
 
 /// The message of a Lua error, without mlua's traceback.
-fn lua_message(e: &mlua::Error) -> String {
+pub(crate) fn lua_message(e: &mlua::Error) -> String {
     match e {
         mlua::Error::SyntaxError { message, .. } => message.clone(),
         mlua::Error::RuntimeError(m) => m.clone(),
@@ -538,7 +608,7 @@ fn lua_message(e: &mlua::Error) -> String {
 }
 
 /// Error replies are one line.
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     s.replace(['\r', '\n'], " ")
 }
 
@@ -592,6 +662,7 @@ mod tests {
         fn log(&mut self, _: u8, message: &str) {
             self.1.push(message.to_string());
         }
+        fn refuse_writes(&mut self) {}
     }
 
     fn eval(s: &Scripts, host: &mut MapHost, body: &str, keys: &[&str], argv: &[&str]) -> Reply {
@@ -761,5 +832,77 @@ mod tests {
         );
         assert_eq!(refused.join().unwrap(), Err(KillError::Unkillable));
         assert_eq!(r, Reply::Integer(30_000_000));
+    }
+
+    #[test]
+    fn libraries_load_register_and_run_as_redis_functions_do() {
+        let s = Scripts::new(5000).unwrap();
+        let mut h = MapHost::default();
+        let e = |r: Result<crate::LibraryInfo, Reply>| err(r.expect_err("refused"));
+        let code = "#!lua name=mylib\nredis.register_function('echo', function(keys, args) return args[1] end)\nredis.register_function{function_name='ro', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}, description='reads'}";
+        let lib = s.check_library(code.as_bytes()).unwrap();
+        assert_eq!(lib.name, "mylib");
+        assert_eq!(lib.functions.len(), 2);
+        assert_eq!(lib.functions[1].flags, vec!["no-writes"]);
+        assert_eq!(
+            s.fcall(b"echo", &[], &[], false, &mut h),
+            Reply::error("ERR Function not found")
+        );
+        s.install_library(lib).unwrap();
+        let b = |x: &'static str| Bytes::from_static(x.as_bytes());
+        assert_eq!(
+            s.fcall(b"echo", &[], &[b("hi")], false, &mut h),
+            Reply::bulk("hi")
+        );
+        assert_eq!(
+            s.fcall(b"echo", &[], &[], true, &mut h),
+            Reply::error("ERR Can not execute a script with write flag using *_ro command.")
+        );
+        h.0.insert(b("k"), b("v"));
+        assert_eq!(
+            s.fcall(b"ro", &[b("k")], &[], true, &mut h),
+            Reply::bulk("v")
+        );
+        // SCRIPT FLUSH empties the script cache, not the libraries.
+        s.flush().unwrap();
+        assert_eq!(
+            s.fcall(b"echo", &[], &[b("again")], false, &mut h),
+            Reply::bulk("again")
+        );
+        assert_eq!(
+            e(s.check_library(b"#!lua name=e\nreturn 1")),
+            "ERR No functions registered"
+        );
+        assert_eq!(
+            e(s.check_library(b"#!lua name=c\nredis.call('ping')")),
+            "ERR Error registering functions: ERR user_function:2: Script attempted to access nonexistent global variable 'call'"
+        );
+        assert_eq!(
+            e(s.check_library(b"#!lua name=c2\nx = 1")),
+            "ERR Error registering functions: ERR user_function:2: Attempt to modify a readonly table"
+        );
+        assert_eq!(
+            e(s.check_library(b"#!lua name=f\nredis.register_function{function_name='f', callback=function() end, flags={'bad'}}")),
+            "ERR Error registering functions: ERR unknown flag given"
+        );
+        assert_eq!(
+            e(s.check_library(b"#!lua name=d\nredis.register_function('f', function() end)\nredis.register_function('f', function() end)")),
+            "ERR Error registering functions: ERR Function already exists in the library"
+        );
+        let boom = "#!lua name=boom\nredis.register_function('boom', function() error('boom') end)";
+        s.install_library(s.check_library(boom.as_bytes()).unwrap())
+            .unwrap();
+        assert_eq!(
+            s.fcall(b"boom", &[], &[], false, &mut h),
+            Reply::error("ERR user_function:2: boom script: boom, on @user_function:2.")
+        );
+        s.remove_library("mylib");
+        assert_eq!(
+            s.fcall(b"echo", &[], &[], false, &mut h),
+            Reply::error("ERR Function not found")
+        );
+        assert_eq!(s.libraries().len(), 1);
+        s.flush_libraries();
+        assert!(s.libraries().is_empty());
     }
 }

@@ -88,8 +88,19 @@ pub fn keyspace_error(e: &rialto_keyspace::Error) -> Reply {
         E::NoSuchKey => Reply::error("ERR no such key"),
         E::InvalidExpire { command } => invalid_expire(command),
         E::Store(s) => store_error(s),
+        E::Library(l) => library_error(l),
         E::Engine(e) => engine_error(e),
         E::Corrupt(_) | E::BadOp(_) => clean(format!("ERR {e}")),
+    }
+}
+
+/// A refused function library change, in Redis's words.
+pub fn library_error(e: &rialto_keyspace::LibraryError) -> Reply {
+    use rialto_keyspace::LibraryError as L;
+    match e {
+        L::Exists(name) => clean(format!("ERR Library '{name}' already exists")),
+        L::NotFound => Reply::error("ERR Library not found"),
+        L::FunctionExists(f) => clean(format!("ERR Function {f} already exists")),
     }
 }
 

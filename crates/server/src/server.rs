@@ -214,6 +214,18 @@ impl Server {
             .collect();
         let scripts = rialto_scripting::Scripts::new(cfg.lua_time_limit_ms)
             .map_err(|e| ServerError::Start(format!("the Lua interpreter: {e}")))?;
+        // The function libraries live with the data: back into the interpreter.
+        let libraries = keyspace
+            .libraries()
+            .map_err(|e| ServerError::Start(format!("function libraries: {e}")))?;
+        for lib in libraries {
+            let loaded = scripts
+                .check_library(&lib.code)
+                .and_then(|info| scripts.install_library(info));
+            if let Err(r) = loaded {
+                tracing::warn!(library = %lib.name, error = ?r, "a stored function library does not load; FCALL will not find its functions");
+            }
+        }
         let shared = Arc::new(Shared {
             scripts: Arc::new(scripts),
             config: RwLock::new(cfg),

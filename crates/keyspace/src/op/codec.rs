@@ -29,6 +29,11 @@
 //!  20 PushEnd      store: string | swap: u8 | [number: u32 LE | records: u64 | bytes: u64
 //!                  | created_ms: i64 | from: u64 if swap]
 //!  21 FlushStep    all: u8 | limit: u64
+//!  22 LibraryPut   library | replace: u8
+//!  23 LibraryDelete name: string
+//!  24 LibraryFlush
+//!  25 LibraryRestore policy: u8 (0 append, 1 replace, 2 flush) | n: u64 | library*n
+//!  library := name: string | n: u64 | function: string * n | code
 //! ```
 //!
 //! Decoding is strict: an unknown version or kind, a truncated field, bytes left over or a
@@ -37,7 +42,10 @@
 
 use bytes::Bytes;
 
-use super::{BadTime, Cond, ExpireCond, Op, OpKind, Set, StoreOp, TtlChange};
+use super::{
+    BadTime, Cond, ExpireCond, LibraryOp, LibrarySource, Op, OpKind, RestorePolicy, Set, StoreOp,
+    TtlChange,
+};
 use crate::error::{Error, Result};
 use crate::stores::VersionInfo;
 
@@ -177,6 +185,28 @@ impl Op {
                 w.u8(21);
                 w.u8(u8::from(*all));
                 w.u64(*limit);
+            }
+            OpKind::Library(LibraryOp::Put { lib, replace }) => {
+                w.u8(22);
+                w.library(lib);
+                w.u8(u8::from(*replace));
+            }
+            OpKind::Library(LibraryOp::Delete { name }) => {
+                w.u8(23);
+                w.bytes(name.as_bytes());
+            }
+            OpKind::Library(LibraryOp::Flush) => w.u8(24),
+            OpKind::Library(LibraryOp::Restore { libs, policy }) => {
+                w.u8(25);
+                w.u8(match policy {
+                    RestorePolicy::Append => 0,
+                    RestorePolicy::Replace => 1,
+                    RestorePolicy::Flush => 2,
+                });
+                w.u64(libs.len() as u64);
+                for lib in libs {
+                    w.library(lib);
+                }
             }
             OpKind::Store(StoreOp::Create {
                 name,
@@ -378,6 +408,27 @@ impl Op {
                 all: r.bool()?,
                 limit: r.u64()?,
             },
+            22 => OpKind::Library(LibraryOp::Put {
+                lib: r.library()?,
+                replace: r.bool()?,
+            }),
+            23 => OpKind::Library(LibraryOp::Delete { name: r.string()? }),
+            24 => OpKind::Library(LibraryOp::Flush),
+            25 => {
+                let policy = match r.u8()? {
+                    0 => RestorePolicy::Append,
+                    1 => RestorePolicy::Replace,
+                    2 => RestorePolicy::Flush,
+                    _ => return Err(Error::BadOp("bad restore policy")),
+                };
+                // A name, a count and a code length at least.
+                let n = r.count(3)?;
+                let mut libs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    libs.push(r.library()?);
+                }
+                OpKind::Library(LibraryOp::Restore { libs, policy })
+            }
             _ => return Err(Error::BadOp("unknown kind")),
         };
         if !r.0.is_empty() {
@@ -409,6 +460,15 @@ impl Writer {
     fn bytes(&mut self, b: &[u8]) {
         self.u64(b.len() as u64);
         self.0.extend_from_slice(b);
+    }
+
+    fn library(&mut self, lib: &LibrarySource) {
+        self.bytes(lib.name.as_bytes());
+        self.u64(lib.functions.len() as u64);
+        for f in &lib.functions {
+            self.bytes(f.as_bytes());
+        }
+        self.bytes(&lib.code);
     }
 }
 
@@ -476,6 +536,20 @@ impl Reader<'_> {
 
     fn string(&mut self) -> Result<String> {
         String::from_utf8(self.bytes()?.to_vec()).map_err(|_| Error::BadOp("name is not UTF-8"))
+    }
+
+    fn library(&mut self) -> Result<LibrarySource> {
+        let name = self.string()?;
+        let n = self.count(1)?;
+        let mut functions = Vec::with_capacity(n);
+        for _ in 0..n {
+            functions.push(self.string()?);
+        }
+        Ok(LibrarySource {
+            name,
+            functions,
+            code: self.bytes()?,
+        })
     }
 }
 

@@ -207,6 +207,8 @@ pub enum OpKind {
     },
     /// A change of the store catalog.
     Store(StoreOp),
+    /// A change to the stored function libraries (FUNCTION LOAD, DELETE, FLUSH, RESTORE).
+    Library(LibraryOp),
 }
 
 /// A change of the store catalog: it runs alone, and reads of the published state see the new
@@ -245,6 +247,57 @@ pub enum StoreOp {
         store: String,
         /// The new version and the first real-time log entry still to replay.
         swap: Option<(VersionInfo, u64)>,
+    },
+}
+
+/// A function library as stored: its name, the names of the functions it registers (checked
+/// against the other libraries' at apply), and its code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LibrarySource {
+    /// The library's name.
+    pub name: String,
+    /// The functions it registers.
+    pub functions: Vec<String>,
+    /// Its code, metadata line included.
+    pub code: Bytes,
+}
+
+/// What FUNCTION RESTORE does with the libraries already stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestorePolicy {
+    /// Keep them; a library of the same name is an error.
+    Append,
+    /// Replace those of the same names.
+    Replace,
+    /// Delete them all first.
+    Flush,
+}
+
+/// A change to the stored function libraries. Libraries live with the data (they survive a
+/// restart, unlike the script cache) and are not touched by FLUSHALL, as in Redis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LibraryOp {
+    /// Stores a library: refused if one of that name exists (unless `replace`) or if another
+    /// library registers one of its functions.
+    Put {
+        /// The library.
+        lib: LibrarySource,
+        /// REPLACE: a library of that name is replaced.
+        replace: bool,
+    },
+    /// Deletes a library.
+    Delete {
+        /// Its name.
+        name: String,
+    },
+    /// Deletes every library.
+    Flush,
+    /// Stores several libraries at once, as `policy` says.
+    Restore {
+        /// The libraries.
+        libs: Vec<LibrarySource>,
+        /// What happens to those already stored.
+        policy: RestorePolicy,
     },
 }
 

@@ -212,8 +212,8 @@ mod tests {
             assert_eq!(c.name, c.name.to_ascii_lowercase());
             assert!(seen.insert(c.name), "{} twice", c.name);
         }
-        assert_eq!(all().len(), 72);
-        assert_eq!(seen.len(), 72 + 49 + 12);
+        assert_eq!(all().len(), 75);
+        assert_eq!(seen.len(), 75 + 58 + 12);
     }
 
     #[test]
@@ -479,8 +479,8 @@ mod tests {
         for c in every() {
             let cat = |name: &str| c.acl_categories.contains(&name);
             assert_eq!(c.has_flag("write"), cat("@write"), "{}", c.name);
-            // Redis's own table flags EVAL_RO and EVALSHA_RO readonly without @read.
-            if !matches!(c.name, "eval_ro" | "evalsha_ro") {
+            // Redis's own table flags EVAL_RO, EVALSHA_RO and FCALL_RO readonly without @read.
+            if !matches!(c.name, "eval_ro" | "evalsha_ro" | "fcall_ro") {
                 assert_eq!(c.has_flag("readonly"), cat("@read"), "{}", c.name);
             }
             assert_eq!(c.has_flag("admin"), cat("@admin"), "{}", c.name);

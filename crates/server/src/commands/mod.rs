@@ -67,7 +67,9 @@ mod config;
 mod dbsize;
 mod echo;
 mod eval;
+mod fcall;
 pub mod flushdb;
+mod function;
 mod hello;
 mod info;
 mod keys;
@@ -159,6 +161,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     eval::EVAL_RO,
     eval::EVALSHA_RO,
     script::SCRIPT,
+    fcall::FCALL,
+    fcall::FCALL_RO,
+    function::FUNCTION,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
@@ -238,6 +243,8 @@ pub enum ScriptCmd {
     EvalSha,
     EvalRo,
     EvalShaRo,
+    FCall,
+    FCallRo,
 }
 
 /// The transaction commands.

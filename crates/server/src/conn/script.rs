@@ -16,11 +16,21 @@ use crate::command_table::{self, CommandSpec};
 use crate::commands::{self, At, Handler, ScriptCmd, R};
 use crate::reply;
 
+/// What a script command names.
+enum Named {
+    /// EVAL: the body.
+    Body,
+    /// EVALSHA: a cached script's SHA1.
+    Sha,
+    /// FCALL: a library's function.
+    Function,
+}
+
 /// A script to run: its source, keys and arguments, and what it may do.
 pub(super) struct ScriptRun {
-    /// The body (EVAL) or the SHA1 (EVALSHA).
+    /// The body, the SHA1 or the function's name, as `named` says.
     code: Bytes,
-    by_sha: bool,
+    named: Named,
     keys: Vec<Bytes>,
     argv: Vec<Bytes>,
     /// EVAL_RO, EVALSHA_RO: writes are refused.
@@ -44,10 +54,17 @@ impl ScriptRun {
         let (keys, argv) = rest.split_at(n as usize);
         Ok(ScriptRun {
             code: args[1].clone(),
-            by_sha: matches!(cmd, ScriptCmd::EvalSha | ScriptCmd::EvalShaRo),
+            named: match cmd {
+                ScriptCmd::Eval | ScriptCmd::EvalRo => Named::Body,
+                ScriptCmd::EvalSha | ScriptCmd::EvalShaRo => Named::Sha,
+                ScriptCmd::FCall | ScriptCmd::FCallRo => Named::Function,
+            },
             keys: keys.to_vec(),
             argv: argv.to_vec(),
-            read_only: matches!(cmd, ScriptCmd::EvalRo | ScriptCmd::EvalShaRo),
+            read_only: matches!(
+                cmd,
+                ScriptCmd::EvalRo | ScriptCmd::EvalShaRo | ScriptCmd::FCallRo
+            ),
         })
     }
 
@@ -59,10 +76,18 @@ impl ScriptRun {
             db: ctx.db,
             read_only: self.read_only,
         };
-        let source = if self.by_sha {
-            Source::Sha(&self.code)
-        } else {
-            Source::Body(&self.code)
+        let source = match self.named {
+            Named::Body => Source::Body(&self.code),
+            Named::Sha => Source::Sha(&self.code),
+            Named::Function => {
+                return ctx.scripts.fcall(
+                    &self.code,
+                    &self.keys,
+                    &self.argv,
+                    self.read_only,
+                    &mut host,
+                )
+            }
         };
         ctx.scripts.run(source, &self.keys, &self.argv, &mut host)
     }
@@ -191,6 +216,10 @@ impl Host for TxHost<'_, '_, '_> {
             },
             None => err("ERR Unknown Redis command called from script"),
         }
+    }
+
+    fn refuse_writes(&mut self) {
+        self.read_only = true;
     }
 
     fn log(&mut self, level: u8, message: &str) {
