@@ -7,6 +7,7 @@
 
 mod api;
 mod bit;
+mod cjson;
 mod convert;
 mod functions;
 mod vm;

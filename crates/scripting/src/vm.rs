@@ -73,7 +73,8 @@ pub(crate) struct Running {
 pub(crate) struct Vm {
     pub(crate) lua: Lua,
     /// Cached scripts, by lowercase SHA1 hex.
-    cache: HashMap<[u8; 40], Function>,
+    /// Cached scripts: the chunk, and whether its shebang declared `no-writes`.
+    cache: HashMap<[u8; 40], (Function, bool)>,
     /// The environment scripts run in (read-only globals).
     pub(crate) env: Table,
     /// The environment function libraries run in, and the table naming their `redis`.
@@ -183,7 +184,7 @@ impl Scripts {
         host: &mut dyn Host,
     ) -> Reply {
         let mut vm = self.vm.lock();
-        let (sha, f) = match source {
+        let (sha, (f, no_writes)) = match source {
             Source::Body(body) => {
                 let sha = sha1_hex(body);
                 match vm.compile(&sha, body) {
@@ -197,6 +198,9 @@ impl Scripts {
                 None => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
             },
         };
+        if no_writes {
+            host.refuse_writes();
+        }
         let label = String::from_utf8_lossy(&sha).into_owned();
         self.run_in(&mut vm, &label, "user_script", f, false, keys, argv, host)
     }
@@ -234,6 +238,39 @@ impl Scripts {
     }
 }
 
+/// A script's shebang line (`#!lua flags=no-writes,...`): whether it declares `no-writes`,
+/// or Redis's error for what it may not say.
+fn shebang(body: &[u8]) -> Result<bool, Reply> {
+    let line = body.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut parts = line[2..].split(' ').filter(|p| !p.is_empty());
+    if parts.next() != Some("lua") {
+        return Err(Reply::Error(Bytes::from(format!(
+            "ERR Unexpected engine in script shebang: {line}"
+        ))));
+    }
+    let mut no_writes = false;
+    for p in parts {
+        let Some(flags) = p.strip_prefix("flags=") else {
+            return Err(Reply::Error(Bytes::from(format!(
+                "ERR Unknown lua shebang option: {p}"
+            ))));
+        };
+        for f in flags.split(',').filter(|f| !f.is_empty()) {
+            match f {
+                "no-writes" => no_writes = true,
+                "allow-oom" | "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                other => {
+                    return Err(Reply::Error(Bytes::from(format!(
+                        "ERR Unexpected flag in script shebang: {other}"
+                    ))))
+                }
+            }
+        }
+    }
+    Ok(no_writes)
+}
+
 fn lower_sha(s: &[u8]) -> Option<[u8; 40]> {
     let s: [u8; 40] = s.try_into().ok()?;
     Some(s.map(|b| b.to_ascii_lowercase()))
@@ -245,7 +282,47 @@ fn number_arg(n: f64) -> Bytes {
     if n.fract() == 0.0 && n.abs() < 1e15 {
         Bytes::from((n as i64).to_string())
     } else {
-        Bytes::from(format!("{n}"))
+        Bytes::from(lua_number(n))
+    }
+}
+
+/// A number as Lua 5.1's `tostring` writes it (C's `%.14g`).
+pub(crate) fn lua_number(n: f64) -> String {
+    if n.is_nan() {
+        return if n.is_sign_negative() {
+            "-nan".into()
+        } else {
+            "nan".into()
+        };
+    }
+    if n.is_infinite() {
+        return if n < 0.0 { "-inf".into() } else { "inf".into() };
+    }
+    if n == 0.0 {
+        return if n.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    let exp = n.abs().log10().floor() as i32;
+    if !(-5..14).contains(&exp) {
+        // Scientific: 14 significant digits, trailing zeros dropped, exponent of two digits
+        // at least.
+        let s = format!("{:.13e}", n);
+        let (mantissa, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+        let e: i32 = e.parse().unwrap_or(0);
+        let sign = if e < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", e.abs())
+    } else {
+        let decimals = (13 - exp).max(0) as usize;
+        let s = format!("{:.*}", decimals, n);
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
     }
 }
 
@@ -299,6 +376,7 @@ impl Vm {
         let redis = crate::api::redis_table(&lua)?;
         globals.raw_set("redis", redis.clone())?;
         globals.raw_set("bit", crate::bit::table(&lua)?)?;
+        globals.raw_set("cjson", crate::cjson::table(&lua)?)?;
         // The environment of every chunk: reads fall through to the globals (an unknown name
         // is an error), writes are refused.
         let env: Table = lua
@@ -376,13 +454,23 @@ impl Vm {
         })
     }
 
-    fn compile(&mut self, sha: &[u8; 40], body: &[u8]) -> Result<Function, Reply> {
+    fn compile(&mut self, sha: &[u8; 40], body: &[u8]) -> Result<(Function, bool), Reply> {
         if let Some(f) = self.cache.get(sha) {
             return Ok(f.clone());
         }
+        let (no_writes, code) = match body.strip_prefix(b"#!") {
+            Some(_) => {
+                let no_writes = shebang(body)?;
+                // The shebang becomes a comment: line numbers stay those of the body.
+                let mut code = body.to_vec();
+                code[..2].copy_from_slice(b"--");
+                (no_writes, std::borrow::Cow::Owned(code))
+            }
+            None => (false, std::borrow::Cow::Borrowed(body)),
+        };
         let f = self
             .lua
-            .load(body)
+            .load(&code[..])
             .set_name("@user_script")
             .set_environment(self.env.clone())
             .into_function()
@@ -392,8 +480,8 @@ impl Vm {
                     one_line(&lua_message(&e))
                 )))
             })?;
-        self.cache.insert(*sha, f.clone());
-        Ok(f)
+        self.cache.insert(*sha, (f.clone(), no_writes));
+        Ok((f, no_writes))
     }
 
     /// Runs `f` — a script's chunk (`args` `None`: KEYS and ARGV are globals) or a library's
@@ -582,7 +670,16 @@ pub(crate) fn script_error(label: &str, chunk: &str, value: &Value) -> Reply {
                 (Ok(Value::String(s)), _) => s.to_string_lossy(),
                 (_, Ok(Value::Error(e))) => match call_error(&e) {
                     Some(text) => text.to_string(),
-                    None => lua_message(&e),
+                    // Raised by one of the libraries: placed as Lua places an error, unless
+                    // it carries its own code (SCRIPT KILL's).
+                    None => {
+                        let m = lua_message(&e);
+                        if m.starts_with("ERR ") {
+                            m
+                        } else {
+                            format!("ERR {chunk}:{line}: {m}")
+                        }
+                    }
                 },
                 (_, Ok(other)) if !other.is_nil() => format!("ERR {other:?}"),
                 _ => "ERR unknown error".to_string(),
