@@ -9,29 +9,42 @@ use mlua::{Lua, Table, Value};
 const VERSION: &str = "7.0.15";
 const VERSION_NUM: i64 = 0x07_00_0f;
 
+/// `{err = "ERR wrong number or type of arguments"}`: what `error_reply` and `status_reply`
+/// return for an argument that is not a string.
+fn err_table(lua: &Lua) -> mlua::Result<Table> {
+    let r = lua.create_table()?;
+    r.raw_set("err", "ERR wrong number or type of arguments")?;
+    Ok(r)
+}
+
 pub fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.raw_set(
         "error_reply",
-        lua.create_function(|lua, v: Value| match v {
-            Value::String(s) => {
-                let r = lua.create_table()?;
-                r.raw_set("err", s)?;
-                Ok(r)
-            }
-            _ => Err(mlua::Error::runtime("wrong number or type of arguments")),
-        })?,
+        lua.create_function(
+            |lua, args: mlua::MultiValue| match args.into_iter().next() {
+                Some(Value::String(s)) => {
+                    let r = lua.create_table()?;
+                    r.raw_set("err", s)?;
+                    Ok(r)
+                }
+                // Redis returns this error as the result rather than raising it.
+                _ => err_table(lua),
+            },
+        )?,
     )?;
     t.raw_set(
         "status_reply",
-        lua.create_function(|lua, v: Value| match v {
-            Value::String(s) => {
-                let r = lua.create_table()?;
-                r.raw_set("ok", s)?;
-                Ok(r)
-            }
-            _ => Err(mlua::Error::runtime("wrong number or type of arguments")),
-        })?,
+        lua.create_function(
+            |lua, args: mlua::MultiValue| match args.into_iter().next() {
+                Some(Value::String(s)) => {
+                    let r = lua.create_table()?;
+                    r.raw_set("ok", s)?;
+                    Ok(r)
+                }
+                _ => err_table(lua),
+            },
+        )?,
     )?;
     t.raw_set(
         "sha1hex",

@@ -108,10 +108,11 @@ fn to_reply(v: &Value, depth: usize) -> Reply {
     }
 }
 
-/// Lua numbers become integers as C's cast does: truncated toward zero, saturated.
+/// Lua numbers become integers as Redis's C cast does on x86-64: truncated toward zero, and
+/// out of range (or NaN) the "integer indefinite" value, `i64::MIN`.
 fn number_to_int(n: f64) -> i64 {
-    if n.is_nan() {
-        0
+    if n.is_nan() || !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&n) {
+        i64::MIN
     } else {
         n as i64
     }
@@ -124,14 +125,21 @@ fn text_of(v: &Value) -> Option<Bytes> {
     }
 }
 
+/// A status or error text as Redis takes it from a script: a C string (up to the first NUL).
+fn c_text(v: &Value) -> Option<Bytes> {
+    let t = text_of(v)?;
+    let end = t.iter().position(|&b| b == 0).unwrap_or(t.len());
+    Some(t.slice(..end))
+}
+
 fn table_to_reply(t: &Table, depth: usize) -> Reply {
     if let Ok(e) = t.raw_get::<Value>("err") {
-        if let Some(e) = text_of(&e) {
+        if let Some(e) = c_text(&e) {
             return Reply::Error(e);
         }
     }
     if let Ok(s) = t.raw_get::<Value>("ok") {
-        if let Some(s) = text_of(&s) {
+        if let Some(s) = c_text(&s) {
             return Reply::Simple(s);
         }
     }

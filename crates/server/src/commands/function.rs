@@ -7,14 +7,15 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use rialto_keyspace::Transaction;
 use rialto_keyspace::{LibraryOp, LibrarySource, Op, OpKind, RestorePolicy};
 use rialto_resp::Reply;
-use rialto_scripting::{KillError, LibraryInfo};
+use rialto_scripting::{KillError, LibraryInfo, Scripts};
 
 use super::util::is;
 use super::{Ctx, Handler, Outcome};
-use crate::command_table::help;
 use crate::command_table::ArgType::{OneOf, PureToken, String as Str};
+use crate::command_table::{self, help};
 use crate::command_table::{arg, cmd, doc, CommandSpec};
 use crate::reply;
 use crate::server::Shared;
@@ -38,7 +39,7 @@ const FUNCTION_LOAD: CommandSpec = cmd(
         arg("function-code", Str),
     ]),
 )
-.handler(Handler::Conn(load));
+.handler(Handler::Conn(change_command));
 
 const FUNCTION_DELETE: CommandSpec = cmd(
     "function|delete",
@@ -56,7 +57,7 @@ const FUNCTION_DELETE: CommandSpec = cmd(
     )
     .args(&[arg("library-name", Str)]),
 )
-.handler(Handler::Conn(delete));
+.handler(Handler::Conn(change_command));
 
 const FUNCTION_LIST: CommandSpec =
     cmd("function|list", -2, &["noscript"], &["@slow", "@scripting"])
@@ -128,7 +129,7 @@ const FUNCTION_FLUSH: CommandSpec = cmd(
         arg("sync", PureToken).token("SYNC"),
     ])]),
 )
-.handler(Handler::Conn(flush));
+.handler(Handler::Conn(change_command));
 
 const FUNCTION_DUMP: CommandSpec = cmd("function|dump", 2, &["noscript"], &["@slow", "@scripting"])
     .docs(doc(
@@ -162,7 +163,7 @@ const FUNCTION_RESTORE: CommandSpec = cmd(
         ]),
     ]),
 )
-.handler(Handler::Conn(restore));
+.handler(Handler::Conn(change_command));
 
 const FUNCTION_HELP: CommandSpec = cmd(
     "function|help",
@@ -205,136 +206,173 @@ fn source(lib: &LibraryInfo) -> LibrarySource {
     }
 }
 
-/// Applies a library change in the merger's order and, if the keyspace took it, makes the
-/// interpreter agree (`install`) in the same transaction; replies `done` on success.
-fn change(
-    shared: &Arc<Shared>,
+/// A FUNCTION change, parsed and checked: the op the keyspace applies, what then installs it
+/// in the interpreter (in the same transaction), and the reply on success.
+pub struct Change {
     op: LibraryOp,
-    install: impl FnOnce(&rialto_scripting::Scripts) + Send + 'static,
+    install: Box<dyn FnOnce(&Scripts) + Send>,
     done: Reply,
-) -> Outcome {
-    let shared = Arc::clone(shared);
-    Outcome::Later(Box::pin(async move {
-        let scripts = Arc::clone(&shared.scripts);
-        let op = Op::new(0, shared.now_ms(), OpKind::Library(op));
-        let h = shared
-            .keyspace
-            .transaction(None, op.now_ms, move |tx| match tx {
-                Some(tx) => tx.apply(&op).map(|_| install(&scripts)),
-                None => Ok(()),
-            });
-        shared.keyspace.run_queued();
-        match h.await {
-            Ok(Ok(())) => done,
-            Ok(Err(e)) => reply::keyspace_error(&e),
-            Err(e) => reply::engine_error(&e),
-        }
-    }))
 }
 
-fn load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+impl Change {
+    /// Applies the change in `tx`; its reply.
+    pub fn apply(self, tx: &mut Transaction<'_, '_>, scripts: &Scripts) -> Reply {
+        let op = Op::new(0, tx.now_ms(), OpKind::Library(self.op));
+        match tx.apply(&op) {
+            Ok(_) => {
+                (self.install)(scripts);
+                self.done
+            }
+            Err(e) => reply::keyspace_error(&e),
+        }
+    }
+}
+
+/// FUNCTION LOAD, DELETE, FLUSH or RESTORE (by `name`, `function|load`...) parsed into its
+/// change, or the reply refusing it; `None` for any other command.
+pub fn prepare(name: &str, scripts: &Scripts, args: &[Bytes]) -> Option<Result<Change, Reply>> {
+    Some(match name {
+        "function|load" => prepare_load(scripts, args),
+        "function|delete" => {
+            let lib = String::from_utf8_lossy(&args[2]).into_owned();
+            Ok(Change {
+                op: LibraryOp::Delete { name: lib.clone() },
+                install: Box::new(move |s| s.remove_library(&lib)),
+                done: reply::ok(),
+            })
+        }
+        "function|flush" => match args.get(2) {
+            Some(a) if !(args.len() == 3 && (is(a, "async") || is(a, "sync"))) => Err(
+                Reply::error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"),
+            ),
+            _ => Ok(Change {
+                op: LibraryOp::Flush,
+                install: Box::new(|s| s.flush_libraries()),
+                done: reply::ok(),
+            }),
+        },
+        "function|restore" => prepare_restore(scripts, args),
+        _ => return None,
+    })
+}
+
+fn prepare_load(scripts: &Scripts, args: &[Bytes]) -> Result<Change, Reply> {
     let replace = match args.len() {
         3 => false,
         4 if is(&args[2], "replace") => true,
         _ => {
-            return Outcome::Reply(reply::err_string(format!(
+            return Err(reply::err_string(format!(
                 "ERR Unknown option given: {}",
                 String::from_utf8_lossy(&args[2])
             )))
         }
     };
-    let lib = match ctx.shared.scripts.check_library(&args[args.len() - 1]) {
-        Ok(lib) => lib,
-        Err(r) => return Outcome::Reply(r),
-    };
-    let name = Reply::bulk(&lib.name);
-    let op = LibraryOp::Put {
-        lib: source(&lib),
-        replace,
-    };
-    change(
-        ctx.shared,
-        op,
-        move |scripts| {
-            // Checked just before: it loads the same way again.
-            let _ = scripts.install_library(lib);
+    let lib = scripts.check_library(&args[args.len() - 1])?;
+    let done = Reply::bulk(&lib.name);
+    Ok(Change {
+        op: LibraryOp::Put {
+            lib: source(&lib),
+            replace,
         },
-        name,
-    )
+        // Checked just before: it loads the same way again.
+        install: Box::new(move |s| {
+            let _ = s.install_library(lib);
+        }),
+        done,
+    })
 }
 
-fn delete(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let name = String::from_utf8_lossy(&args[2]).into_owned();
-    let op = LibraryOp::Delete { name: name.clone() };
-    change(
-        ctx.shared,
-        op,
-        move |s| s.remove_library(&name),
-        reply::ok(),
-    )
-}
-
-fn flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    match args.get(2) {
-        None => {}
-        Some(a) if args.len() == 3 && (is(a, "async") || is(a, "sync")) => {}
-        Some(_) => {
-            return Outcome::Reply(Reply::error(
-                "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
-            ))
-        }
-    }
-    change(
-        ctx.shared,
-        LibraryOp::Flush,
-        |s| s.flush_libraries(),
-        reply::ok(),
-    )
-}
-
-fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+fn prepare_restore(scripts: &Scripts, args: &[Bytes]) -> Result<Change, Reply> {
     let policy =
         match args.get(3) {
             None => RestorePolicy::Append,
             Some(p) if args.len() == 4 && is(p, "flush") => RestorePolicy::Flush,
             Some(p) if args.len() == 4 && is(p, "append") => RestorePolicy::Append,
             Some(p) if args.len() == 4 && is(p, "replace") => RestorePolicy::Replace,
-            Some(_) => return Outcome::Reply(Reply::error(
+            Some(_) => return Err(Reply::error(
                 "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
             )),
         };
-    let Some(codes) = rialto_scripting::undump(&args[2]) else {
-        return Outcome::Reply(Reply::error(
-            "ERR DUMP payload version or checksum are wrong",
-        ));
-    };
-    let mut libs = Vec::with_capacity(codes.len());
-    for code in codes {
-        match ctx.shared.scripts.check_library(&code) {
-            Ok(lib) => libs.push(lib),
-            Err(r) => return Outcome::Reply(r),
-        }
-    }
-    let op = LibraryOp::Restore {
-        libs: libs.iter().map(source).collect(),
-        policy,
-    };
-    change(
-        ctx.shared,
-        op,
-        move |s| {
+    let codes = rialto_scripting::undump(&args[2])
+        .ok_or_else(|| Reply::error("ERR DUMP payload version or checksum are wrong"))?;
+    let libs = codes
+        .iter()
+        .map(|code| scripts.check_library(code))
+        .collect::<Result<Vec<_>, Reply>>()?;
+    Ok(Change {
+        op: LibraryOp::Restore {
+            libs: libs.iter().map(source).collect(),
+            policy,
+        },
+        install: Box::new(move |s| {
             if policy == RestorePolicy::Flush {
                 s.flush_libraries();
             }
             for lib in libs {
                 let _ = s.install_library(lib);
             }
-        },
-        reply::ok(),
-    )
+        }),
+        done: reply::ok(),
+    })
+}
+
+/// Runs a change in the merger's order (its own transaction) and replies once durable.
+fn submit(shared: &Arc<Shared>, prepared: Result<Change, Reply>) -> Outcome {
+    let change = match prepared {
+        Ok(c) => c,
+        Err(r) => return Outcome::Reply(r),
+    };
+    let shared = Arc::clone(shared);
+    Outcome::Later(Box::pin(async move {
+        let scripts = Arc::clone(&shared.scripts);
+        let h = shared
+            .keyspace
+            .transaction(None, shared.now_ms(), move |tx| match tx {
+                Some(tx) => change.apply(tx, &scripts),
+                None => Reply::NullArray,
+            });
+        shared.keyspace.run_queued();
+        h.await.unwrap_or_else(|e| reply::engine_error(&e))
+    }))
+}
+
+fn change_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let name = command_table::lookup_command(args).map_or("", |c| c.name);
+    match prepare(name, &ctx.shared.scripts, args) {
+        Some(prepared) => submit(ctx.shared, prepared),
+        None => Outcome::Reply(Reply::error("ERR unknown FUNCTION subcommand")),
+    }
+}
+
+/// The FUNCTION subcommands that only read the interpreter's state (by `name`), which a
+/// transaction runs at their place in it.
+pub fn reader(name: &str) -> Option<fn(&Scripts, &[Bytes]) -> Reply> {
+    Some(match name {
+        "function|list" => list_on,
+        "function|stats" => stats_on,
+        "function|kill" => kill_on,
+        "function|dump" => dump_on,
+        _ => return None,
+    })
 }
 
 fn list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    Outcome::Reply(list_on(&ctx.shared.scripts, args))
+}
+
+fn stats(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    Outcome::Reply(stats_on(&ctx.shared.scripts, args))
+}
+
+fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    Outcome::Reply(kill_on(&ctx.shared.scripts, args))
+}
+
+fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    Outcome::Reply(dump_on(&ctx.shared.scripts, args))
+}
+
+fn list_on(scripts: &Scripts, args: &[Bytes]) -> Reply {
     let (mut pattern, mut withcode) = (None, false);
     let mut i = 2;
     while i < args.len() {
@@ -342,20 +380,20 @@ fn list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             withcode = true;
         } else if is(&args[i], "libraryname") && pattern.is_none() {
             let Some(p) = args.get(i + 1) else {
-                return Outcome::Reply(Reply::error("ERR library name argument was not given"));
+                return Reply::error("ERR library name argument was not given");
             };
             pattern = Some(p.clone());
             i += 1;
         } else {
-            return Outcome::Reply(reply::err_string(format!(
+            return reply::err_string(format!(
                 "ERR Unknown argument {}",
                 String::from_utf8_lossy(&args[i])
-            )));
+            ));
         }
         i += 1;
     }
     let bulk = |s: &str| Reply::bulk(s);
-    let libs = ctx.shared.scripts.libraries();
+    let libs = scripts.libraries();
     let out = libs
         .iter()
         .filter(|l| {
@@ -397,14 +435,14 @@ fn list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Reply::Map(entry)
         })
         .collect();
-    Outcome::Reply(Reply::Array(out))
+    Reply::Array(out)
 }
 
-fn stats(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
-    let libs = ctx.shared.scripts.libraries();
+fn stats_on(scripts: &Scripts, _: &[Bytes]) -> Reply {
+    let libs = scripts.libraries();
     let functions: usize = libs.iter().map(|l| l.functions.len()).sum();
     let bulk = |s: &str| Reply::bulk(s);
-    Outcome::Reply(Reply::Map(vec![
+    Reply::Map(vec![
         (bulk("running_script"), Reply::Null),
         (
             bulk("engines"),
@@ -416,23 +454,21 @@ fn stats(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
                 ]),
             )]),
         ),
-    ]))
+    ])
 }
 
-fn kill(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
-    Outcome::Reply(match ctx.shared.scripts.kill() {
+fn kill_on(scripts: &Scripts, _: &[Bytes]) -> Reply {
+    match scripts.kill() {
         Ok(()) => reply::ok(),
         Err(KillError::NotBusy) => Reply::error("NOTBUSY No scripts in execution right now."),
         Err(KillError::Unkillable) => Reply::error(
             "UNKILLABLE The busy script was sent a write command, it can not be killed.",
         ),
-    })
+    }
 }
 
-fn dump(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
-    Outcome::Reply(Reply::Bulk(rialto_scripting::dump(
-        &ctx.shared.scripts.libraries(),
-    )))
+fn dump_on(scripts: &Scripts, _: &[Bytes]) -> Reply {
+    Reply::Bulk(rialto_scripting::dump(&scripts.libraries()))
 }
 
 fn help(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {

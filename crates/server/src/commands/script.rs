@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use rialto_resp::Reply;
-use rialto_scripting::KillError;
+use rialto_scripting::{KillError, Scripts};
 
 use super::util::is;
 use super::{Ctx, Handler, Outcome};
@@ -125,12 +125,41 @@ pub const SCRIPT: CommandSpec = cmd("script", -2, &[], &["@slow"])
         SCRIPT_HELP,
     ]);
 
+/// The SCRIPT subcommands that act on the interpreter alone (by `name`), which a
+/// transaction runs at their place in it.
+pub fn on_scripts(name: &str) -> Option<fn(&Scripts, &[Bytes]) -> Reply> {
+    Some(match name {
+        "script|exists" => exists_on,
+        "script|flush" => flush_on,
+        "script|kill" => kill_on,
+        "script|load" => load_on,
+        _ => return None,
+    })
+}
+
 fn exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let found = args[2..]
-        .iter()
-        .map(|sha| Reply::Integer(i64::from(ctx.shared.scripts.exists(sha))))
-        .collect();
-    Outcome::Reply(Reply::Array(found))
+    Outcome::Reply(exists_on(&ctx.shared.scripts, args))
+}
+
+fn flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    Outcome::Reply(flush_on(&ctx.shared.scripts, args))
+}
+
+fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    Outcome::Reply(kill_on(&ctx.shared.scripts, args))
+}
+
+fn load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    Outcome::Reply(load_on(&ctx.shared.scripts, args))
+}
+
+fn exists_on(scripts: &Scripts, args: &[Bytes]) -> Reply {
+    Reply::Array(
+        args[2..]
+            .iter()
+            .map(|sha| Reply::Integer(i64::from(scripts.exists(sha))))
+            .collect(),
+    )
 }
 
 fn debug(_: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -147,35 +176,31 @@ fn help(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     Outcome::Reply(help::reply(&SCRIPT))
 }
 
-fn flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+fn flush_on(scripts: &Scripts, args: &[Bytes]) -> Reply {
     match args.get(2) {
         None => {}
         Some(a) if args.len() == 3 && (is(a, "async") || is(a, "sync")) => {}
-        Some(_) => {
-            return Outcome::Reply(Reply::error(
-                "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
-            ))
-        }
+        Some(_) => return Reply::error("ERR SCRIPT FLUSH only support SYNC|ASYNC option"),
     }
-    Outcome::Reply(match ctx.shared.scripts.flush() {
+    match scripts.flush() {
         Ok(()) => reply::ok(),
         Err(e) => reply::err_string(format!("ERR cannot start a fresh Lua interpreter: {e}")),
-    })
+    }
 }
 
-fn kill(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
-    Outcome::Reply(match ctx.shared.scripts.kill() {
+fn kill_on(scripts: &Scripts, _: &[Bytes]) -> Reply {
+    match scripts.kill() {
         Ok(()) => reply::ok(),
         Err(KillError::NotBusy) => Reply::error("NOTBUSY No scripts in execution right now."),
         Err(KillError::Unkillable) => Reply::error(
             "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
         ),
-    })
+    }
 }
 
-fn load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    Outcome::Reply(match ctx.shared.scripts.load(&args[2]) {
+fn load_on(scripts: &Scripts, args: &[Bytes]) -> Reply {
+    match scripts.load(&args[2]) {
         Ok(sha) => Reply::bulk(sha),
         Err(r) => r,
-    })
+    }
 }

@@ -26,13 +26,21 @@ pub const SELECT: CommandSpec = cmd(
 .handler(Handler::Conn(run));
 
 pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let Some(i) = reply::parse_i64(&args[1]) else {
+    if reply::parse_i64(&args[1]).is_none() {
         return Outcome::Reply(reply::not_integer());
-    };
-    let n = ctx.shared.config.read().databases as i64;
-    if !(0..n).contains(&i) {
-        return Outcome::Reply(Reply::error("ERR DB index is out of range"));
     }
-    ctx.client.select(i as u8);
-    Outcome::Reply(reply::ok())
+    let n = ctx.shared.config.read().databases;
+    match target(args, n) {
+        Some(db) => {
+            ctx.client.select(db);
+            Outcome::Reply(reply::ok())
+        }
+        None => Outcome::Reply(Reply::error("ERR DB index is out of range")),
+    }
+}
+
+/// The database `SELECT index` switches to among `databases`, if the index is one.
+pub fn target(args: &[Bytes], databases: usize) -> Option<u8> {
+    let i = reply::parse_i64(args.get(1)?)?;
+    (0..databases as i64).contains(&i).then_some(i as u8)
 }

@@ -2,13 +2,17 @@
 //! EXEC runs them as one merger transaction — unless a command was refused while queueing
 //! (EXECABORT) or a watched key changed (a null reply) — and DISCARD drops them.
 //!
-//! At EXEC the queue is run in three parts, in the order of the queue where it matters:
-//! - key commands (reads and writes, FLUSHDB and FLUSHALL) run inside one merger transaction,
-//!   at one instant: atomic for every reader, durable together or not at all;
-//! - connection and server commands (PING, SELECT, CLIENT, CONFIG...) run on the connection
-//!   before that transaction, in queue order, so a SELECT decides the database of the key
-//!   commands after it;
-//! - whole-keyspace reads (KEYS, SCAN, DBSIZE, RANDOMKEY) run after it, on the state it left.
+//! At EXEC the queue is run in two parts:
+//! - key commands (reads and writes, scripts, FLUSHDB and FLUSHALL) run inside one merger
+//!   transaction, at one instant, each in the database the SELECTs queued before it choose:
+//!   atomic for every reader, durable together or not at all;
+//! - connection and server commands (PING, SELECT, CLIENT, CONFIG..., and the whole-keyspace
+//!   reads KEYS, SCAN, DBSIZE, RANDOMKEY) run on the connection after it, in queue order, and
+//!   only if it ran (not when a watched key changed).
+//!
+//! SCRIPT and FUNCTION subcommands that read or change the interpreter (the script cache, the
+//! libraries) are steps of the transaction, so the scripts queued around them see that state
+//! in queue order.
 
 use bytes::Bytes;
 use rialto_keyspace::Op;
@@ -45,8 +49,15 @@ enum Step {
     Op(Op),
     /// A read, in the transaction, of the database given.
     Read(ReadFn, u8, Vec<Bytes>),
-    /// A script, in the transaction.
-    Script(super::script::ScriptRun),
+    /// A script, in the transaction, in the database given.
+    Script(super::script::ScriptRun, u8),
+    /// A SCRIPT or FUNCTION subcommand that reads or changes the interpreter, at its place.
+    Scripts(
+        fn(&rialto_scripting::Scripts, &[Bytes]) -> Reply,
+        Vec<Bytes>,
+    ),
+    /// A FUNCTION change (LOAD, DELETE, FLUSH, RESTORE), at its place.
+    Library(commands::function::Change),
     /// Answered after the transaction.
     After,
 }
@@ -94,17 +105,17 @@ impl Connection {
         Ok(Reply::simple("QUEUED"))
     }
 
-    /// What a request admission refused becomes: in MULTI it fails the transaction, and an
-    /// EXEC refused ends it with EXECABORT and the reason.
+    /// What a request admission refused becomes: in MULTI it fails the transaction; an EXEC
+    /// refused, in a transaction or not, answers EXECABORT with the reason (and ends the
+    /// transaction), as Redis does.
     pub(super) fn refused_in_multi(&mut self, args: &[Bytes], refusal: Reply) -> Reply {
-        let Some(m) = self.multi.as_mut() else {
-            return refusal;
-        };
-        if !args
+        let is_exec = args
             .first()
-            .is_some_and(|c| c.eq_ignore_ascii_case(b"exec"))
-        {
-            m.failed = true;
+            .is_some_and(|c| c.eq_ignore_ascii_case(b"exec"));
+        if !is_exec {
+            if let Some(m) = self.multi.as_mut() {
+                m.failed = true;
+            }
             return refusal;
         }
         self.discard();
@@ -193,12 +204,18 @@ impl Connection {
                 "EXECABORT Transaction discarded because of previous errors.",
             ));
         }
+        // This connection's own earlier writes are applied first: a change they make to a
+        // watched key is seen.
+        self.drain().await;
         if self.watch.as_ref().is_some_and(|w| w.is_dirty()) {
             self.unwatch();
             return Pending::Ready(Reply::NullArray);
         }
-        self.drain().await;
         let now_ms = self.shared.now_ms();
+        let databases = self.shared.config.read().databases;
+        // The database each command runs in: SELECTs queued before it decide (their effect on
+        // the connection waits for the transaction, with the other connection commands).
+        let mut db = self.client.db;
         let mut steps = Vec::with_capacity(m.queued.len());
         let mut after = Vec::new();
         for q in m.queued {
@@ -207,30 +224,34 @@ impl Connection {
                 continue;
             }
             self.record(q.index, 0, None);
-            let at = At {
-                db: self.client.db,
-                now_ms,
-            };
+            let at = At { db, now_ms };
             let step = match q.handler {
                 Handler::Write(f) => match f(at, &q.args) {
                     Ok(op) => Step::Op(op),
                     Err(r) => Step::Done(r),
                 },
-                Handler::Read(f) => Step::Read(f, at.db, q.args),
+                Handler::Read(f) => Step::Read(f, db, q.args),
                 // UNWATCH: EXEC forgets the watched keys anyway.
                 Handler::Txn(_) => Step::Done(reply::ok()),
                 Handler::Script(cmd) => match super::script::ScriptRun::parse(cmd, &q.args) {
-                    Ok(run) => Step::Script(run),
+                    Ok(run) => Step::Script(run, db),
                     Err(r) => Step::Done(r),
                 },
                 handler => match commands::flushdb::in_transaction(q.spec, at, &q.args) {
                     Some(Ok(op)) => Step::Op(op),
                     Some(Err(r)) => Step::Done(r),
-                    None if q.spec.has_flag("readonly") => {
-                        after.push((steps.len(), handler, q.args));
-                        Step::After
-                    }
-                    None => Step::Done(self.run_here(handler, &q.args).await),
+                    None => match self.scripting_step(q.spec, q.args) {
+                        Ok(step) => step,
+                        Err(args) => {
+                            if q.spec.name == "select" {
+                                if let Some(n) = commands::select::target(&args, databases) {
+                                    db = n;
+                                }
+                            }
+                            after.push((steps.len(), handler, args));
+                            Step::After
+                        }
+                    },
                 },
             };
             steps.push(step);
@@ -255,7 +276,9 @@ impl Connection {
                         Step::Read(f, db, args) => tx
                             .read(db, |k| f(&mut R::new(k), &args))
                             .unwrap_or_else(|e| e),
-                        Step::Script(run) => run.run(tx, &script_ctx),
+                        Step::Script(run, db) => run.run(tx, &script_ctx, db),
+                        Step::Scripts(f, args) => f(&script_ctx.scripts, &args),
+                        Step::Library(change) => change.apply(tx, &script_ctx.scripts),
                         Step::After => Reply::Null,
                     })
                     .collect(),
@@ -285,6 +308,23 @@ impl Connection {
             }
             Ok(aborted) => aborted,
         })
+    }
+
+    /// A SCRIPT or FUNCTION subcommand that reads or changes the interpreter, as a step at its
+    /// place in the transaction (so the scripts around it see the cache and libraries in
+    /// order); `Err` hands back the arguments of any other command.
+    fn scripting_step(&self, spec: &CommandSpec, args: Vec<Bytes>) -> Result<Step, Vec<Bytes>> {
+        if let Some(f) = commands::script::on_scripts(spec.name) {
+            return Ok(Step::Scripts(f, args));
+        }
+        if let Some(f) = commands::function::reader(spec.name) {
+            return Ok(Step::Scripts(f, args));
+        }
+        match commands::function::prepare(spec.name, &self.shared.scripts, &args) {
+            Some(Ok(change)) => Ok(Step::Library(change)),
+            Some(Err(r)) => Ok(Step::Done(r)),
+            None => Err(args),
+        }
     }
 
     /// Permissions are checked again at EXEC: the user's rules may have changed since the

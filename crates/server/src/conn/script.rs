@@ -40,6 +40,12 @@ pub(super) struct ScriptRun {
 impl ScriptRun {
     /// Parses `EVAL script numkeys key... arg...` (and its forms), as Redis checks it.
     pub(super) fn parse(cmd: ScriptCmd, args: &[Bytes]) -> Result<ScriptRun, Reply> {
+        // Redis answers an EVALSHA whose SHA1 cannot be one before it reads anything else.
+        if matches!(cmd, ScriptCmd::EvalSha | ScriptCmd::EvalShaRo) && args[1].len() != 40 {
+            return Err(Reply::error(
+                "NOSCRIPT No matching script. Please use EVAL.",
+            ));
+        }
         let n = reply::parse_i64(&args[2])
             .ok_or_else(|| Reply::error("ERR value is not an integer or out of range"))?;
         if n < 0 {
@@ -69,11 +75,11 @@ impl ScriptRun {
     }
 
     /// Runs the script in `tx`, its commands in database `db` (a SELECT inside moves that).
-    pub(super) fn run(self, tx: &mut Transaction<'_, '_>, ctx: &ScriptCtx) -> Reply {
+    pub(super) fn run(self, tx: &mut Transaction<'_, '_>, ctx: &ScriptCtx, db: u8) -> Reply {
         let mut host = TxHost {
             tx,
             ctx,
-            db: ctx.db,
+            db,
             read_only: self.read_only,
         };
         let source = match self.named {
@@ -95,7 +101,7 @@ impl ScriptRun {
 
 /// What a script's commands need from the connection that runs it.
 pub(super) struct ScriptCtx {
-    scripts: Arc<Scripts>,
+    pub(super) scripts: Arc<Scripts>,
     user: Option<Arc<User>>,
     unrestricted: bool,
     db: u8,
@@ -266,7 +272,10 @@ impl Connection {
         let h = self.shared.keyspace.transaction(None, now_ms, move |tx| {
             let start = Instant::now();
             let reply = match tx {
-                Some(tx) => run.run(tx, &ctx),
+                Some(tx) => {
+                    let db = ctx.db;
+                    run.run(tx, &ctx, db)
+                }
                 None => Reply::NullArray,
             };
             executed(reply, start.elapsed(), threshold, args)
