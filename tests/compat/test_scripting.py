@@ -81,6 +81,10 @@ CASES = {
         ev("return redis.call('shutdown')"),
         ev("return redis.call('multi')"),
         ev("return redis.call('eval', 'return 1', '0')"),
+        # Lua 5.1's unpack with a huge range once crashed the server: an error, as in Redis.
+        ev("return {unpack({1,2,3}, 0, 2147483647)}"),
+        ev("return {unpack({1,2,3}, -2147483648, -2)}"),
+        ev("return {unpack({1,2,3}, 2, 3)}"),
         ev("syntax error here"),
         ev("return 1 +"),
     ],

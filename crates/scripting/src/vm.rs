@@ -94,6 +94,8 @@ pub(crate) struct Vm {
 
 /// The scripting engine.
 pub struct Scripts {
+    /// The interpreter's memory cap, bytes (0: none).
+    memory_limit: usize,
     pub(crate) vm: Mutex<Vm>,
     /// The installed function libraries, by name (kept to reinstall them into a fresh
     /// interpreter, and for FUNCTION LIST, DUMP and STATS).
@@ -115,13 +117,16 @@ pub fn sha1_hex(body: &[u8]) -> [u8; 40] {
 }
 
 impl Scripts {
-    /// A fresh interpreter with an empty cache; `limit_ms` is `lua-time-limit`.
-    pub fn new(limit_ms: u64) -> Result<Scripts, mlua::Error> {
+    /// A fresh interpreter with an empty cache; `limit_ms` is `lua-time-limit`. The
+    /// interpreter's memory is capped at `memory_limit` bytes (`lua-memory-limit`; 0: none):
+    /// an allocation beyond it is a script error ("not enough memory"), never the process's.
+    pub fn new(limit_ms: u64, memory_limit: usize) -> Result<Scripts, mlua::Error> {
         let running = Arc::new(Running::default());
         running.limit_ms.store(limit_ms, Ordering::Relaxed);
         let epoch = Instant::now();
-        let vm = Mutex::new(Vm::new(Arc::clone(&running), epoch)?);
+        let vm = Mutex::new(Vm::new(Arc::clone(&running), epoch, memory_limit)?);
         Ok(Scripts {
+            memory_limit,
             vm,
             libraries: Mutex::default(),
             running,
@@ -167,7 +172,7 @@ impl Scripts {
     /// SCRIPT FLUSH: forgets every cached script (and starts a fresh interpreter, so nothing
     /// a script left in the libraries' tables survives).
     pub fn flush(&self) -> Result<(), mlua::Error> {
-        let mut fresh = Vm::new(Arc::clone(&self.running), self.epoch)?;
+        let mut fresh = Vm::new(Arc::clone(&self.running), self.epoch, self.memory_limit)?;
         self.reinstall(&mut fresh);
         *self.vm.lock() = fresh;
         Ok(())
@@ -327,7 +332,7 @@ pub(crate) fn lua_number(n: f64) -> String {
 }
 
 impl Vm {
-    fn new(running: Arc<Running>, epoch: Instant) -> Result<Vm, mlua::Error> {
+    fn new(running: Arc<Running>, epoch: Instant, memory_limit: usize) -> Result<Vm, mlua::Error> {
         // SAFETY: `debug` is what makes this constructor unsafe (it can break the sandbox).
         // It is taken out of the globals below, before any script is compiled, and only the
         // error handler keeps a reference to it.
@@ -337,6 +342,9 @@ impl Vm {
                 LuaOptions::default(),
             )
         };
+        if memory_limit != 0 {
+            lua.set_memory_limit(memory_limit)?;
+        }
         let globals = lua.globals();
         // The debug library only serves the error handler below; scripts do not get it.
         let debug: Table = globals.raw_get("debug")?;
@@ -373,6 +381,22 @@ impl Vm {
                 globals.raw_get::<Function>("xpcall")?,
                 globals.raw_get::<Function>("type")?,
             ))?;
+        // Lua 5.1's `unpack` trusts its range: a huge one overflows the C stack check (Redis
+        // patches its copy the same way). Too many results is an error, as in Redis.
+        lua.load(
+            r#"
+            local orig, type = unpack, type
+            unpack = function(t, i, j)
+                if type(i) == "number" and type(j) == "number" then
+                    if i > j then return end
+                    if j - i >= 7999 then error("too many results to unpack", 2) end
+                end
+                return orig(t, i, j)
+            end
+            "#,
+        )
+        .set_name("=rialto")
+        .exec()?;
         let redis = crate::api::redis_table(&lua)?;
         globals.raw_set("redis", redis.clone())?;
         globals.raw_set("bit", crate::bit::table(&lua)?)?;
@@ -780,7 +804,7 @@ mod tests {
 
     #[test]
     fn scripts_call_the_host_with_keys_and_argv() {
-        let s = Scripts::new(5000).unwrap();
+        let s = Scripts::new(5000, 64 << 20).unwrap();
         let mut h = MapHost::default();
         let r = eval(
             &s,
@@ -815,7 +839,7 @@ mod tests {
 
     #[test]
     fn errors_read_as_redis_writes_them() {
-        let s = Scripts::new(5000).unwrap();
+        let s = Scripts::new(5000, 64 << 20).unwrap();
         let mut h = MapHost::default();
         h.0.insert(Bytes::from_static(b"s"), Bytes::from_static(b"abc"));
         let sha = |body: &str| String::from_utf8(sha1_hex(body.as_bytes()).to_vec()).unwrap();
@@ -874,7 +898,7 @@ mod tests {
 
     #[test]
     fn the_cache_serves_evalsha_until_flushed() {
-        let s = Scripts::new(5000).unwrap();
+        let s = Scripts::new(5000, 64 << 20).unwrap();
         let mut h = MapHost::default();
         let sha = s.load(b"return 'cached'").unwrap();
         assert!(s.exists(&sha.map(|b| b.to_ascii_uppercase())));
@@ -893,7 +917,7 @@ mod tests {
 
     #[test]
     fn a_long_script_turns_busy_and_is_killed_unless_it_wrote() {
-        let s = Arc::new(Scripts::new(10).unwrap());
+        let s = Arc::new(Scripts::new(10, 64 << 20).unwrap());
         let killer = {
             let s = Arc::clone(&s);
             std::thread::spawn(move || {
@@ -933,7 +957,7 @@ mod tests {
 
     #[test]
     fn libraries_load_register_and_run_as_redis_functions_do() {
-        let s = Scripts::new(5000).unwrap();
+        let s = Scripts::new(5000, 64 << 20).unwrap();
         let mut h = MapHost::default();
         let e = |r: Result<crate::LibraryInfo, Reply>| err(r.expect_err("refused"));
         let code = "#!lua name=mylib\nredis.register_function('echo', function(keys, args) return args[1] end)\nredis.register_function{function_name='ro', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}, description='reads'}";
@@ -1001,5 +1025,26 @@ mod tests {
         assert_eq!(s.libraries().len(), 1);
         s.flush_libraries();
         assert!(s.libraries().is_empty());
+    }
+
+    #[test]
+    fn huge_unpacks_and_allocations_are_script_errors() {
+        let s = Scripts::new(5000, 64 << 20).unwrap();
+        let mut h = MapHost::default();
+        for body in [
+            "return {unpack({1,2,3}, 0, 2147483647)}",
+            "return {unpack({1,2,3}, -2147483648, -2)}",
+        ] {
+            assert!(err(eval(&s, &mut h, body, &[], &[]))
+                .starts_with("ERR user_script:1: too many results to unpack script:"));
+        }
+        assert_eq!(
+            eval(&s, &mut h, "return {unpack({1,2,3}, 2, 3)}", &[], &[]),
+            Reply::Array(vec![Reply::Integer(2), Reply::Integer(3)])
+        );
+        let e = err(eval(&s, &mut h, "return #string.rep('x', 1e9)", &[], &[]));
+        assert!(e.contains("not enough memory"), "{e}");
+        // The interpreter still works afterwards.
+        assert_eq!(eval(&s, &mut h, "return 1", &[], &[]), Reply::Integer(1));
     }
 }

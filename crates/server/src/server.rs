@@ -212,7 +212,7 @@ impl Server {
         let run_id: String = (0..40)
             .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).unwrap_or('0'))
             .collect();
-        let scripts = rialto_scripting::Scripts::new(cfg.lua_time_limit_ms)
+        let scripts = rialto_scripting::Scripts::new(cfg.lua_time_limit_ms, cfg.lua_memory_limit)
             .map_err(|e| ServerError::Start(format!("the Lua interpreter: {e}")))?;
         // The function libraries live with the data: back into the interpreter.
         let libraries = keyspace
