@@ -22,6 +22,9 @@
 #                 a transaction, so scripts/txn-load (Go, built here) runs redis-benchmark's
 #                 closed loop for it and prints its CSV: ops/s are transactions per second
 #   multi-everysec  the same on the everysec servers
+#   evalsha-always  EVALSHA of a script that INCRs two random keys (loaded with SCRIPT LOAD
+#                 first), appendfsync always, on the set-always servers after their SETs
+#   evalsha-everysec  the same on the everysec servers
 #   ping          PING (-t ping_mbulk), -P 1, on the everysec servers before their SETs: a
 #                 command that does nothing, so its rate is what this client, the loopback and
 #                 the two cores carry at -P 1 whatever the server does (a reference, no target)
@@ -61,7 +64,7 @@ repo=$PWD
 rounds=3
 settle=true
 requests=200000
-all_cases=(get-p1 get-p16 set-always set-always-p16 multi-always set-everysec multi-everysec ping)
+all_cases=(get-p1 get-p16 set-always set-always-p16 multi-always evalsha-always set-everysec multi-everysec evalsha-everysec ping)
 cases=(get-p1 get-p16 set-always set-everysec ping)
 against=
 clients=50
@@ -252,6 +255,10 @@ if want multi-always || want multi-everysec; then
     (cd "$repo/scripts/txn-load" && go build -o "$txn_load" .) >&2 || die "cannot build scripts/txn-load"
 fi
 
+# The script of the evalsha-* cases: two increments, one reply.
+incr2_script="return {redis.call('INCR', KEYS[1]), redis.call('INCR', KEYS[2])}"
+tail_args=()
+
 # bench PORT TEST PIPELINE: prints "ops_per_sec p99_ms server_cpu_us_per_request
 # client_cpu_us_per_request" for the server started last.
 bench() {
@@ -260,8 +267,16 @@ bench() {
     cpu0=$(proc_cpu "$server_pid")
     local client=(redis-benchmark -t "$test" -P "$pipeline" --csv)
     [ "$test" = multi ] && client=("$txn_load")
+    if [ "$test" = evalsha ]; then
+        local sha
+        sha=$(redis-cli -h 127.0.0.1 -p "$port" script load "$incr2_script") || die "SCRIPT LOAD failed"
+        client=(redis-benchmark -P "$pipeline" --csv)
+        tail_args=(evalsha "$sha" 2 "key:__rand_int__" "other:__rand_int__")
+    else
+        tail_args=()
+    fi
     { time timeout "$bench_timeout" "${client[@]}" -h 127.0.0.1 -p "$port" \
-        -n "$requests" -c "$clients" -d "$data_size" -r "$keyspace" \
+        -n "$requests" -c "$clients" -d "$data_size" -r "$keyspace" "${tail_args[@]}" \
         >"$out_file" 2>&1; } 2>"$time_file" || rc=$?
     cpu1=$(proc_cpu "$server_pid")
     out=$(<"$out_file")
@@ -271,7 +286,10 @@ bench() {
     [[ $out != *"Error from server"* ]] || die "the server answered errors: $(grep -m1 'Error from server' <<<"$out")"
     # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
     # redis-benchmark names ping_mbulk's line PING_MBULK.
-    line=$(grep -m1 -i "^\"$test\"," <<<"$out") || die "no CSV result line in: $out"
+    # (A command redis-benchmark runs as given is named by its whole text.)
+    local pattern="^\"$test\","
+    [ "$test" = evalsha ] && pattern='^"evalsha '
+    line=$(grep -m1 -i "$pattern" <<<"$out") || die "no CSV result line in: $out"
     read -r user sys <"$time_file"
     awk -F, -v c0="$cpu0" -v c1="$cpu1" -v hz="$clk_tck" -v n="$requests" -v cu="$user" -v cs="$sys" \
         '{ gsub(/"/, ""); printf "%s %s %.2f %.2f\n", $2, $7, (c1 - c0) / hz * 1e6 / n, (cu + cs) * 1e6 / n }' <<<"$line"
@@ -288,8 +306,8 @@ paired_ratio() {
 declare -A ops p99 scpu ccpu
 groups=()
 { want get-p1 || want get-p16; } && groups+=(get)
-{ want set-always || want set-always-p16 || want multi-always; } && groups+=(set-always)
-{ want set-everysec || want ping || want multi-everysec; } && groups+=(set-everysec)
+{ want set-always || want set-always-p16 || want multi-always || want evalsha-always; } && groups+=(set-always)
+{ want set-everysec || want ping || want multi-everysec || want evalsha-everysec; } && groups+=(set-everysec)
 
 log "== $rounds round(s), redis-benchmark -n $requests -c $clients -d $data_size -r $keyspace; data in $bench_dir ($fstype)"
 for ((round = 1; round <= rounds; round++)); do
@@ -318,10 +336,12 @@ for ((round = 1; round <= rounds; round++)); do
                 want ping && runs+=("ping ping_mbulk 1")
                 want set-everysec && runs+=("set-everysec set 1")
                 want multi-everysec && runs+=("multi-everysec multi 1")
+                want evalsha-everysec && runs+=("evalsha-everysec evalsha 1")
             else
                 want set-always && runs+=("set-always set 1")
                 want set-always-p16 && runs+=("set-always-p16 set 16")
                 want multi-always && runs+=("multi-always multi 1")
+                want evalsha-always && runs+=("evalsha-always evalsha 1")
             fi
             for r in "${runs[@]}"; do
                 read -r case test pipeline <<<"$r"
@@ -349,6 +369,8 @@ label() {
         set-everysec) echo "SET, appendfsync everysec" ;;
         multi-always) echo "MULTI/SET/SET/EXEC, appendfsync always" ;;
         multi-everysec) echo "MULTI/SET/SET/EXEC, appendfsync everysec" ;;
+        evalsha-always) echo "EVALSHA (2 INCRs), appendfsync always" ;;
+        evalsha-everysec) echo "EVALSHA (2 INCRs), appendfsync everysec" ;;
         ping) echo "PING (no-op reference)" ;;
     esac
 }
@@ -391,7 +413,7 @@ for c in "${all_cases[@]}"; do
     need=$(min_ratio "$c")
     # p99 is judged at -P 1 only: with -P 16 a reply waits for its whole batch.
     judge_p99=1
-    [ "$c" = get-p16 ] || [ "$c" = set-always-p16 ] || [[ $c == multi-* ]] || [ -n "$against" ] && judge_p99=0
+    [ "$c" = get-p16 ] || [ "$c" = set-always-p16 ] || [[ $c == multi-* ]] || [[ $c == evalsha-* ]] || [ -n "$against" ] && judge_p99=0
     awk -v c="$(label "$c")" -v ro="$r_ops" -v xo="$x_ops" -v pr="$paired" -v rp="$r_p99" -v xp="$x_p99" \
         -v rs="$r_s" -v xs="$x_s" -v rc="$r_c" -v xc="$x_c" -v ref="$([ "$c" = ping ] && echo 1 || echo 0)" \
         -v need="$need" -v jp="$judge_p99" 'BEGIN {

@@ -618,19 +618,10 @@ impl Vm {
                 host.borrow_mut().log(level, &parts.join(" "));
                 Ok(())
             })?;
-            let bind: Function = lua
-                .load(
-                    r#"
-                    local redis, call, pcall, setresp, log = ...
-                    rawset(redis, "call", call)
-                    rawset(redis, "pcall", pcall)
-                    rawset(redis, "setresp", setresp)
-                    rawset(redis, "log", log)
-                    "#,
-                )
-                .set_name("=rialto")
-                .into_function()?;
-            bind.call::<()>((self.redis.clone(), call, pcall, setresp, log))?;
+            self.redis.raw_set("call", call)?;
+            self.redis.raw_set("pcall", pcall)?;
+            self.redis.raw_set("setresp", setresp)?;
+            self.redis.raw_set("log", log)?;
             if as_function {
                 self.runner.call::<MultiValue>((f, keys_t, argv_t))
             } else {
