@@ -168,6 +168,18 @@ impl Keyspace {
             .submit_and_wait(move |tx| Ok(crate::apply::apply(tx, &stores, &op)))?
     }
 
+    /// Installs the sink that hears of every key change (once per keyspace); it hears
+    /// nothing until [`Keyspace::listen_key_events`] turns it on.
+    pub fn set_key_events(&self, events: Arc<dyn crate::watch::KeyEvents>) {
+        self.stores.watches.set_events(events);
+    }
+
+    /// Turns the key-change sink on or off. Off, a write pays one atomic load for it (shared
+    /// with WATCH's).
+    pub fn listen_key_events(&self, on: bool) {
+        self.stores.watches.listen(on);
+    }
+
     /// A new, empty watch for one connection (WATCH).
     pub fn new_watch(&self) -> Watch {
         Watch::new(Arc::clone(&self.stores.watches))
