@@ -26,13 +26,32 @@ use parking_lot::Mutex;
 /// implementation records what it needs and acts only once the change is published (see the
 /// server's tracking); it must not block.
 pub trait KeyEvents: Send + Sync {
-    /// `key` of database `db` was written or deleted.
-    fn changed(&self, db: u8, key: &[u8]);
+    /// `key` of database `db` was written or deleted; `origin` is the client the write was
+    /// enqueued for ([`crate::Keyspace::enqueue_as`]), if it said.
+    fn changed(&self, db: u8, key: &[u8], origin: Option<u64>);
     /// A flush step ran: keys of database `db` (every database when `all`) were deleted.
     fn flushed(&self, db: u8, all: bool);
     /// What every key of database `db` under `prefix` reads was replaced (a push's swap, a
     /// rollback, a store created or deleted).
     fn prefix_replaced(&self, db: u8, prefix: &[u8]);
+}
+
+thread_local! {
+    /// The client whose op this thread is applying, if the op was enqueued with one.
+    static ORIGIN: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` (an op's apply) telling the sink its changes come from client `origin`.
+pub(crate) fn with_origin<T>(origin: u64, f: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            ORIGIN.with(|o| o.set(None));
+        }
+    }
+    ORIGIN.with(|o| o.set(Some(origin)));
+    let _reset = Reset;
+    f()
 }
 
 /// The bit of [`Watches::state`] set while the sink listens; the bits below count entries.
@@ -133,7 +152,7 @@ impl Watches {
     #[cold]
     fn touch_slow(&self, db: u8, key: &[u8], deleted: bool) {
         if let Some(e) = self.sink() {
-            e.changed(db, key);
+            e.changed(db, key, ORIGIN.with(|o| o.get()));
         }
         if self.watched() {
             self.touch_table(db, key, deleted);
@@ -366,10 +385,12 @@ mod tests {
     struct Heard(Mutex<Vec<String>>);
 
     impl KeyEvents for Heard {
-        fn changed(&self, db: u8, key: &[u8]) {
-            self.0
-                .lock()
-                .push(format!("{db}:{}", String::from_utf8_lossy(key)));
+        fn changed(&self, db: u8, key: &[u8], origin: Option<u64>) {
+            self.0.lock().push(format!(
+                "{db}:{}{}",
+                String::from_utf8_lossy(key),
+                origin.map(|o| format!(" by {o}")).unwrap_or_default()
+            ));
         }
         fn flushed(&self, db: u8, all: bool) {
             self.0.lock().push(format!("flush {db} {all}"));
@@ -395,16 +416,24 @@ mod tests {
         t.flushed(2, false);
         t.touch_watched(0, b"flushed-key", true);
         t.touch_prefix(0, b"feat:");
+        with_origin(7, || t.touch(1, b"mine", false));
+        t.touch(1, b"nobody's", false);
         assert!(w.is_dirty());
         assert_eq!(
             *heard.0.lock(),
-            vec!["0:x", "flush 2 false", "prefix 0:feat:"]
+            vec![
+                "0:x",
+                "flush 2 false",
+                "prefix 0:feat:",
+                "1:mine by 7",
+                "1:nobody's"
+            ]
         );
         t.listen(false);
         drop(w);
         assert!(!t.any());
         t.touch(0, b"after", false);
-        assert_eq!(heard.0.lock().len(), 3);
+        assert_eq!(heard.0.lock().len(), 5);
     }
 
     #[test]
