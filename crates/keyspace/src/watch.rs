@@ -221,8 +221,7 @@ impl Watches {
             if let Some(list) = table.get_mut(&k) {
                 let before = list.len();
                 list.retain(|e| !Arc::ptr_eq(&e.who, who));
-                self.state
-                    .fetch_sub(before - list.len(), Ordering::AcqRel);
+                self.state.fetch_sub(before - list.len(), Ordering::AcqRel);
                 if list.is_empty() {
                     table.remove(&k);
                 }
@@ -408,7 +407,10 @@ mod tests {
         let heard = Arc::new(Heard::default());
         t.set_events(Arc::clone(&heard) as Arc<dyn KeyEvents>);
         t.touch(0, b"before", false);
-        assert!(!t.any(), "an installed sink that does not listen costs nothing");
+        assert!(
+            !t.any(),
+            "an installed sink that does not listen costs nothing"
+        );
         t.listen(true);
         assert!(t.any());
         let w = watch(&t, &[(0, "x", false)]);

@@ -90,6 +90,10 @@ pub struct Shared {
     pub bulk: std::sync::OnceLock<tokio::runtime::Handle>,
     /// Wake-ups of the connection threads by the syncer (see `wake.rs`).
     pub relay_stats: Arc<crate::wake::RelayStats>,
+    /// Pub/sub subscriptions and every connection's mailbox.
+    pub hub: Arc<crate::pubsub::Hub>,
+    /// Client-side caching (CLIENT TRACKING).
+    pub tracking: Arc<crate::tracking::Tracking>,
 }
 
 impl Shared {
@@ -210,6 +214,11 @@ impl Server {
         let run_id: String = (0..40)
             .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).unwrap_or('0'))
             .collect();
+        let hub = Arc::new(crate::pubsub::Hub::default());
+        let tracking = Arc::new(crate::tracking::Tracking::new(
+            Arc::clone(&hub),
+            cfg.tracking_table_max_keys,
+        ));
         let shared = Arc::new(Shared {
             config: RwLock::new(cfg),
             keyspace,
@@ -226,7 +235,11 @@ impl Server {
             scan_cursors: Mutex::new(Default::default()),
             bulk: std::sync::OnceLock::new(),
             relay_stats: Arc::default(),
+            hub,
+            tracking,
         });
+        crate::tracking::Tracking::install(&shared)
+            .map_err(|e| ServerError::Start(format!("tracking thread: {e}")))?;
         let threads = if shared.config.read().threads > 0 {
             shared.config.read().threads
         } else {

@@ -71,6 +71,7 @@ mod info;
 mod keys;
 mod multi;
 mod ping;
+pub mod pubsub;
 mod push;
 mod quit;
 mod randomkey;
@@ -151,6 +152,15 @@ pub static COMMANDS: &[CommandSpec] = &[
     multi::DISCARD,
     multi::WATCH,
     multi::UNWATCH,
+    pubsub::SUBSCRIBE,
+    pubsub::UNSUBSCRIBE,
+    pubsub::PSUBSCRIBE,
+    pubsub::PUNSUBSCRIBE,
+    pubsub::SSUBSCRIBE,
+    pubsub::SUNSUBSCRIBE,
+    pubsub::PUBLISH,
+    pubsub::SPUBLISH,
+    pubsub::PUBSUB,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
@@ -253,6 +263,8 @@ pub enum Outcome {
     Later(BoxReply),
     /// Send the reply, if any, then close the connection.
     Close(Option<Reply>),
+    /// Send these replies in order (the subscribe family: one confirmation per channel).
+    Many(Vec<Reply>),
 }
 
 impl From<CmdResult> for Outcome {

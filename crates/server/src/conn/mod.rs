@@ -131,6 +131,8 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
             unrestricted: user.as_ref().is_some_and(|u| u.unrestricted()),
             user,
             close_after_reply: false,
+            mailbox: None,
+            tracking: None,
         },
         inbuf: BytesMut::with_capacity(READ_CHUNK),
         out: BytesMut::with_capacity(READ_CHUNK),
@@ -166,6 +168,8 @@ fn closed(shared: &Arc<Shared>, id: u64) {
             sh.keyspace.abort_pushes_of(id);
         }));
     }
+    shared.tracking.disable(id);
+    shared.hub.remove_client(id);
     shared.clients.unregister(id);
 }
 
@@ -294,10 +298,17 @@ impl Connection {
             {
                 return Ok(Exit::Closed);
             }
-            let (limit, idle) = {
+            let (limit, mut idle) = {
                 let c = self.shared.config.read();
                 (c.client_query_buffer_limit, c.timeout)
             };
+            // A connection with a mailbox also wakes for what is delivered to it; one
+            // without never polls that branch. Subscribers are exempt from `timeout`, as in
+            // Redis.
+            let mailbox = self.client.mailbox.clone();
+            if mailbox.as_ref().is_some_and(|m| m.subscribed()) {
+                idle = Duration::ZERO;
+            }
             if self.inbuf.len() > limit {
                 warn!(
                     client = self.client.handle.id,
@@ -313,6 +324,7 @@ impl Connection {
                 biased;
                 r = self.stream.read_buf(&mut self.inbuf) => r?,
                 _ = &mut stop => return Ok(Exit::Closed),
+                _ = mail(mailbox.as_deref()), if mailbox.is_some() => continue,
                 _ = idle_timer(idle) => {
                     debug!(client = id, "closing idle client (timeout)");
                     return Ok(Exit::Closed);
@@ -376,6 +388,7 @@ impl Connection {
     /// Resolves every pending reply and writes everything out.
     async fn flush(&mut self) -> std::io::Result<()> {
         self.drain().await;
+        self.take_mail();
         let limit = self.shared.config.read().output_buffer_limit;
         if limit != 0 && self.out.len() > limit {
             warn!(
@@ -388,6 +401,13 @@ impl Connection {
             return Ok(());
         }
         self.write_out().await
+    }
+
+    /// Appends the messages and invalidations waiting in the mailbox, between replies.
+    fn take_mail(&mut self) {
+        if let Some(mb) = &self.client.mailbox {
+            crate::pubsub::drain_into(mb, self.client.protocol, &mut self.out);
+        }
     }
 
     async fn write_out(&mut self) -> std::io::Result<()> {
@@ -491,7 +511,19 @@ impl Connection {
                 }
             }
         }
-        let (id, handler) = match crate::commands::admit(&self.client, &args) {
+        let (id, handler, spec) = match crate::commands::admit(&self.client, &args) {
+            Ok(a)
+                if self.client.mailbox.is_some()
+                    && self.client.in_resp2_pubsub()
+                    && !allowed_subscribed(a.spec) =>
+            {
+                let r = reply::err_string(format!(
+                    "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                    a.spec.name
+                ));
+                let r = self.refused_in_multi(&args, r);
+                return self.push(Pending::Ready(r));
+            }
             Ok(a) => {
                 // The index fits: the registry has fewer than 255 commands (checked when built).
                 let last = u8::try_from(a.index + 1).unwrap_or(0);
@@ -502,7 +534,7 @@ impl Connection {
                         Err(runs_now) => args = runs_now,
                     }
                 }
-                (a.index, a.handler)
+                (a.index, a.handler, a.spec)
             }
             Err(r) => {
                 let r = self.refused_in_multi(&args, r);
@@ -510,8 +542,19 @@ impl Connection {
             }
         };
         let threshold = self.shared.slowlog.threshold_micros();
+        // CLIENT CACHING applies to the one command after it.
+        let remember = match &mut self.client.tracking {
+            None => false,
+            Some(t) => {
+                let r = t.remembers();
+                if spec.name != "client|caching" {
+                    t.caching = false;
+                }
+                r
+            }
+        };
         match handler {
-            Handler::Read(f) if !self.queue_has_commit => {
+            Handler::Read(f) if !self.queue_has_commit && self.client.tracking.is_none() => {
                 let start = Instant::now();
                 let now = self.shared.now_ms();
                 let r = self
@@ -525,10 +568,29 @@ impl Connection {
                 self.push(Pending::Ready(r));
             }
             Handler::Read(f) => {
+                // A tracking client's read runs in the merger's order and its keys are
+                // remembered there before it reads: every change ordered after the read
+                // invalidates them (see `tracking.rs`).
+                let track = remember.then(|| {
+                    let keys: Vec<Bytes> = crate::command_table::keys_with_flags(spec, &args)
+                        .iter()
+                        .filter_map(|k| args.get(k.pos).cloned())
+                        .collect();
+                    let limit = self.shared.config.read().pubsub_limit;
+                    (
+                        Arc::clone(&self.shared.tracking),
+                        self.client.handle.id,
+                        keys,
+                        limit,
+                    )
+                });
                 let h = self
                     .shared
                     .keyspace
                     .read_in_order(self.client.db, move |k| {
+                        if let Some((tr, who, keys, limit)) = &track {
+                            tr.remember(*who, keys, *limit);
+                        }
                         let start = Instant::now();
                         let reply = f(&mut R::new(k), &args).unwrap_or_else(|e| e);
                         executed(reply, start.elapsed(), threshold, args)
@@ -551,13 +613,18 @@ impl Connection {
                     }
                 };
                 let parsed = start.elapsed();
-                let h = self.shared.keyspace.enqueue(op, move |r, applied| {
+                let done = move |r: rialto_keyspace::Result<rialto_keyspace::Value>, applied| {
                     let reply = match r {
                         Ok(v) => reply::value(v),
                         Err(e) => reply::keyspace_error(&e),
                     };
                     executed(reply, parsed + applied, threshold, args)
-                });
+                };
+                // NOLOOP needs to know whose write it is; nobody else pays for it.
+                let h = match self.noloop_origin() {
+                    Some(me) => self.shared.keyspace.enqueue_as(me, op, done),
+                    None => self.shared.keyspace.enqueue(op, done),
+                };
                 self.push(Pending::Commit(h, id));
             }
             Handler::Txn(cmd) => {
@@ -583,6 +650,13 @@ impl Connection {
                 );
                 let reply = match outcome {
                     Outcome::Reply(r) => r,
+                    Outcome::Many(mut replies) => {
+                        let last = replies.pop().unwrap_or(Reply::NullArray);
+                        for r in replies {
+                            self.push(Pending::Ready(r));
+                        }
+                        last
+                    }
                     Outcome::Later(fut) => fut.await,
                     Outcome::Close(r) => {
                         self.client.close_after_reply = true;
@@ -603,9 +677,47 @@ impl Connection {
                 {
                     self.discard();
                 }
+                // What the command published to this very connection comes before its reply,
+                // as in Redis (nothing is pending here: the queue was drained above).
+                self.take_mail();
                 self.push(Pending::Ready(reply));
             }
         }
+    }
+}
+
+impl Connection {
+    /// The client id writes are enqueued for when this client tracks with NOLOOP.
+    pub(super) fn noloop_origin(&self) -> Option<u64> {
+        self.client
+            .tracking
+            .as_ref()
+            .filter(|t| t.noloop)
+            .map(|_| self.client.handle.id)
+    }
+}
+
+/// The commands RESP2's subscribed mode allows, Redis's list.
+fn allowed_subscribed(spec: &crate::command_table::CommandSpec) -> bool {
+    matches!(
+        spec.name,
+        "subscribe"
+            | "unsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
+            | "ssubscribe"
+            | "sunsubscribe"
+            | "ping"
+            | "quit"
+            | "reset"
+    )
+}
+
+/// Resolves when `mb` may hold something (never without one).
+async fn mail(mb: Option<&crate::pubsub::Mailbox>) {
+    match mb {
+        Some(m) => m.ready().await,
+        None => std::future::pending().await,
     }
 }
 

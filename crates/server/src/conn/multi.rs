@@ -256,17 +256,22 @@ impl Connection {
         if after.is_empty() {
             // Queued like any write: it joins the group of the other connections' writes and
             // its reply is released with the group's sync.
-            let h = self
-                .shared
-                .keyspace
-                .transaction(watch, now_ms, move |tx| Executed {
+            let h = self.shared.keyspace.transaction_as(
+                self.noloop_origin(),
+                watch,
+                now_ms,
+                move |tx| Executed {
                     reply: run(tx),
                     micros: 0,
                     slow_args: None,
-                });
+                },
+            );
             return Pending::Commit(h, id);
         }
-        let h = self.shared.keyspace.transaction(watch, now_ms, run);
+        let h = self
+            .shared
+            .keyspace
+            .transaction_as(self.noloop_origin(), watch, now_ms, run);
         Pending::Ready(match self.commit(h).await {
             Err(e) => reply::engine_error(&e),
             Ok(Reply::Array(mut replies)) => {
@@ -307,6 +312,11 @@ impl Connection {
         self.decoder.set_pre_auth(self.client.user.is_none());
         match outcome {
             Outcome::Reply(r) => r,
+            // The subscribe family in a transaction: one element, its confirmation, or the
+            // array of them for several channels (Redis writes each as an element of its
+            // own, which leaves more elements than the transaction's count).
+            Outcome::Many(mut v) if v.len() == 1 => v.pop().unwrap_or(Reply::NullArray),
+            Outcome::Many(v) => Reply::Array(v),
             Outcome::Later(fut) => fut.await,
             Outcome::Close(r) => {
                 self.client.close_after_reply = true;
