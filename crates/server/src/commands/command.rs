@@ -533,6 +533,10 @@ mod tests {
                 info(command_table::lookup_fullname(b"client|info").expect("info")),
                 info(command_table::lookup_fullname(b"client|setinfo").expect("setinfo")),
                 info(command_table::lookup_fullname(b"client|kill").expect("kill")),
+                info(command_table::lookup_fullname(b"client|tracking").expect("tracking")),
+                info(command_table::lookup_fullname(b"client|caching").expect("caching")),
+                info(command_table::lookup_fullname(b"client|getredir").expect("getredir")),
+                info(command_table::lookup_fullname(b"client|trackinginfo").expect("info")),
                 info(command_table::lookup_fullname(b"client|help").expect("help")),
             ]))
         );
