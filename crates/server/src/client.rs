@@ -68,6 +68,9 @@ impl ClientHandle {
     /// Asks the connection to close.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);
+        // Every waiter (the connection's loop, a subscriber blocked writing), and a permit for
+        // one that starts waiting later.
+        self.kill_notify.notify_waiters();
         self.kill_notify.notify_one();
     }
 

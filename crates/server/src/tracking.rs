@@ -84,9 +84,12 @@ enum Change {
 
 #[derive(Default)]
 struct Queue {
-    changes: Vec<Change>,
-    /// The queue overflowed: everything is invalidated instead.
-    overflow: bool,
+    /// Changes in the merger's order, numbered.
+    changes: std::collections::VecDeque<(u64, Change)>,
+    /// The number of the last change queued.
+    last: u64,
+    /// The queue overflowed up to this change: everything is invalidated instead.
+    overflow: Option<u64>,
 }
 
 /// The tracking table and the invalidations waiting to be sent.
@@ -95,6 +98,9 @@ pub struct Tracking {
     table: Mutex<Table>,
     queue: Mutex<Queue>,
     wake: Condvar,
+    /// Held while changes are taken and sent, so that they leave in order whoever sends them
+    /// (the sender thread, or a tracking client's connection after its own write).
+    sending: Mutex<()>,
     /// `tracking-table-max-keys` (0: unlimited).
     max_keys: AtomicUsize,
     /// Clients with tracking on.
@@ -118,6 +124,7 @@ impl Tracking {
             table: Mutex::default(),
             queue: Mutex::default(),
             wake: Condvar::new(),
+            sending: Mutex::new(()),
             max_keys: AtomicUsize::new(max_keys),
             clients: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
@@ -285,15 +292,46 @@ impl Tracking {
 
     fn push(&self, change: Change) {
         let mut q = self.queue.lock();
-        if q.changes.len() >= MAX_QUEUED_CHANGES {
-            q.overflow = true;
+        q.last += 1;
+        let n = q.last;
+        if q.overflow.is_some() || q.changes.len() >= MAX_QUEUED_CHANGES {
+            // Collapsed into one flush-style invalidation.
             q.changes.clear();
-        }
-        if !q.overflow {
-            q.changes.push(change);
+            q.overflow = Some(n);
+        } else {
+            q.changes.push_back((n, change));
         }
         drop(q);
         self.wake.notify_one();
+    }
+
+    /// The number of the last change queued: once the write that made it is published,
+    /// [`Tracking::send_published`] may send everything up to it.
+    pub fn last_change(&self) -> u64 {
+        self.queue.lock().last
+    }
+
+    /// Sends the invalidations of changes up to number `upto`, which the caller knows to be
+    /// published (groups are published in the merger's order).
+    pub fn send_published(&self, upto: u64, limit: ObufLimit) {
+        let _order = self.sending.lock();
+        let (changes, overflow) = {
+            let mut q = self.queue.lock();
+            let mut taken = Vec::new();
+            while q.changes.front().is_some_and(|(n, _)| *n <= upto) {
+                if let Some((_, c)) = q.changes.pop_front() {
+                    taken.push(c);
+                }
+            }
+            let overflow = q.overflow.is_some_and(|n| n <= upto);
+            if overflow {
+                q.overflow = None;
+            }
+            (taken, overflow)
+        };
+        if !changes.is_empty() || overflow {
+            self.deliver(changes, overflow, limit);
+        }
     }
 
     /// Sends what changed: run by the sender once every change taken is published.
@@ -402,9 +440,9 @@ fn sender(weak: Weak<Shared>) {
     loop {
         let Some(shared) = weak.upgrade() else { return };
         let tr = Arc::clone(&shared.tracking);
-        let (changes, overflow) = {
+        let upto = {
             let mut q = tr.queue.lock();
-            if q.changes.is_empty() && !q.overflow {
+            if q.changes.is_empty() && q.overflow.is_none() {
                 if tr.stop.load(Ordering::Acquire) {
                     return;
                 }
@@ -413,19 +451,20 @@ fn sender(weak: Weak<Shared>) {
                 tr.wake.wait_for(&mut q, Duration::from_millis(200));
                 continue;
             }
-            let q = std::mem::take(&mut *q);
-            (q.changes, q.overflow)
+            q.last
         };
-        // Behind every change taken: once this resolves they are durable and published.
+        // Behind every change queued so far: once this resolves they are durable and
+        // published.
         let h = shared.keyspace.read_in_order(0, |_| ());
         shared.keyspace.run_queued();
         if h.wait().is_err() {
             // The engine failed: those writes are not published and never will be; nothing
-            // a client cached went stale through them.
+            // a client cached went stale through them. Retry after a pause.
+            std::thread::sleep(Duration::from_millis(100));
             continue;
         }
         let limit = shared.config.read().pubsub_limit;
-        tr.deliver(changes, overflow, limit);
+        tr.send_published(upto, limit);
     }
 }
 
@@ -543,8 +582,7 @@ mod tests {
         assert_eq!(tr.totals(), (2, 3, 0));
         tr.changed(0, b"k", None);
         tr.changed(0, b"k", None);
-        let q = std::mem::take(&mut *tr.queue.lock());
-        tr.deliver(q.changes, q.overflow, L);
+        tr.send_published(tr.last_change(), L);
         assert_eq!(drained(&hub, a.id), vec![Some(vec![b("k")])]);
         assert_eq!(drained(&hub, c.id), vec![Some(vec![b("k")])]);
         assert_eq!(tr.totals(), (1, 1, 0));
@@ -577,8 +615,7 @@ mod tests {
         tr.changed(0, b"user:1", Some(a.id));
         tr.changed(0, b"user:2", None);
         tr.changed(0, b"other", None);
-        let q = std::mem::take(&mut *tr.queue.lock());
-        tr.deliver(q.changes, q.overflow, L);
+        tr.send_published(tr.last_change(), L);
         assert!(drained(&hub, a.id).is_empty());
         assert_eq!(
             drained(&hub, bc.id),
@@ -605,8 +642,7 @@ mod tests {
         tr.enable(far.id, &bcast("zzz"));
         tr.remember(a.id, &[b("feat:1"), b("feat:2"), b("other")], L);
         tr.prefix_replaced(0, b"feat:");
-        let q = std::mem::take(&mut *tr.queue.lock());
-        tr.deliver(q.changes, q.overflow, L);
+        tr.send_published(tr.last_change(), L);
         let mut got = drained(&hub, a.id);
         got.sort();
         assert_eq!(got, vec![Some(vec![b("feat:1")]), Some(vec![b("feat:2")])]);
@@ -648,8 +684,7 @@ mod tests {
         );
         tr.remember(a.id, &[b("k")], L);
         tr.changed(0, b"k", None);
-        let q = std::mem::take(&mut *tr.queue.lock());
-        tr.deliver(q.changes, q.overflow, L);
+        tr.send_published(tr.last_change(), L);
         let items = hub.mailbox_of(a.id).map(|m| m.take()).unwrap_or_default();
         assert_eq!(
             items.into_iter().collect::<Vec<_>>(),
@@ -665,8 +700,7 @@ mod tests {
         tr.enable(r2.id, &ClientTracking::default());
         tr.remember(r2.id, &[b("k")], L);
         tr.changed(0, b"k", None);
-        let q = std::mem::take(&mut *tr.queue.lock());
-        tr.deliver(q.changes, q.overflow, L);
+        tr.send_published(tr.last_change(), L);
         assert!(drained(&hub, r2.id).is_empty());
     }
 

@@ -292,10 +292,12 @@ fn spublish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Reply(Reply::Integer(n as i64))
 }
 
-/// Redis's reply to a subcommand given arguments it does not take.
-fn syntax_error(sub: &str) -> Reply {
+/// Redis's reply to a subcommand given arguments it does not take (named as the client
+/// wrote it).
+fn syntax_error(sub: &[u8]) -> Reply {
     crate::reply::err_string(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try PUBSUB HELP."
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
+        String::from_utf8_lossy(sub)
     ))
 }
 
@@ -305,7 +307,7 @@ fn list(names: Vec<Bytes>) -> Reply {
 
 fn channels(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if args.len() > 3 {
-        return Outcome::Reply(syntax_error("channels"));
+        return Outcome::Reply(syntax_error(&args[1]));
     }
     Outcome::Reply(list(
         ctx.shared.hub.channels(false, args.get(2).map(|p| &p[..])),
@@ -314,7 +316,7 @@ fn channels(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 fn shardchannels(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if args.len() > 3 {
-        return Outcome::Reply(syntax_error("shardchannels"));
+        return Outcome::Reply(syntax_error(&args[1]));
     }
     Outcome::Reply(list(
         ctx.shared.hub.channels(true, args.get(2).map(|p| &p[..])),

@@ -46,6 +46,9 @@ pub struct Executed {
     pub micros: u64,
     /// The arguments, returned only when the command was slow enough for the slow log.
     pub slow_args: Option<Vec<Bytes>>,
+    /// For a tracking client's write: the last key change queued for invalidation when it
+    /// was applied (0: none to wait for). Its invalidations leave before its reply.
+    pub track_seq: u64,
 }
 
 /// A reply computed off the connection (see [`crate::commands::Outcome::Later`]).
@@ -414,7 +417,23 @@ impl Connection {
         if self.out.is_empty() {
             return Ok(());
         }
-        self.stream.write_all(&self.out).await?;
+        if self.client.mailbox.is_some() {
+            // A subscriber that stopped reading blocks this write; over its output limit the
+            // hub kills it, and the kill must end the write too. Others skip the cost.
+            let handle = Arc::clone(&self.client.handle);
+            let killed = handle.kill_notify.notified();
+            tokio::pin!(killed);
+            killed.as_mut().enable();
+            if handle.killed.load(Ordering::Acquire) {
+                return Err(std::io::Error::other("client killed"));
+            }
+            tokio::select! {
+                r = self.stream.write_all(&self.out) => r?,
+                _ = killed => return Err(std::io::Error::other("client killed")),
+            }
+        } else {
+            self.stream.write_all(&self.out).await?;
+        }
         self.shared
             .stats
             .net_output_bytes
@@ -449,6 +468,13 @@ impl Connection {
                     match outcome {
                         Ok(ex) => {
                             self.record(id, ex.micros, ex.slow_args);
+                            if ex.track_seq != 0 {
+                                // Its write is published: what it invalidated for this very
+                                // connection comes before its reply, as in Redis.
+                                let limit = self.shared.config.read().pubsub_limit;
+                                self.shared.tracking.send_published(ex.track_seq, limit);
+                                self.take_mail();
+                            }
                             ex.reply
                         }
                         Err(e) => reply::engine_error(&e),
@@ -613,12 +639,21 @@ impl Connection {
                     }
                 };
                 let parsed = start.elapsed();
+                let tracking = self
+                    .client
+                    .tracking
+                    .is_some()
+                    .then(|| Arc::clone(&self.shared.tracking));
                 let done = move |r: rialto_keyspace::Result<rialto_keyspace::Value>, applied| {
                     let reply = match r {
                         Ok(v) => reply::value(v),
                         Err(e) => reply::keyspace_error(&e),
                     };
-                    executed(reply, parsed + applied, threshold, args)
+                    let mut ex = executed(reply, parsed + applied, threshold, args);
+                    if let Some(t) = tracking {
+                        ex.track_seq = t.last_change();
+                    }
+                    ex
                 };
                 // NOLOOP needs to know whose write it is; nobody else pays for it.
                 let h = match self.noloop_origin() {
@@ -731,6 +766,7 @@ fn executed(reply: Reply, took: Duration, threshold: Option<u64>, args: Vec<Byte
         reply,
         micros,
         slow_args: slow(threshold, micros).then_some(args),
+        track_seq: 0,
     }
 }
 

@@ -253,6 +253,11 @@ impl Connection {
                     .collect(),
             )
         };
+        let tracking = self
+            .client
+            .tracking
+            .is_some()
+            .then(|| std::sync::Arc::clone(&self.shared.tracking));
         if after.is_empty() {
             // Queued like any write: it joins the group of the other connections' writes and
             // its reply is released with the group's sync.
@@ -264,6 +269,7 @@ impl Connection {
                     reply: run(tx),
                     micros: 0,
                     slow_args: None,
+                    track_seq: tracking.map_or(0, |t| t.last_change()),
                 },
             );
             return Pending::Commit(h, id);
