@@ -654,10 +654,13 @@ fn trackinginfo(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
             }
         }
     }
-    let prefixes = t
+    // In byte order, as Redis keeps them.
+    let mut prefixes: Vec<Bytes> = t
         .filter(|t| t.bcast)
-        .map(|t| t.prefixes.iter().cloned().map(Reply::Bulk).collect())
+        .map(|t| t.prefixes.clone())
         .unwrap_or_default();
+    prefixes.sort();
+    let prefixes = prefixes.into_iter().map(Reply::Bulk).collect();
     Outcome::Reply(Reply::Map(vec![
         (Reply::bulk("flags"), Reply::Set(flags)),
         (

@@ -470,10 +470,13 @@ impl Connection {
                             self.record(id, ex.micros, ex.slow_args);
                             if ex.track_seq != 0 {
                                 // Its write is published: what it invalidated for this very
-                                // connection comes before its reply, as in Redis.
+                                // connection follows its reply at once, as Redis 7.0 sends
+                                // the invalidations of a client's own command after it.
+                                ex.reply.encode(q.proto, &mut self.out);
                                 let limit = self.shared.config.read().pubsub_limit;
                                 self.shared.tracking.send_published(ex.track_seq, limit);
                                 self.take_mail();
+                                continue;
                             }
                             ex.reply
                         }
@@ -568,12 +571,14 @@ impl Connection {
             }
         };
         let threshold = self.shared.slowlog.threshold_micros();
-        // CLIENT CACHING applies to the one command after it.
+        // CLIENT CACHING applies to the command after it: Redis clears it after any command
+        // but CLIENT's, outside MULTI.
+        let in_multi = self.multi.is_some();
         let remember = match &mut self.client.tracking {
             None => false,
             Some(t) => {
                 let r = t.remembers();
-                if spec.name != "client|caching" {
+                if !spec.name.starts_with("client") && !in_multi {
                     t.caching = false;
                 }
                 r
