@@ -182,6 +182,11 @@ impl Clients {
         self.map.lock().remove(&id);
     }
 
+    /// Whether client `id` is connected.
+    pub fn contains(&self, id: u64) -> bool {
+        self.map.lock().contains_key(&id)
+    }
+
     /// Connected clients now.
     pub fn len(&self) -> usize {
         self.map.lock().len()

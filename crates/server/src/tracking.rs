@@ -55,7 +55,9 @@ impl ClientTracking {
     /// Whether the keys of the command now running are remembered (OPTIN/OPTOUT and
     /// CLIENT CACHING; BCAST remembers nothing).
     pub fn remembers(&self) -> bool {
-        !self.bcast && !(self.optin && !self.caching) && !(self.optout && self.caching)
+        let opted_in = !self.optin || self.caching;
+        let opted_out = self.optout && self.caching;
+        !self.bcast && opted_in && !opted_out
     }
 }
 
@@ -108,6 +110,8 @@ pub struct Tracking {
     stop: AtomicBool,
     /// Turns the keyspace's key-change sink on and off (on while a client tracks).
     listener: std::sync::OnceLock<Box<dyn Fn(bool) + Send + Sync>>,
+    /// Whether a client id is connected (a redirect's target).
+    is_connected: std::sync::OnceLock<Box<dyn Fn(u64) -> bool + Send + Sync>>,
 }
 
 /// `tracking-table-max-keys`'s default, Redis's.
@@ -129,6 +133,7 @@ impl Tracking {
             clients: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             listener: std::sync::OnceLock::new(),
+            is_connected: std::sync::OnceLock::new(),
         }
     }
 
@@ -145,11 +150,20 @@ impl Tracking {
                 sh.keyspace.listen_key_events(on);
             }
         }));
+        let weak = Arc::downgrade(shared);
+        let _ = tr.is_connected.set(Box::new(move |id| {
+            weak.upgrade().is_some_and(|sh| sh.clients.contains(id))
+        }));
         let weak: Weak<Shared> = Arc::downgrade(shared);
         std::thread::Builder::new()
             .name("rialto-tracking".into())
             .spawn(move || sender(weak))
             .map(|_| ())
+    }
+
+    /// Whether client `id` is connected.
+    fn connected(&self, id: u64) -> bool {
+        self.is_connected.get().is_some_and(|f| f(id))
     }
 
     /// Called with the table locked, so that switches of concurrent callers apply in order.
@@ -180,20 +194,14 @@ impl Tracking {
     /// Turns tracking on for client `id` (CLIENT TRACKING ON); `Ok` also when it was on.
     pub fn enable(&self, id: u64, t: &ClientTracking) {
         let mut table = self.table.lock();
-        if table
-            .clients
-            .insert(
-                id,
-                Tracked {
-                    redirect: t.redirect,
-                    noloop: t.noloop,
-                },
-            )
-            .is_none()
+        let tracked = Tracked {
+            redirect: t.redirect,
+            noloop: t.noloop,
+        };
+        if table.clients.insert(id, tracked).is_none()
+            && self.clients.fetch_add(1, Ordering::AcqRel) == 0
         {
-            if self.clients.fetch_add(1, Ordering::AcqRel) == 0 {
-                self.listen(true);
-            }
+            self.listen(true);
         }
         if t.bcast {
             for p in &t.prefixes {
@@ -273,11 +281,13 @@ impl Tracking {
     fn send(&self, id: u64, c: Tracked, item: Item, limit: ObufLimit) {
         let target = if c.redirect != 0 { c.redirect } else { id };
         match self.hub.mailbox_of(target) {
-            Some(mb) => {
-                if can_receive(mb.handle(), c.redirect != 0, mb.subscribed()) {
-                    mb.deliver(item, limit);
-                }
+            Some(mb) if can_receive(mb.handle(), c.redirect != 0, mb.subscribed()) => {
+                mb.deliver(item, limit);
             }
+            Some(_) => {}
+            // Connected but without a mailbox (never subscribed nor tracking): RESP2 could
+            // not receive it; a RESP3 target of a redirect must subscribe to receive it.
+            None if c.redirect != 0 && self.connected(target) => {}
             None if c.redirect != 0 => {
                 if let Some(own) = self.hub.mailbox_of(id) {
                     own.handle()

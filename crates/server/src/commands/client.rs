@@ -391,13 +391,24 @@ fn help(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     Outcome::Reply(help::reply(&CLIENT))
 }
 
+/// Whether a client is of Redis's `pubsub` class: subscribed to a channel or pattern.
+fn is_pubsub(c: &ClientHandle) -> bool {
+    c.sub.load(Ordering::Relaxed) + c.psub.load(Ordering::Relaxed) + c.ssub.load(Ordering::Relaxed)
+        > 0
+}
+
 fn list_clients(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
     // Redis's shapes: CLIENT LIST, CLIENT LIST TYPE <t> (exactly), CLIENT LIST ID <id>...
     let mut ids: Option<Vec<u64>> = None;
+    // Redis's classes: a client subscribed to anything is `pubsub`, not `normal`.
+    let mut class: Option<bool> = None;
     if args.len() == 4 && is(&args[2], "type") {
         let t = &args[3];
         if is(t, "normal") {
-        } else if is(t, "master") || is(t, "replica") || is(t, "slave") || is(t, "pubsub") {
+            class = Some(false);
+        } else if is(t, "pubsub") {
+            class = Some(true);
+        } else if is(t, "master") || is(t, "replica") || is(t, "slave") {
             // No client of these kinds exists here.
             ids = Some(Vec::new());
         } else {
@@ -420,7 +431,9 @@ fn list_clients(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
     }
     let mut text = String::new();
     for c in ctx.shared.clients.all() {
-        if ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) {
+        if ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
+            && class.is_none_or(|pubsub| is_pubsub(&c) == pubsub)
+        {
             text.push_str(&c.describe());
             text.push('\n');
         }
@@ -471,7 +484,10 @@ fn kill_clients(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
             filters.push(Box::new(move |c| c.info.lock().user.as_bytes() == &v[..]));
         } else if is(k, "type") {
             if is(&v, "normal") {
-            } else if is(&v, "master") || is(&v, "replica") || is(&v, "slave") || is(&v, "pubsub") {
+                filters.push(Box::new(|c| !is_pubsub(c)));
+            } else if is(&v, "pubsub") {
+                filters.push(Box::new(is_pubsub));
+            } else if is(&v, "master") || is(&v, "replica") || is(&v, "slave") {
                 filters.push(Box::new(|_| false));
             } else {
                 return Err(reply::err_string(format!(
@@ -528,7 +544,7 @@ fn set_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
             let id = reply::parse_i64(&args[j]).ok_or_else(reply::not_integer)?;
             let exists = u64::try_from(id)
                 .ok()
-                .filter(|&id| ctx.shared.clients.all().iter().any(|c| c.id == id));
+                .filter(|&id| ctx.shared.clients.contains(id));
             new.redirect = exists.ok_or_else(|| {
                 Reply::error("ERR The client ID you want redirect to does not exist")
             })?;
@@ -551,7 +567,7 @@ fn set_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
     }
     if is(&args[2], "on") {
         tracking::check_options(ctx.client.tracking.as_ref(), &new, prefixes_given)
-            .map_err(|e| reply::err_string(e))?;
+            .map_err(reply::err_string)?;
         if new.bcast && new.prefixes.is_empty() && ctx.client.tracking.is_none() {
             new.prefixes.push(Bytes::new());
         }
