@@ -586,3 +586,179 @@ pub fn drain_into(mb: &Mailbox, proto: Protocol, out: &mut BytesMut) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Clients;
+    use std::sync::atomic::Ordering;
+
+    fn addr() -> std::net::SocketAddr {
+        std::net::SocketAddr::from(([127, 0, 0, 1], 1))
+    }
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    fn count_of(r: &Reply) -> i64 {
+        match r {
+            Reply::Push(v) => match v.last() {
+                Some(Reply::Integer(n)) => *n,
+                _ => -1,
+            },
+            _ => -1,
+        }
+    }
+
+    const UNLIMITED: ObufLimit = ObufLimit {
+        hard: 0,
+        soft: 0,
+        soft_secs: 0,
+    };
+
+    #[test]
+    fn subscribe_counts_channels_and_patterns_together_and_shards_apart() {
+        let clients = Clients::default();
+        let hub = Hub::default();
+        let h = clients.register(addr(), addr(), "default");
+        let mb = hub.mailbox(&h);
+        let r = hub.subscribe(&mb, Kind::Channel, &[b("a"), b("b"), b("a")]);
+        assert_eq!(r.iter().map(count_of).collect::<Vec<_>>(), vec![1, 2, 2]);
+        let r = hub.subscribe(&mb, Kind::Pattern, &[b("x*")]);
+        assert_eq!(count_of(&r[0]), 3);
+        let r = hub.subscribe(&mb, Kind::Shard, &[b("s")]);
+        assert_eq!(count_of(&r[0]), 1);
+        assert_eq!(
+            (
+                h.sub.load(Ordering::Relaxed),
+                h.psub.load(Ordering::Relaxed)
+            ),
+            (2, 1)
+        );
+        let r = hub.unsubscribe(&mb, Kind::Channel, &[]);
+        assert_eq!(r.len(), 2);
+        assert_eq!(count_of(&r[1]), 1, "the pattern is still counted");
+        let r = hub.unsubscribe(&mb, Kind::Channel, &[]);
+        assert_eq!(
+            r,
+            vec![Reply::Push(vec![
+                Reply::Bulk(b("unsubscribe")),
+                Reply::Null,
+                Reply::Integer(1)
+            ])]
+        );
+        assert_eq!(hub.numchannels(), (0, 1));
+    }
+
+    #[test]
+    fn publish_reaches_channel_and_pattern_subscribers_in_order() {
+        let clients = Clients::default();
+        let hub = Hub::default();
+        let (h1, h2) = (
+            clients.register(addr(), addr(), "default"),
+            clients.register(addr(), addr(), "default"),
+        );
+        let (m1, m2) = (hub.mailbox(&h1), hub.mailbox(&h2));
+        hub.subscribe(&m1, Kind::Channel, &[b("news")]);
+        hub.subscribe(&m2, Kind::Pattern, &[b("n*"), b("*s")]);
+        assert_eq!(hub.numpat(), 2);
+        for i in 0..3 {
+            assert_eq!(hub.publish(&b("news"), &b(&i.to_string()), UNLIMITED), 3);
+        }
+        assert_eq!(hub.publish(&b("other"), &b("x"), UNLIMITED), 0);
+        assert_eq!(hub.publish_shard(&b("news"), &b("x"), UNLIMITED), 0);
+        let got: Vec<Bytes> = m1
+            .take()
+            .into_iter()
+            .map(|i| match i {
+                Item::Message { payload, .. } => payload,
+                _ => Bytes::new(),
+            })
+            .collect();
+        assert_eq!(got, vec![b("0"), b("1"), b("2")]);
+        assert_eq!(m2.take().len(), 6);
+        let mut out = BytesMut::new();
+        hub.publish(&b("news"), &b("z"), UNLIMITED);
+        drain_into(&m1, Protocol::Resp2, &mut out);
+        assert_eq!(
+            &out[..],
+            b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$1\r\nz\r\n"
+        );
+        out.clear();
+        drain_into(&m2, Protocol::Resp3, &mut out);
+        assert!(out.starts_with(b">4\r\n$8\r\npmessage\r\n"));
+        assert_eq!(hub.channels(false, Some(b"n*")), vec![b("news")]);
+        assert_eq!(hub.numsub(false, b"news"), 1);
+    }
+
+    #[test]
+    fn a_mailbox_over_its_hard_limit_drops_everything_and_kills_its_client() {
+        let clients = Clients::default();
+        let hub = Hub::default();
+        let h = clients.register(addr(), addr(), "default");
+        let mb = hub.mailbox(&h);
+        hub.subscribe(&mb, Kind::Channel, &[b("c")]);
+        let limit = ObufLimit {
+            hard: 10_000,
+            soft: 0,
+            soft_secs: 0,
+        };
+        let payload = Bytes::from(vec![b'x'; 1000]);
+        let mut accepted = 0;
+        for _ in 0..100 {
+            hub.publish(&b("c"), &payload, limit);
+            accepted += 1;
+            if h.killed.load(Ordering::Acquire) {
+                break;
+            }
+        }
+        assert!(accepted < 12, "{accepted}");
+        assert_eq!(mb.queued_bytes(), 0);
+        assert!(!mb.deliver(Item::Invalidate(None), limit));
+        assert!(mb.take().is_empty());
+    }
+
+    #[test]
+    fn a_mailbox_over_its_soft_limit_for_its_seconds_is_killed() {
+        let clients = Clients::default();
+        let hub = Hub::default();
+        let h = clients.register(addr(), addr(), "default");
+        let mb = hub.mailbox(&h);
+        let soft_now = ObufLimit {
+            hard: 0,
+            soft: 500,
+            soft_secs: 0,
+        };
+        let lenient = ObufLimit {
+            soft_secs: 3600,
+            ..soft_now
+        };
+        let big = || Item::Invalidate(Some(vec![Bytes::from(vec![b'k'; 600])]));
+        assert!(mb.deliver(big(), lenient), "over soft, but not for long");
+        assert!(!h.killed.load(Ordering::Acquire));
+        mb.take();
+        assert!(
+            mb.deliver(Item::Invalidate(None), soft_now),
+            "under soft again"
+        );
+        assert!(!mb.deliver(big(), soft_now));
+        assert!(h.killed.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn removing_a_client_empties_its_subscriptions() {
+        let clients = Clients::default();
+        let hub = Hub::default();
+        let h = clients.register(addr(), addr(), "default");
+        let mb = hub.mailbox(&h);
+        hub.subscribe(&mb, Kind::Channel, &[b("a")]);
+        hub.subscribe(&mb, Kind::Pattern, &[b("p*")]);
+        hub.subscribe(&mb, Kind::Shard, &[b("s")]);
+        drop(mb);
+        hub.remove_client(h.id);
+        assert_eq!((hub.numchannels(), hub.numpat()), ((0, 0), 0));
+        assert!(hub.mailbox_of(h.id).is_none());
+        assert_eq!(hub.publish(&b("a"), &b("x"), UNLIMITED), 0);
+    }
+}
