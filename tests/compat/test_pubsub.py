@@ -233,3 +233,20 @@ def test_subscribed_clients_are_exempt_from_timeout(server):
     _, r = sub.read_reply()
     assert r.value[2].value == b"still here"
     assert idle.wait_closed(3)
+
+
+def test_client_output_buffer_limit_config_is_redis(start_server):
+    script = [
+        ("CONFIG", "GET", "client-output-buffer-limit"),
+        ("CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 2kb 3"),
+        ("CONFIG", "GET", "client-output-buffer-limit"),
+        ("CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 2kb"),
+        ("CONFIG", "SET", "client-output-buffer-limit", "foo 1 2 3"),
+        ("CONFIG", "SET", "client-output-buffer-limit", "pubsub 32mb 8mb 60"),
+        ("CONFIG", "GET", "client-output-buffer-limit"),
+    ]
+    got = []
+    for role in ("redis", "rialto"):
+        c = start_server(role).conn()
+        got.append([c.send_command(list(cmd)) or c.read_reply()[0] for cmd in script])
+    assert got[1] == got[0]

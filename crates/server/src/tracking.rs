@@ -20,7 +20,7 @@
 //! the keys a push replaced are not listed anywhere and may be millions.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -107,7 +107,6 @@ pub struct Tracking {
     max_keys: AtomicUsize,
     /// Clients with tracking on.
     clients: AtomicUsize,
-    stop: AtomicBool,
     /// Turns the keyspace's key-change sink on and off (on while a client tracks).
     listener: std::sync::OnceLock<Box<dyn Fn(bool) + Send + Sync>>,
     /// Whether a client id is connected (a redirect's target).
@@ -131,7 +130,6 @@ impl Tracking {
             sending: Mutex::new(()),
             max_keys: AtomicUsize::new(max_keys),
             clients: AtomicUsize::new(0),
-            stop: AtomicBool::new(false),
             listener: std::sync::OnceLock::new(),
             is_connected: std::sync::OnceLock::new(),
         }
@@ -432,12 +430,6 @@ impl Tracking {
             }
         }
     }
-
-    /// Asks the sender thread to stop.
-    pub fn stop(&self) {
-        self.stop.store(true, Ordering::Release);
-        self.wake.notify_one();
-    }
 }
 
 /// Whether a connection may receive an invalidation: RESP3, or RESP2 through a redirect to a
@@ -453,9 +445,6 @@ fn sender(weak: Weak<Shared>) {
         let upto = {
             let mut q = tr.queue.lock();
             if q.changes.is_empty() && q.overflow.is_none() {
-                if tr.stop.load(Ordering::Acquire) {
-                    return;
-                }
                 drop(shared);
                 // Wakes on a change; the timeout notices the server gone.
                 tr.wake.wait_for(&mut q, Duration::from_millis(200));

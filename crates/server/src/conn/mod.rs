@@ -585,7 +585,7 @@ impl Connection {
             }
         };
         match handler {
-            Handler::Read(f) if !self.queue_has_commit && self.client.tracking.is_none() => {
+            Handler::Read(f) if !self.queue_has_commit && !remember => {
                 let start = Instant::now();
                 let now = self.shared.now_ms();
                 let r = self
