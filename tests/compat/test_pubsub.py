@@ -250,3 +250,32 @@ def test_client_output_buffer_limit_config_is_redis(start_server):
         c = start_server(role).conn()
         got.append([c.send_command(list(cmd)) or c.read_reply()[0] for cmd in script])
     assert got[1] == got[0]
+
+
+def test_acl_channels_refuse_and_a_revoked_subscriber_is_disconnected(start_server, protocol):
+    got = []
+    for role in ("redis", "rialto"):
+        s = start_server(role)
+        admin = s.conn()
+        admin.call("ACL", "SETUSER", "u", "on", "nopass", "+@all", "~*", "resetchannels", "&news.*", "&lit*")
+        c = raw(s, protocol)
+        c.call("AUTH", "u", "x")
+        out = exchange(
+            c,
+            [
+                (("SUBSCRIBE", "other"), 1),
+                (("PUBLISH", "other", "m"), 1),
+                (("PSUBSCRIBE", "news.a*"), 1),
+                (("SUBSCRIBE", "news.1"), 1),
+                (("PSUBSCRIBE", "lit*"), 1),
+            ],
+        )
+        # Still allowed: stays. Revoked: Redis 7.0 disconnects the subscriber.
+        admin.call("ACL", "SETUSER", "u", "&more")
+        out.append(admin.call("PUBLISH", "news.1", "x").value)
+        out.append(c.read_reply()[0])
+        admin.call("ACL", "SETUSER", "u", "resetchannels", "&news.*")
+        out.append(c.wait_closed(3))
+        got.append(out)
+    assert got[1] == got[0]
+    assert got[0][-1] is True

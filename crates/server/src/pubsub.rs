@@ -571,6 +571,33 @@ impl Hub {
     }
 }
 
+impl Hub {
+    /// After an ACL change: kills every subscribed client whose user is gone or may no longer
+    /// subscribe to one of its channels or patterns, as Redis 7.0 does (a subscriber that
+    /// sends nothing would otherwise keep receiving what it is no longer allowed to).
+    pub fn enforce_acl(&self, acl: &crate::acl::Acl) {
+        let all: Vec<Arc<Mailbox>> = self.mailboxes.lock().values().cloned().collect();
+        for mb in all {
+            let user = mb.handle.info.lock().user.clone();
+            let s = mb.subs.lock();
+            if s.channels.is_empty() && s.patterns.is_empty() && s.shard.is_empty() {
+                continue;
+            }
+            let allowed = acl.user(user.as_bytes()).is_some_and(|u| {
+                s.channels
+                    .iter()
+                    .chain(&s.shard)
+                    .all(|c| u.channel_allowed(c, false))
+                    && s.patterns.iter().all(|p| u.channel_allowed(p, true))
+            });
+            drop(s);
+            if !allowed {
+                mb.handle.kill();
+            }
+        }
+    }
+}
+
 fn count(s: &Subs, kind: Kind) -> usize {
     match kind {
         Kind::Shard => s.shard.len(),

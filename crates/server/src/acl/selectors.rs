@@ -205,14 +205,15 @@ impl Selector {
 
     /// Redis's `ACLCheckChannelAgainstList`: a channel matches the patterns as a glob; a
     /// pattern (PSUBSCRIBE's) only equal to one of them, literally.
-    fn channel_allowed(&self, channel: &[u8], is_pattern: bool) -> bool {
-        self.channels.iter().any(|p| {
-            if is_pattern {
-                p[..] == *channel
-            } else {
-                crate::glob::glob_match(p, channel, false)
-            }
-        })
+    pub(super) fn channel_allowed(&self, channel: &[u8], is_pattern: bool) -> bool {
+        self.all_channels
+            || self.channels.iter().any(|p| {
+                if is_pattern {
+                    p[..] == *channel
+                } else {
+                    crate::glob::glob_match(p, channel, false)
+                }
+            })
     }
 
     /// Redis's `ACLSelectorCheckCmd`: `keys` holds (position, key, access), `channels`
@@ -247,11 +248,9 @@ impl Selector {
                 }
             }
         }
-        if !self.all_channels {
-            for &(pos, channel, is_pattern) in channels {
-                if !self.channel_allowed(channel, is_pattern) {
-                    return Err((4, pos));
-                }
+        for &(pos, channel, is_pattern) in channels {
+            if !self.channel_allowed(channel, is_pattern) {
+                return Err((4, pos));
             }
         }
         Ok(())

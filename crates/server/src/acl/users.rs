@@ -157,8 +157,8 @@ fn digest_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
 }
 
 impl User {
-    /// Whether the user may run every command on every key with any arguments (the default
-    /// user without restrictions): the per-request check can then be skipped.
+    /// Whether the user may run every command on every key and channel with any arguments
+    /// (the default user without restrictions): the per-request check can then be skipped.
     pub fn unrestricted(&self) -> bool {
         let r = &self.root;
         let n = self.catalog.cmds.len();
@@ -168,7 +168,7 @@ impl User {
                     .get(i / 64)
                     .is_some_and(|w| w & (1u64 << (i % 64)) != 0)
             });
-        all_cmds && r.first_args.is_empty() && r.all_keys
+        all_cmds && r.first_args.is_empty() && r.all_keys && r.all_channels
     }
 
     fn new(id: u64, name: &[u8], catalog: Arc<Catalog>) -> User {
@@ -244,6 +244,14 @@ impl User {
             Vec::new()
         };
         self.check_parts(cmd, idx, first_arg, &keys, &channels)
+    }
+
+    /// Whether any selector allows `channel` (a pattern subscription when `is_pattern`),
+    /// Redis's `ACLUserCheckChannelPerm`.
+    pub fn channel_allowed(&self, channel: &[u8], is_pattern: bool) -> bool {
+        std::iter::once(&self.root)
+            .chain(&self.selectors)
+            .any(|s| s.channel_allowed(channel, is_pattern))
     }
 
     fn first_arg_of<'a>(&self, idx: Option<usize>, args: &'a [Bytes]) -> Option<&'a [u8]> {

@@ -709,6 +709,11 @@ impl Connection {
                 let micros = start.elapsed().as_micros() as u64;
                 let slow = slow(threshold, micros).then_some(args);
                 self.record(id, micros, slow);
+                if matches!(handler, Handler::Acl(_))
+                    && self.shared.acl_generation.load(Ordering::Acquire) != generation
+                {
+                    self.shared.hub.enforce_acl(&self.shared.acl.read());
+                }
                 // The command may have switched protocol (HELLO) or authenticated.
                 self.decoder.set_pre_auth(self.client.user.is_none());
                 if crate::command_table::all()
