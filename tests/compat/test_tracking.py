@@ -80,6 +80,19 @@ def test_every_kind_of_change_invalidates(start_server, change):
     assert rialto == redis
 
 
+def test_keys_read_inside_a_transaction_are_tracked(start_server):
+    def run(s):
+        c, w = raw(s), s.client()
+        c.call("CLIENT", "TRACKING", "ON")
+        out = [c.call("MULTI").value, c.call("GET", "tx").value, c.call("EXEC").value[0].value]
+        w.set("tx", "1")
+        out.append(read_raw(c))
+        return out
+
+    redis, rialto = both(start_server, run)
+    assert rialto == redis
+
+
 def test_flushall_sends_a_null_invalidation(start_server, protocol):
     def run(s):
         c, w = raw(s), s.client()

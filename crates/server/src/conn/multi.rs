@@ -43,8 +43,9 @@ enum Step {
     Done(Reply),
     /// A write, applied in the transaction.
     Op(Op),
-    /// A read, in the transaction, of the database given.
-    Read(ReadFn, u8, Vec<Bytes>),
+    /// A read, in the transaction, of the database given; with the keys a tracking client
+    /// remembers for it (none otherwise).
+    Read(ReadFn, u8, Vec<Bytes>, Vec<Bytes>),
     /// Answered after the transaction.
     After,
 }
@@ -214,7 +215,18 @@ impl Connection {
                     Ok(op) => Step::Op(op),
                     Err(r) => Step::Done(r),
                 },
-                Handler::Read(f) => Step::Read(f, at.db, q.args),
+                Handler::Read(f) => {
+                    // CLIENT CACHING holds for the whole transaction, as in Redis.
+                    let keys = if self.client.tracking.as_ref().is_some_and(|t| t.remembers()) {
+                        command_table::keys_with_flags(q.spec, &q.args)
+                            .iter()
+                            .filter_map(|k| q.args.get(k.pos).cloned())
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
+                    Step::Read(f, at.db, q.args, keys)
+                }
                 // UNWATCH: EXEC forgets the watched keys anyway.
                 Handler::Txn(_) => Step::Done(reply::ok()),
                 handler => match commands::flushdb::in_transaction(q.spec, at, &q.args) {
@@ -232,6 +244,13 @@ impl Connection {
         // The transaction takes the watch: it unwatches the keys once it has checked them, in
         // the merger's order, so no change ordered before it is missed.
         let watch = self.watch.take().filter(|w| !w.is_empty());
+        let remember = self.client.tracking.is_some().then(|| {
+            (
+                std::sync::Arc::clone(&self.shared.tracking),
+                self.client.handle.id,
+                self.shared.config.read().pubsub_limit,
+            )
+        });
         let run = move |tx: Option<&mut rialto_keyspace::Transaction<'_, '_>>| {
             let Some(tx) = tx else {
                 return Reply::NullArray;
@@ -245,9 +264,17 @@ impl Connection {
                             Ok(v) => reply::value(v),
                             Err(e) => reply::keyspace_error(&e),
                         },
-                        Step::Read(f, db, args) => tx
-                            .read(db, |k| f(&mut R::new(k), &args))
-                            .unwrap_or_else(|e| e),
+                        Step::Read(f, db, args, keys) => {
+                            // Remembered in the transaction, before the read (see
+                            // `tracking.rs`).
+                            if let Some((tr, who, limit)) = &remember {
+                                if !keys.is_empty() {
+                                    tr.remember(*who, &keys, *limit);
+                                }
+                            }
+                            tx.read(db, |k| f(&mut R::new(k), &args))
+                                .unwrap_or_else(|e| e)
+                        }
                         Step::After => Reply::Null,
                     })
                     .collect(),
