@@ -279,3 +279,15 @@ def test_acl_channels_refuse_and_a_revoked_subscriber_is_disconnected(start_serv
         got.append(out)
     assert got[1] == got[0]
     assert got[0][-1] is True
+
+
+def test_subscribe_inside_multi(server, protocol):
+    """Rialto keeps EXEC's element count (one element per queued command); with one channel in
+    RESP2 that is Redis's byte for byte (see design §11.9 for several channels)."""
+    c = raw(server, protocol)
+    got = exchange(c, [(("MULTI",), 1), (("SUBSCRIBE", "m"), 1), (("EXEC",), 1)])
+    if protocol == 2 or server.is_rialto:
+        # Redis in RESP3 sends the confirmation as a push inside EXEC's array instead.
+        assert got[2] == b"*1\r\n*3\r\n$9\r\nsubscribe\r\n$1\r\nm\r\n:1\r\n"
+    q = server.client()
+    assert q.publish("m", "after") == 1

@@ -347,9 +347,22 @@ impl Connection {
             Outcome::Reply(r) => r,
             // The subscribe family in a transaction: one element, its confirmation, or the
             // array of them for several channels (Redis writes each as an element of its
-            // own, which leaves more elements than the transaction's count).
-            Outcome::Many(mut v) if v.len() == 1 => v.pop().unwrap_or(Reply::NullArray),
-            Outcome::Many(v) => Reply::Array(v),
+            // own, which leaves more elements than the transaction's count), as arrays even
+            // in RESP3, where a push inside EXEC's array would be read as out of band.
+            Outcome::Many(v) => {
+                let mut v: Vec<Reply> = v
+                    .into_iter()
+                    .map(|r| match r {
+                        Reply::Push(items) => Reply::Array(items),
+                        other => other,
+                    })
+                    .collect();
+                if v.len() == 1 {
+                    v.pop().unwrap_or(Reply::NullArray)
+                } else {
+                    Reply::Array(v)
+                }
+            }
             Outcome::Later(fut) => fut.await,
             Outcome::Close(r) => {
                 self.client.close_after_reply = true;
