@@ -283,7 +283,7 @@ def test_acl_channels_refuse_and_a_revoked_subscriber_is_disconnected(start_serv
 
 def test_subscribe_inside_multi(server, protocol):
     """Rialto keeps EXEC's element count (one element per queued command); with one channel in
-    RESP2 that is Redis's byte for byte (see design §11.9 for several channels)."""
+    RESP2 that is Redis's byte for byte (see design §11.10 for several channels)."""
     c = raw(server, protocol)
     got = exchange(c, [(("MULTI",), 1), (("SUBSCRIBE", "m"), 1), (("EXEC",), 1)])
     if protocol == 2 or server.is_rialto:
