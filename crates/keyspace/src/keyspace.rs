@@ -157,6 +157,21 @@ impl Keyspace {
         })
     }
 
+    /// [`Keyspace::enqueue`] for client `origin`: the key-change sink hears which client
+    /// made the changes (client-side caching's NOLOOP).
+    pub fn enqueue_as<T, F>(&self, origin: u64, op: Op, done: F) -> CommitHandle<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Result<Value>, Duration) -> T + Send + 'static,
+    {
+        let stores = Arc::clone(&self.stores);
+        self.merger.enqueue(move |tx| {
+            let start = Instant::now();
+            let r = crate::watch::with_origin(origin, || crate::apply::apply(tx, &stores, &op));
+            Ok(done(r, start.elapsed()))
+        })
+    }
+
     /// Applies `op` and waits until it is durable. A catalog op runs alone (after every
     /// op enqueued before it), and reads see its catalog once this returns.
     pub fn execute(&self, op: Op) -> Result<Value> {
@@ -166,6 +181,18 @@ impl Keyspace {
         let stores = Arc::clone(&self.stores);
         self.merger
             .submit_and_wait(move |tx| Ok(crate::apply::apply(tx, &stores, &op)))?
+    }
+
+    /// Installs the sink that hears of every key change (once per keyspace); it hears
+    /// nothing until [`Keyspace::listen_key_events`] turns it on.
+    pub fn set_key_events(&self, events: Arc<dyn crate::watch::KeyEvents>) {
+        self.stores.watches.set_events(events);
+    }
+
+    /// Turns the key-change sink on or off. Off, a write pays one atomic load for it (shared
+    /// with WATCH's).
+    pub fn listen_key_events(&self, on: bool) {
+        self.stores.watches.listen(on);
     }
 
     /// A new, empty watch for one connection (WATCH).
@@ -216,8 +243,36 @@ impl Keyspace {
         T: Send + 'static,
         F: FnOnce(Option<&mut Transaction<'_, '_>>) -> T + Send + 'static,
     {
+        self.transaction_as(None, watch, now_ms, f)
+    }
+
+    /// [`Keyspace::transaction`], telling the key-change sink the changes come from client
+    /// `origin` when given (see [`Keyspace::enqueue_as`]).
+    pub fn transaction_as<T, F>(
+        &self,
+        origin: Option<u64>,
+        watch: Option<Watch>,
+        now_ms: i64,
+        f: F,
+    ) -> CommitHandle<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Option<&mut Transaction<'_, '_>>) -> T + Send + 'static,
+    {
         let stores = Arc::clone(&self.stores);
         self.merger.enqueue(move |tx| {
+            if let Some(origin) = origin {
+                return crate::watch::with_origin(origin, || {
+                    let mut t = Transaction {
+                        tx,
+                        stores: &stores,
+                        now_ms,
+                    };
+                    let intact = watch.as_ref().is_none_or(|w| t.watch_intact(&w.share()));
+                    drop(watch);
+                    Ok(if intact { f(Some(&mut t)) } else { f(None) })
+                });
+            }
             let mut t = Transaction {
                 tx,
                 stores: &stores,

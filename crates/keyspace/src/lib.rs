@@ -40,4 +40,4 @@ pub use stores::{
     Pushing, StoreError, StoreMeta, StoreOptions, StoreResult, VersionInfo,
 };
 pub use value::Value;
-pub use watch::Watch;
+pub use watch::{KeyEvents, Watch};

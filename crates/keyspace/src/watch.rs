@@ -1,5 +1,6 @@
 //! Optimistic locks (Redis's WATCH): which connections watch which keys, and the flag a
-//! change to one of them sets.
+//! change to one of them sets; and the [`KeyEvents`] sink, which hears of the same changes
+//! (client-side caching's invalidations).
 //!
 //! Every change is seen here in the merger's execution order, where it is applied: a write to
 //! a key ([`Watches::touch`], from the one function every key write goes through), a flush
@@ -20,12 +21,50 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-/// The table of watched keys: (database, user key) → the connections watching it.
+/// Hears of every key change where WATCH does, in the merger's execution order, inside the
+/// transaction applying it: before that transaction is durable or visible to readers. An
+/// implementation records what it needs and acts only once the change is published (see the
+/// server's tracking); it must not block.
+pub trait KeyEvents: Send + Sync {
+    /// `key` of database `db` was written or deleted; `origin` is the client the write was
+    /// enqueued for ([`crate::Keyspace::enqueue_as`]), if it said.
+    fn changed(&self, db: u8, key: &[u8], origin: Option<u64>);
+    /// A flush step ran: keys of database `db` (every database when `all`) were deleted.
+    fn flushed(&self, db: u8, all: bool);
+    /// What every key of database `db` under `prefix` reads was replaced (a push's swap, a
+    /// rollback, a store created or deleted).
+    fn prefix_replaced(&self, db: u8, prefix: &[u8]);
+}
+
+thread_local! {
+    /// The client whose op this thread is applying, if the op was enqueued with one.
+    static ORIGIN: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` (an op's apply) telling the sink its changes come from client `origin`.
+pub(crate) fn with_origin<T>(origin: u64, f: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            ORIGIN.with(|o| o.set(None));
+        }
+    }
+    ORIGIN.with(|o| o.set(Some(origin)));
+    let _reset = Reset;
+    f()
+}
+
+/// The bit of [`Watches::state`] set while the sink listens; the bits below count entries.
+const LISTENING: usize = 1 << (usize::BITS - 1);
+
+/// The table of watched keys: (database, user key) → the connections watching it; and the
+/// key-change sink.
 #[derive(Default)]
 pub struct Watches {
-    /// Entries in `table`; zero lets a write skip the lock.
-    entries: AtomicUsize,
+    /// Entries in `table`, and [`LISTENING`]: zero lets a write skip both with one load.
+    state: AtomicUsize,
     table: Mutex<HashMap<Vec<u8>, Vec<Entry>>>,
+    events: std::sync::OnceLock<Arc<dyn KeyEvents>>,
 }
 
 struct Entry {
@@ -54,10 +93,37 @@ fn slot(db: u8, key: &[u8]) -> Vec<u8> {
 }
 
 impl Watches {
-    /// Whether any key is watched (one load: what every write pays when none is).
+    /// Whether any key is watched or the sink listens (one load: what every write pays when
+    /// neither).
     #[inline]
     pub(crate) fn any(&self) -> bool {
-        self.entries.load(Ordering::Acquire) != 0
+        self.state.load(Ordering::Acquire) != 0
+    }
+
+    fn watched(&self) -> bool {
+        self.state.load(Ordering::Acquire) & !LISTENING != 0
+    }
+
+    fn sink(&self) -> Option<&Arc<dyn KeyEvents>> {
+        if self.state.load(Ordering::Acquire) & LISTENING == 0 {
+            return None;
+        }
+        self.events.get()
+    }
+
+    /// Installs the key-change sink (once; later calls are ignored). It hears nothing until
+    /// [`Watches::listen`] turns it on.
+    pub(crate) fn set_events(&self, events: Arc<dyn KeyEvents>) {
+        let _ = self.events.set(events);
+    }
+
+    /// Turns the sink on or off.
+    pub(crate) fn listen(&self, on: bool) {
+        if on {
+            self.state.fetch_or(LISTENING, Ordering::AcqRel);
+        } else {
+            self.state.fetch_and(!LISTENING, Ordering::AcqRel);
+        }
     }
 
     /// `key` of database `db` changed; `deleted` when the change removed it.
@@ -68,8 +134,32 @@ impl Watches {
         }
     }
 
+    /// A flush step of database `db` (every database when `all`) runs: the sink hears it
+    /// once; WATCH hears each key deleted ([`Watches::touch_watched`]).
+    pub(crate) fn flushed(&self, db: u8, all: bool) {
+        if let Some(e) = self.sink() {
+            e.flushed(db, all);
+        }
+    }
+
+    /// Like [`Watches::touch`], for WATCH alone (a flush tells the sink once, not per key).
+    pub(crate) fn touch_watched(&self, db: u8, key: &[u8], deleted: bool) {
+        if self.watched() {
+            self.touch_table(db, key, deleted);
+        }
+    }
+
     #[cold]
     fn touch_slow(&self, db: u8, key: &[u8], deleted: bool) {
+        if let Some(e) = self.sink() {
+            e.changed(db, key, ORIGIN.with(|o| o.get()));
+        }
+        if self.watched() {
+            self.touch_table(db, key, deleted);
+        }
+    }
+
+    fn touch_table(&self, db: u8, key: &[u8], deleted: bool) {
         let mut table = self.table.lock();
         if let Some(list) = table.get_mut(&slot(db, key)) {
             for e in list {
@@ -86,7 +176,10 @@ impl Watches {
 
     /// Every key of database `db` that starts with `prefix` changed (a store's data replaced).
     pub(crate) fn touch_prefix(&self, db: u8, prefix: &[u8]) {
-        if !self.any() {
+        if let Some(e) = self.sink() {
+            e.prefix_replaced(db, prefix);
+        }
+        if !self.watched() {
             return;
         }
         let table = self.table.lock();
@@ -113,7 +206,7 @@ impl Watches {
             stale,
         });
         who.keys.lock().push((db, Bytes::copy_from_slice(key)));
-        self.entries.fetch_add(1, Ordering::Release);
+        self.state.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Removes every key of `who`; with `close`, later registrations of it add nothing.
@@ -128,8 +221,7 @@ impl Watches {
             if let Some(list) = table.get_mut(&k) {
                 let before = list.len();
                 list.retain(|e| !Arc::ptr_eq(&e.who, who));
-                self.entries
-                    .fetch_sub(before - list.len(), Ordering::Release);
+                self.state.fetch_sub(before - list.len(), Ordering::AcqRel);
                 if list.is_empty() {
                     table.remove(&k);
                 }
@@ -286,6 +378,64 @@ mod tests {
         drop(b);
         assert!(!t.any());
         assert!(t.table.lock().is_empty());
+    }
+
+    #[derive(Default)]
+    struct Heard(Mutex<Vec<String>>);
+
+    impl KeyEvents for Heard {
+        fn changed(&self, db: u8, key: &[u8], origin: Option<u64>) {
+            self.0.lock().push(format!(
+                "{db}:{}{}",
+                String::from_utf8_lossy(key),
+                origin.map(|o| format!(" by {o}")).unwrap_or_default()
+            ));
+        }
+        fn flushed(&self, db: u8, all: bool) {
+            self.0.lock().push(format!("flush {db} {all}"));
+        }
+        fn prefix_replaced(&self, db: u8, prefix: &[u8]) {
+            self.0
+                .lock()
+                .push(format!("prefix {db}:{}", String::from_utf8_lossy(prefix)));
+        }
+    }
+
+    #[test]
+    fn the_sink_hears_changes_only_while_it_listens_and_watches_still_work() {
+        let t = Arc::new(Watches::default());
+        let heard = Arc::new(Heard::default());
+        t.set_events(Arc::clone(&heard) as Arc<dyn KeyEvents>);
+        t.touch(0, b"before", false);
+        assert!(
+            !t.any(),
+            "an installed sink that does not listen costs nothing"
+        );
+        t.listen(true);
+        assert!(t.any());
+        let w = watch(&t, &[(0, "x", false)]);
+        t.touch(0, b"x", false);
+        t.flushed(2, false);
+        t.touch_watched(0, b"flushed-key", true);
+        t.touch_prefix(0, b"feat:");
+        with_origin(7, || t.touch(1, b"mine", false));
+        t.touch(1, b"nobody's", false);
+        assert!(w.is_dirty());
+        assert_eq!(
+            *heard.0.lock(),
+            vec![
+                "0:x",
+                "flush 2 false",
+                "prefix 0:feat:",
+                "1:mine by 7",
+                "1:nobody's"
+            ]
+        );
+        t.listen(false);
+        drop(w);
+        assert!(!t.any());
+        t.touch(0, b"after", false);
+        assert_eq!(heard.0.lock().len(), 5);
     }
 
     #[test]

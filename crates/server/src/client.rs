@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -32,7 +34,26 @@ pub struct ClientHandle {
     /// Set by CLIENT KILL or shutdown; the connection closes at its next step.
     pub killed: AtomicBool,
     pub kill_notify: Notify,
+    /// Channels, patterns and shard channels subscribed (CLIENT LIST `sub`, `psub`, `ssub`).
+    pub sub: AtomicUsize,
+    pub psub: AtomicUsize,
+    pub ssub: AtomicUsize,
+    /// CLIENT TRACKING state as CLIENT LIST shows it: [`FLAG_TRACKING`]... bits.
+    pub tracking_flags: AtomicU32,
+    /// Where invalidations go (CLIENT LIST `redir`): -1 none.
+    pub redir: AtomicI64,
 }
+
+/// Tracking is on (`t`).
+pub const FLAG_TRACKING: u32 = 1;
+/// The redirect client is gone (`R`).
+pub const FLAG_REDIR_BROKEN: u32 = 2;
+/// BCAST (`B`).
+pub const FLAG_BCAST: u32 = 4;
+/// OPTIN (`I`).
+pub const FLAG_OPTIN: u32 = 8;
+/// OPTOUT (`O`).
+pub const FLAG_OPTOUT: u32 = 16;
 
 /// Mutable descriptive fields.
 #[derive(Default, Clone)]
@@ -47,6 +68,9 @@ impl ClientHandle {
     /// Asks the connection to close.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);
+        // Every waiter (the connection's loop, a subscriber blocked writing), and a permit for
+        // one that starts waiting later.
+        self.kill_notify.notify_waiters();
         self.kill_notify.notify_one();
     }
 
@@ -62,8 +86,33 @@ impl ClientHandle {
                 .map(|v| String::from_utf8_lossy(v).into_owned())
                 .unwrap_or_default()
         };
+        let (sub, psub, ssub) = (
+            self.sub.load(Ordering::Relaxed),
+            self.psub.load(Ordering::Relaxed),
+            self.ssub.load(Ordering::Relaxed),
+        );
+        // Redis's letters, in its order.
+        let tf = self.tracking_flags.load(Ordering::Relaxed);
+        let mut flags = String::new();
+        if sub + psub + ssub > 0 {
+            flags.push('P');
+        }
+        for (bit, c) in [
+            (FLAG_TRACKING, 't'),
+            (FLAG_REDIR_BROKEN, 'R'),
+            (FLAG_BCAST, 'B'),
+            (FLAG_OPTIN, 'I'),
+            (FLAG_OPTOUT, 'O'),
+        ] {
+            if tf & bit != 0 {
+                flags.push(c);
+            }
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -78,6 +127,7 @@ impl ClientHandle {
                     .map_or("NULL", |s| s.name),
             },
             info.user,
+            self.redir.load(Ordering::Relaxed),
             self.resp.load(Ordering::Relaxed),
             text(&info.lib_name),
             text(&info.lib_ver),
@@ -116,6 +166,11 @@ impl Clients {
             }),
             killed: AtomicBool::new(false),
             kill_notify: Notify::new(),
+            sub: AtomicUsize::new(0),
+            psub: AtomicUsize::new(0),
+            ssub: AtomicUsize::new(0),
+            tracking_flags: AtomicU32::new(0),
+            redir: AtomicI64::new(-1),
         });
         self.accepted.fetch_add(1, Ordering::Relaxed);
         self.map.lock().insert(id, Arc::clone(&h));
@@ -125,6 +180,11 @@ impl Clients {
     /// Removes a closed connection.
     pub fn unregister(&self, id: u64) {
         self.map.lock().remove(&id);
+    }
+
+    /// Whether client `id` is connected.
+    pub fn contains(&self, id: u64) -> bool {
+        self.map.lock().contains_key(&id)
     }
 
     /// Connected clients now.
@@ -161,6 +221,11 @@ pub struct Client {
     pub unrestricted: bool,
     /// Close once the replies so far are written (QUIT, protocol errors).
     pub close_after_reply: bool,
+    /// Where pub/sub messages and invalidations for this connection wait; made by the first
+    /// SUBSCRIBE or CLIENT TRACKING. `None` keeps the connection loop as it is without them.
+    pub mailbox: Option<Arc<crate::pubsub::Mailbox>>,
+    /// CLIENT TRACKING's state, when on.
+    pub tracking: Option<crate::tracking::ClientTracking>,
 }
 
 impl Client {
@@ -174,6 +239,12 @@ impl Client {
     pub fn select(&mut self, db: u8) {
         self.db = db;
         self.handle.db.store(db, Ordering::Relaxed);
+    }
+
+    /// Whether the connection is in RESP2's subscribed mode, where only the subscribe
+    /// family, PING, QUIT and RESET run.
+    pub fn in_resp2_pubsub(&self) -> bool {
+        self.protocol == Protocol::Resp2 && self.mailbox.as_ref().is_some_and(|m| m.subscribed())
     }
 
     /// Switches protocol (HELLO).

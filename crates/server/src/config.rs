@@ -12,6 +12,8 @@ use rialto_lsm::triad::TriadMode;
 use rialto_lsm::WalRecovery;
 use rialto_txn::Durability;
 
+use crate::pubsub::ObufLimit;
+
 /// Everything the server is configured with.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -31,6 +33,12 @@ pub struct Config {
     pub max_multibulk_len: usize,
     pub client_query_buffer_limit: usize,
     pub output_buffer_limit: usize,
+    /// `client-output-buffer-limit`: normal, replica, pubsub. Only pubsub is enforced
+    /// (`output-buffer-limit` bounds normal clients); the others are kept for CONFIG GET.
+    pub obuf_normal: ObufLimit,
+    pub obuf_replica: ObufLimit,
+    pub pubsub_limit: ObufLimit,
+    pub tracking_table_max_keys: usize,
     pub databases: usize,
     pub hz: u32,
     pub active_expire_batch: usize,
@@ -95,6 +103,18 @@ impl Default for Config {
             max_multibulk_len: 1024 * 1024,
             client_query_buffer_limit: 1 << 30,
             output_buffer_limit: 1 << 30,
+            obuf_normal: ObufLimit {
+                hard: 0,
+                soft: 0,
+                soft_secs: 0,
+            },
+            obuf_replica: ObufLimit {
+                hard: 256 << 20,
+                soft: 64 << 20,
+                soft_secs: 60,
+            },
+            pubsub_limit: ObufLimit::PUBSUB_DEFAULT,
+            tracking_table_max_keys: crate::tracking::DEFAULT_MAX_KEYS,
             databases: 16,
             hz: 10,
             active_expire_batch: 1000,
@@ -198,6 +218,47 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("'{s}' is too large"))
 }
 
+/// `client-output-buffer-limit`'s value, Redis's syntax: one or more `<class> <hard> <soft>
+/// <soft seconds>`, class `normal`, `replica` (or `slave`) or `pubsub`; classes not named
+/// keep their limits. Redis's texts for what it refuses.
+fn set_obuf_limits(c: &mut Config, v: &str) -> Result<(), String> {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    if !words.len().is_multiple_of(4) {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    let mut next = (c.obuf_normal, c.obuf_replica, c.pubsub_limit);
+    for w in words.chunks_exact(4) {
+        let slot = match w[0].to_ascii_lowercase().as_str() {
+            "normal" => &mut next.0,
+            "replica" | "slave" => &mut next.1,
+            "pubsub" => &mut next.2,
+            _ => {
+                return Err("Invalid client class specified in buffer limit configuration.".into())
+            }
+        };
+        let bad = |_| {
+            "Error in hard, soft or soft_seconds setting in buffer limit configuration.".to_string()
+        };
+        *slot = ObufLimit {
+            hard: parse_size(w[1]).map_err(bad)?,
+            soft: parse_size(w[2]).map_err(bad)?,
+            soft_secs: parse_num(w[3]).map_err(bad)?,
+        };
+    }
+    (c.obuf_normal, c.obuf_replica, c.pubsub_limit) = next;
+    Ok(())
+}
+
+fn get_obuf_limits(c: &Config) -> String {
+    let f = |l: ObufLimit| format!("{} {} {}", l.hard, l.soft, l.soft_secs);
+    format!(
+        "normal {} slave {} pubsub {}",
+        f(c.obuf_normal),
+        f(c.obuf_replica),
+        f(c.pubsub_limit)
+    )
+}
+
 /// `auto`, `all`, `none` or a size (as [`parse_size`]).
 pub fn parse_push_page_cache(s: &str) -> Result<rialto_keyspace::PushPageCache, String> {
     if let Some(p) = rialto_keyspace::PushPageCache::from_word(s) {
@@ -286,6 +347,10 @@ pub static KEYS: &[Key] = &[
         |c, v| c.client_query_buffer_limit = parse_size(v)?, |c| c.client_query_buffer_limit.to_string()),
     key!("output-buffer-limit", true, "Most reply bytes pending for one client (default 1gb, 0 unlimited); beyond it the client is closed.",
         |c, v| c.output_buffer_limit = parse_size(v)?, |c| c.output_buffer_limit.to_string()),
+    key!("client-output-buffer-limit", true, "Redis's syntax, '<class> <hard> <soft> <soft-seconds>' per class (default 'normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60'). Enforced for pubsub: a client whose pub/sub messages and invalidations waiting to be written pass the hard limit, or stay over the soft limit for the soft seconds, is disconnected (0 disables a limit). The normal and replica classes are accepted and shown, not enforced (output-buffer-limit bounds replies).",
+        |c, v| set_obuf_limits(c, v)?, |c| get_obuf_limits(c)),
+    key!("tracking-table-max-keys", true, "Most keys the client-side caching table remembers (default 1000000; 0 unlimited); beyond it keys are evicted, their readers sent an invalidation.",
+        |c, v| c.tracking_table_max_keys = parse_num(v)?, |c| c.tracking_table_max_keys.to_string()),
     key!("databases", false, "Number of databases SELECT can choose (default 16, at most 256).",
         |c, v| { let n: usize = parse_num(v)?; if n == 0 || n > 256 { return Err("must be 1 to 256".into()); } c.databases = n },
         |c| c.databases.to_string()),

@@ -22,9 +22,11 @@ mod http;
 mod ops;
 mod periodic;
 mod prom;
+mod pubsub;
 mod reply;
 mod server;
 mod slowlog;
+mod tracking;
 mod wake;
 mod workers;
 

@@ -47,6 +47,31 @@ pub fn render(sh: &Shared) -> String {
         &[],
         sh.clients.len(),
     );
+    let (channels, shard_channels) = sh.hub.numchannels();
+    w.gauge(
+        "rialto_pubsub_channels",
+        "Channels with at least one subscriber (shard channels included).",
+        &[],
+        channels + shard_channels,
+    );
+    w.gauge(
+        "rialto_pubsub_patterns",
+        "Distinct patterns subscribed.",
+        &[],
+        sh.hub.numpat(),
+    );
+    w.gauge(
+        "rialto_tracking_clients",
+        "Clients with CLIENT TRACKING on.",
+        &[],
+        sh.tracking.clients(),
+    );
+    w.gauge(
+        "rialto_tracking_keys",
+        "Keys in the client-side caching table.",
+        &[],
+        sh.tracking.totals().0,
+    );
     w.counter(
         "rialto_connections_received_total",
         "Connections accepted since start.",

@@ -92,6 +92,10 @@ pub struct Shared {
     pub relay_stats: Arc<crate::wake::RelayStats>,
     /// The Lua interpreter and the script cache (EVAL, SCRIPT).
     pub scripts: Arc<rialto_scripting::Scripts>,
+    /// Pub/sub subscriptions and every connection's mailbox.
+    pub hub: Arc<crate::pubsub::Hub>,
+    /// Client-side caching (CLIENT TRACKING).
+    pub tracking: Arc<crate::tracking::Tracking>,
 }
 
 impl Shared {
@@ -226,6 +230,11 @@ impl Server {
                 tracing::warn!(library = %lib.name, error = ?r, "a stored function library does not load; FCALL will not find its functions");
             }
         }
+        let hub = Arc::new(crate::pubsub::Hub::default());
+        let tracking = Arc::new(crate::tracking::Tracking::new(
+            Arc::clone(&hub),
+            cfg.tracking_table_max_keys,
+        ));
         let shared = Arc::new(Shared {
             scripts: Arc::new(scripts),
             config: RwLock::new(cfg),
@@ -243,7 +252,11 @@ impl Server {
             scan_cursors: Mutex::new(Default::default()),
             bulk: std::sync::OnceLock::new(),
             relay_stats: Arc::default(),
+            hub,
+            tracking,
         });
+        crate::tracking::Tracking::install(&shared)
+            .map_err(|e| ServerError::Start(format!("tracking thread: {e}")))?;
         let threads = if shared.config.read().threads > 0 {
             shared.config.read().threads
         } else {

@@ -127,6 +127,7 @@ pub(super) fn flush_step(
             ranges.extend(s.live_versions().map(|v| version_range(s.id, v)));
         }
     }
+    stores.watches.flushed(db, all);
     let mut left = usize::try_from(limit).unwrap_or(usize::MAX);
     let mut deleted = 0i64;
     for (lo, hi) in ranges {
@@ -139,7 +140,7 @@ pub(super) fn flush_step(
         for k in keys {
             if stores.watches.any() {
                 if let Some((db, user)) = watched_key_of(&k) {
-                    stores.watches.touch(db, user, true);
+                    stores.watches.touch_watched(db, user, true);
                 }
             }
             tx.delete(&k);

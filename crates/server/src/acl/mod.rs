@@ -4,8 +4,10 @@
 //! and one or more *selectors*: the root one written at top level plus any `(...)` ones. A
 //! selector allows commands (bits per command and subcommand, set by `+cmd`, `-cmd`, `+@cat`,
 //! `-@cat`, `+cmd|sub`), keys (`~pattern` for read and write, `%R~` read, `%W~` write) and
-//! channels (`&pattern`, stored and shown but not enforced: Rialto has no pub/sub). A command
-//! runs if any selector allows it with all its keys, found as the command's declaration says.
+//! channels (`&pattern`: PUBLISH's and the subscribe family's channels, as Redis 7.0 checks
+//! them). A command runs if any selector allows it with all its keys, found as the command's
+//! declaration says, and all its channels; a change that takes a channel away from a user
+//! disconnects its subscribers to it ([`crate::pubsub::Hub::enforce_acl`]).
 //!
 //! Commands and categories are the command declarations' ([`crate::command_table`]). How a
 //! user's command rules are printed (`ACL LIST`, `ACL GETUSER`) follows Redis 7.0: not the rules

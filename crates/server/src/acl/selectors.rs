@@ -203,13 +203,28 @@ impl Selector {
             .any(|p| (p.read || !access.read) && (p.write || !access.write) && p.glob.matches(key))
     }
 
-    /// Redis's `ACLSelectorCheckCmd`: `keys` holds (position, key, access).
+    /// Redis's `ACLCheckChannelAgainstList`: a channel matches the patterns as a glob; a
+    /// pattern (PSUBSCRIBE's) only equal to one of them, literally.
+    pub(super) fn channel_allowed(&self, channel: &[u8], is_pattern: bool) -> bool {
+        self.all_channels
+            || self.channels.iter().any(|p| {
+                if is_pattern {
+                    p[..] == *channel
+                } else {
+                    crate::glob::glob_match(p, channel, false)
+                }
+            })
+    }
+
+    /// Redis's `ACLSelectorCheckCmd`: `keys` holds (position, key, access), `channels`
+    /// (position, channel, is a pattern).
     pub fn check(
         &self,
         cat: &Catalog,
         cmd: Option<usize>,
         first_arg: Option<&[u8]>,
         keys: &[(usize, &[u8], KeyAccess)],
+        channels: &[(usize, &[u8], bool)],
     ) -> Result<(), Refusal> {
         let allowed = match cmd {
             Some(i) => {
@@ -231,6 +246,11 @@ impl Selector {
                 if !self.key_allowed(key, access) {
                     return Err((2, pos));
                 }
+            }
+        }
+        for &(pos, channel, is_pattern) in channels {
+            if !self.channel_allowed(channel, is_pattern) {
+                return Err((4, pos));
             }
         }
         Ok(())

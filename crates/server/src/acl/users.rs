@@ -60,6 +60,8 @@ pub enum Denied {
     /// A key argument (the one Redis reports: the first refused key of the most permissive
     /// selector).
     Key(Bytes),
+    /// A channel argument of PUBLISH or the subscribe family.
+    Channel(Bytes),
 }
 
 impl Denied {
@@ -73,6 +75,7 @@ impl Denied {
         match self {
             Denied::Command(_) => "no permission to execute the command or subcommand",
             Denied::Key(_) => "no permission to touch the specified keys",
+            Denied::Channel(_) => "no permission to access one of the channels used as arguments",
         }
     }
 
@@ -88,6 +91,12 @@ impl Denied {
                 t.extend_from_slice(b"' key");
                 t
             }
+            Denied::Channel(c) => {
+                let mut t = b"This user has no permissions to access the '".to_vec();
+                t.extend_from_slice(c);
+                t.extend_from_slice(b"' channel");
+                t
+            }
         }
     }
 }
@@ -101,6 +110,9 @@ impl fmt::Display for Denied {
             ),
             Denied::Key(_) => f.write_str(
                 "NOPERM this user has no permissions to access one of the keys used as arguments",
+            ),
+            Denied::Channel(_) => f.write_str(
+                "NOPERM this user has no permissions to access one of the channels used as arguments",
             ),
         }
     }
@@ -145,8 +157,8 @@ fn digest_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
 }
 
 impl User {
-    /// Whether the user may run every command on every key with any arguments (the default
-    /// user without restrictions): the per-request check can then be skipped.
+    /// Whether the user may run every command on every key and channel with any arguments
+    /// (the default user without restrictions): the per-request check can then be skipped.
     pub fn unrestricted(&self) -> bool {
         let r = &self.root;
         let n = self.catalog.cmds.len();
@@ -156,7 +168,7 @@ impl User {
                     .get(i / 64)
                     .is_some_and(|w| w & (1u64 << (i % 64)) != 0)
             });
-        all_cmds && r.first_args.is_empty() && r.all_keys
+        all_cmds && r.first_args.is_empty() && r.all_keys && r.all_channels
     }
 
     fn new(id: u64, name: &[u8], catalog: Arc<Catalog>) -> User {
@@ -215,13 +227,31 @@ impl User {
         };
         let keys: Vec<(usize, &[u8], KeyAccess)> = found
             .into_iter()
+            // Shard channels are declared as keys that are not keys: never checked as keys.
+            .filter(|k| !k.flags.contains(&"not_key"))
             .filter_map(|k| {
                 args.get(k.pos)
                     .map(|a| (k.pos, &a[..], KeyAccess::of(k.flags)))
             })
             .collect();
         let first_arg = self.first_arg_of(idx, args);
-        self.check_parts(cmd, idx, first_arg, &keys)
+        let need_channels = std::iter::once(&self.root)
+            .chain(&self.selectors)
+            .any(|s| !s.all_channels);
+        let channels = if need_channels {
+            channels_of(cmd, args)
+        } else {
+            Vec::new()
+        };
+        self.check_parts(cmd, idx, first_arg, &keys, &channels)
+    }
+
+    /// Whether any selector allows `channel` (a pattern subscription when `is_pattern`),
+    /// Redis's `ACLUserCheckChannelPerm`.
+    pub fn channel_allowed(&self, channel: &[u8], is_pattern: bool) -> bool {
+        std::iter::once(&self.root)
+            .chain(&self.selectors)
+            .any(|s| s.channel_allowed(channel, is_pattern))
     }
 
     fn first_arg_of<'a>(&self, idx: Option<usize>, args: &'a [Bytes]) -> Option<&'a [u8]> {
@@ -238,11 +268,12 @@ impl User {
         idx: Option<usize>,
         first_arg: Option<&[u8]>,
         keys: &[(usize, &[u8], KeyAccess)],
+        channels: &[(usize, &[u8], bool)],
     ) -> Result<(), Denied> {
         let cat = &self.catalog;
         let mut worst: Refusal = (1, 0);
         for sel in std::iter::once(&self.root).chain(&self.selectors) {
-            match sel.check(cat, idx, first_arg, keys) {
+            match sel.check(cat, idx, first_arg, keys, channels) {
                 Ok(()) => return Ok(()),
                 Err(r) => {
                     if r.0 > worst.0 || (r.0 == worst.0 && r.1 > worst.1) {
@@ -254,6 +285,11 @@ impl User {
         if worst.0 == 2 {
             if let Some(&(_, k, _)) = keys.iter().find(|k| k.0 == worst.1) {
                 return Err(Denied::Key(Bytes::copy_from_slice(k)));
+            }
+        }
+        if worst.0 == 4 {
+            if let Some(&(_, c, _)) = channels.iter().find(|c| c.0 == worst.1) {
+                return Err(Denied::Channel(Bytes::copy_from_slice(c)));
             }
         }
         let name = match idx {
@@ -634,5 +670,26 @@ impl Acl {
     /// `None` if there is no such command.
     pub fn command(&self, args: &[Bytes]) -> Option<&'static CommandSpec> {
         self.catalog.resolve(args)
+    }
+}
+
+/// The channels a request publishes or subscribes to, as Redis 7.0 checks them: (position,
+/// channel, is a pattern). The unsubscribe family is never checked.
+fn channels_of<'a>(cmd: &str, args: &'a [Bytes]) -> Vec<(usize, &'a [u8], bool)> {
+    let all = |pattern: bool| {
+        args.iter()
+            .enumerate()
+            .skip(1)
+            .map(|(i, a)| (i, &a[..], pattern))
+            .collect()
+    };
+    match cmd {
+        "publish" | "spublish" => args
+            .get(1)
+            .map(|c| vec![(1, &c[..], false)])
+            .unwrap_or_default(),
+        "subscribe" | "ssubscribe" => all(false),
+        "psubscribe" => all(true),
+        _ => Vec::new(),
     }
 }

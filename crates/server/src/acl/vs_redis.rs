@@ -413,6 +413,22 @@ const SCENARIO: &[&str] = &[
     "ACL DRYRUN t2 config",
     "ACL DRYRUN t2 config nosub",
     "ACL DRYRUN t2 CONFIG GET x",
+    // Channels: a channel matches the user's patterns as a glob, PSUBSCRIBE's pattern only
+    // equal to one; the unsubscribe family is not checked.
+    "ACL SETUSER pc on nopass +@all ~* resetchannels &news.* &lit (+publish &sel*)",
+    "ACL DRYRUN pc publish news.1 x",
+    "ACL DRYRUN pc publish other x",
+    "ACL DRYRUN pc publish selected x",
+    "ACL DRYRUN pc subscribe news.a other",
+    "ACL DRYRUN pc subscribe news.a lit",
+    "ACL DRYRUN pc psubscribe news.*",
+    "ACL DRYRUN pc psubscribe news.a*",
+    "ACL DRYRUN pc psubscribe lit other",
+    "ACL DRYRUN pc ssubscribe other",
+    "ACL DRYRUN pc spublish other x",
+    "ACL DRYRUN pc unsubscribe other",
+    "ACL DRYRUN pc punsubscribe other",
+    "ACL DRYRUN default publish other x",
     "ACL DRYRUN t2 config set x y",
 ];
 

@@ -403,6 +403,17 @@ impl Arg {
         }
     }
 
+    /// The token repeats before every value.
+    pub const fn multi_token(self) -> Self {
+        Arg {
+            flags: ArgFlags {
+                multiple_token: true,
+                ..self.flags
+            },
+            ..self
+        }
+    }
+
     pub const fn sub(self, arguments: &'static [Arg]) -> Self {
         Arg { arguments, ..self }
     }

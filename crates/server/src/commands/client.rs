@@ -1,15 +1,21 @@
-//! CLIENT ID | SETNAME | GETNAME | LIST | INFO | SETINFO | KILL | HELP
+//! CLIENT ID | SETNAME | GETNAME | LIST | INFO | SETINFO | KILL | TRACKING | CACHING |
+//! GETREDIR | TRACKINGINFO | HELP
 
 use bytes::Bytes;
 use rialto_resp::Reply;
 
 use super::util::is;
 use super::{Ctx, Handler, Outcome};
-use crate::client::ClientHandle;
+use std::sync::atomic::Ordering;
+
+use crate::client::{
+    ClientHandle, FLAG_BCAST, FLAG_OPTIN, FLAG_OPTOUT, FLAG_REDIR_BROKEN, FLAG_TRACKING,
+};
 use crate::command_table::help;
 use crate::command_table::ArgType::{Block, Integer, OneOf, PureToken, String as Str};
 use crate::command_table::{arg, cmd, doc, CommandSpec};
 use crate::reply;
+use crate::tracking::{self, ClientTracking};
 
 const CLIENT_SETNAME: CommandSpec = cmd(
     "client|setname",
@@ -198,6 +204,88 @@ const CLIENT_HELP: CommandSpec = cmd(
 ))
 .handler(Handler::Conn(help));
 
+const TRACKING_FLAGS: &[&str] = &["noscript", "loading", "stale"];
+
+const CLIENT_TRACKING: CommandSpec = cmd(
+    "client|tracking",
+    -3,
+    TRACKING_FLAGS,
+    &["@slow", "@connection"],
+)
+.docs(
+    doc(
+        "connection",
+        "6.0.0",
+        "Turns server-assisted client-side caching on or off for the connection.",
+        "O(1), more with some options.",
+    )
+    .args(&[
+        arg("status", OneOf).sub(&[
+            arg("on", PureToken).token("ON"),
+            arg("off", PureToken).token("OFF"),
+        ]),
+        arg("client-id", Integer).token("REDIRECT").opt(),
+        arg("prefix", Str)
+            .token("PREFIX")
+            .opt()
+            .multi()
+            .multi_token(),
+        arg("bcast", PureToken).token("BCAST").opt(),
+        arg("optin", PureToken).token("OPTIN").opt(),
+        arg("optout", PureToken).token("OPTOUT").opt(),
+        arg("noloop", PureToken).token("NOLOOP").opt(),
+    ]),
+)
+.handler(Handler::Conn(tracking));
+
+const CLIENT_CACHING: CommandSpec = cmd(
+    "client|caching",
+    3,
+    TRACKING_FLAGS,
+    &["@slow", "@connection"],
+)
+.docs(
+    doc(
+        "connection",
+        "6.0.0",
+        "Says whether the keys of the next command are tracked (OPTIN and OPTOUT modes).",
+        "O(1)",
+    )
+    .args(&[arg("mode", OneOf).sub(&[
+        arg("yes", PureToken).token("YES"),
+        arg("no", PureToken).token("NO"),
+    ])]),
+)
+.handler(Handler::Conn(caching));
+
+const CLIENT_GETREDIR: CommandSpec = cmd(
+    "client|getredir",
+    2,
+    TRACKING_FLAGS,
+    &["@slow", "@connection"],
+)
+.docs(doc(
+    "connection",
+    "6.0.0",
+    "Returns the id of the client invalidations are redirected to, 0 or -1 if none.",
+    "O(1)",
+))
+.handler(Handler::Conn(getredir));
+
+const CLIENT_TRACKINGINFO: CommandSpec = cmd(
+    "client|trackinginfo",
+    2,
+    TRACKING_FLAGS,
+    &["@slow", "@connection"],
+)
+.docs(doc(
+    "connection",
+    "6.2.0",
+    "Describes the connection's client-side caching state.",
+    "O(1)",
+))
+.handler(Handler::Conn(trackinginfo));
+
 pub const CLIENT: CommandSpec = cmd("client", -2, &[], &["@slow"])
     .docs(doc(
         "connection",
@@ -213,6 +301,10 @@ pub const CLIENT: CommandSpec = cmd("client", -2, &[], &["@slow"])
         CLIENT_INFO,
         CLIENT_SETINFO,
         CLIENT_KILL,
+        CLIENT_TRACKING,
+        CLIENT_CACHING,
+        CLIENT_GETREDIR,
+        CLIENT_TRACKINGINFO,
         CLIENT_HELP,
     ]);
 
@@ -299,13 +391,24 @@ fn help(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     Outcome::Reply(help::reply(&CLIENT))
 }
 
+/// Whether a client is of Redis's `pubsub` class: subscribed to a channel or pattern.
+fn is_pubsub(c: &ClientHandle) -> bool {
+    c.sub.load(Ordering::Relaxed) + c.psub.load(Ordering::Relaxed) + c.ssub.load(Ordering::Relaxed)
+        > 0
+}
+
 fn list_clients(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
     // Redis's shapes: CLIENT LIST, CLIENT LIST TYPE <t> (exactly), CLIENT LIST ID <id>...
     let mut ids: Option<Vec<u64>> = None;
+    // Redis's classes: a client subscribed to anything is `pubsub`, not `normal`.
+    let mut class: Option<bool> = None;
     if args.len() == 4 && is(&args[2], "type") {
         let t = &args[3];
         if is(t, "normal") {
-        } else if is(t, "master") || is(t, "replica") || is(t, "slave") || is(t, "pubsub") {
+            class = Some(false);
+        } else if is(t, "pubsub") {
+            class = Some(true);
+        } else if is(t, "master") || is(t, "replica") || is(t, "slave") {
             // No client of these kinds exists here.
             ids = Some(Vec::new());
         } else {
@@ -328,7 +431,9 @@ fn list_clients(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
     }
     let mut text = String::new();
     for c in ctx.shared.clients.all() {
-        if ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) {
+        if ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
+            && class.is_none_or(|pubsub| is_pubsub(&c) == pubsub)
+        {
             text.push_str(&c.describe());
             text.push('\n');
         }
@@ -379,7 +484,10 @@ fn kill_clients(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
             filters.push(Box::new(move |c| c.info.lock().user.as_bytes() == &v[..]));
         } else if is(k, "type") {
             if is(&v, "normal") {
-            } else if is(&v, "master") || is(&v, "replica") || is(&v, "slave") || is(&v, "pubsub") {
+                filters.push(Box::new(|c| !is_pubsub(c)));
+            } else if is(&v, "pubsub") {
+                filters.push(Box::new(is_pubsub));
+            } else if is(&v, "master") || is(&v, "replica") || is(&v, "slave") {
                 filters.push(Box::new(|_| false));
             } else {
                 return Err(reply::err_string(format!(
@@ -413,4 +521,168 @@ fn kill_clients(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
         n += 1;
     }
     Ok(Reply::Integer(n))
+}
+
+fn tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    Outcome::Reply(set_tracking(ctx, args).unwrap_or_else(|e| e))
+}
+
+fn set_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
+    let mut new = ClientTracking::default();
+    let mut prefixes_given = false;
+    let mut j = 3;
+    while j < args.len() {
+        let a = &args[j];
+        let more = j + 1 < args.len();
+        if is(a, "redirect") && more {
+            j += 1;
+            if new.redirect != 0 {
+                return Err(Reply::error(
+                    "ERR A client can only redirect to a single other client",
+                ));
+            }
+            let id = reply::parse_i64(&args[j]).ok_or_else(reply::not_integer)?;
+            let exists = u64::try_from(id)
+                .ok()
+                .filter(|&id| ctx.shared.clients.contains(id));
+            new.redirect = exists.ok_or_else(|| {
+                Reply::error("ERR The client ID you want redirect to does not exist")
+            })?;
+        } else if is(a, "bcast") {
+            new.bcast = true;
+        } else if is(a, "optin") {
+            new.optin = true;
+        } else if is(a, "optout") {
+            new.optout = true;
+        } else if is(a, "noloop") {
+            new.noloop = true;
+        } else if is(a, "prefix") && more {
+            j += 1;
+            prefixes_given = true;
+            new.prefixes.push(args[j].clone());
+        } else {
+            return Err(reply::syntax());
+        }
+        j += 1;
+    }
+    if is(&args[2], "on") {
+        tracking::check_options(ctx.client.tracking.as_ref(), &new, prefixes_given)
+            .map_err(reply::err_string)?;
+        if new.bcast && new.prefixes.is_empty() && ctx.client.tracking.is_none() {
+            new.prefixes.push(Bytes::new());
+        }
+        if let Some(old) = &ctx.client.tracking {
+            // ON again keeps the prefixes already registered and adds the new ones.
+            let mut all = old.prefixes.clone();
+            all.extend(new.prefixes.iter().cloned());
+            new.prefixes = all;
+        }
+        let id = ctx.client.handle.id;
+        if ctx.client.mailbox.is_none() {
+            ctx.client.mailbox = Some(ctx.shared.hub.mailbox(&ctx.client.handle));
+        }
+        ctx.shared.tracking.enable(id, &new);
+        let h = &ctx.client.handle;
+        let mut flags = FLAG_TRACKING;
+        for (on, bit) in [
+            (new.bcast, FLAG_BCAST),
+            (new.optin, FLAG_OPTIN),
+            (new.optout, FLAG_OPTOUT),
+        ] {
+            if on {
+                flags |= bit;
+            }
+        }
+        h.tracking_flags.store(flags, Ordering::Relaxed);
+        h.redir.store(new.redirect as i64, Ordering::Relaxed);
+        ctx.client.tracking = Some(new);
+    } else if is(&args[2], "off") {
+        tracking_off(ctx);
+    } else {
+        return Err(reply::syntax());
+    }
+    Ok(reply::ok())
+}
+
+/// Turns tracking off for the connection (CLIENT TRACKING OFF, RESET).
+pub fn tracking_off(ctx: &mut Ctx<'_>) {
+    if ctx.client.tracking.take().is_some() {
+        ctx.shared.tracking.disable(ctx.client.handle.id);
+    }
+    ctx.client.handle.tracking_flags.store(0, Ordering::Relaxed);
+    ctx.client.handle.redir.store(-1, Ordering::Relaxed);
+}
+
+fn caching(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let Some(t) = ctx.client.tracking.as_mut() else {
+        return Outcome::Reply(Reply::error(
+            "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
+        ));
+    };
+    Outcome::Reply(if is(&args[2], "yes") {
+        if t.optin {
+            t.caching = true;
+            reply::ok()
+        } else {
+            Reply::error(
+                "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            )
+        }
+    } else if is(&args[2], "no") {
+        if t.optout {
+            t.caching = true;
+            reply::ok()
+        } else {
+            Reply::error(
+                "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            )
+        }
+    } else {
+        reply::syntax()
+    })
+}
+
+fn getredir(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
+    Outcome::Reply(Reply::Integer(
+        ctx.client
+            .tracking
+            .as_ref()
+            .map_or(-1, |t| t.redirect as i64),
+    ))
+}
+
+fn trackinginfo(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
+    let t = ctx.client.tracking.as_ref();
+    let broken = ctx.client.handle.tracking_flags.load(Ordering::Relaxed) & FLAG_REDIR_BROKEN != 0;
+    let mut flags = vec![Reply::bulk(if t.is_some() { "on" } else { "off" })];
+    if let Some(t) = t {
+        for (on, name) in [
+            (t.bcast, "bcast"),
+            (t.optin, "optin"),
+            (t.optin && t.caching, "caching-yes"),
+            (t.optout, "optout"),
+            (t.optout && t.caching, "caching-no"),
+            (t.noloop, "noloop"),
+            (broken, "broken_redirect"),
+        ] {
+            if on {
+                flags.push(Reply::bulk(name));
+            }
+        }
+    }
+    // In byte order, as Redis keeps them.
+    let mut prefixes: Vec<Bytes> = t
+        .filter(|t| t.bcast)
+        .map(|t| t.prefixes.clone())
+        .unwrap_or_default();
+    prefixes.sort();
+    let prefixes = prefixes.into_iter().map(Reply::Bulk).collect();
+    Outcome::Reply(Reply::Map(vec![
+        (Reply::bulk("flags"), Reply::Set(flags)),
+        (
+            Reply::bulk("redirect"),
+            Reply::Integer(t.map_or(-1, |t| t.redirect as i64)),
+        ),
+        (Reply::bulk("prefixes"), Reply::Array(prefixes)),
+    ]))
 }

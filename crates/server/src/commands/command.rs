@@ -218,7 +218,8 @@ fn keys_of(cmdline: &[Bytes], with_flags: bool) -> Reply {
     let Some(spec) = command_table::lookup_command(cmdline) else {
         return Reply::error("ERR Invalid command specified");
     };
-    if spec.key_specs.is_empty() {
+    // Key specs flagged `not_key` (shard channels) do not count, as in Redis.
+    if spec.key_specs.iter().all(|k| k.flags.contains(&"not_key")) {
         return Reply::error("ERR The command has no key arguments");
     }
     if !command_table::check_arity(spec, cmdline.len()) {
@@ -533,6 +534,10 @@ mod tests {
                 info(command_table::lookup_fullname(b"client|info").expect("info")),
                 info(command_table::lookup_fullname(b"client|setinfo").expect("setinfo")),
                 info(command_table::lookup_fullname(b"client|kill").expect("kill")),
+                info(command_table::lookup_fullname(b"client|tracking").expect("tracking")),
+                info(command_table::lookup_fullname(b"client|caching").expect("caching")),
+                info(command_table::lookup_fullname(b"client|getredir").expect("getredir")),
+                info(command_table::lookup_fullname(b"client|trackinginfo").expect("info")),
                 info(command_table::lookup_fullname(b"client|help").expect("help")),
             ]))
         );

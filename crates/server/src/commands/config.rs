@@ -170,6 +170,9 @@ fn set_all(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
         .acl
         .write()
         .set_requirepass(next.requirepass.as_deref().map(str::as_bytes));
+    ctx.shared
+        .tracking
+        .set_max_keys(next.tracking_table_max_keys, next.pubsub_limit);
     *ctx.shared.config.write() = next;
     Ok(reply::ok())
 }

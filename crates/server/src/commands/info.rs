@@ -121,9 +121,10 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
         "clients" => {
             let _ = write!(
                 o,
-                "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n",
+                "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\ntracking_clients:{}\r\n",
                 sh.clients.len(),
-                cfg.maxclients
+                cfg.maxclients,
+                sh.tracking.clients(),
             );
         }
         "persistence" => {
@@ -137,9 +138,11 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
         }
         "stats" => {
             let s = &sh.stats;
+            let (channels, shard_channels) = sh.hub.numchannels();
+            let (tkeys, titems, tprefixes) = sh.tracking.totals();
             let _ = write!(
                 o,
-                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\ntotal_error_replies:0\r\nprotocol_errors:{}\r\nauth_failures:{}\r\n",
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\ntotal_error_replies:0\r\nprotocol_errors:{}\r\nauth_failures:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\n",
                 sh.clients.accepted.load(Ordering::Relaxed),
                 s.commands.load(Ordering::Relaxed),
                 s.net_input_bytes.load(Ordering::Relaxed),
@@ -148,6 +151,12 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
                 s.expired_keys.load(Ordering::Relaxed),
                 s.rejected_protocol.load(Ordering::Relaxed),
                 s.auth_failures.load(Ordering::Relaxed),
+                channels,
+                sh.hub.numpat(),
+                shard_channels,
+                tkeys,
+                titems,
+                tprefixes,
             );
         }
         "replication" => {

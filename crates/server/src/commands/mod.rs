@@ -75,6 +75,7 @@ mod info;
 mod keys;
 mod multi;
 mod ping;
+pub mod pubsub;
 mod push;
 mod quit;
 mod randomkey;
@@ -164,6 +165,15 @@ pub static COMMANDS: &[CommandSpec] = &[
     fcall::FCALL,
     fcall::FCALL_RO,
     function::FUNCTION,
+    pubsub::SUBSCRIBE,
+    pubsub::UNSUBSCRIBE,
+    pubsub::PSUBSCRIBE,
+    pubsub::PUNSUBSCRIBE,
+    pubsub::SSUBSCRIBE,
+    pubsub::SUNSUBSCRIBE,
+    pubsub::PUBLISH,
+    pubsub::SPUBLISH,
+    pubsub::PUBSUB,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
@@ -279,6 +289,8 @@ pub enum Outcome {
     Later(BoxReply),
     /// Send the reply, if any, then close the connection.
     Close(Option<Reply>),
+    /// Send these replies in order (the subscribe family: one confirmation per channel).
+    Many(Vec<Reply>),
 }
 
 impl From<CmdResult> for Outcome {

@@ -21,7 +21,12 @@ pub const PING: CommandSpec = cmd("ping", -1, &["fast"], &["@fast", "@connection
     )
     .handler(Handler::Conn(run));
 
-pub fn run(_: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    if ctx.client.in_resp2_pubsub() && args.len() <= 2 {
+        // RESP2's subscribed mode answers in the shape of a message: `pong` and the argument.
+        let msg = args.get(1).cloned().unwrap_or_default();
+        return Outcome::Reply(Reply::Array(vec![Reply::bulk("pong"), Reply::Bulk(msg)]));
+    }
     Outcome::Reply(match args.len() {
         1 => Reply::simple("PONG"),
         2 => Reply::Bulk(args[1].clone()),

@@ -1,5 +1,5 @@
-//! RESET — back to a fresh connection's state: database 0, RESP2, no name, the default user
-//! (unauthenticated if it needs a password).
+//! RESET — back to a fresh connection's state: database 0, RESP2, no name, no subscriptions,
+//! no tracking, the default user (unauthenticated if it needs a password).
 
 use bytes::Bytes;
 use rialto_resp::{Protocol, Reply};
@@ -33,5 +33,9 @@ pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     ctx.client.set_protocol(Protocol::Resp2);
     ctx.client.handle.info.lock().name = None;
     crate::auth::logout(ctx.shared, ctx.client);
+    if let Some(mb) = &ctx.client.mailbox {
+        ctx.shared.hub.unsubscribe_all(mb);
+    }
+    super::client::tracking_off(ctx);
     Outcome::Reply(Reply::simple("RESET"))
 }

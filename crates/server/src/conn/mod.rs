@@ -47,6 +47,9 @@ pub struct Executed {
     pub micros: u64,
     /// The arguments, returned only when the command was slow enough for the slow log.
     pub slow_args: Option<Vec<Bytes>>,
+    /// For a tracking client's write: the last key change queued for invalidation when it
+    /// was applied (0: none to wait for). Its invalidations leave before its reply.
+    pub track_seq: u64,
 }
 
 /// A reply computed off the connection (see [`crate::commands::Outcome::Later`]).
@@ -132,6 +135,8 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
             unrestricted: user.as_ref().is_some_and(|u| u.unrestricted()),
             user,
             close_after_reply: false,
+            mailbox: None,
+            tracking: None,
         },
         inbuf: BytesMut::with_capacity(READ_CHUNK),
         out: BytesMut::with_capacity(READ_CHUNK),
@@ -167,6 +172,8 @@ fn closed(shared: &Arc<Shared>, id: u64) {
             sh.keyspace.abort_pushes_of(id);
         }));
     }
+    shared.tracking.disable(id);
+    shared.hub.remove_client(id);
     shared.clients.unregister(id);
 }
 
@@ -295,10 +302,17 @@ impl Connection {
             {
                 return Ok(Exit::Closed);
             }
-            let (limit, idle) = {
+            let (limit, mut idle) = {
                 let c = self.shared.config.read();
                 (c.client_query_buffer_limit, c.timeout)
             };
+            // A connection with a mailbox also wakes for what is delivered to it; one
+            // without never polls that branch. Subscribers are exempt from `timeout`, as in
+            // Redis.
+            let mailbox = self.client.mailbox.clone();
+            if mailbox.as_ref().is_some_and(|m| m.subscribed()) {
+                idle = Duration::ZERO;
+            }
             if self.inbuf.len() > limit {
                 warn!(
                     client = self.client.handle.id,
@@ -314,6 +328,7 @@ impl Connection {
                 biased;
                 r = self.stream.read_buf(&mut self.inbuf) => r?,
                 _ = &mut stop => return Ok(Exit::Closed),
+                _ = mail(mailbox.as_deref()), if mailbox.is_some() => continue,
                 _ = idle_timer(idle) => {
                     debug!(client = id, "closing idle client (timeout)");
                     return Ok(Exit::Closed);
@@ -377,6 +392,7 @@ impl Connection {
     /// Resolves every pending reply and writes everything out.
     async fn flush(&mut self) -> std::io::Result<()> {
         self.drain().await;
+        self.take_mail();
         let limit = self.shared.config.read().output_buffer_limit;
         if limit != 0 && self.out.len() > limit {
             warn!(
@@ -391,11 +407,34 @@ impl Connection {
         self.write_out().await
     }
 
+    /// Appends the messages and invalidations waiting in the mailbox, between replies.
+    fn take_mail(&mut self) {
+        if let Some(mb) = &self.client.mailbox {
+            crate::pubsub::drain_into(mb, self.client.protocol, &mut self.out);
+        }
+    }
+
     async fn write_out(&mut self) -> std::io::Result<()> {
         if self.out.is_empty() {
             return Ok(());
         }
-        self.stream.write_all(&self.out).await?;
+        if self.client.mailbox.is_some() {
+            // A subscriber that stopped reading blocks this write; over its output limit the
+            // hub kills it, and the kill must end the write too. Others skip the cost.
+            let handle = Arc::clone(&self.client.handle);
+            let killed = handle.kill_notify.notified();
+            tokio::pin!(killed);
+            killed.as_mut().enable();
+            if handle.killed.load(Ordering::Acquire) {
+                return Err(std::io::Error::other("client killed"));
+            }
+            tokio::select! {
+                r = self.stream.write_all(&self.out) => r?,
+                _ = killed => return Err(std::io::Error::other("client killed")),
+            }
+        } else {
+            self.stream.write_all(&self.out).await?;
+        }
         self.shared
             .stats
             .net_output_bytes
@@ -430,6 +469,16 @@ impl Connection {
                     match outcome {
                         Ok(ex) => {
                             self.record(id, ex.micros, ex.slow_args);
+                            if ex.track_seq != 0 {
+                                // Its write is published: what it invalidated for this very
+                                // connection follows its reply at once, as Redis 7.0 sends
+                                // the invalidations of a client's own command after it.
+                                ex.reply.encode(q.proto, &mut self.out);
+                                let limit = self.shared.config.read().pubsub_limit;
+                                self.shared.tracking.send_published(ex.track_seq, limit);
+                                self.take_mail();
+                                continue;
+                            }
                             ex.reply
                         }
                         Err(e) => reply::engine_error(&e),
@@ -492,7 +541,19 @@ impl Connection {
                 }
             }
         }
-        let (id, handler) = match crate::commands::admit(&self.client, &args) {
+        let (id, handler, spec) = match crate::commands::admit(&self.client, &args) {
+            Ok(a)
+                if self.client.mailbox.is_some()
+                    && self.client.in_resp2_pubsub()
+                    && !allowed_subscribed(a.spec) =>
+            {
+                let r = reply::err_string(format!(
+                    "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                    a.spec.name
+                ));
+                let r = self.refused_in_multi(&args, r);
+                return self.push(Pending::Ready(r));
+            }
             Ok(a) => {
                 // The index fits: the registry has fewer than 255 commands (checked when built).
                 let last = u8::try_from(a.index + 1).unwrap_or(0);
@@ -508,7 +569,7 @@ impl Connection {
                         Err(runs_now) => args = runs_now,
                     }
                 }
-                (a.index, a.handler)
+                (a.index, a.handler, a.spec)
             }
             Err(r) => {
                 let r = self.refused_in_multi(&args, r);
@@ -516,8 +577,21 @@ impl Connection {
             }
         };
         let threshold = self.shared.slowlog.threshold_micros();
+        // CLIENT CACHING applies to the command after it: Redis clears it after any command
+        // but CLIENT's, outside MULTI.
+        let in_multi = self.multi.is_some();
+        let remember = match &mut self.client.tracking {
+            None => false,
+            Some(t) => {
+                let r = t.remembers();
+                if !spec.name.starts_with("client") && !in_multi {
+                    t.caching = false;
+                }
+                r
+            }
+        };
         match handler {
-            Handler::Read(f) if !self.queue_has_commit => {
+            Handler::Read(f) if !self.queue_has_commit && !remember => {
                 let start = Instant::now();
                 let now = self.shared.now_ms();
                 let r = self
@@ -531,10 +605,29 @@ impl Connection {
                 self.push(Pending::Ready(r));
             }
             Handler::Read(f) => {
+                // A tracking client's read runs in the merger's order and its keys are
+                // remembered there before it reads: every change ordered after the read
+                // invalidates them (see `tracking.rs`).
+                let track = remember.then(|| {
+                    let keys: Vec<Bytes> = crate::command_table::keys_with_flags(spec, &args)
+                        .iter()
+                        .filter_map(|k| args.get(k.pos).cloned())
+                        .collect();
+                    let limit = self.shared.config.read().pubsub_limit;
+                    (
+                        Arc::clone(&self.shared.tracking),
+                        self.client.handle.id,
+                        keys,
+                        limit,
+                    )
+                });
                 let h = self
                     .shared
                     .keyspace
                     .read_in_order(self.client.db, move |k| {
+                        if let Some((tr, who, keys, limit)) = &track {
+                            tr.remember(*who, keys, *limit);
+                        }
                         let start = Instant::now();
                         let reply = f(&mut R::new(k), &args).unwrap_or_else(|e| e);
                         executed(reply, start.elapsed(), threshold, args)
@@ -557,13 +650,27 @@ impl Connection {
                     }
                 };
                 let parsed = start.elapsed();
-                let h = self.shared.keyspace.enqueue(op, move |r, applied| {
+                let tracking = self
+                    .client
+                    .tracking
+                    .is_some()
+                    .then(|| Arc::clone(&self.shared.tracking));
+                let done = move |r: rialto_keyspace::Result<rialto_keyspace::Value>, applied| {
                     let reply = match r {
                         Ok(v) => reply::value(v),
                         Err(e) => reply::keyspace_error(&e),
                     };
-                    executed(reply, parsed + applied, threshold, args)
-                });
+                    let mut ex = executed(reply, parsed + applied, threshold, args);
+                    if let Some(t) = tracking {
+                        ex.track_seq = t.last_change();
+                    }
+                    ex
+                };
+                // NOLOOP needs to know whose write it is; nobody else pays for it.
+                let h = match self.noloop_origin() {
+                    Some(me) => self.shared.keyspace.enqueue_as(me, op, done),
+                    None => self.shared.keyspace.enqueue(op, done),
+                };
                 self.push(Pending::Commit(h, id));
             }
             Handler::Script(cmd) => {
@@ -593,6 +700,13 @@ impl Connection {
                 );
                 let reply = match outcome {
                     Outcome::Reply(r) => r,
+                    Outcome::Many(mut replies) => {
+                        let last = replies.pop().unwrap_or(Reply::NullArray);
+                        for r in replies {
+                            self.push(Pending::Ready(r));
+                        }
+                        last
+                    }
                     Outcome::Later(fut) => fut.await,
                     Outcome::Close(r) => {
                         self.client.close_after_reply = true;
@@ -605,6 +719,11 @@ impl Connection {
                 let micros = start.elapsed().as_micros() as u64;
                 let slow = slow(threshold, micros).then_some(args);
                 self.record(id, micros, slow);
+                if matches!(handler, Handler::Acl(_))
+                    && self.shared.acl_generation.load(Ordering::Acquire) != generation
+                {
+                    self.shared.hub.enforce_acl(&self.shared.acl.read());
+                }
                 // The command may have switched protocol (HELLO) or authenticated.
                 self.decoder.set_pre_auth(self.client.user.is_none());
                 if crate::command_table::all()
@@ -613,9 +732,47 @@ impl Connection {
                 {
                     self.discard();
                 }
+                // What the command published to this very connection comes before its reply,
+                // as in Redis (nothing is pending here: the queue was drained above).
+                self.take_mail();
                 self.push(Pending::Ready(reply));
             }
         }
+    }
+}
+
+impl Connection {
+    /// The client id writes are enqueued for when this client tracks with NOLOOP.
+    pub(super) fn noloop_origin(&self) -> Option<u64> {
+        self.client
+            .tracking
+            .as_ref()
+            .filter(|t| t.noloop)
+            .map(|_| self.client.handle.id)
+    }
+}
+
+/// The commands RESP2's subscribed mode allows, Redis's list.
+fn allowed_subscribed(spec: &crate::command_table::CommandSpec) -> bool {
+    matches!(
+        spec.name,
+        "subscribe"
+            | "unsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
+            | "ssubscribe"
+            | "sunsubscribe"
+            | "ping"
+            | "quit"
+            | "reset"
+    )
+}
+
+/// Resolves when `mb` may hold something (never without one).
+async fn mail(mb: Option<&crate::pubsub::Mailbox>) {
+    match mb {
+        Some(m) => m.ready().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -629,6 +786,7 @@ fn executed(reply: Reply, took: Duration, threshold: Option<u64>, args: Vec<Byte
         reply,
         micros,
         slow_args: slow(threshold, micros).then_some(args),
+        track_seq: 0,
     }
 }
 

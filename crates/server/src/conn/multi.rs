@@ -47,8 +47,9 @@ enum Step {
     Done(Reply),
     /// A write, applied in the transaction.
     Op(Op),
-    /// A read, in the transaction, of the database given.
-    Read(ReadFn, u8, Vec<Bytes>),
+    /// A read, in the transaction, of the database given; with the keys a tracking client
+    /// remembers for it (none otherwise).
+    Read(ReadFn, u8, Vec<Bytes>, Vec<Bytes>),
     /// A script, in the transaction, in the database given.
     Script(super::script::ScriptRun, u8),
     /// A SCRIPT or FUNCTION subcommand that reads or changes the interpreter, at its place.
@@ -230,7 +231,18 @@ impl Connection {
                     Ok(op) => Step::Op(op),
                     Err(r) => Step::Done(r),
                 },
-                Handler::Read(f) => Step::Read(f, db, q.args),
+                Handler::Read(f) => {
+                    // CLIENT CACHING holds for the whole transaction, as in Redis.
+                    let keys = if self.client.tracking.as_ref().is_some_and(|t| t.remembers()) {
+                        command_table::keys_with_flags(q.spec, &q.args)
+                            .iter()
+                            .filter_map(|k| q.args.get(k.pos).cloned())
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
+                    Step::Read(f, db, q.args, keys)
+                }
                 // UNWATCH: EXEC forgets the watched keys anyway.
                 Handler::Txn(_) => Step::Done(reply::ok()),
                 Handler::Script(cmd) => match super::script::ScriptRun::parse(cmd, &q.args) {
@@ -260,6 +272,13 @@ impl Connection {
         // the merger's order, so no change ordered before it is missed.
         let watch = self.watch.take().filter(|w| !w.is_empty());
         let script_ctx = self.script_ctx();
+        let remember = self.client.tracking.is_some().then(|| {
+            (
+                std::sync::Arc::clone(&self.shared.tracking),
+                self.client.handle.id,
+                self.shared.config.read().pubsub_limit,
+            )
+        });
         let run = move |tx: Option<&mut rialto_keyspace::Transaction<'_, '_>>| {
             let Some(tx) = tx else {
                 return Reply::NullArray;
@@ -273,9 +292,17 @@ impl Connection {
                             Ok(v) => reply::value(v),
                             Err(e) => reply::keyspace_error(&e),
                         },
-                        Step::Read(f, db, args) => tx
-                            .read(db, |k| f(&mut R::new(k), &args))
-                            .unwrap_or_else(|e| e),
+                        Step::Read(f, db, args, keys) => {
+                            // Remembered in the transaction, before the read (see
+                            // `tracking.rs`).
+                            if let Some((tr, who, limit)) = &remember {
+                                if !keys.is_empty() {
+                                    tr.remember(*who, &keys, *limit);
+                                }
+                            }
+                            tx.read(db, |k| f(&mut R::new(k), &args))
+                                .unwrap_or_else(|e| e)
+                        }
                         Step::Script(run, db) => run.run(tx, &script_ctx, db),
                         Step::Scripts(f, args) => f(&script_ctx.scripts, &args),
                         Step::Library(change) => change.apply(tx, &script_ctx.scripts),
@@ -284,20 +311,31 @@ impl Connection {
                     .collect(),
             )
         };
+        let tracking = self
+            .client
+            .tracking
+            .is_some()
+            .then(|| std::sync::Arc::clone(&self.shared.tracking));
         if after.is_empty() {
             // Queued like any write: it joins the group of the other connections' writes and
             // its reply is released with the group's sync.
-            let h = self
-                .shared
-                .keyspace
-                .transaction(watch, now_ms, move |tx| Executed {
+            let h = self.shared.keyspace.transaction_as(
+                self.noloop_origin(),
+                watch,
+                now_ms,
+                move |tx| Executed {
                     reply: run(tx),
                     micros: 0,
                     slow_args: None,
-                });
+                    track_seq: tracking.map_or(0, |t| t.last_change()),
+                },
+            );
             return Pending::Commit(h, id);
         }
-        let h = self.shared.keyspace.transaction(watch, now_ms, run);
+        let h = self
+            .shared
+            .keyspace
+            .transaction_as(self.noloop_origin(), watch, now_ms, run);
         Pending::Ready(match self.commit(h).await {
             Err(e) => reply::engine_error(&e),
             Ok(Reply::Array(mut replies)) => {
@@ -355,6 +393,24 @@ impl Connection {
         self.decoder.set_pre_auth(self.client.user.is_none());
         match outcome {
             Outcome::Reply(r) => r,
+            // The subscribe family in a transaction: one element, its confirmation, or the
+            // array of them for several channels (Redis writes each as an element of its
+            // own, which leaves more elements than the transaction's count), as arrays even
+            // in RESP3, where a push inside EXEC's array would be read as out of band.
+            Outcome::Many(v) => {
+                let mut v: Vec<Reply> = v
+                    .into_iter()
+                    .map(|r| match r {
+                        Reply::Push(items) => Reply::Array(items),
+                        other => other,
+                    })
+                    .collect();
+                if v.len() == 1 {
+                    v.pop().unwrap_or(Reply::NullArray)
+                } else {
+                    Reply::Array(v)
+                }
+            }
             Outcome::Later(fut) => fut.await,
             Outcome::Close(r) => {
                 self.client.close_after_reply = true;

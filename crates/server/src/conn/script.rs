@@ -269,17 +269,21 @@ impl Connection {
         let ctx = self.script_ctx();
         let threshold = self.shared.slowlog.threshold_micros();
         let now_ms = self.shared.now_ms();
-        let h = self.shared.keyspace.transaction(None, now_ms, move |tx| {
-            let start = Instant::now();
-            let reply = match tx {
-                Some(tx) => {
-                    let db = ctx.db;
-                    run.run(tx, &ctx, db)
-                }
-                None => Reply::NullArray,
-            };
-            executed(reply, start.elapsed(), threshold, args)
-        });
+        let origin = self.noloop_origin();
+        let h = self
+            .shared
+            .keyspace
+            .transaction_as(origin, None, now_ms, move |tx| {
+                let start = Instant::now();
+                let reply = match tx {
+                    Some(tx) => {
+                        let db = ctx.db;
+                        run.run(tx, &ctx, db)
+                    }
+                    None => Reply::NullArray,
+                };
+                executed(reply, start.elapsed(), threshold, args)
+            });
         Pending::Commit(h, id)
     }
 }
