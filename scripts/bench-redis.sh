@@ -25,6 +25,9 @@
 #   evalsha-always  EVALSHA of a script that INCRs two random keys (loaded with SCRIPT LOAD
 #                 first), appendfsync always, on the set-always servers after their SETs
 #   evalsha-everysec  the same on the everysec servers
+#   publish       PUBLISH of a -d byte message to a channel 10 redis-cli subscribers listen on,
+#                 on the everysec servers (PUBLISH touches no data: the durability mode does not
+#                 matter); the subscribers share the machine too
 #   ping          PING (-t ping_mbulk), -P 1, on the everysec servers before their SETs: a
 #                 command that does nothing, so its rate is what this client, the loopback and
 #                 the two cores carry at -P 1 whatever the server does (a reference, no target)
@@ -64,7 +67,7 @@ repo=$PWD
 rounds=3
 settle=true
 requests=200000
-all_cases=(get-p1 get-p16 set-always set-always-p16 multi-always evalsha-always set-everysec multi-everysec evalsha-everysec ping)
+all_cases=(get-p1 get-p16 set-always set-always-p16 multi-always evalsha-always set-everysec multi-everysec evalsha-everysec publish ping)
 cases=(get-p1 get-p16 set-always set-everysec ping)
 against=
 clients=50
@@ -267,11 +270,25 @@ bench() {
     cpu0=$(proc_cpu "$server_pid")
     local client=(redis-benchmark -t "$test" -P "$pipeline" --csv)
     [ "$test" = multi ] && client=("$txn_load")
-    if [ "$test" = evalsha ]; then
+    local subscribers=()
+    if [ "$test" = publish ]; then
+        local k
+        for ((k = 0; k < 10; k++)); do
+            redis-cli -h 127.0.0.1 -p "$port" subscribe bench-channel >/dev/null 2>&1 &
+            subscribers+=("$!")
+        done
+        # Until all ten are subscribed.
+        for ((k = 0; k < 100; k++)); do
+            [ "$(redis-cli -h 127.0.0.1 -p "$port" pubsub numsub bench-channel | tail -n 1)" = 10 ] && break
+            sleep 0.05
+        done
+        client=(redis-benchmark -P "$pipeline" --csv)
+        tail_args=(publish bench-channel "$(head -c "$data_size" /dev/zero | tr '\0' x)")
+    elif [ "$test" = evalsha ]; then
         local sha
         sha=$(redis-cli -h 127.0.0.1 -p "$port" script load "$incr2_script") || die "SCRIPT LOAD failed"
         client=(redis-benchmark -P "$pipeline" --csv)
-        tail_args=(evalsha "$sha" 2 "key:__rand_int__" "other:__rand_int__")
+        tail_args=(evalsha "$sha" 2 "counter:__rand_int__" "other:__rand_int__")
     else
         tail_args=()
     fi
@@ -279,6 +296,8 @@ bench() {
         -n "$requests" -c "$clients" -d "$data_size" -r "$keyspace" "${tail_args[@]}" \
         >"$out_file" 2>&1; } 2>"$time_file" || rc=$?
     cpu1=$(proc_cpu "$server_pid")
+    for k in "${subscribers[@]}"; do kill "$k" 2>/dev/null || true; done
+    for k in "${subscribers[@]}"; do wait "$k" 2>/dev/null || true; done
     out=$(<"$out_file")
     [ "$rc" -eq 0 ] || die "redis-benchmark failed (or took over ${bench_timeout}s): $(head -c 2000 <<<"$out")"
     # redis-benchmark 7 exits non-zero on an error reply; older ones only printed it, and a
@@ -289,6 +308,7 @@ bench() {
     # (A command redis-benchmark runs as given is named by its whole text.)
     local pattern="^\"$test\","
     [ "$test" = evalsha ] && pattern='^"evalsha '
+    [ "$test" = publish ] && pattern='^"publish '
     line=$(grep -m1 -i "$pattern" <<<"$out") || die "no CSV result line in: $out"
     read -r user sys <"$time_file"
     awk -F, -v c0="$cpu0" -v c1="$cpu1" -v hz="$clk_tck" -v n="$requests" -v cu="$user" -v cs="$sys" \
@@ -307,7 +327,7 @@ declare -A ops p99 scpu ccpu
 groups=()
 { want get-p1 || want get-p16; } && groups+=(get)
 { want set-always || want set-always-p16 || want multi-always || want evalsha-always; } && groups+=(set-always)
-{ want set-everysec || want ping || want multi-everysec || want evalsha-everysec; } && groups+=(set-everysec)
+{ want set-everysec || want ping || want multi-everysec || want evalsha-everysec || want publish; } && groups+=(set-everysec)
 
 log "== $rounds round(s), redis-benchmark -n $requests -c $clients -d $data_size -r $keyspace; data in $bench_dir ($fstype)"
 for ((round = 1; round <= rounds; round++)); do
@@ -337,6 +357,7 @@ for ((round = 1; round <= rounds; round++)); do
                 want set-everysec && runs+=("set-everysec set 1")
                 want multi-everysec && runs+=("multi-everysec multi 1")
                 want evalsha-everysec && runs+=("evalsha-everysec evalsha 1")
+                want publish && runs+=("publish publish 1")
             else
                 want set-always && runs+=("set-always set 1")
                 want set-always-p16 && runs+=("set-always-p16 set 16")
@@ -371,6 +392,7 @@ label() {
         multi-everysec) echo "MULTI/SET/SET/EXEC, appendfsync everysec" ;;
         evalsha-always) echo "EVALSHA (2 INCRs), appendfsync always" ;;
         evalsha-everysec) echo "EVALSHA (2 INCRs), appendfsync everysec" ;;
+        publish) echo "PUBLISH to 10 subscribers" ;;
         ping) echo "PING (no-op reference)" ;;
     esac
 }
@@ -413,7 +435,7 @@ for c in "${all_cases[@]}"; do
     need=$(min_ratio "$c")
     # p99 is judged at -P 1 only: with -P 16 a reply waits for its whole batch.
     judge_p99=1
-    [ "$c" = get-p16 ] || [ "$c" = set-always-p16 ] || [[ $c == multi-* ]] || [[ $c == evalsha-* ]] || [ -n "$against" ] && judge_p99=0
+    [ "$c" = get-p16 ] || [ "$c" = set-always-p16 ] || [[ $c == multi-* ]] || [[ $c == evalsha-* ]] || [ "$c" = publish ] || [ -n "$against" ] && judge_p99=0
     awk -v c="$(label "$c")" -v ro="$r_ops" -v xo="$x_ops" -v pr="$paired" -v rp="$r_p99" -v xp="$x_p99" \
         -v rs="$r_s" -v xs="$x_s" -v rc="$r_c" -v xc="$x_c" -v ref="$([ "$c" = ping ] && echo 1 || echo 0)" \
         -v need="$need" -v jp="$judge_p99" 'BEGIN {
