@@ -176,6 +176,7 @@ impl Vm {
         let chunk = self
             .lua
             .load(&body[..])
+            .set_mode(mlua::ChunkMode::Text)
             .set_name("@user_function")
             .set_environment(self.fenv.clone())
             .into_function()

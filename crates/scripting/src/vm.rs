@@ -348,7 +348,7 @@ impl Vm {
         let globals = lua.globals();
         // The debug library only serves the error handler below; scripts do not get it.
         let debug: Table = globals.raw_get("debug")?;
-        for hidden in ["dofile", "loadfile", "debug"] {
+        for hidden in ["dofile", "loadfile", "debug", "print"] {
             globals.raw_set(hidden, Value::Nil)?;
         }
         let runner: Function = lua
@@ -381,6 +381,31 @@ impl Vm {
                 globals.raw_get::<Function>("xpcall")?,
                 globals.raw_get::<Function>("type")?,
             ))?;
+        // Precompiled chunks are never loaded: Lua 5.1 does not verify bytecode, and a crafted
+        // chunk can corrupt memory. `loadstring` gives nil for one (as Redis's), and `load`
+        // goes through it.
+        lua.load(
+            r#"
+            local orig, type, byte, concat = loadstring, type, string.byte, table.concat
+            loadstring = function(s, name)
+                if type(s) == "string" and byte(s, 1) == 27 then
+                    return nil, "binary chunks are not loaded"
+                end
+                return orig(s, name)
+            end
+            load = function(f, name)
+                local parts = {}
+                while true do
+                    local p = f()
+                    if p == nil or p == "" then break end
+                    parts[#parts + 1] = p
+                end
+                return loadstring(concat(parts), name)
+            end
+            "#,
+        )
+        .set_name("=rialto")
+        .exec()?;
         // Lua 5.1's `unpack` trusts its range: a huge one overflows the C stack check (Redis
         // patches its copy the same way). Too many results is an error, as in Redis.
         lua.load(
@@ -495,6 +520,7 @@ impl Vm {
         let f = self
             .lua
             .load(&code[..])
+            .set_mode(mlua::ChunkMode::Text)
             .set_name("@user_script")
             .set_environment(self.env.clone())
             .into_function()
@@ -1037,5 +1063,32 @@ mod tests {
         assert!(e.contains("not enough memory"), "{e}");
         // The interpreter still works afterwards.
         assert_eq!(eval(&s, &mut h, "return 1", &[], &[]), Reply::Integer(1));
+    }
+
+    #[test]
+    fn bytecode_is_never_loaded_and_print_is_gone() {
+        let s = Scripts::new(5000, 64 << 20).unwrap();
+        let mut h = MapHost::default();
+        let e = err(eval(
+            &s,
+            &mut h,
+            "return loadstring(string.dump(function() return 1 end))()",
+            &[],
+            &[],
+        ));
+        assert!(e.contains("attempt to call a nil value"), "{e}");
+        let e = err(eval(&s, &mut h, "local d = string.dump(function() return 1 end); local done = false; return load(function() if done then return nil end done = true return d end)()", &[], &[]));
+        assert!(e.contains("attempt to call a nil value"), "{e}");
+        assert_eq!(
+            eval(&s, &mut h, "return loadstring('return 7')()", &[], &[]),
+            Reply::Integer(7)
+        );
+        // A body that is itself bytecode is refused at compile time.
+        let lua = Lua::new();
+        let dumped = lua.load("return 1").into_function().unwrap().dump(false);
+        let r = s.run(Source::Body(&dumped), &[], &[], &mut h);
+        assert!(err(r).starts_with("ERR Error compiling script"));
+        let e = err(eval(&s, &mut h, "print('x')", &[], &[]));
+        assert!(e.contains("nonexistent global variable 'print'"), "{e}");
     }
 }
