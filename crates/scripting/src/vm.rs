@@ -423,6 +423,7 @@ impl Vm {
         .set_name("=rialto")
         .exec()?;
         let redis = crate::api::redis_table(&lua)?;
+        bind_server_functions(&lua, &redis)?;
         globals.raw_set("redis", redis.clone())?;
         globals.raw_set("bit", crate::bit::table(&lua)?)?;
         globals.raw_set("cjson", crate::cjson::table(&lua)?)?;
@@ -564,100 +565,25 @@ impl Vm {
             self.globals.raw_set("KEYS", keys_t.clone())?;
             self.globals.raw_set("ARGV", argv_t.clone())?;
         }
-        let resp = std::cell::Cell::new(2u8);
-        let host = std::cell::RefCell::new(host);
-        // One command: `Ok(reply as Lua)`, or `Err(error text)` for an error reply.
-        let run_cmd = |lua: &Lua, args: MultiValue| -> mlua::Result<Result<Value, String>> {
-            let mut cmd = Vec::with_capacity(args.len());
-            for a in args.iter() {
-                match a {
-                    Value::String(s) => cmd.push(Bytes::copy_from_slice(&s.as_bytes())),
-                    Value::Integer(n) => cmd.push(Bytes::from(n.to_string())),
-                    Value::Number(n) => cmd.push(number_arg(*n)),
-                    _ => {
-                        return Ok(Err(
-                            "ERR Lua redis lib command arguments must be strings or integers"
-                                .into(),
-                        ))
-                    }
-                }
-            }
-            if cmd.is_empty() {
-                return Ok(Err(
-                    "ERR Please specify at least one argument for this redis lib call".into(),
-                ));
-            }
-            let (reply, wrote) = host.borrow_mut().call(cmd);
-            if wrote {
-                running.wrote.store(true, Ordering::Release);
-            }
-            match reply {
-                Reply::Error(e) => Ok(Err(String::from_utf8_lossy(&e).into_owned())),
-                r => Ok(Ok(reply_to_lua(lua, &r, resp.get())?)),
-            }
+        // `redis.call` and its siblings reach the host through the run's context, set for
+        // this run only (the functions themselves are made once, in `Vm::new`).
+        // SAFETY: the pointer is only dereferenced by those functions, which Lua calls only
+        // while `runner` below runs; the context is removed before this function returns, so
+        // the pointer never outlives the borrow of `host`.
+        let host: *mut (dyn Host + '_) = host;
+        let host: *mut (dyn Host + 'static) = unsafe { std::mem::transmute(host) };
+        lua.set_app_data(RunCtx {
+            host,
+            resp: 2,
+            running: running as *const Running,
+        });
+        let outcome = if as_function {
+            self.runner.call::<MultiValue>((f, keys_t, argv_t))
+        } else {
+            self.runner.call::<MultiValue>(f)
         };
-        let outcome = lua.scope(|scope| {
-            let call =
-                scope.create_function(|lua, args: MultiValue| match run_cmd(lua, args)? {
-                    Ok(v) => Ok(v),
-                    Err(text) => Err(mlua::Error::external(CallError(text))),
-                })?;
-            let pcall =
-                scope.create_function(|lua, args: MultiValue| match run_cmd(lua, args)? {
-                    Ok(v) => Ok(v),
-                    Err(text) => err_table(lua, &text),
-                })?;
-            let setresp = scope.create_function(|_, v: Value| {
-                match v {
-                    Value::Integer(2) => resp.set(2),
-                    Value::Integer(3) => resp.set(3),
-                    Value::Number(n) if n == 2.0 || n == 3.0 => resp.set(n as u8),
-                    _ => return Err(mlua::Error::runtime("RESP version must be 2 or 3.")),
-                }
-                Ok(())
-            })?;
-            let log = scope.create_function(|_, args: MultiValue| {
-                let mut it = args.iter();
-                let level = match it.next() {
-                    Some(Value::Integer(n)) if (0..=3).contains(n) => *n as u8,
-                    Some(Value::Number(n)) if (0.0..=3.0).contains(n) => *n as u8,
-                    Some(_) => return Err(mlua::Error::runtime("Invalid debug level.")),
-                    None => {
-                        return Err(mlua::Error::runtime(
-                            "redis.log() requires two arguments or more.",
-                        ))
-                    }
-                };
-                let parts: Vec<String> = it
-                    .map(|v| match v {
-                        Value::String(s) => s.to_string_lossy(),
-                        Value::Integer(n) => n.to_string(),
-                        Value::Number(n) => n.to_string(),
-                        other => format!("{other:?}"),
-                    })
-                    .collect();
-                if parts.is_empty() {
-                    return Err(mlua::Error::runtime(
-                        "redis.log() requires two arguments or more.",
-                    ));
-                }
-                host.borrow_mut().log(level, &parts.join(" "));
-                Ok(())
-            })?;
-            self.redis.raw_set("call", call)?;
-            self.redis.raw_set("pcall", pcall)?;
-            self.redis.raw_set("setresp", setresp)?;
-            self.redis.raw_set("log", log)?;
-            if as_function {
-                self.runner.call::<MultiValue>((f, keys_t, argv_t))
-            } else {
-                self.runner.call::<MultiValue>(f)
-            }
-        })?;
-        // The per-run functions are gone with the scope; leave none behind.
-        for name in ["call", "pcall", "setresp", "log"] {
-            self.redis.raw_set(name, Value::Nil)?;
-        }
+        lua.remove_app_data::<RunCtx>();
+        let outcome = outcome?;
         let mut values = outcome.into_iter();
         let ok = matches!(values.next(), Some(Value::Boolean(true)));
         let value = values.next().unwrap_or(Value::Nil);
@@ -666,6 +592,127 @@ impl Vm {
         }
         Ok(script_error(label, chunk, &value))
     }
+}
+
+/// What the `redis` functions that reach the server use during one run (Lua app data).
+struct RunCtx {
+    /// The run's host (see the SAFETY note in `Vm::run`).
+    host: *mut (dyn Host + 'static),
+    /// The RESP version replies reach the script in (`redis.setresp`).
+    resp: u8,
+    /// The running script's state (`wrote`).
+    running: *const Running,
+}
+
+// SAFETY: a `RunCtx` lives only for one run, on the thread that runs the script (the `send`
+// feature of mlua requires app data to be `Send`; it never crosses threads).
+unsafe impl Send for RunCtx {}
+
+/// The run's host and protocol; an error outside a run.
+fn run_ctx(lua: &Lua) -> mlua::Result<(*mut (dyn Host + 'static), u8, *const Running)> {
+    let ctx = lua
+        .app_data_ref::<RunCtx>()
+        .ok_or_else(|| mlua::Error::runtime("this function runs only inside a script"))?;
+    Ok((ctx.host, ctx.resp, ctx.running))
+}
+
+/// One command of `redis.call`/`redis.pcall`: `Ok(reply as Lua)` or `Err(error text)`.
+fn run_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<Result<Value, String>> {
+    let (host, resp, running) = run_ctx(lua)?;
+    let mut cmd = Vec::with_capacity(args.len());
+    for a in args.iter() {
+        match a {
+            Value::String(s) => cmd.push(Bytes::copy_from_slice(&s.as_bytes())),
+            Value::Integer(n) => cmd.push(Bytes::from(n.to_string())),
+            Value::Number(n) => cmd.push(number_arg(*n)),
+            _ => {
+                return Ok(Err(
+                    "ERR Lua redis lib command arguments must be strings or integers".into(),
+                ))
+            }
+        }
+    }
+    if cmd.is_empty() {
+        return Ok(Err(
+            "ERR Please specify at least one argument for this redis lib call".into(),
+        ));
+    }
+    // SAFETY: see `Vm::run`: valid for the whole run, and only this call uses it now.
+    let (reply, wrote) = unsafe { (*host).call(cmd) };
+    if wrote {
+        // SAFETY: `Running` outlives every run (the `Scripts` that owns it runs them).
+        unsafe { (*running).wrote.store(true, Ordering::Release) };
+    }
+    match reply {
+        Reply::Error(e) => Ok(Err(String::from_utf8_lossy(&e).into_owned())),
+        r => Ok(Ok(reply_to_lua(lua, &r, resp)?)),
+    }
+}
+
+/// `redis.call`, `redis.pcall`, `redis.setresp` and `redis.log`, made once.
+fn bind_server_functions(lua: &Lua, redis: &Table) -> mlua::Result<()> {
+    redis.raw_set(
+        "call",
+        lua.create_function(|lua, args: MultiValue| match run_cmd(lua, args)? {
+            Ok(v) => Ok(v),
+            Err(text) => Err(mlua::Error::external(CallError(text))),
+        })?,
+    )?;
+    redis.raw_set(
+        "pcall",
+        lua.create_function(|lua, args: MultiValue| match run_cmd(lua, args)? {
+            Ok(v) => Ok(v),
+            Err(text) => err_table(lua, &text),
+        })?,
+    )?;
+    redis.raw_set(
+        "setresp",
+        lua.create_function(|lua, v: Value| {
+            let resp = match v {
+                Value::Integer(n @ (2 | 3)) => n as u8,
+                Value::Number(n) if n == 2.0 || n == 3.0 => n as u8,
+                _ => return Err(mlua::Error::runtime("RESP version must be 2 or 3.")),
+            };
+            let mut ctx = lua
+                .app_data_mut::<RunCtx>()
+                .ok_or_else(|| mlua::Error::runtime("this function runs only inside a script"))?;
+            ctx.resp = resp;
+            Ok(())
+        })?,
+    )?;
+    redis.raw_set(
+        "log",
+        lua.create_function(|lua, args: MultiValue| {
+            let mut it = args.iter();
+            let level = match it.next() {
+                Some(Value::Integer(n)) if (0..=3).contains(n) => *n as u8,
+                Some(Value::Number(n)) if (0.0..=3.0).contains(n) => *n as u8,
+                Some(_) => return Err(mlua::Error::runtime("Invalid debug level.")),
+                None => {
+                    return Err(mlua::Error::runtime(
+                        "redis.log() requires two arguments or more.",
+                    ))
+                }
+            };
+            let parts: Vec<String> = it
+                .map(|v| match v {
+                    Value::String(s) => s.to_string_lossy(),
+                    Value::Integer(n) => n.to_string(),
+                    Value::Number(n) => n.to_string(),
+                    other => format!("{other:?}"),
+                })
+                .collect();
+            if parts.is_empty() {
+                return Err(mlua::Error::runtime(
+                    "redis.log() requires two arguments or more.",
+                ));
+            }
+            let (host, _, _) = run_ctx(lua)?;
+            // SAFETY: see `Vm::run`.
+            unsafe { (*host).log(level, &parts.join(" ")) };
+            Ok(())
+        })?,
+    )
 }
 
 /// An error reply `redis.call` raises: it stops the script, and the script's reply is it.
