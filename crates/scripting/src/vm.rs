@@ -88,8 +88,10 @@ pub(crate) struct Vm {
     /// `runner(f, keys, args)` returns `true, result` or `false, {err = text | raw = error,
     /// line = n}`.
     pub(crate) runner: Function,
-    /// The `redis` table (call and pcall are bound per run).
+    /// The `redis` table (its functions reach the run's host through the run's context).
     pub(crate) redis: Table,
+    /// What scripts and functions see of it: a read-only view.
+    redis_ro: Table,
 }
 
 /// The scripting engine.
@@ -427,6 +429,29 @@ impl Vm {
         globals.raw_set("redis", redis.clone())?;
         globals.raw_set("bit", crate::bit::table(&lua)?)?;
         globals.raw_set("cjson", crate::cjson::table(&lua)?)?;
+        // The libraries are read-only too: a script cannot replace `redis.call` or
+        // `string.format` for the scripts after it (Redis 7.0.15's texts).
+        lua.load(
+            r#"
+            local real, setmetatable, rawget, rawset, error = ...
+            for _, name in ipairs({"redis", "cjson", "bit", "string", "table", "math"}) do
+                rawset(real, name, setmetatable({}, {
+                    __index = rawget(real, name),
+                    __newindex = function() error("Attempt to modify a readonly table", 2) end,
+                    __metatable = false,
+                }))
+            end
+            "#,
+        )
+        .set_name("=rialto")
+        .call::<()>((
+            globals.clone(),
+            globals.raw_get::<Function>("setmetatable")?,
+            globals.raw_get::<Function>("rawget")?,
+            globals.raw_get::<Function>("rawset")?,
+            globals.raw_get::<Function>("error")?,
+        ))?;
+        let redis_ro: Table = globals.raw_get("redis")?;
         // The environment of every chunk: reads fall through to the globals (an unknown name
         // is an error), writes are refused.
         let env: Table = lua
@@ -498,6 +523,7 @@ impl Vm {
             fenv,
             fstate,
             functions: HashMap::new(),
+            redis_ro,
             globals,
             runner,
             redis,
@@ -559,7 +585,7 @@ impl Vm {
         };
         let (keys_t, argv_t) = (strings(keys)?, strings(argv)?);
         if as_function {
-            self.fstate.raw_set("redis", self.redis.clone())?;
+            self.fstate.raw_set("redis", self.redis_ro.clone())?;
         }
         if !as_function {
             self.globals.raw_set("KEYS", keys_t.clone())?;
@@ -1137,5 +1163,34 @@ mod tests {
         assert!(err(r).starts_with("ERR Error compiling script"));
         let e = err(eval(&s, &mut h, "print('x')", &[], &[]));
         assert!(e.contains("nonexistent global variable 'print'"), "{e}");
+    }
+
+    #[test]
+    fn the_libraries_are_read_only() {
+        let s = Scripts::new(5000, 64 << 20).unwrap();
+        let mut h = MapHost::default();
+        for body in [
+            "redis.call = function() return 1 end",
+            "cjson.encode = function() return 1 end",
+            "bit.lshift = function() return 1 end",
+            "string.format = nil",
+            "table.new = 1",
+        ] {
+            let e = err(eval(&s, &mut h, body, &[], &[]));
+            assert!(
+                e.contains("Attempt to modify a readonly table"),
+                "{body}: {e}"
+            );
+        }
+        assert_eq!(
+            eval(
+                &s,
+                &mut h,
+                "return string.format('%d', 5) .. ('x'):upper() .. table.concat({1, 2})",
+                &[],
+                &[]
+            ),
+            Reply::bulk("5X12")
+        );
     }
 }
