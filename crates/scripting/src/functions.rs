@@ -253,6 +253,14 @@ fn loading_redis(lua: &Lua, full: &Table, register: Function) -> mlua::Result<Ta
     Ok(t)
 }
 
+/// Adds what a library registered to the function index: name → callback, `no-writes`.
+fn index(functions: &mut HashMap<String, (Function, bool)>, registered: Registered) {
+    for (info, f) in registered {
+        let no_writes = info.flags.contains(&"no-writes");
+        functions.insert(info.name, (f, no_writes));
+    }
+}
+
 impl Scripts {
     /// Checks a library's code (FUNCTION LOAD before it is stored): its name and functions,
     /// or the error reply. Nothing is installed.
@@ -276,10 +284,7 @@ impl Scripts {
             }
         }
         let (_, registered) = vm.load_library(&lib.code)?;
-        for (info, f) in registered {
-            let no_writes = info.flags.contains(&"no-writes");
-            vm.functions.insert(info.name, (f, no_writes));
-        }
+        index(&mut vm.functions, registered);
         libs.insert(lib.name.clone(), lib);
         Ok(())
     }
@@ -337,10 +342,7 @@ impl Scripts {
         let mut functions = HashMap::new();
         for lib in libs.values() {
             if let Ok((_, registered)) = vm.load_library(&lib.code) {
-                for (info, f) in registered {
-                    let no_writes = info.flags.contains(&"no-writes");
-                    functions.insert(info.name, (f, no_writes));
-                }
+                index(&mut functions, registered);
             }
         }
         vm.functions = functions;

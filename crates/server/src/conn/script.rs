@@ -158,12 +158,12 @@ impl TxHost<'_, '_, '_> {
     /// own database, or answer from nothing.
     fn connection_command(&mut self, spec: &CommandSpec, args: &[Bytes]) -> (Reply, bool) {
         match spec.name {
-            "select" => match reply::parse_i64(&args[1]) {
-                Some(n) if n >= 0 && (n as usize) < self.ctx.databases => {
-                    self.db = n as u8;
+            "select" => match commands::select::target(args, self.ctx.databases) {
+                Some(db) => {
+                    self.db = db;
                     (reply::ok(), false)
                 }
-                Some(_) => err("ERR DB index is out of range"),
+                None if reply::parse_i64(&args[1]).is_some() => err("ERR DB index is out of range"),
                 None => err("ERR value is not an integer or out of range"),
             },
             "ping" => match args.get(1) {
