@@ -158,7 +158,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         opts.max_open_files,
         opts.verify_checksums,
     ));
-    let mem = Arc::new(MemTable::new(wal_number));
+    let mem = Arc::new(MemTable::indexed(wal_number, opts.write_buffer_size));
     let version = versions.current();
     let state = State {
         versions,

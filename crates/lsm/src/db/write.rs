@@ -504,7 +504,10 @@ impl DbInner {
         // published writes only.
         self.visible_seq
             .fetch_max(self.applied_seq.load(Ordering::Acquire), Ordering::AcqRel);
-        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
+        let old = std::mem::replace(
+            &mut st.mem,
+            Arc::new(MemTable::indexed(number, self.opts.write_buffer_size)),
+        );
         st.imms.push(Arc::clone(&old));
         self.install_super_version(st);
         self.notify_background();

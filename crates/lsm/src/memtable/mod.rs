@@ -29,6 +29,11 @@ pub enum Lookup {
     Absent,
 }
 
+/// Entry size the point-lookup index is sized for: one bucket per this many bytes of write
+/// buffer (a node of a 20-byte key and a short value takes about 80 bytes), so chains stay
+/// about one long. The buckets cost 8 bytes each, 6% of the buffer.
+pub const INDEXED_ENTRY_BYTES: usize = 128;
+
 /// A memtable. Shared as `Arc<MemTable>` by the write path, readers and iterators.
 pub struct MemTable {
     list: SkipList,
@@ -41,10 +46,23 @@ pub struct MemTable {
 }
 
 impl MemTable {
-    /// An empty memtable whose writes are logged in WAL segment `wal_number`.
+    /// An empty memtable whose writes are logged in WAL segment `wal_number`, without a
+    /// point-lookup index (for memtables nobody reads, as recovery's).
     pub fn new(wal_number: u64) -> Self {
+        Self::with_list(wal_number, SkipList::new())
+    }
+
+    /// An empty memtable for serving reads: its skiplist keeps a hash index of user keys,
+    /// sized for a memtable of `write_buffer_size` bytes of entries of about
+    /// [`INDEXED_ENTRY_BYTES`] each.
+    pub fn indexed(wal_number: u64, write_buffer_size: usize) -> Self {
+        let buckets = (write_buffer_size / INDEXED_ENTRY_BYTES).max(64);
+        Self::with_list(wal_number, SkipList::with_index(buckets))
+    }
+
+    fn with_list(wal_number: u64, list: SkipList) -> Self {
         MemTable {
-            list: SkipList::new(),
+            list,
             write_lock: Mutex::new(()),
             wal_number,
             largest_seq: AtomicU64::new(0),
@@ -113,12 +131,12 @@ impl MemTable {
             heap = key::make_internal_key(user_key, seq, KIND_SEEK);
             &heap
         };
-        match self.list.seek(lookup) {
-            Some((k, v)) if key::user_key(k) == user_key => match key::kind_byte(k) {
+        match self.list.seek_point(lookup) {
+            Some((k, v)) => match key::kind_byte(k) {
                 b if b == ValueKind::Put as u8 => Lookup::Found(Bytes::copy_from_slice(v)),
                 _ => Lookup::Deleted,
             },
-            _ => Lookup::Absent,
+            None => Lookup::Absent,
         }
     }
 
