@@ -373,6 +373,7 @@ impl Vm {
                     return out
                 end
                 return function(f, keys, args)
+                    if keys == nil then return xpcall(f, handler) end
                     return xpcall(function() return f(keys, args) end, handler)
                 end
                 "#,
@@ -576,14 +577,7 @@ impl Vm {
         running: &Running,
     ) -> mlua::Result<Reply> {
         let lua = &self.lua;
-        let strings = |v: &[Bytes]| -> mlua::Result<Table> {
-            lua.create_sequence_from(
-                v.iter()
-                    .map(|k| lua.create_string(&k[..]))
-                    .collect::<mlua::Result<Vec<_>>>()?,
-            )
-        };
-        let (keys_t, argv_t) = (strings(keys)?, strings(argv)?);
+        let (keys_t, argv_t) = key_and_arg_tables(lua, keys, argv)?;
         if as_function {
             self.fstate.raw_set("redis", self.redis_ro.clone())?;
         }
@@ -617,6 +611,30 @@ impl Vm {
             return Ok(lua_to_reply(&value));
         }
         Ok(script_error(label, chunk, &value))
+    }
+}
+
+/// The KEYS and ARGV tables of a run. Built in one protected call: with a memory limit set,
+/// each string or table made through the safe API would pay for a protected call of its own.
+fn key_and_arg_tables(lua: &Lua, keys: &[Bytes], argv: &[Bytes]) -> mlua::Result<(Table, Table)> {
+    fn push_sequence(state: *mut mlua::ffi::lua_State, items: &[Bytes]) {
+        // SAFETY: called inside the protected call below, whose stack has room (checked
+        // there); a memory error longjmps out of it, and nothing here needs dropping.
+        unsafe {
+            mlua::ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as i32, 0);
+            for (i, item) in items.iter().enumerate() {
+                mlua::ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+                mlua::ffi::lua_rawseti(state, -2, (i + 1) as mlua::ffi::lua_Integer);
+            }
+        }
+    }
+    // SAFETY: the closure only pushes two tables (three stack slots at most at a time) and
+    // holds no value with a destructor.
+    unsafe {
+        lua.exec_raw::<(Table, Table)>((), |state| {
+            push_sequence(state, keys);
+            push_sequence(state, argv);
+        })
     }
 }
 
