@@ -191,9 +191,10 @@ impl SkipList {
             }),
             memory: AtomicUsize::new(bytes),
             len: AtomicUsize::new(0),
-            index: (0..buckets)
-                .map(|_| AtomicPtr::new(ptr::null_mut()))
-                .collect(),
+            // Zeroed memory from the allocator (pages the kernel maps on first touch), not a
+            // 4 MiB fill on the write path that switches memtables.
+            // SAFETY: an all-zero `AtomicPtr` is a null pointer.
+            index: unsafe { Box::<[AtomicPtr<Node>]>::new_zeroed_slice(buckets).assume_init() },
         }
     }
 
