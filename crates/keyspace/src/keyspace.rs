@@ -205,20 +205,8 @@ impl Keyspace {
     /// every change ordered before it. A key that has expired but is still stored is watched
     /// as stale (its removal is not a change).
     pub fn watch(&self, watch: &Watch, db: u8, keys: Vec<Bytes>) -> CommitHandle<()> {
-        let clock = Arc::clone(&self.clock);
-        let stores = Arc::clone(&self.stores);
         let shared = watch.share();
-        self.merger.enqueue(move |tx| {
-            let mut io = Txn(tx);
-            let catalog = stores.exec_catalog();
-            let mut k: Reader<'_> = Keys {
-                io: &mut io,
-                db,
-                now_ms: clock.unix_millis() as i64,
-                stores: &catalog,
-                rt: None,
-                watches: None,
-            };
+        self.read_in_order(db, move |k| {
             for key in keys {
                 // A record that does not decode counts as live: its key is watched normally.
                 let stale = matches!(
@@ -227,7 +215,6 @@ impl Keyspace {
                 );
                 shared.register(db, &key, stale);
             }
-            Ok(())
         })
     }
 
