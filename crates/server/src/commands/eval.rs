@@ -5,14 +5,14 @@ use super::{Handler, ScriptCmd};
 use crate::command_table::ArgType::{Integer, Key, String as Str};
 use crate::command_table::{arg, cmd, doc, BeginSearch, CommandSpec, FindKeys, KeySpec};
 
-const FLAGS: &[&str] = &[
+pub(super) const FLAGS: &[&str] = &[
     "noscript",
     "stale",
     "skip_monitor",
     "no_mandatory_keys",
     "movablekeys",
 ];
-const RO_FLAGS: &[&str] = &[
+pub(super) const RO_FLAGS: &[&str] = &[
     "readonly",
     "noscript",
     "stale",
@@ -21,8 +21,8 @@ const RO_FLAGS: &[&str] = &[
     "movablekeys",
 ];
 
-/// The keys: `numkeys` at index 2, then that many keys.
-const fn keys(flags: &'static [&'static str]) -> KeySpec {
+/// The keys: `numkeys` at index 2, then that many keys (FCALL's too).
+pub(super) const fn keys(flags: &'static [&'static str]) -> KeySpec {
     KeySpec {
         notes: None,
         flags,
@@ -35,8 +35,8 @@ const fn keys(flags: &'static [&'static str]) -> KeySpec {
     }
 }
 
-const RW: &[&str] = &["RW", "access", "update"];
-const RO: &[&str] = &["RO", "access"];
+pub(super) const RW: &[&str] = &["RW", "access", "update"];
+pub(super) const RO: &[&str] = &["RO", "access"];
 
 pub const EVAL: CommandSpec = cmd("eval", -3, FLAGS, &["@slow", "@scripting"])
     .key_specs(&[keys(RW)
