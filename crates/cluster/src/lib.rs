@@ -1,8 +1,16 @@
 //! Rialto's cluster mode: the replicated log on Apache Kafka.
 //!
-//! For now this holds only [`kafka`], a thin wrapper over the `rdkafka` crate with what the
-//! log needs: an idempotent producer that writes a record to a chosen partition and returns
-//! its offset once every in-sync replica has it, a consumer that reads chosen partitions from
-//! offsets its caller stores (no consumer groups), topic creation, and typed errors.
+//! - [`slot`]: Redis Cluster's hash slots and the slot range of each log partition.
+//! - [`record`]: the bytes of the log's records and of a replica's stored position.
+//! - [`node`]: a node of the cluster: it applies every partition in offset order, competes for
+//!   mastership through a Kafka consumer group, and produces its writes under the epoch of
+//!   its claim.
+//! - [`kafka`]: a thin wrapper over the `rdkafka` crate with what the log needs.
 
 pub mod kafka;
+pub mod node;
+pub mod record;
+pub mod slot;
+
+pub use node::{Member, Node, NodeOptions, StateMachine, Submitted, View, WriteError};
+pub use record::Master;

@@ -59,6 +59,9 @@ pub enum Error {
     /// An operation's bytes do not decode (see [`crate::Op::decode`]).
     #[error("operation does not decode: {0}")]
     BadOp(&'static str),
+    /// A replicated log's stored position does not decode.
+    #[error("a stored log state is damaged")]
+    CorruptLogState,
 }
 
 /// Result of keyspace operations.

@@ -399,6 +399,12 @@ impl Keyspace {
         Ok(h.digest())
     }
 
+    /// Every replicated-log partition's stored state (see [`Transaction::set_log_state`]), in
+    /// partition order, as the published state holds them.
+    pub fn log_states(&self) -> Result<Vec<(u32, Bytes)>> {
+        crate::log_state::load_all(&self.db)
+    }
+
     /// Every stored function library, in name order, as the published state holds them.
     pub fn libraries(&self) -> Result<Vec<crate::op::LibrarySource>> {
         crate::library::load_all(&self.db)
@@ -620,6 +626,12 @@ impl Transaction<'_, '_> {
     /// The instant the transaction is judged at, Unix milliseconds.
     pub fn now_ms(&self) -> i64 {
         self.now_ms
+    }
+
+    /// Stores `state` as the replicated log's state of `partition` (opaque bytes, the
+    /// position the records this transaction applies lead to), durable with them.
+    pub fn set_log_state(&mut self, partition: u32, state: &[u8]) {
+        self.tx.put(&crate::log_state::key(partition), state);
     }
 
     /// Whether no watched key changed: none was written, deleted or replaced by a catalog

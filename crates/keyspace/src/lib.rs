@@ -20,6 +20,7 @@ mod keys;
 mod keyspace;
 mod layout;
 mod library;
+mod log_state;
 mod op;
 mod stores;
 mod value;

@@ -90,7 +90,7 @@ pub fn keyspace_error(e: &rialto_keyspace::Error) -> Reply {
         E::Store(s) => store_error(s),
         E::Library(l) => library_error(l),
         E::Engine(e) => engine_error(e),
-        E::Corrupt(_) | E::BadOp(_) => clean(format!("ERR {e}")),
+        E::Corrupt(_) | E::BadOp(_) | E::CorruptLogState => clean(format!("ERR {e}")),
     }
 }
 

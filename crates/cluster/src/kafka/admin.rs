@@ -48,4 +48,23 @@ impl Admin {
             None => Err(Error::Kafka(rdkafka::types::RDKafkaErrorCode::Fail)),
         }
     }
+
+    /// How many partitions `topic` has; [`Error::UnknownTopicOrPartition`] if it does not
+    /// exist.
+    pub fn partition_count(&self, topic: &str, timeout: Duration) -> Result<u32, Error> {
+        let metadata = self
+            .inner
+            .inner()
+            .fetch_metadata(Some(topic), timeout)
+            .map_err(Error::from_kafka)?;
+        let t = metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic)
+            .ok_or(Error::UnknownTopicOrPartition)?;
+        if let Some(code) = t.error() {
+            return Err(Error::from_code(code.into()));
+        }
+        u32::try_from(t.partitions().len()).map_err(|_| Error::UnknownTopicOrPartition)
+    }
 }

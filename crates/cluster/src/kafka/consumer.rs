@@ -105,4 +105,27 @@ impl PartitionConsumer {
             .map_err(|_| Error::InvalidArgument("high watermark reported by Kafka"))?;
         Ok((low, high))
     }
+
+    /// The partition's end (high watermark) as of the last records fetched from it, without
+    /// asking the broker; `None` before the first fetch.
+    pub fn cached_high_watermark(&self, topic: &str, partition: u32) -> Option<u64> {
+        let topic = std::ffi::CString::new(topic).ok()?;
+        let partition = partition_index(partition).ok()?;
+        let (mut low, mut high) = (-1i64, -1i64);
+        // SAFETY: the client pointer is valid while `self.inner` lives; librdkafka only
+        // reads the topic name and writes the two integers we own.
+        let err = unsafe {
+            rdkafka::bindings::rd_kafka_get_watermark_offsets(
+                self.inner.client().native_ptr(),
+                topic.as_ptr(),
+                partition,
+                &mut low,
+                &mut high,
+            )
+        };
+        if err != rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+            return None;
+        }
+        u64::try_from(high).ok()
+    }
 }

@@ -11,7 +11,7 @@
 //! record may have been written all the same ([`Written`]).
 
 mod admin;
-mod block_on;
+pub(crate) mod block_on;
 mod consumer;
 mod error;
 mod producer;

@@ -33,6 +33,9 @@ pub struct ProducerOptions {
     /// refusals, so a write that cannot be replicated fails with its cause instead of waiting
     /// out the delivery timeout.
     pub max_retries: u32,
+    /// How long a record waits for others to share its produce request (`linger.ms`): the
+    /// latency a write pays for batching. Default 1 ms.
+    pub linger: Duration,
 }
 
 impl ProducerOptions {
@@ -42,6 +45,7 @@ impl ProducerOptions {
             delivery_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(5),
             max_retries: 10,
+            linger: Duration::from_millis(1),
         }
     }
 }
@@ -119,6 +123,10 @@ impl Producer {
             .set("acks", "all")
             .set("retries", options.max_retries.to_string())
             .set("message.timeout.ms", &delivery_ms)
+            .set(
+                "linger.ms",
+                options.linger.as_millis().min(900_000).to_string(),
+            )
             .set("request.timeout.ms", &request_ms);
         let inner = config
             .create_with_context(Reporter)
@@ -182,6 +190,20 @@ impl Delivery {
     /// Blocks the calling thread until the record is acknowledged or has failed.
     pub fn wait(self) -> Result<u64, DeliveryError> {
         block_on(self)
+    }
+}
+
+impl Delivery {
+    /// The outcome if it is known already, without waiting.
+    pub fn try_take(&mut self) -> Option<Result<u64, DeliveryError>> {
+        match self.rx.try_recv() {
+            Ok(Some(r)) => Some(r),
+            Ok(None) => None,
+            Err(_) => Some(Err(DeliveryError {
+                error: Error::Closed,
+                written: Written::Maybe,
+            })),
+        }
     }
 }
 

@@ -1,0 +1,461 @@
+//! A Rialto node in a cluster: a deterministic state machine over the partitions of one
+//! Kafka topic.
+//!
+//! - **Applier** (`applier.rs`): reads every partition from the offset after the last one it
+//!   applied and applies the records in offset order, a batch per merger transaction that also
+//!   stores each partition's [`PartitionState`], so the data and the position agree after any
+//!   crash and no record is applied twice.
+//! - **Mastership** (`group.rs`): the node is a member of a Kafka consumer group whose topic
+//!   has one partition per log partition; Kafka's group coordinator gives each partition to
+//!   exactly one live member, and that member is its master. It then writes a claim into the
+//!   log partition; the claim's offset is its epoch. Nothing here elects anyone: Kafka's group
+//!   membership decides who claims, the log's order decides which claim is in force.
+//! - **Writes** ([`Node::submit`]): the master wraps a payload with its epoch and a sequence
+//!   number and produces it (idempotent, `acks=all`). The write's result is what the node's
+//!   own applier returns when it applies the record at its offset; a record whose epoch is no
+//!   longer in force where it lands is skipped by every replica, and its writer answers that
+//!   it was not applied.
+
+mod applier;
+mod group;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use futures_channel::oneshot;
+use parking_lot::{Mutex, RwLock};
+use rialto_keyspace::{Keyspace, Transaction};
+
+use crate::kafka::{self, Admin, ClientOptions, Delivery, Producer, ProducerOptions, Written};
+use crate::record::{self, DecodeError, Master, PartitionState};
+
+/// What the log's records mean: the node hands each write's payload to it, inside the
+/// transaction that applies the record.
+pub trait StateMachine: Send + Sync + 'static {
+    type Output: Send + 'static;
+    /// Applies one write. Must be a function of the database's state and `payload` alone, so
+    /// that every replica reaches the same state; a failed write must leave nothing behind.
+    fn apply(&self, t: &mut Transaction<'_, '_>, payload: &[u8]) -> Self::Output;
+}
+
+/// How a node joins the cluster.
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    /// The Kafka brokers (`host:port,...`).
+    pub bootstrap_servers: String,
+    /// Unique in the cluster, stable across restarts.
+    pub node_id: u32,
+    /// The host clients reach this node at.
+    pub host: String,
+    /// Partition `p` is served at `base_port + p`.
+    pub base_port: u16,
+    /// The log's topic; mastership uses `<topic>.masters`.
+    pub topic: String,
+    /// Log partitions: slot ranges (fixed when the topic is created).
+    pub partitions: u32,
+    /// Replicas of each topic partition when the node creates the topics.
+    pub replication_factor: u32,
+    /// How long a silent node keeps its partitions before the group gives them away
+    /// (`session.timeout.ms`).
+    pub node_timeout: Duration,
+    /// The longest a write waits for Kafka before it fails.
+    pub write_timeout: Duration,
+}
+
+impl NodeOptions {
+    /// The topic whose group assignment names each partition's master.
+    pub fn masters_topic(&self) -> String {
+        format!("{}.masters", self.topic)
+    }
+
+    fn check(&self) -> Result<(), Error> {
+        if self.partitions == 0 || self.partitions > u32::from(crate::slot::SLOTS) {
+            return Err(Error::Config("cluster partitions must be 1 to 16384"));
+        }
+        if u32::from(self.base_port) + self.partitions > 65_536 {
+            return Err(Error::Config("port + partitions must stay below 65536"));
+        }
+        if self.host.is_empty() || self.host.len() > 255 || self.host.contains('/') {
+            return Err(Error::Config(
+                "the announced host must be 1 to 255 bytes without '/'",
+            ));
+        }
+        if self.topic.is_empty() {
+            return Err(Error::Config("the cluster topic must not be empty"));
+        }
+        Ok(())
+    }
+}
+
+/// Why a node could not start, or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Config(&'static str),
+    #[error("Kafka: {0}")]
+    Kafka(#[from] kafka::Error),
+    #[error("topic {topic} has {found} partitions, the node is configured for {configured}")]
+    PartitionCount {
+        topic: String,
+        found: u32,
+        configured: u32,
+    },
+    #[error("the database holds the state of partition {0}, beyond the configured partitions")]
+    ForeignState(u32),
+    #[error("the database's stored log position does not decode: {0}")]
+    State(DecodeError),
+    #[error("the database: {0}")]
+    Keyspace(#[from] rialto_keyspace::Error),
+    #[error("cannot start a thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// Why a write was not applied.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// This node is not the partition's master (or is handing it over).
+    #[error("not the partition's master")]
+    NotMaster,
+    /// The record reached the log after another node's claim: no replica applied it.
+    #[error("the partition's master changed before the write was applied")]
+    Fenced,
+    /// Kafka did not take the record; `written` says whether it may be in the log all the same.
+    #[error("Kafka did not take the write: {error}")]
+    Kafka {
+        error: kafka::Error,
+        written: Written,
+    },
+    /// No outcome within the write timeout (it may still be applied).
+    #[error("no outcome within the write timeout")]
+    TimedOut,
+    /// The node stopped applying the log.
+    #[error("the node is not applying the log: {0}")]
+    Stopped(String),
+}
+
+/// A live member of the cluster, as the group coordinator lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub node: u32,
+    pub host: String,
+    pub base_port: u16,
+}
+
+/// What this node knows of the cluster.
+#[derive(Clone, Debug, Default)]
+pub struct View {
+    /// Per partition: its master as the applied log says.
+    pub masters: Vec<Option<Master>>,
+    /// Per partition: the offset of the next record to apply.
+    pub applied: Vec<u64>,
+    /// Per partition: the log's end (high watermark) when last asked.
+    pub high: Vec<u64>,
+    /// Per partition: when the applier last had nothing left to apply.
+    pub caught_up_at: Vec<Option<Instant>>,
+    /// Live members, by node id.
+    pub members: Vec<Member>,
+    /// Why the applier stopped, if it did.
+    pub failed: Option<String>,
+}
+
+type Reply<O> = oneshot::Sender<Result<O, WriteError>>;
+/// Writes waiting for their outcome, by sequence number, with their partition.
+type PendingWrites<O> = Mutex<HashMap<u64, (u32, Reply<O>)>>;
+
+struct Inner<M: StateMachine> {
+    opts: NodeOptions,
+    incarnation: u64,
+    machine: M,
+    keyspace: Arc<Keyspace>,
+    producer: Producer,
+    /// Next sequence number; held while a record is handed to the producer, so sequence
+    /// numbers leave in send order.
+    seq: Mutex<u64>,
+    pending: PendingWrites<M::Output>,
+    /// Per partition: the epoch this node writes under, `u64::MAX` when it is not master.
+    claimed: Vec<AtomicU64>,
+    /// Per partition: whether the group gave it to this node.
+    assigned: Vec<AtomicBool>,
+    view: RwLock<View>,
+    stop: AtomicBool,
+}
+
+/// A running node. Dropping it stops it (see [`Node::stop`]).
+pub struct Node<M: StateMachine> {
+    inner: Arc<Inner<M>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl<M: StateMachine> Node<M> {
+    /// Joins the cluster: creates the topics if they are missing, resumes every partition
+    /// after its stored position, and starts competing for mastership.
+    pub fn start(keyspace: Arc<Keyspace>, machine: M, opts: NodeOptions) -> Result<Self, Error> {
+        opts.check()?;
+        let client = client_options(&opts, "");
+        let admin = Admin::new(&client)?;
+        for topic in [opts.topic.clone(), opts.masters_topic()] {
+            ensure_topic(&admin, &topic, &opts)?;
+        }
+        let mut states = vec![PartitionState::default(); opts.partitions as usize];
+        for (p, bytes) in keyspace.log_states()? {
+            let s = states.get_mut(p as usize).ok_or(Error::ForeignState(p))?;
+            *s = PartitionState::decode(&bytes).map_err(Error::State)?;
+        }
+        let mut popts = ProducerOptions::new(client_options(&opts, "/producer"));
+        popts.delivery_timeout = opts.write_timeout;
+        let producer = Producer::new(&popts)?;
+        let consumer = kafka::PartitionConsumer::new(
+            &client_options(&opts, "/applier"),
+            &opts.topic,
+            &states
+                .iter()
+                .enumerate()
+                .map(|(p, s)| (p as u32, kafka::StartOffset::At(s.next)))
+                .collect::<Vec<_>>(),
+        )?;
+        let n = opts.partitions as usize;
+        let view = View {
+            masters: states.iter().map(|s| s.master.clone()).collect(),
+            applied: states.iter().map(|s| s.next).collect(),
+            high: vec![0; n],
+            caught_up_at: vec![None; n],
+            members: Vec::new(),
+            failed: None,
+        };
+        let inner = Arc::new(Inner {
+            incarnation: incarnation(),
+            machine,
+            keyspace,
+            producer,
+            seq: Mutex::new(0),
+            pending: Mutex::new(HashMap::new()),
+            claimed: (0..n).map(|_| AtomicU64::new(u64::MAX)).collect(),
+            assigned: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            view: RwLock::new(view),
+            stop: AtomicBool::new(false),
+            opts,
+        });
+        let mut threads = Vec::new();
+        let a = Arc::clone(&inner);
+        threads.push(
+            std::thread::Builder::new()
+                .name("cluster-apply".into())
+                .spawn(move || applier::run(a, consumer, states))
+                .map_err(Error::Thread)?,
+        );
+        let g = Arc::clone(&inner);
+        let group = group::Group::new(&g.opts)?;
+        threads.push(
+            std::thread::Builder::new()
+                .name("cluster-group".into())
+                .spawn(move || group.run(g))
+                .map_err(Error::Thread)?,
+        );
+        Ok(Node {
+            inner,
+            threads: Mutex::new(threads),
+        })
+    }
+
+    /// The options the node runs with.
+    pub fn options(&self) -> &NodeOptions {
+        &self.inner.opts
+    }
+
+    /// This run's incarnation: the masters the view names with it are this node.
+    pub fn incarnation(&self) -> u64 {
+        self.inner.incarnation
+    }
+
+    /// What the node knows of the cluster now.
+    pub fn view(&self) -> View {
+        self.inner.view.read().clone()
+    }
+
+    /// Whether this node writes partition `p` now.
+    pub fn is_master(&self, p: u32) -> bool {
+        self.inner
+            .claimed
+            .get(p as usize)
+            .is_some_and(|c| c.load(Ordering::Acquire) != u64::MAX)
+    }
+
+    /// Produces a write to partition `p`; the future resolves to the state machine's output
+    /// once this node has applied it at its offset, or to why it was not applied.
+    pub fn submit(&self, p: u32, payload: &[u8]) -> Result<Submitted<M>, WriteError> {
+        let inner = &self.inner;
+        let epoch = inner
+            .claimed
+            .get(p as usize)
+            .map(|c| c.load(Ordering::Acquire))
+            .unwrap_or(u64::MAX);
+        if epoch == u64::MAX {
+            return Err(WriteError::NotMaster);
+        }
+        if let Some(f) = &inner.view.read().failed {
+            return Err(WriteError::Stopped(f.clone()));
+        }
+        let (tx, rx) = oneshot::channel();
+        let mut next = inner.seq.lock();
+        *next += 1;
+        let seq = *next;
+        inner.pending.lock().insert(seq, (p, tx));
+        let rec = record::write(epoch, inner.incarnation, seq, payload);
+        match inner.producer.send(&inner.opts.topic, p, None, &rec) {
+            Ok(delivery) => {
+                drop(next);
+                Ok(Submitted {
+                    inner: Arc::clone(inner),
+                    seq,
+                    rx,
+                    delivery: Some(delivery),
+                })
+            }
+            Err(error) => {
+                inner.pending.lock().remove(&seq);
+                Err(WriteError::Kafka {
+                    error,
+                    written: Written::No,
+                })
+            }
+        }
+    }
+
+    /// Stops the node: leaves the group (so its partitions move at once), stops applying and
+    /// fails the writes still waiting.
+    pub fn stop(&self) {
+        self.inner.stop.store(true, Ordering::Release);
+        let threads = std::mem::take(&mut *self.threads.lock());
+        for t in threads {
+            let _ = t.join();
+        }
+        let _ = self.inner.producer.flush(Duration::from_secs(1));
+        for (_, (_, reply)) in self.inner.pending.lock().drain() {
+            let _ = reply.send(Err(WriteError::Stopped("the node stopped".into())));
+        }
+    }
+}
+
+impl<M: StateMachine> Drop for Node<M> {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl<M: StateMachine> Inner<M> {
+    /// Fails every write of partition `p` still waiting: another claim is in force, so none
+    /// of them can be applied any more.
+    fn fail_pending(&self, p: u32) {
+        let mut pending = self.pending.lock();
+        let seqs: Vec<u64> = pending
+            .iter()
+            .filter(|(_, (q, _))| *q == p)
+            .map(|(s, _)| *s)
+            .collect();
+        for s in seqs {
+            if let Some((_, reply)) = pending.remove(&s) {
+                let _ = reply.send(Err(WriteError::Fenced));
+            }
+        }
+    }
+}
+
+/// A write on its way (see [`Node::submit`]). Every write resolves: applied, fenced, refused by
+/// Kafka (at the latest after the write timeout), or failed when the node stops — unless the
+/// applier stalls, so waiters bound their wait (the write timeout).
+pub struct Submitted<M: StateMachine> {
+    inner: Arc<Inner<M>>,
+    seq: u64,
+    rx: oneshot::Receiver<Result<M::Output, WriteError>>,
+    delivery: Option<Delivery>,
+}
+
+impl<M: StateMachine> Submitted<M> {
+    /// Blocks until the outcome is known, at most the node's write timeout.
+    pub fn wait(self) -> Result<M::Output, WriteError> {
+        let deadline = Instant::now() + self.inner.opts.write_timeout;
+        crate::kafka::block_on::block_on_until(self, deadline).unwrap_or(Err(WriteError::TimedOut))
+    }
+}
+
+impl<M: StateMachine> Future for Submitted<M> {
+    type Output = Result<M::Output, WriteError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Poll::Ready(r) = Pin::new(&mut self.rx).poll(cx) {
+            return Poll::Ready(
+                r.unwrap_or_else(|_| Err(WriteError::Stopped("the node stopped".into()))),
+            );
+        }
+        if let Some(d) = self.delivery.as_mut() {
+            if let Poll::Ready(r) = Pin::new(d).poll(cx) {
+                self.delivery = None;
+                if let Err(e) = r {
+                    self.inner.pending.lock().remove(&self.seq);
+                    return Poll::Ready(Err(WriteError::Kafka {
+                        error: e.error,
+                        written: e.written,
+                    }));
+                }
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl<M: StateMachine> Drop for Submitted<M> {
+    fn drop(&mut self) {
+        self.inner.pending.lock().remove(&self.seq);
+    }
+}
+
+fn client_options(opts: &NodeOptions, role: &str) -> ClientOptions {
+    let mut c = ClientOptions::new(opts.bootstrap_servers.clone());
+    c.client_id = format!(
+        "rialto-node/{}/{}/{}{role}",
+        opts.node_id, opts.host, opts.base_port
+    );
+    c
+}
+
+fn ensure_topic(admin: &Admin, topic: &str, opts: &NodeOptions) -> Result<(), Error> {
+    let timeout = Duration::from_secs(10);
+    match admin.create_topic(topic, opts.partitions, opts.replication_factor, timeout) {
+        Ok(()) | Err(kafka::Error::TopicAlreadyExists) => {}
+        Err(e) => return Err(e.into()),
+    }
+    // A topic just created reaches the brokers' metadata a moment later.
+    let deadline = Instant::now() + timeout;
+    let found = loop {
+        match admin.partition_count(topic, timeout) {
+            Err(kafka::Error::UnknownTopicOrPartition) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            r => break r?,
+        }
+    };
+    if found != opts.partitions {
+        return Err(Error::PartitionCount {
+            topic: topic.to_owned(),
+            found,
+            configured: opts.partitions,
+        });
+    }
+    Ok(())
+}
+
+/// A number no earlier run of this node used: the clock's nanoseconds mixed with the
+/// process id.
+fn incarnation() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    nanos ^ (u64::from(std::process::id()) << 48)
+}
