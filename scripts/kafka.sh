@@ -280,6 +280,11 @@ write_configs() {
             echo "share.coordinator.state.topic.replication.factor=$rf"
             echo "share.coordinator.state.topic.min.isr=$min_isr"
             echo "auto.create.topics.enable=false"
+            # Rialto nodes hold their masterships as members of a consumer group: a session
+            # as short as 1 s must be allowed (Kafka's floor is 6 s), and an empty group's
+            # first assignment need not wait for more members (3 s by default).
+            echo "group.min.session.timeout.ms=1000"
+            echo "group.initial.rebalance.delay.ms=0"
         } >"$nd/server.properties"
     done
     {

@@ -226,6 +226,9 @@ pub struct Client {
     pub mailbox: Option<Arc<crate::pubsub::Mailbox>>,
     /// CLIENT TRACKING's state, when on.
     pub tracking: Option<crate::tracking::ClientTracking>,
+    /// Cluster mode: READONLY was sent, so reads of this address's slots are served here on
+    /// a replica.
+    pub readonly: bool,
 }
 
 impl Client {

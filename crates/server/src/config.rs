@@ -72,6 +72,23 @@ pub struct Config {
     pub shutdown_timeout: Duration,
     pub log_level: String,
     pub log_format: String,
+    pub cluster: ClusterConfig,
+}
+
+/// Cluster mode (on Kafka): off unless `cluster-enabled yes`.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    pub enabled: bool,
+    pub kafka: String,
+    pub node_id: u32,
+    /// The host clients are told to reach this node at; empty: the first bind address.
+    pub announce_ip: String,
+    pub topic: String,
+    pub partitions: u32,
+    pub replication_factor: u32,
+    pub node_timeout: Duration,
+    pub write_timeout: Duration,
+    pub replica_max_lag: Duration,
 }
 
 impl Config {
@@ -148,6 +165,18 @@ impl Default for Config {
             shutdown_timeout: Duration::from_secs(10),
             log_level: "info".into(),
             log_format: "text".into(),
+            cluster: ClusterConfig {
+                enabled: false,
+                kafka: String::new(),
+                node_id: 0,
+                announce_ip: String::new(),
+                topic: "rialto".into(),
+                partitions: 3,
+                replication_factor: 3,
+                node_timeout: Duration::from_millis(3000),
+                write_timeout: Duration::from_millis(10_000),
+                replica_max_lag: Duration::from_millis(10_000),
+            },
         }
     }
 }
@@ -417,6 +446,26 @@ pub static KEYS: &[Key] = &[
         |c, v| c.store_maintenance_interval = Duration::from_millis(parse_num::<u64>(v)?.max(10)), |c| c.store_maintenance_interval.as_millis().to_string()),
     key!("shutdown-timeout", true, "Seconds a graceful shutdown waits for clients' in-flight commands (default 10).",
         |c, v| c.shutdown_timeout = Duration::from_secs(parse_num(v)?), |c| c.shutdown_timeout.as_secs().to_string()),
+    key!("cluster-enabled", false, "Cluster mode on Apache Kafka (default no): the node applies the partitions of the log topic, masters those the Kafka group gives it, and serves partition p at port + p with the Redis Cluster contract (MOVED, CLUSTER SLOTS). Needs cluster-kafka and cluster-node-id.",
+        |c, v| c.cluster.enabled = parse_bool(v)?, |c| yes_no(c.cluster.enabled)),
+    key!("cluster-kafka", false, "Kafka bootstrap servers, host:port[,host:port...] (cluster mode).",
+        |c, v| c.cluster.kafka = v.to_string(), |c| c.cluster.kafka.clone()),
+    key!("cluster-node-id", false, "This node's id, unique in the cluster and stable across restarts, 1 to 4294967295 (cluster mode).",
+        |c, v| c.cluster.node_id = parse_num(v)?, |c| c.cluster.node_id.to_string()),
+    key!("cluster-announce-ip", false, "The address clients are told to reach this node at in MOVED and CLUSTER replies (default: the first bind address).",
+        |c, v| c.cluster.announce_ip = v.to_string(), |c| c.cluster.announce_ip.clone()),
+    key!("cluster-topic", false, "The log's Kafka topic (default rialto); mastership uses <topic>.masters. Created on first start if missing.",
+        |c, v| c.cluster.topic = v.to_string(), |c| c.cluster.topic.clone()),
+    key!("cluster-partitions", false, "Log partitions, each a contiguous range of the 16384 hash slots served at port + partition (default 3). Fixed once the topic exists: every node must agree.",
+        |c, v| c.cluster.partitions = parse_num(v)?, |c| c.cluster.partitions.to_string()),
+    key!("cluster-replication-factor", false, "Kafka replicas of each partition when a node creates the topics (default 3).",
+        |c, v| c.cluster.replication_factor = parse_num(v)?, |c| c.cluster.replication_factor.to_string()),
+    key!("cluster-node-timeout", false, "Milliseconds a silent node keeps its masterships before Kafka's group hands them to others (default 3000; the brokers' group.min.session.timeout.ms must allow it).",
+        |c, v| c.cluster.node_timeout = Duration::from_millis(parse_num(v)?), |c| c.cluster.node_timeout.as_millis().to_string()),
+    key!("cluster-write-timeout", false, "Milliseconds a write waits for the log before it fails (default 10000; it may still be applied after).",
+        |c, v| c.cluster.write_timeout = Duration::from_millis(parse_num(v)?), |c| c.cluster.write_timeout.as_millis().to_string()),
+    key!("replica-max-lag-ms", true, "A replica that has not caught up with its partition's log for this long redirects reads to the master (default 10000).",
+        |c, v| c.cluster.replica_max_lag = Duration::from_millis(parse_num(v)?), |c| c.cluster.replica_max_lag.as_millis().to_string()),
     key!("loglevel", false, "Log level: error, warn, info, debug, trace (default info); RUST_LOG overrides.",
         |c, v| c.log_level = v.to_string(), |c| c.log_level.clone()),
     key!("log-format", false, "Log format: text or json (default text).",
@@ -525,6 +574,35 @@ impl Config {
                 key: "bind".into(),
                 reason: "needs at least one address".into(),
             });
+        }
+        if self.cluster.enabled {
+            let bad = |key: &str, reason: &str| {
+                Err(ConfigError::Invalid {
+                    key: key.into(),
+                    reason: reason.into(),
+                })
+            };
+            if self.cluster.kafka.trim().is_empty() {
+                return bad(
+                    "cluster-kafka",
+                    "cluster mode needs the Kafka bootstrap servers",
+                );
+            }
+            if self.cluster.node_id == 0 {
+                return bad("cluster-node-id", "cluster mode needs a node id from 1 up");
+            }
+            if self.cluster.partitions == 0 || self.cluster.partitions > 16_384 {
+                return bad("cluster-partitions", "must be 1 to 16384");
+            }
+            if self.port == 0 || u32::from(self.port) + self.cluster.partitions > 65_536 {
+                return bad("port", "in cluster mode, port to port + cluster-partitions - 1 must be valid ports (not 0)");
+            }
+            if self.cluster.replication_factor == 0 {
+                return bad("cluster-replication-factor", "must be at least 1");
+            }
+            if self.cluster.node_timeout.is_zero() || self.cluster.write_timeout.is_zero() {
+                return bad("cluster-node-timeout", "timeouts must be at least 1 ms");
+            }
         }
         if self.proto_max_bulk_len < 1024 {
             return Err(ConfigError::Invalid {

@@ -2,6 +2,10 @@
 //! `active-expire-batch` due entries of the expiry index and deletes, in one op, each key
 //! whose record still expires at that time, along with the index entries, stale ones
 //! included (`Keyspace::expire_pass`).
+//!
+//! In cluster mode the deletions are writes like any other: each master produces the due
+//! entries of its own partitions' slots to the log as one op per partition, and every
+//! replica applies them in the log's order (a replica deleting on its own would diverge).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -23,6 +27,10 @@ pub fn spawn(shared: Arc<Shared>) -> Periodic {
                 let c = shared.config.read();
                 (c.databases, c.active_expire_batch)
             };
+            if let Some(c) = &shared.cluster {
+                cluster_pass(&shared, c, batch);
+                return;
+            }
             for db in 0..dbs.min(256) {
                 match shared.keyspace.expire_pass(db as u8, batch) {
                     Ok(n) => {
@@ -36,4 +44,43 @@ pub fn spawn(shared: Arc<Shared>) -> Periodic {
             }
         },
     )
+}
+
+/// The cluster's pass: the due entries of database 0 whose keys this node masters, one op per
+/// partition through the log, each waited for (at most the write timeout).
+fn cluster_pass(shared: &Shared, c: &crate::cluster::Cluster, batch: usize) {
+    use rialto_keyspace::{Op, OpKind, Value};
+    let now = shared.now_ms();
+    let entries = match shared.keyspace.due_expiries(0, now, batch) {
+        Ok(e) => e,
+        Err(e) => {
+            warn!(error = %e, "expiry pass failed; retrying at the next pass");
+            return;
+        }
+    };
+    let mut by_partition: std::collections::BTreeMap<u32, Vec<(u8, i64, bytes::Bytes)>> =
+        Default::default();
+    for e in entries {
+        let p =
+            rialto_cluster::slot::partition_of(rialto_cluster::slot::key_slot(&e.2), c.partitions);
+        if c.node.is_master(p) {
+            by_partition.entry(p).or_default().push(e);
+        }
+    }
+    for (p, entries) in by_partition {
+        let op = Op::new(0, now, OpKind::ExpireDue { entries });
+        let outcome = c.node.submit(p, &op.encode()).and_then(|s| s.wait());
+        match outcome {
+            Ok((Ok(Value::Int(n)), _)) => {
+                shared
+                    .stats
+                    .expired_keys
+                    .fetch_add(n.max(0) as u64, Ordering::Relaxed);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                warn!(partition = p, error = %e, "expiry pass not applied; retrying at the next pass")
+            }
+        }
+    }
 }

@@ -6,12 +6,14 @@
 //! keyspace, a write turned into an op the keyspace applies, or a connection or server
 //! command), `command_table` (what reads those declarations: lookup, resolution, arity, keys,
 //! HELP), `expire_pass`, `auth` and `acl` (users), `config` (file, flags and CONFIG
-//! GET/SET), `http` and `ops` (/metrics, /livez, /readyz), `slowlog`. The data model is
+//! GET/SET), `http` and `ops` (/metrics, /livez, /readyz), `slowlog`, `cluster` (cluster mode on
+//! Kafka: the log's state machine and where a command may run). The data model is
 //! `rialto_keyspace`.
 
 mod acl;
 mod auth;
 mod client;
+mod cluster;
 mod command_table;
 mod commands;
 mod config;

@@ -71,7 +71,7 @@ pub struct Stats {
 pub struct Shared {
     pub config: RwLock<Config>,
     /// The database: keys, stores, pushes, the engine and the merger under them.
-    pub keyspace: Keyspace,
+    pub keyspace: Arc<Keyspace>,
     pub acl: RwLock<Acl>,
     /// Bumped on every ACL change: connections re-fetch their user when it moves.
     pub acl_generation: Arc<std::sync::atomic::AtomicU64>,
@@ -96,6 +96,8 @@ pub struct Shared {
     pub hub: Arc<crate::pubsub::Hub>,
     /// Client-side caching (CLIENT TRACKING).
     pub tracking: Arc<crate::tracking::Tracking>,
+    /// Cluster mode's node, when on.
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 impl Shared {
@@ -183,6 +185,7 @@ impl Server {
                 OpenError::Stores(e) => ServerError::Start(format!("stores: {e}")),
             })?;
 
+        let keyspace = Arc::new(keyspace);
         let mut listeners = Vec::new();
         let mut port = cfg.port;
         for ip in &cfg.bind {
@@ -196,7 +199,35 @@ impl Server {
                 .map_err(|source| ServerError::Bind { addr, source })?
                 .port();
             listeners.push(l);
+            if cfg.cluster.enabled {
+                // Partition p is served at port + p (validated to fit).
+                for p in 1..cfg.cluster.partitions {
+                    let addr = SocketAddr::new(*ip, port + p as u16);
+                    listeners.push(
+                        TcpListener::bind(addr)
+                            .await
+                            .map_err(|source| ServerError::Bind { addr, source })?,
+                    );
+                }
+            }
         }
+        let cluster = if cfg.cluster.enabled {
+            let c = cfg.clone();
+            let k = Arc::clone(&keyspace);
+            let node = tokio::task::spawn_blocking(move || crate::cluster::Cluster::start(&c, k))
+                .await
+                .map_err(|e| ServerError::Start(e.to_string()))?
+                .map_err(|e| ServerError::Start(format!("cluster mode: {e}")))?;
+            info!(
+                node = cfg.cluster.node_id,
+                partitions = cfg.cluster.partitions,
+                kafka = %cfg.cluster.kafka,
+                "cluster node started"
+            );
+            Some(Arc::new(node))
+        } else {
+            None
+        };
         let http = if cfg.metrics_port != 0 {
             let addr = SocketAddr::new(cfg.metrics_bind, cfg.metrics_port);
             Some(
@@ -254,6 +285,7 @@ impl Server {
             relay_stats: Arc::default(),
             hub,
             tracking,
+            cluster,
         });
         crate::tracking::Tracking::install(&shared)
             .map_err(|e| ServerError::Start(format!("tracking thread: {e}")))?;
@@ -427,6 +459,10 @@ pub fn keyspace_options(
 
 /// Commits and syncs everything queued, then flushes the memtable so a restart replays nothing.
 fn close_engine(shared: Arc<Shared>) -> Result<(), ServerError> {
+    if let Some(c) = &shared.cluster {
+        // Leave the group first, so the partitions this node masters move at once.
+        c.node.stop();
+    }
     shared.keyspace.close().map_err(ServerError::Close)?;
     info!("database closed; every acknowledged write is durable");
     Ok(())

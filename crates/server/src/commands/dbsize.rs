@@ -27,13 +27,14 @@ pub const DBSIZE: CommandSpec = cmd(
 pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     let shared = std::sync::Arc::clone(ctx.shared);
     let db = ctx.client.db;
+    let scope = crate::cluster::KeyScope::of(ctx.shared, ctx.client);
     Outcome::Later(Box::pin(async move {
         let job = tokio::task::spawn_blocking(move || {
             let mut n = 0i64;
             shared
                 .keyspace
-                .walk_keys(db, None, shared.now_ms(), |_, _| {
-                    n += 1;
+                .walk_keys(db, None, shared.now_ms(), |k, _| {
+                    n += i64::from(scope.covers(k));
                     true
                 })
                 .map(|_| Reply::Integer(n))

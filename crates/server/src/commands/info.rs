@@ -41,6 +41,7 @@ const DEFAULT: &[&str] = &[
     "persistence",
     "stats",
     "replication",
+    "cluster",
     "keyspace",
     "rialto_engine",
     "rialto_triad",
@@ -161,6 +162,40 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
         }
         "replication" => {
             o.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n");
+        }
+        "cluster" => {
+            o.push_str("# Cluster\r\n");
+            match &sh.cluster {
+                None => o.push_str("cluster_enabled:0\r\n"),
+                Some(c) => {
+                    let v = c.node.view();
+                    let _ = write!(
+                        o,
+                        "cluster_enabled:1\r\ncluster_node_id:{}\r\ncluster_partitions:{}\r\n",
+                        c.node.options().node_id,
+                        c.partitions
+                    );
+                    for p in 0..c.partitions as usize {
+                        let master = v.masters[p].as_ref().map_or(0, |m| m.node);
+                        let role = if c.node.is_master(p as u32) {
+                            "master"
+                        } else {
+                            "replica"
+                        };
+                        let lag = v.high[p].saturating_sub(v.applied[p]);
+                        let since =
+                            v.caught_up_at[p].map_or(-1, |t| t.elapsed().as_millis() as i64);
+                        let _ = write!(
+                            o,
+                            "partition{p}:role={role},master_node={master},applied_offset={},log_end={},lag_records={lag},caught_up_ms_ago={since}\r\n",
+                            v.applied[p], v.high[p]
+                        );
+                    }
+                    if let Some(f) = &v.failed {
+                        let _ = write!(o, "cluster_apply_failed:{f}\r\n");
+                    }
+                }
+            }
         }
         "keyspace" => {
             o.push_str("# Keyspace\r\n");

@@ -30,6 +30,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let shared = std::sync::Arc::clone(ctx.shared);
     let db = ctx.client.db;
     let pattern = args[1].clone();
+    let scope = crate::cluster::KeyScope::of(ctx.shared, ctx.client);
     Outcome::Later(Box::pin(async move {
         let job = tokio::task::spawn_blocking(move || {
             let mut keys = Vec::new();
@@ -37,7 +38,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             shared
                 .keyspace
                 .walk_keys(db, None, shared.now_ms(), |k, _| {
-                    if all || crate::glob::glob_match(&pattern, k, false) {
+                    if (all || crate::glob::glob_match(&pattern, k, false)) && scope.covers(k) {
                         keys.push(Reply::bulk(k));
                     }
                     true

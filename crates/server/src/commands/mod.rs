@@ -149,6 +149,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cluster::CLUSTER,
     cluster::READONLY,
     cluster::READWRITE,
+    cluster::ASKING,
     getrange::SUBSTR,
     store::STORE,
     push::PUSH,

@@ -29,8 +29,12 @@ pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     let now = ctx.shared.now_ms();
     let start: [u8; 8] = rand::random();
     let mut found = None;
+    let scope = crate::cluster::KeyScope::of(ctx.shared, ctx.client);
     for from in [Some(&start[..]), None] {
         let r = ctx.shared.keyspace.walk_keys(db, from, now, |k, _| {
+            if !scope.covers(k) {
+                return true;
+            }
             found = Some(Bytes::copy_from_slice(k));
             false
         });

@@ -137,11 +137,13 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> reply::CmdResult {
     let mut seen = 0usize;
     let mut keys = Vec::new();
     let match_all = pattern.is_none_or(|p| &p[..] == b"*");
+    let scope = crate::cluster::KeyScope::of(ctx.shared, ctx.client);
     let resume = ctx
         .shared
         .keyspace
         .walk_keys(db, from.as_deref(), ctx.shared.now_ms(), |k, _| {
             if strings_only
+                && scope.covers(k)
                 && (match_all || pattern.is_some_and(|p| crate::glob::glob_match(p, k, false)))
             {
                 keys.push(Reply::bulk(k));

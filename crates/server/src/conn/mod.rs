@@ -59,6 +59,8 @@ enum Pending {
     Ready(Reply),
     /// With the command's position in the registry, for its statistics.
     Commit(CommitHandle<Executed>, usize),
+    /// A write on its way through the cluster's log.
+    Remote(Pin<Box<dyn Future<Output = Executed> + Send>>, usize),
 }
 
 struct Queued {
@@ -76,6 +78,11 @@ struct Connection {
     queue: VecDeque<Queued>,
     /// Whether `queue` holds a reply the merger has yet to resolve.
     queue_has_commit: bool,
+    /// Whether `queue` holds a write the cluster's log has yet to apply: a read behind it
+    /// waits for it.
+    queue_has_remote: bool,
+    /// Cluster mode: the partition the address this connection reached serves.
+    partition: u32,
     /// The ACL generation the connection's user was fetched at.
     acl_seen: u64,
     /// Decoded GET/MGET requests waiting for [`Connection::run_ahead`].
@@ -137,12 +144,18 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
             close_after_reply: false,
             mailbox: None,
             tracking: None,
+            readonly: false,
         },
         inbuf: BytesMut::with_capacity(READ_CHUNK),
         out: BytesMut::with_capacity(READ_CHUNK),
         decoder,
         queue: VecDeque::new(),
         queue_has_commit: false,
+        queue_has_remote: false,
+        partition: shared
+            .cluster
+            .as_ref()
+            .map_or(0, |c| c.partition_of_port(laddr.port())),
         acl_seen: shared.acl_generation.load(Ordering::Acquire),
         ahead: Vec::new(),
         on_bulk: false,
@@ -492,10 +505,16 @@ impl Connection {
                         Err(e) => reply::engine_error(&e),
                     }
                 }
+                Pending::Remote(fut, id) => {
+                    let ex = fut.await;
+                    self.record(id, ex.micros, ex.slow_args);
+                    ex.reply
+                }
             };
             reply.encode(q.proto, &mut self.out);
         }
         self.queue_has_commit = false;
+        self.queue_has_remote = false;
     }
 
     fn push(&mut self, item: Pending) {
@@ -503,8 +522,10 @@ impl Connection {
         match item {
             Pending::Ready(r) if self.queue.is_empty() => r.encode(proto, &mut self.out),
             item => {
-                if !matches!(item, Pending::Ready(_)) {
-                    self.queue_has_commit = true;
+                match item {
+                    Pending::Ready(_) => {}
+                    Pending::Commit(..) => self.queue_has_commit = true,
+                    Pending::Remote(..) => self.queue_has_remote = true,
                 }
                 self.queue.push_back(Queued { proto, item });
             }
@@ -549,6 +570,7 @@ impl Connection {
                 }
             }
         }
+        let mut at_slot = None;
         let (id, handler, spec) = match crate::commands::admit(&self.client, &args) {
             Ok(a)
                 if self.client.mailbox.is_some()
@@ -570,6 +592,15 @@ impl Connection {
                     return self.push(Pending::Ready(Reply::error(
                         "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
                     )));
+                }
+                if let Some(c) = &self.shared.cluster {
+                    match crate::cluster::route(c, &self.client, self.partition, &a, &args) {
+                        crate::cluster::Route::Here(s) => at_slot = s,
+                        crate::cluster::Route::Refused(r) => {
+                            let r = self.refused_in_multi(&args, r);
+                            return self.push(Pending::Ready(r));
+                        }
+                    }
                 }
                 if self.multi.is_some() {
                     match self.queue_in_multi(a, args) {
@@ -598,6 +629,11 @@ impl Connection {
                 r
             }
         };
+        if self.queue_has_remote && matches!(handler, Handler::Read(_)) {
+            // A read follows a write of this connection still in the cluster's log: it must
+            // see it, as it would on one node.
+            self.drain().await;
+        }
         match handler {
             Handler::Read(f) if !self.queue_has_commit && !remember => {
                 let start = Instant::now();
@@ -658,6 +694,17 @@ impl Connection {
                     }
                 };
                 let parsed = start.elapsed();
+                if let Some(c) = self.shared.cluster.clone() {
+                    let pending =
+                        remote_write(c, at_slot, self.partition, &op, move |reply, took| {
+                            executed(reply, parsed + took, threshold, args)
+                        });
+                    let pending = match pending {
+                        Ok(fut) => Pending::Remote(fut, id),
+                        Err(r) => Pending::Ready(r),
+                    };
+                    return self.push(pending);
+                }
                 let tracking = self
                     .client
                     .tracking
@@ -758,6 +805,34 @@ impl Connection {
             .filter(|t| t.noloop)
             .map(|_| self.client.handle.id)
     }
+}
+
+/// Produces `op` to the cluster's log; the future yields its reply once this node applied it.
+fn remote_write(
+    c: Arc<crate::cluster::Cluster>,
+    at: Option<(u16, u32)>,
+    partition: u32,
+    op: &rialto_keyspace::Op,
+    finish: impl FnOnce(Reply, Duration) -> Executed + Send + 'static,
+) -> Result<Pin<Box<dyn Future<Output = Executed> + Send>>, Reply> {
+    let p = at.map_or(partition, |(_, p)| p);
+    let submitted = c
+        .node
+        .submit(p, &op.encode())
+        .map_err(|e| crate::cluster::write_error(&c, &e, at))?;
+    Ok(Box::pin(async move {
+        let timeout = c.node.options().write_timeout;
+        let (reply, took) = match tokio::time::timeout(timeout, submitted).await {
+            Ok(Ok((Ok(v), took))) => (reply::value(v), took),
+            Ok(Ok((Err(e), took))) => (reply::keyspace_error(&e), took),
+            Ok(Err(e)) => (crate::cluster::write_error(&c, &e, at), Duration::ZERO),
+            Err(_) => (
+                crate::cluster::write_error(&c, &rialto_cluster::WriteError::TimedOut, at),
+                Duration::ZERO,
+            ),
+        };
+        finish(reply, took)
+    }))
 }
 
 /// The commands RESP2's subscribed mode allows, Redis's list.

@@ -1,0 +1,247 @@
+"""Cluster mode on Kafka: 3 brokers and 3 Rialto nodes as local processes (scripts/cluster.sh),
+driven by redis-py's RedisCluster and by plain connections to single addresses.
+
+Skipped without Java and Maven (Kafka's jars come from Maven Central) or with COMPAT_TARGET=redis.
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from redis.cluster import RedisCluster
+from redis.crc import key_slot
+
+import servers
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "cluster.sh"
+BASE = 27000
+PARTITIONS = 3
+
+pytestmark = pytest.mark.skipif(
+    servers.target_mode() == "redis" or not (shutil.which("java") and shutil.which("mvn")),
+    reason="cluster mode needs Java and Maven for Kafka, and the rialto binary",
+)
+
+
+def node_port(i):
+    return BASE + 100 * (i - 1)
+
+
+def node_of_port(port):
+    return (port - BASE) // 100 + 1
+
+
+def run(*args, check=True):
+    return subprocess.run(["bash", str(SCRIPT), *args], check=check, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    d = tempfile.mkdtemp(prefix="rialto-cluster.")
+    common = ["--dir", d]
+    try:
+        out = run("up", "--nodes", "3", "--partitions", str(PARTITIONS), "--base-port", str(BASE),
+                  "--bin", str(servers.rialto_bin()), *common)
+    except subprocess.CalledProcessError as e:
+        pytest.fail(f"cluster.sh up failed:\n{e.stderr[-3000:]}")
+    assert out.stdout.split() == [f"127.0.0.1:{node_port(i)}" for i in (1, 2, 3)]
+    yield common
+    run("down", *common, check=False)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def slots(port):
+    return redis.Redis(port=port).execute_command("CLUSTER SLOTS")
+
+
+def master_of(port, slot):
+    for lo, hi, master, *replicas in slots(port):
+        if lo <= slot <= hi:
+            return master[1], [r[1] for r in replicas]
+    raise AssertionError(f"slot {slot} not served")
+
+
+def key_in(lo, hi, prefix="k"):
+    return next(f"{prefix}{i}" for i in range(100000) if lo <= key_slot(f"{prefix}{i}".encode()) <= hi)
+
+
+def wait_for(cond, timeout=60.0, what="condition"):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            if cond():
+                return
+        except redis.RedisError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def every_slot_served():
+    ranges = sorted((lo, hi, len(rest)) for lo, hi, *rest in slots(node_port(1)))
+    return (len(ranges) == PARTITIONS and ranges[0][0] == 0 and ranges[-1][1] == 16383
+            and all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:])))
+
+
+def test_every_slot_has_a_master_and_two_replicas_on_other_nodes(cluster):
+    s = slots(node_port(1))
+    assert sorted((lo, hi) for lo, hi, *_ in s) == [(0, 5460), (5461, 10921), (10922, 16383)]
+    for lo, hi, *addrs in s:
+        nodes = [node_of_port(a[1]) for a in addrs]
+        assert sorted(nodes) == [1, 2, 3], addrs
+        p = [a[1] - node_port(node_of_port(a[1])) for a in addrs]
+        assert len(set(p)) == 1, "one partition's addresses"
+        assert all(len(a[2]) == 40 for a in addrs)
+    # Every node tells the same story.
+    assert sorted(map(tuple, map(lambda r: r[:3], slots(node_port(2))))) == sorted(map(tuple, map(lambda r: r[:3], s)))
+    # redis-py parses CLUSTER NODES and CLUSTER INFO as it does Redis's.
+    nodes = redis.Redis(port=node_port(1), decode_responses=True).execute_command("CLUSTER NODES")
+    assert len(nodes) == 9
+    assert sum("myself" in n["flags"] for n in nodes.values()) == 1
+    assert sum("master" in n["flags"] for n in nodes.values()) == 3
+    info = redis.Redis(port=node_port(1), decode_responses=True).execute_command("CLUSTER INFO")
+    assert info["cluster_state"] == "ok" and int(info["cluster_slots_ok"]) == 16384
+    assert redis.Redis(port=node_port(1)).execute_command("CLUSTER KEYSLOT", "{user1000}.following") == key_slot(b"user1000")
+
+
+def test_redirections_and_refusals_use_redis_texts(cluster):
+    key = key_in(10922, 16383)
+    mport, replicas = master_of(node_port(1), key_slot(key.encode()))
+    other = node_port(1) if node_port(1) != mport else node_port(2)
+    c = redis.Redis(port=other)
+    with pytest.raises(redis.ResponseError) as e:
+        c.set(key, "v")
+    assert str(e.value) == f"MOVED {key_slot(key.encode())} 127.0.0.1:{mport}"
+    m = redis.Redis(port=mport)
+    with pytest.raises(redis.ResponseError, match="^CROSSSLOT Keys in request don't hash to the same slot$"):
+        m.mset({"a": 1, "b": 2})
+    with pytest.raises(redis.ResponseError, match="SELECT is not allowed in cluster mode"):
+        m.select(1)
+    with pytest.raises(redis.ResponseError, match="not available in cluster mode"):
+        m.execute_command("FLUSHALL")
+    # A replica address redirects reads unless READONLY, then serves them; writes always move.
+    m.set(key, "v")
+    r = redis.Redis(port=replicas[0])
+    with pytest.raises(redis.ResponseError, match="^MOVED"):
+        r.get(key)
+    assert r.execute_command("READONLY") in (b"OK", True)
+    wait_for(lambda: r.get(key) == b"v", 10, "the replica to apply the write")
+    with pytest.raises(redis.ResponseError, match="^MOVED"):
+        r.set(key, "w")
+    assert r.execute_command("READWRITE") in (b"OK", True)
+    with pytest.raises(redis.ResponseError, match="^MOVED"):
+        r.get(key)
+
+
+def test_redis_py_cluster_client_runs_the_shared_scenario(cluster):
+    from redis.cluster import LoadBalancingStrategy
+
+    rc = RedisCluster(host="127.0.0.1", port=node_port(2),
+                      load_balancing_strategy=LoadBalancingStrategy.ROUND_ROBIN_REPLICAS)
+    for i in range(300):
+        rc.set(f"scenario:{i}", i)
+    # Replica reads may trail the master by a moment: the values appear.
+    wait_for(lambda: all(rc.get(f"scenario:{i}") == str(i).encode() for i in range(0, 300, 7)), 10,
+             "replica reads")
+    rc.mset({"{user:1}:name": "ada", "{user:1}:lang": "en"})
+    wait_for(lambda: rc.mget("{user:1}:name", "{user:1}:lang") == [b"ada", b"en"], 10, "hash-tag MGET")
+    p = rc.pipeline()
+    for i in range(20):
+        p.incr(f"pipe:{i % 4}")
+    assert p.execute() == [i // 4 + 1 for i in range(20)]
+    # INCR replies are the applied result, and a master read right after sees it.
+    m = RedisCluster(host="127.0.0.1", port=node_port(3))
+    for i in range(1, 51):
+        assert m.incr("ctr:rw") == i
+        assert m.get("ctr:rw") == str(i).encode()
+    # The keyspace commands answer for each address's own slots.
+    total = sum(redis.Redis(port=port).dbsize() for port in {a[1] for _, _, a, *_ in slots(node_port(1))})
+    assert total == len(m.keys(target_nodes=RedisCluster.PRIMARIES)) >= 300 + 2 + 4 + 1
+
+
+def partition_key(prefix):
+    return key_in(0, 5460, prefix)
+
+
+def incr_through_fault(rc, key, fault, seconds=20.0):
+    """INCRs `key` for `seconds`, calling `fault()` once after 2 s: returns (acked, ambiguous,
+    longest gap between acknowledged writes)."""
+    acked = ambiguous = 0
+    last = time.time()
+    gap = 0.0
+    start = time.time()
+    done_fault = False
+    while time.time() - start < seconds:
+        if not done_fault and time.time() - start > 2:
+            fault()
+            done_fault = True
+        try:
+            rc.incr(key)
+            acked += 1
+            now = time.time()
+            gap = max(gap, now - last)
+            last = now
+        except redis.RedisError as e:
+            if "may still be applied" in str(e) or isinstance(e, (redis.ConnectionError, redis.TimeoutError)):
+                ambiguous += 1
+            time.sleep(0.02)
+    return acked, ambiguous, gap
+
+
+def test_kill_minus_nine_of_a_master_loses_no_acknowledged_write(cluster):
+    key = partition_key("fo")
+    rc = RedisCluster(host="127.0.0.1", port=node_port(1), cluster_error_retry_attempts=10,
+                      socket_timeout=5)
+    rc.delete(key)
+    mport, _ = master_of(node_port(1), key_slot(key.encode()))
+    victim = node_of_port(mport)
+    acked, ambiguous, gap = incr_through_fault(
+        rc, key, lambda: run("kill-node", str(victim), "--signal", "KILL", *cluster))
+    print(f"kill -9 of node {victim}: {acked} acknowledged, {ambiguous} ambiguous, longest write gap {gap:.2f} s")
+    value = int(rc.get(key))
+    assert acked <= value <= acked + ambiguous
+    new_port, _ = master_of(next(node_port(i) for i in (1, 2, 3) if i != victim), key_slot(key.encode()))
+    assert node_of_port(new_port) != victim
+    # The node comes back, catches up from its stored position, and holds the same value.
+    run("start-node", str(victim), *cluster)
+    wait_for(every_slot_served, 60, "every slot served")
+    replica = redis.Redis(port=node_port(victim) + (mport - node_port(victim)))
+    replica.execute_command("READONLY")
+    wait_for(lambda: replica.get(key) == str(value).encode(), 30, "the restarted node to catch up")
+
+
+def test_a_stalled_master_never_acknowledges_after_it_is_replaced(cluster):
+    wait_for(every_slot_served, 60, "every slot served")
+    key = partition_key("stall")
+    rc = RedisCluster(host="127.0.0.1", port=node_port(1), cluster_error_retry_attempts=10,
+                      socket_timeout=5)
+    # A node that rejoined may be handed a partition back (the group balances): wait it out.
+    wait_for(lambda: rc.delete(key) is not None and rc.incr(key) == 1, 30, "writes to be served")
+    mport, _ = master_of(node_port(1), key_slot(key.encode()))
+    victim = node_of_port(mport)
+    # A client of the master sends a write that the master reads only after it wakes.
+    stale = redis.Redis(port=mport, socket_timeout=60)
+    run("kill-node", str(victim), "--signal", "STOP", *cluster)
+    try:
+        others = [node_port(i) for i in (1, 2, 3) if i != victim]
+        wait_for(lambda: node_of_port(master_of(others[0], key_slot(key.encode()))[0]) != victim, 30,
+                 "a new master")
+        for _ in range(10):
+            rc.incr(key)
+    finally:
+        run("kill-node", str(victim), "--signal", "CONT", *cluster)
+    try:
+        late = stale.incr(key)
+    except redis.ResponseError as e:
+        late = str(e)
+    assert isinstance(late, str) and re.match(r"^(MOVED|TRYAGAIN)", late), late
+    assert int(rc.get(key)) == 11
+    wait_for(every_slot_served, 60, "every slot served")
