@@ -5,13 +5,14 @@
 #
 # Usage:
 #   scripts/cluster.sh up [--nodes N] [--partitions P] [--base-port B] [--dir D] [--bin PATH]
-#                         [--kafka BOOTSTRAP] [--release]
+#                         [--kafka BOOTSTRAP | --kafka-port K] [--release]
 #   scripts/cluster.sh down [--dir D]
 #   scripts/cluster.sh status [--dir D]
 #   scripts/cluster.sh kill-node I [--dir D] [--signal SIG]
 #   scripts/cluster.sh start-node I [--dir D]
 #
-#   up          start Kafka (unless --kafka names running brokers), build rialto (unless --bin)
+#   up          start Kafka (unless --kafka names running brokers; its brokers listen on K,
+#               K+1, K+2, default 19092), build rialto (unless --bin)
 #               and start N nodes (default 3) with P partitions (default 3); node I listens on
 #               B + 100 * (I - 1) + p for partition p (B default 7000). Waits until every
 #               node sees a master for every partition and all N nodes, then prints one
@@ -33,6 +34,7 @@ note() { echo "$prog: $*" >&2; }
 
 cmd="${1:-}"; shift || true
 nodes=3 partitions=3 base_port=7000 dir="$repo/target/rialto-cluster" bin="" kafka="" release=0
+kafka_port=19092
 signal=KILL index=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -42,6 +44,7 @@ while [ $# -gt 0 ]; do
         --dir) dir="$2"; shift 2 ;;
         --bin) bin="$2"; shift 2 ;;
         --kafka) kafka="$2"; shift 2 ;;
+        --kafka-port) kafka_port="$2"; shift 2 ;;
         --release) release=1; shift ;;
         --signal) signal="$2"; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'; exit 0 ;;
@@ -108,7 +111,7 @@ case "$cmd" in
         fi
         own_kafka=0
         if [ -z "$kafka" ]; then
-            kafka="$(bash "$repo/scripts/kafka.sh" up --dir "$dir/kafka")"
+            kafka="$(bash "$repo/scripts/kafka.sh" up --dir "$dir/kafka" --base-port "$kafka_port")"
             own_kafka=1
         fi
         {
