@@ -95,6 +95,43 @@ wait_served() {
     die "node $i: no master for every partition after 60 s"
 }
 
+# The masters as node I's CLUSTER NODES names them: "slot-range host:port" lines.
+masters_seen() {
+    redis-cli -p "$(node_port "$1")" cluster nodes 2>/dev/null \
+        | awk '$3 ~ /master/ { sub(/@.*/, "", $2); print $9, $2 }' | sort
+}
+
+# Waits until every running node names the same masters and each of them writes its
+# partition, three checks in a row over a second (a group that is still balancing moves
+# masterships for a few seconds).
+wait_settled() {
+    local first="" seen ok p port addr stable=0 last=""
+    for _ in $(seq 600); do
+        ok=1 first=""
+        for i in $(seq "$NODES"); do
+            alive "$i" || continue
+            seen="$(masters_seen "$i")"
+            [ -n "$seen" ] || { ok=0; break; }
+            if [ -z "$first" ]; then first="$seen"; elif [ "$seen" != "$first" ]; then ok=0; break; fi
+        done
+        if [ "$ok" = 1 ] && [ -n "$first" ]; then
+            while read -r _ addr; do
+                port="${addr##*:}"
+                p=$(( (port - BASE_PORT) % 100 ))
+                redis-cli -p "$port" info cluster 2>/dev/null | grep -q "^partition$p:role=master" || { ok=0; break; }
+            done <<<"$first"
+            if [ "$ok" = 1 ]; then
+                if [ "$first" = "$last" ]; then stable=$((stable + 1)); else stable=1; fi
+                last="$first"
+                [ "$stable" -lt 3 ] || return 0
+            fi
+        fi
+        [ "$ok" = 1 ] || stable=0
+        sleep 0.5
+    done
+    die "the masters did not settle within 5 minutes"
+}
+
 case "$cmd" in
     up)
         command -v redis-cli >/dev/null || die "redis-cli is needed (apt-get install redis-tools)"
@@ -125,6 +162,7 @@ case "$cmd" in
         load
         for i in $(seq "$nodes"); do start_node "$i"; done
         for i in $(seq "$nodes"); do wait_served "$i"; done
+        wait_settled
         for i in $(seq "$nodes"); do echo "127.0.0.1:$(node_port "$i")"; done
         ;;
     down)
@@ -165,6 +203,7 @@ case "$cmd" in
         start_node "$index"
         wait_served "$index"
         for i in $(seq "$NODES"); do ! alive "$i" || wait_served "$i"; done
+        wait_settled
         ;;
     *) die "usage: scripts/cluster.sh up|down|status|kill-node I|start-node I (--help)" ;;
 esac

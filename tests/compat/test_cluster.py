@@ -167,6 +167,30 @@ def test_redis_py_cluster_client_runs_the_shared_scenario(cluster):
     assert total == len(m.keys(target_nodes=RedisCluster.PRIMARIES)) >= 300 + 2 + 4 + 1
 
 
+def test_a_transaction_in_one_slot_is_one_record(cluster):
+    key = key_in(5461, 10921, "tx")
+    mport, replicas = master_of(node_port(1), key_slot(key.encode()))
+    m = redis.Redis(port=mport)
+    tag = "{" + key + "}"
+    p = m.pipeline(transaction=True)
+    p.set(f"{tag}:a", 1).incr(f"{tag}:a").get(f"{tag}:a").incrby(f"{tag}:b", 5).ping()
+    assert p.execute() == [True, 2, b"2", 5, True]
+    # Applied as one: a replica shows both keys.
+    r = redis.Redis(port=replicas[0])
+    r.execute_command("READONLY")
+    wait_for(lambda: r.mget(f"{tag}:a", f"{tag}:b") == [b"2", b"5"], 10, "the replica to apply it")
+    # A command in another slot fails the transaction at queueing, as in Redis Cluster.
+    other = key_in(5461, 10921, "ty")
+    assert key_slot(other.encode()) != key_slot(key.encode())
+    p = m.pipeline(transaction=True)
+    p.set(f"{tag}:a", 9).set(other, 9)
+    with pytest.raises(redis.ResponseError, match="CROSSSLOT|EXECABORT"):
+        p.execute()
+    assert m.get(f"{tag}:a") == b"2"
+    with pytest.raises(redis.ResponseError, match="not available in cluster mode"):
+        m.execute_command("WATCH", f"{tag}:a")
+
+
 def partition_key(prefix):
     return key_in(0, 5460, prefix)
 

@@ -16,16 +16,193 @@ use crate::command_table::CommandSpec;
 use crate::commands::{Admitted, Handler};
 use crate::config::Config;
 
-/// Applies a write record: the payload is one encoded [`Op`].
+/// Applies a write record's payload (`Payload`).
 pub struct Machine;
 
-impl StateMachine for Machine {
-    type Output = (rialto_keyspace::Result<Value>, Duration);
+/// What applying a payload gives its writer.
+pub enum Applied {
+    /// A command's result.
+    One(rialto_keyspace::Result<Value>),
+    /// A transaction's replies, one per step (`None` where the writer fills them in).
+    Many(Vec<Option<Reply>>),
+}
 
-    fn apply(&self, t: &mut Transaction<'_, '_>, payload: &[u8]) -> Self::Output {
+impl StateMachine for Machine {
+    type Output = (Applied, Duration);
+
+    fn apply(&self, t: &mut Transaction<'_, '_>, payload: &[u8], mine: bool) -> Self::Output {
         let start = Instant::now();
-        let r = Op::decode(payload).and_then(|op| t.apply(&op));
-        (r, start.elapsed())
+        let out = match Payload::decode(payload) {
+            Ok(Payload::One(op)) => Applied::One(t.apply(&op)),
+            Ok(Payload::Exec(steps)) => Applied::Many(
+                steps
+                    .into_iter()
+                    .map(|step| match step {
+                        ExecStep::Op(op) => Some(match t.apply(&op) {
+                            Ok(v) => crate::reply::value(v),
+                            Err(e) => crate::reply::keyspace_error(&e),
+                        }),
+                        ExecStep::Read(db, args) if mine => Some(read_step(t, db, &args)),
+                        ExecStep::Read(..) | ExecStep::Elsewhere => None,
+                    })
+                    .collect(),
+            ),
+            Err(e) => Applied::One(Err(e)),
+        };
+        (out, start.elapsed())
+    }
+}
+
+/// A read queued in a transaction, run at its place on the node that answers it.
+fn read_step(t: &mut Transaction<'_, '_>, db: u8, args: &[Bytes]) -> Reply {
+    let f = match crate::command_table::resolve(args).map(|(_, spec)| spec.handler) {
+        Ok(Some(Handler::Read(f))) => f,
+        Ok(_) => return Reply::error("ERR not a read command"),
+        Err(r) => return r,
+    };
+    t.read(db, |k| f(&mut crate::commands::R::new(k), args))
+        .unwrap_or_else(|e| e)
+}
+
+/// A write record's payload, the state machine's part of the record (after its epoch and
+/// sequence number):
+///
+/// ```text
+/// payload := kind: u8 | body
+///   1 one    op (the §11.7 byte format, the rest)
+///   2 exec   n: varint | step*n
+///     step := 1 | len: varint | op          a write, applied by every replica
+///           | 2 | db: u8 | argc: varint | (len: varint | arg)*argc
+///                                           a read, run by the writer only, for its reply
+///           | 3                             answered by the writer outside the transaction
+/// ```
+pub enum Payload {
+    One(Op),
+    Exec(Vec<ExecStep>),
+}
+
+/// One queued command of a transaction in the log.
+pub enum ExecStep {
+    Op(Op),
+    Read(u8, Vec<Bytes>),
+    Elsewhere,
+}
+
+fn put_varint(v: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        v.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    v.push(n as u8);
+}
+
+struct Cursor<'a>(&'a [u8]);
+
+impl<'a> Cursor<'a> {
+    fn bad() -> rialto_keyspace::Error {
+        rialto_keyspace::Error::BadOp("a transaction record is damaged")
+    }
+    fn u8(&mut self) -> rialto_keyspace::Result<u8> {
+        let (&b, rest) = self.0.split_first().ok_or_else(Self::bad)?;
+        self.0 = rest;
+        Ok(b)
+    }
+    fn varint(&mut self) -> rialto_keyspace::Result<u64> {
+        let mut n = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            n |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(n);
+            }
+        }
+        Err(Self::bad())
+    }
+    fn bytes(&mut self) -> rialto_keyspace::Result<&'a [u8]> {
+        let len = usize::try_from(self.varint()?).map_err(|_| Self::bad())?;
+        if len > self.0.len() {
+            return Err(Self::bad());
+        }
+        let (a, b) = self.0.split_at(len);
+        self.0 = b;
+        Ok(a)
+    }
+}
+
+impl Payload {
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            Payload::One(op) => {
+                let mut v = vec![1];
+                v.extend_from_slice(&op.encode());
+                v
+            }
+            Payload::Exec(steps) => {
+                let mut v = vec![2];
+                put_varint(&mut v, steps.len() as u64);
+                for s in steps {
+                    match s {
+                        ExecStep::Op(op) => {
+                            let b = op.encode();
+                            v.push(1);
+                            put_varint(&mut v, b.len() as u64);
+                            v.extend_from_slice(&b);
+                        }
+                        ExecStep::Read(db, args) => {
+                            v.push(2);
+                            v.push(*db);
+                            put_varint(&mut v, args.len() as u64);
+                            for a in args {
+                                put_varint(&mut v, a.len() as u64);
+                                v.extend_from_slice(a);
+                            }
+                        }
+                        ExecStep::Elsewhere => v.push(3),
+                    }
+                }
+                v
+            }
+        }
+    }
+
+    /// Decodes strictly: anything damaged or left over is refused.
+    pub fn decode(b: &[u8]) -> rialto_keyspace::Result<Payload> {
+        let mut c = Cursor(b);
+        match c.u8()? {
+            1 => Ok(Payload::One(Op::decode(c.0)?)),
+            2 => {
+                let n = c.varint()?;
+                // Every step takes at least one byte.
+                if n > c.0.len() as u64 {
+                    return Err(Cursor::bad());
+                }
+                let mut steps = Vec::with_capacity(n as usize);
+                for _ in 0..n {
+                    steps.push(match c.u8()? {
+                        1 => ExecStep::Op(Op::decode(c.bytes()?)?),
+                        2 => {
+                            let db = c.u8()?;
+                            let argc = c.varint()?;
+                            if argc > c.0.len() as u64 {
+                                return Err(Cursor::bad());
+                            }
+                            let mut args = Vec::with_capacity(argc as usize);
+                            for _ in 0..argc {
+                                args.push(Bytes::copy_from_slice(c.bytes()?));
+                            }
+                            ExecStep::Read(db, args)
+                        }
+                        3 => ExecStep::Elsewhere,
+                        _ => return Err(Cursor::bad()),
+                    });
+                }
+                if !c.0.is_empty() {
+                    return Err(Cursor::bad());
+                }
+                Ok(Payload::Exec(steps))
+            }
+            _ => Err(Cursor::bad()),
+        }
     }
 }
 
@@ -172,9 +349,9 @@ pub fn route(c: &Cluster, client: &Client, mine: u32, a: &Admitted, args: &[Byte
 fn unavailable(spec: &CommandSpec, handler: Handler, args: &[Bytes]) -> Option<Reply> {
     let name = spec.name;
     let refused = match name {
-        "multi" | "exec" | "watch" | "eval" | "evalsha" | "fcall" | "flushdb" | "flushall"
-        | "swapdb" | "move" | "function|load" | "function|delete" | "function|flush"
-        | "function|restore" | "push" | "store" => true,
+        "watch" | "eval" | "evalsha" | "fcall" | "flushdb" | "flushall" | "swapdb" | "move"
+        | "function|load" | "function|delete" | "function|flush" | "function|restore" | "push"
+        | "store" => true,
         "select" => args.get(1).is_some_and(|db| &db[..] != b"0"),
         _ => spec.has_flag("write") && !matches!(handler, Handler::Write(_)),
     };
@@ -307,6 +484,45 @@ impl KeyScope {
         match self.0 {
             None => true,
             Some((p, n)) => slot::partition_of(slot::key_slot(key), n) == p,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rialto_keyspace::OpKind;
+
+    #[test]
+    fn payloads_round_trip_and_damage_is_refused() {
+        let op = Op::new(
+            0,
+            1_700_000_000_000,
+            OpKind::IncrBy {
+                key: Bytes::from_static(b"k"),
+                delta: 2,
+            },
+        );
+        let exec = Payload::Exec(vec![
+            ExecStep::Op(op.clone()),
+            ExecStep::Read(
+                0,
+                vec![Bytes::from_static(b"GET"), Bytes::from_static(b"k")],
+            ),
+            ExecStep::Elsewhere,
+        ]);
+        for p in [Payload::One(op), exec] {
+            let b = p.encode();
+            assert_eq!(
+                Payload::decode(&b).map(|d| d.encode()).ok(),
+                Some(b.clone())
+            );
+            for n in 0..b.len() {
+                assert!(Payload::decode(&b[..n]).is_err(), "prefix of {n}");
+            }
+            let mut long = b.clone();
+            long.push(0);
+            assert!(Payload::decode(&long).is_err());
         }
     }
 }

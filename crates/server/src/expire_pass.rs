@@ -69,9 +69,10 @@ fn cluster_pass(shared: &Shared, c: &crate::cluster::Cluster, batch: usize) {
     }
     for (p, entries) in by_partition {
         let op = Op::new(0, now, OpKind::ExpireDue { entries });
-        let outcome = c.node.submit(p, &op.encode()).and_then(|s| s.wait());
+        let payload = crate::cluster::Payload::One(op).encode();
+        let outcome = c.node.submit(p, &payload).and_then(|s| s.wait());
         match outcome {
-            Ok((Ok(Value::Int(n)), _)) => {
+            Ok((crate::cluster::Applied::One(Ok(Value::Int(n))), _)) => {
                 shared
                     .stats
                     .expired_keys

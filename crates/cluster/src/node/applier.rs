@@ -137,7 +137,7 @@ fn apply<M: StateMachine>(
                             .is_some_and(|m| m.incarnation == incarnation)
                         && seq > st.last_seq;
                     if in_force {
-                        let out = i.machine.apply(t, payload);
+                        let out = i.machine.apply(t, payload, incarnation == me);
                         st.last_seq = seq;
                         if incarnation == me {
                             a.outcomes.push((seq, Ok(out)));

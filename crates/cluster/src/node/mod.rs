@@ -39,9 +39,11 @@ use crate::record::{self, DecodeError, Master, PartitionState};
 /// transaction that applies the record.
 pub trait StateMachine: Send + Sync + 'static {
     type Output: Send + 'static;
-    /// Applies one write. Must be a function of the database's state and `payload` alone, so
-    /// that every replica reaches the same state; a failed write must leave nothing behind.
-    fn apply(&self, t: &mut Transaction<'_, '_>, payload: &[u8]) -> Self::Output;
+    /// Applies one write. Its effect on the database must be a function of the database's
+    /// state and `payload` alone, so that every replica reaches the same state; a failed write
+    /// must leave nothing behind. `mine`: this node wrote the record (and answers its client),
+    /// so reads that only shape the reply need to run here alone.
+    fn apply(&self, t: &mut Transaction<'_, '_>, payload: &[u8], mine: bool) -> Self::Output;
 }
 
 /// How a node joins the cluster.

@@ -602,6 +602,16 @@ impl Connection {
                         }
                     }
                 }
+                if let (Some(m), Some(slot)) = (self.multi.as_mut(), at_slot) {
+                    // A transaction in the cluster is one record of one partition: its keys
+                    // share a slot, as Redis Cluster requires.
+                    if *m.slot.get_or_insert(slot) != slot {
+                        let r =
+                            Reply::error("CROSSSLOT Keys in request don't hash to the same slot");
+                        let r = self.refused_in_multi(&args, r);
+                        return self.push(Pending::Ready(r));
+                    }
+                }
                 if self.multi.is_some() {
                     match self.queue_in_multi(a, args) {
                         Ok(r) => return self.push(Pending::Ready(r)),
@@ -816,15 +826,21 @@ fn remote_write(
     finish: impl FnOnce(Reply, Duration) -> Executed + Send + 'static,
 ) -> Result<Pin<Box<dyn Future<Output = Executed> + Send>>, Reply> {
     let p = at.map_or(partition, |(_, p)| p);
+    let payload = crate::cluster::Payload::One(op.clone()).encode();
     let submitted = c
         .node
-        .submit(p, &op.encode())
+        .submit(p, &payload)
         .map_err(|e| crate::cluster::write_error(&c, &e, at))?;
     Ok(Box::pin(async move {
         let timeout = c.node.options().write_timeout;
         let (reply, took) = match tokio::time::timeout(timeout, submitted).await {
-            Ok(Ok((Ok(v), took))) => (reply::value(v), took),
-            Ok(Ok((Err(e), took))) => (reply::keyspace_error(&e), took),
+            Ok(Ok((crate::cluster::Applied::One(Ok(v)), took))) => (reply::value(v), took),
+            Ok(Ok((crate::cluster::Applied::One(Err(e)), took))) => {
+                (reply::keyspace_error(&e), took)
+            }
+            Ok(Ok((crate::cluster::Applied::Many(_), took))) => {
+                (Reply::error("ERR unexpected transaction reply"), took)
+            }
             Ok(Err(e)) => (crate::cluster::write_error(&c, &e, at), Duration::ZERO),
             Err(_) => (
                 crate::cluster::write_error(&c, &rialto_cluster::WriteError::TimedOut, at),

@@ -32,6 +32,8 @@ pub(super) struct Multi {
     bytes: usize,
     /// A command was refused while queueing: EXEC aborts.
     failed: bool,
+    /// Cluster mode: the slot of the keys queued so far.
+    pub(super) slot: Option<(u16, u32)>,
 }
 
 struct QueuedCmd {
@@ -214,6 +216,7 @@ impl Connection {
         }
         let now_ms = self.shared.now_ms();
         let databases = self.shared.config.read().databases;
+        let slot = m.slot;
         // The database each command runs in: SELECTs queued before it decide (their effect on
         // the connection waits for the transaction, with the other connection commands).
         let mut db = self.client.db;
@@ -267,6 +270,11 @@ impl Connection {
                 },
             };
             steps.push(step);
+        }
+        if let Some(c) = self.shared.cluster.clone() {
+            if steps.iter().any(|s| matches!(s, Step::Op(_))) {
+                return Pending::Ready(self.exec_in_cluster(c, slot, steps, after).await);
+            }
         }
         // The transaction takes the watch: it unwatches the keys once it has checked them, in
         // the merger's order, so no change ordered before it is missed.
@@ -346,6 +354,71 @@ impl Connection {
             }
             Ok(aborted) => aborted,
         })
+    }
+
+    /// EXEC in cluster mode: the transaction's writes and reads as one record of its slot's
+    /// partition, applied by every replica at the same offset; the reply is what this node's
+    /// applier returned, with the connection commands run here after it.
+    async fn exec_in_cluster(
+        &mut self,
+        c: std::sync::Arc<crate::cluster::Cluster>,
+        at: Option<(u16, u32)>,
+        steps: Vec<Step>,
+        after: Vec<(usize, Handler, Vec<Bytes>)>,
+    ) -> Reply {
+        use crate::cluster::{Applied, ExecStep, Payload};
+        let mut replies: Vec<Option<Reply>> = Vec::with_capacity(steps.len());
+        let mut logged = Vec::with_capacity(steps.len());
+        for step in steps {
+            let (reply, logged_step) = match step {
+                Step::Done(r) => (Some(r), ExecStep::Elsewhere),
+                Step::Op(op) => (None, ExecStep::Op(op)),
+                Step::Read(_, db, args, _) => (None, ExecStep::Read(db, args)),
+                Step::After => (Some(Reply::Null), ExecStep::Elsewhere),
+                Step::Script(..) | Step::Scripts(..) | Step::Library(..) => (
+                    Some(Reply::error(
+                        "ERR scripts and functions are not available in cluster transactions",
+                    )),
+                    ExecStep::Elsewhere,
+                ),
+            };
+            replies.push(reply);
+            logged.push(logged_step);
+        }
+        let p = at.map_or(self.partition, |(_, p)| p);
+        let payload = Payload::Exec(logged).encode();
+        let outcome = match c.node.submit(p, &payload) {
+            Err(e) => Err(e),
+            Ok(s) => {
+                let timeout = c.node.options().write_timeout;
+                tokio::time::timeout(timeout, s)
+                    .await
+                    .unwrap_or(Err(rialto_cluster::WriteError::TimedOut))
+            }
+        };
+        match outcome {
+            Ok((Applied::Many(applied), _)) => {
+                for (here, there) in replies.iter_mut().zip(applied) {
+                    if here.is_none() {
+                        *here = there;
+                    }
+                }
+            }
+            Ok((Applied::One(Err(e)), _)) => return reply::keyspace_error(&e),
+            Ok((Applied::One(Ok(_)), _)) => {
+                return Reply::error("ERR unexpected reply to a transaction")
+            }
+            Err(e) => return crate::cluster::write_error(&c, &e, at),
+        }
+        for (pos, handler, args) in after {
+            replies[pos] = Some(self.run_here(handler, &args).await);
+        }
+        Reply::Array(
+            replies
+                .into_iter()
+                .map(|r| r.unwrap_or(Reply::Null))
+                .collect(),
+        )
     }
 
     /// A SCRIPT or FUNCTION subcommand that reads or changes the interpreter, as a step at its
