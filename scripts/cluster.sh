@@ -68,12 +68,16 @@ load() {
 start_node() {
     local i="$1" nd; nd="$(node_dir "$i")"
     mkdir -p "$nd"
-    setsid "$RIALTO_BIN" serve --dir "$nd/data" --port "$(node_port "$i")" \
-        --appendfsync everysec \
+    rm -f "$nd/pid"
+    # The node writes its own pid: setsid forks (and `$!` is gone) when its caller leads a
+    # process group.
+    # shellcheck disable=SC2016
+    setsid bash -c 'echo $$ >"$0"; exec "$@"' "$nd/pid" "$RIALTO_BIN" serve --dir "$nd/data" \
+        --port "$(node_port "$i")" --appendfsync everysec \
         --cluster-enabled yes --cluster-kafka "$KAFKA" --cluster-node-id "$i" \
         --cluster-partitions "$PARTITIONS" --cluster-announce-ip 127.0.0.1 \
         --log-format text </dev/null >>"$nd/rialto.log" 2>&1 &
-    echo $! >"$nd/pid"
+    for _ in $(seq 100); do [ -s "$nd/pid" ] && break; sleep 0.05; done
 }
 
 node_pid() { local f; f="$(node_dir "$1")/pid"; [ -f "$f" ] && cat "$f"; }

@@ -285,6 +285,9 @@ write_configs() {
             # first assignment need not wait for more members (3 s by default).
             echo "group.min.session.timeout.ms=1000"
             echo "group.initial.rebalance.delay.ms=0"
+            # A dead broker is fenced (and leaves the in-sync replicas, so writes continue on the
+            # others) after 3 s without a heartbeat instead of Kafka's 9 s.
+            if [ "$node" = controller ]; then echo "broker.session.timeout.ms=3000"; else echo "broker.heartbeat.interval.ms=500"; fi
         } >"$nd/server.properties"
     done
     {
@@ -311,16 +314,19 @@ start_node() {
     rm -f "$nd/pid"
     # setsid: the node outlives this script and a Ctrl-C in its terminal; every descriptor goes
     # to a file, so a caller that reads this script's output does not wait for the node's end.
-    # shellcheck disable=SC2086
-    setsid "$(java_bin)" -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+    # The node writes its own pid (`$$` of the shell that then execs Java): setsid forks when
+    # its caller leads a process group, so `$!` may be a process that is already gone.
+    # shellcheck disable=SC2086,SC2016
+    setsid bash -c 'echo $$ >"$0"; exec "$@"' "$nd/pid" \
+        "$(java_bin)" -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
         -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent \
         -Djava.awt.headless=true -Dkafka.logs.dir="$nd" \
         -Dlog4j2.configurationFile="$dir/log4j2.properties" ${RIALTO_KAFKA_JAVA_OPTS:-} \
         -cp "$(libs_dir)/*" kafka.Kafka "$nd/server.properties" \
         </dev/null >"$nd/stdout.log" 2>&1 &
-    echo $! >"$nd/pid"
     # Not a job of this shell: stopping it later must not print a job status line.
     disown $!
+    for _ in $(seq 100); do [ -s "$nd/pid" ] && break; sleep 0.05; done
 }
 
 fail_with_log() {

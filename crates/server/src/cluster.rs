@@ -269,14 +269,11 @@ impl Cluster {
     pub fn redirect(&self, slot: u16, p: u32) -> Reply {
         let v = self.node.view();
         match v.masters.get(p as usize).and_then(|m| m.as_ref()) {
-            Some(m) if m.incarnation != self.node.incarnation() || !self.node.is_master(p) => {
-                if m.incarnation == self.node.incarnation() {
-                    tryagain()
-                } else {
-                    crate::reply::err_string(format!("MOVED {slot} {}:{}", m.host, m.port))
-                }
+            // The log names this node, which no longer writes under that claim.
+            Some(m) if m.incarnation == self.node.incarnation() && !self.node.is_master(p) => {
+                tryagain()
             }
-            Some(_) => tryagain(),
+            Some(m) => crate::reply::err_string(format!("MOVED {slot} {}:{}", m.host, m.port)),
             None => Reply::error("CLUSTERDOWN Hash slot not served"),
         }
     }

@@ -6,13 +6,15 @@
 //! its last acknowledged state, or the state of the write that was in flight: nothing
 //! acknowledged lost, nothing never written present.
 //!
-//! Three modes: `engine` kills a worker process that runs the embedded engine and merger;
+//! Four modes: `engine` kills a worker process that runs the embedded engine and merger;
 //! `resp` kills a `rialto serve` while the driver's own threads write over RESP; `power` runs
 //! the engine in this process on a simulated disk and cuts its power, which loses or tears
-//! every unsynced byte (see `power`).
+//! every unsynced byte (see `power`); `cluster` injects node and broker faults into a local
+//! cluster on Kafka (see `cluster`).
 //! Seeded: the seed is printed, and the same seed replays the same choices (the moment a
 //! kill lands still depends on timing).
 
+mod cluster;
 mod engine;
 mod expected;
 mod power;
@@ -45,8 +47,15 @@ pub struct Args {
     /// `rialto serve` written to over the Redis protocol) or `power` (the engine in this
     /// process on a simulated disk whose power is cut: every unsynced byte is lost or torn,
     /// as a prefix or as any subset of its sectors; needs --durability always).
-    #[arg(long, default_value = "engine", value_parser = ["engine", "resp", "power"])]
+    /// `cluster` starts a local cluster on Kafka (scripts/cluster.sh: 3 brokers, 3 nodes) and
+    /// injects --faults into it while threads INCR counters in every partition.
+    #[arg(long, default_value = "engine", value_parser = ["engine", "resp", "power", "cluster"])]
     pub mode: String,
+    /// Cluster mode's faults, picked at random per cycle: kill (SIGKILL of a partition's
+    /// master, restarted after 6 s), stop (SIGSTOP of a master for 6 s, then SIGCONT), broker
+    /// (SIGKILL of a Kafka broker, restarted after 5 s).
+    #[arg(long, default_value = "kill,stop,broker")]
+    pub faults: String,
     /// Working directory: the database in DIR/db, the expected state in DIR/expected.
     /// Emptied at the start unless --resume.
     #[arg(long, default_value = "stress")]
@@ -266,6 +275,9 @@ pub fn run(args: Args) -> Result<(), StressError> {
     }
     std::fs::create_dir_all(&args.dir)
         .map_err(|e| StressError::Io(format!("create {}: {e}", args.dir.display())))?;
+    if args.mode == "cluster" {
+        return cluster::run(&args.dir, args.cycles, args.threads, seed, &args.faults);
+    }
     if args.mode == "power" {
         return power_summary(&args, seed);
     }

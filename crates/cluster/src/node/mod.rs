@@ -400,9 +400,18 @@ impl<M: StateMachine> Future for Submitted<M> {
                 self.delivery = None;
                 if let Err(e) = r {
                     self.inner.pending.lock().remove(&self.seq);
+                    // librdkafka judges "not written" by the last attempt alone; an earlier
+                    // attempt may sit in the leader's log uncommitted and be committed later
+                    // (a follower's death under an in-flight write). Once the record left
+                    // for Kafka, only "maybe" is honest.
+                    let written = if matches!(e.error, kafka::Error::QueueFull) {
+                        e.written
+                    } else {
+                        Written::Maybe
+                    };
                     return Poll::Ready(Err(WriteError::Kafka {
                         error: e.error,
-                        written: e.written,
+                        written,
                     }));
                 }
             }
