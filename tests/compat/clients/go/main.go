@@ -9,6 +9,8 @@
 // "all" as the only scenario runs every one. Each scenario expects an empty server (the suite
 // gives each a fresh one); when several are given the server is FLUSHALLed before each, so point
 // it at a throwaway server only. A scenario still running after 10 s fails and the process exits.
+//
+//	go-clients cluster ...             the cluster scenarios instead (see cluster.go)
 package main
 
 import (
@@ -58,6 +60,10 @@ func init() {
 
 func main() {
 	args := os.Args[1:]
+	if len(args) >= 1 && args[0] == "cluster" {
+		clusterMain(args[1:])
+		return
+	}
 	if len(args) == 1 && args[0] == "list" {
 		for _, s := range scenarios {
 			fmt.Println(s.name)
@@ -65,7 +71,7 @@ func main() {
 		return
 	}
 	if len(args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: go-clients HOST PORT SCENARIO... | go-clients list")
+		fmt.Fprintln(os.Stderr, "usage: go-clients HOST PORT SCENARIO... | go-clients list | go-clients cluster ...")
 		os.Exit(2)
 	}
 	addr := args[0] + ":" + args[1]
@@ -114,7 +120,12 @@ func runOne(name, addr string) string {
 	if s == nil {
 		return "FAIL: unknown scenario " + name + " (see `list`)"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
+	return runWithTimeout(s, addr, scenarioTimeout)
+}
+
+// runWithTimeout runs s and returns its verdict; after timeout it prints a FAIL line and exits.
+func runWithTimeout(s *scenario, addr string, timeout time.Duration) string {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
@@ -131,8 +142,8 @@ func runOne(name, addr string) string {
 			return "FAIL: " + strings.ReplaceAll(err.Error(), "\n", " ")
 		}
 		return "OK"
-	case <-time.After(scenarioTimeout + time.Second):
-		fmt.Printf("FAIL: timed out after %s\n", scenarioTimeout)
+	case <-time.After(timeout + time.Second):
+		fmt.Printf("FAIL: timed out after %s\n", timeout)
 		os.Exit(1)
 		return ""
 	}

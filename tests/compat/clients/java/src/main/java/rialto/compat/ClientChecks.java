@@ -23,6 +23,8 @@ import java.util.function.BooleanSupplier;
  * server); when several are given, the server is FLUSHALLed before each, so point it at a
  * throwaway server only. A scenario still running after {@link #SCENARIO_TIMEOUT_S} seconds
  * fails, and the process exits.
+ *
+ * <p>{@code ClientChecks cluster ...} runs the cluster scenarios instead (see {@link ClusterChecks}).
  */
 public final class ClientChecks {
     static final long SCENARIO_TIMEOUT_S = 10;
@@ -46,12 +48,16 @@ public final class ClientChecks {
         // binding): silence it, so that stdout and stderr carry only the verdicts.
         java.util.logging.LogManager.getLogManager().reset();
         java.util.logging.Logger.getLogger("").setLevel(java.util.logging.Level.OFF);
+        if (args.length >= 1 && args[0].equals("cluster")) {
+            ClusterChecks.main(java.util.Arrays.copyOfRange(args, 1, args.length));
+            return;
+        }
         if (args.length == 1 && args[0].equals("list")) {
             SCENARIOS.keySet().forEach(System.out::println);
             System.exit(0);
         }
         if (args.length < 3) {
-            System.err.println("usage: ClientChecks HOST PORT SCENARIO... | ClientChecks list");
+            System.err.println("usage: ClientChecks HOST PORT SCENARIO... | ClientChecks list | ClientChecks cluster ...");
             System.exit(2);
         }
         String host = args[0];
@@ -89,6 +95,11 @@ public final class ClientChecks {
         if (s == null) {
             return "FAIL: unknown scenario " + name + " (see `list`)";
         }
+        return runWithTimeout(name, s, host, port, SCENARIO_TIMEOUT_S);
+    }
+
+    /** Runs `s` on a thread: its verdict, or a FAIL line and the process's exit after `timeoutS` seconds. */
+    static String runWithTimeout(String name, Scenario s, String host, int port, long timeoutS) {
         String[] verdict = new String[1];
         Thread t = new Thread(() -> {
             try {
@@ -101,7 +112,7 @@ public final class ClientChecks {
         t.setDaemon(true);
         t.start();
         try {
-            t.join(TimeUnit.SECONDS.toMillis(SCENARIO_TIMEOUT_S));
+            t.join(TimeUnit.SECONDS.toMillis(timeoutS));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -114,7 +125,7 @@ public final class ClientChecks {
                     break;
                 }
             }
-            System.out.println("FAIL: timed out after " + SCENARIO_TIMEOUT_S + "s" + where);
+            System.out.println("FAIL: timed out after " + timeoutS + "s" + where);
             System.out.flush();
             Runtime.getRuntime().halt(1);
         }
