@@ -139,6 +139,14 @@ def test_redirections_and_refusals_use_redis_texts(cluster):
     assert r.execute_command("READWRITE") in (b"OK", True)
     with pytest.raises(redis.ResponseError, match="^MOVED"):
         r.get(key)
+    # Each address tells its own role, as a Redis Cluster node does.
+    hello = redis.Redis(port=replicas[0], protocol=3).execute_command("HELLO", "3")
+    assert (hello[b"mode"], hello[b"role"]) == (b"cluster", b"replica")
+    assert redis.Redis(port=mport, protocol=3).execute_command("HELLO", "3")[b"role"] == b"master"
+    info = redis.Redis(port=replicas[0]).info("replication")
+    assert (info["role"], info["master_port"]) == ("slave", mport)
+    assert redis.Redis(port=mport).info("replication")["connected_slaves"] == 2
+    assert redis.Redis(port=mport).info("server")["redis_mode"] == "cluster"
 
 
 def test_redis_py_cluster_client_runs_the_shared_scenario(cluster):
@@ -165,6 +173,21 @@ def test_redis_py_cluster_client_runs_the_shared_scenario(cluster):
     # The keyspace commands answer for each address's own slots.
     total = sum(redis.Redis(port=port).dbsize() for port in {a[1] for _, _, a, *_ in slots(node_port(1))})
     assert total == len(m.keys(target_nodes=RedisCluster.PRIMARIES)) >= 300 + 2 + 4 + 1
+
+
+def test_a_node_moves_a_key_of_another_partition_it_masters_to_its_own_address_for_it(cluster):
+    # Regression: the node answered TRYAGAIN, as if it were handing the partition over.
+    for lo, hi, master, *_ in slots(node_port(1)):
+        node = node_of_port(master[1])
+        own = node_port(node)
+        if master[1] == own:
+            continue  # partition 0's master: its key is served at this very address
+        key = key_in(lo, hi, "own")
+        with pytest.raises(redis.ResponseError) as e:
+            redis.Redis(port=own).get(key)
+        assert str(e.value) == f"MOVED {key_slot(key.encode())} 127.0.0.1:{master[1]}"
+        return
+    pytest.skip("every master is partition 0's")
 
 
 def test_a_transaction_in_one_slot_is_one_record(cluster):

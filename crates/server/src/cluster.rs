@@ -397,6 +397,55 @@ pub fn write_error(c: &Cluster, e: &WriteError, at: Option<(u16, u32)>) -> Reply
     }
 }
 
+impl Cluster {
+    /// Whether the address reached on `port` is its partition's master now.
+    pub fn serves_as_master(&self, port: u16) -> bool {
+        self.node.is_master(self.partition_of_port(port))
+    }
+
+    /// INFO's replication section for the address reached on `port`, as Redis writes it for
+    /// a master or a replica.
+    pub fn replication_info(&self, port: u16) -> String {
+        let p = self.partition_of_port(port);
+        let addrs = self.layout().swap_remove(p as usize);
+        let applied = self
+            .node
+            .view()
+            .applied
+            .get(p as usize)
+            .copied()
+            .unwrap_or(0);
+        let mut o = String::from("# Replication\r\n");
+        if self.node.is_master(p) {
+            let replicas: Vec<&Address> = addrs.iter().filter(|a| !a.master).collect();
+            o.push_str(&format!(
+                "role:master\r\nconnected_slaves:{}\r\n",
+                replicas.len()
+            ));
+            for (i, r) in replicas.iter().enumerate() {
+                o.push_str(&format!(
+                    "slave{i}:ip={},port={},state=online,offset=0,lag=0\r\n",
+                    r.host, r.port
+                ));
+            }
+        } else {
+            let (host, mport) = addrs
+                .iter()
+                .find(|a| a.master)
+                .map_or((String::from("?"), 0), |m| (m.host.clone(), m.port));
+            let link = if self.fresh(p) { "up" } else { "down" };
+            o.push_str(&format!(
+                "role:slave\r\nmaster_host:{host}\r\nmaster_port:{mport}\r\nmaster_link_status:{link}\r\n\
+                 master_last_io_seconds_ago:0\r\nmaster_sync_in_progress:0\r\n\
+                 slave_read_repl_offset:{applied}\r\nslave_repl_offset:{applied}\r\n\
+                 slave_priority:100\r\nslave_read_only:1\r\nreplica_announced:1\r\nconnected_slaves:0\r\n"
+            ));
+        }
+        o.push_str(&format!("master_repl_offset:{applied}\r\n"));
+        o
+    }
+}
+
 /// One address of the cluster: a node serving one partition, as master or replica.
 #[derive(Clone, Debug)]
 pub struct Address {

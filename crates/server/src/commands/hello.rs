@@ -93,6 +93,11 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if let Some(p) = proto {
         ctx.client.set_protocol(p);
     }
+    let (mode, role) = match &ctx.shared.cluster {
+        None => ("standalone", "master"),
+        Some(c) if c.serves_as_master(ctx.client.handle.laddr.port()) => ("cluster", "master"),
+        Some(_) => ("cluster", "replica"),
+    };
     Outcome::Reply(Reply::Map(vec![
         (Reply::bulk("server"), Reply::bulk("redis")),
         (Reply::bulk("version"), Reply::bulk(REDIS_COMPAT_VERSION)),
@@ -104,8 +109,8 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Reply::bulk("id"),
             Reply::Integer(ctx.client.handle.id as i64),
         ),
-        (Reply::bulk("mode"), Reply::bulk("standalone")),
-        (Reply::bulk("role"), Reply::bulk("master")),
+        (Reply::bulk("mode"), Reply::bulk(mode)),
+        (Reply::bulk("role"), Reply::bulk(role)),
         (Reply::bulk("modules"), Reply::Array(Vec::new())),
     ]))
 }

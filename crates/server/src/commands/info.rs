@@ -78,8 +78,9 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         fresh
     });
     let shared = Arc::clone(ctx.shared);
+    let port = ctx.client.handle.laddr.port();
     Outcome::Later(Box::pin(async move {
-        let text = tokio::task::spawn_blocking(move || render(&shared, &wanted))
+        let text = tokio::task::spawn_blocking(move || render(&shared, port, &wanted))
             .await
             .unwrap_or_default();
         Reply::Verbatim {
@@ -89,26 +90,28 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }))
 }
 
-fn render(shared: &Shared, sections: &[&str]) -> String {
+fn render(shared: &Shared, port: u16, sections: &[&str]) -> String {
     let mut out = String::new();
     for (i, s) in sections.iter().enumerate() {
         if i > 0 {
             out.push_str("\r\n");
         }
-        section(shared, s, &mut out);
+        section(shared, port, s, &mut out);
     }
     out
 }
 
-fn section(sh: &Shared, name: &str, o: &mut String) {
+/// Appends section `name` as the address reached on `port` reports it.
+fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
     let cfg = sh.config.read().clone();
     let uptime = sh.started.elapsed().as_secs();
     match name {
         "server" => {
             let _ = write!(
                 o,
-                "# Server\r\nredis_version:{REDIS_COMPAT_VERSION}\r\nrialto_version:{}\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:{}\r\n",
+                "# Server\r\nredis_version:{REDIS_COMPAT_VERSION}\r\nrialto_version:{}\r\nredis_mode:{}\r\nos:{} {}\r\narch_bits:64\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:{}\r\n",
                 env!("CARGO_PKG_VERSION"),
+                if sh.cluster.is_some() { "cluster" } else { "standalone" },
                 std::env::consts::OS,
                 std::env::consts::ARCH,
                 std::process::id(),
@@ -160,9 +163,10 @@ fn section(sh: &Shared, name: &str, o: &mut String) {
                 tprefixes,
             );
         }
-        "replication" => {
-            o.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n");
-        }
+        "replication" => match &sh.cluster {
+            Some(c) => o.push_str(&c.replication_info(port)),
+            None => o.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"),
+        },
         "cluster" => {
             o.push_str("# Cluster\r\n");
             match &sh.cluster {
