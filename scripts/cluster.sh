@@ -23,6 +23,7 @@
 #               resumes it).
 #   start-node  start node I again with its data directory.
 #
+# RIALTO_NODE_OPTS adds options to every node's command line (e.g. "--cluster-linger-ms 5").
 # D (default target/rialto-cluster in this repo) holds node-I/ (data, rialto.log, pid) and
 # kafka/ (the brokers, see scripts/kafka.sh).
 set -euo pipefail
@@ -76,7 +77,7 @@ start_node() {
         --port "$(node_port "$i")" --appendfsync everysec \
         --cluster-enabled yes --cluster-kafka "$KAFKA" --cluster-node-id "$i" \
         --cluster-partitions "$PARTITIONS" --cluster-announce-ip 127.0.0.1 \
-        --log-format text </dev/null >>"$nd/rialto.log" 2>&1 &
+        --log-format text ${RIALTO_NODE_OPTS:-} </dev/null >>"$nd/rialto.log" 2>&1 &
     for _ in $(seq 100); do [ -s "$nd/pid" ] && break; sleep 0.05; done
 }
 

@@ -240,6 +240,7 @@ impl Cluster {
             replication_factor: c.replication_factor,
             node_timeout: c.node_timeout,
             write_timeout: c.write_timeout,
+            linger: c.linger,
         };
         Ok(Cluster {
             node: Node::start(keyspace, Machine, opts)?,

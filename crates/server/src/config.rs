@@ -88,6 +88,7 @@ pub struct ClusterConfig {
     pub replication_factor: u32,
     pub node_timeout: Duration,
     pub write_timeout: Duration,
+    pub linger: Duration,
     pub replica_max_lag: Duration,
 }
 
@@ -175,6 +176,7 @@ impl Default for Config {
                 replication_factor: 3,
                 node_timeout: Duration::from_millis(3000),
                 write_timeout: Duration::from_millis(10_000),
+                linger: Duration::from_millis(1),
                 replica_max_lag: Duration::from_millis(10_000),
             },
         }
@@ -464,6 +466,8 @@ pub static KEYS: &[Key] = &[
         |c, v| c.cluster.node_timeout = Duration::from_millis(parse_num(v)?), |c| c.cluster.node_timeout.as_millis().to_string()),
     key!("cluster-write-timeout", false, "Milliseconds a write waits for the log before it fails (default 10000; it may still be applied after).",
         |c, v| c.cluster.write_timeout = Duration::from_millis(parse_num(v)?), |c| c.cluster.write_timeout.as_millis().to_string()),
+    key!("cluster-linger-ms", false, "Milliseconds a write waits for others to share its Kafka produce request (default 1): more batches fewer, larger requests (less broker CPU per write) at that much more latency.",
+        |c, v| c.cluster.linger = Duration::from_millis(parse_num(v)?), |c| c.cluster.linger.as_millis().to_string()),
     key!("replica-max-lag-ms", true, "A replica that has not caught up with its partition's log for this long redirects reads to the master (default 10000).",
         |c, v| c.cluster.replica_max_lag = Duration::from_millis(parse_num(v)?), |c| c.cluster.replica_max_lag.as_millis().to_string()),
     key!("loglevel", false, "Log level: error, warn, info, debug, trace (default info); RUST_LOG overrides.",

@@ -68,6 +68,8 @@ pub struct NodeOptions {
     pub node_timeout: Duration,
     /// The longest a write waits for Kafka before it fails.
     pub write_timeout: Duration,
+    /// How long a write waits for others to share its produce request (`linger.ms`).
+    pub linger: Duration,
 }
 
 impl NodeOptions {
@@ -211,6 +213,7 @@ impl<M: StateMachine> Node<M> {
         }
         let mut popts = ProducerOptions::new(client_options(&opts, "/producer"));
         popts.delivery_timeout = opts.write_timeout;
+        popts.linger = opts.linger;
         let producer = Producer::new(&popts)?;
         let consumer = kafka::PartitionConsumer::new(
             &client_options(&opts, "/applier"),
