@@ -214,6 +214,62 @@ def test_a_transaction_in_one_slot_is_one_record(cluster):
         m.execute_command("WATCH", f"{tag}:a")
 
 
+def test_read_your_writes_on_a_replica_with_a_lastwrite_token(cluster):
+    key = key_in(0, 5460, "ryw")
+    mport, replicas = master_of(node_port(1), key_slot(key.encode()))
+    m = redis.Redis(port=mport)
+    assert m.execute_command("LASTWRITE") is None
+    replica = redis.Redis(port=replicas[0])
+    replica.execute_command("READONLY")
+    for i in range(20):
+        m.set(key, f"v{i}")
+        token = m.execute_command("LASTWRITE")
+        p, offset = token.split(b":")
+        assert int(p) == 0
+        # Once WAITAPPLIED says 1, the replica's read sees the write.
+        assert replica.execute_command("WAITAPPLIED", token, 5000) == 1
+        assert replica.get(key) == f"v{i}".encode()
+    # A token from the future times out with 0; bad input is refused.
+    assert replica.execute_command("WAITAPPLIED", f"0:{int(offset) + 10**9}", 50) == 0
+    for bad in (["x", 10], ["0:1", -1], ["9:1", 10], ["0:1", 10**9]):
+        with pytest.raises(redis.ResponseError):
+            replica.execute_command("WAITAPPLIED", *bad)
+
+
+def kafka(*args, cluster):
+    d = cluster[cluster.index("--dir") + 1]
+    subprocess.run(["bash", str(REPO / "scripts" / "kafka.sh"), *args, "--dir", f"{d}/kafka"],
+                   check=True, capture_output=True, text=True)
+
+
+def test_broker_faults_one_tolerated_two_refuse_writes_cleanly_reads_go_on(cluster):
+    wait_for(every_slot_served, 60, "every slot served")
+    key = key_in(0, 16383, "bf")
+    rc = RedisCluster(host="127.0.0.1", port=node_port(1), cluster_error_retry_attempts=10)
+    wait_for(lambda: rc.set(key, "0"), 30, "writes to be served")
+    mport, _ = master_of(node_port(1), key_slot(key.encode()))
+    m = redis.Redis(port=mport, socket_timeout=30)
+    # One broker down: writes go on (once Kafka has fenced it and shrunk the in-sync replicas).
+    kafka("kill-broker", "1", cluster=cluster)
+    wait_for(lambda: m.incr(key) >= 1, 30, "writes with one broker down")
+    # Two down: fewer in-sync replicas than min.insync.replicas; a write is refused with an
+    # error (never acknowledged), and reads go on.
+    before = int(m.get(key))
+    kafka("kill-broker", "2", cluster=cluster)
+    time.sleep(4)
+    with pytest.raises(redis.ResponseError) as e:
+        m.incr(key)
+    assert re.match(r"^(NOREPLICAS|ERR The log did not confirm|ERR No outcome|TRYAGAIN)", str(e.value)), str(e.value)
+    after_refusal = int(m.get(key))
+    assert after_refusal == before
+    # Both back: writes are acknowledged again, and the refused INCR was applied at most once.
+    kafka("start-broker", "1", cluster=cluster)
+    kafka("start-broker", "2", cluster=cluster)
+    wait_for(lambda: m.incr(key) > 0, 60, "writes once the brokers are back")
+    final = int(m.get(key))
+    assert before + 1 <= final <= before + 2
+
+
 def partition_key(prefix):
     return key_in(0, 5460, prefix)
 

@@ -229,6 +229,9 @@ pub struct Client {
     /// Cluster mode: READONLY was sent, so reads of this address's slots are served here on
     /// a replica.
     pub readonly: bool,
+    /// Cluster mode: the partition and log offset of this connection's last acknowledged
+    /// write (CLUSTER LASTWRITE's token).
+    pub last_write: Option<(u32, u64)>,
 }
 
 impl Client {

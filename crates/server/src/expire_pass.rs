@@ -72,7 +72,7 @@ fn cluster_pass(shared: &Shared, c: &crate::cluster::Cluster, batch: usize) {
         let payload = crate::cluster::Payload::One(op).encode();
         let outcome = c.node.submit(p, &payload).and_then(|s| s.wait());
         match outcome {
-            Ok((crate::cluster::Applied::One(Ok(Value::Int(n))), _)) => {
+            Ok(((crate::cluster::Applied::One(Ok(Value::Int(n))), _), _)) => {
                 shared
                     .stats
                     .expired_keys

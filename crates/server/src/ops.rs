@@ -60,6 +60,37 @@ pub fn render(sh: &Shared) -> String {
         &[],
         sh.hub.numpat(),
     );
+    if let Some(c) = &sh.cluster {
+        let v = c.node.view();
+        for p in 0..c.partitions as usize {
+            let part = p.to_string();
+            let labels = [("partition", part.as_str())];
+            w.gauge(
+                "rialto_cluster_master",
+                "1 where this node writes the partition now, 0 where it is a replica.",
+                &labels,
+                u64::from(c.node.is_master(p as u32)),
+            );
+            w.gauge(
+                "rialto_cluster_applied_offset",
+                "The offset of the next record of the partition this node will apply.",
+                &labels,
+                v.applied[p],
+            );
+            w.gauge(
+                "rialto_cluster_lag_records",
+                "Records of the partition in the log that this node has not applied yet.",
+                &labels,
+                v.high[p].saturating_sub(v.applied[p]),
+            );
+            w.gauge(
+                "rialto_cluster_caught_up_age_seconds",
+                "Seconds since this node last had applied all of the partition (-1: never).",
+                &labels,
+                v.caught_up_at[p].map_or(-1.0, |t| t.elapsed().as_secs_f64()),
+            );
+        }
+    }
     w.gauge(
         "rialto_tracking_clients",
         "Clients with CLIENT TRACKING on.",

@@ -44,6 +44,8 @@ struct Client {
     conns: HashMap<String, Remote>,
     slots: HashMap<u16, String>,
     seed: String,
+    /// The node asked last when no address is known for a slot.
+    turn: u32,
 }
 
 enum Outcome {
@@ -60,16 +62,20 @@ impl Client {
             conns: HashMap::new(),
             slots: HashMap::new(),
             seed: seed.to_owned(),
+            turn: 0,
         }
     }
 
-    /// Where to send a request for `slot`: the address MOVED named last, else a live node.
+    /// Where to send a request for `slot`: the address MOVED named last, else the nodes in
+    /// turn (a stalled node still accepts connections: always asking the same one first
+    /// would keep a writer on it).
     fn addr_for(&mut self, slot: u16) -> String {
         if let Some(a) = self.slots.get(&slot) {
             return a.clone();
         }
-        for i in 0..NODES {
-            let a = format!("127.0.0.1:{}", BASE_PORT + 100 * i as u16);
+        for _ in 0..NODES {
+            self.turn = (self.turn + 1) % NODES;
+            let a = format!("127.0.0.1:{}", BASE_PORT + 100 * self.turn as u16);
             if self.conn(&a).is_ok() {
                 return a;
             }

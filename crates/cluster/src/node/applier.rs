@@ -16,11 +16,15 @@ const BATCH: usize = 1024;
 /// How often the partitions' ends are asked for (lag, readiness).
 const WATERMARKS_EVERY: Duration = Duration::from_millis(100);
 
+/// A write of this node's, by sequence number: its output and its record's offset, or why it
+/// was not applied.
+type Outcome<O> = (u64, Result<(O, u64), WriteError>);
+
 /// What applying a batch found, besides the new states.
 struct Applied<O> {
     states: Vec<PartitionState>,
-    /// This node's writes: their sequence numbers and outcomes.
-    outcomes: Vec<(u64, Result<O, WriteError>)>,
+    /// This node's writes: their sequence numbers and outcomes (with the record's offset).
+    outcomes: Vec<Outcome<O>>,
     /// Partitions whose master this node was, until a claim by another in this batch.
     deposed: Vec<u32>,
     /// A record no replica of this version may apply: the applier stops before it.
@@ -140,7 +144,7 @@ fn apply<M: StateMachine>(
                         let out = i.machine.apply(t, payload, incarnation == me);
                         st.last_seq = seq;
                         if incarnation == me {
-                            a.outcomes.push((seq, Ok(out)));
+                            a.outcomes.push((seq, Ok((out, rec.offset))));
                         }
                     } else if incarnation == me {
                         a.outcomes.push((seq, Err(WriteError::Fenced)));
@@ -174,7 +178,7 @@ fn apply<M: StateMachine>(
 fn publish<M: StateMachine>(
     inner: &Inner<M>,
     states: &[PartitionState],
-    outcomes: Vec<(u64, Result<M::Output, WriteError>)>,
+    outcomes: Vec<Outcome<M::Output>>,
     deposed: &[u32],
 ) {
     {

@@ -2,7 +2,8 @@
 //! `<topic>.masters` to one live member, which claims the log partition of the same number.
 //!
 //! The rule is level-triggered: a node that holds a partition in the group and does not write
-//! under a claim of its own claims it (at most once per pause). Two nodes may claim around a
+//! under a claim of its own claims it (at most once per pause). A node stops writing a
+//! partition only when its applier meets a later claim by another. Two nodes may claim around a
 //! rebalance; the later claim in the log is in force everywhere, the applier of the other
 //! one stops its writing under the earlier claim, and if that node is the one the group now
 //! names, it claims once more.
@@ -104,11 +105,14 @@ impl Group {
                 warn!(error = %e, "mastership group");
             }
             let ev = std::mem::take(&mut *self.consumer.context().events.lock());
+            // A revocation does not stop this node's writing: its claim stays in force until a
+            // later one lands in the log, which the applier sees. Stopping here would only
+            // open a gap when the group merely re-forms (its coordinator's broker died) and
+            // hands the partition back.
             for p in ev.revoked {
                 if let Some(a) = inner.assigned.get(p as usize) {
                     info!(partition = p, "mastership revoked by the group");
                     a.store(false, Ordering::Release);
-                    inner.claimed[p as usize].store(u64::MAX, Ordering::Release);
                 }
             }
             for p in ev.assigned {

@@ -168,7 +168,7 @@ pub struct View {
     pub failed: Option<String>,
 }
 
-type Reply<O> = oneshot::Sender<Result<O, WriteError>>;
+type Reply<O> = oneshot::Sender<Result<(O, u64), WriteError>>;
 /// Writes waiting for their outcome, by sequence number, with their partition.
 type PendingWrites<O> = Mutex<HashMap<u64, (u32, Reply<O>)>>;
 
@@ -292,7 +292,8 @@ impl<M: StateMachine> Node<M> {
     }
 
     /// Produces a write to partition `p`; the future resolves to the state machine's output
-    /// once this node has applied it at its offset, or to why it was not applied.
+    /// and the record's offset once this node has applied it there, or to why it was not
+    /// applied.
     pub fn submit(&self, p: u32, payload: &[u8]) -> Result<Submitted<M>, WriteError> {
         let inner = &self.inner;
         let epoch = inner
@@ -330,6 +331,17 @@ impl<M: StateMachine> Node<M> {
                 })
             }
         }
+    }
+
+    /// Whether this node has applied partition `p` past `offset` (a replica's read-your-writes:
+    /// the offset a master returned for a write).
+    pub fn applied_past(&self, p: u32, offset: u64) -> bool {
+        self.inner
+            .view
+            .read()
+            .applied
+            .get(p as usize)
+            .is_some_and(|&next| next > offset)
     }
 
     /// Stops the node: leaves the group (so its partitions move at once), stops applying and
@@ -377,20 +389,20 @@ impl<M: StateMachine> Inner<M> {
 pub struct Submitted<M: StateMachine> {
     inner: Arc<Inner<M>>,
     seq: u64,
-    rx: oneshot::Receiver<Result<M::Output, WriteError>>,
+    rx: oneshot::Receiver<Result<(M::Output, u64), WriteError>>,
     delivery: Option<Delivery>,
 }
 
 impl<M: StateMachine> Submitted<M> {
     /// Blocks until the outcome is known, at most the node's write timeout.
-    pub fn wait(self) -> Result<M::Output, WriteError> {
+    pub fn wait(self) -> Result<(M::Output, u64), WriteError> {
         let deadline = Instant::now() + self.inner.opts.write_timeout;
         crate::kafka::block_on::block_on_until(self, deadline).unwrap_or(Err(WriteError::TimedOut))
     }
 }
 
 impl<M: StateMachine> Future for Submitted<M> {
-    type Output = Result<M::Output, WriteError>;
+    type Output = Result<(M::Output, u64), WriteError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         if let Poll::Ready(r) = Pin::new(&mut self.rx).poll(cx) {

@@ -212,8 +212,8 @@ mod tests {
             assert_eq!(c.name, c.name.to_ascii_lowercase());
             assert!(seen.insert(c.name), "{} twice", c.name);
         }
-        assert_eq!(all().len(), 85);
-        assert_eq!(seen.len(), 85 + 70 + 12);
+        assert_eq!(all().len(), 87);
+        assert_eq!(seen.len(), 87 + 70 + 12);
     }
 
     #[test]

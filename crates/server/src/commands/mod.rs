@@ -59,6 +59,7 @@ mod ttl;
 mod type_;
 
 pub mod acl;
+mod applied;
 mod auth;
 mod client;
 mod cluster;
@@ -150,6 +151,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     cluster::READONLY,
     cluster::READWRITE,
     cluster::ASKING,
+    applied::LASTWRITE,
+    applied::WAITAPPLIED,
     getrange::SUBSTR,
     store::STORE,
     push::PUSH,

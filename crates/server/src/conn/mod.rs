@@ -50,6 +50,8 @@ pub struct Executed {
     /// For a tracking client's write: the last key change queued for invalidation when it
     /// was applied (0: none to wait for). Its invalidations leave before its reply.
     pub track_seq: u64,
+    /// Cluster mode: the partition and offset of the record that applied the write.
+    pub log_pos: Option<(u32, u64)>,
 }
 
 /// A reply computed off the connection (see [`crate::commands::Outcome::Later`]).
@@ -145,6 +147,7 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
             mailbox: None,
             tracking: None,
             readonly: false,
+            last_write: None,
         },
         inbuf: BytesMut::with_capacity(READ_CHUNK),
         out: BytesMut::with_capacity(READ_CHUNK),
@@ -507,6 +510,9 @@ impl Connection {
                 }
                 Pending::Remote(fut, id) => {
                     let ex = fut.await;
+                    if ex.log_pos.is_some() {
+                        self.client.last_write = ex.log_pos;
+                    }
                     self.record(id, ex.micros, ex.slow_args);
                     ex.reply
                 }
@@ -706,8 +712,10 @@ impl Connection {
                 let parsed = start.elapsed();
                 if let Some(c) = self.shared.cluster.clone() {
                     let pending =
-                        remote_write(c, at_slot, self.partition, &op, move |reply, took| {
-                            executed(reply, parsed + took, threshold, args)
+                        remote_write(c, at_slot, self.partition, &op, move |reply, took, pos| {
+                            let mut ex = executed(reply, parsed + took, threshold, args);
+                            ex.log_pos = pos;
+                            ex
                         });
                     let pending = match pending {
                         Ok(fut) => Pending::Remote(fut, id),
@@ -823,7 +831,7 @@ fn remote_write(
     at: Option<(u16, u32)>,
     partition: u32,
     op: &rialto_keyspace::Op,
-    finish: impl FnOnce(Reply, Duration) -> Executed + Send + 'static,
+    finish: impl FnOnce(Reply, Duration, Option<(u32, u64)>) -> Executed + Send + 'static,
 ) -> Result<Pin<Box<dyn Future<Output = Executed> + Send>>, Reply> {
     let p = at.map_or(partition, |(_, p)| p);
     let payload = crate::cluster::Payload::One(op.clone()).encode();
@@ -833,21 +841,29 @@ fn remote_write(
         .map_err(|e| crate::cluster::write_error(&c, &e, at))?;
     Ok(Box::pin(async move {
         let timeout = c.node.options().write_timeout;
-        let (reply, took) = match tokio::time::timeout(timeout, submitted).await {
-            Ok(Ok((crate::cluster::Applied::One(Ok(v)), took))) => (reply::value(v), took),
-            Ok(Ok((crate::cluster::Applied::One(Err(e)), took))) => {
-                (reply::keyspace_error(&e), took)
+        let (reply, took, pos) = match tokio::time::timeout(timeout, submitted).await {
+            Ok(Ok(((applied, took), offset))) => {
+                let reply = match applied {
+                    crate::cluster::Applied::One(Ok(v)) => reply::value(v),
+                    crate::cluster::Applied::One(Err(e)) => reply::keyspace_error(&e),
+                    crate::cluster::Applied::Many(_) => {
+                        Reply::error("ERR unexpected transaction reply")
+                    }
+                };
+                (reply, took, Some((p, offset)))
             }
-            Ok(Ok((crate::cluster::Applied::Many(_), took))) => {
-                (Reply::error("ERR unexpected transaction reply"), took)
-            }
-            Ok(Err(e)) => (crate::cluster::write_error(&c, &e, at), Duration::ZERO),
+            Ok(Err(e)) => (
+                crate::cluster::write_error(&c, &e, at),
+                Duration::ZERO,
+                None,
+            ),
             Err(_) => (
                 crate::cluster::write_error(&c, &rialto_cluster::WriteError::TimedOut, at),
                 Duration::ZERO,
+                None,
             ),
         };
-        finish(reply, took)
+        finish(reply, took, pos)
     }))
 }
 
@@ -886,6 +902,7 @@ fn executed(reply: Reply, took: Duration, threshold: Option<u64>, args: Vec<Byte
         micros,
         slow_args: slow(threshold, micros).then_some(args),
         track_seq: 0,
+        log_pos: None,
     }
 }
 

@@ -336,6 +336,7 @@ impl Connection {
                     micros: 0,
                     slow_args: None,
                     track_seq: tracking.map_or(0, |t| t.last_change()),
+                    log_pos: None,
                 },
             );
             return Pending::Commit(h, id);
@@ -397,15 +398,16 @@ impl Connection {
             }
         };
         match outcome {
-            Ok((Applied::Many(applied), _)) => {
+            Ok(((Applied::Many(applied), _), offset)) => {
+                self.client.last_write = Some((p, offset));
                 for (here, there) in replies.iter_mut().zip(applied) {
                     if here.is_none() {
                         *here = there;
                     }
                 }
             }
-            Ok((Applied::One(Err(e)), _)) => return reply::keyspace_error(&e),
-            Ok((Applied::One(Ok(_)), _)) => {
+            Ok(((Applied::One(Err(e)), _), _)) => return reply::keyspace_error(&e),
+            Ok(((Applied::One(Ok(_)), _), _)) => {
                 return Reply::error("ERR unexpected reply to a transaction")
             }
             Err(e) => return crate::cluster::write_error(&c, &e, at),
