@@ -225,7 +225,7 @@ fn node_of(addr: &str) -> u32 {
         .next()
         .and_then(|p| p.parse().ok())
         .unwrap_or(0);
-    (port - u32::from(BASE_PORT)) / 100 + 1
+    port.saturating_sub(u32::from(BASE_PORT)) / 100 + 1
 }
 
 fn script(repo: &Path, args: &[&str]) -> Result<(), StressError> {
