@@ -212,7 +212,6 @@ pub struct Cluster {
     /// Partition `p` is served at `base_port + p`.
     pub base_port: u16,
     pub partitions: u32,
-    pub replica_max_lag: Duration,
 }
 
 /// Why the node could not join the cluster.
@@ -246,7 +245,6 @@ impl Cluster {
             node: Node::start(keyspace, Machine, opts)?,
             base_port: cfg.port,
             partitions: c.partitions,
-            replica_max_lag: c.replica_max_lag,
         })
     }
 
@@ -255,21 +253,11 @@ impl Cluster {
         u32::from(port.saturating_sub(self.base_port)).min(self.partitions - 1)
     }
 
-    /// `host:port` of partition `p`'s master, if the log names one.
-    pub fn master_addr(&self, p: u32) -> Option<String> {
-        let v = self.node.view();
-        v.masters
-            .get(p as usize)
-            .and_then(|m| m.as_ref())
-            .map(|m| format!("{}:{}", m.host, m.port))
-    }
-
     /// The redirection to partition `p`'s master for `slot`: MOVED when another node is
     /// master, TRYAGAIN while this one is taking over or handing over, CLUSTERDOWN when no
     /// master is known.
     pub fn redirect(&self, slot: u16, p: u32) -> Reply {
-        let v = self.node.view();
-        match v.masters.get(p as usize).and_then(|m| m.as_ref()) {
+        match self.node.master(p) {
             // The log names this node, which no longer writes under that claim.
             Some(m) if m.incarnation == self.node.incarnation() && !self.node.is_master(p) => {
                 tryagain()
@@ -277,17 +265,6 @@ impl Cluster {
             Some(m) => crate::reply::err_string(format!("MOVED {slot} {}:{}", m.host, m.port)),
             None => Reply::error("CLUSTERDOWN Hash slot not served"),
         }
-    }
-
-    /// Whether this node's copy of partition `p` is recent enough to serve replica reads.
-    pub fn fresh(&self, p: u32) -> bool {
-        let v = self.node.view();
-        v.failed.is_none()
-            && v.caught_up_at
-                .get(p as usize)
-                .copied()
-                .flatten()
-                .is_some_and(|t| t.elapsed() <= self.replica_max_lag)
     }
 }
 
@@ -303,8 +280,16 @@ pub enum Route {
     Refused(Reply),
 }
 
-/// Decides where `args` runs for `client` connected to partition `mine`.
-pub fn route(c: &Cluster, client: &Client, mine: u32, a: &Admitted, args: &[Bytes]) -> Route {
+/// Decides where `args` runs for `client` connected to partition `mine`; `max_lag` is
+/// `replica-max-lag-ms`, asked for a replica read only.
+pub fn route(
+    c: &Cluster,
+    client: &Client,
+    mine: u32,
+    a: &Admitted,
+    args: &[Bytes],
+    max_lag: impl FnOnce() -> Duration,
+) -> Route {
     let spec = a.spec;
     if let Some(r) = unavailable(spec, a.handler, args) {
         return Route::Refused(r);
@@ -335,7 +320,7 @@ pub fn route(c: &Cluster, client: &Client, mine: u32, a: &Admitted, args: &[Byte
         return Route::Here(Some((slot, p)));
     }
     let write = spec.has_flag("write");
-    if !write && client.readonly && c.fresh(p) {
+    if !write && client.readonly && c.node.caught_up_within(p, max_lag()) {
         return Route::Here(Some((slot, p)));
     }
     Route::Refused(c.redirect(slot, p))
@@ -406,7 +391,7 @@ impl Cluster {
 
     /// INFO's replication section for the address reached on `port`, as Redis writes it for
     /// a master or a replica.
-    pub fn replication_info(&self, port: u16) -> String {
+    pub fn replication_info(&self, port: u16, max_lag: Duration) -> String {
         let p = self.partition_of_port(port);
         let addrs = self.layout().swap_remove(p as usize);
         let applied = self
@@ -434,7 +419,11 @@ impl Cluster {
                 .iter()
                 .find(|a| a.master)
                 .map_or((String::from("?"), 0), |m| (m.host.clone(), m.port));
-            let link = if self.fresh(p) { "up" } else { "down" };
+            let link = if self.node.caught_up_within(p, max_lag) {
+                "up"
+            } else {
+                "down"
+            };
             o.push_str(&format!(
                 "role:slave\r\nmaster_host:{host}\r\nmaster_port:{mport}\r\nmaster_link_status:{link}\r\n\
                  master_last_io_seconds_ago:0\r\nmaster_sync_in_progress:0\r\n\

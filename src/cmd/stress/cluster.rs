@@ -248,6 +248,22 @@ fn script(repo: &Path, args: &[&str]) -> Result<(), StressError> {
     Ok(())
 }
 
+/// Sends `sig` to node `node` of the cluster in `cdir`.
+fn signal(repo: &Path, cdir: &str, node: &str, sig: &str) -> Result<(), StressError> {
+    script(
+        repo,
+        &[
+            "cluster.sh",
+            "kill-node",
+            node,
+            "--dir",
+            cdir,
+            "--signal",
+            sig,
+        ],
+    )
+}
+
 /// Runs `cycles` fault cycles; see the module docs.
 pub fn run(
     dir: &Path,
@@ -414,50 +430,17 @@ fn cycles_loop(
         };
         let what = match fault {
             "kill" => {
-                script(
-                    repo,
-                    &[
-                        "cluster.sh",
-                        "kill-node",
-                        &node,
-                        "--dir",
-                        cdir,
-                        "--signal",
-                        "KILL",
-                    ],
-                )?;
+                signal(repo, cdir, &node, "KILL")?;
                 took_effect();
                 std::thread::sleep(Duration::from_secs(6));
                 script(repo, &["cluster.sh", "start-node", &node, "--dir", cdir])?;
                 format!("kill -9 of node {node}, master of partition {partition}")
             }
             "stop" => {
-                script(
-                    repo,
-                    &[
-                        "cluster.sh",
-                        "kill-node",
-                        &node,
-                        "--dir",
-                        cdir,
-                        "--signal",
-                        "STOP",
-                    ],
-                )?;
+                signal(repo, cdir, &node, "STOP")?;
                 took_effect();
                 std::thread::sleep(STALL);
-                script(
-                    repo,
-                    &[
-                        "cluster.sh",
-                        "kill-node",
-                        &node,
-                        "--dir",
-                        cdir,
-                        "--signal",
-                        "CONT",
-                    ],
-                )?;
+                signal(repo, cdir, &node, "CONT")?;
                 format!(
                     "SIGSTOP of node {node} for {} s, master of partition {partition}",
                     STALL.as_secs()

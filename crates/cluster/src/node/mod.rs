@@ -283,6 +283,30 @@ impl<M: StateMachine> Node<M> {
         self.inner.view.read().clone()
     }
 
+    /// Partition `p`'s master as the applied log names it (without copying the whole view:
+    /// routing asks on every redirection).
+    pub fn master(&self, p: u32) -> Option<Master> {
+        self.inner
+            .view
+            .read()
+            .masters
+            .get(p as usize)
+            .cloned()
+            .flatten()
+    }
+
+    /// Whether this node applies the log and was caught up with partition `p` within
+    /// `max_lag` (asked on every replica read).
+    pub fn caught_up_within(&self, p: u32, max_lag: Duration) -> bool {
+        let v = self.inner.view.read();
+        v.failed.is_none()
+            && v.caught_up_at
+                .get(p as usize)
+                .copied()
+                .flatten()
+                .is_some_and(|t| t.elapsed() <= max_lag)
+    }
+
     /// Whether this node writes partition `p` now.
     pub fn is_master(&self, p: u32) -> bool {
         self.inner

@@ -46,15 +46,9 @@ pub const WAITAPPLIED: CommandSpec = cmd(
 /// Longest wait WAITAPPLIED accepts: a client that asks for more is told so.
 const MAX_WAIT_MS: u64 = 60_000;
 
-fn disabled() -> Outcome {
-    Outcome::Reply(Reply::error(
-        "ERR This instance has cluster support disabled",
-    ))
-}
-
-fn lastwrite(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
+fn lastwrite(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if ctx.shared.cluster.is_none() {
-        return disabled();
+        return super::cluster::disabled(ctx, args);
     }
     Outcome::Reply(match ctx.client.last_write {
         Some((p, offset)) => Reply::bulk(format!("{p}:{offset}")),
@@ -69,7 +63,7 @@ fn parse_token(t: &[u8]) -> Option<(u32, u64)> {
 
 fn waitapplied(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let Some(c) = ctx.shared.cluster.clone() else {
-        return disabled();
+        return super::cluster::disabled(ctx, args);
     };
     let Some((p, offset)) = parse_token(&args[1]).filter(|(p, _)| *p < c.partitions) else {
         return Outcome::Reply(Reply::error("ERR invalid LASTWRITE token"));

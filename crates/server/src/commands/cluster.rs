@@ -172,7 +172,7 @@ pub const ASKING: CommandSpec = cmd("asking", 1, &["fast"], &["@fast", "@connect
     .handler(Handler::Conn(asking));
 
 /// Every CLUSTER subcommand (HELP too, as in Redis), READONLY and READWRITE.
-fn disabled(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
+pub(super) fn disabled(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     Outcome::Reply(Reply::error(
         "ERR This instance has cluster support disabled",
     ))

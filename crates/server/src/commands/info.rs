@@ -164,7 +164,7 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
             );
         }
         "replication" => match &sh.cluster {
-            Some(c) => o.push_str(&c.replication_info(port)),
+            Some(c) => o.push_str(&c.replication_info(port, cfg.cluster.replica_max_lag)),
             None => o.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"),
         },
         "cluster" => {

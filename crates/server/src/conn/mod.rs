@@ -600,7 +600,10 @@ impl Connection {
                     )));
                 }
                 if let Some(c) = &self.shared.cluster {
-                    match crate::cluster::route(c, &self.client, self.partition, &a, &args) {
+                    let shared = &self.shared;
+                    let max_lag = || shared.config.read().cluster.replica_max_lag;
+                    match crate::cluster::route(c, &self.client, self.partition, &a, &args, max_lag)
+                    {
                         crate::cluster::Route::Here(s) => at_slot = s,
                         crate::cluster::Route::Refused(r) => {
                             let r = self.refused_in_multi(&args, r);
