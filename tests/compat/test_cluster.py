@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -127,7 +128,7 @@ def test_redirections_and_refusals_use_redis_texts(cluster):
     with pytest.raises(redis.ResponseError, match="SELECT is not allowed in cluster mode"):
         m.select(1)
     with pytest.raises(redis.ResponseError, match="not available in cluster mode"):
-        m.execute_command("FLUSHALL")
+        m.execute_command("FUNCTION", "FLUSH")
     # A replica address redirects reads unless READONLY, then serves them; writes always move.
     m.set(key, "v")
     r = redis.Redis(port=replicas[0])
@@ -211,8 +212,61 @@ def test_a_transaction_in_one_slot_is_one_record(cluster):
     with pytest.raises(redis.ResponseError, match="CROSSSLOT|EXECABORT"):
         p.execute()
     assert m.get(f"{tag}:a") == b"2"
-    with pytest.raises(redis.ResponseError, match="not available in cluster mode"):
-        m.execute_command("WATCH", f"{tag}:a")
+
+
+def test_watch_fails_exec_after_a_change_and_loses_no_update_under_concurrent_writes(cluster):
+    key = key_in(5461, 10921, "watch")
+    mport, _ = master_of(node_port(1), key_slot(key.encode()))
+    m = redis.Redis(port=mport)
+    other = redis.Redis(port=mport)
+    m.set(key, 1)
+    p = m.pipeline(transaction=True)
+    p.watch(key)
+    other.set(key, 2)
+    p.multi()
+    p.set(key, 3)
+    with pytest.raises(redis.WatchError):
+        p.execute()
+    assert m.get(key) == b"2"
+    p = m.pipeline(transaction=True)
+    p.watch(key)
+    p.multi()
+    p.set(key, 4)
+    assert p.execute() == [True]
+    # Optimistic increments (WATCH, GET, MULTI, SET) racing plain INCRs that are still in the
+    # log when the EXEC is checked: no increment is lost.
+    m.set(key, 0)
+    rounds, workers = 150, 3
+    errors = []
+
+    def optimistic():
+        c = redis.Redis(port=mport)
+        try:
+            for _ in range(rounds):
+                c.transaction(_incr, key)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def _incr(pipe):
+        v = int(pipe.get(key))
+        pipe.multi()
+        pipe.set(key, v + 1)
+
+    def plain():
+        c = redis.Redis(port=mport)
+        pipe = c.pipeline(transaction=False)
+        for _ in range(rounds):
+            pipe.incr(key)
+        pipe.execute()
+
+    threads = [threading.Thread(target=optimistic) for _ in range(workers)]
+    threads += [threading.Thread(target=plain) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert int(m.get(key)) == 2 * rounds * workers
 
 
 def test_read_your_writes_on_a_replica_with_a_lastwrite_token(cluster):
@@ -350,3 +404,31 @@ def test_a_stalled_master_never_acknowledges_after_it_is_replaced(cluster):
     assert isinstance(late, str) and re.match(r"^(MOVED|TRYAGAIN)", late), late
     assert int(rc.get(key)) == 11
     wait_for(every_slot_served, 60, "every slot served")
+
+
+def test_flushall_on_an_address_flushes_its_slots_on_every_replica_and_no_others(cluster):
+    keys = {p: [key_in(lo, hi, f"fl{p}-{i}-") for i in range(30)]
+            for p, (lo, hi) in enumerate([(0, 5460), (5461, 10921), (10922, 16383)])}
+    rc = RedisCluster(host="127.0.0.1", port=node_port(1))
+    for ks in keys.values():
+        for i, k in enumerate(ks):
+            rc.set(k, "v", ex=3600 if i % 2 else None)
+    mport, replicas = master_of(node_port(1), 5461)
+    with pytest.raises(redis.exceptions.ReadOnlyError):
+        redis.Redis(port=replicas[0]).flushall()
+    assert redis.Redis(port=mport).flushall() is True
+    assert all(rc.get(k) is None for k in keys[1])
+    assert all(rc.get(k) == b"v" for p in (0, 2) for k in keys[p])
+    for port in replicas:
+        r = redis.Redis(port=port)
+        r.execute_command("READONLY")
+        wait_for(lambda: r.dbsize() == 0, 10, "the replica to flush its partition")
+        assert all(r.get(k) is None for k in keys[1])
+    # A flush inside a transaction is one record, answering OK like the others.
+    tag = "{" + keys[1][0] + "}"
+    p = redis.Redis(port=mport).pipeline(transaction=True)
+    p.set(f"{tag}:x", 1).flushdb().get(f"{tag}:x")
+    assert p.execute() == [True, True, None]
+    # The cluster client's FLUSHALL reaches every master.
+    rc.flushall()
+    assert all(rc.get(k) is None for ks in keys.values() for k in ks)

@@ -12,5 +12,7 @@ pub mod node;
 pub mod record;
 pub mod slot;
 
-pub use node::{Member, Node, NodeOptions, StateMachine, Submitted, View, WriteError};
+pub use node::{
+    key_hash, Member, Node, NodeOptions, StateMachine, Submitted, Touches, Unsent, View, WriteError,
+};
 pub use record::Master;

@@ -200,6 +200,24 @@ impl Keyspace {
         Watch::new(Arc::clone(&self.stores.watches))
     }
 
+    /// Whether `watch` still holds against the published state at `now_ms`: no watched key
+    /// changed, and none that was live when watched has expired since. (A transaction that
+    /// takes the watch checks the same in the merger's order; this is for writes ordered
+    /// elsewhere, such as a cluster's log.)
+    pub fn watch_intact(&self, watch: &Watch, now_ms: i64) -> bool {
+        let w = watch.share();
+        if w.is_dirty() {
+            return false;
+        }
+        w.live_when_watched().into_iter().all(|(db, key)| {
+            !self.read(
+                db,
+                now_ms,
+                |k| matches!(k.get_including_expired(&key), Ok(Some(rec)) if rec.expired(now_ms)),
+            )
+        })
+    }
+
     /// Adds `keys` of database `db` to `watch`, in the merger's execution order: every change
     /// ordered after this marks it, and once the handle resolves the published state holds
     /// every change ordered before it. A key that has expired but is still stored is watched

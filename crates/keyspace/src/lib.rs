@@ -22,6 +22,7 @@ mod layout;
 mod library;
 mod log_state;
 mod op;
+pub mod slot;
 mod stores;
 mod value;
 mod walk;
@@ -29,7 +30,7 @@ mod watch;
 
 pub use error::{Error, LibraryError, Result};
 pub use keys::{check_key, check_value_len, Keys, RawRead, Reader};
-pub use keyspace::{Keyspace, KeyspaceOptions, OpenError, Transaction};
+pub use keyspace::{Keyspace, KeyspaceOptions, OpenError, Transaction, FLUSH_STEP_KEYS};
 pub use layout::{CorruptRecord, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
 pub use op::{
     BadTime, Cond, ExpireCond, LibraryOp, LibrarySource, Op, OpKind, RestorePolicy, Set, StoreOp,

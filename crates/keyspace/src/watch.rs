@@ -263,6 +263,11 @@ impl Watch {
         self.flag.keys.lock().is_empty()
     }
 
+    /// The keys it watches, each once, with their databases.
+    pub fn keys(&self) -> Vec<(u8, Bytes)> {
+        self.flag.keys.lock().clone()
+    }
+
     /// Whether a watched key changed since it was watched (expiry by time alone is judged at
     /// EXEC, see [`crate::Keyspace::transaction`]).
     pub fn is_dirty(&self) -> bool {

@@ -122,6 +122,11 @@ fn kind() -> impl Strategy<Value = OpKind> {
         1 => (key(), key(), any::<bool>()).prop_map(|(src, dst, nx)| OpKind::Rename { src, dst, nx }),
         1 => Just(OpKind::ExpireDue { entries: Vec::new() }),
         1 => (any::<bool>(), 1u64..4).prop_map(|(all, limit)| OpKind::FlushStep { all, limit }),
+        1 => (0u16..16384, 0u16..8192, prop::option::of(key()), 1u64..4).prop_map(|(first, span, from, limit)| {
+                // A cursor inside the data range (0x01, db 0, key) or none.
+                let from = from.map_or(Bytes::new(), |k| Bytes::from([&[1u8, 0][..], &k[..]].concat()));
+                OpKind::FlushSlots { first, last: first.saturating_add(span).min(16383), from, limit }
+            }),
         1 => (store(), 0u64..2).prop_map(|(name, rewind)| OpKind::Store(StoreOp::Create {
                 prefix: Bytes::from(format!("{name}:")),
                 name,

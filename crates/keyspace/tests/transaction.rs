@@ -203,3 +203,71 @@ fn a_store_swap_or_rollback_changes_every_watched_key_under_its_prefix() {
     assert!(w.is_dirty(), "so does a rollback");
     ks.close().unwrap();
 }
+
+/// A partition's flush in steps deletes exactly the keys of its slots, with their expiry
+/// entries, and leaves every other key.
+#[test]
+fn a_slot_range_flush_in_small_steps_deletes_exactly_its_slots() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    let (first, last) = (5461u16, 10921u16);
+    let mut mine = Vec::new();
+    let mut others = Vec::new();
+    for i in 0..200 {
+        let key = format!("k{i}");
+        let mut op = set(&ks, &key, "v");
+        if i % 3 == 0 {
+            if let OpKind::Set(s) = &mut op.kind {
+                s.expire_at_ms = Some(ks.now_ms() + 3_600_000);
+            }
+        }
+        ks.execute(op).unwrap();
+        let slot = rialto_keyspace::slot::key_slot(key.as_bytes());
+        if (first..=last).contains(&slot) {
+            mine.push(key);
+        } else {
+            others.push(key);
+        }
+    }
+    assert!(!mine.is_empty() && !others.is_empty());
+    let mut from = Bytes::new();
+    let mut steps = 0;
+    loop {
+        let step = Op::new(
+            0,
+            ks.now_ms(),
+            OpKind::FlushSlots {
+                first,
+                last,
+                from: from.clone(),
+                limit: 7,
+            },
+        );
+        steps += 1;
+        match ks.execute(step).unwrap() {
+            Value::Bulk(next) => {
+                assert!(next > from, "the cursor moves forward");
+                from = next;
+            }
+            Value::Null => break,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(
+        steps > 200 / 7,
+        "every key and expiry entry examined in steps"
+    );
+    for k in &mine {
+        assert_eq!(get(&ks, k), None, "{k}");
+    }
+    for k in &others {
+        assert_eq!(get(&ks, k), Some(b("v")), "{k}");
+    }
+    // The deleted keys' expiry entries went with them: the expiry index holds only others'.
+    let due = ks.due_expiries(0, i64::MAX, 1000).unwrap();
+    assert!(!due.is_empty());
+    for (_, _, key) in due {
+        let slot = rialto_keyspace::slot::key_slot(&key);
+        assert!(!(first..=last).contains(&slot));
+    }
+}

@@ -7,8 +7,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rialto_cluster::kafka::{Error as KafkaError, Written};
-use rialto_cluster::{slot, Node, NodeOptions, StateMachine, WriteError};
-use rialto_keyspace::{Keyspace, Op, Transaction, Value};
+use rialto_cluster::{
+    key_hash, slot, Node, NodeOptions, StateMachine, Submitted, Touches, Unsent, WriteError,
+};
+use rialto_keyspace::{Keyspace, Op, OpKind, Transaction, Value};
 use rialto_resp::Reply;
 
 use crate::client::Client;
@@ -39,6 +41,10 @@ impl StateMachine for Machine {
                     .into_iter()
                     .map(|step| match step {
                         ExecStep::Op(op) => Some(match t.apply(&op) {
+                            // A flush in a transaction runs whole and answers OK, as on one node.
+                            Ok(_) if matches!(op.kind, OpKind::FlushSlots { .. }) => {
+                                crate::reply::ok()
+                            }
                             Ok(v) => crate::reply::value(v),
                             Err(e) => crate::reply::keyspace_error(&e),
                         }),
@@ -206,6 +212,57 @@ impl Payload {
     }
 }
 
+impl Payload {
+    /// The keys the payload may change, for a guarded write's check.
+    pub fn touches(&self) -> Touches {
+        let mut keys = Vec::new();
+        let ops: Vec<&Op> = match self {
+            Payload::One(op) => vec![op],
+            Payload::Exec(steps) => steps
+                .iter()
+                .filter_map(|s| match s {
+                    ExecStep::Op(op) => Some(op),
+                    _ => None,
+                })
+                .collect(),
+        };
+        for op in ops {
+            let db = op.db;
+            let mut key = |k: &[u8]| keys.push(key_hash(db, k));
+            match &op.kind {
+                OpKind::Set(set) => key(&set.key),
+                OpKind::SetNx { key: k, .. }
+                | OpKind::GetDel { key: k }
+                | OpKind::GetEx { key: k, .. }
+                | OpKind::Append { key: k, .. }
+                | OpKind::SetRange { key: k, .. }
+                | OpKind::IncrBy { key: k, .. }
+                | OpKind::IncrByFloat { key: k, .. }
+                | OpKind::Expire { key: k, .. }
+                | OpKind::Persist { key: k } => key(k),
+                OpKind::MSet { pairs } | OpKind::MSetNx { pairs } => {
+                    pairs.iter().for_each(|(k, _)| key(k))
+                }
+                OpKind::Del { keys: ks } => ks.iter().for_each(|k| key(k)),
+                OpKind::Rename { src, dst, .. } => {
+                    key(src);
+                    key(dst);
+                }
+                OpKind::ExpireDue { entries } => {
+                    for (db, _, k) in entries {
+                        keys.push(key_hash(*db, k));
+                    }
+                }
+                OpKind::FlushStep { .. }
+                | OpKind::FlushSlots { .. }
+                | OpKind::Store(_)
+                | OpKind::Library(_) => return Touches::All,
+            }
+        }
+        Touches::Keys(keys)
+    }
+}
+
 /// A running cluster node and what the server needs to route commands.
 pub struct Cluster {
     pub node: Node<Machine>,
@@ -246,6 +303,32 @@ impl Cluster {
             base_port: cfg.port,
             partitions: c.partitions,
         })
+    }
+
+    /// Produces `payload` to partition `p` (see [`Node::submit`]).
+    pub fn submit(&self, p: u32, payload: &Payload) -> Result<Submitted<Machine>, WriteError> {
+        self.node.submit(p, &payload.encode(), payload.touches())
+    }
+
+    /// Produces `payload` to partition `p` unless a key `watch` names may have changed since
+    /// it was watched: the EXEC of a transaction that WATCHed (see [`Node::submit_guarded`]).
+    pub fn submit_watched(
+        &self,
+        p: u32,
+        payload: &Payload,
+        keyspace: &Keyspace,
+        watch: &rialto_keyspace::Watch,
+        now_ms: i64,
+    ) -> Result<Result<Submitted<Machine>, Unsent>, WriteError> {
+        let watched: Vec<u64> = watch
+            .keys()
+            .iter()
+            .map(|(db, k)| key_hash(*db, k))
+            .collect();
+        self.node
+            .submit_guarded(p, &payload.encode(), payload.touches(), &watched, || {
+                keyspace.watch_intact(watch, now_ms)
+            })
     }
 
     /// The partition a connection accepted on `port` serves.
@@ -332,10 +415,11 @@ pub fn route(
 fn unavailable(spec: &CommandSpec, handler: Handler, args: &[Bytes]) -> Option<Reply> {
     let name = spec.name;
     let refused = match name {
-        "watch" | "eval" | "evalsha" | "fcall" | "flushdb" | "flushall" | "swapdb" | "move"
-        | "function|load" | "function|delete" | "function|flush" | "function|restore" | "push"
-        | "store" => true,
+        "eval" | "evalsha" | "fcall" | "swapdb" | "move" | "function|load" | "function|delete"
+        | "function|flush" | "function|restore" | "push" | "store" => true,
         "select" => args.get(1).is_some_and(|db| &db[..] != b"0"),
+        // Through the log, a partition's slots at a time (`flush_partition`).
+        "flushdb" | "flushall" => false,
         _ => spec.has_flag("write") && !matches!(handler, Handler::Write(_)),
     };
     if !refused {
@@ -348,6 +432,64 @@ fn unavailable(spec: &CommandSpec, handler: Handler, args: &[Bytes]) -> Option<R
         "ERR '{}' is not available in cluster mode",
         name.replace('|', " ")
     )))
+}
+
+/// FLUSHDB and FLUSHALL on partition `p`'s address: the partition's slots are flushed in
+/// steps, each a record of the log (every replica deletes the same keys at the same offset);
+/// as on one node, each step is atomic and the whole is not.
+pub async fn flush_partition(c: Arc<Cluster>, p: u32, now_ms: i64) -> Reply {
+    if !c.node.is_master(p) {
+        return Reply::error("READONLY You can't write against a read only replica.");
+    }
+    let (first, last) = slot::slot_range(p, c.partitions);
+    let mut from = Bytes::new();
+    let timeout = c.node.options().write_timeout;
+    loop {
+        let op = Op::new(
+            0,
+            now_ms,
+            OpKind::FlushSlots {
+                first,
+                last,
+                from,
+                limit: rialto_keyspace::FLUSH_STEP_KEYS,
+            },
+        );
+        let submitted = match c.submit(p, &Payload::One(op)) {
+            Ok(s) => s,
+            Err(e) => return write_error(&c, &e, None),
+        };
+        match tokio::time::timeout(timeout, submitted).await {
+            Ok(Ok(((Applied::One(Ok(Value::Bulk(next))), _), _))) => from = next,
+            Ok(Ok(((Applied::One(Ok(_)), _), _))) => return crate::reply::ok(),
+            Ok(Ok(((Applied::One(Err(e)), _), _))) => return crate::reply::keyspace_error(&e),
+            Ok(Ok(((Applied::Many(_), _), _))) => {
+                return Reply::error("ERR unexpected reply to a flush step")
+            }
+            Ok(Err(e)) => return write_error(&c, &e, None),
+            Err(_) => return write_error(&c, &WriteError::TimedOut, None),
+        }
+    }
+}
+
+/// A transaction's FLUSHDB or FLUSHALL, run as the flush of partition `p`'s slots in one step.
+pub fn partition_flush_op(op: Op, p: u32, partitions: u32) -> Op {
+    match op.kind {
+        OpKind::FlushStep { .. } => {
+            let (first, last) = slot::slot_range(p, partitions);
+            Op::new(
+                0,
+                op.now_ms,
+                OpKind::FlushSlots {
+                    first,
+                    last,
+                    from: Bytes::new(),
+                    limit: u64::MAX,
+                },
+            )
+        }
+        _ => op,
+    }
 }
 
 /// The reply for a write the log did not apply.
@@ -528,6 +670,45 @@ impl KeyScope {
 mod tests {
     use super::*;
     use rialto_keyspace::OpKind;
+
+    #[test]
+    fn a_payload_touches_the_keys_its_ops_may_change_and_a_flush_touches_all() {
+        let k = |s: &'static str| Bytes::from_static(s.as_bytes());
+        let rename = Op::new(
+            0,
+            0,
+            OpKind::Rename {
+                src: k("a"),
+                dst: k("b"),
+                nx: false,
+            },
+        );
+        let flush = Op::new(
+            0,
+            0,
+            OpKind::FlushSlots {
+                first: 0,
+                last: 1,
+                from: Bytes::new(),
+                limit: 1,
+            },
+        );
+        assert_eq!(
+            Payload::One(rename.clone()).touches(),
+            Touches::Keys(vec![key_hash(0, b"a"), key_hash(0, b"b")])
+        );
+        let exec = Payload::Exec(vec![
+            ExecStep::Read(0, vec![k("GET"), k("c")]),
+            ExecStep::Op(rename),
+        ]);
+        assert_eq!(
+            exec.touches(),
+            Touches::Keys(vec![key_hash(0, b"a"), key_hash(0, b"b")]),
+            "reads change nothing"
+        );
+        assert_eq!(Payload::One(flush).touches(), Touches::All);
+        assert_ne!(key_hash(0, b"a"), key_hash(1, b"a"));
+    }
 
     #[test]
     fn payloads_round_trip_and_damage_is_refused() {

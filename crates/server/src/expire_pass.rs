@@ -69,8 +69,9 @@ fn cluster_pass(shared: &Shared, c: &crate::cluster::Cluster, batch: usize) {
     }
     for (p, entries) in by_partition {
         let op = Op::new(0, now, OpKind::ExpireDue { entries });
-        let payload = crate::cluster::Payload::One(op).encode();
-        let outcome = c.node.submit(p, &payload).and_then(|s| s.wait());
+        let outcome = c
+            .submit(p, &crate::cluster::Payload::One(op))
+            .and_then(|s| s.wait());
         match outcome {
             Ok(((crate::cluster::Applied::One(Ok(Value::Int(n))), _), _)) => {
                 shared

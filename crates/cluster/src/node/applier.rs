@@ -85,8 +85,10 @@ fn stopped<M: StateMachine>(inner: &Inner<M>, why: String) {
     for c in &inner.claimed {
         c.store(u64::MAX, Ordering::Release);
     }
-    for (_, (_, reply)) in inner.pending.lock().drain() {
-        let _ = reply.send(Err(WriteError::Stopped(why.clone())));
+    for (_, w) in inner.pending.lock().drain() {
+        if let Some(reply) = w.reply {
+            let _ = reply.send(Err(WriteError::Stopped(why.clone())));
+        }
     }
 }
 
@@ -184,8 +186,13 @@ fn publish<M: StateMachine>(
     {
         let mut pending = inner.pending.lock();
         for (seq, out) in outcomes {
-            if let Some((_, reply)) = pending.remove(&seq) {
-                let _ = reply.send(out);
+            if let Some(w) = pending.remove(&seq) {
+                if out.is_ok() {
+                    inner.settled(w.partition, seq);
+                }
+                if let Some(reply) = w.reply {
+                    let _ = reply.send(out);
+                }
             }
         }
     }

@@ -169,8 +169,53 @@ pub struct View {
 }
 
 type Reply<O> = oneshot::Sender<Result<(O, u64), WriteError>>;
-/// Writes waiting for their outcome, by sequence number, with their partition.
-type PendingWrites<O> = Mutex<HashMap<u64, (u32, Reply<O>)>>;
+/// Writes waiting for their outcome, by sequence number.
+type PendingWrites<O> = Mutex<HashMap<u64, PendingWrite<O>>>;
+
+/// A write sent and not yet applied, fenced or failed.
+struct PendingWrite<O> {
+    partition: u32,
+    /// Its writer; `None` once the writer stopped waiting (the write may still apply).
+    reply: Option<Reply<O>>,
+    touches: Touches,
+    sent: Instant,
+}
+
+/// The keys a write may change, as [`key_hash`]es (for a guarded write's check, see
+/// [`Node::submit_guarded`]), or anything in its partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Touches {
+    Keys(Vec<u64>),
+    All,
+}
+
+impl Touches {
+    fn meets(&self, keys: &[u64]) -> bool {
+        match self {
+            Touches::All => true,
+            Touches::Keys(mine) => mine.iter().any(|k| keys.contains(k)),
+        }
+    }
+}
+
+/// A key's hash for [`Touches`]: equal keys, equal hashes, within this process.
+pub fn key_hash(db: u8, key: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    db.hash(&mut h);
+    key.hash(&mut h);
+    h.finish()
+}
+
+/// Why a guarded write was not sent (see [`Node::submit_guarded`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unsent {
+    /// A write that may change a watched key is ahead of it, or the guard said no.
+    Changed,
+    /// A write of this node's to the partition failed without saying whether the log took it:
+    /// until a later write of this node's is applied there, nothing is known of it.
+    Unsettled,
+}
 
 struct Inner<M: StateMachine> {
     opts: NodeOptions,
@@ -182,6 +227,9 @@ struct Inner<M: StateMachine> {
     /// numbers leave in send order.
     seq: Mutex<u64>,
     pending: PendingWrites<M::Output>,
+    /// Per partition: the highest sequence number of a write of this node's whose fate is
+    /// unknown (0: none), until a later one is applied.
+    unsettled: Vec<AtomicU64>,
     /// Per partition: the epoch this node writes under, `u64::MAX` when it is not master.
     claimed: Vec<AtomicU64>,
     /// Per partition: whether the group gave it to this node.
@@ -240,6 +288,7 @@ impl<M: StateMachine> Node<M> {
             producer,
             seq: Mutex::new(0),
             pending: Mutex::new(HashMap::new()),
+            unsettled: (0..n).map(|_| AtomicU64::new(0)).collect(),
             claimed: (0..n).map(|_| AtomicU64::new(u64::MAX)).collect(),
             assigned: (0..n).map(|_| AtomicBool::new(false)).collect(),
             view: RwLock::new(view),
@@ -315,10 +364,63 @@ impl<M: StateMachine> Node<M> {
             .is_some_and(|c| c.load(Ordering::Acquire) != u64::MAX)
     }
 
-    /// Produces a write to partition `p`; the future resolves to the state machine's output
-    /// and the record's offset once this node has applied it there, or to why it was not
-    /// applied.
-    pub fn submit(&self, p: u32, payload: &[u8]) -> Result<Submitted<M>, WriteError> {
+    /// Produces a write to partition `p`, which may change the keys `touches` names; the
+    /// future resolves to the state machine's output and the record's offset once this node
+    /// has applied it there, or to why it was not applied.
+    pub fn submit(
+        &self,
+        p: u32,
+        payload: &[u8],
+        touches: Touches,
+    ) -> Result<Submitted<M>, WriteError> {
+        self.send(p, payload, touches, |_| {
+            Ok::<(), std::convert::Infallible>(())
+        })
+        .map(|r| match r {
+            Ok(s) => s,
+            Err(never) => match never {},
+        })
+    }
+
+    /// Produces a write to partition `p` only if no write this node sent there before it may
+    /// have changed one of the keys `watched` (hashes, see [`key_hash`]) since the node applied
+    /// its claim, and `guard` (asked last, in the order writes are sent) agrees. Every change
+    /// ordered before the write is then either applied here, where `guard` sees it, or still
+    /// on its way and named by its [`Touches`]: Redis's WATCH over the log.
+    pub fn submit_guarded(
+        &self,
+        p: u32,
+        payload: &[u8],
+        touches: Touches,
+        watched: &[u64],
+        guard: impl FnOnce() -> bool,
+    ) -> Result<Result<Submitted<M>, Unsent>, WriteError> {
+        self.send(p, payload, touches, |claim_applied| {
+            // The previous master's records up to the claim may not be applied yet.
+            if !claim_applied {
+                return Err(Unsent::Changed);
+            }
+            // The writes ahead are looked at before the guard: one applied in between
+            // leaves the pending set only after its changes are visible to the guard.
+            if let Some(why) = self.inner.ahead_of(p, watched) {
+                return Err(why);
+            }
+            if !guard() {
+                return Err(Unsent::Changed);
+            }
+            Ok(())
+        })
+    }
+
+    /// Sends a write to `p` if `check` (told whether this node applied its claim, and asked
+    /// in the order writes are sent) agrees.
+    fn send<E>(
+        &self,
+        p: u32,
+        payload: &[u8],
+        touches: Touches,
+        check: impl FnOnce(bool) -> Result<(), E>,
+    ) -> Result<Result<Submitted<M>, E>, WriteError> {
         let inner = &self.inner;
         let epoch = inner
             .claimed
@@ -328,24 +430,39 @@ impl<M: StateMachine> Node<M> {
         if epoch == u64::MAX {
             return Err(WriteError::NotMaster);
         }
-        if let Some(f) = &inner.view.read().failed {
-            return Err(WriteError::Stopped(f.clone()));
-        }
+        let claim_applied = {
+            let v = inner.view.read();
+            if let Some(f) = &v.failed {
+                return Err(WriteError::Stopped(f.clone()));
+            }
+            v.applied.get(p as usize).is_some_and(|&next| next > epoch)
+        };
         let (tx, rx) = oneshot::channel();
         let mut next = inner.seq.lock();
+        if let Err(e) = check(claim_applied) {
+            return Ok(Err(e));
+        }
         *next += 1;
         let seq = *next;
-        inner.pending.lock().insert(seq, (p, tx));
+        inner.pending.lock().insert(
+            seq,
+            PendingWrite {
+                partition: p,
+                reply: Some(tx),
+                touches,
+                sent: Instant::now(),
+            },
+        );
         let rec = record::write(epoch, inner.incarnation, seq, payload);
         match inner.producer.send(&inner.opts.topic, p, None, &rec) {
             Ok(delivery) => {
                 drop(next);
-                Ok(Submitted {
+                Ok(Ok(Submitted {
                     inner: Arc::clone(inner),
                     seq,
                     rx,
                     delivery: Some(delivery),
-                })
+                }))
             }
             Err(error) => {
                 inner.pending.lock().remove(&seq);
@@ -377,8 +494,10 @@ impl<M: StateMachine> Node<M> {
             let _ = t.join();
         }
         let _ = self.inner.producer.flush(Duration::from_secs(1));
-        for (_, (_, reply)) in self.inner.pending.lock().drain() {
-            let _ = reply.send(Err(WriteError::Stopped("the node stopped".into())));
+        for (_, w) in self.inner.pending.lock().drain() {
+            if let Some(reply) = w.reply {
+                let _ = reply.send(Err(WriteError::Stopped("the node stopped".into())));
+            }
         }
     }
 }
@@ -396,13 +515,52 @@ impl<M: StateMachine> Inner<M> {
         let mut pending = self.pending.lock();
         let seqs: Vec<u64> = pending
             .iter()
-            .filter(|(_, (q, _))| *q == p)
+            .filter(|(_, w)| w.partition == p)
             .map(|(s, _)| *s)
             .collect();
         for s in seqs {
-            if let Some((_, reply)) = pending.remove(&s) {
+            if let Some(reply) = pending.remove(&s).and_then(|w| w.reply) {
                 let _ = reply.send(Err(WriteError::Fenced));
             }
+        }
+        self.unsettled[p as usize].store(0, Ordering::Release);
+    }
+
+    /// Why a guarded write to `p` watching `watched` must not go: a write of this node's ahead
+    /// of it may change a watched key, or one's fate is unknown. A write whose writer stopped
+    /// waiting and that stays unresolved past twice the write timeout is given up on here
+    /// (its delivery report went with its writer) and leaves the partition unsettled.
+    fn ahead_of(&self, p: u32, watched: &[u64]) -> Option<Unsent> {
+        let mut pending = self.pending.lock();
+        let stale = self.opts.write_timeout * 2;
+        let mut changed = false;
+        pending.retain(|&seq, w| {
+            if w.partition != p {
+                return true;
+            }
+            if w.reply.is_none() && w.sent.elapsed() > stale {
+                self.unsettled[p as usize].fetch_max(seq, Ordering::AcqRel);
+                return false;
+            }
+            changed |= w.touches.meets(watched);
+            true
+        });
+        if self.unsettled[p as usize].load(Ordering::Acquire) != 0 {
+            Some(Unsent::Unsettled)
+        } else if changed {
+            Some(Unsent::Changed)
+        } else {
+            None
+        }
+    }
+
+    /// A write of this node's to `p` applied with sequence number `seq`: the writes before it
+    /// whose fate was unknown are settled (a producer's records reach a partition in order).
+    fn settled(&self, p: u32, seq: u64) {
+        let u = &self.unsettled[p as usize];
+        let was = u.load(Ordering::Acquire);
+        if was != 0 && seq > was {
+            let _ = u.compare_exchange(was, 0, Ordering::AcqRel, Ordering::Acquire);
         }
     }
 }
@@ -438,7 +596,12 @@ impl<M: StateMachine> Future for Submitted<M> {
             if let Poll::Ready(r) = Pin::new(d).poll(cx) {
                 self.delivery = None;
                 if let Err(e) = r {
-                    self.inner.pending.lock().remove(&self.seq);
+                    if let Some(w) = self.inner.pending.lock().remove(&self.seq) {
+                        if e.written != Written::No || !matches!(e.error, kafka::Error::QueueFull) {
+                            self.inner.unsettled[w.partition as usize]
+                                .fetch_max(self.seq, Ordering::AcqRel);
+                        }
+                    }
                     // librdkafka judges "not written" by the last attempt alone; an earlier
                     // attempt may sit in the leader's log uncommitted and be committed later
                     // (a follower's death under an in-flight write). Once the record left
@@ -460,8 +623,12 @@ impl<M: StateMachine> Future for Submitted<M> {
 }
 
 impl<M: StateMachine> Drop for Submitted<M> {
+    /// The write stays known as pending (it may still apply and change its keys); only its
+    /// writer is gone.
     fn drop(&mut self) {
-        self.inner.pending.lock().remove(&self.seq);
+        if let Some(w) = self.inner.pending.lock().get_mut(&self.seq) {
+            w.reply = None;
+        }
     }
 }
 

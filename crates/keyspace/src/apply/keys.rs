@@ -149,6 +149,53 @@ pub(super) fn flush_step(
     Ok(Value::Int(deleted))
 }
 
+/// One step of a cluster partition's flush ([`crate::OpKind::FlushSlots`]).
+pub(super) fn flush_slots(
+    tx: &mut TxnContext<'_, Db>,
+    stores: &Stores,
+    (first, last): (u16, u16),
+    from: &[u8],
+    limit: u64,
+) -> Result<Value> {
+    let in_slots = |user: &[u8]| (first..=last).contains(&crate::slot::key_slot(user));
+    stores.watches.flushed(0, false);
+    let mut left = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut last_seen: Option<Vec<u8>> = None;
+    for (lo, hi) in [layout::data_range(0), layout::expiry_range(0)] {
+        // Resume just after `from`.
+        let lo = if from.is_empty() || from < lo.as_slice() {
+            lo
+        } else {
+            let mut after = from.to_vec();
+            after.push(0);
+            after
+        };
+        if lo >= hi || left == 0 {
+            continue;
+        }
+        let keys = tx.first_keys(&lo, &hi, left)?;
+        left -= keys.len();
+        for k in keys {
+            let user = if k.first() == Some(&layout::DATA) {
+                k.get(2..)
+            } else {
+                layout::parse_expiry_key(&k).map(|(_, _, user)| user)
+            };
+            if let Some(user) = user.filter(|u| in_slots(u)) {
+                if k.first() == Some(&layout::DATA) && stores.watches.any() {
+                    stores.watches.touch_watched(0, user, true);
+                }
+                tx.delete(&k);
+            }
+            last_seen = Some(k);
+        }
+        if left == 0 {
+            return Ok(last_seen.map_or(Value::Null, |k| Value::Bulk(Bytes::from(k))));
+        }
+    }
+    Ok(Value::Null)
+}
+
 /// The database and user key an engine key a flush deletes holds, for WATCH: a data key, or
 /// a store version's key (database 0). Expiry-index keys hold none.
 fn watched_key_of(engine_key: &[u8]) -> Option<(u8, &[u8])> {

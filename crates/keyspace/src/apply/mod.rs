@@ -30,6 +30,12 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
     let r = match &op.kind {
         OpKind::Store(s) => catalog::apply(tx, stores, op.now_ms, s),
         OpKind::FlushStep { all, limit } => keys::flush_step(tx, stores, op.db, *all, *limit),
+        OpKind::FlushSlots {
+            first,
+            last,
+            from,
+            limit,
+        } => keys::flush_slots(tx, stores, (*first, *last), from, *limit),
         OpKind::Library(l) => crate::library::apply(tx, l),
         kind => {
             let catalog = stores.exec_catalog();
@@ -68,8 +74,9 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         OpKind::Persist { key } => keys::persist(k, key),
         OpKind::Rename { src, dst, nx } => keys::rename(k, src, dst, *nx),
         OpKind::ExpireDue { entries } => keys::expire_due(k, entries),
-        OpKind::Store(_) | OpKind::FlushStep { .. } | OpKind::Library(_) => {
-            Err(crate::error::Error::BadOp("not a key-level op"))
-        }
+        OpKind::Store(_)
+        | OpKind::FlushStep { .. }
+        | OpKind::FlushSlots { .. }
+        | OpKind::Library(_) => Err(crate::error::Error::BadOp("not a key-level op")),
     }
 }

@@ -33,6 +33,7 @@
 //!  23 LibraryDelete name: string
 //!  24 LibraryFlush
 //!  25 LibraryRestore policy: u8 (0 append, 1 replace, 2 flush) | n: u64 | library*n
+//!  26 FlushSlots   first: u16 LE | last: u16 LE | from | limit: u64
 //!  library := name: string | n: u64 | function: string * n | code
 //! ```
 //!
@@ -184,6 +185,18 @@ impl Op {
             OpKind::FlushStep { all, limit } => {
                 w.u8(21);
                 w.u8(u8::from(*all));
+                w.u64(*limit);
+            }
+            OpKind::FlushSlots {
+                first,
+                last,
+                from,
+                limit,
+            } => {
+                w.u8(26);
+                w.u16(*first);
+                w.u16(*last);
+                w.bytes(from);
                 w.u64(*limit);
             }
             OpKind::Library(LibraryOp::Put { lib, replace }) => {
@@ -408,6 +421,12 @@ impl Op {
                 all: r.bool()?,
                 limit: r.u64()?,
             },
+            26 => OpKind::FlushSlots {
+                first: r.u16()?,
+                last: r.u16()?,
+                from: r.bytes()?,
+                limit: r.u64()?,
+            },
             22 => OpKind::Library(LibraryOp::Put {
                 lib: r.library()?,
                 replace: r.bool()?,
@@ -446,6 +465,10 @@ impl Writer {
     }
 
     fn i64(&mut self, v: i64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+
+    fn u16(&mut self, v: u16) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
 
@@ -494,6 +517,14 @@ impl Reader<'_> {
             1 => Ok(true),
             _ => Err(Error::BadOp("bad flag")),
         }
+    }
+
+    fn u16(&mut self) -> Result<u16> {
+        let b: [u8; 2] = self
+            .take(2)?
+            .try_into()
+            .map_err(|_| Error::BadOp("truncated"))?;
+        Ok(u16::from_le_bytes(b))
     }
 
     fn i64(&mut self) -> Result<i64> {

@@ -205,6 +205,20 @@ pub enum OpKind {
         /// Most keys this step deletes.
         limit: u64,
     },
+    /// A cluster partition's FLUSHDB, in steps: examines up to `limit` keys of database 0's
+    /// data and expiry index, in key order after the engine key `from` (empty: from the
+    /// start), and deletes those whose key's hash slot is in `first..=last`. Replies the last
+    /// engine key examined, where the next step starts, or null once the ranges are done.
+    FlushSlots {
+        /// The first slot flushed.
+        first: u16,
+        /// The last slot flushed.
+        last: u16,
+        /// The engine key the previous step ended at.
+        from: Bytes,
+        /// Most keys this step examines.
+        limit: u64,
+    },
     /// A change of the store catalog.
     Store(StoreOp),
     /// A change to the stored function libraries (FUNCTION LOAD, DELETE, FLUSH, RESTORE).

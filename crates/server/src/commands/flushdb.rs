@@ -4,7 +4,8 @@
 //! durability).
 //!
 //! A write that another client had in flight may land before or after the flush, exactly as
-//! its acknowledgement and the flush's are ordered by the journal.
+//! its acknowledgement and the flush's are ordered by the journal. In cluster mode an address
+//! flushes its partition's slots, in steps through the log (`cluster::flush_partition`).
 
 use std::sync::Arc;
 
@@ -105,6 +106,12 @@ fn flush(ctx: &mut Ctx<'_>, args: &[Bytes], db: Option<u8>) -> Outcome {
         return Outcome::Reply(r);
     }
     let shared = Arc::clone(ctx.shared);
+    if let Some(c) = shared.cluster.clone() {
+        // An address flushes the slots it serves, as a Redis Cluster node does.
+        let p = c.partition_of_port(ctx.client.handle.laddr.port());
+        let now_ms = shared.now_ms();
+        return Outcome::Later(Box::pin(crate::cluster::flush_partition(c, p, now_ms)));
+    }
     Outcome::Later(Box::pin(async move {
         let job = tokio::task::spawn_blocking(move || shared.keyspace.flush(db));
         match job.await {

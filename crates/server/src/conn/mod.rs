@@ -837,10 +837,8 @@ fn remote_write(
     finish: impl FnOnce(Reply, Duration, Option<(u32, u64)>) -> Executed + Send + 'static,
 ) -> Result<Pin<Box<dyn Future<Output = Executed> + Send>>, Reply> {
     let p = at.map_or(partition, |(_, p)| p);
-    let payload = crate::cluster::Payload::One(op.clone()).encode();
     let submitted = c
-        .node
-        .submit(p, &payload)
+        .submit(p, &crate::cluster::Payload::One(op.clone()))
         .map_err(|e| crate::cluster::write_error(&c, &e, at))?;
     Ok(Box::pin(async move {
         let timeout = c.node.options().write_timeout;

@@ -368,12 +368,16 @@ impl Connection {
         after: Vec<(usize, Handler, Vec<Bytes>)>,
     ) -> Reply {
         use crate::cluster::{Applied, ExecStep, Payload};
+        let p = at.map_or(self.partition, |(_, p)| p);
         let mut replies: Vec<Option<Reply>> = Vec::with_capacity(steps.len());
         let mut logged = Vec::with_capacity(steps.len());
         for step in steps {
             let (reply, logged_step) = match step {
                 Step::Done(r) => (Some(r), ExecStep::Elsewhere),
-                Step::Op(op) => (None, ExecStep::Op(op)),
+                Step::Op(op) => (
+                    None,
+                    ExecStep::Op(crate::cluster::partition_flush_op(op, p, c.partitions)),
+                ),
                 Step::Read(_, db, args, _) => (None, ExecStep::Read(db, args)),
                 Step::After => (Some(Reply::Null), ExecStep::Elsewhere),
                 Step::Script(..) | Step::Scripts(..) | Step::Library(..) => (
@@ -386,11 +390,16 @@ impl Connection {
             replies.push(reply);
             logged.push(logged_step);
         }
-        let p = at.map_or(self.partition, |(_, p)| p);
-        let payload = Payload::Exec(logged).encode();
-        let outcome = match c.node.submit(p, &payload) {
+        let payload = Payload::Exec(logged);
+        let submitted = match self.watch.take().filter(|w| !w.is_empty()) {
+            None => c.submit(p, &payload).map(Some),
+            Some(watch) => submit_watched(&self.shared, &c, p, &payload, &watch).await,
+        };
+        let outcome = match submitted {
             Err(e) => Err(e),
-            Ok(s) => {
+            // A watched key changed (or may have): the transaction does not run.
+            Ok(None) => return Reply::NullArray,
+            Ok(Some(s)) => {
                 let timeout = c.node.options().write_timeout;
                 tokio::time::timeout(timeout, s)
                     .await
@@ -503,4 +512,34 @@ impl Connection {
             None => crate::wake::relayed(h).await,
         }
     }
+}
+
+/// Sends a watched transaction's record unless a watched key changed (`None`). A write of
+/// this node's to the partition whose fate is unknown blocks the check; an empty record
+/// behind it settles that (it is applied after it, or the other never is), then the check
+/// runs once more.
+async fn submit_watched(
+    shared: &crate::server::Shared,
+    c: &crate::cluster::Cluster,
+    p: u32,
+    payload: &crate::cluster::Payload,
+    watch: &rialto_keyspace::Watch,
+) -> Result<Option<rialto_cluster::Submitted<crate::cluster::Machine>>, rialto_cluster::WriteError>
+{
+    use rialto_cluster::Unsent;
+    for attempt in 0..2 {
+        let now_ms = shared.now_ms();
+        match c.submit_watched(p, payload, &shared.keyspace, watch, now_ms)? {
+            Ok(s) => return Ok(Some(s)),
+            Err(Unsent::Unsettled) if attempt == 0 => {
+                let barrier = c.submit(p, &crate::cluster::Payload::Exec(Vec::new()))?;
+                let timeout = c.node.options().write_timeout;
+                if !matches!(tokio::time::timeout(timeout, barrier).await, Ok(Ok(_))) {
+                    return Ok(None);
+                }
+            }
+            Err(_) => return Ok(None),
+        }
+    }
+    Ok(None)
 }
