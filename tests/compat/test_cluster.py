@@ -432,3 +432,61 @@ def test_flushall_on_an_address_flushes_its_slots_on_every_replica_and_no_others
     # The cluster client's FLUSHALL reaches every master.
     rc.flushall()
     assert all(rc.get(k) is None for ks in keys.values() for k in ks)
+
+
+def test_scripts_run_as_one_record_alike_on_every_replica(cluster):
+    key = key_in(10922, 16383, "lua")
+    tag = "{" + key + "}"
+    mport, replicas = master_of(node_port(1), key_slot(key.encode()))
+    m = redis.Redis(port=mport)
+    # The applied result is the reply; random numbers and TIME are the record's, so every
+    # replica writes what the master wrote.
+    body = ("redis.call('SET', KEYS[1], math.random(1, 1000000000) .. ':' .. math.random() .. ':' "
+            ".. redis.call('TIME')[1]) return redis.call('INCRBY', KEYS[2], ARGV[1])")
+    assert m.eval(body, 2, f"{tag}:r", f"{tag}:n", 5) == 5
+    assert m.eval(body, 2, f"{tag}:r", f"{tag}:n", 5) == 10
+    want = m.get(f"{tag}:r")
+    for port in replicas:
+        r = redis.Redis(port=port)
+        r.execute_command("READONLY")
+        wait_for(lambda: r.get(f"{tag}:n") == b"10", 10, "the replica to apply the script")
+        assert r.get(f"{tag}:r") == want
+        # A read-only script runs on a replica that serves reads.
+        assert r.eval_ro("return redis.call('GET', KEYS[1])", 1, f"{tag}:n") == b"10"
+    # EVALSHA resolves the body on the master: replicas never need the script cache.
+    sha = m.script_load("return redis.call('INCR', KEYS[1])")
+    assert m.evalsha(sha, 1, f"{tag}:n") == 11
+    with pytest.raises(redis.exceptions.NoScriptError):
+        m.evalsha("0" * 40, 1, f"{tag}:n")
+    # Keys of another partition, or keys called but in no slot of this one, are refused.
+    far = key_in(0, 5460, "far")
+    with pytest.raises(redis.ResponseError, match="non local key"):
+        m.eval("return redis.call('SET', ARGV[1], 1)", 1, f"{tag}:n", far)
+    with pytest.raises(redis.ResponseError, match="^MOVED"):
+        redis.Redis(port=replicas[0]).eval("return 1", 1, f"{tag}:n")
+    # A runaway script stops at its instruction budget, at the same instruction everywhere,
+    # and the partition goes on.
+    m.config_set("cluster-script-max-instructions", 1_000_000)
+    try:
+        with pytest.raises(redis.ResponseError, match="instruction budget"):
+            m.eval("redis.call('INCR', KEYS[1]) while true do end", 1, f"{tag}:n")
+    finally:
+        m.config_set("cluster-script-max-instructions", 500_000_000)
+    assert m.incr(f"{tag}:n") == 13
+    for port in replicas:
+        r = redis.Redis(port=port)
+        r.execute_command("READONLY")
+        wait_for(lambda: r.get(f"{tag}:n") == b"13", 10, "the replica to pass the stopped script")
+
+
+def test_redis_py_lock_works_through_the_cluster_client(cluster):
+    rc = RedisCluster(host="127.0.0.1", port=node_port(1))
+    lock = rc.lock("resource-lock", timeout=10, blocking_timeout=1)
+    assert lock.acquire()
+    other = rc.lock("resource-lock", timeout=10, blocking_timeout=0.2)
+    assert not other.acquire()
+    assert lock.extend(5)
+    lock.release()
+    assert other.acquire()
+    other.release()
+    assert rc.get("resource-lock") is None

@@ -646,6 +646,12 @@ impl Transaction<'_, '_> {
         self.now_ms
     }
 
+    /// Judges expiry at `now_ms` from here on, and gives it as [`Transaction::now_ms`]: a
+    /// replicated record's own time, so that every replica judges its reads alike.
+    pub fn set_now_ms(&mut self, now_ms: i64) {
+        self.now_ms = now_ms;
+    }
+
     /// Stores `state` as the replicated log's state of `partition` (opaque bytes, the
     /// position the records this transaction applies lead to), durable with them.
     pub fn set_log_state(&mut self, partition: u32, state: &[u8]) {

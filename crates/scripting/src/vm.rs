@@ -19,8 +19,12 @@ use rialto_resp::Reply;
 
 use crate::convert::{lua_to_reply, reply_to_lua};
 
-/// Lua instructions between two checks of the time limit and of SCRIPT KILL.
+/// Lua instructions between two checks of the time limit and of SCRIPT KILL (and between
+/// two ticks of a replicated script's instruction budget).
 const HOOK_EVERY: u32 = 100_000;
+
+/// Scripts a replicated interpreter keeps compiled; past it the cache starts again.
+const REPLICATED_CACHE_MAX: usize = 10_000;
 
 /// What a script's `redis.call` reaches: the server's commands, inside the script's
 /// transaction.
@@ -68,13 +72,21 @@ pub(crate) struct Running {
     started_ms: AtomicU64,
     /// `lua-time-limit`, milliseconds (0: never busy).
     limit_ms: AtomicU64,
+    /// A replicated interpreter: no clock, no SCRIPT KILL; an instruction budget instead.
+    replicated: bool,
+    /// Replicated: hook ticks ([`HOOK_EVERY`] instructions each) this run may take (0: no
+    /// limit), and those it took.
+    budget_ticks: AtomicU64,
+    ticks: AtomicU64,
 }
 
 pub(crate) struct Vm {
     pub(crate) lua: Lua,
-    /// Cached scripts, by lowercase SHA1 hex.
-    /// Cached scripts: the chunk, and whether its shebang declared `no-writes`.
-    cache: HashMap<[u8; 40], (Function, bool)>,
+    /// Cached scripts by lowercase SHA1 hex: the chunk, whether its shebang declared
+    /// `no-writes`, and its body.
+    cache: HashMap<[u8; 40], (Function, bool, Bytes)>,
+    /// Replicated: reseeds `math.random` (its own generator, not the C library's).
+    reseed: Option<Function>,
     /// The environment scripts run in (read-only globals).
     pub(crate) env: Table,
     /// The environment function libraries run in, and the table naming their `redis`.
@@ -123,7 +135,23 @@ impl Scripts {
     /// interpreter's memory is capped at `memory_limit` bytes (`lua-memory-limit`; 0: none):
     /// an allocation beyond it is a script error ("not enough memory"), never the process's.
     pub fn new(limit_ms: u64, memory_limit: usize) -> Result<Scripts, mlua::Error> {
-        let running = Arc::new(Running::default());
+        Self::with(limit_ms, memory_limit, false)
+    }
+
+    /// An interpreter for scripts that every replica runs at the same place in a log, which
+    /// must give every replica the same result: `math.random` is a generator of its own,
+    /// seeded alike before each script; nothing reads a clock; the time a script may run is
+    /// bounded by a count of instructions ([`Scripts::run_replicated`]), not by time, and
+    /// SCRIPT KILL does not reach it.
+    pub fn new_replicated(memory_limit: usize) -> Result<Scripts, mlua::Error> {
+        Self::with(0, memory_limit, true)
+    }
+
+    fn with(limit_ms: u64, memory_limit: usize, replicated: bool) -> Result<Scripts, mlua::Error> {
+        let running = Arc::new(Running {
+            replicated,
+            ..Running::default()
+        });
         running.limit_ms.store(limit_ms, Ordering::Relaxed);
         let epoch = Instant::now();
         let vm = Mutex::new(Vm::new(Arc::clone(&running), epoch, memory_limit)?);
@@ -166,6 +194,16 @@ impl Scripts {
         Ok(sha)
     }
 
+    /// The body of the cached script `sha` (any case).
+    pub fn source(&self, sha: &[u8]) -> Option<Bytes> {
+        let s = lower_sha(sha)?;
+        self.vm
+            .lock()
+            .cache
+            .get(&s)
+            .map(|(_, _, body)| body.clone())
+    }
+
     /// SCRIPT EXISTS for one SHA1 (any case).
     pub fn exists(&self, sha: &[u8]) -> bool {
         lower_sha(sha).is_some_and(|s| self.vm.lock().cache.contains_key(&s))
@@ -201,7 +239,7 @@ impl Scripts {
             }
             Source::Sha(s) => match lower_sha(s).and_then(|s| Some((s, vm.cache.get(&s)?.clone())))
             {
-                Some(found) => found,
+                Some((sha, (f, no_writes, _))) => (sha, (f, no_writes)),
                 None => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
             },
         };
@@ -210,6 +248,42 @@ impl Scripts {
         }
         let label = String::from_utf8_lossy(&sha).into_owned();
         self.run_in(&mut vm, &label, "user_script", f, false, keys, argv, host)
+    }
+
+    /// Runs `body` in a replicated interpreter ([`Scripts::new_replicated`]) with at most
+    /// `max_instructions` Lua instructions (rounded up to the hook's granularity; 0: no
+    /// limit): past it the script stops with an error, at the same instruction on every
+    /// replica. The random generator is seeded alike before it.
+    pub fn run_replicated(
+        &self,
+        body: &[u8],
+        keys: &[Bytes],
+        argv: &[Bytes],
+        host: &mut dyn Host,
+        max_instructions: u64,
+    ) -> Reply {
+        let mut vm = self.vm.lock();
+        if vm.cache.len() >= REPLICATED_CACHE_MAX {
+            vm.cache.clear();
+        }
+        let r = &self.running;
+        r.budget_ticks.store(
+            max_instructions.div_ceil(u64::from(HOOK_EVERY)),
+            Ordering::Relaxed,
+        );
+        r.ticks.store(0, Ordering::Relaxed);
+        // Re-set, the hook's instruction count starts again: every replica's first tick falls
+        // at the same instruction of this script, whatever ran before.
+        install_hook(&vm.lua, Arc::clone(r), self.epoch);
+        if let Some(reseed) = &vm.reseed {
+            if let Err(e) = reseed.call::<()>(()) {
+                return Reply::Error(Bytes::from(format!(
+                    "ERR internal error seeding the script: {e}"
+                )));
+            }
+        }
+        drop(vm);
+        self.run(Source::Body(body), keys, argv, host)
     }
 
     /// Runs `f` as the running script: SCRIPT KILL and the time limit see it.
@@ -243,6 +317,38 @@ impl Scripts {
         r.busy.store(false, Ordering::Release);
         reply
     }
+}
+
+/// Checks, every [`HOOK_EVERY`] instructions, SCRIPT KILL and the time limit; or, in a
+/// replicated interpreter, the run's instruction budget alone.
+fn install_hook(lua: &Lua, running: Arc<Running>, epoch: Instant) {
+    lua.set_hook(
+        HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+        move |_, _| {
+            if running.replicated {
+                let ticks = running.ticks.fetch_add(1, Ordering::Relaxed) + 1;
+                let budget = running.budget_ticks.load(Ordering::Relaxed);
+                if budget != 0 && ticks >= budget {
+                    return Err(mlua::Error::runtime(
+                        "ERR Script exceeded the instruction budget of a replicated script",
+                    ));
+                }
+                return Ok(VmState::Continue);
+            }
+            if running.kill.load(Ordering::Acquire) {
+                return Err(mlua::Error::runtime(
+                    "ERR Script killed by user with SCRIPT KILL...",
+                ));
+            }
+            let limit = running.limit_ms.load(Ordering::Relaxed);
+            let now = epoch.elapsed().as_millis() as u64;
+            let started = running.started_ms.load(Ordering::Relaxed);
+            if limit != 0 && now.saturating_sub(started) >= limit {
+                running.busy.store(true, Ordering::Release);
+            }
+            Ok(VmState::Continue)
+        },
+    );
 }
 
 /// A script's shebang line (`#!lua flags=no-writes,...`): whether it declares `no-writes`,
@@ -425,6 +531,43 @@ impl Vm {
         )
         .set_name("=rialto")
         .exec()?;
+        // A replicated interpreter's `math.random`: Lua 5.1's formulas over the minimal
+        // standard generator (exact in doubles), instead of the C library's process-wide
+        // `rand`, and reseeded before each script.
+        let reseed = if running.replicated {
+            let math: Table = globals.raw_get("math")?;
+            Some(
+                lua.load(
+                    r#"
+                    local math = ...
+                    local floor, tonumber, error = math.floor, tonumber, error
+                    local state = 1
+                    local function step()
+                        state = (state * 16807) % 2147483647
+                        return (state - 1) / 2147483646
+                    end
+                    math.randomseed = function(seed)
+                        state = floor(tonumber(seed) or 0) % 2147483646 + 1
+                    end
+                    math.random = function(m, n)
+                        local r = step()
+                        if m == nil then return r end
+                        if n == nil then
+                            if m < 1 then error("bad argument #1 to 'random' (interval is empty)", 2) end
+                            return floor(r * m) + 1
+                        end
+                        if m > n then error("bad argument #2 to 'random' (interval is empty)", 2) end
+                        return floor(r * (n - m + 1)) + m
+                    end
+                    return function() state = 1 end
+                    "#,
+                )
+                .set_name("=rialto")
+                .call::<Function>(math)?,
+            )
+        } else {
+            None
+        };
         let redis = crate::api::redis_table(&lua)?;
         bind_server_functions(&lua, &redis)?;
         globals.raw_set("redis", redis.clone())?;
@@ -500,26 +643,11 @@ impl Vm {
             )
             .set_name("=rialto")
             .call((globals.clone(), fstate.clone()))?;
-        lua.set_hook(
-            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-            move |_, _| {
-                if running.kill.load(Ordering::Acquire) {
-                    return Err(mlua::Error::runtime(
-                        "ERR Script killed by user with SCRIPT KILL...",
-                    ));
-                }
-                let limit = running.limit_ms.load(Ordering::Relaxed);
-                let now = epoch.elapsed().as_millis() as u64;
-                let started = running.started_ms.load(Ordering::Relaxed);
-                if limit != 0 && now.saturating_sub(started) >= limit {
-                    running.busy.store(true, Ordering::Release);
-                }
-                Ok(VmState::Continue)
-            },
-        );
+        install_hook(&lua, running, epoch);
         Ok(Vm {
             lua,
             cache: HashMap::new(),
+            reseed,
             env,
             fenv,
             fstate,
@@ -532,8 +660,8 @@ impl Vm {
     }
 
     fn compile(&mut self, sha: &[u8; 40], body: &[u8]) -> Result<(Function, bool), Reply> {
-        if let Some(f) = self.cache.get(sha) {
-            return Ok(f.clone());
+        if let Some((f, no_writes, _)) = self.cache.get(sha) {
+            return Ok((f.clone(), *no_writes));
         }
         let (no_writes, code) = match body.strip_prefix(b"#!") {
             Some(_) => {
@@ -558,7 +686,8 @@ impl Vm {
                     one_line(&lua_message(&e))
                 )))
             })?;
-        self.cache.insert(*sha, (f.clone(), no_writes));
+        self.cache
+            .insert(*sha, (f.clone(), no_writes, Bytes::copy_from_slice(body)));
         Ok((f, no_writes))
     }
 
@@ -1001,6 +1130,49 @@ mod tests {
         assert_eq!(
             eval(&s, &mut h, "return redis.sha1hex('')", &[], &[]),
             Reply::bulk("da39a3ee5e6b4b0d3255bfef95601890afd80709")
+        );
+    }
+
+    #[test]
+    fn a_replicated_interpreter_gives_the_same_results_whatever_ran_before() {
+        let body = b"local t = {} for i = 1, 5 do t[i] = math.random(1, 1000000) end \
+                     t[6] = tostring(math.random()) return t";
+        let a = Scripts::new_replicated(64 << 20).unwrap();
+        let b = Scripts::new_replicated(64 << 20).unwrap();
+        let mut h = MapHost::default();
+        // `b` has run other scripts, and drawn numbers, first.
+        for _ in 0..3 {
+            b.run_replicated(b"return math.random(10)", &[], &[], &mut h, 0);
+        }
+        let ra = a.run_replicated(body, &[], &[], &mut h, 0);
+        let rb = b.run_replicated(body, &[], &[], &mut h, 0);
+        assert_eq!(ra, rb);
+        assert!(matches!(&ra, Reply::Array(v) if v.len() == 6), "{ra:?}");
+        assert_eq!(a.run_replicated(body, &[], &[], &mut h, 0), ra, "reseeded");
+        assert_eq!(a.source(&sha1_hex(body)).as_deref(), Some(&body[..]));
+        let empty = a.run_replicated(b"return math.random(0)", &[], &[], &mut h, 0);
+        assert!(matches!(&empty, Reply::Error(e) if e.windows(8).any(|w| w == b"interval")));
+    }
+
+    #[test]
+    fn a_replicated_script_stops_at_its_instruction_budget_at_the_same_point_every_time() {
+        let s = Scripts::new_replicated(64 << 20).unwrap();
+        let mut h = MapHost::default();
+        let body = b"local n = 0 while true do n = n + 1 end";
+        let first = s.run_replicated(body, &[], &[], &mut h, 1_000_000);
+        assert!(
+            matches!(&first, Reply::Error(e) if e.starts_with(b"ERR Script exceeded the instruction budget")),
+            "{first:?}"
+        );
+        // How far a counting script gets is the same on each run (the count restarts).
+        let count =
+            b"local n = 0 local ok = pcall(function() while true do n = n + 1 end end) return n";
+        let once = s.run_replicated(count, &[], &[], &mut h, 1_000_000);
+        let twice = s.run_replicated(count, &[], &[], &mut h, 1_000_000);
+        assert_eq!(once, twice);
+        assert_eq!(
+            s.run_replicated(b"return 1", &[], &[], &mut h, 1_000_000),
+            Reply::Integer(1)
         );
     }
 

@@ -13,13 +13,87 @@ use rialto_cluster::{
 use rialto_keyspace::{Keyspace, Op, OpKind, Transaction, Value};
 use rialto_resp::Reply;
 
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+use rialto_scripting::Scripts;
+
+use crate::acl::User;
 use crate::client::Client;
 use crate::command_table::CommandSpec;
 use crate::commands::{Admitted, Handler};
 use crate::config::Config;
+use crate::conn::script::{run_replicated, Replicated, ScriptCtx};
 
 /// Applies a write record's payload (`Payload`).
-pub struct Machine;
+pub struct Machine {
+    /// The interpreter the log's scripts run in, on every replica alike.
+    scripts: Arc<Scripts>,
+    /// Users rebuilt from the permissions a script record carries, by those rules.
+    users: Mutex<HashMap<Bytes, Arc<User>>>,
+    partitions: u32,
+}
+
+/// Users [`Machine`] keeps rebuilt; past it the cache starts again.
+const USERS_CACHED: usize = 1024;
+
+impl Machine {
+    pub fn new(cfg: &Config) -> Result<Machine, StartError> {
+        let scripts = Scripts::new_replicated(cfg.lua_memory_limit).map_err(|_| {
+            rialto_cluster::node::Error::Config("cannot start the scripts' interpreter")
+        })?;
+        Ok(Machine {
+            scripts: Arc::new(scripts),
+            users: Mutex::new(HashMap::new()),
+            partitions: cfg.cluster.partitions,
+        })
+    }
+
+    /// The user whose permissions are `rules` (`name rule...`), or why not.
+    fn user(&self, rules: &Bytes) -> Result<Arc<User>, Reply> {
+        if let Some(u) = self.users.lock().get(rules) {
+            return Ok(Arc::clone(u));
+        }
+        let bad = || Reply::error("ERR the script record's user does not parse");
+        let line = std::str::from_utf8(rules).map_err(|_| bad())?;
+        let (name, rules_list) = crate::acl::parse_user_spec(line).map_err(|_| bad())?;
+        let mut acl = crate::acl::Acl::new(crate::command_table::all(), None);
+        let refs: Vec<&[u8]> = rules_list.iter().map(|r| r.as_bytes()).collect();
+        acl.set_user(name.as_bytes(), &refs).map_err(|_| bad())?;
+        let user = acl.user(name.as_bytes()).ok_or_else(bad)?;
+        let mut users = self.users.lock();
+        if users.len() >= USERS_CACHED {
+            users.clear();
+        }
+        users.insert(rules.clone(), Arc::clone(&user));
+        Ok(user)
+    }
+
+    fn script(&self, t: &mut Transaction<'_, '_>, s: &ScriptRecord) -> Reply {
+        let user = match &s.user {
+            None => None,
+            Some(rules) => match self.user(rules) {
+                Ok(u) => Some(u),
+                Err(r) => return r,
+            },
+        };
+        let before = t.now_ms();
+        t.set_now_ms(s.now_ms);
+        let ctx = ScriptCtx::replicated(
+            Arc::clone(&self.scripts),
+            user,
+            Replicated {
+                first_slot: s.first_slot,
+                last_slot: s.last_slot,
+                partitions: self.partitions,
+                now_ms: s.now_ms,
+            },
+        );
+        let reply = run_replicated(t, &ctx, &s.body, &s.keys, &s.argv, s.max_instructions);
+        t.set_now_ms(before);
+        reply
+    }
+}
 
 /// What applying a payload gives its writer.
 pub enum Applied {
@@ -27,6 +101,8 @@ pub enum Applied {
     One(rialto_keyspace::Result<Value>),
     /// A transaction's replies, one per step (`None` where the writer fills them in).
     Many(Vec<Option<Reply>>),
+    /// A script's reply.
+    Reply(Reply),
 }
 
 impl StateMachine for Machine {
@@ -36,6 +112,7 @@ impl StateMachine for Machine {
         let start = Instant::now();
         let out = match Payload::decode(payload) {
             Ok(Payload::One(op)) => Applied::One(t.apply(&op)),
+            Ok(Payload::Script(s)) => Applied::Reply(self.script(t, &s)),
             Ok(Payload::Exec(steps)) => Applied::Many(
                 steps
                     .into_iter()
@@ -81,10 +158,30 @@ fn read_step(t: &mut Transaction<'_, '_>, db: u8, args: &[Bytes]) -> Reply {
 ///           | 2 | db: u8 | argc: varint | (len: varint | arg)*argc
 ///                                           a read, run by the writer only, for its reply
 ///           | 3                             answered by the writer outside the transaction
+///   3 script now_ms: i64 LE | max_instructions: varint | first_slot: u16 LE
+///            | last_slot: u16 LE | user: (0 | 1 | len: varint | rules) | len: varint | body
+///            | nkeys: varint | (len: varint | key)*nkeys | nargs: varint | (len: varint | arg)*nargs
 /// ```
 pub enum Payload {
     One(Op),
     Exec(Vec<ExecStep>),
+    Script(ScriptRecord),
+}
+
+/// EVAL as the log carries it: everything a replica needs to run the script as the master
+/// would — the body (EVALSHA's resolved by the master), the record's time, the slots its keys
+/// may be in, the permissions of the user who ran it (`None`: unrestricted) and its
+/// instruction budget.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptRecord {
+    pub now_ms: i64,
+    pub max_instructions: u64,
+    pub first_slot: u16,
+    pub last_slot: u16,
+    pub user: Option<Bytes>,
+    pub body: Bytes,
+    pub keys: Vec<Bytes>,
+    pub argv: Vec<Bytes>,
 }
 
 /// One queued command of a transaction in the log.
@@ -135,9 +232,36 @@ impl<'a> Cursor<'a> {
     }
 }
 
+fn put_bytes(v: &mut Vec<u8>, b: &[u8]) {
+    put_varint(v, b.len() as u64);
+    v.extend_from_slice(b);
+}
+
 impl Payload {
     pub fn encode(&self) -> Vec<u8> {
         match self {
+            Payload::Script(s) => {
+                let mut v = vec![3];
+                v.extend_from_slice(&s.now_ms.to_le_bytes());
+                put_varint(&mut v, s.max_instructions);
+                v.extend_from_slice(&s.first_slot.to_le_bytes());
+                v.extend_from_slice(&s.last_slot.to_le_bytes());
+                match &s.user {
+                    None => v.push(0),
+                    Some(u) => {
+                        v.push(1);
+                        put_bytes(&mut v, u);
+                    }
+                }
+                put_bytes(&mut v, &s.body);
+                for list in [&s.keys, &s.argv] {
+                    put_varint(&mut v, list.len() as u64);
+                    for a in list {
+                        put_bytes(&mut v, a);
+                    }
+                }
+                v
+            }
             Payload::One(op) => {
                 let mut v = vec![1];
                 v.extend_from_slice(&op.encode());
@@ -207,6 +331,55 @@ impl Payload {
                 }
                 Ok(Payload::Exec(steps))
             }
+            3 => {
+                let mut fixed = |n: usize| -> rialto_keyspace::Result<&[u8]> {
+                    if c.0.len() < n {
+                        return Err(Cursor::bad());
+                    }
+                    let (a, b) = c.0.split_at(n);
+                    c.0 = b;
+                    Ok(a)
+                };
+                let now_ms = i64::from_le_bytes(fixed(8)?.try_into().map_err(|_| Cursor::bad())?);
+                let max_instructions = c.varint()?;
+                let slot = |c: &mut Cursor<'_>| -> rialto_keyspace::Result<u16> {
+                    let lo = c.u8()?;
+                    let hi = c.u8()?;
+                    Ok(u16::from_le_bytes([lo, hi]))
+                };
+                let first_slot = slot(&mut c)?;
+                let last_slot = slot(&mut c)?;
+                let user = match c.u8()? {
+                    0 => None,
+                    1 => Some(Bytes::copy_from_slice(c.bytes()?)),
+                    _ => return Err(Cursor::bad()),
+                };
+                let body = Bytes::copy_from_slice(c.bytes()?);
+                let mut lists = [Vec::new(), Vec::new()];
+                for list in &mut lists {
+                    let n = c.varint()?;
+                    if n > c.0.len() as u64 {
+                        return Err(Cursor::bad());
+                    }
+                    for _ in 0..n {
+                        list.push(Bytes::copy_from_slice(c.bytes()?));
+                    }
+                }
+                if !c.0.is_empty() {
+                    return Err(Cursor::bad());
+                }
+                let [keys, argv] = lists;
+                Ok(Payload::Script(ScriptRecord {
+                    now_ms,
+                    max_instructions,
+                    first_slot,
+                    last_slot,
+                    user,
+                    body,
+                    keys,
+                    argv,
+                }))
+            }
             _ => Err(Cursor::bad()),
         }
     }
@@ -217,6 +390,8 @@ impl Payload {
     pub fn touches(&self) -> Touches {
         let mut keys = Vec::new();
         let ops: Vec<&Op> = match self {
+            // A script may change any key of its slots.
+            Payload::Script(_) => return Touches::All,
             Payload::One(op) => vec![op],
             Payload::Exec(steps) => steps
                 .iter()
@@ -299,7 +474,7 @@ impl Cluster {
             linger: c.linger,
         };
         Ok(Cluster {
-            node: Node::start(keyspace, Machine, opts)?,
+            node: Node::start(keyspace, Machine::new(cfg)?, opts)?,
             base_port: cfg.port,
             partitions: c.partitions,
         })
@@ -409,14 +584,14 @@ pub fn route(
     Route::Refused(c.redirect(slot, p))
 }
 
-/// Commands cluster mode refuses: writes that do not go through the log as one op each
-/// (transactions, scripts that may write, function changes, flushes, stores and pushes),
-/// and databases other than 0, as Redis Cluster refuses them.
+/// Commands cluster mode refuses: writes that do not go through the log (functions that may
+/// write and function changes, stores and pushes), and databases other than 0, as Redis
+/// Cluster refuses them.
 fn unavailable(spec: &CommandSpec, handler: Handler, args: &[Bytes]) -> Option<Reply> {
     let name = spec.name;
     let refused = match name {
-        "eval" | "evalsha" | "fcall" | "swapdb" | "move" | "function|load" | "function|delete"
-        | "function|flush" | "function|restore" | "push" | "store" => true,
+        "fcall" | "swapdb" | "move" | "function|load" | "function|delete" | "function|flush"
+        | "function|restore" | "push" | "store" => true,
         "select" => args.get(1).is_some_and(|db| &db[..] != b"0"),
         // Through the log, a partition's slots at a time (`flush_partition`).
         "flushdb" | "flushall" => false,
@@ -463,7 +638,7 @@ pub async fn flush_partition(c: Arc<Cluster>, p: u32, now_ms: i64) -> Reply {
             Ok(Ok(((Applied::One(Ok(Value::Bulk(next))), _), _))) => from = next,
             Ok(Ok(((Applied::One(Ok(_)), _), _))) => return crate::reply::ok(),
             Ok(Ok(((Applied::One(Err(e)), _), _))) => return crate::reply::keyspace_error(&e),
-            Ok(Ok(((Applied::Many(_), _), _))) => {
+            Ok(Ok(((Applied::Many(_) | Applied::Reply(_), _), _))) => {
                 return Reply::error("ERR unexpected reply to a flush step")
             }
             Ok(Err(e)) => return write_error(&c, &e, None),
@@ -490,6 +665,15 @@ pub fn partition_flush_op(op: Op, p: u32, partitions: u32) -> Op {
         }
         _ => op,
     }
+}
+
+/// Whether a cluster log's script may call `spec` (`Some`: the refusal): what the cluster
+/// does not run through the log is refused there too; a flush covers the partition.
+pub(crate) fn unavailable_in_script(spec: &CommandSpec, args: &[Bytes]) -> Option<Reply> {
+    if matches!(spec.name, "select" | "flushdb" | "flushall") {
+        return None;
+    }
+    unavailable(spec, spec.handler?, args)
 }
 
 /// The reply for a write the log did not apply.
@@ -711,6 +895,36 @@ mod tests {
     }
 
     #[test]
+    fn a_script_record_carries_permissions_a_replica_rebuilds_exactly() {
+        let mut acl = crate::acl::Acl::new(crate::command_table::all(), None);
+        let rules: Vec<&[u8]> = vec![
+            b"on",
+            b">secret",
+            b"~app:*",
+            b"+get",
+            b"+set",
+            b"-@dangerous",
+            b"(~other:* +incr)",
+        ];
+        acl.set_user(b"bob", &rules).unwrap();
+        let bob = acl.user(b"bob").unwrap();
+        let mut line = b"bob ".to_vec();
+        line.extend_from_slice(&bob.describe_permissions());
+        assert!(
+            !String::from_utf8_lossy(&line).contains('#'),
+            "no password hash"
+        );
+        let m = Machine::new(&Config::default()).unwrap();
+        let rebuilt = m.user(&Bytes::from(line)).unwrap();
+        assert_eq!(rebuilt.describe_permissions(), bob.describe_permissions());
+        let k = |s: &'static str| Bytes::from_static(s.as_bytes());
+        assert!(rebuilt.check("get", &[k("GET"), k("app:1")]).is_ok());
+        assert!(rebuilt.check("get", &[k("GET"), k("secret:1")]).is_err());
+        assert!(rebuilt.check("incr", &[k("INCR"), k("other:1")]).is_ok());
+        assert!(m.user(&k("bob (unclosed")).is_err());
+    }
+
+    #[test]
     fn payloads_round_trip_and_damage_is_refused() {
         let op = Op::new(
             0,
@@ -728,7 +942,17 @@ mod tests {
             ),
             ExecStep::Elsewhere,
         ]);
-        for p in [Payload::One(op), exec] {
+        let script = Payload::Script(ScriptRecord {
+            now_ms: -5,
+            max_instructions: 1 << 40,
+            first_slot: 5461,
+            last_slot: 10921,
+            user: Some(Bytes::from_static(b"bob on ~* +@all")),
+            body: Bytes::from_static(b"return redis.call('INCR', KEYS[1])"),
+            keys: vec![Bytes::from_static(b"k")],
+            argv: vec![Bytes::new(), Bytes::from_static(b"x")],
+        });
+        for p in [Payload::One(op), exec, script] {
             let b = p.encode();
             assert_eq!(
                 Payload::decode(&b).map(|d| d.encode()).ok(),

@@ -358,12 +358,22 @@ impl User {
 
     /// The rules that recreate this user, as `ACL LIST` prints them after `user <name> `.
     pub fn describe(&self) -> Vec<u8> {
+        self.describe_with(true)
+    }
+
+    /// The rules that recreate this user's permissions, without its passwords: what another
+    /// node needs to check commands as this user (a replicated script's calls).
+    pub fn describe_permissions(&self) -> Vec<u8> {
+        self.describe_with(false)
+    }
+
+    fn describe_with(&self, passwords: bool) -> Vec<u8> {
         let mut out = Vec::new();
         for f in self.flags() {
             out.extend_from_slice(f.as_bytes());
             out.push(b' ');
         }
-        for p in &self.passwords {
+        for p in self.passwords.iter().filter(|_| passwords) {
             out.push(b'#');
             out.extend_from_slice(&hex(p));
             out.push(b' ');

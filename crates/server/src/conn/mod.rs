@@ -29,7 +29,7 @@ use crate::reply;
 use crate::server::Shared;
 
 mod multi;
-mod script;
+pub(crate) mod script;
 
 /// Replies pending before the connection stops decoding and resolves them (bounds memory).
 const MAX_PENDING: usize = 4096;
@@ -714,12 +714,17 @@ impl Connection {
                 };
                 let parsed = start.elapsed();
                 if let Some(c) = self.shared.cluster.clone() {
-                    let pending =
-                        remote_write(c, at_slot, self.partition, &op, move |reply, took, pos| {
+                    let pending = remote_write(
+                        c,
+                        at_slot,
+                        self.partition,
+                        crate::cluster::Payload::One(op),
+                        move |reply, took, pos| {
                             let mut ex = executed(reply, parsed + took, threshold, args);
                             ex.log_pos = pos;
                             ex
-                        });
+                        },
+                    );
                     let pending = match pending {
                         Ok(fut) => Pending::Remote(fut, id),
                         Err(r) => Pending::Ready(r),
@@ -750,7 +755,7 @@ impl Connection {
                 self.push(Pending::Commit(h, id));
             }
             Handler::Script(cmd) => {
-                let pending = self.script_command(cmd, id, args);
+                let pending = self.script_command(cmd, id, args, at_slot);
                 self.push(pending);
             }
             Handler::Txn(cmd) => {
@@ -828,17 +833,18 @@ impl Connection {
     }
 }
 
-/// Produces `op` to the cluster's log; the future yields its reply once this node applied it.
+/// Produces `payload` to the cluster's log; the future yields its reply once this node
+/// applied it.
 fn remote_write(
     c: Arc<crate::cluster::Cluster>,
     at: Option<(u16, u32)>,
     partition: u32,
-    op: &rialto_keyspace::Op,
+    payload: crate::cluster::Payload,
     finish: impl FnOnce(Reply, Duration, Option<(u32, u64)>) -> Executed + Send + 'static,
 ) -> Result<Pin<Box<dyn Future<Output = Executed> + Send>>, Reply> {
     let p = at.map_or(partition, |(_, p)| p);
     let submitted = c
-        .submit(p, &crate::cluster::Payload::One(op.clone()))
+        .submit(p, &payload)
         .map_err(|e| crate::cluster::write_error(&c, &e, at))?;
     Ok(Box::pin(async move {
         let timeout = c.node.options().write_timeout;
@@ -847,6 +853,7 @@ fn remote_write(
                 let reply = match applied {
                     crate::cluster::Applied::One(Ok(v)) => reply::value(v),
                     crate::cluster::Applied::One(Err(e)) => reply::keyspace_error(&e),
+                    crate::cluster::Applied::Reply(r) => r,
                     crate::cluster::Applied::Many(_) => {
                         Reply::error("ERR unexpected transaction reply")
                     }

@@ -416,7 +416,7 @@ impl Connection {
                 }
             }
             Ok(((Applied::One(Err(e)), _), _)) => return reply::keyspace_error(&e),
-            Ok(((Applied::One(Ok(_)), _), _)) => {
+            Ok(((Applied::One(Ok(_)) | Applied::Reply(_), _), _)) => {
                 return Reply::error("ERR unexpected reply to a transaction")
             }
             Err(e) => return crate::cluster::write_error(&c, &e, at),

@@ -100,12 +100,61 @@ impl ScriptRun {
 }
 
 /// What a script's commands need from the connection that runs it.
-pub(super) struct ScriptCtx {
+pub(crate) struct ScriptCtx {
     pub(super) scripts: Arc<Scripts>,
     user: Option<Arc<User>>,
     unrestricted: bool,
     db: u8,
     databases: usize,
+    /// A script of a cluster's log: where its keys may be and the record's time.
+    replicated: Option<Replicated>,
+}
+
+/// A cluster log's script: it may touch the keys of its partition's slots only, and sees the
+/// record's time, so that every replica runs it alike.
+#[derive(Clone, Copy)]
+pub(crate) struct Replicated {
+    pub(crate) first_slot: u16,
+    pub(crate) last_slot: u16,
+    pub(crate) partitions: u32,
+    pub(crate) now_ms: i64,
+}
+
+impl ScriptCtx {
+    /// The context of a script a cluster's log applies, run as `user` (`None`: unrestricted).
+    pub(crate) fn replicated(
+        scripts: Arc<Scripts>,
+        user: Option<Arc<User>>,
+        at: Replicated,
+    ) -> ScriptCtx {
+        ScriptCtx {
+            scripts,
+            unrestricted: user.is_none(),
+            user,
+            db: 0,
+            databases: 1,
+            replicated: Some(at),
+        }
+    }
+}
+
+/// Runs a cluster log's script `body` in `tx` (see [`ScriptCtx::replicated`]).
+pub(crate) fn run_replicated(
+    tx: &mut Transaction<'_, '_>,
+    ctx: &ScriptCtx,
+    body: &[u8],
+    keys: &[Bytes],
+    argv: &[Bytes],
+    max_instructions: u64,
+) -> Reply {
+    let mut host = TxHost {
+        tx,
+        ctx,
+        db: 0,
+        read_only: false,
+    };
+    ctx.scripts
+        .run_replicated(body, keys, argv, &mut host, max_instructions)
 }
 
 /// A script's view of the server: its commands, executed inside its transaction.
@@ -158,6 +207,9 @@ impl TxHost<'_, '_, '_> {
     /// own database, or answer from nothing.
     fn connection_command(&mut self, spec: &CommandSpec, args: &[Bytes]) -> (Reply, bool) {
         match spec.name {
+            "select" if self.ctx.replicated.is_some() && &args[1][..] != b"0" => {
+                err("ERR SELECT is not allowed in cluster mode")
+            }
             "select" => match commands::select::target(args, self.ctx.databases) {
                 Some(db) => {
                     self.db = db;
@@ -172,9 +224,13 @@ impl TxHost<'_, '_, '_> {
             },
             "echo" => (Reply::Bulk(args[1].clone()), false),
             "time" => {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap_or_default();
+                let now = match self.ctx.replicated {
+                    // The record's time: every replica answers alike.
+                    Some(r) => std::time::Duration::from_millis(r.now_ms.max(0) as u64),
+                    None => std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap_or_default(),
+                };
                 (
                     Reply::Array(vec![
                         Reply::bulk(now.as_secs().to_string()),
@@ -188,12 +244,57 @@ impl TxHost<'_, '_, '_> {
     }
 }
 
+impl TxHost<'_, '_, '_> {
+    /// A cluster log's script: the call's keys must share a slot of its partition, as Redis
+    /// Cluster requires of a script's keys, and what the cluster cannot run is refused.
+    fn check_replicated(&self, spec: &CommandSpec, args: &[Bytes]) -> Result<(), (Reply, bool)> {
+        let Some(r) = self.ctx.replicated else {
+            return Ok(());
+        };
+        if let Some(refused) = crate::cluster::unavailable_in_script(spec, args) {
+            return Err((refused, false));
+        }
+        let mut slot = None;
+        for k in command_table::keys_with_flags(spec, args) {
+            let Some(key) = args.get(k.pos) else { continue };
+            let s = rialto_cluster::slot::key_slot(key);
+            if slot.is_some_and(|first| first != s) {
+                return Err(err(
+                    "ERR Script attempted to access keys that do not hash to the same slot",
+                ));
+            }
+            slot = Some(s);
+            if !(r.first_slot..=r.last_slot).contains(&s) {
+                return Err(err(
+                    "ERR Script attempted to access a non local key in a cluster node script",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// An op the script's call made, as the cluster runs it (a flush covers the partition).
+    fn cluster_op(&self, op: rialto_keyspace::Op) -> rialto_keyspace::Op {
+        match self.ctx.replicated {
+            Some(r) => crate::cluster::partition_flush_op(
+                op,
+                rialto_cluster::slot::partition_of(r.first_slot, r.partitions),
+                r.partitions,
+            ),
+            None => op,
+        }
+    }
+}
+
 impl Host for TxHost<'_, '_, '_> {
     fn call(&mut self, args: Vec<Bytes>) -> (Reply, bool) {
         let spec = match self.resolve(&args) {
             Ok(spec) => spec,
             Err(refused) => return refused,
         };
+        if let Err(refused) = self.check_replicated(spec, &args) {
+            return refused;
+        }
         let at = At {
             db: self.db,
             now_ms: self.tx.now_ms(),
@@ -213,8 +314,8 @@ impl Host for TxHost<'_, '_, '_> {
                 false,
             ),
             Some(_) => match commands::flushdb::in_transaction(spec, at, &args) {
-                Some(Ok(op)) => match self.tx.apply(&op) {
-                    Ok(v) => (reply::value(v), true),
+                Some(Ok(op)) => match self.tx.apply(&self.cluster_op(op)) {
+                    Ok(_) => (reply::ok(), true),
                     Err(e) => (reply::keyspace_error(&e), false),
                 },
                 Some(Err(r)) => (r, false),
@@ -238,6 +339,81 @@ impl Host for TxHost<'_, '_, '_> {
 }
 
 impl Connection {
+    /// A script that may write, in cluster mode: one record of its keys' partition, which
+    /// every replica runs alike (see `cluster::ScriptRecord`); the reply is what this node's
+    /// applier returned.
+    fn script_in_cluster(
+        &mut self,
+        c: Arc<crate::cluster::Cluster>,
+        at: Option<(u16, u32)>,
+        run: ScriptRun,
+        id: usize,
+        args: Vec<Bytes>,
+    ) -> Pending {
+        let body = match run.named {
+            Named::Body => run.code.clone(),
+            Named::Sha => match self.shared.scripts.source(&run.code) {
+                Some(body) => body,
+                None => {
+                    return Pending::Ready(Reply::error(
+                        "NOSCRIPT No matching script. Please use EVAL.",
+                    ))
+                }
+            },
+            Named::Function => {
+                return Pending::Ready(Reply::error("ERR 'fcall' is not available in cluster mode"))
+            }
+        };
+        // Compiled here first: a script that does not compile never reaches the log, and
+        // EVAL caches it for EVALSHA as in Redis.
+        if let Err(r) = self.shared.scripts.load(&body) {
+            return Pending::Ready(r);
+        }
+        let p = at.map_or(self.partition, |(_, p)| p);
+        if !c.node.is_master(p) {
+            return Pending::Ready(match at {
+                Some((slot, p)) => c.redirect(slot, p),
+                None => Reply::error("READONLY You can't write against a read only replica."),
+            });
+        }
+        let (first_slot, last_slot) = rialto_cluster::slot::slot_range(p, c.partitions);
+        let user = match &self.client.user {
+            Some(u) if !self.client.unrestricted => {
+                let mut rules = u.name().to_vec();
+                rules.push(b' ');
+                rules.extend_from_slice(&u.describe_permissions());
+                Some(Bytes::from(rules))
+            }
+            _ => None,
+        };
+        let record = crate::cluster::ScriptRecord {
+            now_ms: self.shared.now_ms(),
+            max_instructions: self.shared.config.read().cluster.script_max_instructions,
+            first_slot,
+            last_slot,
+            user,
+            body,
+            keys: run.keys,
+            argv: run.argv,
+        };
+        let threshold = self.shared.slowlog.threshold_micros();
+        let pending = super::remote_write(
+            c,
+            at,
+            self.partition,
+            crate::cluster::Payload::Script(record),
+            move |reply, took, pos| {
+                let mut ex = executed(reply, took, threshold, args);
+                ex.log_pos = pos;
+                ex
+            },
+        );
+        match pending {
+            Ok(fut) => Pending::Remote(fut, id),
+            Err(r) => Pending::Ready(r),
+        }
+    }
+
     /// What a script run by this connection needs.
     pub(super) fn script_ctx(&self) -> ScriptCtx {
         let (limit, databases) = {
@@ -251,6 +427,7 @@ impl Connection {
             unrestricted: self.client.unrestricted,
             db: self.client.db,
             databases,
+            replicated: None,
         }
     }
 
@@ -261,11 +438,17 @@ impl Connection {
         cmd: ScriptCmd,
         id: usize,
         args: Vec<Bytes>,
+        at: Option<(u16, u32)>,
     ) -> Pending {
         let run = match ScriptRun::parse(cmd, &args) {
             Ok(run) => run,
             Err(r) => return Pending::Ready(r),
         };
+        if let Some(c) = self.shared.cluster.clone() {
+            if !run.read_only {
+                return self.script_in_cluster(c, at, run, id, args);
+            }
+        }
         let ctx = self.script_ctx();
         let threshold = self.shared.slowlog.threshold_micros();
         let now_ms = self.shared.now_ms();
