@@ -9,7 +9,7 @@
 #   scripts/cluster.sh down [--dir D]
 #   scripts/cluster.sh status [--dir D]
 #   scripts/cluster.sh kill-node I [--dir D] [--signal SIG]
-#   scripts/cluster.sh start-node I [--dir D]
+#   scripts/cluster.sh start-node I [--dir D] [--wipe]
 #
 #   up          start Kafka (unless --kafka names running brokers; its brokers listen on K,
 #               K+1, K+2, default 19092), build rialto (unless --bin)
@@ -21,7 +21,8 @@
 #   status      one line per node.
 #   kill-node   send SIG (default KILL) to node I: KILL for a crash, STOP for a stall (CONT
 #               resumes it).
-#   start-node  start node I again with its data directory.
+#   start-node  start node I again with its data directory (--wipe: with an empty one, as a
+#               new node that loads every partition from the log).
 #
 # RIALTO_NODE_OPTS adds options to every node's command line (e.g. "--cluster-linger-ms 5").
 # D (default target/rialto-cluster in this repo) holds node-I/ (data, rialto.log, pid) and
@@ -36,7 +37,7 @@ note() { echo "$prog: $*" >&2; }
 cmd="${1:-}"; shift || true
 nodes=3 partitions=3 base_port=7000 dir="$repo/target/rialto-cluster" bin="" kafka="" release=0
 kafka_port=19092
-signal=KILL index=""
+signal=KILL index="" wipe=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --nodes) nodes="$2"; shift 2 ;;
@@ -48,6 +49,7 @@ while [ $# -gt 0 ]; do
         --kafka-port) kafka_port="$2"; shift 2 ;;
         --release) release=1; shift ;;
         --signal) signal="$2"; shift 2 ;;
+        --wipe) wipe=1; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'; exit 0 ;;
         -*) die "unknown option $1 (--help lists them)" ;;
         *) [ -z "$index" ] || die "one node index only"; index="$1"; shift ;;
@@ -205,6 +207,7 @@ case "$cmd" in
         load; base_port="$BASE_PORT"
         [ -n "$index" ] || die "start-node needs a node index"
         ! alive "$index" || die "node $index is running"
+        [ "$wipe" != 1 ] || rm -rf "$(node_dir "$index")/data"
         start_node "$index"
         wait_served "$index"
         for i in $(seq "$NODES"); do ! alive "$i" || wait_served "$i"; done

@@ -4,6 +4,7 @@ driven by redis-py's RedisCluster and by plain connections to single addresses.
 Skipped without Java and Maven (Kafka's jars come from Maven Central) or with COMPAT_TARGET=redis.
 """
 
+import hashlib
 import os
 import re
 import shutil
@@ -490,3 +491,86 @@ def test_redis_py_lock_works_through_the_cluster_client(cluster):
     assert other.acquire()
     other.release()
     assert rc.get("resource-lock") is None
+
+
+def shards_by_port(port):
+    out = {}
+    for shard in redis.Redis(port=port, decode_responses=True).execute_command("CLUSTER SHARDS"):
+        shard = dict(zip(shard[::2], shard[1::2])) if isinstance(shard, list) else shard
+        for n in shard["nodes"]:
+            n = dict(zip(n[::2], n[1::2])) if isinstance(n, list) else n
+            out[n["port"]] = n
+    return out
+
+
+def test_lagging_replicas_leave_the_slot_map_and_progress_is_reported(cluster):
+    wait_for(every_slot_served, 60, "every slot served")
+    rc = RedisCluster(host="127.0.0.1", port=node_port(1))
+    for i in range(30):
+        rc.set(f"lag{i}", i)
+    # Every node's progress reaches every other through the status topic.
+    wait_for(lambda: all(n["replication-offset"] > 0 and n["health"] == "online"
+                         for n in shards_by_port(node_port(1)).values()), 30, "progress reports")
+    mport, replicas = master_of(node_port(1), key_slot(b"lag0"))
+    role = redis.Redis(port=mport).execute_command("ROLE")
+    assert role[0] == b"master" and role[1] > 0
+    assert sorted(int(r[1]) for r in role[2]) == sorted(replicas)
+    rrole = redis.Redis(port=replicas[0]).execute_command("ROLE")
+    assert rrole[:3] == [b"slave", b"127.0.0.1", mport] and rrole[3] == b"connected"
+    info = redis.Redis(port=mport).info("replication")
+    assert info["role"] == "master" and info["connected_slaves"] == 2
+    # With no lag allowed every replica counts as lagging: the slot map keeps the masters only,
+    # CLUSTER SHARDS shows the replicas as loading; allowing lag again brings them back.
+    n1 = redis.Redis(port=node_port(1))
+    n1.config_set("replica-max-lag-ms", 0)
+    try:
+        assert all(len(rest) == 1 for _, _, *rest in slots(node_port(1)))
+        assert all(n["health"] == "loading" for n in shards_by_port(node_port(1)).values()
+                   if n["role"] == "replica")
+        nodes = redis.Redis(port=node_port(1), decode_responses=True).execute_command("CLUSTER NODES")
+        assert all("master" in n["flags"] for n in nodes.values())
+    finally:
+        n1.config_set("replica-max-lag-ms", 10000)
+    assert all(len(rest) == 3 for _, _, *rest in slots(node_port(1)))
+
+
+def digest(port):
+    """The partition's content as the address at `port` holds it: keys, values and absolute
+    expiry times."""
+    r = redis.Redis(port=port)
+    r.execute_command("READONLY")
+    items = sorted((k, r.get(k), r.execute_command("PEXPIRETIME", k)) for k in r.scan_iter(count=1000))
+    return hashlib.sha256(repr(items).encode()).hexdigest(), len(items)
+
+
+def test_a_wiped_node_loads_every_partition_from_the_log_and_all_replicas_agree(cluster):
+    wait_for(every_slot_served, 60, "every slot served")
+    rc = RedisCluster(host="127.0.0.1", port=node_port(1), cluster_error_retry_attempts=10)
+    for i in range(300):
+        rc.set(f"bs{i}", f"v{i}", px=3_600_000 if i % 3 == 0 else None)
+        if i % 10 == 0:
+            rc.incr(f"bsn{i % 7}")
+    victim = 3
+    run("kill-node", str(victim), "--signal", "KILL", *cluster)
+    wait_for(lambda: every_slot_served() and all(node_of_port(m[1]) != victim
+                                                 for _, _, m, *_ in slots(node_port(1))),
+             60, "every slot served without the node")
+    for i in range(100):
+        rc.set(f"bs-after{i}", i)
+    run("start-node", str(victim), "--wipe", *cluster)
+    wait_for(every_slot_served, 60, "every slot served")
+    # Once every replica has applied its master's last write, every address of a partition
+    # holds the same content, the wiped node's too.
+    for lo, hi, master, *rest in slots(node_port(1)):
+        m = redis.Redis(port=master[1])
+        m.set("{" + key_in(lo, hi, "bsmark") + "}", "x")
+        token = m.execute_command("LASTWRITE")
+        ports = [master[1]] + [node_port(i) + (master[1] - node_port(node_of_port(master[1])))
+                               for i in (1, 2, 3) if i != node_of_port(master[1])]
+        for port in ports[1:]:
+            r = redis.Redis(port=port)
+            r.execute_command("READONLY")
+            assert r.execute_command("WAITAPPLIED", token, 60000) == 1, port
+        digests = {port: digest(port) for port in ports}
+        assert len(set(digests.values())) == 1, digests
+        assert next(iter(digests.values()))[1] > 0

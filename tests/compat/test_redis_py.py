@@ -1164,3 +1164,8 @@ EDGE_CASES = [
 
 def test_edge_cases_match_redis(pair):
     same(pair, EDGE_CASES)
+
+
+def test_role_of_a_standalone_server_is_a_master_without_replicas(r):
+    role = r.execute_command("ROLE")
+    assert role[0] == b"master" and isinstance(role[1], int) and role[2] == []

@@ -719,14 +719,8 @@ impl Cluster {
     /// a master or a replica.
     pub fn replication_info(&self, port: u16, max_lag: Duration) -> String {
         let p = self.partition_of_port(port);
-        let addrs = self.layout().swap_remove(p as usize);
-        let applied = self
-            .node
-            .view()
-            .applied
-            .get(p as usize)
-            .copied()
-            .unwrap_or(0);
+        let addrs = self.layout(max_lag).swap_remove(p as usize);
+        let applied = addrs.iter().find(|a| a.local).map_or(0, |a| a.offset);
         let mut o = String::from("# Replication\r\n");
         if self.node.is_master(p) {
             let replicas: Vec<&Address> = addrs.iter().filter(|a| !a.master).collect();
@@ -735,9 +729,13 @@ impl Cluster {
                 replicas.len()
             ));
             for (i, r) in replicas.iter().enumerate() {
+                let state = if r.lagging { "wait_bgsave" } else { "online" };
                 o.push_str(&format!(
-                    "slave{i}:ip={},port={},state=online,offset=0,lag=0\r\n",
-                    r.host, r.port
+                    "slave{i}:ip={},port={},state={state},offset={},lag={}\r\n",
+                    r.host,
+                    r.port,
+                    r.offset,
+                    u8::from(r.lagging)
                 ));
             }
         } else {
@@ -772,6 +770,11 @@ pub struct Address {
     pub master: bool,
     /// This node (any of its addresses).
     pub local: bool,
+    /// The offset of the next record it applies in its partition, as it last reported.
+    pub offset: u64,
+    /// A replica that has not caught up within `replica-max-lag-ms` (or whose reports
+    /// stopped): left out of the slot map until it catches up.
+    pub lagging: bool,
 }
 
 impl Address {
@@ -789,15 +792,32 @@ pub fn node_id(node: u32, partition: u32) -> String {
 
 impl Cluster {
     /// Every partition's addresses, master first (if known), then the replicas: the live
-    /// members of the group, in node order.
-    pub fn layout(&self) -> Vec<Vec<Address>> {
+    /// members of the group, in node order, each with its progress as this node knows it (its
+    /// own, or the last a peer reported) and whether it lags past `max_lag`.
+    pub fn layout(&self, max_lag: Duration) -> Vec<Vec<Address>> {
         let v = self.node.view();
         let me = self.node.options().node_id;
+        let now = rialto_cluster::node::status::now_ms();
+        let progress = |node: u32, p: u32| -> (u64, bool) {
+            if node == me {
+                let applied = v.applied.get(p as usize).copied().unwrap_or(0);
+                return (applied, !self.node.caught_up_within(p, max_lag));
+            }
+            match v.peers.get(&node) {
+                Some(st) => (
+                    st.applied.get(p as usize).copied().unwrap_or(0),
+                    !st.caught_up_within(p, max_lag, now),
+                ),
+                // Not reported yet (it joined a moment ago): listed until its first report.
+                None => (0, false),
+            }
+        };
         (0..self.partitions)
             .map(|p| {
                 let master = v.masters.get(p as usize).cloned().flatten();
                 let mut out = Vec::new();
                 if let Some(m) = &master {
+                    let (offset, lagging) = progress(m.node, p);
                     out.push(Address {
                         node: m.node,
                         partition: p,
@@ -805,12 +825,15 @@ impl Cluster {
                         port: m.port,
                         master: true,
                         local: m.node == me,
+                        offset,
+                        lagging,
                     });
                 }
                 for mem in &v.members {
                     if master.as_ref().is_some_and(|m| m.node == mem.node) {
                         continue;
                     }
+                    let (offset, lagging) = progress(mem.node, p);
                     out.push(Address {
                         node: mem.node,
                         partition: p,
@@ -818,11 +841,55 @@ impl Cluster {
                         port: mem.base_port.saturating_add(p as u16),
                         master: false,
                         local: mem.node == me,
+                        offset,
+                        lagging,
                     });
                 }
                 out
             })
             .collect()
+    }
+
+    /// ROLE for the address reached on `port`: a master with its replicas' offsets, or a
+    /// replica with its master and its own offset.
+    pub fn role(&self, port: u16, max_lag: Duration) -> Reply {
+        let p = self.partition_of_port(port);
+        let addrs = self.layout(max_lag).swap_remove(p as usize);
+        let applied = addrs.iter().find(|a| a.local).map_or(0, |a| a.offset);
+        if self.node.is_master(p) {
+            let replicas = addrs
+                .iter()
+                .filter(|a| !a.master)
+                .map(|a| {
+                    Reply::Array(vec![
+                        Reply::bulk(&a.host),
+                        Reply::bulk(a.port.to_string()),
+                        Reply::bulk(a.offset.to_string()),
+                    ])
+                })
+                .collect();
+            return Reply::Array(vec![
+                Reply::bulk("master"),
+                Reply::Integer(applied as i64),
+                Reply::Array(replicas),
+            ]);
+        }
+        let (host, mport) = addrs
+            .iter()
+            .find(|a| a.master)
+            .map_or((String::from("?"), 0), |m| (m.host.clone(), m.port));
+        let state = if self.node.caught_up_within(p, max_lag) {
+            "connected"
+        } else {
+            "sync"
+        };
+        Reply::Array(vec![
+            Reply::bulk("slave"),
+            Reply::bulk(host),
+            Reply::Integer(i64::from(mport)),
+            Reply::bulk(state),
+            Reply::Integer(applied as i64),
+        ])
     }
 }
 

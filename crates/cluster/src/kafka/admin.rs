@@ -27,6 +27,18 @@ impl Admin {
         replication_factor: u32,
         timeout: Duration,
     ) -> Result<(), Error> {
+        self.create_topic_with(topic, partitions, replication_factor, &[], timeout)
+    }
+
+    /// [`Admin::create_topic`] with topic configurations (`cleanup.policy`...).
+    pub fn create_topic_with(
+        &self,
+        topic: &str,
+        partitions: u32,
+        replication_factor: u32,
+        configs: &[(&str, &str)],
+        timeout: Duration,
+    ) -> Result<(), Error> {
         let partitions = i32::try_from(partitions)
             .ok()
             .filter(|&n| n >= 1)
@@ -35,7 +47,10 @@ impl Admin {
             .ok()
             .filter(|&n| n >= 1)
             .ok_or(Error::InvalidArgument("replication factor (1 to i32::MAX)"))?;
-        let new_topic = NewTopic::new(topic, partitions, TopicReplication::Fixed(replication));
+        let new_topic = configs.iter().fold(
+            NewTopic::new(topic, partitions, TopicReplication::Fixed(replication)),
+            |t, (k, v)| t.set(k, v),
+        );
         let options = AdminOptions::new()
             .request_timeout(Some(timeout))
             .operation_timeout(Some(timeout));

@@ -18,6 +18,7 @@
 
 mod applier;
 mod group;
+pub mod status;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -76,6 +77,11 @@ impl NodeOptions {
     /// The topic whose group assignment names each partition's master.
     pub fn masters_topic(&self) -> String {
         format!("{}.masters", self.topic)
+    }
+
+    /// The compacted topic where nodes report their progress (see [`status`]).
+    pub fn status_topic(&self) -> String {
+        format!("{}.status", self.topic)
     }
 
     fn check(&self) -> Result<(), Error> {
@@ -164,6 +170,8 @@ pub struct View {
     pub caught_up_at: Vec<Option<Instant>>,
     /// Live members, by node id.
     pub members: Vec<Member>,
+    /// Every node's last reported progress, this one's included, by node id.
+    pub peers: HashMap<u32, status::PeerStatus>,
     /// Why the applier stopped, if it did.
     pub failed: Option<String>,
 }
@@ -254,6 +262,7 @@ impl<M: StateMachine> Node<M> {
         for topic in [opts.topic.clone(), opts.masters_topic()] {
             ensure_topic(&admin, &topic, &opts)?;
         }
+        ensure_status_topic(&admin, &opts)?;
         let mut states = vec![PartitionState::default(); opts.partitions as usize];
         for (p, bytes) in keyspace.log_states()? {
             let s = states.get_mut(p as usize).ok_or(Error::ForeignState(p))?;
@@ -279,6 +288,7 @@ impl<M: StateMachine> Node<M> {
             high: vec![0; n],
             caught_up_at: vec![None; n],
             members: Vec::new(),
+            peers: HashMap::new(),
             failed: None,
         };
         let inner = Arc::new(Inner {
@@ -301,6 +311,13 @@ impl<M: StateMachine> Node<M> {
             std::thread::Builder::new()
                 .name("cluster-apply".into())
                 .spawn(move || applier::run(a, consumer, states))
+                .map_err(Error::Thread)?,
+        );
+        let st = Arc::clone(&inner);
+        threads.push(
+            std::thread::Builder::new()
+                .name("cluster-status".into())
+                .spawn(move || status::run(st))
                 .map_err(Error::Thread)?,
         );
         let g = Arc::clone(&inner);
@@ -354,6 +371,11 @@ impl<M: StateMachine> Node<M> {
                 .copied()
                 .flatten()
                 .is_some_and(|t| t.elapsed() <= max_lag)
+    }
+
+    /// Node `node`'s last reported progress.
+    pub fn peer(&self, node: u32) -> Option<status::PeerStatus> {
+        self.inner.view.read().peers.get(&node).cloned()
     }
 
     /// Whether this node writes partition `p` now.
@@ -665,6 +687,26 @@ fn ensure_topic(admin: &Admin, topic: &str, opts: &NodeOptions) -> Result<(), Er
         });
     }
     Ok(())
+}
+
+/// Creates the status topic if missing: one partition, compacted (a node's last report is
+/// all that matters).
+fn ensure_status_topic(admin: &Admin, opts: &NodeOptions) -> Result<(), Error> {
+    let topic = opts.status_topic();
+    let configs = [
+        ("cleanup.policy", "compact"),
+        ("min.compaction.lag.ms", "60000"),
+    ];
+    match admin.create_topic_with(
+        &topic,
+        1,
+        opts.replication_factor,
+        &configs,
+        Duration::from_secs(10),
+    ) {
+        Ok(()) | Err(kafka::Error::TopicAlreadyExists) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// A number no earlier run of this node used: the clock's nanoseconds mixed with the

@@ -4,6 +4,8 @@
 //! group lists the live nodes. Every partition is a shard; a node serves one address per
 //! partition (`port + p`), as master or replica.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use rialto_resp::Reply;
 
@@ -178,9 +180,10 @@ pub(super) fn disabled(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     ))
 }
 
-fn with_cluster(ctx: &mut Ctx<'_>, f: impl FnOnce(&Cluster) -> Reply) -> Outcome {
+/// Runs `f` with the cluster and `replica-max-lag-ms` (past it a replica leaves the slot map).
+fn with_cluster(ctx: &mut Ctx<'_>, f: impl FnOnce(&Cluster, Duration) -> Reply) -> Outcome {
     match &ctx.shared.cluster {
-        Some(c) => Outcome::Reply(f(c)),
+        Some(c) => Outcome::Reply(f(c, ctx.shared.config.read().cluster.replica_max_lag)),
         None => disabled(ctx, &[]),
     }
 }
@@ -190,8 +193,8 @@ fn bulk(s: impl Into<String>) -> Reply {
 }
 
 fn info(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
-    with_cluster(ctx, |c| {
-        let layout = c.layout();
+    with_cluster(ctx, |c, lag| {
+        let layout = c.layout(lag);
         let served = layout
             .iter()
             .filter(|a| a.first().is_some_and(|m| m.master))
@@ -231,16 +234,22 @@ fn endpoint(a: &Address) -> Reply {
 }
 
 fn slots(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
-    with_cluster(ctx, |c| {
+    with_cluster(ctx, |c, lag| {
         let mut out = Vec::new();
-        for (p, addrs) in c.layout().iter().enumerate() {
+        for (p, addrs) in c.layout(lag).iter().enumerate() {
             // A partition without a master is not served: Redis leaves such slots out.
             if !addrs.first().is_some_and(|a| a.master) {
                 continue;
             }
             let (lo, hi) = rialto_cluster::slot::slot_range(p as u32, c.partitions);
             let mut range = vec![Reply::Integer(i64::from(lo)), Reply::Integer(i64::from(hi))];
-            range.extend(addrs.iter().map(endpoint));
+            // A replica that lags is left out until it catches up: clients read elsewhere.
+            range.extend(
+                addrs
+                    .iter()
+                    .filter(|a| a.master || !a.lagging)
+                    .map(endpoint),
+            );
             out.push(Reply::Array(range));
         }
         Reply::Array(out)
@@ -248,16 +257,18 @@ fn slots(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
 }
 
 fn shards(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
-    with_cluster(ctx, |c| {
-        let view = c.node.view();
+    with_cluster(ctx, |c, lag| {
         let mut out = Vec::new();
-        for (p, addrs) in c.layout().iter().enumerate() {
+        for (p, addrs) in c.layout(lag).iter().enumerate() {
             let (lo, hi) = rialto_cluster::slot::slot_range(p as u32, c.partitions);
-            let applied = view.applied.get(p).copied().unwrap_or(0);
             let nodes = addrs
                 .iter()
                 .map(|a| {
-                    let offset = if a.local { applied } else { 0 };
+                    let health = if a.master || !a.lagging {
+                        "online"
+                    } else {
+                        "loading"
+                    };
                     Reply::Map(vec![
                         (bulk("id"), bulk(a.id())),
                         (bulk("port"), Reply::Integer(i64::from(a.port))),
@@ -267,8 +278,8 @@ fn shards(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
                             bulk("role"),
                             bulk(if a.master { "master" } else { "replica" }),
                         ),
-                        (bulk("replication-offset"), Reply::Integer(offset as i64)),
-                        (bulk("health"), bulk("online")),
+                        (bulk("replication-offset"), Reply::Integer(a.offset as i64)),
+                        (bulk("health"), bulk(health)),
                     ])
                 })
                 .collect();
@@ -289,14 +300,14 @@ fn shards(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
 
 fn nodes(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     let port = ctx.client.handle.laddr.port();
-    with_cluster(ctx, |c| {
+    with_cluster(ctx, |c, lag| {
         let mine = c.partition_of_port(port);
         let me = c.node.options().node_id;
         let mut text = String::new();
-        for (p, addrs) in c.layout().iter().enumerate() {
+        for (p, addrs) in c.layout(lag).iter().enumerate() {
             let master_id = addrs.first().filter(|a| a.master).map(Address::id);
             let (lo, hi) = rialto_cluster::slot::slot_range(p as u32, c.partitions);
-            for a in addrs {
+            for a in addrs.iter().filter(|a| a.master || !a.lagging) {
                 let myself = a.node == me && p as u32 == mine;
                 let flags = match (myself, a.master) {
                     (true, true) => "myself,master",
@@ -334,7 +345,7 @@ fn nodes(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
 
 fn myid(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     let port = ctx.client.handle.laddr.port();
-    with_cluster(ctx, |c| {
+    with_cluster(ctx, |c, _| {
         bulk(crate::cluster::node_id(
             c.node.options().node_id,
             c.partition_of_port(port),
@@ -344,7 +355,7 @@ fn myid(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
 
 fn keyslot(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let slot = rialto_cluster::slot::key_slot(&args[2]);
-    with_cluster(ctx, |_| Reply::Integer(i64::from(slot)))
+    with_cluster(ctx, |_, _| Reply::Integer(i64::from(slot)))
 }
 
 /// The slot argument, as Redis checks it.

@@ -50,6 +50,7 @@ mod mget;
 mod mset;
 mod persist;
 mod rename;
+mod role;
 mod set;
 mod setex;
 mod setnx;
@@ -144,6 +145,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     config::CONFIG,
     command::COMMAND,
     time::TIME,
+    role::ROLE,
     slowlog::SLOWLOG,
     shutdown::SHUTDOWN,
     acl::ACL,
