@@ -574,10 +574,15 @@ pub fn route(
     if p != mine {
         return Route::Refused(c.redirect(slot, p));
     }
+    let write = spec.has_flag("write");
     if c.node.is_master(p) {
+        // A read waits until the new master has applied its claim, past every write its
+        // predecessors acknowledged (a write's reply comes from the applier in order anyway).
+        if !write && !c.node.serves_as_master(p) {
+            return Route::Refused(tryagain());
+        }
         return Route::Here(Some((slot, p)));
     }
-    let write = spec.has_flag("write");
     if !write && client.readonly && c.node.caught_up_within(p, max_lag()) {
         return Route::Here(Some((slot, p)));
     }

@@ -1,8 +1,9 @@
 //! Cluster mode: faults injected into a local cluster on Kafka (3 brokers, 3 nodes, started
-//! with `scripts/cluster.sh`) while writer threads INCR counters in every partition through
-//! MOVED redirections. Each cycle kills (SIGKILL) or stalls (SIGSTOP past the node timeout)
+//! with `scripts/cluster.sh`) while writer threads increment counters in every partition
+//! through MOVED redirections, each counter its own way: INCR, a script, MULTI/INCR/EXEC, or
+//! WATCH/GET/MULTI/SET/EXEC (a read-modify-write that a stale read would make lose updates). Each cycle kills (SIGKILL) or stalls (SIGSTOP past the node timeout)
 //! the master of a random partition, or kills a broker, then repairs it and checks every
-//! counter: its value is at least the INCRs acknowledged and at most those plus the ones
+//! counter: its value is at least the increments acknowledged and at most those plus the ones
 //! whose outcome was unknown, and every replica holds the master's value. The time from the
 //! fault to the first write acknowledged after it in the partition hit is the cycle's write
 //! outage.
@@ -27,16 +28,17 @@ const BASE_PORT: u16 = 7400;
 /// Stall of a master: past the nodes' 3 s timeout, so the group replaces it.
 const STALL: Duration = Duration::from_secs(6);
 
-/// One counter: its key (in partition `partition`), INCRs acknowledged and unknown.
+/// One counter: its key (in partition `partition`), increments acknowledged and unknown.
 struct Counter {
     key: String,
     partition: u32,
     acked: u64,
     unknown: u64,
-    /// When its first INCR after the fault was acknowledged.
+    /// When its first increment after the fault was acknowledged.
     first_after: Option<Instant>,
     /// Its value when the cycle began.
     base: u64,
+    way: Way,
 }
 
 /// A connection per address, following MOVED.
@@ -47,6 +49,17 @@ struct Client {
     /// The node asked last when no address is known for a slot.
     turn: u32,
 }
+
+/// How a counter is incremented: each reaches the log differently.
+#[derive(Clone, Copy, Debug)]
+enum Way {
+    Incr,
+    Script,
+    Multi,
+    Watch,
+}
+
+const WAYS: [Way; 4] = [Way::Incr, Way::Script, Way::Multi, Way::Watch];
 
 enum Outcome {
     Acked,
@@ -118,13 +131,32 @@ impl Client {
         self.call(addr, args).map_err(|_| true)
     }
 
-    /// One INCR of `key`, following MOVED at most a few times.
-    fn incr(&mut self, key: &str) -> Outcome {
+    /// One increment of `key` made `way`, following MOVED at most a few times.
+    fn incr(&mut self, key: &str, way: Way) -> Outcome {
         let s = slot::key_slot(key.as_bytes());
         for _ in 0..5 {
             let addr = self.addr_for(s);
-            match self.send(&addr, &[b"INCR", key.as_bytes()]) {
+            let k = key.as_bytes();
+            let sent = match way {
+                Way::Incr => self.send(&addr, &[b"INCR", k]),
+                Way::Script => self.send(
+                    &addr,
+                    &[b"EVAL", b"return redis.call('INCR', KEYS[1])", b"1", k],
+                ),
+                Way::Multi => self.transaction(&addr, key, false),
+                Way::Watch => self.transaction(&addr, key, true),
+            };
+            match sent {
                 Ok(Reply::Integer(_)) => return Outcome::Acked,
+                Ok(Reply::Array(replies)) => {
+                    return if replies.iter().any(|r| matches!(r, Reply::Error(_))) {
+                        Outcome::Refused
+                    } else {
+                        Outcome::Acked
+                    }
+                }
+                // A watched key changed (or may have): nothing ran.
+                Ok(Reply::Null | Reply::NullArray) => return Outcome::Refused,
                 Ok(Reply::Error(e)) => {
                     let e = String::from_utf8_lossy(&e).into_owned();
                     if let Some(to) = e.strip_prefix("MOVED ") {
@@ -151,6 +183,56 @@ impl Client {
             }
         }
         Outcome::Refused
+    }
+
+    /// MULTI, INCR `key`, EXEC on `addr`; with `watch`, WATCH and GET first and a SET of the
+    /// value read plus one instead of INCR. What comes back is EXEC's reply, or the first
+    /// refusal (the transaction is then dropped). `Err(true)` only once EXEC was sent.
+    fn transaction(&mut self, addr: &str, key: &str, watch: bool) -> Result<Reply, bool> {
+        let k = key.as_bytes();
+        let ok = |r: &Reply| matches!(r, Reply::Simple(_));
+        let mut set_to = None;
+        if watch {
+            match self.send(addr, &[b"WATCH", k]) {
+                Ok(r) if ok(&r) => {}
+                Ok(other) => return Ok(other),
+                Err(_) => return Err(false),
+            }
+            let read = match self.send(addr, &[b"GET", k]) {
+                Ok(Reply::Bulk(b)) => std::str::from_utf8(&b)
+                    .ok()
+                    .and_then(|v| v.parse::<u64>().ok()),
+                Ok(Reply::Null) => Some(0),
+                Ok(other) => {
+                    let _ = self.send(addr, &[b"UNWATCH"]);
+                    return Ok(other);
+                }
+                Err(_) => return Err(false),
+            };
+            let Some(v) = read else {
+                let _ = self.send(addr, &[b"UNWATCH"]);
+                return Ok(Reply::Error("not a counter".into()));
+            };
+            set_to = Some((v + 1).to_string());
+        }
+        match self.send(addr, &[b"MULTI"]) {
+            Ok(r) if ok(&r) => {}
+            Ok(other) => return Ok(other),
+            Err(_) => return Err(false),
+        }
+        let queued = match &set_to {
+            None => self.send(addr, &[b"INCR", k]),
+            Some(v) => self.send(addr, &[b"SET", k, v.as_bytes()]),
+        };
+        match queued {
+            Ok(r) if ok(&r) => {}
+            Ok(other) => {
+                let _ = self.send(addr, &[b"DISCARD"]);
+                return Ok(other);
+            }
+            Err(_) => return Err(false),
+        }
+        self.send(addr, &[b"EXEC"])
     }
 
     /// GET through the master, following MOVED and waiting out TRYAGAIN (at most 30 s).
@@ -339,7 +421,7 @@ fn cycles_loop(
 ) -> Result<(), StressError> {
     let seed_addr = format!("127.0.0.1:{BASE_PORT}");
     let mut rng = seed;
-    // Counters: `threads` per partition, each written by one thread.
+    // Counters: `threads` of each way per partition, each written by one thread.
     let mut counters = Vec::new();
     for p in 0..PARTITIONS {
         let (lo, hi) = slot::slot_range(p, PARTITIONS);
@@ -355,9 +437,10 @@ fn cycles_loop(
                     unknown: 0,
                     first_after: None,
                     base: 0,
+                    way: WAYS[found as usize % WAYS.len()],
                 });
                 found += 1;
-                if found == threads {
+                if found == threads * WAYS.len() as u32 {
                     break;
                 }
             }
@@ -387,8 +470,11 @@ fn cycles_loop(
                 let mut client = Client::new(&seed_addr);
                 while !stop.load(Ordering::Acquire) {
                     for c in &mine {
-                        let key = c.lock().map(|c| c.key.clone()).unwrap_or_default();
-                        let outcome = client.incr(&key);
+                        let (key, way) = c
+                            .lock()
+                            .map(|c| (c.key.clone(), c.way))
+                            .unwrap_or((String::new(), Way::Incr));
+                        let outcome = client.incr(&key, way);
                         let now = Instant::now();
                         if let Ok(mut c) = c.lock() {
                             match outcome {
@@ -472,7 +558,7 @@ fn cycles_loop(
                 Some(t) => outage = outage.max(t - fault_instant),
                 None => {
                     return Err(StressError::Engine(format!(
-                        "cycle {cycle}: {what}: no INCR of {} acknowledged after the fault ({} acknowledged, {} unknown in all)",
+                        "cycle {cycle}: {what}: no increment of {} acknowledged after the fault ({} acknowledged, {} unknown in all)",
                         c.key, c.acked, c.unknown
                     )))
                 }
@@ -493,7 +579,7 @@ fn cycles_loop(
             let value = client.get_routed(&c.key).map_err(StressError::Engine)?;
             if value < c.acked || value > c.acked + c.unknown {
                 return Err(StressError::Violation(format!(
-                    "cycle {cycle}: {} holds {value}, but {} INCRs were acknowledged and {} unknown",
+                    "cycle {cycle}: {} holds {value}, but {} increments were acknowledged and {} unknown",
                     c.key, c.acked, c.unknown
                 )));
             }
@@ -523,7 +609,7 @@ fn cycles_loop(
         total_acked += acked;
         total_unknown += unknown;
         println!(
-            "cycle {cycle}: {what}; write outage {:.2} s; {acked} INCRs acknowledged, {unknown} unknown; all counters and replicas check",
+            "cycle {cycle}: {what}; write outage {:.2} s; {acked} increments acknowledged, {unknown} unknown; all counters and replicas check",
             outage.as_secs_f64()
         );
     }

@@ -373,6 +373,17 @@ impl<M: StateMachine> Node<M> {
                 .is_some_and(|t| t.elapsed() <= max_lag)
     }
 
+    /// Whether this node writes partition `p` and has applied its own claim: everything
+    /// the previous masters wrote is in its state, so its reads see every acknowledged write.
+    pub fn serves_as_master(&self, p: u32) -> bool {
+        let epoch = self
+            .inner
+            .claimed
+            .get(p as usize)
+            .map_or(u64::MAX, |c| c.load(Ordering::Acquire));
+        epoch != u64::MAX && self.applied_past(p, epoch)
+    }
+
     /// Node `node`'s last reported progress.
     pub fn peer(&self, node: u32) -> Option<status::PeerStatus> {
         self.inner.view.read().peers.get(&node).cloned()
