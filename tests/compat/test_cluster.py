@@ -574,3 +574,46 @@ def test_a_wiped_node_loads_every_partition_from_the_log_and_all_replicas_agree(
         digests = {port: digest(port) for port in ports}
         assert len(set(digests.values())) == 1, digests
         assert next(iter(digests.values()))[1] > 0
+
+
+LIB = """#!lua name=counters
+redis.register_function('bump', function(keys, args) return redis.call('INCRBY', keys[1], args[1]) end)
+redis.register_function{function_name='peek', callback=function(keys) return redis.call('GET', keys[1]) end, flags={'no-writes'}}
+"""
+
+
+def test_functions_are_each_partitions_own_replicated_through_its_log(cluster):
+    wait_for(every_slot_served, 60, "every slot served")
+    # Loaded on every master address, as a cluster client's FUNCTION LOAD goes to every primary.
+    for _, _, master, *_ in slots(node_port(1)):
+        m = redis.Redis(port=master[1])
+        m.function_flush()
+        assert m.function_load(LIB) in (b"counters", "counters")
+        with pytest.raises(redis.ResponseError, match="already exists"):
+            m.function_load(LIB)
+    key = key_in(5461, 10921, "fn")
+    mport, replicas = master_of(node_port(1), key_slot(key.encode()))
+    rc = RedisCluster(host="127.0.0.1", port=node_port(1), cluster_error_retry_attempts=10)
+    assert rc.fcall("bump", 1, key, 5) == 5
+    assert rc.fcall("bump", 1, key, 2) == 7
+    for port in replicas:
+        r = redis.Redis(port=port)
+        r.execute_command("READONLY")
+        # The replica has the library from the log, runs the read-only function, refuses changes.
+        wait_for(lambda: r.fcall_ro("peek", 1, key) == b"7", 10, "the replica to apply the call")
+        assert b"counters" in repr(r.function_list()).encode()
+        with pytest.raises(redis.exceptions.ReadOnlyError):
+            r.function_delete("counters")
+        with pytest.raises(redis.ResponseError, match="^MOVED"):
+            redis.Redis(port=port).fcall("bump", 1, key, 1)
+    # A new master has the partition's functions without loading them again.
+    victim = node_of_port(mport)
+    run("kill-node", str(victim), "--signal", "KILL", *cluster)
+    try:
+        wait_for(lambda: node_of_port(master_of(node_port(1 if victim != 1 else 2),
+                                                key_slot(key.encode()))[0]) != victim,
+                 60, "a new master")
+        wait_for(lambda: rc.fcall("bump", 1, key, 1) == 8, 30, "FCALL on the new master")
+    finally:
+        run("start-node", str(victim), *cluster)
+    wait_for(every_slot_served, 60, "every slot served")

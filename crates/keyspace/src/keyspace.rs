@@ -425,7 +425,12 @@ impl Keyspace {
 
     /// Every stored function library, in name order, as the published state holds them.
     pub fn libraries(&self) -> Result<Vec<crate::op::LibrarySource>> {
-        crate::library::load_all(&self.db)
+        crate::library::load_all(&self.db, &crate::library::scope(None))
+    }
+
+    /// The function libraries of cluster partition `partition`, in name order.
+    pub fn partition_libraries(&self, partition: u32) -> Result<Vec<crate::op::LibrarySource>> {
+        crate::library::load_all(&self.db, &crate::library::scope(Some(partition)))
     }
 
     /// The engine's counters.

@@ -1,9 +1,11 @@
 //! Function libraries in the engine's keyspace, and the changes to them.
 //!
 //! ```text
-//! library key  0x07 | name                    -> 1 (format) | n: varint | (len: varint | function name) * n | code
+//! library key            0x07 | name                    -> 1 (format) | n: varint | (len: varint | function name) * n | code
+//! partition library key  0x09 | partition: u32 BE | name  -> the same
 //! ```
-//! One key per library: a FUNCTION LOAD writes one key, a restart reads them all back.
+//! One key per library: a FUNCTION LOAD writes one key, a restart reads them all back. A
+//! cluster partition's libraries (changed through its log) have a set of their own.
 
 use bytes::Bytes;
 use rialto_engine::{EngineIterator, KvEngine};
@@ -16,17 +18,31 @@ use crate::value::Value;
 
 /// Prefix of library keys.
 pub const LIBRARY: u8 = 0x07;
+/// Prefix of a cluster partition's library keys.
+pub const PARTITION_LIBRARY: u8 = 0x09;
 const FORMAT: u8 = 1;
 
-fn key(name: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(1 + name.len());
-    k.push(LIBRARY);
+/// The key prefix of a set of libraries: the server's, or a cluster partition's.
+pub(crate) fn scope(partition: Option<u32>) -> Vec<u8> {
+    match partition {
+        None => vec![LIBRARY],
+        Some(p) => {
+            let mut s = vec![PARTITION_LIBRARY];
+            s.extend_from_slice(&p.to_be_bytes());
+            s
+        }
+    }
+}
+
+fn key(scope: &[u8], name: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(scope.len() + name.len());
+    k.extend_from_slice(scope);
     k.extend_from_slice(name.as_bytes());
     k
 }
 
-fn range() -> (Vec<u8>, Vec<u8>) {
-    (vec![LIBRARY], vec![LIBRARY + 1])
+fn range(scope: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    (scope.to_vec(), crate::layout::next_prefix(scope))
 }
 
 fn varint(out: &mut Vec<u8>, mut v: u64) {
@@ -61,9 +77,9 @@ fn encode(lib: &LibrarySource) -> Vec<u8> {
     v
 }
 
-fn decode(engine_key: &[u8], value: &[u8]) -> Result<LibrarySource> {
+fn decode(scope: &[u8], engine_key: &[u8], value: &[u8]) -> Result<LibrarySource> {
     let bad = || Error::BadOp("a stored library does not decode");
-    let name = std::str::from_utf8(engine_key.get(1..).ok_or_else(bad)?)
+    let name = std::str::from_utf8(engine_key.get(scope.len()..).ok_or_else(bad)?)
         .map_err(|_| bad())?
         .to_string();
     let (&format, mut b) = value.split_first().ok_or_else(bad)?;
@@ -85,9 +101,9 @@ fn decode(engine_key: &[u8], value: &[u8]) -> Result<LibrarySource> {
     })
 }
 
-/// Every library the published state holds, in name order.
-pub(crate) fn load_all(db: &Db) -> Result<Vec<LibrarySource>> {
-    let (lo, hi) = range();
+/// Every library of `scope` the published state holds, in name order.
+pub(crate) fn load_all(db: &Db, scope: &[u8]) -> Result<Vec<LibrarySource>> {
+    let (lo, hi) = range(scope);
     let mut it = db.iter(rialto_engine::IterOptions {
         lower: Some(lo),
         upper: Some(hi),
@@ -96,29 +112,29 @@ pub(crate) fn load_all(db: &Db) -> Result<Vec<LibrarySource>> {
     it.seek_to_first();
     let mut out = Vec::new();
     while it.valid() {
-        out.push(decode(it.key(), it.value())?);
+        out.push(decode(scope, it.key(), it.value())?);
         it.next();
     }
     it.status()?;
     Ok(out)
 }
 
-/// Every library as transaction `tx` sees it.
-fn in_txn(tx: &mut TxnContext<'_, Db>) -> Result<Vec<LibrarySource>> {
-    let (lo, hi) = range();
+/// Every library of `scope` as transaction `tx` sees it.
+fn in_txn(tx: &mut TxnContext<'_, Db>, scope: &[u8]) -> Result<Vec<LibrarySource>> {
+    let (lo, hi) = range(scope);
     let mut out = Vec::new();
     for k in tx.first_keys(&lo, &hi, usize::MAX)? {
         if let Some(v) = tx.get(&k)? {
-            out.push(decode(&k, &v)?);
+            out.push(decode(scope, &k, &v)?);
         }
     }
     Ok(out)
 }
 
-/// Applies a library change: a function of the stored set after it is registered by one
-/// library only.
-pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, op: &LibraryOp) -> Result<Value> {
-    let stored = in_txn(tx)?;
+/// Applies a library change to the set of `scope`: a function of the set after it is
+/// registered by one library only.
+pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, scope: &[u8], op: &LibraryOp) -> Result<Value> {
+    let stored = in_txn(tx, scope)?;
     let (remove, add): (Vec<String>, Vec<&LibrarySource>) = match op {
         LibraryOp::Put { lib, replace } => {
             let exists = stored.iter().any(|l| l.name == lib.name);
@@ -172,10 +188,10 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, op: &LibraryOp) -> Result<Value
         }
     }
     for name in &remove {
-        tx.delete(&key(name));
+        tx.delete(&key(scope, name));
     }
     for lib in add {
-        tx.put(&key(&lib.name), &encode(lib));
+        tx.put(&key(scope, &lib.name), &encode(lib));
     }
     Ok(Value::Ok)
 }
@@ -191,9 +207,15 @@ mod tests {
             functions: vec!["f1".into(), "other_fn".into()],
             code: Bytes::from_static(b"#!lua name=mylib\nredis.register_function('f1', ...)"),
         };
-        let k = key(&lib.name);
-        assert_eq!(decode(&k, &encode(&lib)).unwrap(), lib);
-        assert!(decode(&k, b"\x09").is_err());
-        assert!(decode(&k, &[FORMAT, 5, 1]).is_err());
+        for s in [scope(None), scope(Some(7))] {
+            let k = key(&s, &lib.name);
+            assert_eq!(decode(&s, &k, &encode(&lib)).unwrap(), lib);
+            assert!(decode(&s, &k, b"\x09").is_err());
+            assert!(decode(&s, &k, &[FORMAT, 5, 1]).is_err());
+        }
+        // The server's set and a partition's do not overlap.
+        let (lo, hi) = range(&scope(None));
+        let p = key(&scope(Some(0)), "x");
+        assert!(!(lo..hi).contains(&p));
     }
 }

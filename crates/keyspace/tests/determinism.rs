@@ -143,6 +143,8 @@ fn kind() -> impl Strategy<Value = OpKind> {
         1 => (library(), any::<bool>()).prop_map(|(lib, replace)| OpKind::Library(LibraryOp::Put { lib, replace })),
         1 => prop::sample::select(&["la", "lb"][..]).prop_map(|n| OpKind::Library(LibraryOp::Delete { name: n.to_string() })),
         1 => Just(OpKind::Library(LibraryOp::Flush)),
+        1 => (0u32..3, library(), any::<bool>()).prop_map(|(partition, lib, replace)| OpKind::PartitionLibrary { partition, op: LibraryOp::Put { lib, replace } }),
+        1 => (0u32..3).prop_map(|partition| OpKind::PartitionLibrary { partition, op: LibraryOp::Flush }),
         1 => (prop::collection::vec(library(), 0..3), prop_oneof![
                 Just(RestorePolicy::Append), Just(RestorePolicy::Replace), Just(RestorePolicy::Flush)
             ]).prop_map(|(libs, policy)| OpKind::Library(LibraryOp::Restore { libs, policy })),

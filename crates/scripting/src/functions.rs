@@ -277,6 +277,13 @@ impl Scripts {
     /// Installs a library the keyspace stored, replacing one of the same name.
     pub fn install_library(&self, lib: LibraryInfo) -> Result<(), Reply> {
         let mut vm = self.vm.lock();
+        // A library's top-level code runs now: in a replicated interpreter what it draws
+        // from the random generator must not depend on what ran before.
+        if let Some(reseed) = &vm.reseed {
+            reseed.call::<()>(()).map_err(|e| {
+                Reply::Error(Bytes::from(format!("ERR internal error seeding: {e}")))
+            })?;
+        }
         let mut libs = self.libraries.lock();
         if let Some(old) = libs.remove(&lib.name) {
             for f in &old.functions {
@@ -333,6 +340,23 @@ impl Scripts {
             host.refuse_writes();
         }
         self.run_in(&mut vm, &name, "user_function", f, true, keys, argv, host)
+    }
+
+    /// FCALL in a replicated interpreter ([`Scripts::new_replicated`]): as [`Scripts::fcall`],
+    /// within `max_instructions` and with the random generator seeded alike.
+    pub fn fcall_replicated(
+        &self,
+        name: &[u8],
+        keys: &[Bytes],
+        argv: &[Bytes],
+        read_only: bool,
+        host: &mut dyn Host,
+        max_instructions: u64,
+    ) -> Reply {
+        if let Err(r) = self.start_replicated(&self.vm.lock(), max_instructions) {
+            return r;
+        }
+        self.fcall(name, keys, argv, read_only, host)
     }
 
     /// Reinstalls every library into a fresh interpreter (after SCRIPT FLUSH, which clears

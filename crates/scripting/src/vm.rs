@@ -86,7 +86,7 @@ pub(crate) struct Vm {
     /// `no-writes`, and its body.
     cache: HashMap<[u8; 40], (Function, bool, Bytes)>,
     /// Replicated: reseeds `math.random` (its own generator, not the C library's).
-    reseed: Option<Function>,
+    pub(crate) reseed: Option<Function>,
     /// The environment scripts run in (read-only globals).
     pub(crate) env: Table,
     /// The environment function libraries run in, and the table naming their `redis`.
@@ -262,28 +262,37 @@ impl Scripts {
         host: &mut dyn Host,
         max_instructions: u64,
     ) -> Reply {
-        let mut vm = self.vm.lock();
-        if vm.cache.len() >= REPLICATED_CACHE_MAX {
-            vm.cache.clear();
+        {
+            let mut vm = self.vm.lock();
+            if vm.cache.len() >= REPLICATED_CACHE_MAX {
+                vm.cache.clear();
+            }
+            if let Err(r) = self.start_replicated(&vm, max_instructions) {
+                return r;
+            }
         }
+        self.run(Source::Body(body), keys, argv, host)
+    }
+
+    /// Readies a replicated interpreter for a run of at most `max_instructions`: the budget,
+    /// the hook's count started again (every replica's first tick falls at the same
+    /// instruction of this run, whatever ran before) and the random generator reseeded.
+    pub(crate) fn start_replicated(&self, vm: &Vm, max_instructions: u64) -> Result<(), Reply> {
         let r = &self.running;
         r.budget_ticks.store(
             max_instructions.div_ceil(u64::from(HOOK_EVERY)),
             Ordering::Relaxed,
         );
         r.ticks.store(0, Ordering::Relaxed);
-        // Re-set, the hook's instruction count starts again: every replica's first tick falls
-        // at the same instruction of this script, whatever ran before.
         install_hook(&vm.lua, Arc::clone(r), self.epoch);
         if let Some(reseed) = &vm.reseed {
-            if let Err(e) = reseed.call::<()>(()) {
-                return Reply::Error(Bytes::from(format!(
+            reseed.call::<()>(()).map_err(|e| {
+                Reply::Error(Bytes::from(format!(
                     "ERR internal error seeding the script: {e}"
-                )));
-            }
+                )))
+            })?;
         }
-        drop(vm);
-        self.run(Source::Body(body), keys, argv, host)
+        Ok(())
     }
 
     /// Runs `f` as the running script: SCRIPT KILL and the time limit see it.

@@ -23,12 +23,15 @@ use crate::client::Client;
 use crate::command_table::CommandSpec;
 use crate::commands::{Admitted, Handler};
 use crate::config::Config;
-use crate::conn::script::{run_replicated, Replicated, ScriptCtx};
+use crate::conn::script::{run_replicated, run_replicated_function, Replicated, ScriptCtx};
 
 /// Applies a write record's payload (`Payload`).
 pub struct Machine {
     /// The interpreter the log's scripts run in, on every replica alike.
     scripts: Arc<Scripts>,
+    /// Per partition: the interpreter holding its function libraries, as its log (and the
+    /// keyspace, at a restart) gives them.
+    libraries: Vec<Arc<Scripts>>,
     /// Users rebuilt from the permissions a script record carries, by those rules.
     users: Mutex<HashMap<Bytes, Arc<User>>>,
     partitions: u32,
@@ -38,15 +41,62 @@ pub struct Machine {
 const USERS_CACHED: usize = 1024;
 
 impl Machine {
-    pub fn new(cfg: &Config) -> Result<Machine, StartError> {
-        let scripts = Scripts::new_replicated(cfg.lua_memory_limit).map_err(|_| {
-            rialto_cluster::node::Error::Config("cannot start the scripts' interpreter")
-        })?;
+    pub fn new(cfg: &Config, keyspace: &Keyspace) -> Result<Machine, StartError> {
+        let interpreter = || {
+            Scripts::new_replicated(cfg.lua_memory_limit).map_err(|_| {
+                rialto_cluster::node::Error::Config("cannot start the scripts' interpreter")
+            })
+        };
+        let scripts = interpreter()?;
+        let mut libraries = Vec::new();
+        for p in 0..cfg.cluster.partitions {
+            let s = interpreter()?;
+            for lib in keyspace.partition_libraries(p)? {
+                let loaded = s
+                    .check_library(&lib.code)
+                    .and_then(|info| s.install_library(info));
+                if loaded.is_err() {
+                    return Err(rialto_cluster::node::Error::Config(
+                        "a stored function library of a partition does not load",
+                    ));
+                }
+            }
+            libraries.push(Arc::new(s));
+        }
         Ok(Machine {
             scripts: Arc::new(scripts),
+            libraries,
             users: Mutex::new(HashMap::new()),
             partitions: cfg.cluster.partitions,
         })
+    }
+
+    /// Partition `p`'s function libraries.
+    pub fn libraries(&self, p: u32) -> Option<&Arc<Scripts>> {
+        self.libraries.get(p as usize)
+    }
+
+    /// Mirrors a partition's library change, applied by the keyspace, in its interpreter.
+    fn install(&self, p: u32, op: &rialto_keyspace::LibraryOp) {
+        use rialto_keyspace::{LibraryOp, RestorePolicy};
+        let Some(s) = self.libraries(p) else { return };
+        // The master checked the code and the keyspace applied the change: it loads.
+        let put = |code: &Bytes| {
+            if let Ok(info) = s.check_library(code) {
+                let _ = s.install_library(info);
+            }
+        };
+        match op {
+            LibraryOp::Put { lib, .. } => put(&lib.code),
+            LibraryOp::Delete { name } => s.remove_library(name),
+            LibraryOp::Flush => s.flush_libraries(),
+            LibraryOp::Restore { libs, policy } => {
+                if *policy == RestorePolicy::Flush {
+                    s.flush_libraries();
+                }
+                libs.iter().for_each(|l| put(&l.code));
+            }
+        }
     }
 
     /// The user whose permissions are `rules` (`name rule...`), or why not.
@@ -89,7 +139,24 @@ impl Machine {
                 now_ms: s.now_ms,
             },
         );
-        let reply = run_replicated(t, &ctx, &s.body, &s.keys, &s.argv, s.max_instructions);
+        let reply = match &s.function {
+            None => run_replicated(t, &ctx, &s.body, &s.keys, &s.argv, s.max_instructions),
+            Some(name) => {
+                let p = slot::partition_of(s.first_slot, self.partitions);
+                match self.libraries(p) {
+                    Some(libs) => run_replicated_function(
+                        t,
+                        &ctx,
+                        libs,
+                        name,
+                        (&s.keys, &s.argv),
+                        s.max_instructions,
+                        false,
+                    ),
+                    None => Reply::error("ERR Function not found"),
+                }
+            }
+        };
         t.set_now_ms(before);
         reply
     }
@@ -111,7 +178,13 @@ impl StateMachine for Machine {
     fn apply(&self, t: &mut Transaction<'_, '_>, payload: &[u8], mine: bool) -> Self::Output {
         let start = Instant::now();
         let out = match Payload::decode(payload) {
-            Ok(Payload::One(op)) => Applied::One(t.apply(&op)),
+            Ok(Payload::One(op)) => {
+                let r = t.apply(&op);
+                if let (Ok(_), OpKind::PartitionLibrary { partition, op }) = (&r, &op.kind) {
+                    self.install(*partition, op);
+                }
+                Applied::One(r)
+            }
             Ok(Payload::Script(s)) => Applied::Reply(self.script(t, &s)),
             Ok(Payload::Exec(steps)) => Applied::Many(
                 steps
@@ -159,7 +232,8 @@ fn read_step(t: &mut Transaction<'_, '_>, db: u8, args: &[Bytes]) -> Reply {
 ///                                           a read, run by the writer only, for its reply
 ///           | 3                             answered by the writer outside the transaction
 ///   3 script now_ms: i64 LE | max_instructions: varint | first_slot: u16 LE
-///            | last_slot: u16 LE | user: (0 | 1 | len: varint | rules) | len: varint | body
+///            | last_slot: u16 LE | user: (0 | 1 | len: varint | rules)
+///            | (0 | len: varint | body  — EVAL   | 1 | len: varint | name  — FCALL)
 ///            | nkeys: varint | (len: varint | key)*nkeys | nargs: varint | (len: varint | arg)*nargs
 /// ```
 pub enum Payload {
@@ -179,6 +253,8 @@ pub struct ScriptRecord {
     pub first_slot: u16,
     pub last_slot: u16,
     pub user: Option<Bytes>,
+    /// FCALL: the function's name (`body` is then empty).
+    pub function: Option<Bytes>,
     pub body: Bytes,
     pub keys: Vec<Bytes>,
     pub argv: Vec<Bytes>,
@@ -253,7 +329,16 @@ impl Payload {
                         put_bytes(&mut v, u);
                     }
                 }
-                put_bytes(&mut v, &s.body);
+                match &s.function {
+                    None => {
+                        v.push(0);
+                        put_bytes(&mut v, &s.body);
+                    }
+                    Some(name) => {
+                        v.push(1);
+                        put_bytes(&mut v, name);
+                    }
+                }
                 for list in [&s.keys, &s.argv] {
                     put_varint(&mut v, list.len() as u64);
                     for a in list {
@@ -354,7 +439,11 @@ impl Payload {
                     1 => Some(Bytes::copy_from_slice(c.bytes()?)),
                     _ => return Err(Cursor::bad()),
                 };
-                let body = Bytes::copy_from_slice(c.bytes()?);
+                let (function, body) = match c.u8()? {
+                    0 => (None, Bytes::copy_from_slice(c.bytes()?)),
+                    1 => (Some(Bytes::copy_from_slice(c.bytes()?)), Bytes::new()),
+                    _ => return Err(Cursor::bad()),
+                };
                 let mut lists = [Vec::new(), Vec::new()];
                 for list in &mut lists {
                     let n = c.varint()?;
@@ -375,6 +464,7 @@ impl Payload {
                     first_slot,
                     last_slot,
                     user,
+                    function,
                     body,
                     keys,
                     argv,
@@ -428,10 +518,11 @@ impl Payload {
                         keys.push(key_hash(*db, k));
                     }
                 }
-                OpKind::FlushStep { .. }
-                | OpKind::FlushSlots { .. }
-                | OpKind::Store(_)
-                | OpKind::Library(_) => return Touches::All,
+                // Functions change no key.
+                OpKind::Library(_) | OpKind::PartitionLibrary { .. } => {}
+                OpKind::FlushStep { .. } | OpKind::FlushSlots { .. } | OpKind::Store(_) => {
+                    return Touches::All
+                }
             }
         }
         Touches::Keys(keys)
@@ -474,7 +565,7 @@ impl Cluster {
             linger: c.linger,
         };
         Ok(Cluster {
-            node: Node::start(keyspace, Machine::new(cfg)?, opts)?,
+            node: Node::start(Arc::clone(&keyspace), Machine::new(cfg, &keyspace)?, opts)?,
             base_port: cfg.port,
             partitions: c.partitions,
         })
@@ -589,17 +680,17 @@ pub fn route(
     Route::Refused(c.redirect(slot, p))
 }
 
-/// Commands cluster mode refuses: writes that do not go through the log (functions that may
-/// write and function changes, stores and pushes), and databases other than 0, as Redis
-/// Cluster refuses them.
+/// Commands cluster mode refuses: writes that do not go through the log (stores and
+/// pushes), and databases other than 0, as Redis Cluster refuses them.
 fn unavailable(spec: &CommandSpec, handler: Handler, args: &[Bytes]) -> Option<Reply> {
     let name = spec.name;
     let refused = match name {
-        "fcall" | "swapdb" | "move" | "function|load" | "function|delete" | "function|flush"
-        | "function|restore" | "push" | "store" => true,
+        "swapdb" | "move" | "push" | "store" => true,
         "select" => args.get(1).is_some_and(|db| &db[..] != b"0"),
         // Through the log, a partition's slots at a time (`flush_partition`).
         "flushdb" | "flushall" => false,
+        // Records of the address's partition (`commands::function`).
+        "function|load" | "function|delete" | "function|flush" | "function|restore" => false,
         _ => spec.has_flag("write") && !matches!(handler, Handler::Write(_)),
     };
     if !refused {
@@ -986,7 +1077,12 @@ mod tests {
             !String::from_utf8_lossy(&line).contains('#'),
             "no password hash"
         );
-        let m = Machine::new(&Config::default()).unwrap();
+        let m = Machine {
+            scripts: Arc::new(Scripts::new_replicated(0).unwrap()),
+            libraries: Vec::new(),
+            users: Mutex::new(HashMap::new()),
+            partitions: 3,
+        };
         let rebuilt = m.user(&Bytes::from(line)).unwrap();
         assert_eq!(rebuilt.describe_permissions(), bob.describe_permissions());
         let k = |s: &'static str| Bytes::from_static(s.as_bytes());
@@ -1020,6 +1116,7 @@ mod tests {
             first_slot: 5461,
             last_slot: 10921,
             user: Some(Bytes::from_static(b"bob on ~* +@all")),
+            function: None,
             body: Bytes::from_static(b"return redis.call('INCR', KEYS[1])"),
             keys: vec![Bytes::from_static(b"k")],
             argv: vec![Bytes::new(), Bytes::from_static(b"x")],

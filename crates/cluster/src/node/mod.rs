@@ -334,6 +334,11 @@ impl<M: StateMachine> Node<M> {
         })
     }
 
+    /// The state machine the log's records run through.
+    pub fn machine(&self) -> &M {
+        &self.inner.machine
+    }
+
     /// The options the node runs with.
     pub fn options(&self) -> &NodeOptions {
         &self.inner.opts

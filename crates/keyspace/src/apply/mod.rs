@@ -36,7 +36,10 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
             from,
             limit,
         } => keys::flush_slots(tx, stores, (*first, *last), from, *limit),
-        OpKind::Library(l) => crate::library::apply(tx, l),
+        OpKind::Library(l) => crate::library::apply(tx, &crate::library::scope(None), l),
+        OpKind::PartitionLibrary { partition, op } => {
+            crate::library::apply(tx, &crate::library::scope(Some(*partition)), op)
+        }
         kind => {
             let catalog = stores.exec_catalog();
             let mut io = Txn(&mut *tx);
@@ -77,6 +80,7 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         OpKind::Store(_)
         | OpKind::FlushStep { .. }
         | OpKind::FlushSlots { .. }
+        | OpKind::PartitionLibrary { .. }
         | OpKind::Library(_) => Err(crate::error::Error::BadOp("not a key-level op")),
     }
 }

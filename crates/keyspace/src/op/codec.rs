@@ -34,6 +34,7 @@
 //!  24 LibraryFlush
 //!  25 LibraryRestore policy: u8 (0 append, 1 replace, 2 flush) | n: u64 | library*n
 //!  26 FlushSlots   first: u16 LE | last: u16 LE | from | limit: u64
+//!  27 PartitionLibrary partition: u32 LE | a library change (kind 22 to 25 and its body)
 //!  library := name: string | n: u64 | function: string * n | code
 //! ```
 //!
@@ -199,27 +200,11 @@ impl Op {
                 w.bytes(from);
                 w.u64(*limit);
             }
-            OpKind::Library(LibraryOp::Put { lib, replace }) => {
-                w.u8(22);
-                w.library(lib);
-                w.u8(u8::from(*replace));
-            }
-            OpKind::Library(LibraryOp::Delete { name }) => {
-                w.u8(23);
-                w.bytes(name.as_bytes());
-            }
-            OpKind::Library(LibraryOp::Flush) => w.u8(24),
-            OpKind::Library(LibraryOp::Restore { libs, policy }) => {
-                w.u8(25);
-                w.u8(match policy {
-                    RestorePolicy::Append => 0,
-                    RestorePolicy::Replace => 1,
-                    RestorePolicy::Flush => 2,
-                });
-                w.u64(libs.len() as u64);
-                for lib in libs {
-                    w.library(lib);
-                }
+            OpKind::Library(l) => w.library_op(l),
+            OpKind::PartitionLibrary { partition, op } => {
+                w.u8(27);
+                w.0.extend_from_slice(&partition.to_le_bytes());
+                w.library_op(op);
             }
             OpKind::Store(StoreOp::Create {
                 name,
@@ -427,26 +412,20 @@ impl Op {
                 from: r.bytes()?,
                 limit: r.u64()?,
             },
-            22 => OpKind::Library(LibraryOp::Put {
-                lib: r.library()?,
-                replace: r.bool()?,
-            }),
-            23 => OpKind::Library(LibraryOp::Delete { name: r.string()? }),
-            24 => OpKind::Library(LibraryOp::Flush),
-            25 => {
-                let policy = match r.u8()? {
-                    0 => RestorePolicy::Append,
-                    1 => RestorePolicy::Replace,
-                    2 => RestorePolicy::Flush,
-                    _ => return Err(Error::BadOp("bad restore policy")),
-                };
-                // A name, a count and a code length at least.
-                let n = r.count(3)?;
-                let mut libs = Vec::with_capacity(n);
-                for _ in 0..n {
-                    libs.push(r.library()?);
+            k @ 22..=25 => OpKind::Library(r.library_op(k)?),
+            27 => {
+                let b: [u8; 4] = r
+                    .take(4)?
+                    .try_into()
+                    .map_err(|_| Error::BadOp("truncated"))?;
+                let k = r.u8()?;
+                if !(22..=25).contains(&k) {
+                    return Err(Error::BadOp("not a library change"));
                 }
-                OpKind::Library(LibraryOp::Restore { libs, policy })
+                OpKind::PartitionLibrary {
+                    partition: u32::from_le_bytes(b),
+                    op: r.library_op(k)?,
+                }
             }
             _ => return Err(Error::BadOp("unknown kind")),
         };
@@ -483,6 +462,34 @@ impl Writer {
     fn bytes(&mut self, b: &[u8]) {
         self.u64(b.len() as u64);
         self.0.extend_from_slice(b);
+    }
+
+    /// A library change as its kind (22 to 25) and body.
+    fn library_op(&mut self, op: &LibraryOp) {
+        match op {
+            LibraryOp::Put { lib, replace } => {
+                self.u8(22);
+                self.library(lib);
+                self.u8(u8::from(*replace));
+            }
+            LibraryOp::Delete { name } => {
+                self.u8(23);
+                self.bytes(name.as_bytes());
+            }
+            LibraryOp::Flush => self.u8(24),
+            LibraryOp::Restore { libs, policy } => {
+                self.u8(25);
+                self.u8(match policy {
+                    RestorePolicy::Append => 0,
+                    RestorePolicy::Replace => 1,
+                    RestorePolicy::Flush => 2,
+                });
+                self.u64(libs.len() as u64);
+                for lib in libs {
+                    self.library(lib);
+                }
+            }
+        }
     }
 
     fn library(&mut self, lib: &LibrarySource) {
@@ -567,6 +574,36 @@ impl Reader<'_> {
 
     fn string(&mut self) -> Result<String> {
         String::from_utf8(self.bytes()?.to_vec()).map_err(|_| Error::BadOp("name is not UTF-8"))
+    }
+
+    /// The body of a library change of kind `kind` (22 to 25).
+    fn library_op(&mut self, kind: u8) -> Result<LibraryOp> {
+        Ok(match kind {
+            22 => LibraryOp::Put {
+                lib: self.library()?,
+                replace: self.bool()?,
+            },
+            23 => LibraryOp::Delete {
+                name: self.string()?,
+            },
+            24 => LibraryOp::Flush,
+            25 => {
+                let policy = match self.u8()? {
+                    0 => RestorePolicy::Append,
+                    1 => RestorePolicy::Replace,
+                    2 => RestorePolicy::Flush,
+                    _ => return Err(Error::BadOp("bad restore policy")),
+                };
+                // A name, a count and a code length at least.
+                let n = self.count(3)?;
+                let mut libs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    libs.push(self.library()?);
+                }
+                LibraryOp::Restore { libs, policy }
+            }
+            _ => return Err(Error::BadOp("not a library change")),
+        })
     }
 
     fn library(&mut self) -> Result<LibrarySource> {

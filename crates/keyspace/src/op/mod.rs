@@ -219,6 +219,14 @@ pub enum OpKind {
         /// Most keys this step examines.
         limit: u64,
     },
+    /// A change to the function libraries of a cluster partition: each partition keeps its
+    /// own set, changed through its own log, as each Redis Cluster shard keeps its functions.
+    PartitionLibrary {
+        /// The partition.
+        partition: u32,
+        /// The change.
+        op: LibraryOp,
+    },
     /// A change of the store catalog.
     Store(StoreOp),
     /// A change to the stored function libraries (FUNCTION LOAD, DELETE, FLUSH, RESTORE).

@@ -209,9 +209,9 @@ fn source(lib: &LibraryInfo) -> LibrarySource {
 /// A FUNCTION change, parsed and checked: the op the keyspace applies, what then installs it
 /// in the interpreter (in the same transaction), and the reply on success.
 pub struct Change {
-    op: LibraryOp,
+    pub(crate) op: LibraryOp,
     install: Box<dyn FnOnce(&Scripts) + Send>,
-    done: Reply,
+    pub(crate) done: Reply,
 }
 
 impl Change {
@@ -338,10 +338,75 @@ fn submit(shared: &Arc<Shared>, prepared: Result<Change, Reply>) -> Outcome {
 
 fn change_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let name = command_table::lookup_command(args).map_or("", |c| c.name);
+    if let Some(c) = ctx.shared.cluster.clone() {
+        let p = c.partition_of_port(ctx.client.handle.laddr.port());
+        return change_in_cluster(ctx.shared, c, p, name, args);
+    }
     match prepare(name, &ctx.shared.scripts, args) {
         Some(prepared) => submit(ctx.shared, prepared),
         None => Outcome::Reply(Reply::error("ERR unknown FUNCTION subcommand")),
     }
+}
+
+/// A library change in cluster mode: a record of the partition the address serves, which
+/// every replica applies to that partition's libraries (as each Redis Cluster shard keeps
+/// its own functions, loaded on its master and replicated).
+fn change_in_cluster(
+    shared: &Arc<Shared>,
+    c: Arc<crate::cluster::Cluster>,
+    p: u32,
+    name: &str,
+    args: &[Bytes],
+) -> Outcome {
+    if !c.node.is_master(p) {
+        return Outcome::Reply(Reply::error(
+            "READONLY You can't write against a read only replica.",
+        ));
+    }
+    let Some(libs) = c.node.machine().libraries(p).cloned() else {
+        return Outcome::Reply(Reply::error("ERR unknown partition"));
+    };
+    let change = match prepare(name, &libs, args) {
+        Some(Ok(change)) => change,
+        Some(Err(r)) => return Outcome::Reply(r),
+        None => return Outcome::Reply(Reply::error("ERR unknown FUNCTION subcommand")),
+    };
+    let op = Op::new(
+        0,
+        shared.now_ms(),
+        OpKind::PartitionLibrary {
+            partition: p,
+            op: change.op,
+        },
+    );
+    let done = change.done;
+    let payload = crate::cluster::Payload::One(op);
+    let submitted = match c.submit(p, &payload) {
+        Ok(s) => s,
+        Err(e) => return Outcome::Reply(crate::cluster::write_error(&c, &e, None)),
+    };
+    Outcome::Later(Box::pin(async move {
+        let timeout = c.node.options().write_timeout;
+        match tokio::time::timeout(timeout, submitted).await {
+            Ok(Ok(((crate::cluster::Applied::One(Ok(_)), _), _))) => done,
+            Ok(Ok(((crate::cluster::Applied::One(Err(e)), _), _))) => reply::keyspace_error(&e),
+            Ok(Ok(_)) => Reply::error("ERR unexpected reply to a library change"),
+            Ok(Err(e)) => crate::cluster::write_error(&c, &e, None),
+            Err(_) => crate::cluster::write_error(&c, &rialto_cluster::WriteError::TimedOut, None),
+        }
+    }))
+}
+
+/// The libraries FUNCTION LIST, STATS, DUMP and KILL look at: the server's, or in cluster
+/// mode those of the partition the address serves.
+fn libraries_of(ctx: &Ctx<'_>) -> Arc<Scripts> {
+    if let Some(c) = &ctx.shared.cluster {
+        let p = c.partition_of_port(ctx.client.handle.laddr.port());
+        if let Some(libs) = c.node.machine().libraries(p) {
+            return Arc::clone(libs);
+        }
+    }
+    Arc::clone(&ctx.shared.scripts)
 }
 
 /// The FUNCTION subcommands that only read the interpreter's state (by `name`), which a
@@ -357,19 +422,19 @@ pub fn reader(name: &str) -> Option<fn(&Scripts, &[Bytes]) -> Reply> {
 }
 
 fn list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    Outcome::Reply(list_on(&ctx.shared.scripts, args))
+    Outcome::Reply(list_on(&libraries_of(ctx), args))
 }
 
 fn stats(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    Outcome::Reply(stats_on(&ctx.shared.scripts, args))
+    Outcome::Reply(stats_on(&libraries_of(ctx), args))
 }
 
 fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    Outcome::Reply(kill_on(&ctx.shared.scripts, args))
+    Outcome::Reply(kill_on(&libraries_of(ctx), args))
 }
 
 fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    Outcome::Reply(dump_on(&ctx.shared.scripts, args))
+    Outcome::Reply(dump_on(&libraries_of(ctx), args))
 }
 
 fn list_on(scripts: &Scripts, args: &[Bytes]) -> Reply {

@@ -138,6 +138,26 @@ impl ScriptCtx {
     }
 }
 
+/// Runs function `name` of a cluster partition's libraries `libs` in `tx` (see
+/// [`ScriptCtx::replicated`]); `read_only`: FCALL_RO, run where it is received.
+pub(crate) fn run_replicated_function(
+    tx: &mut Transaction<'_, '_>,
+    ctx: &ScriptCtx,
+    libs: &Scripts,
+    name: &[u8],
+    (keys, argv): (&[Bytes], &[Bytes]),
+    max_instructions: u64,
+    read_only: bool,
+) -> Reply {
+    let mut host = TxHost {
+        tx,
+        ctx,
+        db: 0,
+        read_only,
+    };
+    libs.fcall_replicated(name, keys, argv, read_only, &mut host, max_instructions)
+}
+
 /// Runs a cluster log's script `body` in `tx` (see [`ScriptCtx::replicated`]).
 pub(crate) fn run_replicated(
     tx: &mut Transaction<'_, '_>,
@@ -360,14 +380,15 @@ impl Connection {
                     ))
                 }
             },
-            Named::Function => {
-                return Pending::Ready(Reply::error("ERR 'fcall' is not available in cluster mode"))
-            }
+            Named::Function => Bytes::new(),
         };
+        let function = matches!(run.named, Named::Function).then(|| run.code.clone());
         // Compiled here first: a script that does not compile never reaches the log, and
         // EVAL caches it for EVALSHA as in Redis.
-        if let Err(r) = self.shared.scripts.load(&body) {
-            return Pending::Ready(r);
+        if function.is_none() {
+            if let Err(r) = self.shared.scripts.load(&body) {
+                return Pending::Ready(r);
+            }
         }
         let p = at.map_or(self.partition, |(_, p)| p);
         if !c.node.is_master(p) {
@@ -392,6 +413,7 @@ impl Connection {
             first_slot,
             last_slot,
             user,
+            function,
             body,
             keys: run.keys,
             argv: run.argv,
@@ -412,6 +434,58 @@ impl Connection {
             Ok(fut) => Pending::Remote(fut, id),
             Err(r) => Pending::Ready(r),
         }
+    }
+
+    /// FCALL_RO in cluster mode: run here, as a read, with the functions of the partition
+    /// the address serves.
+    fn function_read_in_cluster(
+        &mut self,
+        c: &crate::cluster::Cluster,
+        at: Option<(u16, u32)>,
+        run: ScriptRun,
+        id: usize,
+        args: Vec<Bytes>,
+    ) -> Pending {
+        let p = at.map_or(self.partition, |(_, p)| p);
+        let Some(libs) = c.node.machine().libraries(p).cloned() else {
+            return Pending::Ready(Reply::error("ERR Function not found"));
+        };
+        let (first_slot, last_slot) = rialto_cluster::slot::slot_range(p, c.partitions);
+        let now_ms = self.shared.now_ms();
+        let user = self
+            .client
+            .user
+            .clone()
+            .filter(|_| !self.client.unrestricted);
+        let ctx = ScriptCtx::replicated(
+            Arc::clone(&self.shared.scripts),
+            user,
+            Replicated {
+                first_slot,
+                last_slot,
+                partitions: c.partitions,
+                now_ms,
+            },
+        );
+        let budget = self.shared.config.read().cluster.script_max_instructions;
+        let threshold = self.shared.slowlog.threshold_micros();
+        let h = self.shared.keyspace.transaction(None, now_ms, move |tx| {
+            let start = Instant::now();
+            let reply = match tx {
+                Some(tx) => run_replicated_function(
+                    tx,
+                    &ctx,
+                    &libs,
+                    &run.code,
+                    (&run.keys, &run.argv),
+                    budget,
+                    true,
+                ),
+                None => Reply::NullArray,
+            };
+            executed(reply, start.elapsed(), threshold, args)
+        });
+        Pending::Commit(h, id)
     }
 
     /// What a script run by this connection needs.
@@ -447,6 +521,9 @@ impl Connection {
         if let Some(c) = self.shared.cluster.clone() {
             if !run.read_only {
                 return self.script_in_cluster(c, at, run, id, args);
+            }
+            if matches!(run.named, Named::Function) {
+                return self.function_read_in_cluster(&c, at, run, id, args);
             }
         }
         let ctx = self.script_ctx();
