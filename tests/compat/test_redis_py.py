@@ -6,6 +6,7 @@ formatting, pipelines) the `pair` fixture runs the same calls against a referenc
 server under test and compares.
 """
 
+import os
 import random
 import signal
 import time
@@ -147,6 +148,24 @@ def test_client_id_list_info(r):
     assert str(info["resp"]) == str(r.connection_pool.connection_kwargs.get("protocol") or 2)
     assert r.client_list(client_id=[str(cid)])[0]["id"] == str(cid)
     assert err(r, "CLIENT", "LIST", "TYPE", "foo") == "Unknown client type 'foo'"
+
+
+def test_client_fd_is_the_servers_socket(server):
+    """CLIENT LIST/INFO `fd` is the connection's descriptor in the server process, as in Redis:
+    what an operator matches with `ls -l /proc/PID/fd`, `ss -p` or `lsof`."""
+    a, b = server.client(), server.client()
+    fds = []
+    for c in (a, b):
+        info = c.client_info()
+        fd = int(info["fd"])
+        assert fd > 2, info
+        mine = [x for x in c.client_list() if x["id"] == str(info["id"])][0]
+        assert int(mine["fd"]) == fd
+        assert os.readlink(f"/proc/{server.proc.pid}/fd/{fd}").startswith("socket:")
+        fds.append(fd)
+    assert fds[0] != fds[1]
+    a.close()
+    b.close()
 
 
 def test_client_kill(server, r):

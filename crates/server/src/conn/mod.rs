@@ -123,7 +123,8 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
             .then(|| acl.user(b"default"))
             .flatten()
     };
-    let handle = shared.clients.register(addr, laddr, "default");
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    let handle = shared.clients.register(addr, laddr, fd, "default");
     let limits = {
         let c = shared.config.read();
         Limits {
