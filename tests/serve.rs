@@ -268,3 +268,18 @@ fn damage_in_the_journal_fails_the_start_until_salvage_is_asked_for() {
     assert_eq!(request(s.port, b"SHUTDOWN\r\n", 0), b"");
     assert_eq!(wait_exit(s).0, 0);
 }
+
+/// Logs written to a pipe or a file are plain text: colours are for terminals.
+#[test]
+fn redirected_logs_are_plain() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spawn(dir.path(), &[]);
+    assert_eq!(request(s.port, b"PING\r\n", 7), b"+PONG\r\n");
+    assert_eq!(request(s.port, b"SHUTDOWN\r\n", 0), b"");
+    let (code, log) = wait_exit(s);
+    assert_eq!(code, 0, "{log}");
+    assert!(
+        !log.contains('\x1b'),
+        "ANSI escapes in a redirected log: {log:?}"
+    );
+}
