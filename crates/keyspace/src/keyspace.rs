@@ -559,22 +559,24 @@ impl Keyspace {
     }
 }
 
-/// Removes the spill files of pushes a stop interrupted.
+/// Removes what pushes a stop interrupted left in the spill directory: their runs and their
+/// own directories (`push-N`). Best effort: what cannot be removed is logged and left for
+/// the next start.
 fn empty_spill_dir(fs: &dyn rialto_io::Fs, tmp: &Path) {
     let Ok(dirs) = fs.list_dir(tmp) else {
         return;
     };
     for d in dirs {
         let sub = tmp.join(&d);
-        match fs.list_dir(&sub) {
-            Ok(files) => {
-                for f in files {
-                    let _ = fs.remove_file(&sub.join(f));
-                }
-            }
-            Err(_) => {
-                let _ = fs.remove_file(&sub);
-            }
+        let removed = match fs.list_dir(&sub) {
+            Ok(files) => files
+                .iter()
+                .try_for_each(|f| fs.remove_file(&sub.join(f)))
+                .and_then(|()| fs.remove_dir(&sub)),
+            Err(_) => fs.remove_file(&sub),
+        };
+        if let Err(e) = removed {
+            tracing::warn!(path = %sub.display(), error = %e, "cannot remove a push's leftover spill files");
         }
     }
 }

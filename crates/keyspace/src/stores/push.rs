@@ -78,6 +78,30 @@ struct Session {
     guard: PushGuard,
     sorter: Option<Sorter>,
     started: Instant,
+    /// Declared after `sorter`, so dropped after it: the directory is empty by then.
+    _spill_dir: SpillDir,
+}
+
+/// A push's own spill directory (`push-tmp/push-<id>`), removed when the push ends — after a
+/// commit, an abort or a failure — once its runs are gone. One left by a crash (or that
+/// could not be removed) is swept at the next start.
+struct SpillDir {
+    fs: rialto_io::FsRef,
+    path: PathBuf,
+}
+
+impl Drop for SpillDir {
+    fn drop(&mut self) {
+        match self.fs.remove_dir(&self.path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!(
+                dir = %self.path.display(),
+                error = %e,
+                "cannot remove a push's spill directory; the next start removes it"
+            ),
+        }
+    }
 }
 
 /// A push in the registry. Store and owner are kept outside the session's lock, which a
@@ -260,12 +284,15 @@ impl Stores {
             .pushing
             .ok_or_else(|| StoreError::Corrupt("the push was not recorded".into()))?;
         let id = self.pushes.next_id.fetch_add(1, Ordering::Relaxed);
-        let tmp: PathBuf = self.opts.push_tmp_dir.join(format!("push-{id}"));
+        let spill_dir = SpillDir {
+            fs: Arc::clone(&fs),
+            path: self.opts.push_tmp_dir.join(format!("push-{id}")),
+        };
         let sorter = Sorter::new(
             fs,
             SortOptions {
                 memory_limit: self.opts.push_memory_limit,
-                tmp_dir: tmp,
+                tmp_dir: spill_dir.path.clone(),
                 duplicates,
                 max_key_len: layout::MAX_USER_KEY_LEN.saturating_sub(meta.prefix.len()),
                 max_value_len: layout::MAX_USER_VALUE_LEN,
@@ -285,6 +312,7 @@ impl Stores {
             guard: guard.unwrap_or(self.opts.push_guard),
             sorter: Some(sorter),
             started: Instant::now(),
+            _spill_dir: spill_dir,
         };
         let entry = Entry {
             store: name.to_string(),
