@@ -174,17 +174,17 @@ impl Local {
             &mut dyn FnMut(&[u8], &[u8]) -> Result<(), StoreError>,
         ) -> Result<T, BackendError>,
     ) -> Result<T, BackendError> {
-        self.keyspace.push_add_with(id, fill)
+        self.keyspace.push_add_with(id, None, fill)
     }
 
     /// Commits.
     pub fn push_commit(&self, id: u64) -> Result<PushReport, BackendError> {
-        Ok(self.keyspace.push_commit(id)?)
+        Ok(self.keyspace.push_commit(id, None)?)
     }
 
     /// Aborts.
     pub fn push_abort(&self, id: u64) -> Result<(), BackendError> {
-        Ok(self.keyspace.push_abort(id)?)
+        Ok(self.keyspace.push_abort(id, None)?)
     }
 
     /// Creates a store.

@@ -485,12 +485,15 @@ impl Keyspace {
     }
 
     /// Adds records (keys relative to the store's prefix) to push `id`; a bad record aborts it.
+    /// `caller` is the connection asking (`None`: in-process); a push begun by another
+    /// connection refuses it ([`StoreError::NotOwner`]), and so do commit and abort.
     pub fn push_add<'a>(
         &self,
         id: u64,
+        caller: Option<u64>,
         records: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
     ) -> StoreResult<u64> {
-        self.stores.push_add(&self.merger, id, records)
+        self.stores.push_add(&self.merger, id, caller, records)
     }
 
     /// Adds to push `id` the records `fill` passes to `add`, under one hold of the push's lock
@@ -499,24 +502,25 @@ impl Keyspace {
     pub fn push_add_with<T, E: From<StoreError>>(
         &self,
         id: u64,
+        caller: Option<u64>,
         fill: impl FnOnce(&mut dyn FnMut(&[u8], &[u8]) -> StoreResult<()>) -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
-        self.stores.push_add_with(&self.merger, id, fill)
+        self.stores.push_add_with(&self.merger, id, caller, fill)
     }
 
     /// Sorts, writes and links push `id`'s data, replays the streamed writes and swaps the new
     /// version in (on the calling thread). On failure the current version stays.
-    pub fn push_commit(&self, id: u64) -> StoreResult<PushReport> {
+    pub fn push_commit(&self, id: u64, caller: Option<u64>) -> StoreResult<PushReport> {
         let clock = Arc::clone(&self.clock);
         self.stores
-            .push_commit(&self.db, &self.merger, id, move || {
+            .push_commit(&self.db, &self.merger, id, caller, move || {
                 clock.unix_millis() as i64
             })
     }
 
     /// Aborts push `id`: its files are removed and the store keeps its current version.
-    pub fn push_abort(&self, id: u64) -> StoreResult<()> {
-        self.stores.push_abort(&self.merger, id)
+    pub fn push_abort(&self, id: u64, caller: Option<u64>) -> StoreResult<()> {
+        self.stores.push_abort(&self.merger, id, caller)
     }
 
     /// Pushes in progress: id and store.

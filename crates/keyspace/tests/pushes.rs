@@ -1,8 +1,10 @@
-//! Pushes as operators see them: a push's spill directory goes when it ends.
+//! Pushes as operators see them: a push is named by the number of the version it loads and
+//! belongs to whoever began it, and its spill directory goes when it ends.
 
 use std::path::Path;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use rialto_io::{Clock, Fs, MemFs, SystemClock};
 use rialto_keyspace::{
     DuplicatePolicy, Keyspace, KeyspaceOptions, PushGuard, StoreError, StoreOptions,
@@ -37,8 +39,8 @@ fn open(fs: &MemFs) -> Keyspace {
     .unwrap()
 }
 
-fn begin(ks: &Keyspace, store: &str) -> u64 {
-    ks.push_begin(store, DuplicatePolicy::Error, None, None)
+fn begin(ks: &Keyspace, store: &str, owner: Option<u64>) -> u64 {
+    ks.push_begin(store, DuplicatePolicy::Error, None, owner)
         .unwrap()
 }
 
@@ -54,16 +56,21 @@ fn records(n: usize, tag: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
         .collect()
 }
 
-fn add(ks: &Keyspace, id: u64, recs: &[(Vec<u8>, Vec<u8>)]) {
-    ks.push_add(id, recs.iter().map(|(k, v)| (&k[..], &v[..])))
+fn add(ks: &Keyspace, id: u64, caller: Option<u64>, recs: &[(Vec<u8>, Vec<u8>)]) {
+    ks.push_add(id, caller, recs.iter().map(|(k, v)| (&k[..], &v[..])))
         .unwrap();
 }
 
+fn get(ks: &Keyspace, key: &str) -> Option<Bytes> {
+    ks.read(0, ks.now_ms(), |k| k.get(key.as_bytes()).unwrap())
+        .map(|r| r.value)
+}
+
 fn tag_of(ks: &Keyspace, store: &str) -> Option<String> {
-    let key = format!("{store}:k00001");
-    let v = ks.read(0, ks.now_ms(), |k| k.get(key.as_bytes()).unwrap())?;
-    let v = String::from_utf8_lossy(&v.value).into_owned();
-    Some(v.split('-').next().unwrap_or_default().to_string())
+    get(ks, &format!("{store}:k00001")).map(|v| {
+        let v = String::from_utf8_lossy(&v).into_owned();
+        v.split('-').next().unwrap_or_default().to_string()
+    })
 }
 
 fn spill_dirs(fs: &MemFs) -> Vec<String> {
@@ -73,34 +80,101 @@ fn spill_dirs(fs: &MemFs) -> Vec<String> {
 }
 
 #[test]
+fn a_push_is_named_by_the_version_it_loads_even_when_stores_run_in_step() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    ks.create_store("a", b"a:", 0).unwrap();
+    ks.create_store("b", b"b:", 0).unwrap();
+    // Both stores are at version 1: their next number is 2 in each.
+    let a = begin(&ks, "a", Some(7));
+    let b = begin(&ks, "b", Some(8));
+    assert_eq!(a, 2);
+    assert_ne!(a, b, "two pushes in progress never share an id");
+    let cat = ks.catalog();
+    for (store, id) in [("a", a), ("b", b)] {
+        let pushing = cat.get(store).unwrap().pushing.unwrap().version;
+        assert_eq!(u64::from(pushing), id, "{store}: id is the pushing version");
+    }
+    drop(cat);
+    let mut listed = ks.pushes();
+    listed.sort();
+    assert_eq!(listed, vec![(a, "a".to_string()), (b, "b".to_string())]);
+    add(&ks, a, Some(7), &records(10, "a"));
+    add(&ks, b, Some(8), &records(10, "b"));
+    assert_eq!(ks.push_commit(a, Some(7)).unwrap().version as u64, a);
+    assert_eq!(ks.push_commit(b, Some(8)).unwrap().version as u64, b);
+    // The number a push skipped is not reused in its store: versions only grow.
+    let next = begin(&ks, "b", None);
+    assert!(next > b, "{next} after {b}");
+    ks.push_abort(next, None).unwrap();
+    ks.close().unwrap();
+}
+
+#[test]
+fn only_the_connection_that_began_a_push_can_add_commit_or_abort_it() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    ks.create_store("s", b"s:", 0).unwrap();
+    let id = begin(&ks, "s", Some(14));
+    let recs = records(10, "mine");
+    let theirs = ks.push_add(id, Some(15), recs.iter().map(|(k, v)| (&k[..], &v[..])));
+    assert!(
+        matches!(theirs, Err(StoreError::NotOwner { id: i, owner: 14 }) if i == id),
+        "{theirs:?}"
+    );
+    let text = theirs.unwrap_err().to_string();
+    assert!(
+        text.contains("another connection") && text.contains("14"),
+        "{text}"
+    );
+    assert!(matches!(
+        ks.push_abort(id, Some(15)),
+        Err(StoreError::NotOwner { .. })
+    ));
+    assert!(matches!(
+        ks.push_commit(id, Some(15)),
+        Err(StoreError::NotOwner { .. })
+    ));
+    // The owner was not disturbed.
+    add(&ks, id, Some(14), &recs);
+    let r = ks.push_commit(id, Some(14)).unwrap();
+    assert_eq!(r.records, 10);
+    assert_eq!(tag_of(&ks, "s").as_deref(), Some("mine"));
+    ks.close().unwrap();
+}
+
+#[test]
 fn a_push_spill_directory_goes_when_the_push_ends_and_leftovers_at_the_next_start() {
     let fs = MemFs::new();
     let ks = open(&fs);
     ks.create_store("s", b"s:", 0).unwrap();
 
     // Committed (with runs spilled).
-    let id = begin(&ks, "s");
-    add(&ks, id, &records(300, "a"));
+    let id = begin(&ks, "s", None);
+    add(&ks, id, None, &records(300, "a"));
     assert_eq!(spill_dirs(&fs), vec![format!("push-{id}")]);
-    assert!(ks.push_commit(id).unwrap().runs_spilled > 0);
+    assert!(ks.push_commit(id, None).unwrap().runs_spilled > 0);
     assert!(spill_dirs(&fs).is_empty(), "{:?}", spill_dirs(&fs));
 
     // Aborted.
-    let id = begin(&ks, "s");
-    add(&ks, id, &records(300, "b"));
-    ks.push_abort(id).unwrap();
+    let id = begin(&ks, "s", None);
+    add(&ks, id, None, &records(300, "b"));
+    ks.push_abort(id, None).unwrap();
     assert!(spill_dirs(&fs).is_empty(), "{:?}", spill_dirs(&fs));
 
     // Failed: a duplicate key, found at commit.
-    let id = begin(&ks, "s");
-    add(&ks, id, &records(300, "c"));
-    add(&ks, id, &records(1, "c"));
-    assert!(ks.push_commit(id).is_err());
+    let id = begin(&ks, "s", None);
+    add(&ks, id, None, &records(300, "c"));
+    add(&ks, id, None, &records(1, "c"));
+    assert!(ks.push_commit(id, None).is_err());
     assert!(spill_dirs(&fs).is_empty(), "{:?}", spill_dirs(&fs));
 
     // Refused by the guard: nothing loaded.
-    let id = begin(&ks, "s");
-    assert!(matches!(ks.push_commit(id), Err(StoreError::Refused(_))));
+    let id = begin(&ks, "s", None);
+    assert!(matches!(
+        ks.push_commit(id, None),
+        Err(StoreError::Refused(_))
+    ));
     assert!(spill_dirs(&fs).is_empty(), "{:?}", spill_dirs(&fs));
     assert_eq!(tag_of(&ks, "s").as_deref(), Some("a"));
     ks.close().unwrap();

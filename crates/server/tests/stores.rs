@@ -334,6 +334,51 @@ fn an_aborted_or_abandoned_push_changes_nothing_and_its_files_go() {
     srv.shutdown().unwrap();
 }
 
+/// A push's id is its version number, and the push is its connection's: another connection
+/// is refused with the reason and the owner carries on undisturbed.
+#[test]
+fn a_push_is_named_by_its_version_and_belongs_to_its_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut owner = common::client(srv.addr);
+    let mut other = common::client(srv.addr);
+    cmd(&mut owner, &["STORE", "CREATE", "s"]).unwrap();
+    push(&mut owner, "s", &dataset(20, "a"));
+    let id = int(&cmd(&mut owner, &["PUSH", "BEGIN", "s"]).unwrap());
+    let pushing = int(&describe(&mut other, "s")["pushing-version"]);
+    assert_eq!(
+        id, pushing,
+        "PUSH BEGIN's id is STORE DESCRIBE's pushing-version"
+    );
+    let listed = cmd(&mut other, &["PUSH", "LIST"]).unwrap();
+    assert_eq!(
+        listed,
+        Value::Array(vec![Value::Int(id), Value::BulkString(b"s".to_vec())])
+    );
+    let owner_id = int(&redis::cmd("CLIENT").arg("ID").query(&mut owner).unwrap());
+    let id_s = id.to_string();
+    for args in [
+        &["PUSH", "ADD", &id_s, "user00001", "theirs"][..],
+        &["PUSH", "COMMIT", &id_s],
+        &["PUSH", "ABORT", &id_s],
+    ] {
+        let e = cmd(&mut other, args).unwrap_err().to_string();
+        assert!(
+            e.contains("belongs to another connection")
+                && e.contains(&format!("client id {owner_id}")),
+            "{args:?}: {e}"
+        );
+    }
+    cmd(&mut owner, &["PUSH", "ADD", &id_s, "user00001", "b"]).unwrap();
+    // The owner aborts by the number STORE DESCRIBE shows.
+    cmd(&mut owner, &["PUSH", "ABORT", &pushing.to_string()]).unwrap();
+    assert_eq!(describe(&mut other, "s")["pushing-version"], Value::Nil);
+    assert_eq!(owner.get::<_, String>("s:user00001").unwrap(), "a-1");
+    let r = push(&mut owner, "s", &dataset(20, "c"));
+    assert!(int(&r["version"]) > id, "a version number is never reused");
+    srv.shutdown().unwrap();
+}
+
 /// A connection that begins a push moves to the bulk thread right after PUSH BEGIN is answered,
 /// taking along what it already sent: a whole push pipelined in one write, reads included,
 /// must answer exactly as on one thread. Another client is served meanwhile, and the moved
@@ -345,22 +390,23 @@ fn a_pushing_connection_moves_to_the_bulk_thread_with_its_pipeline() {
     let mut other = common::client(srv.addr);
     let mut c = common::client(srv.addr);
     cmd(&mut c, &["STORE", "CREATE", "s"]).unwrap();
+    // A new store is at version 1: its first push loads version 2, which is the push's id.
     let mut p = redis::pipe();
     p.cmd("PUSH").arg("BEGIN").arg("s");
     p.cmd("PUSH")
         .arg("ADD")
-        .arg(1)
+        .arg(2)
         .arg("a")
         .arg("1")
         .arg("b")
         .arg("2");
     p.cmd("GET").arg("s:a");
-    p.cmd("PUSH").arg("ADD").arg(1).arg("c").arg("3");
-    p.cmd("PUSH").arg("COMMIT").arg(1);
+    p.cmd("PUSH").arg("ADD").arg(2).arg("c").arg("3");
+    p.cmd("PUSH").arg("COMMIT").arg(2);
     p.cmd("GET").arg("s:a");
     p.cmd("MGET").arg("s:b").arg("s:c");
     let out: Vec<Value> = p.query(&mut c).unwrap();
-    assert_eq!(out[0], Value::Int(1));
+    assert_eq!(out[0], Value::Int(2));
     assert_eq!(out[1], Value::Int(2));
     assert_eq!(out[2], Value::Nil);
     assert_eq!(out[3], Value::Int(1));

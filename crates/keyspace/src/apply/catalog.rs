@@ -131,17 +131,33 @@ fn push_begin(
         .into());
     }
     let mut m = (**s).clone();
+    let version = push_version(cat, m.next_version).ok_or(StoreError::VersionsExhausted)?;
     m.pushing = Some(Pushing {
-        version: m.next_version,
+        version,
         started_ms: now_ms,
     });
-    m.next_version = m
-        .next_version
+    m.next_version = version
         .checked_add(1)
         .filter(|&v| v != WHOLE_STORE)
         .ok_or(StoreError::VersionsExhausted)?;
     tx.put(&meta_key(name), &m.encode());
     Ok((cat.with(m.clone()), m))
+}
+
+/// The version a push begun now loads: the store's next number, past the numbers other
+/// stores' pushes in progress hold, so that the number alone names the push (its id in
+/// PUSH ADD, COMMIT and ABORT). Within the store, numbers still only grow and are never
+/// reused; `None` when they run out.
+fn push_version(cat: &Catalog, next: u32) -> Option<u32> {
+    let taken: std::collections::HashSet<u32> = cat
+        .iter()
+        .filter_map(|s| s.pushing.map(|p| p.version))
+        .collect();
+    let mut v = next;
+    while taken.contains(&v) {
+        v = v.checked_add(1)?;
+    }
+    (v != 0 && v != WHOLE_STORE).then_some(v)
 }
 
 fn push_end(
@@ -174,4 +190,46 @@ fn push_end(
     }
     tx.put(&meta_key(name), &m.encode());
     Ok((cat.with(m.clone()), m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(name: &str, id: u32, next: u32, pushing: Option<u32>) -> StoreMeta {
+        StoreMeta {
+            name: name.into(),
+            id,
+            prefix: format!("{name}:").into_bytes(),
+            current: VersionInfo {
+                number: 1,
+                ..VersionInfo::default()
+            },
+            previous: VersionInfo::default(),
+            next_version: next,
+            rewind_ms: 0,
+            pushing: pushing.map(|version| Pushing {
+                version,
+                started_ms: 0,
+            }),
+            created_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_push_number_is_unique_among_the_pushes_in_progress() {
+        let cat = Catalog::new([
+            store("a", 1, 27, Some(26)),
+            store("b", 2, 28, Some(27)),
+            store("c", 3, 9, None),
+        ]);
+        // Free: the store's next number.
+        assert_eq!(push_version(&cat, 9), Some(9));
+        // Held by pushes in progress elsewhere: skipped.
+        assert_eq!(push_version(&cat, 26), Some(28));
+        assert_eq!(push_version(&Catalog::default(), 26), Some(26));
+        // Numbers run out before WHOLE_STORE.
+        let full = Catalog::new([store("a", 1, 2, Some(WHOLE_STORE - 1))]);
+        assert_eq!(push_version(&full, WHOLE_STORE - 1), None);
+    }
 }

@@ -84,6 +84,14 @@ pub enum StoreError {
     /// No push has that id.
     #[error("no push with id {0}")]
     NoSuchPush(u64),
+    /// Another connection began the push: only it may add to, commit or abort it.
+    #[error("push {id} belongs to another connection (client id {owner}); only that connection can add to, commit or abort it, and closing it (CLIENT KILL ID {owner}) aborts it")]
+    NotOwner {
+        /// The push.
+        id: u64,
+        /// The connection that began it.
+        owner: u64,
+    },
     /// The push is committing: it takes no more records and cannot commit twice.
     #[error("push {0} is committing")]
     PushCommitting(u64),
