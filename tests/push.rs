@@ -506,3 +506,32 @@ fn empty_or_much_smaller_inputs_are_refused_unless_allowed() {
     assert!(out.contains("records: 0"), "{out}");
     assert_eq!(get(s.port, "s:user00001"), "$-1\r\n");
 }
+
+/// A second rollback is refused, not a flip back to the version just left; `--to-version`
+/// names where to go.
+#[test]
+fn store_rollback_goes_back_once_to_the_version_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    let csv = dir.path().join("a.csv");
+    ok(&["store", "--dir", db, "create", "s"]);
+    for tag in ["a", "b"] {
+        write_csv(&csv, 100, tag);
+        ok(&push_args(
+            "--dir",
+            db,
+            "s",
+            csv.to_str().unwrap(),
+            &ID_SCORE,
+        ));
+    }
+    let (code, line) = fails(&["store", "--dir", db, "rollback", "s", "--to-version", "1"]);
+    assert_eq!(code, 1);
+    assert!(line.contains("does not keep version 1"), "{line}");
+    let out = ok(&["store", "--dir", db, "rollback", "s", "--to-version", "2"]);
+    assert!(out.contains("current-version: 2"), "{out}");
+    assert!(out.contains("previous-version: (none)"), "{out}");
+    let (_, line) = fails(&["store", "--dir", db, "rollback", "s"]);
+    assert!(line.contains("keeps no version older"), "{line}");
+}

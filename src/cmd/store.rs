@@ -33,8 +33,15 @@ pub enum Action {
     List,
     /// Delete a store (its data is removed in the background).
     Delete { name: String },
-    /// Make the previous version current again.
-    Rollback { name: String },
+    /// Make the previous version current again and retire the version left. A rollback only
+    /// goes back: a second one, with no older version kept, is refused.
+    Rollback {
+        name: String,
+        /// Only if this is the version the rollback goes back to (a guard for scripts: a
+        /// push that landed meanwhile makes it fail); the current version changes nothing.
+        #[arg(long, value_name = "N")]
+        to_version: Option<u32>,
+    },
 }
 
 /// Runs the action and prints the result.
@@ -62,8 +69,11 @@ pub fn run(args: Args) -> Result<(), BackendError> {
                 Action::Delete { name } => {
                     req.extend([b"DELETE".to_vec(), name.clone().into_bytes()])
                 }
-                Action::Rollback { name } => {
-                    req.extend([b"ROLLBACK".to_vec(), name.clone().into_bytes()])
+                Action::Rollback { name, to_version } => {
+                    req.extend([b"ROLLBACK".to_vec(), name.clone().into_bytes()]);
+                    if let Some(v) = to_version {
+                        req.push(v.to_string().into_bytes());
+                    }
                 }
             }
             render(&r.call(&req)?)
@@ -95,7 +105,9 @@ pub fn run(args: Args) -> Result<(), BackendError> {
                         .collect(),
                 ))),
                 Action::Delete { name } => l.delete(name).map(|()| "OK".to_string()),
-                Action::Rollback { name } => l.rollback(name).and_then(|()| describe(name)),
+                Action::Rollback { name, to_version } => {
+                    l.rollback(name, *to_version).and_then(|()| describe(name))
+                }
             };
             match r {
                 Ok(s) => s,

@@ -198,9 +198,9 @@ impl Local {
         Ok(self.keyspace.delete_store(name)?)
     }
 
-    /// Rolls a store back.
-    pub fn rollback(&self, name: &str) -> Result<(), BackendError> {
-        self.keyspace.rollback_store(name)?;
+    /// Rolls a store back (to version `to`, if given).
+    pub fn rollback(&self, name: &str, to: Option<u32>) -> Result<(), BackendError> {
+        self.keyspace.rollback_store(name, to)?;
         Ok(())
     }
 

@@ -459,9 +459,10 @@ impl Keyspace {
         self.stores.delete(&self.merger, name, self.now_ms())
     }
 
-    /// Switches store `name` to its previous version.
-    pub fn rollback_store(&self, name: &str) -> StoreResult<StoreMeta> {
-        self.stores.rollback(&self.merger, name, self.now_ms())
+    /// Switches store `name` back to its previous version (with `to`, only if that is the
+    /// version named) and retires the version it leaves; waits until both are durable.
+    pub fn rollback_store(&self, name: &str, to: Option<u32>) -> StoreResult<StoreMeta> {
+        self.stores.rollback(&self.merger, name, to, self.now_ms())
     }
 
     /// Begins a push into store `name` (owned by connection `owner`, if any); returns its id.

@@ -1,5 +1,6 @@
-//! Pushes as operators see them: a push is named by the number of the version it loads and
-//! belongs to whoever began it, and its spill directory goes when it ends.
+//! Pushes and rollbacks as operators see them: a push is named by the number of the version
+//! it loads and belongs to whoever began it, its spill directory goes when it ends, and a
+//! rollback only ever goes back.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -59,6 +60,12 @@ fn records(n: usize, tag: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
 fn add(ks: &Keyspace, id: u64, caller: Option<u64>, recs: &[(Vec<u8>, Vec<u8>)]) {
     ks.push_add(id, caller, recs.iter().map(|(k, v)| (&k[..], &v[..])))
         .unwrap();
+}
+
+fn push(ks: &Keyspace, store: &str, tag: &str) -> u32 {
+    let id = begin(ks, store, None);
+    add(ks, id, None, &records(10, tag));
+    ks.push_commit(id, None).unwrap().version
 }
 
 fn get(ks: &Keyspace, key: &str) -> Option<Bytes> {
@@ -188,5 +195,97 @@ fn a_push_spill_directory_goes_when_the_push_ends_and_leftovers_at_the_next_star
         .unwrap();
     let ks = open(&fs);
     assert!(spill_dirs(&fs).is_empty(), "{:?}", spill_dirs(&fs));
+    ks.close().unwrap();
+}
+
+#[test]
+fn a_rollback_goes_back_once_and_retires_the_version_it_leaves() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    ks.create_store("s", b"s:", 0).unwrap();
+    let v2 = push(&ks, "s", "two");
+    let v3 = push(&ks, "s", "three");
+    assert_eq!((v2, v3), (2, 3));
+    ks.maintenance_pass().unwrap();
+
+    // A version newer than the current one, or one not kept, is refused with the reason.
+    let e = ks.rollback_store("s", Some(4)).unwrap_err();
+    assert!(matches!(e, StoreError::RollbackForward { .. }), "{e}");
+    let e = ks.rollback_store("s", Some(1)).unwrap_err();
+    assert!(
+        matches!(e, StoreError::VersionNotKept { kept: Some(2), .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("roll back to is 2"), "{e}");
+    assert_eq!(ks.catalog().get("s").unwrap().current.number, 3);
+
+    let m = ks.rollback_store("s", Some(2)).unwrap();
+    assert_eq!((m.current.number, m.previous.number), (2, 0));
+    assert_eq!(tag_of(&ks, "s").as_deref(), Some("two"));
+    // The version left is retired: maintenance removes it.
+    assert_eq!(ks.maintenance_pass().unwrap().ranges_removed, 1);
+
+    // Going back to where it is changes nothing; a second plain rollback is refused, not
+    // a flip back to the version just left.
+    let m = ks.rollback_store("s", Some(2)).unwrap();
+    assert_eq!(m.current.number, 2);
+    let e = ks.rollback_store("s", None).unwrap_err();
+    assert!(
+        matches!(e, StoreError::NoPrevious { current: 2, .. }),
+        "{e}"
+    );
+    assert_eq!(tag_of(&ks, "s").as_deref(), Some("two"));
+
+    // The next push keeps 2 as the version to go back to.
+    let v4 = push(&ks, "s", "four");
+    let m = ks.rollback_store("s", None).unwrap();
+    assert_eq!((m.current.number, m.previous.number), (2, 0));
+    assert_eq!(tag_of(&ks, "s").as_deref(), Some("two"));
+    assert!(v4 > v3);
+    ks.close().unwrap();
+    drop(ks);
+
+    // And it holds over a restart.
+    let ks = open(&fs);
+    let s = Arc::clone(ks.catalog().get("s").unwrap());
+    assert_eq!((s.current.number, s.previous.number), (2, 0));
+    assert_eq!(tag_of(&ks, "s").as_deref(), Some("two"));
+    ks.close().unwrap();
+}
+
+#[test]
+fn a_rollback_interrupted_before_it_retired_the_version_left_is_finished_at_the_start() {
+    use rialto_keyspace::{Op, OpKind, StoreOp};
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    ks.create_store("s", b"s:", 0).unwrap();
+    push(&ks, "s", "two");
+    push(&ks, "s", "three");
+    ks.maintenance_pass().unwrap();
+    // The rollback's first change alone, as a stop right after it leaves the store.
+    let op = Op::new(
+        0,
+        ks.now_ms(),
+        OpKind::Store(StoreOp::Rollback {
+            name: "s".into(),
+            to: None,
+        }),
+    );
+    ks.execute(op).unwrap();
+    let s = Arc::clone(ks.catalog().get("s").unwrap());
+    assert_eq!((s.current.number, s.previous.number), (2, 3));
+    // Not a version to roll back to: a rollback only goes back.
+    assert!(matches!(
+        ks.rollback_store("s", Some(3)),
+        Err(StoreError::RollbackForward { .. })
+    ));
+    ks.close().unwrap();
+    drop(ks);
+
+    let ks = open(&fs);
+    let s = Arc::clone(ks.catalog().get("s").unwrap());
+    assert_eq!((s.current.number, s.previous.number), (2, 0));
+    assert_eq!(tag_of(&ks, "s").as_deref(), Some("two"));
+    assert_eq!(ks.maintenance_pass().unwrap().ranges_removed, 1);
     ks.close().unwrap();
 }

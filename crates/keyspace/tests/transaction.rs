@@ -199,7 +199,7 @@ fn a_store_swap_or_rollback_changes_every_watched_key_under_its_prefix() {
     ks.watch(&w, 0, vec![b("feat:a"), b("plain")])
         .wait()
         .unwrap();
-    ks.rollback_store("feat").unwrap();
+    ks.rollback_store("feat", None).unwrap();
     assert!(w.is_dirty(), "so does a rollback");
     ks.close().unwrap();
 }

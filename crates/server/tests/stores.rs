@@ -69,7 +69,7 @@ fn dataset(n: usize, tag: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-fn a_push_becomes_the_current_version_and_rollback_switches_back() {
+fn a_push_becomes_the_current_version_and_rollback_goes_back_once() {
     let dir = tempfile::tempdir().unwrap();
     let srv = common::start(dir.path());
     let mut c = common::client(srv.addr);
@@ -98,18 +98,47 @@ fn a_push_becomes_the_current_version_and_rollback_switches_back() {
     assert_eq!(int(&d["current-version"]), 3);
     assert_eq!(int(&d["previous-version"]), 2);
 
-    cmd(&mut c, &["STORE", "ROLLBACK", "features"]).unwrap();
+    // Only back, and only to a version kept.
+    let e = cmd(&mut c, &["STORE", "ROLLBACK", "features", "4"]).unwrap_err();
+    assert!(e.to_string().contains("a rollback only goes back"), "{e}");
+    let e = cmd(&mut c, &["STORE", "ROLLBACK", "features", "1"]).unwrap_err();
+    assert!(
+        e.to_string().contains("does not keep version 1")
+            && e.to_string().contains("roll back to is 2"),
+        "{e}"
+    );
+    let e = cmd(&mut c, &["STORE", "ROLLBACK", "features", "x"]).unwrap_err();
+    assert!(e.to_string().contains("invalid version number"), "{e}");
+    let e = cmd(&mut c, &["STORE", "ROLLBACK", "features", "2", "3"]).unwrap_err();
+    assert!(e.to_string().contains("syntax error"), "{e}");
+
+    let d = map(cmd(&mut c, &["STORE", "ROLLBACK", "features", "2"]).unwrap());
+    assert_eq!(int(&d["current-version"]), 2);
+    assert_eq!(
+        d["previous-version"],
+        Value::Nil,
+        "the version left is retired"
+    );
     assert_eq!(c.get::<_, String>("features:user01500").unwrap(), "a-1500");
     assert_eq!(c.get::<_, String>("features:user00042").unwrap(), "a-42");
-    // A second rollback undoes the first.
-    cmd(&mut c, &["STORE", "ROLLBACK", "features"]).unwrap();
-    assert_eq!(c.get::<_, String>("features:user00042").unwrap(), "b-42");
+    // A second rollback does not flip back to the version just left: it is refused.
+    let e = cmd(&mut c, &["STORE", "ROLLBACK", "features"]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("keeps no version older than its current version 2"),
+        "{e}"
+    );
+    // Naming the version it is at already succeeds (a retried rollback) and changes nothing.
+    let d = map(cmd(&mut c, &["STORE", "ROLLBACK", "features", "2"]).unwrap());
+    assert_eq!(int(&d["current-version"]), 2);
+    assert_eq!(c.get::<_, String>("features:user00042").unwrap(), "a-42");
 
     // Everything survives a restart.
     srv.shutdown().unwrap();
     let srv = common::start(dir.path());
     let mut c = common::client(srv.addr);
-    assert_eq!(c.get::<_, String>("features:user00042").unwrap(), "b-42");
+    assert_eq!(c.get::<_, String>("features:user00042").unwrap(), "a-42");
+    assert_eq!(int(&describe(&mut c, "features")["current-version"]), 2);
     assert_eq!(c.get::<_, String>("other").unwrap(), "x");
     let mut keys: Vec<String> = c.keys("features:user0000*").unwrap();
     keys.sort();
@@ -219,7 +248,7 @@ fn bad_commands_and_duplicate_keys_get_clear_errors_and_leave_the_version_servin
     let e = cmd(&mut c, &["STORE", "CREATE", "z", "PREFIX", "zz"]).unwrap_err();
     assert!(e.to_string().contains("default store"), "{e}");
     let e = cmd(&mut c, &["STORE", "ROLLBACK", "a"]).unwrap_err();
-    assert!(e.to_string().contains("no previous version"), "{e}");
+    assert!(e.to_string().contains("keeps no version older"), "{e}");
     let e = cmd(&mut c, &["PUSH", "BEGIN", "nope"]).unwrap_err();
     assert!(e.to_string().contains("no such store"), "{e}");
     let e = cmd(&mut c, &["PUSH", "COMMIT", "999"]).unwrap_err();

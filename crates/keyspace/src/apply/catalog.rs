@@ -27,16 +27,20 @@ pub(super) fn apply(
             rewind_ms,
         } => create(tx, stores, &cat, now_ms, name, prefix, *rewind_ms)?,
         StoreOp::Delete { name } => delete(tx, &cat, name)?,
-        StoreOp::Rollback { name } => rollback(tx, &cat, name)?,
+        StoreOp::Rollback { name, to } => rollback(tx, &cat, name, *to)?,
+        StoreOp::RetireLeft { name, version } => retire_left(tx, &cat, name, *version)?,
         StoreOp::PushBegin { store } => push_begin(tx, &cat, now_ms, store)?,
         StoreOp::PushEnd { store, swap } => push_end(tx, stores, &cat, store, *swap)?,
     };
-    // What the prefix reads is replaced: a store created or deleted, a rollback, a swap. A
-    // push begun or aborted changes nothing a read sees.
+    // What the prefix reads is replaced: a store created or deleted, a rollback that moved,
+    // a swap. A push begun or aborted, or a left version retired, changes nothing a read sees.
     let replaced = match op {
-        StoreOp::Create { .. } | StoreOp::Delete { .. } | StoreOp::Rollback { .. } => true,
+        StoreOp::Create { .. } | StoreOp::Delete { .. } => true,
+        StoreOp::Rollback { name, .. } => cat
+            .get(name)
+            .is_some_and(|old| old.current.number != meta.current.number),
         StoreOp::PushEnd { swap, .. } => swap.is_some(),
-        StoreOp::PushBegin { .. } => false,
+        StoreOp::PushBegin { .. } | StoreOp::RetireLeft { .. } => false,
     };
     if replaced {
         stores.watches.touch_prefix(0, &meta.prefix);
@@ -101,17 +105,67 @@ fn delete(tx: &mut TxnContext<'_, Db>, cat: &Catalog, name: &str) -> Result<(Cat
     Ok((cat.without(name), (**s).clone()))
 }
 
+/// Goes back to the previous version, the only older one a store keeps. The version left
+/// stays the previous one, still written to, until `retire_left` retires it: readers on the
+/// catalog before this change still read it.
 fn rollback(
     tx: &mut TxnContext<'_, Db>,
     cat: &Catalog,
     name: &str,
+    to: Option<u32>,
 ) -> Result<(Catalog, StoreMeta)> {
     let s = find(cat, name)?;
-    if s.previous.number == 0 {
-        return Err(StoreError::NoPrevious(name.to_string()).into());
+    let current = s.current.number;
+    // A previous version newer than the current one was left by a rollback: not a target.
+    let older = Some(s.previous.number).filter(|&v| v != 0 && v < current);
+    match to {
+        // Already there: a retried rollback succeeds without changing anything.
+        Some(v) if v == current => return Ok((cat.clone(), (**s).clone())),
+        Some(v) if v > current => {
+            return Err(StoreError::RollbackForward {
+                store: name.to_string(),
+                version: v,
+                current,
+            }
+            .into())
+        }
+        Some(v) if Some(v) != older => {
+            return Err(StoreError::VersionNotKept {
+                store: name.to_string(),
+                version: v,
+                kept: older,
+            }
+            .into())
+        }
+        _ if older.is_none() => {
+            return Err(StoreError::NoPrevious {
+                store: name.to_string(),
+                current,
+            }
+            .into())
+        }
+        _ => {}
     }
     let mut m = (**s).clone();
     std::mem::swap(&mut m.current, &mut m.previous);
+    tx.put(&meta_key(name), &m.encode());
+    Ok((cat.with(m.clone()), m))
+}
+
+/// Retires `version` if a rollback left it as the store's previous version.
+fn retire_left(
+    tx: &mut TxnContext<'_, Db>,
+    cat: &Catalog,
+    name: &str,
+    version: u32,
+) -> Result<(Catalog, StoreMeta)> {
+    let s = find(cat, name)?;
+    if s.previous.number != version || version <= s.current.number {
+        return Ok((cat.clone(), (**s).clone()));
+    }
+    let mut m = (**s).clone();
+    m.previous = VersionInfo::default();
+    tx.put(&retired_key(m.id, version), b"");
     tx.put(&meta_key(name), &m.encode());
     Ok((cat.with(m.clone()), m))
 }

@@ -25,6 +25,8 @@
 //!  16 StoreCreate  name: string | prefix | rewind_ms: u64
 //!  17 StoreDelete  name: string
 //!  18 StoreRollback name: string
+//!  26 StoreRollbackTo name: string | version: u32 LE
+//!  27 StoreRetireLeft name: string | version: u32 LE
 //!  19 PushBegin    store: string
 //!  20 PushEnd      store: string | swap: u8 | [number: u32 LE | records: u64 | bytes: u64
 //!                  | created_ms: i64 | from: u64 if swap]
@@ -222,9 +224,19 @@ impl Op {
                 w.u8(17);
                 w.bytes(name.as_bytes());
             }
-            OpKind::Store(StoreOp::Rollback { name }) => {
+            OpKind::Store(StoreOp::Rollback { name, to: None }) => {
                 w.u8(18);
                 w.bytes(name.as_bytes());
+            }
+            OpKind::Store(StoreOp::Rollback { name, to: Some(v) }) => {
+                w.u8(26);
+                w.bytes(name.as_bytes());
+                w.0.extend_from_slice(&v.to_le_bytes());
+            }
+            OpKind::Store(StoreOp::RetireLeft { name, version }) => {
+                w.u8(27);
+                w.bytes(name.as_bytes());
+                w.0.extend_from_slice(&version.to_le_bytes());
             }
             OpKind::Store(StoreOp::PushBegin { store }) => {
                 w.u8(19);
@@ -382,16 +394,23 @@ impl Op {
                 rewind_ms: r.u64()?,
             }),
             17 => OpKind::Store(StoreOp::Delete { name: r.string()? }),
-            18 => OpKind::Store(StoreOp::Rollback { name: r.string()? }),
+            18 => OpKind::Store(StoreOp::Rollback {
+                name: r.string()?,
+                to: None,
+            }),
+            26 => OpKind::Store(StoreOp::Rollback {
+                name: r.string()?,
+                to: Some(r.u32()?),
+            }),
+            27 => OpKind::Store(StoreOp::RetireLeft {
+                name: r.string()?,
+                version: r.u32()?,
+            }),
             19 => OpKind::Store(StoreOp::PushBegin { store: r.string()? }),
             20 => {
                 let store = r.string()?;
                 let swap = if r.bool()? {
-                    let number = u32::from_le_bytes(
-                        r.take(4)?
-                            .try_into()
-                            .map_err(|_| Error::BadOp("truncated"))?,
-                    );
+                    let number = r.u32()?;
                     let info = VersionInfo {
                         number,
                         records: r.u64()?,
@@ -486,6 +505,14 @@ impl Reader<'_> {
 
     fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        let b: [u8; 4] = self
+            .take(4)?
+            .try_into()
+            .map_err(|_| Error::BadOp("truncated"))?;
+        Ok(u32::from_le_bytes(b))
     }
 
     fn bool(&mut self) -> Result<bool> {
