@@ -3,8 +3,11 @@
 //! abandons the push (the current version keeps serving, partial files are removed); during
 //! the final load it asks to wait, and a second one stops the process, which the next start
 //! of the database cleans up after.
+//!
+//! What this command writes (progress, notes, the report) is only information: a closed
+//! stdout or stderr (`| head`) never stops a push half-way, so writes to them ignore errors.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
@@ -87,6 +90,20 @@ extern "C" fn on_sigint(_: libc::c_int) {
     }
 }
 
+/// `eprint!` that ignores a closed stderr.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `println!` that ignores a closed stdout.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 fn interrupted() -> bool {
     INTERRUPTS.load(Ordering::SeqCst) > 0
 }
@@ -130,7 +147,7 @@ impl Progress {
         } else {
             "-".into()
         };
-        eprint!(
+        note!(
             "\r{:>12} records  {:>10.0} records/s  {:>7.1} MB/s  {:>5.1}%  ETA {:<8}",
             self.records,
             self.records as f64 / secs,
@@ -142,7 +159,7 @@ impl Progress {
 
     fn clear(&self) {
         if self.draw {
-            eprint!("\r{:90}\r", "");
+            note!("\r{:90}\r", "");
         }
     }
 }
@@ -230,8 +247,8 @@ pub fn run(args: Args) -> Result<(), BackendError> {
         });
     }
     let read_secs = started.elapsed().as_secs_f64();
-    eprintln!(
-        "read {} records ({:.1} MB) in {:.1} s; sorting, writing and swapping...",
+    note!(
+        "read {} records ({:.1} MB) in {:.1} s; sorting, writing and swapping...\n",
         progress.records,
         progress.bytes as f64 / 1e6,
         read_secs
@@ -262,8 +279,8 @@ pub fn run(args: Args) -> Result<(), BackendError> {
         l.close()?;
     }
     let secs = started.elapsed().as_secs_f64().max(1e-6);
-    println!("{report}");
-    println!(
+    say!("{report}");
+    say!(
         "elapsed-s: {:.2}\nrecords-per-s: {:.0}\nmb-per-s: {:.1}",
         secs,
         progress.records as f64 / secs,
@@ -291,7 +308,7 @@ fn abort(backend: &mut Backend, id: u64) {
     if let Err(e) = r {
         // Already aborted by the server (a bad record), or the connection is gone (the
         // server aborts a push whose connection closed).
-        eprintln!("note: abort: {e}");
+        note!("note: abort: {e}\n");
     }
 }
 

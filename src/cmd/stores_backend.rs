@@ -207,7 +207,10 @@ impl Local {
     /// Makes everything durable, removes what retired versions left and closes.
     pub fn close(self) -> Result<(), BackendError> {
         if let Err(e) = self.keyspace.maintenance_pass() {
-            eprintln!("warning: removing retired versions failed: {e} (the server will retry)");
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: removing retired versions failed: {e} (the server will retry)"
+            );
         }
         self.keyspace
             .close()
