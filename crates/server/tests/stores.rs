@@ -408,6 +408,39 @@ fn a_push_is_named_by_its_version_and_belongs_to_its_connection() {
     srv.shutdown().unwrap();
 }
 
+/// What `rialto push --server` says when interrupted during its commit: the server finishes
+/// the commit without the client. A connection that sends COMMIT and goes away still gets
+/// the new version swapped in.
+#[test]
+fn a_commit_finishes_when_its_client_goes_away() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    cmd(&mut c, &["STORE", "CREATE", "s"]).unwrap();
+    let mut raw = std::net::TcpStream::connect(srv.addr).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut reply = [0u8; 4];
+    raw.write_all(b"PUSH BEGIN s\r\n").unwrap();
+    raw.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b":2\r\n");
+    raw.write_all(b"PUSH ADD 2 k1 v1 k2 v2\r\n").unwrap();
+    raw.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b":2\r\n");
+    raw.write_all(b"PUSH COMMIT 2\r\n").unwrap();
+    drop(raw);
+    for _ in 0..500 {
+        let d = describe(&mut c, "s");
+        if d["pushing-version"] == Value::Nil {
+            assert_eq!(int(&d["current-version"]), 2, "{d:?}");
+            assert_eq!(c.get::<_, String>("s:k2").unwrap(), "v2");
+            return srv.shutdown().unwrap();
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    panic!("the push never ended: {:?}", describe(&mut c, "s"));
+}
+
 /// A connection that begins a push moves to the bulk thread right after PUSH BEGIN is answered,
 /// taking along what it already sent: a whole push pipelined in one write, reads included,
 /// must answer exactly as on one thread. Another client is served meanwhile, and the moved
