@@ -83,10 +83,16 @@ impl Serve {
 
 /// Starts `rialto serve` on a port the kernel picks and learns it from the log.
 fn serve(dir: &Path) -> Serve {
+    serve_with(dir, &[])
+}
+
+/// [`serve`] with more `rialto serve` arguments.
+fn serve_with(dir: &Path, extra: &[&str]) -> Serve {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rialto"))
         .args(["serve", "--dir"])
         .arg(dir)
         .args(["--port", "0", "--threads", "1"])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -621,4 +627,62 @@ fn store_rollback_goes_back_once_to_the_version_named() {
     assert!(out.contains("previous-version: (none)"), "{out}");
     let (_, line) = fails(&["store", "--dir", db, "rollback", "s"]);
     assert!(line.contains("keeps no version older"), "{line}");
+}
+
+/// The README's pushing user, taken from the README itself: its ACL is enough to push,
+/// describe and roll back through a server, and an application user is refused.
+#[test]
+fn the_readme_pushing_user_can_push_and_an_application_user_cannot() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let acl = readme
+        .lines()
+        .find(|l| l.starts_with("user = [\"loader "))
+        .expect("the README shows the pushing user's ACL");
+    let loader = acl
+        .strip_prefix("user = [")
+        .and_then(|l| l.strip_suffix(']'))
+        .expect("one quoted entry");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("rialto.toml");
+    let app = "\"app on >apppw ~* +@read +@write -@dangerous\"";
+    std::fs::write(&cfg, format!("user = [{loader}, {app}]\n")).unwrap();
+    let s = serve_with(&dir.path().join("db"), &["--config", cfg.to_str().unwrap()]);
+    let addr = format!("127.0.0.1:{}", s.port);
+    ok(&["store", "--server", &addr, "create", "features"]);
+    let csv = dir.path().join("a.csv");
+    write_csv(&csv, 100, "a");
+    let as_loader = ["--user", "loader", "--password", "secret"];
+    for tag in ["a", "b"] {
+        write_csv(&csv, 100, tag);
+        let out = ok(&push_args(
+            "--server",
+            &addr,
+            "features",
+            csv.to_str().unwrap(),
+            &[&ID_SCORE[..], &as_loader].concat(),
+        ));
+        assert!(out.contains("records: 100"), "{out}");
+    }
+    let out = ok(&[
+        &["store", "--server", &addr, "describe", "features"][..],
+        &as_loader,
+    ]
+    .concat());
+    assert!(out.contains("current-version: 3"), "{out}");
+    ok(&[
+        &["store", "--server", &addr, "rollback", "features"][..],
+        &as_loader,
+    ]
+    .concat());
+    assert_eq!(get(s.port, "features:user00001"), "$3\r\na-1\r\n");
+    let (_, line) = fails(&push_args(
+        "--server",
+        &addr,
+        "features",
+        csv.to_str().unwrap(),
+        &[&ID_SCORE[..], &["--user", "app", "--password", "apppw"]].concat(),
+    ));
+    assert!(line.contains("NOPERM"), "{line}");
+    s.stop();
 }
