@@ -78,6 +78,8 @@ pub struct Shared {
     pub clients: Clients,
     pub slowlog: SlowLog,
     pub stats: Stats,
+    /// Error replies, in total and by prefix (INFO stats and errorstats).
+    pub errors: crate::errorstats::ErrorStats,
     pub registry: Registry,
     pub started: Instant,
     pub run_id: String,
@@ -283,6 +285,7 @@ impl Server {
             clients: Clients::default(),
             slowlog,
             stats: Stats::default(),
+            errors: Default::default(),
             registry: Registry::new(),
             started: Instant::now(),
             run_id,
