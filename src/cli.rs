@@ -2,6 +2,7 @@
 //! code of 2 for usage errors, 1 for everything else. clap's own multi-line error pages are
 //! folded into that one line, so scripts (and humans scanning a log) see the cause at once.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
@@ -20,8 +21,21 @@ impl CliError for rialto_bench::BenchError {
 
 /// Prints `error: <e>` and returns its exit code.
 pub fn fail(e: &dyn CliError) -> ExitCode {
-    eprintln!("error: {e}");
+    // A closed stderr leaves the exit code to say it.
+    let _ = writeln!(std::io::stderr(), "error: {e}");
     ExitCode::from(e.exit_code())
+}
+
+/// Makes output into a closed pipe (`rialto store describe s | head`) end the process
+/// quietly, as it ends `cat`: by SIGPIPE, which Rust ignores by default so that every write
+/// fails with EPIPE instead, and `println!` panics on that. Not for `serve`, which must
+/// outlive whatever reads its logs, nor `push`, which finishes what it began and ignores
+/// errors writing its report.
+pub fn die_quietly_on_closed_pipes() {
+    // SAFETY: restores the default disposition of one signal, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
 
 /// Handles a failed parse: `--help` and `--version` print their page and succeed; anything
@@ -34,7 +48,7 @@ pub fn exit_on_parse_error(e: &clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         }
         _ => {
-            eprintln!("error: {}", one_line(e));
+            let _ = writeln!(std::io::stderr(), "error: {}", one_line(e));
             ExitCode::from(2)
         }
     }

@@ -51,6 +51,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return cli::exit_on_parse_error(&e),
     };
+    if !matches!(cli.command, Command::Serve(_) | Command::Push(_)) {
+        cli::die_quietly_on_closed_pipes();
+    }
     let result = match cli.command {
         Command::Bench(args) => cmd::bench::run(args),
         Command::BenchCompare(args) => cmd::bench_compare::run(args),

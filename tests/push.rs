@@ -83,10 +83,16 @@ impl Serve {
 
 /// Starts `rialto serve` on a port the kernel picks and learns it from the log.
 fn serve(dir: &Path) -> Serve {
+    serve_with(dir, &[])
+}
+
+/// [`serve`] with more `rialto serve` arguments.
+fn serve_with(dir: &Path, extra: &[&str]) -> Serve {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rialto"))
         .args(["serve", "--dir"])
         .arg(dir)
         .args(["--port", "0", "--threads", "1"])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -505,4 +511,178 @@ fn empty_or_much_smaller_inputs_are_refused_unless_allowed() {
     ));
     assert!(out.contains("records: 0"), "{out}");
     assert_eq!(get(s.port, "s:user00001"), "$-1\r\n");
+}
+
+/// A pipe whose reading end is already closed: what `| head` leaves once it has its lines.
+fn closed_pipe() -> std::fs::File {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe(2) fills two descriptors we then own.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: each descriptor is owned once: the read end closed, the write end wrapped.
+    unsafe {
+        libc::close(fds[0]);
+        std::os::fd::FromRawFd::from_raw_fd(fds[1])
+    }
+}
+
+/// Runs rialto with stdout into a closed pipe; returns its status and stderr.
+fn into_closed_pipe(args: &[&str]) -> (std::process::ExitStatus, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rialto"))
+        .args(args)
+        .stdout(Stdio::from(closed_pipe()))
+        .stderr(Stdio::piped())
+        .output()
+        .expect("rialto runs");
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `rialto store describe s | head` and the like: output into a closed pipe ends the command
+/// quietly (no panic, no backtrace, nothing on stderr), and a push into a closed pipe still
+/// finishes: it never stops half-way because nobody reads its report.
+#[test]
+fn output_into_a_closed_pipe_ends_quietly_and_a_push_still_finishes() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    ok(&["store", "--dir", db, "create", "s"]);
+    for args in [
+        &["store", "--dir", db, "describe", "s"][..],
+        &["store", "--dir", db, "list"],
+        &["check", "--dir", db],
+    ] {
+        let (status, err) = into_closed_pipe(args);
+        assert!(
+            status.success() || status.signal() == Some(libc::SIGPIPE),
+            "{args:?}: {status:?} {err}"
+        );
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+    let csv = dir.path().join("a.csv");
+    write_csv(&csv, 100, "a");
+    let (status, err) = into_closed_pipe(&push_args(
+        "--dir",
+        db,
+        "s",
+        csv.to_str().unwrap(),
+        &ID_SCORE,
+    ));
+    assert!(status.success(), "{status:?} {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let out = ok(&["store", "--dir", db, "describe", "s"]);
+    assert!(out.contains("current-version: 2"), "{out}");
+}
+
+/// STORE DESCRIBE's times, in Unix milliseconds over RESP, are RFC 3339 UTC in the CLI.
+#[test]
+fn store_describe_prints_times_as_rfc3339_utc() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    ok(&["store", "--dir", db, "create", "s"]);
+    let out = ok(&["store", "--dir", db, "describe", "s"]);
+    let field = |name: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(": "))
+            .unwrap_or_else(|| panic!("no {name} in {out}"))
+            .to_string()
+    };
+    for name in ["created", "current-created"] {
+        let t = field(name);
+        // 2026-11-27T09:30:00.125Z
+        assert_eq!(t.len(), 24, "{name}: {t}");
+        assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T', "{name}: {t}");
+        assert!(t.starts_with("20"), "{name}: {t}");
+    }
+    assert!(!out.contains("-ms:"), "{out}");
+}
+
+/// A second rollback is refused, not a flip back to the version just left; `--to-version`
+/// names where to go.
+#[test]
+fn store_rollback_goes_back_once_to_the_version_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    let csv = dir.path().join("a.csv");
+    ok(&["store", "--dir", db, "create", "s"]);
+    for tag in ["a", "b"] {
+        write_csv(&csv, 100, tag);
+        ok(&push_args(
+            "--dir",
+            db,
+            "s",
+            csv.to_str().unwrap(),
+            &ID_SCORE,
+        ));
+    }
+    let (code, line) = fails(&["store", "--dir", db, "rollback", "s", "--to-version", "1"]);
+    assert_eq!(code, 1);
+    assert!(line.contains("does not keep version 1"), "{line}");
+    let out = ok(&["store", "--dir", db, "rollback", "s", "--to-version", "2"]);
+    assert!(out.contains("current-version: 2"), "{out}");
+    assert!(out.contains("previous-version: (none)"), "{out}");
+    let (_, line) = fails(&["store", "--dir", db, "rollback", "s"]);
+    assert!(line.contains("keeps no version older"), "{line}");
+}
+
+/// The README's pushing user, taken from the README itself: its ACL is enough to push,
+/// describe and roll back through a server, and an application user is refused.
+#[test]
+fn the_readme_pushing_user_can_push_and_an_application_user_cannot() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let acl = readme
+        .lines()
+        .find(|l| l.starts_with("user = [\"loader "))
+        .expect("the README shows the pushing user's ACL");
+    let loader = acl
+        .strip_prefix("user = [")
+        .and_then(|l| l.strip_suffix(']'))
+        .expect("one quoted entry");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("rialto.toml");
+    let app = "\"app on >apppw ~* +@read +@write -@dangerous\"";
+    std::fs::write(&cfg, format!("user = [{loader}, {app}]\n")).unwrap();
+    let s = serve_with(&dir.path().join("db"), &["--config", cfg.to_str().unwrap()]);
+    let addr = format!("127.0.0.1:{}", s.port);
+    ok(&["store", "--server", &addr, "create", "features"]);
+    let csv = dir.path().join("a.csv");
+    write_csv(&csv, 100, "a");
+    let as_loader = ["--user", "loader", "--password", "secret"];
+    for tag in ["a", "b"] {
+        write_csv(&csv, 100, tag);
+        let out = ok(&push_args(
+            "--server",
+            &addr,
+            "features",
+            csv.to_str().unwrap(),
+            &[&ID_SCORE[..], &as_loader].concat(),
+        ));
+        assert!(out.contains("records: 100"), "{out}");
+    }
+    let out = ok(&[
+        &["store", "--server", &addr, "describe", "features"][..],
+        &as_loader,
+    ]
+    .concat());
+    assert!(out.contains("current-version: 3"), "{out}");
+    ok(&[
+        &["store", "--server", &addr, "rollback", "features"][..],
+        &as_loader,
+    ]
+    .concat());
+    assert_eq!(get(s.port, "features:user00001"), "$3\r\na-1\r\n");
+    let (_, line) = fails(&push_args(
+        "--server",
+        &addr,
+        "features",
+        csv.to_str().unwrap(),
+        &[&ID_SCORE[..], &["--user", "app", "--password", "apppw"]].concat(),
+    ));
+    assert!(line.contains("NOPERM"), "{line}");
+    s.stop();
 }

@@ -268,3 +268,36 @@ fn damage_in_the_journal_fails_the_start_until_salvage_is_asked_for() {
     assert_eq!(request(s.port, b"SHUTDOWN\r\n", 0), b"");
     assert_eq!(wait_exit(s).0, 0);
 }
+
+/// Logs written to a pipe or a file are plain text (colours are for terminals), and binding
+/// beyond loopback with no password says at start what that means.
+#[test]
+fn redirected_logs_are_plain_and_an_open_bind_is_warned_of() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spawn(dir.path(), &["--bind", "0.0.0.0"]);
+    assert_eq!(request(s.port, b"PING\r\n", 7), b"+PONG\r\n");
+    assert_eq!(request(s.port, b"SHUTDOWN\r\n", 0), b"");
+    let (code, log) = wait_exit(s);
+    assert_eq!(code, 0, "{log}");
+    assert!(
+        !log.contains('\x1b'),
+        "ANSI escapes in a redirected log: {log:?}"
+    );
+    let warning = log
+        .lines()
+        .find(|l| l.contains("beyond loopback"))
+        .unwrap_or_else(|| panic!("no warning about the bind: {log}"));
+    assert!(
+        warning.contains("WARN")
+            && warning.contains("0.0.0.0")
+            && warning.contains("protected mode refuses")
+            && warning.contains("requirepass"),
+        "{warning}"
+    );
+
+    // Loopback only, the default: nothing to warn of.
+    let s = spawn(dir.path(), &[]);
+    assert_eq!(request(s.port, b"SHUTDOWN\r\n", 0), b"");
+    let (_, log) = wait_exit(s);
+    assert!(!log.contains("beyond loopback"), "{log}");
+}

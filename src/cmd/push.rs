@@ -1,12 +1,16 @@
 //! `rialto push`: loads whole datasets (CSV, JSONL, Parquet) into a store as its new version
-//! and swaps it in (see `rialto_keyspace`). The first Ctrl-C while reading
-//! abandons the push (the current version keeps serving, partial files are removed); during
-//! the final load it asks to wait, and a second one stops the process, which the next start
-//! of the database cleans up after.
+//! and swaps it in (see `rialto_keyspace`). The first Ctrl-C while reading abandons the push
+//! (the current version keeps serving, partial files are removed). Once the commit has
+//! begun, the first one says what a second would do, and the second stops the process: with
+//! `--dir`, the next start of the database abandons the push unless its swap was made; with
+//! `--server`, the server finishes (or fails) the commit on its own.
+//!
+//! What this command writes (progress, notes, the report) is only information: a closed
+//! stdout or stderr (`| head`) never stops a push half-way, so writes to them ignore errors.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use rialto_keyspace::{DuplicatePolicy, StoreError};
@@ -68,7 +72,19 @@ pub struct Args {
 
 /// 0: running; 1: interrupted once; 2: twice.
 static INTERRUPTS: AtomicU8 = AtomicU8::new(0);
-static IN_COMMIT: AtomicBool = AtomicBool::new(false);
+/// Which commit runs, for what Ctrl-C says: [`NOT_COMMITTING`], [`COMMITTING_HERE`] or
+/// [`COMMITTING_ON_SERVER`].
+static COMMIT: AtomicU8 = AtomicU8::new(NOT_COMMITTING);
+const NOT_COMMITTING: u8 = 0;
+/// `--dir`: this process sorts, writes and swaps.
+const COMMITTING_HERE: u8 = 1;
+/// `--server`: the server does, and goes on without this process.
+const COMMITTING_ON_SERVER: u8 = 2;
+
+/// What the first Ctrl-C during a commit says: a second one only stops this process, and
+/// what then becomes of the push differs.
+const INTERRUPT_HERE: &[u8] = b"\nthe new version is being written and swapped in by this process; Ctrl-C again stops it, and the database abandons the push at its next start unless the swap was already made (then the new version serves)\n";
+const INTERRUPT_ON_SERVER: &[u8] = b"\nthe server is writing and swapping in the new version and finishes on its own; Ctrl-C again only stops waiting for its report (then see `rialto store describe`)\n";
 
 extern "C" fn on_sigint(_: libc::c_int) {
     let n = INTERRUPTS.fetch_add(1, Ordering::SeqCst);
@@ -78,13 +94,38 @@ extern "C" fn on_sigint(_: libc::c_int) {
             libc::signal(libc::SIGINT, libc::SIG_DFL);
             libc::raise(libc::SIGINT);
         }
-    } else if IN_COMMIT.load(Ordering::SeqCst) {
-        const MSG: &[u8] = b"\nthe load is being swapped in; Ctrl-C again stops the process (the database abandons the push when it next starts)\n";
-        // SAFETY: write(2) is async-signal-safe; the buffer is static.
-        unsafe {
-            libc::write(2, MSG.as_ptr().cast(), MSG.len());
-        }
+        return;
     }
+    let Some(msg) = interrupt_message(COMMIT.load(Ordering::SeqCst)) else {
+        return;
+    };
+    // SAFETY: write(2) is async-signal-safe; the buffer is static.
+    unsafe {
+        libc::write(2, msg.as_ptr().cast(), msg.len());
+    }
+}
+
+/// What the first Ctrl-C says in commit state `commit`; nothing while reading.
+fn interrupt_message(commit: u8) -> Option<&'static [u8]> {
+    match commit {
+        COMMITTING_HERE => Some(INTERRUPT_HERE),
+        COMMITTING_ON_SERVER => Some(INTERRUPT_ON_SERVER),
+        _ => None,
+    }
+}
+
+/// `eprint!` that ignores a closed stderr.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `println!` that ignores a closed stdout.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
 }
 
 fn interrupted() -> bool {
@@ -130,7 +171,7 @@ impl Progress {
         } else {
             "-".into()
         };
-        eprint!(
+        note!(
             "\r{:>12} records  {:>10.0} records/s  {:>7.1} MB/s  {:>5.1}%  ETA {:<8}",
             self.records,
             self.records as f64 / secs,
@@ -142,7 +183,7 @@ impl Progress {
 
     fn clear(&self) {
         if self.draw {
-            eprint!("\r{:90}\r", "");
+            note!("\r{:90}\r", "");
         }
     }
 }
@@ -230,13 +271,17 @@ pub fn run(args: Args) -> Result<(), BackendError> {
         });
     }
     let read_secs = started.elapsed().as_secs_f64();
-    eprintln!(
-        "read {} records ({:.1} MB) in {:.1} s; sorting, writing and swapping...",
+    note!(
+        "read {} records ({:.1} MB) in {:.1} s; sorting, writing and swapping...\n",
         progress.records,
         progress.bytes as f64 / 1e6,
         read_secs
     );
-    IN_COMMIT.store(true, Ordering::SeqCst);
+    let committing = match backend {
+        Backend::Local(_) => COMMITTING_HERE,
+        Backend::Remote(_) => COMMITTING_ON_SERVER,
+    };
+    COMMIT.store(committing, Ordering::SeqCst);
     let report = match &mut backend {
         Backend::Local(l) => {
             let r = l.push_commit(id);
@@ -262,8 +307,8 @@ pub fn run(args: Args) -> Result<(), BackendError> {
         l.close()?;
     }
     let secs = started.elapsed().as_secs_f64().max(1e-6);
-    println!("{report}");
-    println!(
+    say!("{report}");
+    say!(
         "elapsed-s: {:.2}\nrecords-per-s: {:.0}\nmb-per-s: {:.1}",
         secs,
         progress.records as f64 / secs,
@@ -291,7 +336,7 @@ fn abort(backend: &mut Backend, id: u64) {
     if let Err(e) = r {
         // Already aborted by the server (a bad record), or the connection is gone (the
         // server aborts a push whose connection closed).
-        eprintln!("note: abort: {e}");
+        note!("note: abort: {e}\n");
     }
 }
 
@@ -428,4 +473,23 @@ fn send(
         remote.recv()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctrl_c_during_a_commit_says_what_happens_where_the_commit_runs() {
+        assert_eq!(interrupt_message(NOT_COMMITTING), None);
+        let here = String::from_utf8_lossy(interrupt_message(COMMITTING_HERE).unwrap());
+        assert!(
+            here.contains("by this process") && here.contains("next start"),
+            "{here}"
+        );
+        // The server goes on without the client: nothing is abandoned at a restart.
+        let remote = String::from_utf8_lossy(interrupt_message(COMMITTING_ON_SERVER).unwrap());
+        assert!(remote.contains("finishes on its own"), "{remote}");
+        assert!(!remote.contains("abandons"), "{remote}");
+    }
 }

@@ -83,14 +83,43 @@ pub fn run(args: Args) -> Result<(), ServeError> {
 }
 
 fn init_logging(level: &str, format: &str) {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    let ansi = colors_wanted(
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
     let _ = if format == "json" {
         builder.json().try_init()
     } else {
         builder.try_init()
     };
+}
+
+/// Whether log lines carry ANSI colours: only on a terminal (a file or a pipe gets plain
+/// text, which `grep` and log shippers read), and never when `NO_COLOR` is set to anything
+/// but the empty string (<https://no-color.org>).
+fn colors_wanted(stderr_is_tty: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    stderr_is_tty && no_color.is_none_or(|v| v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::colors_wanted;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn colours_only_on_a_terminal_and_not_with_no_color() {
+        assert!(colors_wanted(true, None));
+        assert!(!colors_wanted(false, None));
+        assert!(!colors_wanted(true, Some(OsStr::new("1"))));
+        assert!(!colors_wanted(false, Some(OsStr::new("1"))));
+        // An empty NO_COLOR does not count, as the convention says.
+        assert!(colors_wanted(true, Some(OsStr::new(""))));
+    }
 }

@@ -27,14 +27,21 @@ pub enum Action {
         #[arg(long, default_value_t = 0)]
         rewind: u64,
     },
-    /// Show a store's prefix, versions and push in progress.
+    /// Show a store's prefix, versions and push in progress (times in RFC 3339, UTC).
     Describe { name: String },
     /// List the stores.
     List,
     /// Delete a store (its data is removed in the background).
     Delete { name: String },
-    /// Make the previous version current again.
-    Rollback { name: String },
+    /// Make the previous version current again and retire the version left. A rollback only
+    /// goes back: a second one, with no older version kept, is refused.
+    Rollback {
+        name: String,
+        /// Only if this is the version the rollback goes back to (a guard for scripts: a
+        /// push that landed meanwhile makes it fail); the current version changes nothing.
+        #[arg(long, value_name = "N")]
+        to_version: Option<u32>,
+    },
 }
 
 /// Runs the action and prints the result.
@@ -62,11 +69,14 @@ pub fn run(args: Args) -> Result<(), BackendError> {
                 Action::Delete { name } => {
                     req.extend([b"DELETE".to_vec(), name.clone().into_bytes()])
                 }
-                Action::Rollback { name } => {
-                    req.extend([b"ROLLBACK".to_vec(), name.clone().into_bytes()])
+                Action::Rollback { name, to_version } => {
+                    req.extend([b"ROLLBACK".to_vec(), name.clone().into_bytes()]);
+                    if let Some(v) = to_version {
+                        req.push(v.to_string().into_bytes());
+                    }
                 }
             }
-            render(&r.call(&req)?)
+            render(&with_times(r.call(&req)?))
         }
         Backend::Local(l) => {
             let describe = |name: &str| -> Result<String, BackendError> {
@@ -74,7 +84,7 @@ pub fn run(args: Args) -> Result<(), BackendError> {
                 let s = cat
                     .get(name)
                     .ok_or_else(|| BackendError::Store(format!("no such store '{name}'")))?;
-                Ok(render(&rialto_server::describe_store(s)))
+                Ok(render(&with_times(rialto_server::describe_store(s))))
             };
             let r = match &args.action {
                 Action::Create {
@@ -95,7 +105,9 @@ pub fn run(args: Args) -> Result<(), BackendError> {
                         .collect(),
                 ))),
                 Action::Delete { name } => l.delete(name).map(|()| "OK".to_string()),
-                Action::Rollback { name } => l.rollback(name).and_then(|()| describe(name)),
+                Action::Rollback { name, to_version } => {
+                    l.rollback(name, *to_version).and_then(|()| describe(name))
+                }
             };
             match r {
                 Ok(s) => s,
@@ -115,4 +127,86 @@ pub fn run(args: Args) -> Result<(), BackendError> {
         println!("{out}");
     }
     Ok(())
+}
+
+/// A store's description with its Unix-millisecond fields (`created-ms`...) as RFC 3339 UTC
+/// times, named without the unit (`created`): what a person reads. The RESP reply keeps the
+/// milliseconds for programs.
+fn with_times(r: Reply) -> Reply {
+    let Reply::Map(pairs) = r else {
+        return r;
+    };
+    Reply::Map(
+        pairs
+            .into_iter()
+            .map(|(k, v)| match (&k, &v) {
+                (Reply::Bulk(name), Reply::Integer(ms)) if is_time(name) => {
+                    let name = String::from_utf8_lossy(&name[..name.len() - 3]).into_owned();
+                    (Reply::bulk(name), Reply::bulk(rfc3339_utc(*ms)))
+                }
+                _ => (k, v),
+            })
+            .collect(),
+    )
+}
+
+/// Whether a STORE DESCRIBE field is a time (`created-ms`, `current-created-ms`,
+/// `pushing-started-ms`...).
+fn is_time(name: &[u8]) -> bool {
+    name.ends_with(b"created-ms") || name.ends_with(b"started-ms")
+}
+
+/// Unix milliseconds as RFC 3339 in UTC, to the millisecond: `2026-11-27T09:30:00.125Z`.
+pub fn rfc3339_utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let millis = ms.rem_euclid(1000);
+    let (days, day_secs) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's `civil_from_days`).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        day_secs / 3600,
+        day_secs % 3600 / 60,
+        day_secs % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_utc(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+        // Leap days and century rules.
+        assert_eq!(rfc3339_utc(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(rfc3339_utc(4_107_542_399_999), "2100-02-28T23:59:59.999Z");
+        assert_eq!(rfc3339_utc(4_107_542_400_000), "2100-03-01T00:00:00.000Z");
+        assert_eq!(rfc3339_utc(-1), "1969-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn describe_times_are_rendered_and_the_rest_is_kept() {
+        let r = with_times(Reply::Map(vec![
+            (Reply::bulk("name"), Reply::bulk("features")),
+            (Reply::bulk("current-version"), Reply::Integer(3)),
+            (Reply::bulk("current-created-ms"), Reply::Integer(0)),
+            (Reply::bulk("pushing-version"), Reply::Null),
+            (Reply::bulk("pushing-started-ms"), Reply::Integer(1000)),
+            (Reply::bulk("created-ms"), Reply::Integer(86_400_000)),
+        ]));
+        assert_eq!(
+            render(&r),
+            "name: features\ncurrent-version: 3\ncurrent-created: 1970-01-01T00:00:00.000Z\npushing-version: (none)\npushing-started: 1970-01-01T00:00:01.000Z\ncreated: 1970-01-02T00:00:00.000Z"
+        );
+    }
 }

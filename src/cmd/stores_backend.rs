@@ -174,17 +174,17 @@ impl Local {
             &mut dyn FnMut(&[u8], &[u8]) -> Result<(), StoreError>,
         ) -> Result<T, BackendError>,
     ) -> Result<T, BackendError> {
-        self.keyspace.push_add_with(id, fill)
+        self.keyspace.push_add_with(id, None, fill)
     }
 
     /// Commits.
     pub fn push_commit(&self, id: u64) -> Result<PushReport, BackendError> {
-        Ok(self.keyspace.push_commit(id)?)
+        Ok(self.keyspace.push_commit(id, None)?)
     }
 
     /// Aborts.
     pub fn push_abort(&self, id: u64) -> Result<(), BackendError> {
-        Ok(self.keyspace.push_abort(id)?)
+        Ok(self.keyspace.push_abort(id, None)?)
     }
 
     /// Creates a store.
@@ -198,16 +198,19 @@ impl Local {
         Ok(self.keyspace.delete_store(name)?)
     }
 
-    /// Rolls a store back.
-    pub fn rollback(&self, name: &str) -> Result<(), BackendError> {
-        self.keyspace.rollback_store(name)?;
+    /// Rolls a store back (to version `to`, if given).
+    pub fn rollback(&self, name: &str, to: Option<u32>) -> Result<(), BackendError> {
+        self.keyspace.rollback_store(name, to)?;
         Ok(())
     }
 
     /// Makes everything durable, removes what retired versions left and closes.
     pub fn close(self) -> Result<(), BackendError> {
         if let Err(e) = self.keyspace.maintenance_pass() {
-            eprintln!("warning: removing retired versions failed: {e} (the server will retry)");
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: removing retired versions failed: {e} (the server will retry)"
+            );
         }
         self.keyspace
             .close()

@@ -6,6 +6,7 @@ formatting, pipelines) the `pair` fixture runs the same calls against a referenc
 server under test and compares.
 """
 
+import os
 import random
 import signal
 import time
@@ -149,6 +150,24 @@ def test_client_id_list_info(r):
     assert err(r, "CLIENT", "LIST", "TYPE", "foo") == "Unknown client type 'foo'"
 
 
+def test_client_fd_is_the_servers_socket(server):
+    """CLIENT LIST/INFO `fd` is the connection's descriptor in the server process, as in Redis:
+    what an operator matches with `ls -l /proc/PID/fd`, `ss -p` or `lsof`."""
+    a, b = server.client(), server.client()
+    fds = []
+    for c in (a, b):
+        info = c.client_info()
+        fd = int(info["fd"])
+        assert fd > 2, info
+        mine = [x for x in c.client_list() if x["id"] == str(info["id"])][0]
+        assert int(mine["fd"]) == fd
+        assert os.readlink(f"/proc/{server.proc.pid}/fd/{fd}").startswith("socket:")
+        fds.append(fd)
+    assert fds[0] != fds[1]
+    a.close()
+    b.close()
+
+
 def test_client_kill(server, r):
     victim = server.conn()
     vid = victim.call("CLIENT", "ID").value
@@ -243,6 +262,84 @@ def test_info_raw_sections(server, protocol):
     for header in (b"# Server\r\n", b"# Clients\r\n", b"# Keyspace\r\n"):
         assert header in text
     c.close()
+
+
+# Requests that end in errors of every kind Redis 7.0 counts: refused before running (unknown
+# command or subcommand, arity, NOPERM, inside MULTI), failed while running (a bad value, a wrong
+# password, inside EXEC, EXECABORT, a script's error), and a protocol error.
+ERROR_SCRIPT = [
+    ("SET", "s", "x"),
+    ("INCR", "s"),
+    ("NOSUCH", "a", "b"),
+    ("GET",),
+    ("CONFIG", "FOO"),
+    ("AUTH", "nobody", "wrong"),
+    ("SET", "k", "v", "EX", "0"),
+    ("MULTI",), ("INCR", "s"), ("GET",), ("EXEC",),
+    ("MULTI",), ("INCR", "s"), ("SET", "a", "b"), ("EXEC",),
+    ("EVAL", "return redis.error_reply('MY bad')", "0"),
+    ("EVAL", "return {err='X'}", "0"),
+    ("GET", "s"),
+]
+
+# Commands whose commandstats line must match (no subcommands: Redis and Rialto name them alike).
+COUNTED = ("get", "set", "incr", "exec", "multi", "auth", "eval")
+
+
+def _stat_lines(conn, section):
+    return conn.call("INFO", section).text().decode().split("\r\n")
+
+
+def _error_counters(server):
+    c = server.conn()
+    stats = dict(l.split(":", 1) for l in _stat_lines(c, "stats") if ":" in l)
+    errorstats = [l for l in _stat_lines(c, "errorstats") if l]
+    cmdstats = {}
+    for line in _stat_lines(c, "commandstats"):
+        if not line.startswith("cmdstat_"):
+            continue
+        name, fields = line[len("cmdstat_"):].split(":", 1)
+        if name in COUNTED:
+            f = dict(kv.split("=") for kv in fields.split(","))
+            cmdstats[name] = (f["calls"], f["rejected_calls"], f["failed_calls"])
+    c.close()
+    return stats["total_error_replies"], errorstats, cmdstats
+
+
+def _make_errors(server):
+    c = server.conn()
+    assert c.call("CONFIG", "RESETSTAT").value == b"OK"
+    assert c.call("ACL", "SETUSER", "bob", "on", "nopass", "+@all", "-get", "~*").value == b"OK"
+    for args in ERROR_SCRIPT:
+        c.call(*args)
+    bob = server.conn()
+    assert not bob.call("AUTH", "bob", "any").is_error
+    assert bob.call("GET", "s").is_error  # NOPERM
+    bob.close()
+    raw = server.conn()
+    raw.send(b"*1\r\n$abc\r\n")  # a protocol error
+    assert raw.read_reply()[0].startswith(b"-ERR Protocol error")
+    raw.close()
+    c.close()
+
+
+def test_error_counters_match_redis(start_server):
+    """INFO stats total_error_replies, INFO errorstats and commandstats' rejected_calls and
+    failed_calls after the same errors, against redis-server 7, then after CONFIG RESETSTAT."""
+    ref, tgt = start_server("redis"), start_server("rialto")
+    for s in (ref, tgt):
+        _make_errors(s)
+    want, got = _error_counters(ref), _error_counters(tgt)
+    assert int(want[0]) > 10, want
+    assert got[0] == want[0], f"total_error_replies: redis {want[0]}, server under test {got[0]}"
+    assert got[1] == want[1], f"errorstats: redis {want[1]}, server under test {got[1]}"
+    assert got[2] == want[2], f"commandstats (calls, rejected, failed): redis {want[2]}, server under test {got[2]}"
+    for s in (ref, tgt):
+        c = s.conn()
+        c.call("CONFIG", "RESETSTAT")
+        c.close()
+        total, errorstats, cmdstats = _error_counters(s)
+        assert (total, errorstats, cmdstats) == ("0", ["# Errorstats"], {}), s
 
 
 def test_time(r):

@@ -221,6 +221,9 @@ pub trait Fs: Send + Sync + 'static {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes a file. Durable after [`Fs::sync_dir`].
     fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Removes an empty directory; fails if it holds anything. Durable after [`Fs::sync_dir`]
+    /// of its parent.
+    fn remove_dir(&self, path: &Path) -> io::Result<()>;
     /// Removes a file no one reads any more in steps: cuts `step` bytes off its end at a
     /// time, calling `pace(n)` before each cut of `n` bytes (it may sleep, or fail, which
     /// aborts and leaves the shorter file), then removes what is left. Durable after

@@ -468,6 +468,22 @@ impl Fs for MemFs {
         Ok(())
     }
 
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        let path = FilePath::parse(path)?;
+        let mut ns = self.shared.ns.lock();
+        let dir = ns.dir(&path.full)?;
+        if !dir.live.is_empty() || !dir.subdirs.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::DirectoryNotEmpty,
+                format!("MemFs: directory {} is not empty", path.full.display()),
+            ));
+        }
+        self.shared.check_fault(OpKind::Remove, &[&path.full])?;
+        ns.dirs.remove(&path.full);
+        ns.dir_mut(&path.dir)?.subdirs.remove(&path.name);
+        Ok(())
+    }
+
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
         let path = FilePath::parse(path)?;
         let len = to_usize(len)?;

@@ -106,6 +106,10 @@ impl Fs for PosixFs {
         fs::remove_file(path)
     }
 
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        fs::remove_dir(path)
+    }
+
     fn remove_file_gradually(
         &self,
         path: &Path,

@@ -467,6 +467,33 @@ fn directories_and_paths() {
 }
 
 #[test]
+fn only_empty_directories_are_removed() {
+    let fs = MemFs::new();
+    fs.create_dir_all(Path::new("/db/tmp/push-1")).unwrap();
+    fs.create(Path::new("/db/tmp/push-1/run-0")).unwrap();
+    let full = fs.remove_dir(Path::new("/db/tmp/push-1")).unwrap_err();
+    assert_eq!(full.kind(), ErrorKind::DirectoryNotEmpty);
+    assert_eq!(
+        fs.remove_dir(Path::new("/db/tmp")).unwrap_err().kind(),
+        ErrorKind::DirectoryNotEmpty
+    );
+    fs.remove_file(Path::new("/db/tmp/push-1/run-0")).unwrap();
+    fs.remove_dir(Path::new("/db/tmp/push-1")).unwrap();
+    assert!(!fs.exists(Path::new("/db/tmp/push-1")));
+    assert!(fs.list_dir(Path::new("/db/tmp")).unwrap().is_empty());
+    assert_eq!(
+        fs.remove_dir(Path::new("/db/tmp/push-1"))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::NotFound
+    );
+    // A directory removed is gone after a crash too, and can be made again.
+    fs.crash(CrashMode::DropUnsynced);
+    assert!(!fs.exists(Path::new("/db/tmp/push-1")));
+    fs.create_dir_all(Path::new("/db/tmp/push-1")).unwrap();
+}
+
+#[test]
 fn test_helpers() {
     let fs = setup();
     durable_file(&fs, "a", &[0u8; 100]);

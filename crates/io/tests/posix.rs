@@ -130,6 +130,20 @@ fn rename_replaces_and_sync_dir_succeeds() {
 }
 
 #[test]
+fn only_empty_directories_are_removed() {
+    let dir = tempdir();
+    let fs = PosixFs::new();
+    let sub = dir.path().join("push-1");
+    fs.create_dir_all(&sub).unwrap();
+    write_file(&fs, &sub.join("run-0"), b"x");
+    assert!(fs.remove_dir(&sub).is_err());
+    fs.remove_file(&sub.join("run-0")).unwrap();
+    fs.remove_dir(&sub).unwrap();
+    assert!(!fs.exists(&sub));
+    assert_eq!(fs.remove_dir(&sub).unwrap_err().kind(), ErrorKind::NotFound);
+}
+
+#[test]
 fn truncate_cuts_the_file() {
     let dir = tempdir();
     let fs = PosixFs::new();

@@ -482,9 +482,10 @@ impl Keyspace {
         self.stores.delete(&self.merger, name, self.now_ms())
     }
 
-    /// Switches store `name` to its previous version.
-    pub fn rollback_store(&self, name: &str) -> StoreResult<StoreMeta> {
-        self.stores.rollback(&self.merger, name, self.now_ms())
+    /// Switches store `name` back to its previous version (with `to`, only if that is the
+    /// version named) and retires the version it leaves; waits until both are durable.
+    pub fn rollback_store(&self, name: &str, to: Option<u32>) -> StoreResult<StoreMeta> {
+        self.stores.rollback(&self.merger, name, to, self.now_ms())
     }
 
     /// Begins a push into store `name` (owned by connection `owner`, if any); returns its id.
@@ -508,12 +509,15 @@ impl Keyspace {
     }
 
     /// Adds records (keys relative to the store's prefix) to push `id`; a bad record aborts it.
+    /// `caller` is the connection asking (`None`: in-process); a push begun by another
+    /// connection refuses it ([`StoreError::NotOwner`]), and so do commit and abort.
     pub fn push_add<'a>(
         &self,
         id: u64,
+        caller: Option<u64>,
         records: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
     ) -> StoreResult<u64> {
-        self.stores.push_add(&self.merger, id, records)
+        self.stores.push_add(&self.merger, id, caller, records)
     }
 
     /// Adds to push `id` the records `fill` passes to `add`, under one hold of the push's lock
@@ -522,24 +526,25 @@ impl Keyspace {
     pub fn push_add_with<T, E: From<StoreError>>(
         &self,
         id: u64,
+        caller: Option<u64>,
         fill: impl FnOnce(&mut dyn FnMut(&[u8], &[u8]) -> StoreResult<()>) -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
-        self.stores.push_add_with(&self.merger, id, fill)
+        self.stores.push_add_with(&self.merger, id, caller, fill)
     }
 
     /// Sorts, writes and links push `id`'s data, replays the streamed writes and swaps the new
     /// version in (on the calling thread). On failure the current version stays.
-    pub fn push_commit(&self, id: u64) -> StoreResult<PushReport> {
+    pub fn push_commit(&self, id: u64, caller: Option<u64>) -> StoreResult<PushReport> {
         let clock = Arc::clone(&self.clock);
         self.stores
-            .push_commit(&self.db, &self.merger, id, move || {
+            .push_commit(&self.db, &self.merger, id, caller, move || {
                 clock.unix_millis() as i64
             })
     }
 
     /// Aborts push `id`: its files are removed and the store keeps its current version.
-    pub fn push_abort(&self, id: u64) -> StoreResult<()> {
-        self.stores.push_abort(&self.merger, id)
+    pub fn push_abort(&self, id: u64, caller: Option<u64>) -> StoreResult<()> {
+        self.stores.push_abort(&self.merger, id, caller)
     }
 
     /// Pushes in progress: id and store.
@@ -582,22 +587,24 @@ impl Keyspace {
     }
 }
 
-/// Removes the spill files of pushes a stop interrupted.
+/// Removes what pushes a stop interrupted left in the spill directory: their runs and their
+/// own directories (`push-N`). Best effort: what cannot be removed is logged and left for
+/// the next start.
 fn empty_spill_dir(fs: &dyn rialto_io::Fs, tmp: &Path) {
     let Ok(dirs) = fs.list_dir(tmp) else {
         return;
     };
     for d in dirs {
         let sub = tmp.join(&d);
-        match fs.list_dir(&sub) {
-            Ok(files) => {
-                for f in files {
-                    let _ = fs.remove_file(&sub.join(f));
-                }
-            }
-            Err(_) => {
-                let _ = fs.remove_file(&sub);
-            }
+        let removed = match fs.list_dir(&sub) {
+            Ok(files) => files
+                .iter()
+                .try_for_each(|f| fs.remove_file(&sub.join(f)))
+                .and_then(|()| fs.remove_dir(&sub)),
+            Err(_) => fs.remove_file(&sub),
+        };
+        if let Err(e) = removed {
+            tracing::warn!(path = %sub.display(), error = %e, "cannot remove a push's leftover spill files");
         }
     }
 }

@@ -132,7 +132,10 @@ fn kind() -> impl Strategy<Value = OpKind> {
                 name,
                 rewind_ms: rewind * 10_000,
             })),
-        1 => store().prop_map(|name| OpKind::Store(StoreOp::Rollback { name })),
+        1 => (store(), prop::option::of(0u32..4))
+            .prop_map(|(name, to)| OpKind::Store(StoreOp::Rollback { name, to })),
+        1 => (store(), 0u32..4)
+            .prop_map(|(name, version)| OpKind::Store(StoreOp::RetireLeft { name, version })),
         1 => store().prop_map(|name| OpKind::Store(StoreOp::Delete { name })),
         1 => store().prop_map(|store| OpKind::Store(StoreOp::PushBegin { store })),
         1 => (store(), any::<bool>()).prop_map(|(store, swap)| OpKind::Store(StoreOp::PushEnd {

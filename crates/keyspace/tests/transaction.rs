@@ -185,8 +185,8 @@ fn a_store_swap_or_rollback_changes_every_watched_key_under_its_prefix() {
     let push = |ks: &Keyspace, v: &str| {
         let id = ks.push_begin("feat", rialto_keyspace::DuplicatePolicy::Error, None, None);
         let id = id.unwrap();
-        ks.push_add(id, [(&b"a"[..], v.as_bytes())]).unwrap();
-        ks.push_commit(id).unwrap();
+        ks.push_add(id, None, [(&b"a"[..], v.as_bytes())]).unwrap();
+        ks.push_commit(id, None).unwrap();
     };
     push(&ks, "1");
     let w = ks.new_watch();
@@ -199,7 +199,7 @@ fn a_store_swap_or_rollback_changes_every_watched_key_under_its_prefix() {
     ks.watch(&w, 0, vec![b("feat:a"), b("plain")])
         .wait()
         .unwrap();
-    ks.rollback_store("feat").unwrap();
+    ks.rollback_store("feat", None).unwrap();
     assert!(w.is_dirty(), "so does a rollback");
     ks.close().unwrap();
 }

@@ -21,6 +21,9 @@ pub struct ClientHandle {
     pub id: u64,
     pub addr: SocketAddr,
     pub laddr: SocketAddr,
+    /// The socket's file descriptor (CLIENT LIST `fd`, to match with `ss` or `lsof`); it
+    /// stays the same when the connection moves to the bulk thread. -1: no socket.
+    pub fd: i32,
     pub created: Instant,
     /// Milliseconds since `created` of the last command.
     pub last_active_ms: AtomicU64,
@@ -112,10 +115,11 @@ impl ClientHandle {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
+            self.fd,
             text(&info.name),
             age,
             idle_ms / 1000,
@@ -147,13 +151,20 @@ pub struct Clients {
 }
 
 impl Clients {
-    /// Registers a new connection.
-    pub fn register(&self, addr: SocketAddr, laddr: SocketAddr, user: &str) -> Arc<ClientHandle> {
+    /// Registers a new connection on socket `fd`.
+    pub fn register(
+        &self,
+        addr: SocketAddr,
+        laddr: SocketAddr,
+        fd: i32,
+        user: &str,
+    ) -> Arc<ClientHandle> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let h = Arc::new(ClientHandle {
             id,
             addr,
             laddr,
+            fd,
             created: Instant::now(),
             last_active_ms: AtomicU64::new(0),
             db: AtomicU8::new(0),

@@ -18,6 +18,7 @@ mod command_table;
 mod commands;
 mod config;
 mod conn;
+mod errorstats;
 mod expire_pass;
 mod glob;
 mod http;

@@ -137,6 +137,40 @@ pub fn render(sh: &Shared) -> String {
                 e.micros.load(Ordering::Relaxed) as f64 / 1e6,
             );
         }
+        let (rejected, failed) = (
+            e.rejected.load(Ordering::Relaxed),
+            e.failed.load(Ordering::Relaxed),
+        );
+        if rejected > 0 {
+            w.counter(
+                "rialto_command_rejected_calls_total",
+                "Requests of a command refused before it ran (arity, NOAUTH, NOPERM, BUSY...).",
+                &[("cmd", e.spec.name)],
+                rejected,
+            );
+        }
+        if failed > 0 {
+            w.counter(
+                "rialto_command_failed_calls_total",
+                "Executions of a command that answered an error.",
+                &[("cmd", e.spec.name)],
+                failed,
+            );
+        }
+    }
+    w.counter(
+        "rialto_error_replies_total",
+        "Error replies sent to clients (INFO stats total_error_replies).",
+        &[],
+        sh.errors.total(),
+    );
+    for (prefix, n) in sh.errors.by_prefix() {
+        w.counter(
+            "rialto_errors_total",
+            "Error replies by their prefix (INFO errorstats).",
+            &[("prefix", &prefix)],
+            n,
+        );
     }
     w.counter(
         "rialto_net_input_bytes_total",

@@ -648,7 +648,7 @@ mod tests {
     fn subscribe_counts_channels_and_patterns_together_and_shards_apart() {
         let clients = Clients::default();
         let hub = Hub::default();
-        let h = clients.register(addr(), addr(), "default");
+        let h = clients.register(addr(), addr(), -1, "default");
         let mb = hub.mailbox(&h);
         let r = hub.subscribe(&mb, Kind::Channel, &[b("a"), b("b"), b("a")]);
         assert_eq!(r.iter().map(count_of).collect::<Vec<_>>(), vec![1, 2, 2]);
@@ -683,8 +683,8 @@ mod tests {
         let clients = Clients::default();
         let hub = Hub::default();
         let (h1, h2) = (
-            clients.register(addr(), addr(), "default"),
-            clients.register(addr(), addr(), "default"),
+            clients.register(addr(), addr(), -1, "default"),
+            clients.register(addr(), addr(), -1, "default"),
         );
         let (m1, m2) = (hub.mailbox(&h1), hub.mailbox(&h2));
         hub.subscribe(&m1, Kind::Channel, &[b("news")]);
@@ -723,7 +723,7 @@ mod tests {
     fn a_mailbox_over_its_hard_limit_drops_everything_and_kills_its_client() {
         let clients = Clients::default();
         let hub = Hub::default();
-        let h = clients.register(addr(), addr(), "default");
+        let h = clients.register(addr(), addr(), -1, "default");
         let mb = hub.mailbox(&h);
         hub.subscribe(&mb, Kind::Channel, &[b("c")]);
         let limit = ObufLimit {
@@ -750,7 +750,7 @@ mod tests {
     fn a_mailbox_over_its_soft_limit_for_its_seconds_is_killed() {
         let clients = Clients::default();
         let hub = Hub::default();
-        let h = clients.register(addr(), addr(), "default");
+        let h = clients.register(addr(), addr(), -1, "default");
         let mb = hub.mailbox(&h);
         let soft_now = ObufLimit {
             hard: 0,
@@ -777,7 +777,7 @@ mod tests {
     fn removing_a_client_empties_its_subscriptions() {
         let clients = Clients::default();
         let hub = Hub::default();
-        let h = clients.register(addr(), addr(), "default");
+        let h = clients.register(addr(), addr(), -1, "default");
         let mb = hub.mailbox(&h);
         hub.subscribe(&mb, Kind::Channel, &[b("a")]);
         hub.subscribe(&mb, Kind::Pattern, &[b("p*")]);

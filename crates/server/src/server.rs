@@ -78,6 +78,8 @@ pub struct Shared {
     pub clients: Clients,
     pub slowlog: SlowLog,
     pub stats: Stats,
+    /// Error replies, in total and by prefix (INFO stats and errorstats).
+    pub errors: crate::errorstats::ErrorStats,
     pub registry: Registry,
     pub started: Instant,
     pub run_id: String,
@@ -241,6 +243,14 @@ impl Server {
         // CONFIG GET port reports the port clients reach, also when 0 picked it.
         cfg.port = port;
         let acl = crate::auth::acl_from_config(&cfg).map_err(ServerError::Config)?;
+        let exposure = Exposure {
+            protected_mode: cfg.protected_mode,
+            default_nopass: acl.default_user_nopass(),
+            default_open: !acl.default_user_needs_auth(),
+        };
+        if let Some(w) = exposure.warning(&cfg.bind) {
+            warn!("{w}");
+        }
         let slowlog = SlowLog::new();
         slowlog.configure(cfg.slowlog_log_slower_than, cfg.slowlog_max_len);
         let (shutdown, _) = watch::channel(false);
@@ -275,6 +285,7 @@ impl Server {
             clients: Clients::default(),
             slowlog,
             stats: Stats::default(),
+            errors: Default::default(),
             registry: Registry::new(),
             started: Instant::now(),
             run_id,
@@ -543,6 +554,44 @@ fn socket2_keepalive(stream: &TcpStream, interval: Duration) -> std::io::Result<
     Ok(())
 }
 
+/// Who can reach the server without a password, for the start-up warning Redis's protected
+/// mode advice gives: binding beyond loopback with no password is either useless (protected
+/// mode refuses every remote client) or dangerous (protected mode off: anyone on the network
+/// reads and writes every key). Never refused: a trusted network may be the intent.
+struct Exposure {
+    protected_mode: bool,
+    /// The default user is `nopass` (what protected mode looks at).
+    default_nopass: bool,
+    /// The default user is `nopass` and on: a connection is authenticated as it opens.
+    default_open: bool,
+}
+
+impl Exposure {
+    /// The warning for listening on `bind`, if one is due.
+    fn warning(&self, bind: &[IpAddr]) -> Option<String> {
+        let remote: Vec<String> = bind
+            .iter()
+            .filter(|ip| !ip.is_loopback())
+            .map(|ip| ip.to_string())
+            .collect();
+        if remote.is_empty() {
+            return None;
+        }
+        let remote = remote.join(" ");
+        if self.protected_mode && self.default_nopass {
+            Some(format!(
+                "listening on {remote} beyond loopback with no password for the default user: protected mode refuses every client that is not on loopback (-DENIED). Set a password (requirepass, or an ACL user with one) for remote clients, or, on a trusted network only, --protected-mode no"
+            ))
+        } else if !self.protected_mode && self.default_open {
+            Some(format!(
+                "listening on {remote} beyond loopback with no password and protected mode off: anyone who can reach this address can read, change and delete every key. Set a password (requirepass, or ACL users with passwords and the default user off), or bind 127.0.0.1"
+            ))
+        } else {
+            None
+        }
+    }
+}
+
 /// What a non-loopback client gets when no password is set and protected mode is on.
 pub const PROTECTED_MODE_REPLY: &str = "-DENIED Rialto is running in protected mode because no password is set for the default user and it was reached from a non-loopback address. Either set a password (requirepass, or an ACL user) and connect with AUTH, or, if this network is trusted, disable protected mode with `--protected-mode no` (or CONFIG SET protected-mode no from a loopback client). Then restart or reconnect.\r\n";
 
@@ -675,4 +724,50 @@ pub fn serve(cfg: Config) -> Result<(), ServerError> {
         });
         server.run().await
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ips(list: &[&str]) -> Vec<IpAddr> {
+        list.iter().map(|s| s.parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn binding_beyond_loopback_without_a_password_is_warned_of() {
+        let open = Exposure {
+            protected_mode: false,
+            default_nopass: true,
+            default_open: true,
+        };
+        let protected = Exposure {
+            protected_mode: true,
+            ..open
+        };
+        let with_password = Exposure {
+            protected_mode: false,
+            default_nopass: false,
+            default_open: false,
+        };
+        // Loopback only: nothing to say, whatever the settings.
+        for e in [&open, &protected, &with_password] {
+            assert_eq!(e.warning(&ips(&["127.0.0.1", "::1"])), None);
+        }
+        let w = open.warning(&ips(&["127.0.0.1", "0.0.0.0"])).unwrap();
+        assert!(w.starts_with("listening on 0.0.0.0 beyond loopback"), "{w}");
+        assert!(w.contains("anyone") && w.contains("requirepass"), "{w}");
+        let w = protected.warning(&ips(&["10.0.0.1"])).unwrap();
+        assert!(
+            w.contains("protected mode refuses") && w.contains("requirepass"),
+            "{w}"
+        );
+        assert_eq!(with_password.warning(&ips(&["0.0.0.0"])), None);
+        // A nopass default user that is off lets nobody in without a password.
+        let off = Exposure {
+            default_open: false,
+            ..open
+        };
+        assert_eq!(off.warning(&ips(&["0.0.0.0"])), None);
+    }
 }

@@ -543,7 +543,7 @@ mod tests {
     }
 
     fn resp3(clients: &Clients) -> Arc<ClientHandle> {
-        let h = clients.register(addr(), addr(), "default");
+        let h = clients.register(addr(), addr(), -1, "default");
         h.resp.store(3, Ordering::Relaxed);
         h
     }
@@ -693,7 +693,7 @@ mod tests {
             a.tracking_flags.load(Ordering::Relaxed) & FLAG_REDIR_BROKEN,
             0
         );
-        let r2 = clients.register(addr(), addr(), "default");
+        let r2 = clients.register(addr(), addr(), -1, "default");
         let _ = Protocol::Resp2;
         hub.mailbox(&r2);
         tr.enable(r2.id, &ClientTracking::default());

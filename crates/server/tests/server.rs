@@ -411,6 +411,9 @@ fn the_operations_endpoint_serves_metrics_and_health() {
     let addr = srv.metrics_addr.expect("metrics endpoint");
     let mut c = common::client(srv.addr);
     let _: () = c.set("a", "b").unwrap();
+    // A command refused before it ran (arity) and one that failed as it ran.
+    assert!(redis::cmd("GET").query::<()>(&mut c).is_err());
+    assert!(redis::cmd("INCR").arg("a").query::<()>(&mut c).is_err());
     let get = |path: &str| {
         let mut s = std::net::TcpStream::connect(addr).unwrap();
         write!(s, "GET {path} HTTP/1.0\r\n\r\n").unwrap();
@@ -425,6 +428,14 @@ fn the_operations_endpoint_serves_metrics_and_health() {
         "{m}"
     );
     assert!(m.contains("rialto_merger_syncs_total"), "{m}");
+    for series in [
+        "rialto_error_replies_total 2",
+        "rialto_errors_total{prefix=\"ERR\"} 2",
+        "rialto_command_rejected_calls_total{cmd=\"get\"} 1",
+        "rialto_command_failed_calls_total{cmd=\"incr\"} 1",
+    ] {
+        assert!(m.contains(series), "no {series}: {m}");
+    }
     assert!(m.contains("rialto_merger_relayed_wakeups_total"), "{m}");
     assert!(get("/livez").starts_with("HTTP/1.1 200"));
     assert!(get("/readyz").starts_with("HTTP/1.1 200"));

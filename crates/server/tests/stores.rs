@@ -69,7 +69,7 @@ fn dataset(n: usize, tag: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-fn a_push_becomes_the_current_version_and_rollback_switches_back() {
+fn a_push_becomes_the_current_version_and_rollback_goes_back_once() {
     let dir = tempfile::tempdir().unwrap();
     let srv = common::start(dir.path());
     let mut c = common::client(srv.addr);
@@ -98,18 +98,47 @@ fn a_push_becomes_the_current_version_and_rollback_switches_back() {
     assert_eq!(int(&d["current-version"]), 3);
     assert_eq!(int(&d["previous-version"]), 2);
 
-    cmd(&mut c, &["STORE", "ROLLBACK", "features"]).unwrap();
+    // Only back, and only to a version kept.
+    let e = cmd(&mut c, &["STORE", "ROLLBACK", "features", "4"]).unwrap_err();
+    assert!(e.to_string().contains("a rollback only goes back"), "{e}");
+    let e = cmd(&mut c, &["STORE", "ROLLBACK", "features", "1"]).unwrap_err();
+    assert!(
+        e.to_string().contains("does not keep version 1")
+            && e.to_string().contains("roll back to is 2"),
+        "{e}"
+    );
+    let e = cmd(&mut c, &["STORE", "ROLLBACK", "features", "x"]).unwrap_err();
+    assert!(e.to_string().contains("invalid version number"), "{e}");
+    let e = cmd(&mut c, &["STORE", "ROLLBACK", "features", "2", "3"]).unwrap_err();
+    assert!(e.to_string().contains("syntax error"), "{e}");
+
+    let d = map(cmd(&mut c, &["STORE", "ROLLBACK", "features", "2"]).unwrap());
+    assert_eq!(int(&d["current-version"]), 2);
+    assert_eq!(
+        d["previous-version"],
+        Value::Nil,
+        "the version left is retired"
+    );
     assert_eq!(c.get::<_, String>("features:user01500").unwrap(), "a-1500");
     assert_eq!(c.get::<_, String>("features:user00042").unwrap(), "a-42");
-    // A second rollback undoes the first.
-    cmd(&mut c, &["STORE", "ROLLBACK", "features"]).unwrap();
-    assert_eq!(c.get::<_, String>("features:user00042").unwrap(), "b-42");
+    // A second rollback does not flip back to the version just left: it is refused.
+    let e = cmd(&mut c, &["STORE", "ROLLBACK", "features"]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("keeps no version older than its current version 2"),
+        "{e}"
+    );
+    // Naming the version it is at already succeeds (a retried rollback) and changes nothing.
+    let d = map(cmd(&mut c, &["STORE", "ROLLBACK", "features", "2"]).unwrap());
+    assert_eq!(int(&d["current-version"]), 2);
+    assert_eq!(c.get::<_, String>("features:user00042").unwrap(), "a-42");
 
     // Everything survives a restart.
     srv.shutdown().unwrap();
     let srv = common::start(dir.path());
     let mut c = common::client(srv.addr);
-    assert_eq!(c.get::<_, String>("features:user00042").unwrap(), "b-42");
+    assert_eq!(c.get::<_, String>("features:user00042").unwrap(), "a-42");
+    assert_eq!(int(&describe(&mut c, "features")["current-version"]), 2);
     assert_eq!(c.get::<_, String>("other").unwrap(), "x");
     let mut keys: Vec<String> = c.keys("features:user0000*").unwrap();
     keys.sort();
@@ -219,7 +248,7 @@ fn bad_commands_and_duplicate_keys_get_clear_errors_and_leave_the_version_servin
     let e = cmd(&mut c, &["STORE", "CREATE", "z", "PREFIX", "zz"]).unwrap_err();
     assert!(e.to_string().contains("default store"), "{e}");
     let e = cmd(&mut c, &["STORE", "ROLLBACK", "a"]).unwrap_err();
-    assert!(e.to_string().contains("no previous version"), "{e}");
+    assert!(e.to_string().contains("keeps no version older"), "{e}");
     let e = cmd(&mut c, &["PUSH", "BEGIN", "nope"]).unwrap_err();
     assert!(e.to_string().contains("no such store"), "{e}");
     let e = cmd(&mut c, &["PUSH", "COMMIT", "999"]).unwrap_err();
@@ -334,6 +363,84 @@ fn an_aborted_or_abandoned_push_changes_nothing_and_its_files_go() {
     srv.shutdown().unwrap();
 }
 
+/// A push's id is its version number, and the push is its connection's: another connection
+/// is refused with the reason and the owner carries on undisturbed.
+#[test]
+fn a_push_is_named_by_its_version_and_belongs_to_its_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut owner = common::client(srv.addr);
+    let mut other = common::client(srv.addr);
+    cmd(&mut owner, &["STORE", "CREATE", "s"]).unwrap();
+    push(&mut owner, "s", &dataset(20, "a"));
+    let id = int(&cmd(&mut owner, &["PUSH", "BEGIN", "s"]).unwrap());
+    let pushing = int(&describe(&mut other, "s")["pushing-version"]);
+    assert_eq!(
+        id, pushing,
+        "PUSH BEGIN's id is STORE DESCRIBE's pushing-version"
+    );
+    let listed = cmd(&mut other, &["PUSH", "LIST"]).unwrap();
+    assert_eq!(
+        listed,
+        Value::Array(vec![Value::Int(id), Value::BulkString(b"s".to_vec())])
+    );
+    let owner_id = int(&redis::cmd("CLIENT").arg("ID").query(&mut owner).unwrap());
+    let id_s = id.to_string();
+    for args in [
+        &["PUSH", "ADD", &id_s, "user00001", "theirs"][..],
+        &["PUSH", "COMMIT", &id_s],
+        &["PUSH", "ABORT", &id_s],
+    ] {
+        let e = cmd(&mut other, args).unwrap_err().to_string();
+        assert!(
+            e.contains("belongs to another connection")
+                && e.contains(&format!("client id {owner_id}")),
+            "{args:?}: {e}"
+        );
+    }
+    cmd(&mut owner, &["PUSH", "ADD", &id_s, "user00001", "b"]).unwrap();
+    // The owner aborts by the number STORE DESCRIBE shows.
+    cmd(&mut owner, &["PUSH", "ABORT", &pushing.to_string()]).unwrap();
+    assert_eq!(describe(&mut other, "s")["pushing-version"], Value::Nil);
+    assert_eq!(owner.get::<_, String>("s:user00001").unwrap(), "a-1");
+    let r = push(&mut owner, "s", &dataset(20, "c"));
+    assert!(int(&r["version"]) > id, "a version number is never reused");
+    srv.shutdown().unwrap();
+}
+
+/// What `rialto push --server` says when interrupted during its commit: the server finishes
+/// the commit without the client. A connection that sends COMMIT and goes away still gets
+/// the new version swapped in.
+#[test]
+fn a_commit_finishes_when_its_client_goes_away() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    cmd(&mut c, &["STORE", "CREATE", "s"]).unwrap();
+    let mut raw = std::net::TcpStream::connect(srv.addr).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut reply = [0u8; 4];
+    raw.write_all(b"PUSH BEGIN s\r\n").unwrap();
+    raw.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b":2\r\n");
+    raw.write_all(b"PUSH ADD 2 k1 v1 k2 v2\r\n").unwrap();
+    raw.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b":2\r\n");
+    raw.write_all(b"PUSH COMMIT 2\r\n").unwrap();
+    drop(raw);
+    for _ in 0..500 {
+        let d = describe(&mut c, "s");
+        if d["pushing-version"] == Value::Nil {
+            assert_eq!(int(&d["current-version"]), 2, "{d:?}");
+            assert_eq!(c.get::<_, String>("s:k2").unwrap(), "v2");
+            return srv.shutdown().unwrap();
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    panic!("the push never ended: {:?}", describe(&mut c, "s"));
+}
+
 /// A connection that begins a push moves to the bulk thread right after PUSH BEGIN is answered,
 /// taking along what it already sent: a whole push pipelined in one write, reads included,
 /// must answer exactly as on one thread. Another client is served meanwhile, and the moved
@@ -345,22 +452,23 @@ fn a_pushing_connection_moves_to_the_bulk_thread_with_its_pipeline() {
     let mut other = common::client(srv.addr);
     let mut c = common::client(srv.addr);
     cmd(&mut c, &["STORE", "CREATE", "s"]).unwrap();
+    // A new store is at version 1: its first push loads version 2, which is the push's id.
     let mut p = redis::pipe();
     p.cmd("PUSH").arg("BEGIN").arg("s");
     p.cmd("PUSH")
         .arg("ADD")
-        .arg(1)
+        .arg(2)
         .arg("a")
         .arg("1")
         .arg("b")
         .arg("2");
     p.cmd("GET").arg("s:a");
-    p.cmd("PUSH").arg("ADD").arg(1).arg("c").arg("3");
-    p.cmd("PUSH").arg("COMMIT").arg(1);
+    p.cmd("PUSH").arg("ADD").arg(2).arg("c").arg("3");
+    p.cmd("PUSH").arg("COMMIT").arg(2);
     p.cmd("GET").arg("s:a");
     p.cmd("MGET").arg("s:b").arg("s:c");
     let out: Vec<Value> = p.query(&mut c).unwrap();
-    assert_eq!(out[0], Value::Int(1));
+    assert_eq!(out[0], Value::Int(2));
     assert_eq!(out[1], Value::Int(2));
     assert_eq!(out[2], Value::Nil);
     assert_eq!(out[3], Value::Int(1));

@@ -27,16 +27,20 @@ pub(super) fn apply(
             rewind_ms,
         } => create(tx, stores, &cat, now_ms, name, prefix, *rewind_ms)?,
         StoreOp::Delete { name } => delete(tx, &cat, name)?,
-        StoreOp::Rollback { name } => rollback(tx, &cat, name)?,
+        StoreOp::Rollback { name, to } => rollback(tx, &cat, name, *to)?,
+        StoreOp::RetireLeft { name, version } => retire_left(tx, &cat, name, *version)?,
         StoreOp::PushBegin { store } => push_begin(tx, &cat, now_ms, store)?,
         StoreOp::PushEnd { store, swap } => push_end(tx, stores, &cat, store, *swap)?,
     };
-    // What the prefix reads is replaced: a store created or deleted, a rollback, a swap. A
-    // push begun or aborted changes nothing a read sees.
+    // What the prefix reads is replaced: a store created or deleted, a rollback that moved,
+    // a swap. A push begun or aborted, or a left version retired, changes nothing a read sees.
     let replaced = match op {
-        StoreOp::Create { .. } | StoreOp::Delete { .. } | StoreOp::Rollback { .. } => true,
+        StoreOp::Create { .. } | StoreOp::Delete { .. } => true,
+        StoreOp::Rollback { name, .. } => cat
+            .get(name)
+            .is_some_and(|old| old.current.number != meta.current.number),
         StoreOp::PushEnd { swap, .. } => swap.is_some(),
-        StoreOp::PushBegin { .. } => false,
+        StoreOp::PushBegin { .. } | StoreOp::RetireLeft { .. } => false,
     };
     if replaced {
         stores.watches.touch_prefix(0, &meta.prefix);
@@ -101,17 +105,67 @@ fn delete(tx: &mut TxnContext<'_, Db>, cat: &Catalog, name: &str) -> Result<(Cat
     Ok((cat.without(name), (**s).clone()))
 }
 
+/// Goes back to the previous version, the only older one a store keeps. The version left
+/// stays the previous one, still written to, until `retire_left` retires it: readers on the
+/// catalog before this change still read it.
 fn rollback(
     tx: &mut TxnContext<'_, Db>,
     cat: &Catalog,
     name: &str,
+    to: Option<u32>,
 ) -> Result<(Catalog, StoreMeta)> {
     let s = find(cat, name)?;
-    if s.previous.number == 0 {
-        return Err(StoreError::NoPrevious(name.to_string()).into());
+    let current = s.current.number;
+    // A previous version newer than the current one was left by a rollback: not a target.
+    let older = Some(s.previous.number).filter(|&v| v != 0 && v < current);
+    match to {
+        // Already there: a retried rollback succeeds without changing anything.
+        Some(v) if v == current => return Ok((cat.clone(), (**s).clone())),
+        Some(v) if v > current => {
+            return Err(StoreError::RollbackForward {
+                store: name.to_string(),
+                version: v,
+                current,
+            }
+            .into())
+        }
+        Some(v) if Some(v) != older => {
+            return Err(StoreError::VersionNotKept {
+                store: name.to_string(),
+                version: v,
+                kept: older,
+            }
+            .into())
+        }
+        _ if older.is_none() => {
+            return Err(StoreError::NoPrevious {
+                store: name.to_string(),
+                current,
+            }
+            .into())
+        }
+        _ => {}
     }
     let mut m = (**s).clone();
     std::mem::swap(&mut m.current, &mut m.previous);
+    tx.put(&meta_key(name), &m.encode());
+    Ok((cat.with(m.clone()), m))
+}
+
+/// Retires `version` if a rollback left it as the store's previous version.
+fn retire_left(
+    tx: &mut TxnContext<'_, Db>,
+    cat: &Catalog,
+    name: &str,
+    version: u32,
+) -> Result<(Catalog, StoreMeta)> {
+    let s = find(cat, name)?;
+    if s.previous.number != version || version <= s.current.number {
+        return Ok((cat.clone(), (**s).clone()));
+    }
+    let mut m = (**s).clone();
+    m.previous = VersionInfo::default();
+    tx.put(&retired_key(m.id, version), b"");
     tx.put(&meta_key(name), &m.encode());
     Ok((cat.with(m.clone()), m))
 }
@@ -131,17 +185,33 @@ fn push_begin(
         .into());
     }
     let mut m = (**s).clone();
+    let version = push_version(cat, m.next_version).ok_or(StoreError::VersionsExhausted)?;
     m.pushing = Some(Pushing {
-        version: m.next_version,
+        version,
         started_ms: now_ms,
     });
-    m.next_version = m
-        .next_version
+    m.next_version = version
         .checked_add(1)
         .filter(|&v| v != WHOLE_STORE)
         .ok_or(StoreError::VersionsExhausted)?;
     tx.put(&meta_key(name), &m.encode());
     Ok((cat.with(m.clone()), m))
+}
+
+/// The version a push begun now loads: the store's next number, past the numbers other
+/// stores' pushes in progress hold, so that the number alone names the push (its id in
+/// PUSH ADD, COMMIT and ABORT). Within the store, numbers still only grow and are never
+/// reused; `None` when they run out.
+fn push_version(cat: &Catalog, next: u32) -> Option<u32> {
+    let taken: std::collections::HashSet<u32> = cat
+        .iter()
+        .filter_map(|s| s.pushing.map(|p| p.version))
+        .collect();
+    let mut v = next;
+    while taken.contains(&v) {
+        v = v.checked_add(1)?;
+    }
+    (v != 0 && v != WHOLE_STORE).then_some(v)
 }
 
 fn push_end(
@@ -174,4 +244,46 @@ fn push_end(
     }
     tx.put(&meta_key(name), &m.encode());
     Ok((cat.with(m.clone()), m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(name: &str, id: u32, next: u32, pushing: Option<u32>) -> StoreMeta {
+        StoreMeta {
+            name: name.into(),
+            id,
+            prefix: format!("{name}:").into_bytes(),
+            current: VersionInfo {
+                number: 1,
+                ..VersionInfo::default()
+            },
+            previous: VersionInfo::default(),
+            next_version: next,
+            rewind_ms: 0,
+            pushing: pushing.map(|version| Pushing {
+                version,
+                started_ms: 0,
+            }),
+            created_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_push_number_is_unique_among_the_pushes_in_progress() {
+        let cat = Catalog::new([
+            store("a", 1, 27, Some(26)),
+            store("b", 2, 28, Some(27)),
+            store("c", 3, 9, None),
+        ]);
+        // Free: the store's next number.
+        assert_eq!(push_version(&cat, 9), Some(9));
+        // Held by pushes in progress elsewhere: skipped.
+        assert_eq!(push_version(&cat, 26), Some(28));
+        assert_eq!(push_version(&Catalog::default(), 26), Some(26));
+        // Numbers run out before WHOLE_STORE.
+        let full = Catalog::new([store("a", 1, 2, Some(WHOLE_STORE - 1))]);
+        assert_eq!(push_version(&full, WHOLE_STORE - 1), None);
+    }
 }

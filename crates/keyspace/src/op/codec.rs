@@ -25,6 +25,8 @@
 //!  16 StoreCreate  name: string | prefix | rewind_ms: u64
 //!  17 StoreDelete  name: string
 //!  18 StoreRollback name: string
+//!  26 StoreRollbackTo name: string | version: u32 LE
+//!  27 StoreRetireLeft name: string | version: u32 LE
 //!  19 PushBegin    store: string
 //!  20 PushEnd      store: string | swap: u8 | [number: u32 LE | records: u64 | bytes: u64
 //!                  | created_ms: i64 | from: u64 if swap]
@@ -33,8 +35,8 @@
 //!  23 LibraryDelete name: string
 //!  24 LibraryFlush
 //!  25 LibraryRestore policy: u8 (0 append, 1 replace, 2 flush) | n: u64 | library*n
-//!  26 FlushSlots   first: u16 LE | last: u16 LE | from | limit: u64
-//!  27 PartitionLibrary partition: u32 LE | a library change (kind 22 to 25 and its body)
+//!  28 FlushSlots   first: u16 LE | last: u16 LE | from | limit: u64
+//!  29 PartitionLibrary partition: u32 LE | a library change (kind 22 to 25 and its body)
 //!  library := name: string | n: u64 | function: string * n | code
 //! ```
 //!
@@ -194,7 +196,7 @@ impl Op {
                 from,
                 limit,
             } => {
-                w.u8(26);
+                w.u8(28);
                 w.u16(*first);
                 w.u16(*last);
                 w.bytes(from);
@@ -202,7 +204,7 @@ impl Op {
             }
             OpKind::Library(l) => w.library_op(l),
             OpKind::PartitionLibrary { partition, op } => {
-                w.u8(27);
+                w.u8(29);
                 w.0.extend_from_slice(&partition.to_le_bytes());
                 w.library_op(op);
             }
@@ -220,9 +222,19 @@ impl Op {
                 w.u8(17);
                 w.bytes(name.as_bytes());
             }
-            OpKind::Store(StoreOp::Rollback { name }) => {
+            OpKind::Store(StoreOp::Rollback { name, to: None }) => {
                 w.u8(18);
                 w.bytes(name.as_bytes());
+            }
+            OpKind::Store(StoreOp::Rollback { name, to: Some(v) }) => {
+                w.u8(26);
+                w.bytes(name.as_bytes());
+                w.0.extend_from_slice(&v.to_le_bytes());
+            }
+            OpKind::Store(StoreOp::RetireLeft { name, version }) => {
+                w.u8(27);
+                w.bytes(name.as_bytes());
+                w.0.extend_from_slice(&version.to_le_bytes());
             }
             OpKind::Store(StoreOp::PushBegin { store }) => {
                 w.u8(19);
@@ -380,16 +392,23 @@ impl Op {
                 rewind_ms: r.u64()?,
             }),
             17 => OpKind::Store(StoreOp::Delete { name: r.string()? }),
-            18 => OpKind::Store(StoreOp::Rollback { name: r.string()? }),
+            18 => OpKind::Store(StoreOp::Rollback {
+                name: r.string()?,
+                to: None,
+            }),
+            26 => OpKind::Store(StoreOp::Rollback {
+                name: r.string()?,
+                to: Some(r.u32()?),
+            }),
+            27 => OpKind::Store(StoreOp::RetireLeft {
+                name: r.string()?,
+                version: r.u32()?,
+            }),
             19 => OpKind::Store(StoreOp::PushBegin { store: r.string()? }),
             20 => {
                 let store = r.string()?;
                 let swap = if r.bool()? {
-                    let number = u32::from_le_bytes(
-                        r.take(4)?
-                            .try_into()
-                            .map_err(|_| Error::BadOp("truncated"))?,
-                    );
+                    let number = r.u32()?;
                     let info = VersionInfo {
                         number,
                         records: r.u64()?,
@@ -406,14 +425,14 @@ impl Op {
                 all: r.bool()?,
                 limit: r.u64()?,
             },
-            26 => OpKind::FlushSlots {
+            28 => OpKind::FlushSlots {
                 first: r.u16()?,
                 last: r.u16()?,
                 from: r.bytes()?,
                 limit: r.u64()?,
             },
             k @ 22..=25 => OpKind::Library(r.library_op(k)?),
-            27 => {
+            29 => {
                 let b: [u8; 4] = r
                     .take(4)?
                     .try_into()
@@ -516,6 +535,14 @@ impl Reader<'_> {
 
     fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        let b: [u8; 4] = self
+            .take(4)?
+            .try_into()
+            .map_err(|_| Error::BadOp("truncated"))?;
+        Ok(u32::from_le_bytes(b))
     }
 
     fn bool(&mut self) -> Result<bool> {

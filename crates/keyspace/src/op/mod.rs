@@ -251,10 +251,22 @@ pub enum StoreOp {
         /// Its name.
         name: String,
     },
-    /// Swaps a store's current and previous versions.
+    /// Makes a store's previous version current again (the version left becomes the
+    /// previous until [`StoreOp::RetireLeft`] retires it). With `to`, only if that is the
+    /// version it would go back to; `to` naming the current version changes nothing.
     Rollback {
         /// Its name.
         name: String,
+        /// The version to go back to, if the caller names it.
+        to: Option<u32>,
+    },
+    /// Retires `version`, the version a rollback left, once reads route to the version
+    /// rolled back to; nothing if the store's previous version is no longer that one.
+    RetireLeft {
+        /// The store.
+        name: String,
+        /// The version the rollback left.
+        version: u32,
     },
     /// Records the start of a push: the store's next version number is taken.
     PushBegin {

@@ -72,7 +72,8 @@ pub struct StoreMeta {
     pub prefix: Vec<u8>,
     /// The version reads use.
     pub current: VersionInfo,
-    /// The version a rollback returns to (number 0: none).
+    /// The version a rollback returns to (number 0: none). Newer than `current` only for a
+    /// moment: the version a rollback left, until it is retired.
     pub previous: VersionInfo,
     /// The next version number to hand out.
     pub next_version: u32,

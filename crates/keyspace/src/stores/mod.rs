@@ -84,15 +84,48 @@ pub enum StoreError {
     /// No push has that id.
     #[error("no push with id {0}")]
     NoSuchPush(u64),
+    /// Another connection began the push: only it may add to, commit or abort it.
+    #[error("push {id} belongs to another connection (client id {owner}); only that connection can add to, commit or abort it, and closing it (CLIENT KILL ID {owner}) aborts it")]
+    NotOwner {
+        /// The push.
+        id: u64,
+        /// The connection that began it.
+        owner: u64,
+    },
     /// The push is committing: it takes no more records and cannot commit twice.
     #[error("push {0} is committing")]
     PushCommitting(u64),
     /// Every version number of the store was used.
     #[error("store version numbers exhausted")]
     VersionsExhausted,
-    /// A rollback with no previous version.
-    #[error("store '{0}' has no previous version to roll back to")]
-    NoPrevious(String),
+    /// A rollback with no version older than the current one kept.
+    #[error("store '{store}' keeps no version older than its current version {current} to roll back to (a store keeps one previous version, and a rollback retires the version it leaves)")]
+    NoPrevious {
+        /// The store.
+        store: String,
+        /// Its current version.
+        current: u32,
+    },
+    /// A rollback to a version the store does not keep.
+    #[error("store '{store}' does not keep version {version}; {}", match kept { Some(v) => format!("the version to roll back to is {v}"), None => "it keeps no older version to roll back to".to_string() })]
+    VersionNotKept {
+        /// The store.
+        store: String,
+        /// The version asked for.
+        version: u32,
+        /// The version a rollback would go to, if any.
+        kept: Option<u32>,
+    },
+    /// A rollback to a version newer than the current one.
+    #[error("version {version} is newer than store '{store}''s current version {current}: a rollback only goes back")]
+    RollbackForward {
+        /// The store.
+        store: String,
+        /// The version asked for.
+        version: u32,
+        /// The current version.
+        current: u32,
+    },
     /// A push's input is wrong (duplicate key, bad record...).
     #[error("push failed: {0}")]
     Input(String),
@@ -469,8 +502,8 @@ impl Stores {
     }
 
     /// Finishes what a stop interrupted: a push recorded as running is abandoned and its
-    /// version retired; then the row cache is focused on the current versions. Run once
-    /// after opening, before serving.
+    /// version retired, and a version a rollback left is retired; then the row cache is
+    /// focused on the current versions. Run once after opening, before serving.
     pub fn recover(self: &Arc<Self>, merger: &Merger<Db>) -> StoreResult<()> {
         let stale: Vec<String> = self
             .exec
@@ -482,6 +515,16 @@ impl Stores {
         for name in stale {
             tracing::warn!(store = %name, "abandoning a push interrupted by a stop");
             self.end_push(merger, &name, None)?;
+        }
+        let left: Vec<Arc<StoreMeta>> = self
+            .exec
+            .load()
+            .iter()
+            .filter(|s| s.previous.number > s.current.number)
+            .cloned()
+            .collect();
+        for m in left {
+            self.retire_left(merger, &m, self.now_ms())?;
         }
         self.focus_row_cache(merger.engine());
         Ok(())
@@ -548,19 +591,50 @@ impl Stores {
         .map(|_| ())
     }
 
-    /// Switches store `name` to its previous version; the version left becomes the previous
-    /// one, so a second rollback undoes the first.
+    /// Switches store `name` back to its previous version (with `to`, only if that is the
+    /// version named; `to` naming the current version changes nothing) and retires the
+    /// version it leaves: a rollback only goes back, and a second one, with no older version
+    /// left, is refused.
+    ///
+    /// Two changes: the rollback keeps writing to the version left, as the previous one, so
+    /// that a reader still routing with the catalog before it (see the module docs) misses
+    /// no acknowledged write; once reads route to the version rolled back to, a second change
+    /// retires the version left. A stop in between is finished by [`Stores::recover`].
     pub fn rollback(
         self: &Arc<Self>,
         merger: &Merger<Db>,
         name: &str,
+        to: Option<u32>,
         now_ms: i64,
     ) -> StoreResult<StoreMeta> {
-        self.change(
+        let m = self.change(
             merger,
             now_ms,
             StoreOp::Rollback {
                 name: name.to_string(),
+                to,
+            },
+        )?;
+        self.retire_left(merger, &m, now_ms)
+    }
+
+    /// Retires the version a rollback left as `m`'s previous one, if it did.
+    fn retire_left(
+        self: &Arc<Self>,
+        merger: &Merger<Db>,
+        m: &StoreMeta,
+        now_ms: i64,
+    ) -> StoreResult<StoreMeta> {
+        if m.previous.number <= m.current.number {
+            return Ok(m.clone());
+        }
+        tracing::info!(store = %m.name, version = m.previous.number, "retiring the version a rollback left");
+        self.change(
+            merger,
+            now_ms,
+            StoreOp::RetireLeft {
+                name: m.name.clone(),
+                version: m.previous.number,
             },
         )
     }

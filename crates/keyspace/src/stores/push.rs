@@ -19,7 +19,6 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -78,6 +77,30 @@ struct Session {
     guard: PushGuard,
     sorter: Option<Sorter>,
     started: Instant,
+    /// Declared after `sorter`, so dropped after it: the directory is empty by then.
+    _spill_dir: SpillDir,
+}
+
+/// A push's own spill directory (`push-tmp/push-<id>`), removed when the push ends — after a
+/// commit, an abort or a failure — once its runs are gone. One left by a crash (or that
+/// could not be removed) is swept at the next start.
+struct SpillDir {
+    fs: rialto_io::FsRef,
+    path: PathBuf,
+}
+
+impl Drop for SpillDir {
+    fn drop(&mut self) {
+        match self.fs.remove_dir(&self.path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!(
+                dir = %self.path.display(),
+                error = %e,
+                "cannot remove a push's spill directory; the next start removes it"
+            ),
+        }
+    }
 }
 
 /// A push in the registry. Store and owner are kept outside the session's lock, which a
@@ -88,10 +111,10 @@ struct Entry {
     session: Arc<Mutex<Session>>,
 }
 
-/// Pushes in progress and the ingestion pool.
+/// Pushes in progress, by id, and the ingestion pool. A push's id is the number of the
+/// version it loads: unique among the pushes in progress (see `apply::catalog::push_begin`).
 pub struct Pushes {
     sessions: Mutex<HashMap<u64, Entry>>,
-    next_id: AtomicU64,
     pool: Pool,
 }
 
@@ -100,7 +123,6 @@ impl Pushes {
     pub fn new(threads: usize, nice: ThreadPriority) -> Pushes {
         Pushes {
             sessions: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(1),
             pool: Pool::new(threads, nice),
         }
     }
@@ -143,12 +165,21 @@ impl Pushes {
             .any(|e| e.owner == Some(client))
     }
 
-    fn session(&self, id: u64) -> StoreResult<Arc<Mutex<Session>>> {
-        self.sessions
-            .lock()
-            .get(&id)
-            .map(|e| Arc::clone(&e.session))
-            .ok_or(StoreError::NoSuchPush(id))
+    /// Push `id`'s session, for `caller` (`None`: in-process, any push). A push begun by a
+    /// connection is that connection's alone: another gets [`StoreError::NotOwner`].
+    fn session(&self, id: u64, caller: Option<u64>) -> StoreResult<Arc<Mutex<Session>>> {
+        let sessions = self.sessions.lock();
+        let e = sessions.get(&id).ok_or(StoreError::NoSuchPush(id))?;
+        check_owner(id, e.owner, caller)?;
+        Ok(Arc::clone(&e.session))
+    }
+}
+
+/// Whether `caller` may act on push `id`, begun by `owner`.
+fn check_owner(id: u64, owner: Option<u64>, caller: Option<u64>) -> StoreResult<()> {
+    match (owner, caller) {
+        (Some(owner), Some(caller)) if owner != caller => Err(StoreError::NotOwner { id, owner }),
+        _ => Ok(()),
     }
 }
 
@@ -259,13 +290,16 @@ impl Stores {
         let pushing = meta
             .pushing
             .ok_or_else(|| StoreError::Corrupt("the push was not recorded".into()))?;
-        let id = self.pushes.next_id.fetch_add(1, Ordering::Relaxed);
-        let tmp: PathBuf = self.opts.push_tmp_dir.join(format!("push-{id}"));
+        let id = u64::from(pushing.version);
+        let spill_dir = SpillDir {
+            fs: Arc::clone(&fs),
+            path: self.opts.push_tmp_dir.join(format!("push-{id}")),
+        };
         let sorter = Sorter::new(
             fs,
             SortOptions {
                 memory_limit: self.opts.push_memory_limit,
-                tmp_dir: tmp,
+                tmp_dir: spill_dir.path.clone(),
                 duplicates,
                 max_key_len: layout::MAX_USER_KEY_LEN.saturating_sub(meta.prefix.len()),
                 max_value_len: layout::MAX_USER_VALUE_LEN,
@@ -285,6 +319,7 @@ impl Stores {
             guard: guard.unwrap_or(self.opts.push_guard),
             sorter: Some(sorter),
             started: Instant::now(),
+            _spill_dir: spill_dir,
         };
         let entry = Entry {
             store: name.to_string(),
@@ -295,15 +330,16 @@ impl Stores {
         Ok(id)
     }
 
-    /// Adds records (keys relative to the store's prefix) to push `id`. On a bad record the
-    /// push is aborted.
+    /// Adds records (keys relative to the store's prefix) to push `id`, for `caller` (the
+    /// connection asking; `None` in-process). On a bad record the push is aborted.
     pub fn push_add<'a>(
         self: &Arc<Self>,
         merger: &Merger<Db>,
         id: u64,
+        caller: Option<u64>,
         records: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
     ) -> StoreResult<u64> {
-        self.push_add_with(merger, id, |add| {
+        self.push_add_with(merger, id, caller, |add| {
             let mut n = 0u64;
             for (k, v) in records {
                 add(k, v)?;
@@ -321,9 +357,10 @@ impl Stores {
         self: &Arc<Self>,
         merger: &Merger<Db>,
         id: u64,
+        caller: Option<u64>,
         fill: impl FnOnce(&mut dyn FnMut(&[u8], &[u8]) -> StoreResult<()>) -> Result<T, E>,
     ) -> Result<T, E> {
-        let s = self.pushes.session(id)?;
+        let s = self.pushes.session(id, caller)?;
         let mut refused = false;
         let r = {
             let mut s = s.lock();
@@ -336,21 +373,30 @@ impl Stores {
             })
         };
         if refused {
-            let _ = self.push_abort(merger, id);
+            let _ = self.push_abort(merger, id, caller);
         }
         r
     }
 
-    /// Aborts push `id`: its files are removed and the store keeps its current version.
-    pub fn push_abort(self: &Arc<Self>, merger: &Merger<Db>, id: u64) -> StoreResult<()> {
-        let e = self
-            .pushes
-            .sessions
-            .lock()
-            .remove(&id)
-            .ok_or(StoreError::NoSuchPush(id))?;
-        // Waits for a commit in progress; then the push has ended and `end_push` says so.
-        e.session.lock().sorter = None;
+    /// Aborts push `id`, for `caller` (see [`Stores::push_add`]): its files are removed and
+    /// the store keeps its current version.
+    pub fn push_abort(
+        self: &Arc<Self>,
+        merger: &Merger<Db>,
+        id: u64,
+        caller: Option<u64>,
+    ) -> StoreResult<()> {
+        let e = {
+            let mut sessions = self.pushes.sessions.lock();
+            let e = sessions.get(&id).ok_or(StoreError::NoSuchPush(id))?;
+            check_owner(id, e.owner, caller)?;
+            sessions.remove(&id).ok_or(StoreError::NoSuchPush(id))?
+        };
+        // Waits for a commit in progress: one that ran has ended the push itself (swapped or
+        // retired its version), so there is nothing left to abort.
+        if e.session.lock().sorter.take().is_none() {
+            return Ok(());
+        }
         let store = e.store;
         self.end_push(merger, &store, None).map(|_| ())
     }
@@ -367,7 +413,7 @@ impl Stores {
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
-            if let Err(e) = self.push_abort(merger, id) {
+            if let Err(e) = self.push_abort(merger, id, None) {
                 tracing::warn!(push = id, error = %e, "aborting a push at shutdown");
             }
         }
@@ -384,29 +430,39 @@ impl Stores {
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
-            if let Err(e) = self.push_abort(merger, id) {
+            if let Err(e) = self.push_abort(merger, id, Some(client)) {
                 tracing::warn!(push = id, error = %e, "aborting a push of a closed connection");
             }
         }
     }
 
     /// Sorts, writes and links push `id`'s data, replays the streamed writes and swaps the
-    /// new version in. On failure the push is aborted and the current version stays.
+    /// new version in, for `caller` (see [`Stores::push_add`]). On failure the push is
+    /// aborted and the current version stays.
     pub fn push_commit(
         self: &Arc<Self>,
         db: &Db,
         merger: &Merger<Db>,
         id: u64,
+        caller: Option<u64>,
         now_ms: impl Fn() -> i64,
     ) -> StoreResult<PushReport> {
-        let s = self.pushes.session(id)?;
-        let mut s = s.lock();
+        let session = self.pushes.session(id, caller)?;
+        let mut s = session.lock();
         let Some(sorter) = s.sorter.take() else {
             return Err(StoreError::PushCommitting(id));
         };
         let r = self.commit_inner(db, merger, &s, sorter, now_ms);
         drop(s);
-        self.pushes.sessions.lock().remove(&id);
+        // Once the push ended, its number may already name another store's new push: only
+        // this push's own entry goes.
+        let mut sessions = self.pushes.sessions.lock();
+        if sessions
+            .get(&id)
+            .is_some_and(|e| Arc::ptr_eq(&e.session, &session))
+        {
+            sessions.remove(&id);
+        }
         r
     }
 

@@ -107,9 +107,11 @@ fn resetstat(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
         c.store(0, Ordering::Relaxed);
     }
     for e in ctx.shared.registry.entries() {
-        e.calls.store(0, Ordering::Relaxed);
-        e.micros.store(0, Ordering::Relaxed);
+        for c in [&e.calls, &e.micros, &e.rejected, &e.failed] {
+            c.store(0, Ordering::Relaxed);
+        }
     }
+    ctx.shared.errors.reset();
     Outcome::Reply(reply::ok())
 }
 

@@ -34,13 +34,15 @@ pub const INFO: CommandSpec = cmd("info", -1, &["loading", "stale"], &["@slow", 
     )
     .handler(Handler::Conn(run));
 
-/// Sections in `INFO` / `INFO default` order.
-const DEFAULT: &[&str] = &[
+/// Every section, in `INFO all` order (Redis's, then Rialto's own).
+const ALL: &[&str] = &[
     "server",
     "clients",
     "persistence",
     "stats",
     "replication",
+    "commandstats",
+    "errorstats",
     "cluster",
     "keyspace",
     "rialto_engine",
@@ -48,24 +50,26 @@ const DEFAULT: &[&str] = &[
     "rialto_merger",
     "rialto_io",
 ];
-/// Extra sections of `INFO all` / `INFO everything`.
+/// Sections only `INFO all` / `INFO everything` (or their own name) shows.
 const EXTRA: &[&str] = &["commandstats"];
+
+/// `INFO` / `INFO default`: every section but the extra ones.
+fn default_sections() -> impl Iterator<Item = &'static str> {
+    ALL.iter().copied().filter(|s| !EXTRA.contains(s))
+}
 
 pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let mut wanted: Vec<&str> = Vec::new();
     if args.len() == 1 {
-        wanted.extend(DEFAULT);
+        wanted.extend(default_sections());
     }
     for a in &args[1..] {
         let a = String::from_utf8_lossy(a).to_ascii_lowercase();
         match a.as_str() {
-            "default" => wanted.extend(DEFAULT),
-            "all" | "everything" => {
-                wanted.extend(DEFAULT);
-                wanted.extend(EXTRA);
-            }
+            "default" => wanted.extend(default_sections()),
+            "all" | "everything" => wanted.extend(ALL),
             s => {
-                if let Some(known) = DEFAULT.iter().chain(EXTRA).find(|k| **k == s) {
+                if let Some(known) = ALL.iter().find(|k| **k == s) {
                     wanted.push(known);
                 }
             }
@@ -146,7 +150,7 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
             let (tkeys, titems, tprefixes) = sh.tracking.totals();
             let _ = write!(
                 o,
-                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\ntotal_error_replies:0\r\nprotocol_errors:{}\r\nauth_failures:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\n",
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nprotocol_errors:{}\r\nauth_failures:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\n",
                 sh.clients.accepted.load(Ordering::Relaxed),
                 s.commands.load(Ordering::Relaxed),
                 s.net_input_bytes.load(Ordering::Relaxed),
@@ -161,8 +165,10 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
                 tkeys,
                 titems,
                 tprefixes,
+                sh.errors.total(),
             );
         }
+        "errorstats" => sh.errors.render(o),
         "replication" => match &sh.cluster {
             Some(c) => o.push_str(&c.replication_info(port, cfg.cluster.replica_max_lag)),
             None => o.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"),
@@ -220,15 +226,22 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
             o.push_str("# Commandstats\r\n");
             for e in sh.registry.entries() {
                 let calls = e.calls.load(Ordering::Relaxed);
-                if calls == 0 {
+                let rejected = e.rejected.load(Ordering::Relaxed);
+                let failed = e.failed.load(Ordering::Relaxed);
+                // A command only ever refused is listed too, with no calls, as in Redis.
+                if calls == 0 && rejected == 0 && failed == 0 {
                     continue;
                 }
                 let usec = e.micros.load(Ordering::Relaxed);
+                let per_call = if calls == 0 {
+                    0.0
+                } else {
+                    usec as f64 / calls as f64
+                };
                 let _ = write!(
                     o,
-                    "cmdstat_{}:calls={calls},usec={usec},usec_per_call={:.2},rejected_calls=0,failed_calls=0\r\n",
+                    "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={failed}\r\n",
                     e.spec.name,
-                    usec as f64 / calls as f64
                 );
             }
         }

@@ -345,6 +345,10 @@ pub struct Entry {
     pub spec: &'static CommandSpec,
     pub calls: AtomicU64,
     pub micros: AtomicU64,
+    /// Refused before it ran (arity, NOAUTH, NOPERM, BUSY...): not in `calls`.
+    pub rejected: AtomicU64,
+    /// Ran and answered an error.
+    pub failed: AtomicU64,
 }
 
 /// Every top-level command's entry, indexed like [`command_table::all`].
@@ -361,6 +365,8 @@ impl Registry {
                     spec,
                     calls: AtomicU64::new(0),
                     micros: AtomicU64::new(0),
+                    rejected: AtomicU64::new(0),
+                    failed: AtomicU64::new(0),
                 })
                 .collect(),
         }
@@ -394,21 +400,46 @@ pub struct Admitted {
     pub handler: Handler,
 }
 
+/// A request [`admit`] refused: the error reply, and the top-level command it counts as a
+/// rejected call of — none when the command is unknown, or, as in Redis, when its
+/// subcommand is.
+#[derive(Debug)]
+pub struct Refused {
+    pub index: Option<usize>,
+    pub reply: Reply,
+}
+
 /// Resolves a request and checks what Redis checks before running a command, in Redis's
 /// order: known command (and subcommand), arity, authentication, ACL permission.
-pub fn admit(client: &Client, args: &[Bytes]) -> Result<Admitted, Reply> {
-    let (index, spec) = command_table::resolve(args)?;
+pub fn admit(client: &Client, args: &[Bytes]) -> Result<Admitted, Refused> {
+    let known = args.first().and_then(|name| command_table::index_of(name));
+    let refused = |reply: Reply, counted: bool| Refused {
+        index: known.filter(|_| counted),
+        reply,
+    };
+    let (index, spec) = match command_table::resolve(args) {
+        Ok(found) => found,
+        Err(reply) => {
+            // Redis counts an arity error against the command; an unknown subcommand it
+            // cannot name.
+            let named = command_table::lookup_command(args).is_some();
+            return Err(refused(reply, named));
+        }
+    };
     match &client.user {
         None if !spec.has_flag("no_auth") => {
-            return Err(Reply::error("NOAUTH Authentication required."));
+            return Err(refused(
+                Reply::error("NOAUTH Authentication required."),
+                true,
+            ));
         }
         None => {}
         Some(_) if client.unrestricted => {}
-        Some(user) => crate::auth::check(user, spec, args)?,
+        Some(user) => crate::auth::check(user, spec, args).map_err(|r| refused(r, true))?,
     }
     let Some(handler) = spec.handler else {
         // A container's arity requires a subcommand, so resolution never stops at one.
-        return Err(reply::wrong_arity(spec.name));
+        return Err(refused(reply::wrong_arity(spec.name), true));
     };
     Ok(Admitted {
         index,

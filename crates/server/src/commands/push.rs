@@ -1,8 +1,11 @@
 //! PUSH BEGIN store [DUPLICATES ERROR|LAST-WINS] [MIN-RECORDS n] [MAX-SHRINK percent] |
 //! ADD id key value [key value ...] |
 //! COMMIT id | ABORT id | LIST | HELP — batch pushes over RESP (what `rialto push --server`
-//! sends). Records are sorted and loaded on the ingestion pool, never on connection threads;
-//! a push whose connection closes before COMMIT is aborted.
+//! sends). A push's id is the number of the version it loads (STORE DESCRIBE's
+//! `pushing-version`). A push belongs to the connection that began it: ADD, COMMIT and ABORT
+//! from another connection are refused, and the push is aborted when its connection closes
+//! before COMMIT. Records are sorted and loaded on the ingestion pool, never on connection
+//! threads.
 
 use std::sync::Arc;
 
@@ -27,7 +30,7 @@ const PUSH_BEGIN: CommandSpec = cmd("push|begin",
     doc(
         "rialto",
         "0.1.0",
-        "Begins a batch push into a store and returns its id. COMMIT refuses it if it loads fewer than MIN-RECORDS records (default push-min-records) or its record count falls more than MAX-SHRINK percent below the current version's (default push-max-shrink).",
+        "Begins a batch push into a store and returns its id, the number of the version it loads; only this connection may add to, commit or abort it. COMMIT refuses it if it loads fewer than MIN-RECORDS records (default push-min-records) or its record count falls more than MAX-SHRINK percent below the current version's (default push-max-shrink).",
         "O(1)",
     )
     .args(&[
@@ -102,7 +105,7 @@ const PUSH_LIST: CommandSpec = cmd("push|list", 2, &["loading", "stale"], &["@sl
     .docs(doc(
         "rialto",
         "0.1.0",
-        "Returns the pushes in progress as id, store pairs.",
+        "Returns the pushes in progress as id (the version each loads), store pairs.",
         "O(N), N being the number of pushes in progress.",
     ))
     .handler(Handler::Conn(list));
@@ -172,9 +175,10 @@ fn add(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::Reply(reply::wrong_arity("push|add"));
     }
     let records = args[3..].to_vec();
+    let caller = Some(ctx.client.handle.id);
     later(ctx.shared, move |sh| {
         let pairs = records.chunks_exact(2).map(|p| (&p[0][..], &p[1][..]));
-        let n = sh.keyspace.push_add(id, pairs)?;
+        let n = sh.keyspace.push_add(id, caller, pairs)?;
         Ok(Reply::Integer(n as i64))
     })
 }
@@ -184,8 +188,9 @@ fn commit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         Ok(id) => id,
         Err(r) => return Outcome::Reply(r),
     };
+    let caller = Some(ctx.client.handle.id);
     later(ctx.shared, move |sh| {
-        let r = sh.keyspace.push_commit(id)?;
+        let r = sh.keyspace.push_commit(id, caller)?;
         let n = |v: u64| Reply::Integer(v.min(i64::MAX as u64) as i64);
         Ok(Reply::Map(vec![
             (Reply::bulk("store"), Reply::bulk(r.store)),
@@ -207,8 +212,9 @@ fn abort(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         Ok(id) => id,
         Err(r) => return Outcome::Reply(r),
     };
+    let caller = Some(ctx.client.handle.id);
     later(ctx.shared, move |sh| {
-        sh.keyspace.push_abort(id)?;
+        sh.keyspace.push_abort(id, caller)?;
         Ok(reply::ok())
     })
 }

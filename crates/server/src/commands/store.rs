@@ -1,6 +1,6 @@
 //! STORE CREATE name [PREFIX p] [REWIND seconds] | DESCRIBE name | LIST | DELETE name |
-//! ROLLBACK name | HELP — stores and their versions (see `crate::stores`). Changes run off the
-//! connection thread and reply once durable.
+//! ROLLBACK name [version] | HELP — stores and their versions (see `rialto_keyspace`'s
+//! `stores`). Changes run off the connection thread and reply once durable.
 
 use std::sync::Arc;
 
@@ -78,7 +78,7 @@ const STORE_DELETE: CommandSpec = cmd(
 
 const STORE_ROLLBACK: CommandSpec = cmd(
     "store|rollback",
-    3,
+    -3,
     &["admin", "noscript"],
     &["@admin", "@slow", "@dangerous"],
 )
@@ -86,10 +86,10 @@ const STORE_ROLLBACK: CommandSpec = cmd(
     doc(
         "rialto",
         "0.1.0",
-        "Makes a store's previous version current again (a second rollback undoes the first).",
+        "Makes a store's previous version current again and retires the version it leaves. A rollback only goes back: with no older version kept it is refused. With a version, only if that is the version it goes back to; naming the current version changes nothing.",
         "O(1)",
     )
-    .args(&[arg("name", Str)]),
+    .args(&[arg("name", Str), arg("version", Integer).opt()]),
 )
 .handler(Handler::Conn(rollback));
 
@@ -164,10 +164,26 @@ fn delete(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 fn rollback(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let name = String::from_utf8_lossy(&args[2]).into_owned();
+    let to = match args.get(3..) {
+        Some([]) | None => None,
+        Some([v]) => match version_arg(v) {
+            Ok(v) => Some(v),
+            Err(r) => return Outcome::Reply(r),
+        },
+        Some(_) => return Outcome::Reply(reply::syntax()),
+    };
     blocking(ctx, move |sh| {
-        let m = sh.keyspace.rollback_store(&name)?;
+        let m = sh.keyspace.rollback_store(&name, to)?;
         Ok(describe(&m))
     })
+}
+
+/// A version number: a positive integer that fits a version.
+fn version_arg(arg: &[u8]) -> Result<u32, Reply> {
+    reply::parse_i64(arg)
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|&n| n > 0)
+        .ok_or_else(|| Reply::error("ERR invalid version number"))
 }
 
 /// Runs a store change off the connection thread; the reply comes once it is durable.

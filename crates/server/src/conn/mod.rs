@@ -123,7 +123,8 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
             .then(|| acl.user(b"default"))
             .flatten()
     };
-    let handle = shared.clients.register(addr, laddr, "default");
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    let handle = shared.clients.register(addr, laddr, fd, "default");
     let limits = {
         let c = shared.config.read();
         Limits {
@@ -293,6 +294,7 @@ impl Connection {
                         }
                         self.drain().await;
                         e.write_reply(&mut self.out);
+                        self.shared.errors.count(b"ERR");
                         self.shared
                             .stats
                             .rejected_protocol
@@ -493,6 +495,7 @@ impl Connection {
                     match outcome {
                         Ok(ex) => {
                             self.record(id, ex.micros, ex.slow_args);
+                            crate::errorstats::ran(&self.shared, id, &ex.reply);
                             if ex.track_seq != 0 {
                                 // Its write is published: what it invalidated for this very
                                 // connection follows its reply at once, as Redis 7.0 sends
@@ -505,7 +508,11 @@ impl Connection {
                             }
                             ex.reply
                         }
-                        Err(e) => reply::engine_error(&e),
+                        Err(e) => {
+                            let r = reply::engine_error(&e);
+                            crate::errorstats::ran(&self.shared, id, &r);
+                            r
+                        }
                     }
                 }
                 Pending::Remote(fut, id) => {
@@ -514,6 +521,7 @@ impl Connection {
                         self.client.last_write = ex.log_pos;
                     }
                     self.record(id, ex.micros, ex.slow_args);
+                    crate::errorstats::ran(&self.shared, id, &ex.reply);
                     ex.reply
                 }
             };
@@ -536,6 +544,12 @@ impl Connection {
                 self.queue.push_back(Queued { proto, item });
             }
         }
+    }
+
+    /// Answers a request refused before it ran: a rejected call of command `index`, if known.
+    fn reject(&mut self, index: Option<usize>, r: Reply) {
+        crate::errorstats::rejected(&self.shared, index, &r);
+        self.push(Pending::Ready(r));
     }
 
     /// Per-command statistics and the slow log.
@@ -588,16 +602,16 @@ impl Connection {
                     a.spec.name
                 ));
                 let r = self.refused_in_multi(&args, r);
-                return self.push(Pending::Ready(r));
+                return self.reject(Some(a.index), r);
             }
             Ok(a) => {
                 // The index fits: the registry has fewer than 255 commands (checked when built).
                 let last = u8::try_from(a.index + 1).unwrap_or(0);
                 self.client.handle.last_cmd.store(last, Ordering::Relaxed);
                 if self.shared.scripts.busy() && !a.spec.has_flag("allow_busy") {
-                    return self.push(Pending::Ready(Reply::error(
+                    return self.reject(Some(a.index), Reply::error(
                         "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
-                    )));
+                    ));
                 }
                 if let Some(c) = &self.shared.cluster {
                     let shared = &self.shared;
@@ -607,7 +621,7 @@ impl Connection {
                         crate::cluster::Route::Here(s) => at_slot = s,
                         crate::cluster::Route::Refused(r) => {
                             let r = self.refused_in_multi(&args, r);
-                            return self.push(Pending::Ready(r));
+                            return self.reject(Some(a.index), r);
                         }
                     }
                 }
@@ -618,20 +632,21 @@ impl Connection {
                         let r =
                             Reply::error("CROSSSLOT Keys in request don't hash to the same slot");
                         let r = self.refused_in_multi(&args, r);
-                        return self.push(Pending::Ready(r));
+                        return self.reject(Some(a.index), r);
                     }
                 }
                 if self.multi.is_some() {
                     match self.queue_in_multi(a, args) {
-                        Ok(r) => return self.push(Pending::Ready(r)),
+                        // +QUEUED, or a refusal (counted as one).
+                        Ok(r) => return self.reject(Some(a.index), r),
                         Err(runs_now) => args = runs_now,
                     }
                 }
                 (a.index, a.handler, a.spec)
             }
-            Err(r) => {
-                let r = self.refused_in_multi(&args, r);
-                return self.push(Pending::Ready(r));
+            Err(refused) => {
+                let r = self.refused_in_multi(&args, refused.reply);
+                return self.reject(refused.index, r);
             }
         };
         let threshold = self.shared.slowlog.threshold_micros();
@@ -665,6 +680,7 @@ impl Connection {
                 let micros = start.elapsed().as_micros() as u64;
                 let slow = slow(threshold, micros).then_some(args);
                 self.record(id, micros, slow);
+                crate::errorstats::ran(&self.shared, id, &r);
                 self.push(Pending::Ready(r));
             }
             Handler::Read(f) => {
@@ -709,6 +725,7 @@ impl Connection {
                         let micros = start.elapsed().as_micros() as u64;
                         let slow = slow(threshold, micros).then_some(args);
                         self.record(id, micros, slow);
+                        crate::errorstats::ran(&self.shared, id, &r);
                         return self.push(Pending::Ready(r));
                     }
                 };
@@ -761,8 +778,9 @@ impl Connection {
             Handler::Txn(cmd) => {
                 let start = Instant::now();
                 let pending = self.transaction_command(cmd, id, args).await;
-                if let Pending::Ready(_) = pending {
+                if let Pending::Ready(r) = &pending {
                     self.record(id, start.elapsed().as_micros() as u64, None);
+                    crate::errorstats::ran(&self.shared, id, r);
                 }
                 self.push(pending);
             }
@@ -800,6 +818,7 @@ impl Connection {
                 let micros = start.elapsed().as_micros() as u64;
                 let slow = slow(threshold, micros).then_some(args);
                 self.record(id, micros, slow);
+                crate::errorstats::ran(&self.shared, id, &reply);
                 if matches!(handler, Handler::Acl(_))
                     && self.shared.acl_generation.load(Ordering::Acquire) != generation
                 {

@@ -222,6 +222,8 @@ impl Connection {
         let mut db = self.client.db;
         let mut steps = Vec::with_capacity(m.queued.len());
         let mut after = Vec::new();
+        // Whose reply each element of EXEC's is, for the error counters.
+        let indexes: Vec<usize> = m.queued.iter().map(|q| q.index).collect();
         for q in m.queued {
             if let Some(denied) = self.denied_now(q.spec, &q.args) {
                 steps.push(Step::Done(denied));
@@ -273,7 +275,9 @@ impl Connection {
         }
         if let Some(c) = self.shared.cluster.clone() {
             if steps.iter().any(|s| matches!(s, Step::Op(_))) {
-                return Pending::Ready(self.exec_in_cluster(c, slot, steps, after).await);
+                let r = self.exec_in_cluster(c, slot, steps, after).await;
+                crate::errorstats::ran_in_exec(&self.shared, &indexes, &r);
+                return Pending::Ready(r);
             }
         }
         // The transaction takes the watch: it unwatches the keys once it has checked them, in
@@ -327,16 +331,21 @@ impl Connection {
         if after.is_empty() {
             // Queued like any write: it joins the group of the other connections' writes and
             // its reply is released with the group's sync.
+            let shared = std::sync::Arc::clone(&self.shared);
             let h = self.shared.keyspace.transaction_as(
                 self.noloop_origin(),
                 watch,
                 now_ms,
-                move |tx| Executed {
-                    reply: run(tx),
-                    micros: 0,
-                    slow_args: None,
-                    track_seq: tracking.map_or(0, |t| t.last_change()),
-                    log_pos: None,
+                move |tx| {
+                    let reply = run(tx);
+                    crate::errorstats::ran_in_exec(&shared, &indexes, &reply);
+                    Executed {
+                        reply,
+                        micros: 0,
+                        slow_args: None,
+                        track_seq: tracking.map_or(0, |t| t.last_change()),
+                        log_pos: None,
+                    }
                 },
             );
             return Pending::Commit(h, id);
@@ -351,7 +360,9 @@ impl Connection {
                 for (pos, handler, args) in after {
                     replies[pos] = self.run_here(handler, &args).await;
                 }
-                Reply::Array(replies)
+                let r = Reply::Array(replies);
+                crate::errorstats::ran_in_exec(&self.shared, &indexes, &r);
+                r
             }
             Ok(aborted) => aborted,
         })

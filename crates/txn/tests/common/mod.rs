@@ -157,6 +157,9 @@ impl Fs for GateFs {
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         self.inner.remove_file(path)
     }
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove_dir(path)
+    }
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
         self.inner.truncate(path, len)
     }
