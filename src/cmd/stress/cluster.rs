@@ -1,12 +1,13 @@
 //! Cluster mode: faults injected into a local cluster on Kafka (3 brokers, 3 nodes, started
 //! with `scripts/cluster.sh`) while writer threads increment counters in every partition
-//! through MOVED redirections, each counter its own way: INCR, a script, MULTI/INCR/EXEC, or
-//! WATCH/GET/MULTI/SET/EXEC (a read-modify-write that a stale read would make lose updates). Each cycle kills (SIGKILL) or stalls (SIGSTOP past the node timeout)
-//! the master of a random partition, or kills a broker, then repairs it and checks every
-//! counter: its value is at least the increments acknowledged and at most those plus the ones
-//! whose outcome was unknown, and every replica holds the master's value. The time from the
-//! fault to the first write acknowledged after it in the partition hit is the cycle's write
-//! outage.
+//! through MOVED redirections, each thread its own way: INCR, a script, MULTI/INCR/EXEC, or
+//! WATCH/GET/MULTI/SET/EXEC (a read-modify-write that a stale read would make lose updates);
+//! four threads, the default, cover them all. Each cycle kills (SIGKILL) or stalls (SIGSTOP
+//! past the node timeout) the master of a random partition, or kills a broker, then repairs
+//! it and checks every counter: its value is at least the increments acknowledged and at
+//! most those plus the ones whose outcome was unknown, and every replica holds the master's
+//! value. The time from the fault to the first write acknowledged after it in the partition
+//! hit is the cycle's write outage.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -421,7 +422,9 @@ fn cycles_loop(
 ) -> Result<(), StressError> {
     let seed_addr = format!("127.0.0.1:{BASE_PORT}");
     let mut rng = seed;
-    // Counters: `threads` of each way per partition, each written by one thread.
+    // Counters: `threads` per partition, each written by one thread, thread t's all
+    // incremented the `t`-th way (a round of a thread stays short, so every counter is tried
+    // again soon after a fault).
     let mut counters = Vec::new();
     for p in 0..PARTITIONS {
         let (lo, hi) = slot::slot_range(p, PARTITIONS);
@@ -440,7 +443,7 @@ fn cycles_loop(
                     way: WAYS[found as usize % WAYS.len()],
                 });
                 found += 1;
-                if found == threads * WAYS.len() as u32 {
+                if found == threads {
                     break;
                 }
             }
