@@ -75,6 +75,7 @@ pub(super) fn run<M: StateMachine>(
         if watermarks_at.elapsed() >= WATERMARKS_EVERY {
             watermarks_at = Instant::now();
             refresh_watermarks(&inner, &consumer, &states);
+            inner.give_up_stale();
         }
     }
 }

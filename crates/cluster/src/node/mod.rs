@@ -565,24 +565,14 @@ impl<M: StateMachine> Inner<M> {
     }
 
     /// Why a guarded write to `p` watching `watched` must not go: a write of this node's ahead
-    /// of it may change a watched key, or one's fate is unknown. A write whose writer stopped
-    /// waiting and that stays unresolved past twice the write timeout is given up on here
-    /// (its delivery report went with its writer) and leaves the partition unsettled.
+    /// of it may change a watched key, or one's fate is unknown.
     fn ahead_of(&self, p: u32, watched: &[u64]) -> Option<Unsent> {
-        let mut pending = self.pending.lock();
-        let stale = self.opts.write_timeout * 2;
-        let mut changed = false;
-        pending.retain(|&seq, w| {
-            if w.partition != p {
-                return true;
-            }
-            if w.reply.is_none() && w.sent.elapsed() > stale {
-                self.unsettled[p as usize].fetch_max(seq, Ordering::AcqRel);
-                return false;
-            }
-            changed |= w.touches.meets(watched);
-            true
-        });
+        self.give_up_stale();
+        let changed = self
+            .pending
+            .lock()
+            .values()
+            .any(|w| w.partition == p && w.touches.meets(watched));
         if self.unsettled[p as usize].load(Ordering::Acquire) != 0 {
             Some(Unsent::Unsettled)
         } else if changed {
@@ -590,6 +580,20 @@ impl<M: StateMachine> Inner<M> {
         } else {
             None
         }
+    }
+
+    /// Forgets the writes whose writer stopped waiting and that stayed unresolved past twice
+    /// the write timeout (their delivery reports went with their writers); each leaves its
+    /// partition unsettled.
+    fn give_up_stale(&self) {
+        let stale = self.opts.write_timeout * 2;
+        self.pending.lock().retain(|&seq, w| {
+            let gone = w.reply.is_none() && w.sent.elapsed() > stale;
+            if gone {
+                self.unsettled[w.partition as usize].fetch_max(seq, Ordering::AcqRel);
+            }
+            !gone
+        });
     }
 
     /// A write of this node's to `p` applied with sequence number `seq`: the writes before it
