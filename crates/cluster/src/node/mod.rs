@@ -14,7 +14,10 @@
 //!   number and produces it (idempotent, `acks=all`). The write's result is what the node's
 //!   own applier returns when it applies the record at its offset; a record whose epoch is no
 //!   longer in force where it lands is skipped by every replica, and its writer answers that
-//!   it was not applied.
+//!   it was not applied. A guarded write ([`Node::submit_guarded`]) is sent only if no write
+//!   of this node's still on its way may change the keys it watches (Redis's WATCH).
+//! - **Progress** (`status.rs`): every node reports how far it applied each partition to a
+//!   compacted topic and reads the others' reports (replica lag in the slot map, ROLE, INFO).
 
 mod applier;
 mod group;
