@@ -81,6 +81,11 @@ impl CsvReader<File> {
 }
 
 impl<R: Read> CsvReader<R> {
+    /// Reads a stream whose size is unknown (a decoder): `total_bytes` is 0.
+    pub(crate) fn from_stream(path: &Path, input: R, spec: &InputSpec) -> Result<Self, InputError> {
+        CsvReader::with_buffer(path, input, 0, spec, BUF_SIZE)
+    }
+
     fn with_buffer(
         path: &Path,
         input: R,
