@@ -37,7 +37,8 @@ pub struct Args {
     /// The field (column) holding values.
     #[arg(long, default_value = "value")]
     pub value_field: String,
-    /// CSV field delimiter: one byte, not a double quote, CR or LF.
+    /// CSV field delimiter: one byte, \t, or tab, comma, semicolon, pipe; not a double quote,
+    /// CR or LF.
     #[arg(long, default_value = ",")]
     pub csv_delimiter: String,
     /// CSV files have no header row (fields are then 0-based indexes).
@@ -190,14 +191,8 @@ impl Progress {
 
 /// Runs the push.
 pub fn run(args: Args) -> Result<(), BackendError> {
-    let delim = match args.csv_delimiter.as_bytes() {
-        [b] => *b,
-        _ => {
-            return Err(BackendError::Usage(
-                "--csv-delimiter must be one byte".into(),
-            ))
-        }
-    };
+    let delim = rialto_push_input::parse_csv_delimiter(&args.csv_delimiter)
+        .map_err(|e| BackendError::Usage(format!("--csv-delimiter: {e}")))?;
     let spec = InputSpec {
         format: args.format.as_deref().and_then(Format::parse),
         key_field: args.key_field.clone(),

@@ -37,6 +37,7 @@ mod parquet_input;
 mod write;
 
 pub use compressed::Compression;
+pub use csv_input::{parse_csv_delimiter, DelimiterError};
 pub use write::write_dataset;
 
 /// An input file format.
