@@ -4,7 +4,9 @@
 //! one `(key, value)` pair of byte strings per record, taken from two fields named in the
 //! [`InputSpec`] (`key` and `value` by default). The format comes from the spec or from the file
 //! extension (see [`Format::from_path`]). CSV and JSONL files may be gzip or zstd compressed
-//! (`day1.csv.gz`, see [`Compression`]); they are decoded as they are read.
+//! (`day1.csv.gz`, see [`Compression`]); they are decoded as they are read. [`expand_inputs`]
+//! turns a push's input arguments (files, output directories of part files, glob patterns)
+//! into the files to read.
 //!
 //! # Formats and conversions
 //!
@@ -32,12 +34,14 @@ use std::path::{Path, PathBuf};
 
 mod compressed;
 mod csv_input;
+mod expand;
 mod jsonl_input;
 mod parquet_input;
 mod write;
 
 pub use compressed::Compression;
 pub use csv_input::{parse_csv_delimiter, DelimiterError};
+pub use expand::{expand_inputs, ExpandError, ExpandOptions};
 pub use write::write_dataset;
 
 /// An input file format.
