@@ -9,12 +9,12 @@
 //! stdout or stderr (`| head`) never stops a push half-way, so writes to them ignore errors.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use rialto_keyspace::{DuplicatePolicy, StoreError};
-use rialto_push_input::{Format, InputError, InputSpec, RecordReader};
+use rialto_push_input::{ExpandOptions, Format, InputError, InputSpec, RecordReader};
 use rialto_resp::Reply;
 
 use super::stores_backend::{render, Backend, BackendError, Local, Remote, Target};
@@ -25,9 +25,16 @@ pub struct Args {
     /// The store to load.
     #[arg(long)]
     pub store: String,
-    /// Input files, read in order (keys are relative to the store's prefix).
+    /// What to read, in order (keys are relative to the store's prefix): files, directories of
+    /// part files as Spark or Hive write them (bookkeeping such as _SUCCESS, .crc and hidden
+    /// files skipped), quoted patterns ('out/part-*.parquet'); several after one --input or
+    /// each after its own. CSV and JSONL may be gzip or zstd compressed: x.csv.gz, x.jsonl.zst.
     #[arg(long, required = true, num_args = 1.., value_name = "PATH")]
     pub input: Vec<PathBuf>,
+    /// Refuse a directory without the _SUCCESS marker its writer leaves when it finishes (for
+    /// a file or pattern: the directory it is in).
+    #[arg(long)]
+    pub require_success_marker: bool,
     /// Input format (default: from each file's extension: .csv, .jsonl/.ndjson, .parquet/.pq).
     #[arg(long, value_parser = ["csv", "jsonl", "parquet"])]
     pub format: Option<String>,
@@ -37,7 +44,8 @@ pub struct Args {
     /// The field (column) holding values.
     #[arg(long, default_value = "value")]
     pub value_field: String,
-    /// CSV field delimiter: one byte, not a double quote, CR or LF.
+    /// CSV field delimiter: one byte, \t, or tab, comma, semicolon, pipe; not a double quote,
+    /// CR or LF.
     #[arg(long, default_value = ",")]
     pub csv_delimiter: String,
     /// CSV files have no header row (fields are then 0-based indexes).
@@ -190,14 +198,8 @@ impl Progress {
 
 /// Runs the push.
 pub fn run(args: Args) -> Result<(), BackendError> {
-    let delim = match args.csv_delimiter.as_bytes() {
-        [b] => *b,
-        _ => {
-            return Err(BackendError::Usage(
-                "--csv-delimiter must be one byte".into(),
-            ))
-        }
-    };
+    let delim = rialto_push_input::parse_csv_delimiter(&args.csv_delimiter)
+        .map_err(|e| BackendError::Usage(format!("--csv-delimiter: {e}")))?;
     let spec = InputSpec {
         format: args.format.as_deref().and_then(Format::parse),
         key_field: args.key_field.clone(),
@@ -210,14 +212,27 @@ pub fn run(args: Args) -> Result<(), BackendError> {
     } else {
         DuplicatePolicy::Error
     };
-    // Open every input first: a missing file or column fails before anything starts.
-    let mut readers = Vec::new();
+    let expand = ExpandOptions {
+        format: spec.format,
+        require_success_marker: args.require_success_marker,
+    };
+    let files = rialto_push_input::expand_inputs(&args.input, &expand)
+        .map_err(|e| BackendError::Usage(e.to_string()))?;
+    // Open every input first: a missing file or column fails before anything starts. Each is
+    // opened again when its turn comes, so a directory of many part files is never all open.
     let mut total = 0u64;
-    for p in &args.input {
-        let r =
-            rialto_push_input::open(p, &spec).map_err(|e| BackendError::Usage(e.to_string()))?;
-        total += r.total_bytes();
-        readers.push((p.clone(), r));
+    for p in &files {
+        total += open_input(p, &spec)?.total_bytes();
+    }
+    // Directories and patterns: say what they came to.
+    if files.is_empty() {
+        note!("the inputs hold no data file\n");
+    } else if files.len() != args.input.len() {
+        note!(
+            "reading {} files ({:.1} MB)\n",
+            files.len(),
+            total as f64 / 1e6
+        );
     }
     // SAFETY: installing a handler that only touches atomics.
     unsafe {
@@ -257,7 +272,11 @@ pub fn run(args: Args) -> Result<(), BackendError> {
     };
     let draw = !args.no_progress && std::io::stderr().is_terminal();
     let mut progress = Progress::new(total, draw);
-    let loaded = load(&mut backend, id, readers, &mut progress, args.batch.max(1));
+    let inputs = Inputs {
+        files: &files,
+        spec: &spec,
+    };
+    let loaded = load(&mut backend, id, inputs, &mut progress, args.batch.max(1));
     progress.clear();
     if let Err(e) = loaded {
         abort(&mut backend, id);
@@ -340,16 +359,38 @@ fn abort(backend: &mut Backend, id: u64) {
     }
 }
 
+/// The files a push reads, in order, and how.
+#[derive(Clone, Copy)]
+struct Inputs<'a> {
+    files: &'a [PathBuf],
+    spec: &'a InputSpec,
+}
+
+impl<'a> Inputs<'a> {
+    /// Each file with its reader, opened when its turn comes.
+    fn readers(
+        self,
+    ) -> impl Iterator<Item = Result<(&'a Path, Box<dyn RecordReader>), BackendError>> {
+        self.files
+            .iter()
+            .map(move |p| Ok((p.as_path(), open_input(p, self.spec)?)))
+    }
+}
+
+fn open_input(path: &Path, spec: &InputSpec) -> Result<Box<dyn RecordReader>, BackendError> {
+    rialto_push_input::open(path, spec).map_err(|e| BackendError::Usage(e.to_string()))
+}
+
 fn load(
     backend: &mut Backend,
     id: u64,
-    readers: Vec<(PathBuf, Box<dyn RecordReader>)>,
+    inputs: Inputs<'_>,
     progress: &mut Progress,
     batch: usize,
 ) -> Result<(), BackendError> {
     match backend {
-        Backend::Local(l) => load_local(l, id, readers, progress, batch),
-        Backend::Remote(r) => load_remote(r, id, readers, progress, batch),
+        Backend::Local(l) => load_local(l, id, inputs, progress, batch),
+        Backend::Remote(r) => load_remote(r, id, inputs, progress, batch),
     }
 }
 
@@ -359,11 +400,12 @@ fn load(
 fn load_local(
     local: &Local,
     id: u64,
-    readers: Vec<(PathBuf, Box<dyn RecordReader>)>,
+    inputs: Inputs<'_>,
     progress: &mut Progress,
     batch: usize,
 ) -> Result<(), BackendError> {
-    for (path, mut r) in readers {
+    for reader in inputs.readers() {
+        let (path, mut r) = reader?;
         loop {
             if interrupted() {
                 return Err(BackendError::Interrupted);
@@ -384,7 +426,7 @@ fn load_local(
                             e => e.to_string(),
                         };
                         let at = InputError {
-                            file: path.clone(),
+                            file: path.to_path_buf(),
                             location: r.location(),
                             reason,
                         };
@@ -408,7 +450,7 @@ fn load_local(
 fn load_remote(
     remote: &mut Remote,
     id: u64,
-    readers: Vec<(PathBuf, Box<dyn RecordReader>)>,
+    inputs: Inputs<'_>,
     progress: &mut Progress,
     batch: usize,
 ) -> Result<(), BackendError> {
@@ -417,7 +459,8 @@ fn load_remote(
     let mut n = 0usize;
     // Replies awaited before another request is sent.
     const WINDOW: usize = 8;
-    for (_, mut r) in readers {
+    for reader in inputs.readers() {
+        let (_, mut r) = reader?;
         loop {
             if interrupted() {
                 return Err(BackendError::Interrupted);

@@ -81,6 +81,11 @@ impl CsvReader<File> {
 }
 
 impl<R: Read> CsvReader<R> {
+    /// Reads a stream whose size is unknown (a decoder): `total_bytes` is 0.
+    pub(crate) fn from_stream(path: &Path, input: R, spec: &InputSpec) -> Result<Self, InputError> {
+        CsvReader::with_buffer(path, input, 0, spec, BUF_SIZE)
+    }
+
     fn with_buffer(
         path: &Path,
         input: R,
@@ -88,15 +93,11 @@ impl<R: Read> CsvReader<R> {
         spec: &InputSpec,
         buf_size: usize,
     ) -> Result<Self, InputError> {
-        if matches!(spec.csv_delimiter, b'"' | b'\r' | b'\n') {
-            // They already mean quote and end of record: no CSV uses them between fields.
+        if is_reserved(spec.csv_delimiter) {
             return Err(InputError::new(
                 path,
                 Location::None,
-                format!(
-                    "the CSV delimiter cannot be {:?}: it is the quote or a line end",
-                    spec.csv_delimiter as char
-                ),
+                DelimiterError::Reserved(spec.csv_delimiter).to_string(),
             ));
         }
         let mut parser = csv_core::ReaderBuilder::new()
@@ -309,6 +310,58 @@ impl<R: Read> CsvReader<R> {
         Ok(true)
     }
 }
+
+/// They already mean quote and end of record: no CSV uses them between fields.
+fn is_reserved(b: u8) -> bool {
+    matches!(b, b'"' | b'\r' | b'\n')
+}
+
+/// A CSV delimiter as a user writes it on a command line: one byte (`;`, or a tab typed as
+/// one), the escape `\t` (shells pass `'\t'` as two characters), or a name: `tab`, `comma`,
+/// `semicolon`, `pipe` (case-insensitive). The quote, CR and LF are refused.
+pub fn parse_csv_delimiter(s: &str) -> Result<u8, DelimiterError> {
+    let b = match s.to_ascii_lowercase().as_str() {
+        "\\t" | "tab" => b'\t',
+        "comma" => b',',
+        "semicolon" => b';',
+        "pipe" => b'|',
+        _ => match s.as_bytes() {
+            [b] => *b,
+            _ => return Err(DelimiterError::NotOneByte(s.to_string())),
+        },
+    };
+    if is_reserved(b) {
+        return Err(DelimiterError::Reserved(b));
+    }
+    Ok(b)
+}
+
+/// Why a CSV delimiter is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DelimiterError {
+    /// Neither one byte nor an escape or name of one.
+    NotOneByte(String),
+    /// The quote, CR or LF.
+    Reserved(u8),
+}
+
+impl std::fmt::Display for DelimiterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DelimiterError::NotOneByte(s) => write!(
+                f,
+                "{s:?} is not one byte, \\t, tab, comma, semicolon or pipe"
+            ),
+            DelimiterError::Reserved(b) => write!(
+                f,
+                "the CSV delimiter cannot be {:?}: it is the quote or a line end",
+                *b as char
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DelimiterError {}
 
 fn missing_column(role: Role, name: &str, header: &[Vec<u8>]) -> String {
     let mut msg = format!(
@@ -556,6 +609,53 @@ mod tests {
                 .expect("refused");
             assert!(e.to_string().contains("delimiter cannot be"), "{e}");
         }
+    }
+
+    #[test]
+    fn delimiters_as_written_on_a_command_line() {
+        for (arg, want) in [
+            (",", b','),
+            (";", b';'),
+            ("|", b'|'),
+            ("\t", b'\t'),
+            ("\\t", b'\t'),
+            ("tab", b'\t'),
+            ("TAB", b'\t'),
+            ("comma", b','),
+            ("semicolon", b';'),
+            ("Pipe", b'|'),
+            (" ", b' '),
+            ("\\", b'\\'),
+        ] {
+            assert_eq!(parse_csv_delimiter(arg), Ok(want), "{arg:?}");
+        }
+        for arg in ["", ";;", "\\n", "\\x09", "space", "é", "tabs"] {
+            let e = parse_csv_delimiter(arg).expect_err(arg);
+            assert_eq!(e, DelimiterError::NotOneByte(arg.to_string()));
+            let line = e.to_string();
+            assert!(
+                line.contains("not one byte") && !line.contains('\n'),
+                "{line}"
+            );
+        }
+        for (arg, b) in [("\"", b'"'), ("\n", b'\n'), ("\r", b'\r')] {
+            let e = parse_csv_delimiter(arg).expect_err(arg);
+            assert_eq!(e, DelimiterError::Reserved(b));
+            assert!(e.to_string().contains("quote or a line end"), "{e}");
+        }
+    }
+
+    /// A tab-separated file read with the delimiter the command line gives for `\t`.
+    #[test]
+    fn tab_separated_values() {
+        let spec = InputSpec {
+            csv_delimiter: parse_csv_delimiter("\\t").unwrap(),
+            ..InputSpec::default()
+        };
+        let input: &[u8] = b"key\tvalue\na\tx,y\n";
+        let mut r = CsvReader::with_buffer(Path::new("t.tsv"), input, 0, &spec, 64).unwrap();
+        assert_eq!(r.read_record().unwrap(), Some((&b"a"[..], &b"x,y"[..])));
+        assert_eq!(r.read_record().unwrap(), None);
     }
 
     #[test]

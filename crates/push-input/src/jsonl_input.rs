@@ -6,7 +6,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use serde::de::{DeserializeSeed, Deserializer as _, IgnoredAny, MapAccess, Visitor};
@@ -16,9 +16,9 @@ use crate::{InputError, InputSpec, Location, Record, RecordReader, Role};
 
 const BUF_SIZE: usize = 1 << 20;
 
-pub(crate) struct JsonlReader {
+pub(crate) struct JsonlReader<R = File> {
     path: PathBuf,
-    rdr: BufReader<File>,
+    rdr: BufReader<R>,
     line_buf: Vec<u8>,
     /// The record just read (a field's value is decoded: escapes, compacted JSON).
     key: Vec<u8>,
@@ -33,11 +33,12 @@ pub(crate) struct JsonlReader {
     total: u64,
 }
 
-impl JsonlReader {
-    pub(crate) fn new(path: &Path, file: File, total: u64, spec: &InputSpec) -> Self {
+impl<R: Read> JsonlReader<R> {
+    /// `total`: the input's size for progress (0 for a stream of unknown size).
+    pub(crate) fn new(path: &Path, input: R, total: u64, spec: &InputSpec) -> Self {
         JsonlReader {
             path: path.to_path_buf(),
-            rdr: BufReader::with_capacity(BUF_SIZE, file),
+            rdr: BufReader::with_capacity(BUF_SIZE, input),
             line_buf: Vec::new(),
             key: Vec::new(),
             value: Vec::new(),
@@ -51,7 +52,7 @@ impl JsonlReader {
     }
 }
 
-impl RecordReader for JsonlReader {
+impl<R: Read + Send> RecordReader for JsonlReader<R> {
     fn read_record(&mut self) -> Result<Option<Record<'_>>, InputError> {
         let (key, value) = (&mut self.key, &mut self.value);
         key.clear();

@@ -3,7 +3,10 @@
 //! A batch push loads a whole dataset from files. [`open`] returns a [`RecordReader`] that yields
 //! one `(key, value)` pair of byte strings per record, taken from two fields named in the
 //! [`InputSpec`] (`key` and `value` by default). The format comes from the spec or from the file
-//! extension (see [`Format::from_path`]).
+//! extension (see [`Format::from_path`]). CSV and JSONL files may be gzip or zstd compressed
+//! (`day1.csv.gz`, see [`Compression`]); they are decoded as they are read. [`expand_inputs`]
+//! turns a push's input arguments (files, output directories of part files, glob patterns)
+//! into the files to read.
 //!
 //! # Formats and conversions
 //!
@@ -29,11 +32,16 @@ use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+mod compressed;
 mod csv_input;
+mod expand;
 mod jsonl_input;
 mod parquet_input;
 mod write;
 
+pub use compressed::Compression;
+pub use csv_input::{parse_csv_delimiter, DelimiterError};
+pub use expand::{expand_inputs, ExpandError, ExpandOptions};
 pub use write::write_dataset;
 
 /// An input file format.
@@ -56,10 +64,18 @@ impl Format {
     }
 
     /// The format given by a file's extension: `.csv`, `.jsonl`/`.ndjson`, `.parquet`/`.pq`
-    /// (case-insensitive). `.json` is not taken: it may be one big document rather than lines.
+    /// (case-insensitive), looking through a compression suffix (`day1.csv.gz` is CSV, see
+    /// [`Compression::from_path`]). `.json` is not taken: it may be one big document rather
+    /// than lines.
     pub fn from_path(p: &Path) -> Option<Format> {
-        let ext = p.extension()?.to_str()?.to_ascii_lowercase();
-        match ext.as_str() {
+        let stem;
+        let p = if Compression::from_path(p).is_some() {
+            stem = p.with_extension("");
+            stem.as_path()
+        } else {
+            p
+        };
+        match compressed::lower_extension(p)?.as_str() {
             "csv" => Some(Format::Csv),
             "jsonl" | "ndjson" => Some(Format::Jsonl),
             "parquet" | "pq" => Some(Format::Parquet),
@@ -151,6 +167,13 @@ pub trait RecordReader: Send {
 /// Opens `path` for reading records as `spec` says. Errors in the spec (unknown format, missing
 /// column, unsupported column type) are reported here rather than at the first record.
 pub fn open(path: &Path, spec: &InputSpec) -> Result<Box<dyn RecordReader>, InputError> {
+    if let Some(ext) = compressed::unsupported_compression(path) {
+        return Err(InputError::new(
+            path,
+            Location::None,
+            format!("compressed as .{ext}, which is not read; .gz and .zst are"),
+        ));
+    }
     let format = match spec.format {
         Some(f) => f,
         None => Format::from_path(path).ok_or_else(|| {
@@ -158,16 +181,52 @@ pub fn open(path: &Path, spec: &InputSpec) -> Result<Box<dyn RecordReader>, Inpu
                 path,
                 Location::None,
                 "unknown format: the file name does not end in .csv, .jsonl, .ndjson, .parquet \
-                 or .pq; name the format explicitly",
+                 or .pq (before any .gz or .zst); name the format explicitly",
             )
         })?,
     };
+    let compression = Compression::from_path(path);
     let (file, total) = open_file(path)?;
-    Ok(match format {
-        Format::Csv => Box::new(csv_input::CsvReader::new(path, file, total, spec)?),
-        Format::Jsonl => Box::new(jsonl_input::JsonlReader::new(path, file, total, spec)),
-        Format::Parquet => Box::new(parquet_input::ParquetReader::new(path, file, total, spec)?),
-    })
+    let Some(compression) = compression else {
+        return Ok(match format {
+            Format::Csv => Box::new(csv_input::CsvReader::new(path, file, total, spec)?),
+            Format::Jsonl => Box::new(jsonl_input::JsonlReader::new(path, file, total, spec)),
+            Format::Parquet => {
+                Box::new(parquet_input::ParquetReader::new(path, file, total, spec)?)
+            }
+        });
+    };
+    let cannot = |reason: String| InputError::new(path, Location::None, reason);
+    let inner: Box<dyn RecordReader> = match format {
+        // Its reader seeks to the footer, which a stream cannot do; its pages are compressed
+        // inside the file anyway.
+        Format::Parquet => {
+            return Err(cannot(format!(
+                "a {}-compressed Parquet file cannot be read: Parquet compresses its own \
+                 pages; decompress the file first",
+                compression.name()
+            )))
+        }
+        Format::Csv | Format::Jsonl => {
+            let (stream, consumed) = compressed::decoder(file, compression).map_err(|e| {
+                cannot(format!(
+                    "cannot start the {} decoder: {e}",
+                    compression.name()
+                ))
+            })?;
+            let inner: Box<dyn RecordReader> = if format == Format::Csv {
+                Box::new(csv_input::CsvReader::from_stream(path, stream, spec)?)
+            } else {
+                Box::new(jsonl_input::JsonlReader::new(path, stream, 0, spec))
+            };
+            Box::new(compressed::Decompressed {
+                inner,
+                consumed,
+                total,
+            })
+        }
+    };
+    Ok(inner)
 }
 
 fn open_file(path: &Path) -> Result<(File, u64), InputError> {
@@ -271,7 +330,8 @@ mod tests {
         assert_eq!(p("x.parquet"), Some(Format::Parquet));
         assert_eq!(p("x.Pq"), Some(Format::Parquet));
         assert_eq!(p("x.json"), None);
-        assert_eq!(p("x.csv.gz"), None);
+        assert_eq!(p("x.csv.gz"), Some(Format::Csv));
+        assert_eq!(p("x.gz"), None);
         assert_eq!(p("csv"), None);
         assert_eq!(p("dir.csv/file"), None);
     }
