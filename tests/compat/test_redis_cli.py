@@ -41,3 +41,30 @@ def test_pipe_mass_insertion_and_scan(server):
     keys = cli(server, "--scan", "--pattern", "key:00001*").split()
     assert sorted(keys) == [b"key:%06d" % i for i in range(10, 20)]
     assert cli(server, "dbsize") == b"%d\n" % n
+
+
+def test_stat_reads_memory_and_clients(server):
+    # --stat prints a line per interval from INFO: keys, memory, clients, requests.
+    proc = subprocess.Popen(
+        ["redis-cli", "-h", server.host, "-p", str(server.port), "--stat", "-i", "0.2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        lines = [proc.stdout.readline() for _ in range(3)]
+    finally:
+        proc.kill()
+        proc.wait()
+    data = lines[-1].split()
+    assert b"-" not in data[1], lines  # the memory column: never the negative of a missing field
+    assert data[1][-1:] in (b"B", b"K", b"M", b"G"), lines
+
+
+def test_info_memory_and_cpu_sections_and_maxmemory(server):
+    info = cli(server, "info", "memory").decode()
+    for field in ("used_memory:", "used_memory_human:", "used_memory_rss:", "used_memory_peak:",
+                  "total_system_memory:", "maxmemory:", "maxmemory_policy:", "mem_fragmentation_ratio:"):
+        assert field in info, (field, info)
+    cpu = cli(server, "info", "cpu").decode()
+    assert "used_cpu_user:" in cpu and "used_cpu_sys:" in cpu
+    assert cli(server, "config", "get", "maxmemory").split(b"\n")[0] == b"maxmemory"
+    assert cli(server, "config", "get", "maxmemory-policy") == b"maxmemory-policy\nnoeviction\n"

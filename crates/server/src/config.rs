@@ -480,6 +480,12 @@ pub static KEYS: &[Key] = &[
     key!("log-format", false, "Log format: text or json (default text).",
         |c, v| { if v != "text" && v != "json" { return Err("must be text or json".into()); } c.log_format = v.to_string() },
         |c| c.log_format.clone()),
+    key!("maxmemory", true, "For Redis tools: always 0. Rialto keeps its data on disk and evicts nothing; its memory is the caches and memtables sized by their own keys.",
+        |_c, v| { if parse_size(v)? != 0 { return Err("Rialto keeps its data on disk and evicts nothing: maxmemory can only be 0".into()); } },
+        |_c| "0".into()),
+    key!("maxmemory-policy", true, "For Redis tools: always noeviction (no key is ever evicted).",
+        |_c, v| { if !v.eq_ignore_ascii_case("noeviction") { return Err("no key is ever evicted: the policy can only be noeviction".into()); } },
+        |_c| "noeviction".into()),
     Key {
         name: "save",
         mutable: false,

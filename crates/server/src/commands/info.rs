@@ -38,9 +38,11 @@ pub const INFO: CommandSpec = cmd("info", -1, &["loading", "stale"], &["@slow", 
 const ALL: &[&str] = &[
     "server",
     "clients",
+    "memory",
     "persistence",
     "stats",
     "replication",
+    "cpu",
     "commandstats",
     "errorstats",
     "cluster",
@@ -133,6 +135,32 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
                 sh.clients.len(),
                 cfg.maxclients,
                 sh.tracking.clients(),
+            );
+        }
+        "memory" => {
+            use crate::process::human;
+            let m = crate::process::memory();
+            let _ = write!(
+                o,
+                "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\nused_memory_rss:{}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\ntotal_system_memory:{}\r\ntotal_system_memory_human:{}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\n",
+                m.used,
+                human(m.used),
+                m.rss,
+                human(m.rss),
+                m.peak,
+                human(m.peak),
+                if m.peak == 0 { 0.0 } else { m.used as f64 * 100.0 / m.peak as f64 },
+                m.total_system,
+                human(m.total_system),
+                if m.used == 0 { 0.0 } else { m.rss as f64 / m.used as f64 },
+            );
+        }
+        "cpu" => {
+            let c = crate::process::cpu();
+            let _ = write!(
+                o,
+                "# CPU\r\nused_cpu_sys:{:.6}\r\nused_cpu_user:{:.6}\r\nused_cpu_sys_children:{:.6}\r\nused_cpu_user_children:{:.6}\r\n",
+                c.sys, c.user, c.children_sys, c.children_user,
             );
         }
         "persistence" => {

@@ -1,0 +1,126 @@
+//! What the process takes from the machine, for INFO's `memory` and `cpu` sections: the
+//! allocator's bytes in use, the resident set, the machine's memory, and CPU time.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The most bytes in use seen by [`memory`].
+static PEAK: AtomicU64 = AtomicU64::new(0);
+
+/// Memory figures, bytes.
+pub struct Memory {
+    /// Held by the allocator for the program (malloc's in-use bytes, mmapped blocks too).
+    pub used: u64,
+    /// The most `used` seen so far.
+    pub peak: u64,
+    /// Resident in RAM (the page cache of the data files is not counted).
+    pub rss: u64,
+    /// The machine's RAM.
+    pub total_system: u64,
+}
+
+pub fn memory() -> Memory {
+    let used = allocated();
+    let peak = PEAK.fetch_max(used, Ordering::Relaxed).max(used);
+    let page = page_size();
+    let rss = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * page);
+    // SAFETY: sysconf has no preconditions.
+    let phys = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
+    Memory {
+        used,
+        peak,
+        rss,
+        total_system: u64::try_from(phys).unwrap_or(0) * page,
+    }
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn allocated() -> u64 {
+    // SAFETY: mallinfo2 only reads the allocator's counters.
+    let m = unsafe { libc::mallinfo2() };
+    (m.uordblks + m.hblkhd) as u64
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn allocated() -> u64 {
+    0
+}
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
+}
+
+/// CPU seconds: (user, system) of the process's threads, and of its children that ended.
+pub struct Cpu {
+    pub user: f64,
+    pub sys: f64,
+    pub children_user: f64,
+    pub children_sys: f64,
+}
+
+pub fn cpu() -> Cpu {
+    let usage = |who| {
+        // SAFETY: getrusage fills the zeroed struct it is given.
+        let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(who, &mut r) } != 0 {
+            return (0.0, 0.0);
+        }
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        (secs(r.ru_utime), secs(r.ru_stime))
+    };
+    let (user, sys) = usage(libc::RUSAGE_SELF);
+    let (children_user, children_sys) = usage(libc::RUSAGE_CHILDREN);
+    Cpu {
+        user,
+        sys,
+        children_user,
+        children_sys,
+    }
+}
+
+/// Bytes as Redis writes them for people: `512B`, `1.50K`, `3.25M`, `2.00G`...
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["K", "M", "G", "T", "P"];
+    if bytes < 1024 {
+        return format!("{bytes}B");
+    }
+    let mut v = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.2}{}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_read_as_redis_writes_them() {
+        assert_eq!(human(0), "0B");
+        assert_eq!(human(1023), "1023B");
+        assert_eq!(human(1024), "1.00K");
+        assert_eq!(human(1536), "1.50K");
+        assert_eq!(human(3 << 20), "3.00M");
+        assert_eq!(human(5 << 30), "5.00G");
+    }
+
+    #[test]
+    fn the_process_sees_its_memory_and_cpu() {
+        let big = vec![1u8; 8 << 20];
+        let m = memory();
+        assert!(m.rss > 0 && m.total_system > m.rss);
+        if cfg!(all(target_os = "linux", target_env = "gnu")) {
+            assert!(m.used >= big.len() as u64, "{}", m.used);
+        }
+        assert!(m.peak >= m.used);
+        drop(big);
+        let c = cpu();
+        assert!(c.user >= 0.0 && c.sys >= 0.0);
+    }
+}
