@@ -30,8 +30,10 @@ pub struct Machine {
     /// The interpreter the log's scripts run in, on every replica alike.
     scripts: Arc<Scripts>,
     /// Per partition: the interpreter holding its function libraries, as its log (and the
-    /// keyspace, at a restart) gives them.
-    libraries: Vec<Arc<Scripts>>,
+    /// keyspace, at a restart) gives them; made when the partition first needs one.
+    libraries: Vec<Mutex<Option<Arc<Scripts>>>>,
+    /// `lua-memory-limit` of each interpreter.
+    memory_limit: usize,
     /// Users rebuilt from the permissions a script record carries, by those rules.
     users: Mutex<HashMap<Bytes, Arc<User>>>,
     partitions: u32,
@@ -50,8 +52,13 @@ impl Machine {
         let scripts = interpreter()?;
         let mut libraries = Vec::new();
         for p in 0..cfg.cluster.partitions {
+            let stored = keyspace.partition_libraries(p)?;
+            if stored.is_empty() {
+                libraries.push(Mutex::new(None));
+                continue;
+            }
             let s = interpreter()?;
-            for lib in keyspace.partition_libraries(p)? {
+            for lib in stored {
                 let loaded = s
                     .check_library(&lib.code)
                     .and_then(|info| s.install_library(info));
@@ -61,19 +68,25 @@ impl Machine {
                     ));
                 }
             }
-            libraries.push(Arc::new(s));
+            libraries.push(Mutex::new(Some(Arc::new(s))));
         }
         Ok(Machine {
             scripts: Arc::new(scripts),
             libraries,
+            memory_limit: cfg.lua_memory_limit,
             users: Mutex::new(HashMap::new()),
             partitions: cfg.cluster.partitions,
         })
     }
 
-    /// Partition `p`'s function libraries.
-    pub fn libraries(&self, p: u32) -> Option<&Arc<Scripts>> {
-        self.libraries.get(p as usize)
+    /// Partition `p`'s function libraries (`None`: no such partition, or no memory for an
+    /// interpreter).
+    pub fn libraries(&self, p: u32) -> Option<Arc<Scripts>> {
+        let mut slot = self.libraries.get(p as usize)?.lock();
+        if slot.is_none() {
+            *slot = Some(Arc::new(Scripts::new_replicated(self.memory_limit).ok()?));
+        }
+        slot.clone()
     }
 
     /// Mirrors a partition's library change, applied by the keyspace, in its interpreter.
@@ -147,7 +160,7 @@ impl Machine {
                     Some(libs) => run_replicated_function(
                         t,
                         &ctx,
-                        libs,
+                        &libs,
                         name,
                         (&s.keys, &s.argv),
                         s.max_instructions,
@@ -1080,6 +1093,7 @@ mod tests {
         let m = Machine {
             scripts: Arc::new(Scripts::new_replicated(0).unwrap()),
             libraries: Vec::new(),
+            memory_limit: 0,
             users: Mutex::new(HashMap::new()),
             partitions: 3,
         };

@@ -363,7 +363,7 @@ fn change_in_cluster(
             "READONLY You can't write against a read only replica.",
         ));
     }
-    let Some(libs) = c.node.machine().libraries(p).cloned() else {
+    let Some(libs) = c.node.machine().libraries(p) else {
         return Outcome::Reply(Reply::error("ERR unknown partition"));
     };
     let change = match prepare(name, &libs, args) {
@@ -403,7 +403,7 @@ fn libraries_of(ctx: &Ctx<'_>) -> Arc<Scripts> {
     if let Some(c) = &ctx.shared.cluster {
         let p = c.partition_of_port(ctx.client.handle.laddr.port());
         if let Some(libs) = c.node.machine().libraries(p) {
-            return Arc::clone(libs);
+            return libs;
         }
     }
     Arc::clone(&ctx.shared.scripts)

@@ -447,7 +447,7 @@ impl Connection {
         args: Vec<Bytes>,
     ) -> Pending {
         let p = at.map_or(self.partition, |(_, p)| p);
-        let Some(libs) = c.node.machine().libraries(p).cloned() else {
+        let Some(libs) = c.node.machine().libraries(p) else {
             return Pending::Ready(Reply::error("ERR Function not found"));
         };
         let (first_slot, last_slot) = rialto_cluster::slot::slot_range(p, c.partitions);
