@@ -129,7 +129,7 @@ def test_redirections_and_refusals_use_redis_texts(cluster):
     with pytest.raises(redis.ResponseError, match="SELECT is not allowed in cluster mode"):
         m.select(1)
     with pytest.raises(redis.ResponseError, match="not available in cluster mode"):
-        m.execute_command("FUNCTION", "FLUSH")
+        m.execute_command("STORE", "CREATE", "features", "f:")
     # A replica address redirects reads unless READONLY, then serves them; writes always move.
     m.set(key, "v")
     r = redis.Redis(port=replicas[0])

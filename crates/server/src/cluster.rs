@@ -698,7 +698,9 @@ pub fn route(
 fn unavailable(spec: &CommandSpec, handler: Handler, args: &[Bytes]) -> Option<Reply> {
     let name = spec.name;
     let refused = match name {
-        "swapdb" | "move" | "push" | "store" => true,
+        // Stores and pushes change the catalog outside the log.
+        "store|create" | "store|delete" | "store|rollback" | "push|begin" | "push|add"
+        | "push|commit" | "push|abort" => true,
         "select" => args.get(1).is_some_and(|db| &db[..] != b"0"),
         // Through the log, a partition's slots at a time (`flush_partition`).
         "flushdb" | "flushall" => false,
