@@ -2,20 +2,13 @@
 //! quoted patterns, gzip and zstd files, tab-separated values; through a running server
 //! (`--server`, the client reads the files) and into a directory (`--dir`).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
 
 use rialto_push_input::Format;
 
-fn rialto(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rialto"))
-        .args(args)
-        .output()
-        .expect("rialto runs")
-}
+mod common;
+use common::{mget, rialto, serve};
 
 /// Runs a command that must succeed: its stdout and stderr.
 fn ok(args: &[&str]) -> (String, String) {
@@ -33,75 +26,6 @@ fn fails(args: &[&str]) -> (i32, String) {
     assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     assert!(err.starts_with("error: "), "{err}");
     (out.status.code().unwrap_or(-1), err.trim_end().to_string())
-}
-
-struct Serve {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `rialto serve` on a port the kernel picks and learns it from the log.
-fn serve(dir: &Path) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rialto"))
-        .args(["serve", "--dir"])
-        .arg(dir)
-        .args(["--port", "0", "--threads", "1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if line.contains("ready to accept connections") {
-                let _ = tx.send(line.rsplit(':').next().and_then(|p| p.trim().parse().ok()));
-            }
-        }
-    });
-    let port: u16 = rx
-        .recv_timeout(Duration::from_secs(30))
-        .ok()
-        .flatten()
-        .expect("rialto serve listens");
-    Serve { child, port }
-}
-
-/// Values of `keys` through one MGET (`None` for a nil).
-fn mget(port: u16, keys: &[String]) -> Vec<Option<String>> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut req = format!("*{}\r\n$4\r\nMGET\r\n", keys.len() + 1);
-    for k in keys {
-        req.push_str(&format!("${}\r\n{k}\r\n", k.len()));
-    }
-    s.write_all(req.as_bytes()).unwrap();
-    let mut r = BufReader::new(s);
-    let mut line = String::new();
-    r.read_line(&mut line).unwrap();
-    assert_eq!(line.trim_end(), format!("*{}", keys.len()), "MGET reply");
-    (0..keys.len())
-        .map(|_| {
-            line.clear();
-            r.read_line(&mut line).unwrap();
-            let len: i64 = line.trim_end()[1..].parse().unwrap();
-            if len < 0 {
-                return None;
-            }
-            let mut v = vec![0u8; len as usize + 2];
-            r.read_exact(&mut v).unwrap();
-            v.truncate(len as usize);
-            Some(String::from_utf8(v).unwrap())
-        })
-        .collect()
 }
 
 /// Records `user{i}` -> `{tag}-{i}` for `i` in `range`, as CSV text with `delim`.
