@@ -1266,3 +1266,15 @@ def test_edge_cases_match_redis(pair):
 def test_role_of_a_standalone_server_is_a_master_without_replicas(r):
     role = r.execute_command("ROLE")
     assert role[0] == b"master" and isinstance(role[1], int) and role[2] == []
+
+
+def test_client_list_shows_the_query_buffer_and_the_subcommand(r):
+    # Redis's own introspection test: the buffer holds the request being run (26 bytes of
+    # RESP for CLIENT INFO or CLIENT LIST), and the command is named with its subcommand.
+    info = r.client_info()
+    assert str(info["qbuf"]) == "26", info
+    assert int(info["qbuf-free"]) >= 0
+    assert info["cmd"] == "client|info", info
+    me = r.client_id()
+    mine = [c for c in r.client_list() if str(c["id"]) == str(me)]
+    assert len(mine) == 1 and mine[0]["cmd"] == "client|list" and str(mine[0]["qbuf"]) == "26", mine

@@ -33,6 +33,12 @@ pub struct ClientHandle {
     pub commands: AtomicU64,
     /// The last command's position in the registry (`command_table::all`) + 1 (0: none yet).
     pub last_cmd: AtomicU8,
+    /// Its subcommand's position among the command's subcommands + 1 (0: none).
+    pub last_sub: AtomicU8,
+    /// Bytes in the query buffer when the last command was read, that command's included, and
+    /// the buffer's room beyond them (CLIENT LIST `qbuf`, `qbuf-free`).
+    pub qbuf: AtomicU64,
+    pub qbuf_free: AtomicU64,
     pub info: Mutex<ClientInfo>,
     /// Set by CLIENT KILL or shutdown; the connection closes at its next step.
     pub killed: AtomicBool,
@@ -115,7 +121,7 @@ impl ClientHandle {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -124,18 +130,46 @@ impl ClientHandle {
             age,
             idle_ms / 1000,
             self.db.load(Ordering::Relaxed),
-            match self.last_cmd.load(Ordering::Relaxed) {
-                0 => "NULL",
-                i => crate::command_table::all()
-                    .get(usize::from(i) - 1)
-                    .map_or("NULL", |s| s.name),
-            },
+            self.qbuf.load(Ordering::Relaxed),
+            self.qbuf_free.load(Ordering::Relaxed),
+            self.last_command_name(),
             info.user,
             self.redir.load(Ordering::Relaxed),
             self.resp.load(Ordering::Relaxed),
             text(&info.lib_name),
             text(&info.lib_ver),
         )
+    }
+}
+
+impl ClientHandle {
+    /// The last command's name as CLIENT LIST writes it (`client|list`), `NULL` before any.
+    fn last_command_name(&self) -> &'static str {
+        let Some(top) = crate::command_table::all()
+            .get(usize::from(self.last_cmd.load(Ordering::Relaxed)).wrapping_sub(1))
+        else {
+            return "NULL";
+        };
+        match self.last_sub.load(Ordering::Relaxed) {
+            0 => top.name,
+            i => top
+                .subcommands
+                .get(usize::from(i) - 1)
+                .map_or(top.name, |s| s.name),
+        }
+    }
+
+    /// Records the command just read: its registry position, its subcommand among the
+    /// command's (by identity), and the query buffer then.
+    pub fn set_last(&self, index: usize, spec: &'static crate::command_table::CommandSpec) {
+        // The index fits: the registry has fewer than 255 commands (checked when built).
+        self.last_cmd
+            .store(u8::try_from(index + 1).unwrap_or(0), Ordering::Relaxed);
+        let sub = crate::command_table::all()
+            .get(index)
+            .and_then(|top| top.subcommands.iter().position(|s| std::ptr::eq(s, spec)))
+            .map_or(0, |i| u8::try_from(i + 1).unwrap_or(0));
+        self.last_sub.store(sub, Ordering::Relaxed);
     }
 }
 
@@ -171,6 +205,9 @@ impl Clients {
             resp: AtomicU8::new(2),
             commands: AtomicU64::new(0),
             last_cmd: AtomicU8::new(0),
+            last_sub: AtomicU8::new(0),
+            qbuf: AtomicU64::new(0),
+            qbuf_free: AtomicU64::new(0),
             info: Mutex::new(ClientInfo {
                 user: user.to_string(),
                 ..ClientInfo::default()

@@ -246,8 +246,12 @@ impl Connection {
         tokio::pin!(stop);
         loop {
             loop {
+                let (buffered, room) = (self.inbuf.len(), self.inbuf.capacity() - self.inbuf.len());
                 match self.decoder.decode(&mut self.inbuf) {
                     Ok(Some(req)) => {
+                        let h = &self.client.handle;
+                        h.qbuf.store(buffered as u64, Ordering::Relaxed);
+                        h.qbuf_free.store(room as u64, Ordering::Relaxed);
                         let args = req.into_args();
                         // A GET or MGET waits for the requests after it (none of them can
                         // change how later ones decode), up to READ_AHEAD.
@@ -605,9 +609,7 @@ impl Connection {
                 return self.reject(Some(a.index), r);
             }
             Ok(a) => {
-                // The index fits: the registry has fewer than 255 commands (checked when built).
-                let last = u8::try_from(a.index + 1).unwrap_or(0);
-                self.client.handle.last_cmd.store(last, Ordering::Relaxed);
+                self.client.handle.set_last(a.index, a.spec);
                 if self.shared.scripts.busy() && !a.spec.has_flag("allow_busy") {
                     return self.reject(Some(a.index), Reply::error(
                         "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
