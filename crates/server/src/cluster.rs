@@ -589,6 +589,17 @@ impl Cluster {
         self.node.submit(p, &payload.encode(), payload.touches())
     }
 
+    /// What a write sent to the log came to, waiting at most `cluster-write-timeout`.
+    pub async fn outcome(
+        &self,
+        s: Submitted<Machine>,
+    ) -> Result<(<Machine as StateMachine>::Output, u64), WriteError> {
+        let timeout = self.node.options().write_timeout;
+        tokio::time::timeout(timeout, s)
+            .await
+            .unwrap_or(Err(WriteError::TimedOut))
+    }
+
     /// Produces `payload` to partition `p` unless a key `watch` names may have changed since
     /// it was watched: the EXEC of a transaction that WATCHed (see [`Node::submit_guarded`]).
     pub fn submit_watched(
@@ -729,7 +740,6 @@ pub async fn flush_partition(c: Arc<Cluster>, p: u32, now_ms: i64) -> Reply {
     }
     let (first, last) = slot::slot_range(p, c.partitions);
     let mut from = Bytes::new();
-    let timeout = c.node.options().write_timeout;
     loop {
         let op = Op::new(
             0,
@@ -745,15 +755,14 @@ pub async fn flush_partition(c: Arc<Cluster>, p: u32, now_ms: i64) -> Reply {
             Ok(s) => s,
             Err(e) => return write_error(&c, &e, None),
         };
-        match tokio::time::timeout(timeout, submitted).await {
-            Ok(Ok(((Applied::One(Ok(Value::Bulk(next))), _), _))) => from = next,
-            Ok(Ok(((Applied::One(Ok(_)), _), _))) => return crate::reply::ok(),
-            Ok(Ok(((Applied::One(Err(e)), _), _))) => return crate::reply::keyspace_error(&e),
-            Ok(Ok(((Applied::Many(_) | Applied::Reply(_), _), _))) => {
+        match c.outcome(submitted).await {
+            Ok(((Applied::One(Ok(Value::Bulk(next))), _), _)) => from = next,
+            Ok(((Applied::One(Ok(_)), _), _)) => return crate::reply::ok(),
+            Ok(((Applied::One(Err(e)), _), _)) => return crate::reply::keyspace_error(&e),
+            Ok(((Applied::Many(_) | Applied::Reply(_), _), _)) => {
                 return Reply::error("ERR unexpected reply to a flush step")
             }
-            Ok(Err(e)) => return write_error(&c, &e, None),
-            Err(_) => return write_error(&c, &WriteError::TimedOut, None),
+            Err(e) => return write_error(&c, &e, None),
         }
     }
 }

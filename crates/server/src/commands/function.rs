@@ -386,13 +386,11 @@ fn change_in_cluster(
         Err(e) => return Outcome::Reply(crate::cluster::write_error(&c, &e, None)),
     };
     Outcome::Later(Box::pin(async move {
-        let timeout = c.node.options().write_timeout;
-        match tokio::time::timeout(timeout, submitted).await {
-            Ok(Ok(((crate::cluster::Applied::One(Ok(_)), _), _))) => done,
-            Ok(Ok(((crate::cluster::Applied::One(Err(e)), _), _))) => reply::keyspace_error(&e),
-            Ok(Ok(_)) => Reply::error("ERR unexpected reply to a library change"),
-            Ok(Err(e)) => crate::cluster::write_error(&c, &e, None),
-            Err(_) => crate::cluster::write_error(&c, &rialto_cluster::WriteError::TimedOut, None),
+        match c.outcome(submitted).await {
+            Ok(((crate::cluster::Applied::One(Ok(_)), _), _)) => done,
+            Ok(((crate::cluster::Applied::One(Err(e)), _), _)) => reply::keyspace_error(&e),
+            Ok(_) => Reply::error("ERR unexpected reply to a library change"),
+            Err(e) => crate::cluster::write_error(&c, &e, None),
         }
     }))
 }

@@ -868,9 +868,8 @@ fn remote_write(
         .submit(p, &payload)
         .map_err(|e| crate::cluster::write_error(&c, &e, at))?;
     Ok(Box::pin(async move {
-        let timeout = c.node.options().write_timeout;
-        let (reply, took, pos) = match tokio::time::timeout(timeout, submitted).await {
-            Ok(Ok(((applied, took), offset))) => {
+        let (reply, took, pos) = match c.outcome(submitted).await {
+            Ok(((applied, took), offset)) => {
                 let reply = match applied {
                     crate::cluster::Applied::One(Ok(v)) => reply::value(v),
                     crate::cluster::Applied::One(Err(e)) => reply::keyspace_error(&e),
@@ -881,13 +880,8 @@ fn remote_write(
                 };
                 (reply, took, Some((p, offset)))
             }
-            Ok(Err(e)) => (
+            Err(e) => (
                 crate::cluster::write_error(&c, &e, at),
-                Duration::ZERO,
-                None,
-            ),
-            Err(_) => (
-                crate::cluster::write_error(&c, &rialto_cluster::WriteError::TimedOut, at),
                 Duration::ZERO,
                 None,
             ),

@@ -410,12 +410,7 @@ impl Connection {
             Err(e) => Err(e),
             // A watched key changed (or may have): the transaction does not run.
             Ok(None) => return Reply::NullArray,
-            Ok(Some(s)) => {
-                let timeout = c.node.options().write_timeout;
-                tokio::time::timeout(timeout, s)
-                    .await
-                    .unwrap_or(Err(rialto_cluster::WriteError::TimedOut))
-            }
+            Ok(Some(s)) => c.outcome(s).await,
         };
         match outcome {
             Ok(((Applied::Many(applied), _), offset)) => {
@@ -544,8 +539,7 @@ async fn submit_watched(
             Ok(s) => return Ok(Some(s)),
             Err(Unsent::Unsettled) if attempt == 0 => {
                 let barrier = c.submit(p, &crate::cluster::Payload::Exec(Vec::new()))?;
-                let timeout = c.node.options().write_timeout;
-                if !matches!(tokio::time::timeout(timeout, barrier).await, Ok(Ok(_))) {
+                if c.outcome(barrier).await.is_err() {
                     return Ok(None);
                 }
             }
