@@ -178,9 +178,15 @@ impl Keyspace {
         if let OpKind::Store(_) = op.kind {
             return self.stores.apply_op(&self.merger, op);
         }
+        let catalog = matches!(op.kind, OpKind::PartitionStore { .. });
         let stores = Arc::clone(&self.stores);
-        self.merger
-            .submit_and_wait(move |tx| Ok(crate::apply::apply(tx, &stores, &op)))?
+        let r = self
+            .merger
+            .submit_and_wait(move |tx| Ok(crate::apply::apply(tx, &stores, &op)))?;
+        if catalog {
+            self.stores.publish(&self.db);
+        }
+        r
     }
 
     /// Installs the sink that hears of every key change (once per keyspace); it hears
@@ -325,9 +331,23 @@ impl Keyspace {
         now_ms: i64,
         visit: impl FnMut(&[u8], &Record) -> bool,
     ) -> Result<Option<Vec<u8>>> {
+        self.walk_keys_in(0, db, from, now_ms, visit)
+    }
+
+    /// [`Keyspace::walk_keys`] with stores routed as partition `part` holds them: in cluster
+    /// mode, a walk over the keys of one partition's slots.
+    pub fn walk_keys_in(
+        &self,
+        part: u32,
+        db: u8,
+        from: Option<&[u8]>,
+        now_ms: i64,
+        visit: impl FnMut(&[u8], &Record) -> bool,
+    ) -> Result<Option<Vec<u8>>> {
         crate::walk::walk_keys(
             &self.db,
             &self.stores.read_catalog(),
+            part,
             db,
             from,
             now_ms,
@@ -456,6 +476,31 @@ impl Keyspace {
     /// The merger's counters.
     pub fn merger_stats(&self) -> MergerStats {
         self.merger.stats()
+    }
+
+    /// Publishes the store catalog changes of transactions now durable to reads (cluster
+    /// mode: the applier's transactions change the catalog through the log).
+    pub fn publish_catalog(&self) {
+        self.stores.publish(&self.db);
+    }
+
+    /// Starts loading version `version` of store `id` without a catalog change (cluster
+    /// mode: each partition swaps it in at its own offset); see [`Staging`].
+    pub fn stage_version(
+        &self,
+        id: u32,
+        version: u32,
+        prefix: &[u8],
+        duplicates: rialto_sort::DuplicatePolicy,
+    ) -> Result<crate::Staging> {
+        Ok(self
+            .stores
+            .stage(Arc::clone(&self.fs), id, version, prefix, duplicates)?)
+    }
+
+    /// Links a staged version's tables (see [`Staging::finish`]).
+    pub fn finish_staged(&self, s: crate::Staging) -> Result<crate::Staged> {
+        Ok(s.finish(&self.db)?)
     }
 
     /// The store catalog reads of the published state route with.

@@ -33,13 +33,13 @@ pub use keys::{check_key, check_value_len, Keys, RawRead, Reader};
 pub use keyspace::{Keyspace, KeyspaceOptions, OpenError, Transaction, FLUSH_STEP_KEYS};
 pub use layout::{CorruptRecord, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
 pub use op::{
-    BadTime, Cond, ExpireCond, LibraryOp, LibrarySource, Op, OpKind, RestorePolicy, Set, StoreOp,
-    TtlChange, FORMAT_VERSION,
+    BadTime, Cond, ExpireCond, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp, RestorePolicy,
+    Set, StoreOp, TtlChange, FORMAT_VERSION,
 };
 pub use rialto_sort::DuplicatePolicy;
 pub use stores::{
     lower_thread_priority, Catalog, PassReport, PushGuard, PushPageCache, PushRefusal, PushReport,
-    Pushing, StoreError, StoreMeta, StoreOptions, StoreResult, VersionInfo,
+    Pushing, Staged, Staging, StoreError, StoreMeta, StoreOptions, StoreResult, VersionInfo,
 };
 pub use value::Value;
 pub use watch::{KeyEvents, Watch};

@@ -12,9 +12,13 @@ use crate::stores::{catalog, Catalog};
 /// reading the published state. In database 0 a store's keys come from its current version
 /// (`stores`), in their place in the key order. `visit` returns `false` to stop; then the user
 /// key where a later walk should resume is returned (`None`: the walk reached the end).
+///
+/// Stores are routed as partition `part` holds them (in cluster mode a walk answers for one
+/// partition's slots; keys of other partitions it visits are the caller's to skip).
 pub(crate) fn walk_keys(
     engine: &Db,
     stores: &Catalog,
+    part: u32,
     db: u8,
     from: Option<&[u8]>,
     now_ms: i64,
@@ -24,9 +28,9 @@ pub(crate) fn walk_keys(
     type Segment = (Vec<u8>, Option<Vec<u8>>, Vec<u8>);
     let data = vec![DATA, db];
     let mut segments: Vec<Segment> = Vec::new();
-    if db == 0 && !stores.is_empty() {
+    if db == 0 && stores.by_prefix_in(part).next().is_some() {
         let mut lo = Some(Vec::new());
-        for s in stores.by_prefix() {
+        for s in stores.by_prefix_in(part) {
             if let Some(l) = lo.take() {
                 segments.push((l, Some(s.prefix.clone()), data.clone()));
             }

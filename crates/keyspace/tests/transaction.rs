@@ -28,6 +28,7 @@ fn open(fs: &MemFs) -> Keyspace {
                 push_nice: rialto_io::ThreadPriority::Nice(0),
                 push_page_cache: rialto_keyspace::PushPageCache::All,
                 push_guard: rialto_keyspace::PushGuard::default(),
+                partitions: 1,
             },
         },
     )

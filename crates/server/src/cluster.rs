@@ -533,9 +533,11 @@ impl Payload {
                 }
                 // Functions change no key.
                 OpKind::Library(_) | OpKind::PartitionLibrary { .. } => {}
-                OpKind::FlushStep { .. } | OpKind::FlushSlots { .. } | OpKind::Store(_) => {
-                    return Touches::All
-                }
+                // A swap or a rollback replaces what every key under the prefix reads.
+                OpKind::FlushStep { .. }
+                | OpKind::FlushSlots { .. }
+                | OpKind::Store(_)
+                | OpKind::PartitionStore { .. } => return Touches::All,
             }
         }
         Touches::Keys(keys)

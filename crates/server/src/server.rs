@@ -464,6 +464,11 @@ pub fn keyspace_options(
             push_nice: cfg.push_nice,
             push_page_cache: cfg.push_page_cache,
             push_guard: cfg.push_guard(),
+            partitions: if cfg.cluster.enabled {
+                cfg.cluster.partitions
+            } else {
+                1
+            },
         },
     }
 }

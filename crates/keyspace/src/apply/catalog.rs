@@ -8,8 +8,11 @@ use rialto_lsm::Db;
 use rialto_txn::TxnContext;
 
 use crate::error::Result;
-use crate::op::StoreOp;
-use crate::stores::catalog::{meta_key, next_id_key, retired_key, WHOLE_STORE};
+use crate::op::{PartStoreOp, StoreOp};
+use crate::stores::catalog::{
+    meta_key, next_id_key, record_key, retired_key, retired_key_in, rt_range, version_key, RtEntry,
+    WHOLE_STORE,
+};
 use crate::stores::{push, Catalog, Pushing, StoreError, StoreMeta, Stores, VersionInfo};
 use crate::value::Value;
 
@@ -47,6 +50,220 @@ pub(super) fn apply(
     }
     stores.install_exec(Arc::new(new));
     Ok(Value::Store(Box::new(meta)))
+}
+
+/// Applies a change of partition `part`'s stores (cluster mode). Each change is idempotent:
+/// one the partition already made, or moved past, answers the store as it is and writes
+/// nothing; one that contradicts the partition's catalog (a name held by another store, an
+/// overlapping prefix) is refused and writes nothing.
+pub(super) fn apply_part(
+    tx: &mut TxnContext<'_, Db>,
+    stores: &Stores,
+    part: u32,
+    op: &PartStoreOp,
+) -> Result<Value> {
+    let n = stores.partitions();
+    if part >= n {
+        return Err(StoreError::Corrupt(format!("partition {part} of {n}")).into());
+    }
+    let cat = stores.exec_catalog_full();
+    let same = |name: &str, id: u32| cat.get_in(part, name).filter(|s| s.id == id);
+    let (new, meta): (Option<Catalog>, Option<StoreMeta>) = match op {
+        PartStoreOp::Create {
+            name,
+            id,
+            prefix,
+            created_ms,
+        } => {
+            if let Some(s) = same(name, *id) {
+                (None, Some((**s).clone()))
+            } else {
+                if cat.get_in(part, name).is_some() {
+                    return Err(StoreError::Exists(name.clone()).into());
+                }
+                if let Some(other) = cat.prefix_conflict_in(part, prefix) {
+                    return Err(StoreError::PrefixOverlaps {
+                        store: other.name.clone(),
+                        prefix: String::from_utf8_lossy(&other.prefix).into_owned(),
+                    }
+                    .into());
+                }
+                let meta = StoreMeta {
+                    name: name.clone(),
+                    id: *id,
+                    prefix: prefix.to_vec(),
+                    current: VersionInfo {
+                        number: 1,
+                        created_ms: *created_ms,
+                        ..VersionInfo::default()
+                    },
+                    previous: VersionInfo::default(),
+                    next_version: 2,
+                    rewind_ms: 0,
+                    pushing: None,
+                    created_ms: *created_ms,
+                };
+                tx.put(&record_key(name, part, n), &meta.encode());
+                stores.rt.reserve(*id);
+                (Some(cat.with_in(part, meta.clone())), Some(meta))
+            }
+        }
+        PartStoreOp::Delete { name, id } => match same(name, *id) {
+            None => (None, None),
+            Some(s) => {
+                let m = (**s).clone();
+                clear_rt(tx, &m, part, n)?;
+                tx.delete(&record_key(name, part, n));
+                tx.put(&retired_key_in(m.id, WHOLE_STORE, part, n), b"");
+                (Some(cat.without_in(part, name)), Some(m))
+            }
+        },
+        PartStoreOp::PushBegin {
+            name,
+            id,
+            version,
+            started_ms,
+        } => {
+            let s = same(name, *id).ok_or_else(|| StoreError::NoSuchStore(name.clone()))?;
+            let mut m = (**s).clone();
+            if m.pushing.is_some_and(|p| p.version == *version) || *version < m.next_version {
+                // Begun already, or a version this partition is past.
+                (None, Some(m))
+            } else {
+                if let Some(old) = m.pushing {
+                    // A push the cluster gave up on without this partition hearing of it.
+                    tx.put(&retired_key_in(m.id, old.version, part, n), b"");
+                }
+                // What is kept from here on is this push's to replay.
+                clear_rt(tx, &m, part, n)?;
+                m.pushing = Some(Pushing {
+                    version: *version,
+                    started_ms: *started_ms,
+                });
+                m.next_version = version.saturating_add(1);
+                tx.put(&record_key(name, part, n), &m.encode());
+                (Some(cat.with_in(part, m.clone())), Some(m))
+            }
+        }
+        PartStoreOp::PushEnd {
+            name,
+            id,
+            version,
+            swap,
+        } => match same(name, *id) {
+            Some(s) if s.pushing.is_some_and(|p| p.version == *version) => {
+                let mut m = (**s).clone();
+                m.pushing = None;
+                match swap {
+                    Some(info) => {
+                        replay_part(tx, &m, *version, part, n)?;
+                        if m.previous.number != 0 {
+                            tx.put(&retired_key_in(m.id, m.previous.number, part, n), b"");
+                        }
+                        m.previous = m.current;
+                        m.current = VersionInfo {
+                            number: *version,
+                            ..*info
+                        };
+                    }
+                    None => {
+                        clear_rt(tx, &m, part, n)?;
+                        tx.put(&retired_key_in(m.id, *version, part, n), b"");
+                    }
+                }
+                tx.put(&record_key(name, part, n), &m.encode());
+                (Some(cat.with_in(part, m.clone())), Some(m))
+            }
+            // Ended already, or never begun here.
+            other => (None, other.map(|s| (**s).clone())),
+        },
+        PartStoreOp::Rollback { name, id, to } => {
+            let s = same(name, *id).ok_or_else(|| StoreError::NoSuchStore(name.clone()))?;
+            let mut m = (**s).clone();
+            if m.current.number == *to {
+                (None, Some(m))
+            } else if m.previous.number == *to && *to < m.current.number {
+                // Every replica of the partition applies the change at once, in order, so
+                // the version left is retired in the same change.
+                tx.put(&retired_key_in(m.id, m.current.number, part, n), b"");
+                m.current = m.previous;
+                m.previous = VersionInfo::default();
+                tx.put(&record_key(name, part, n), &m.encode());
+                (Some(cat.with_in(part, m.clone())), Some(m))
+            } else {
+                return Err(StoreError::VersionNotKept {
+                    store: name.clone(),
+                    version: *to,
+                    kept: Some(m.previous.number).filter(|&v| v != 0 && v < m.current.number),
+                }
+                .into());
+            }
+        }
+    };
+    if let Some(new) = new {
+        let replaced = match op {
+            PartStoreOp::PushBegin { .. } => false,
+            PartStoreOp::PushEnd { swap, .. } => swap.is_some(),
+            _ => true,
+        };
+        if let (true, Some(m)) = (replaced, &meta) {
+            stores.watches.touch_prefix(0, &m.prefix);
+        }
+        stores.install_exec(Arc::new(new));
+    }
+    Ok(match meta {
+        Some(m) => Value::Store(Box::new(m)),
+        None => Value::Ok,
+    })
+}
+
+/// The real-time log entries of store `m` whose keys are partition `part`'s, as the
+/// transaction sees them, in entry order (which is the partition's log order).
+fn part_entries(
+    tx: &mut TxnContext<'_, Db>,
+    m: &StoreMeta,
+    part: u32,
+    partitions: u32,
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let (lo, hi) = rt_range(m.id);
+    let mut out = Vec::new();
+    for k in tx.first_keys(&lo, &hi, usize::MAX)? {
+        let Some(raw) = tx.get(&k)? else { continue };
+        let e = RtEntry::decode(&raw).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        if crate::slot::key_partition(e.key, partitions) == part {
+            out.push((k, raw.to_vec()));
+        }
+    }
+    Ok(out)
+}
+
+/// Deletes partition `part`'s real-time log entries of store `m`.
+fn clear_rt(tx: &mut TxnContext<'_, Db>, m: &StoreMeta, part: u32, partitions: u32) -> Result<()> {
+    for (k, _) in part_entries(tx, m, part, partitions)? {
+        tx.delete(&k);
+    }
+    Ok(())
+}
+
+/// Replays partition `part`'s streamed writes kept since its push began onto `version`, then
+/// deletes them.
+fn replay_part(
+    tx: &mut TxnContext<'_, Db>,
+    m: &StoreMeta,
+    version: u32,
+    part: u32,
+    partitions: u32,
+) -> Result<()> {
+    for (k, raw) in part_entries(tx, m, part, partitions)? {
+        let e = RtEntry::decode(&raw).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let vk = version_key(m.id, version, e.key);
+        match e.record {
+            Some(r) => tx.put(&vk, r),
+            None => tx.delete(&vk),
+        }
+        tx.delete(&k);
+    }
+    Ok(())
 }
 
 fn find<'c>(cat: &'c Catalog, name: &str) -> Result<&'c Arc<StoreMeta>, StoreError> {

@@ -29,6 +29,7 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
     let start = tx.savepoint();
     let r = match &op.kind {
         OpKind::Store(s) => catalog::apply(tx, stores, op.now_ms, s),
+        OpKind::PartitionStore { partition, op } => catalog::apply_part(tx, stores, *partition, op),
         OpKind::FlushStep { all, limit } => keys::flush_step(tx, stores, op.db, *all, *limit),
         OpKind::FlushSlots {
             first,
@@ -81,6 +82,7 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         | OpKind::FlushStep { .. }
         | OpKind::FlushSlots { .. }
         | OpKind::PartitionLibrary { .. }
+        | OpKind::PartitionStore { .. }
         | OpKind::Library(_) => Err(crate::error::Error::BadOp("not a key-level op")),
     }
 }

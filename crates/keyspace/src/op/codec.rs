@@ -37,6 +37,12 @@
 //!  25 LibraryRestore policy: u8 (0 append, 1 replace, 2 flush) | n: u64 | library*n
 //!  28 FlushSlots   first: u16 LE | last: u16 LE | from | limit: u64
 //!  29 PartitionLibrary partition: u32 LE | a library change (kind 22 to 25 and its body)
+//!  30 PartitionStore partition: u32 LE | change: u8 | name: string | id: u32 LE | body
+//!       1 create    prefix | created_ms: i64
+//!       2 delete
+//!       3 push-begin version: u32 LE | started_ms: i64
+//!       4 push-end  version: u32 LE | swap: u8 (0 | 1 records: u64 | bytes: u64 | created_ms: i64)
+//!       5 rollback  to: u32 LE
 //!  library := name: string | n: u64 | function: string * n | code
 //! ```
 //!
@@ -47,8 +53,8 @@
 use bytes::Bytes;
 
 use super::{
-    BadTime, Cond, ExpireCond, LibraryOp, LibrarySource, Op, OpKind, RestorePolicy, Set, StoreOp,
-    TtlChange,
+    BadTime, Cond, ExpireCond, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp, RestorePolicy,
+    Set, StoreOp, TtlChange,
 };
 use crate::error::{Error, Result};
 use crate::stores::VersionInfo;
@@ -207,6 +213,50 @@ impl Op {
                 w.u8(29);
                 w.0.extend_from_slice(&partition.to_le_bytes());
                 w.library_op(op);
+            }
+            OpKind::PartitionStore { partition, op } => {
+                w.u8(30);
+                w.0.extend_from_slice(&partition.to_le_bytes());
+                let (change, name, id) = match op {
+                    PartStoreOp::Create { name, id, .. } => (1, name, id),
+                    PartStoreOp::Delete { name, id } => (2, name, id),
+                    PartStoreOp::PushBegin { name, id, .. } => (3, name, id),
+                    PartStoreOp::PushEnd { name, id, .. } => (4, name, id),
+                    PartStoreOp::Rollback { name, id, .. } => (5, name, id),
+                };
+                w.u8(change);
+                w.bytes(name.as_bytes());
+                w.0.extend_from_slice(&id.to_le_bytes());
+                match op {
+                    PartStoreOp::Create {
+                        prefix, created_ms, ..
+                    } => {
+                        w.bytes(prefix);
+                        w.i64(*created_ms);
+                    }
+                    PartStoreOp::Delete { .. } => {}
+                    PartStoreOp::PushBegin {
+                        version,
+                        started_ms,
+                        ..
+                    } => {
+                        w.0.extend_from_slice(&version.to_le_bytes());
+                        w.i64(*started_ms);
+                    }
+                    PartStoreOp::PushEnd { version, swap, .. } => {
+                        w.0.extend_from_slice(&version.to_le_bytes());
+                        match swap {
+                            None => w.u8(0),
+                            Some(info) => {
+                                w.u8(1);
+                                w.u64(info.records);
+                                w.u64(info.bytes);
+                                w.i64(info.created_ms);
+                            }
+                        }
+                    }
+                    PartStoreOp::Rollback { to, .. } => w.0.extend_from_slice(&to.to_le_bytes()),
+                }
             }
             OpKind::Store(StoreOp::Create {
                 name,
@@ -445,6 +495,53 @@ impl Op {
                     partition: u32::from_le_bytes(b),
                     op: r.library_op(k)?,
                 }
+            }
+            30 => {
+                let partition = r.u32()?;
+                let change = r.u8()?;
+                let name = r.string()?;
+                let id = r.u32()?;
+                let op = match change {
+                    1 => PartStoreOp::Create {
+                        name,
+                        id,
+                        prefix: r.bytes()?,
+                        created_ms: r.i64()?,
+                    },
+                    2 => PartStoreOp::Delete { name, id },
+                    3 => PartStoreOp::PushBegin {
+                        name,
+                        id,
+                        version: r.u32()?,
+                        started_ms: r.i64()?,
+                    },
+                    4 => {
+                        let version = r.u32()?;
+                        let swap = if r.bool()? {
+                            Some(VersionInfo {
+                                number: version,
+                                records: r.u64()?,
+                                bytes: r.u64()?,
+                                created_ms: r.i64()?,
+                            })
+                        } else {
+                            None
+                        };
+                        PartStoreOp::PushEnd {
+                            name,
+                            id,
+                            version,
+                            swap,
+                        }
+                    }
+                    5 => PartStoreOp::Rollback {
+                        name,
+                        id,
+                        to: r.u32()?,
+                    },
+                    _ => return Err(Error::BadOp("unknown store change")),
+                };
+                OpKind::PartitionStore { partition, op }
             }
             _ => return Err(Error::BadOp("unknown kind")),
         };

@@ -229,6 +229,15 @@ pub enum OpKind {
     },
     /// A change of the store catalog.
     Store(StoreOp),
+    /// A change of one cluster partition's stores: each partition creates, swaps and rolls
+    /// back its stores at its own offsets; store ids and version numbers come from the
+    /// cluster's catalog, so every partition names a store and a version alike.
+    PartitionStore {
+        /// The partition.
+        partition: u32,
+        /// The change.
+        op: PartStoreOp,
+    },
     /// A change to the stored function libraries (FUNCTION LOAD, DELETE, FLUSH, RESTORE).
     Library(LibraryOp),
 }
@@ -281,6 +290,67 @@ pub enum StoreOp {
         store: String,
         /// The new version and the first real-time log entry still to replay.
         swap: Option<(VersionInfo, u64)>,
+    },
+}
+
+/// A change of one partition's stores (cluster mode). Each is idempotent — applied again, or
+/// after the partition already moved past it, it changes nothing — because a partition's
+/// master drives its partition towards the cluster's catalog and may send a change twice
+/// across a failover.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PartStoreOp {
+    /// Creates the store in the partition, its version 1 empty.
+    Create {
+        /// Its name.
+        name: String,
+        /// Its id, the same in every partition.
+        id: u32,
+        /// The key prefix it owns.
+        prefix: Bytes,
+        /// When the cluster's catalog created it, Unix ms.
+        created_ms: i64,
+    },
+    /// Deletes the store from the partition (its keys there return to the default store).
+    Delete {
+        /// Its name.
+        name: String,
+        /// Its id: a later store of the same name is not deleted.
+        id: u32,
+    },
+    /// Begins the partition's part of a push: its streamed writes to the store are kept for
+    /// replay onto `version` from here on.
+    PushBegin {
+        /// The store.
+        name: String,
+        /// Its id.
+        id: u32,
+        /// The version being pushed.
+        version: u32,
+        /// When the push began, Unix ms.
+        started_ms: i64,
+    },
+    /// Ends the partition's part of a push: with `swap`, the streamed writes kept since its
+    /// begin are replayed onto `version`, which becomes current (every replica of the
+    /// partition switches at this record's offset); without, the version is retired.
+    PushEnd {
+        /// The store.
+        name: String,
+        /// Its id.
+        id: u32,
+        /// The version pushed.
+        version: u32,
+        /// The version's figures when it is swapped in.
+        swap: Option<VersionInfo>,
+    },
+    /// Makes `to`, the partition's previous version, current again and retires the version
+    /// left.
+    Rollback {
+        /// The store.
+        name: String,
+        /// Its id.
+        id: u32,
+        /// The version to go back to.
+        to: u32,
     },
 }
 

@@ -4,8 +4,10 @@
 //! version data key  0x03 | store id (u32 BE) | version (u32 BE) | user key  -> value record
 //! real-time log     0x04 | store id (u32 BE) | n (u64 BE)                  -> rt entry
 //! store record      0x05 | name                                            -> store record
+//!   of partition p  0x05 | name | 0x00 | p (u32 BE)                         (cluster mode)
 //! next store id     0x05                                                   -> u32 LE
 //! retired range     0x06 | store id (u32 BE) | version (u32 BE)            -> empty
+//!   by partition p  0x06 | store id (u32 BE) | version (u32 BE) | p (u32 BE)  (cluster mode)
 //! rt entry      := op (u8: 0 delete, 1 put) | at_ms (i64 LE) | key_len (u32 LE) | key | record
 //! ```
 //!
@@ -203,44 +205,152 @@ impl<'a> Reader<'a> {
 }
 
 /// Every store, indexed for routing. Immutable: a change builds a new catalog.
-#[derive(Debug, Clone, Default)]
+///
+/// A catalog has one routing table per partition of the keyspace: one on a single node; in
+/// cluster mode one per partition of the log, because each partition applies its store
+/// changes (create, swap, rollback...) at its own offsets, and a key is routed by its
+/// partition's table. [`Catalog::get`], [`Catalog::iter`] and the single-partition changes
+/// speak for partition 0, the only one on a single node.
+#[derive(Debug, Clone)]
 pub struct Catalog {
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Part {
     by_name: BTreeMap<String, Arc<StoreMeta>>,
     by_prefix: BTreeMap<Vec<u8>, Arc<StoreMeta>>,
 }
 
+impl Default for Catalog {
+    fn default() -> Self {
+        Catalog::partitioned(1)
+    }
+}
+
 impl Catalog {
-    /// A catalog of `stores`.
+    /// A catalog of `stores`, on a single partition.
     pub fn new(stores: impl IntoIterator<Item = StoreMeta>) -> Catalog {
         let mut c = Catalog::default();
         for s in stores {
-            c.insert(s);
+            c.parts[0].insert(s);
         }
         c
     }
 
-    /// True when there is no store (every key is in the default store).
+    /// An empty catalog of `partitions` partitions (at least one).
+    pub fn partitioned(partitions: u32) -> Catalog {
+        Catalog {
+            parts: vec![Part::default(); partitions.max(1) as usize],
+        }
+    }
+
+    /// How many partitions the catalog routes for.
+    pub fn partitions(&self) -> u32 {
+        self.parts.len() as u32
+    }
+
+    /// True when there is no store in any partition (every key is in the default store).
     pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
+        self.parts.iter().all(|p| p.by_name.is_empty())
     }
 
-    /// The store named `name`.
+    /// The store named `name` (partition 0's).
     pub fn get(&self, name: &str) -> Option<&Arc<StoreMeta>> {
-        self.by_name.get(name)
+        self.get_in(0, name)
     }
 
-    /// Every store, by name.
+    /// The store named `name` as partition `p` holds it.
+    pub fn get_in(&self, p: u32, name: &str) -> Option<&Arc<StoreMeta>> {
+        self.parts.get(p as usize)?.by_name.get(name)
+    }
+
+    /// Every store of partition 0, by name.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<StoreMeta>> {
-        self.by_name.values()
+        self.parts[0].by_name.values()
     }
 
-    /// Every store, by prefix (key order).
-    pub fn by_prefix(&self) -> impl Iterator<Item = &Arc<StoreMeta>> {
-        self.by_prefix.values()
+    /// Every store of partition `p`, by name.
+    pub fn iter_in(&self, p: u32) -> impl Iterator<Item = &Arc<StoreMeta>> {
+        self.parts
+            .get(p as usize)
+            .into_iter()
+            .flat_map(|p| p.by_name.values())
     }
 
-    /// The store `key` (of database 0) belongs to, if any.
+    /// Every store of every partition, with its partition.
+    pub fn all(&self) -> impl Iterator<Item = (u32, &Arc<StoreMeta>)> {
+        self.parts
+            .iter()
+            .enumerate()
+            .flat_map(|(p, part)| part.by_name.values().map(move |s| (p as u32, s)))
+    }
+
+    /// Every store of partition `p`, by prefix (key order).
+    pub fn by_prefix_in(&self, p: u32) -> impl Iterator<Item = &Arc<StoreMeta>> {
+        self.parts
+            .get(p as usize)
+            .into_iter()
+            .flat_map(|p| p.by_prefix.values())
+    }
+
+    /// The store `key` (of database 0) belongs to, if any, as its partition holds it.
     pub fn route(&self, key: &[u8]) -> Option<&Arc<StoreMeta>> {
+        let part = if self.parts.len() == 1 {
+            &self.parts[0]
+        } else {
+            &self.parts[crate::slot::key_partition(key, self.partitions()) as usize]
+        };
+        part.route(key)
+    }
+
+    /// Why `prefix` cannot be a new store's prefix in partition `p`, if it cannot.
+    pub fn prefix_conflict_in(&self, p: u32, prefix: &[u8]) -> Option<&Arc<StoreMeta>> {
+        self.parts.get(p as usize)?.prefix_conflict(prefix)
+    }
+
+    /// Why `prefix` cannot be a new store's prefix, if it cannot.
+    pub fn prefix_conflict(&self, prefix: &[u8]) -> Option<&Arc<StoreMeta>> {
+        self.prefix_conflict_in(0, prefix)
+    }
+
+    /// A copy with `meta` added or replaced (in partition 0).
+    pub fn with(&self, meta: StoreMeta) -> Catalog {
+        self.with_in(0, meta)
+    }
+
+    /// A copy with `meta` added or replaced in partition `p`.
+    pub fn with_in(&self, p: u32, meta: StoreMeta) -> Catalog {
+        let mut c = self.clone();
+        if let Some(part) = c.parts.get_mut(p as usize) {
+            if let Some(old) = part.by_name.get(&meta.name) {
+                let prefix = old.prefix.clone();
+                part.by_prefix.remove(&prefix);
+            }
+            part.insert(meta);
+        }
+        c
+    }
+
+    /// A copy without the store `name` (in partition 0).
+    pub fn without(&self, name: &str) -> Catalog {
+        self.without_in(0, name)
+    }
+
+    /// A copy without the store `name` in partition `p`.
+    pub fn without_in(&self, p: u32, name: &str) -> Catalog {
+        let mut c = self.clone();
+        if let Some(part) = c.parts.get_mut(p as usize) {
+            if let Some(old) = part.by_name.remove(name) {
+                part.by_prefix.remove(&old.prefix);
+            }
+        }
+        c
+    }
+}
+
+impl Part {
+    fn route(&self, key: &[u8]) -> Option<&Arc<StoreMeta>> {
         if self.by_prefix.is_empty() {
             return None;
         }
@@ -251,32 +361,11 @@ impl Catalog {
         key.starts_with(p).then_some(s)
     }
 
-    /// Why `prefix` cannot be a new store's prefix, if it cannot.
-    pub fn prefix_conflict(&self, prefix: &[u8]) -> Option<&Arc<StoreMeta>> {
+    fn prefix_conflict(&self, prefix: &[u8]) -> Option<&Arc<StoreMeta>> {
         self.by_prefix
             .iter()
             .find(|(p, _)| p.starts_with(prefix) || prefix.starts_with(p))
             .map(|(_, s)| s)
-    }
-
-    /// A copy with `meta` added or replaced.
-    pub fn with(&self, meta: StoreMeta) -> Catalog {
-        let mut c = self.clone();
-        if let Some(old) = c.by_name.get(&meta.name) {
-            let p = old.prefix.clone();
-            c.by_prefix.remove(&p);
-        }
-        c.insert(meta);
-        c
-    }
-
-    /// A copy without the store `name`.
-    pub fn without(&self, name: &str) -> Catalog {
-        let mut c = self.clone();
-        if let Some(old) = c.by_name.remove(name) {
-            c.by_prefix.remove(&old.prefix);
-        }
-        c
     }
 
     fn insert(&mut self, s: StoreMeta) {
@@ -392,6 +481,40 @@ pub fn meta_key(name: &str) -> Vec<u8> {
     k
 }
 
+/// The key of store `name`'s record as partition `p` holds it (cluster mode). A name never
+/// holds a zero byte, so these keys never collide with a single node's.
+pub fn part_meta_key(name: &str, p: u32) -> Vec<u8> {
+    let mut k = meta_key(name);
+    k.push(0);
+    k.extend_from_slice(&p.to_be_bytes());
+    k
+}
+
+/// The key of store `name`'s record in partition `p` of a catalog of `partitions`: a single
+/// node's key when there is one partition.
+pub fn record_key(name: &str, p: u32, partitions: u32) -> Vec<u8> {
+    if partitions <= 1 {
+        meta_key(name)
+    } else {
+        part_meta_key(name, p)
+    }
+}
+
+/// Parses a store record's key: its name, and its partition in cluster mode.
+pub fn parse_meta_key(k: &[u8]) -> Option<(String, Option<u32>)> {
+    let rest = k.strip_prefix(&[STORE_META])?;
+    match rest.iter().position(|&b| b == 0) {
+        None => Some((String::from_utf8_lossy(rest).into_owned(), None)),
+        Some(i) => {
+            let p: [u8; 4] = rest[i + 1..].try_into().ok()?;
+            Some((
+                String::from_utf8_lossy(&rest[..i]).into_owned(),
+                Some(u32::from_be_bytes(p)),
+            ))
+        }
+    }
+}
+
 /// The key holding the next store id.
 pub fn next_id_key() -> Vec<u8> {
     vec![STORE_META]
@@ -406,14 +529,31 @@ pub fn retired_key(id: u32, version: u32) -> Vec<u8> {
     k
 }
 
-/// Parses a retired-range key.
-pub fn parse_retired(k: &[u8]) -> Option<(u32, u32)> {
-    if k.len() != 9 || k[0] != RETIRED {
+/// The key marking `(id, version)` as retired by partition `p` of `partitions`: a single
+/// node's marker when there is one partition. In cluster mode every partition retires a
+/// version on its own, at its own offset, and the version's data (shared by the partitions,
+/// keyed by user key) is removed once every partition has retired it.
+pub fn retired_key_in(id: u32, version: u32, p: u32, partitions: u32) -> Vec<u8> {
+    let mut k = retired_key(id, version);
+    if partitions > 1 {
+        k.extend_from_slice(&p.to_be_bytes());
+    }
+    k
+}
+
+/// Parses a retired-range key: store id, version, and the partition that retired it (cluster
+/// mode).
+pub fn parse_retired(k: &[u8]) -> Option<(u32, u32, Option<u32>)> {
+    if (k.len() != 9 && k.len() != 13) || k[0] != RETIRED {
         return None;
     }
     let id = u32::from_be_bytes(k[1..5].try_into().ok()?);
     let v = u32::from_be_bytes(k[5..9].try_into().ok()?);
-    Some((id, v))
+    let p = match k.get(9..13) {
+        Some(b) => Some(u32::from_be_bytes(b.try_into().ok()?)),
+        None => None,
+    };
+    Some((id, v, p))
 }
 
 /// The engine's partitioner for the server's keyspace: a table file never mixes two store
@@ -511,7 +651,24 @@ mod tests {
     fn keys_decode_back() {
         let k = version_key(1, 2, b"x");
         assert_eq!(rt_number(&rt_key(9, 77)), Some(77));
-        assert_eq!(parse_retired(&retired_key(3, 4)), Some((3, 4)));
+        assert_eq!(parse_retired(&retired_key(3, 4)), Some((3, 4, None)));
+        assert_eq!(
+            parse_retired(&retired_key_in(3, 4, 0, 1)),
+            Some((3, 4, None))
+        );
+        assert_eq!(
+            parse_retired(&retired_key_in(3, 4, 2, 3)),
+            Some((3, 4, Some(2)))
+        );
+        assert_eq!(
+            parse_meta_key(&meta_key("features")),
+            Some(("features".into(), None))
+        );
+        assert_eq!(
+            parse_meta_key(&part_meta_key("features", 7)),
+            Some(("features".into(), Some(7)))
+        );
+        assert_eq!(record_key("f", 0, 1), meta_key("f"));
         let (lo, hi) = version_range(1, 2);
         assert!(lo < k && k < hi);
         assert_eq!(partition_len(&k), 9);

@@ -35,7 +35,7 @@ pub fn run_once(
     now_ms: i64,
 ) -> StoreResult<PassReport> {
     let mut report = PassReport::default();
-    for (id, version) in retired(db)? {
+    for (id, version, markers) in removable(retired(db)?, stores.partitions()) {
         let ranges = if version == WHOLE_STORE {
             vec![catalog::store_data_range(id), rt_range(id)]
         } else {
@@ -46,10 +46,17 @@ pub fn run_once(
             report.files_dropped += files;
             report.keys_deleted += crate::chunked::delete_range(db, merger, &lo, &hi, |_| true)?;
         }
-        merger
-            .write(one_delete(&catalog::retired_key(id, version)))
-            .wait()?;
+        let mut b = WriteBatch::new();
+        for k in markers {
+            b.delete(&k);
+        }
+        merger.write(b).wait()?;
         report.ranges_removed += 1;
+    }
+    // In cluster mode a partition's push clears its own real-time entries at its begin and end
+    // (records of the log): a prune here, by this node's clock, would make replicas differ.
+    if stores.partitions() > 1 {
+        return Ok(report);
     }
     for s in stores.exec_catalog().iter() {
         let horizon = now_ms.saturating_sub(s.rewind_ms as i64);
@@ -67,13 +74,55 @@ pub fn run_once(
     Ok(report)
 }
 
-fn one_delete(k: &[u8]) -> WriteBatch {
-    let mut b = WriteBatch::new();
-    b.delete(k);
-    b
+/// The retired ranges whose data can go, each with the markers to delete once it has: on a
+/// single node every marked range; in cluster mode a range every partition has retired (a
+/// store deleted by every partition takes its versions' markers with it). The versions'
+/// data is shared by the partitions, each serving its own keys of it until it retires it.
+fn removable(
+    markers: Vec<(u32, u32, Option<u32>)>,
+    partitions: u32,
+) -> Vec<(u32, u32, Vec<Vec<u8>>)> {
+    use std::collections::BTreeMap;
+    if partitions <= 1 {
+        return markers
+            .into_iter()
+            .filter(|m| m.2.is_none())
+            .map(|(id, v, _)| (id, v, vec![catalog::retired_key(id, v)]))
+            .collect();
+    }
+    let mut by_range: BTreeMap<(u32, u32), Vec<u32>> = BTreeMap::new();
+    for (id, v, p) in markers {
+        if let Some(p) = p {
+            by_range.entry((id, v)).or_default().push(p);
+        }
+    }
+    let whole: std::collections::BTreeSet<u32> = by_range
+        .iter()
+        .filter(|((_, v), ps)| *v == WHOLE_STORE && ps.len() as u32 == partitions)
+        .map(|((id, _), _)| *id)
+        .collect();
+    let mut out: Vec<(u32, u32, Vec<Vec<u8>>)> = Vec::new();
+    for ((id, v), ps) in by_range {
+        let keys = ps
+            .iter()
+            .map(|&p| catalog::retired_key_in(id, v, p, partitions));
+        if whole.contains(&id) {
+            // One removal of the whole store takes every marker of it.
+            match out
+                .iter_mut()
+                .find(|(i, w, _)| *i == id && *w == WHOLE_STORE)
+            {
+                Some(e) => e.2.extend(keys),
+                None => out.push((id, WHOLE_STORE, keys.collect())),
+            }
+        } else if ps.len() as u32 == partitions {
+            out.push((id, v, keys.collect()));
+        }
+    }
+    out
 }
 
-fn retired(db: &Db) -> StoreResult<Vec<(u32, u32)>> {
+fn retired(db: &Db) -> StoreResult<Vec<(u32, u32, Option<u32>)>> {
     let mut it = db.iter(IterOptions {
         lower: Some(vec![RETIRED]),
         upper: Some(vec![RETIRED + 1]),

@@ -15,6 +15,7 @@
 pub(crate) mod catalog;
 pub(crate) mod maintenance;
 pub(crate) mod push;
+mod stage;
 mod table_writer;
 
 use std::collections::HashMap;
@@ -34,6 +35,7 @@ use catalog::{rt_number, rt_range};
 pub use catalog::{Catalog, Pushing, StoreMeta, VersionInfo};
 pub use maintenance::PassReport;
 pub use push::{lower_thread_priority, PushReport};
+pub use stage::{Staged, Staging};
 
 /// What a store operation can fail with. The texts are sentences without a protocol code:
 /// the server prefixes Redis's `ERR`, the command-line tools print them as they are.
@@ -162,6 +164,11 @@ impl RtNumbers {
         self.0.lock().get(&id).copied().unwrap_or(0)
     }
 
+    /// Starts numbering store `id`'s entries if nothing does yet.
+    pub(crate) fn reserve(&self, id: u32) {
+        self.0.lock().entry(id).or_insert(0);
+    }
+
     pub(crate) fn set(&self, id: u32, next: u64) {
         self.0.lock().insert(id, next);
     }
@@ -275,6 +282,9 @@ pub struct StoreOptions {
     pub push_page_cache: PushPageCache,
     /// What a push must load unless it says otherwise at its begin.
     pub push_guard: PushGuard,
+    /// Partitions the catalog routes for: 1 on a single node; in cluster mode the log's
+    /// partitions, each of which changes its stores at its own offsets.
+    pub partitions: u32,
 }
 
 /// How much of a pushed version's tables a push leaves in the operating system's page cache
@@ -341,7 +351,8 @@ pub struct Stores {
 
 /// Store records read from the engine.
 struct Loaded {
-    stores: Vec<StoreMeta>,
+    /// Each record with its partition (cluster mode).
+    stores: Vec<(Option<u32>, StoreMeta)>,
     next_id: u32,
 }
 
@@ -366,11 +377,12 @@ fn load(db: &Db) -> StoreResult<Loaded> {
                 .map_err(|_| StoreError::Corrupt("corrupt next store id".into()))?;
             out.next_id = out.next_id.max(u32::from_le_bytes(b));
         } else {
-            let name = String::from_utf8_lossy(&k[1..]).into_owned();
+            let (name, part) = catalog::parse_meta_key(k)
+                .ok_or_else(|| StoreError::Corrupt("corrupt store record key".into()))?;
             let m = StoreMeta::decode(&name, it.value())
                 .map_err(|e| StoreError::Corrupt(format!("store '{name}': {e}")))?;
             out.next_id = out.next_id.max(m.id + 1);
-            out.stores.push(m);
+            out.stores.push((part, m));
         }
         it.next();
     }
@@ -402,10 +414,25 @@ impl Stores {
     pub fn open(db: &Db, opts: StoreOptions, clock: Arc<dyn Clock>) -> StoreResult<Stores> {
         let loaded = load(db)?;
         let rt = RtNumbers::default();
-        for s in &loaded.stores {
+        let partitions = opts.partitions.max(1);
+        let mut cat = Catalog::partitioned(partitions);
+        for (part, s) in loaded.stores {
+            // A single node's records in a cluster's directory, or the other way round, or
+            // a partition the configuration no longer has: refused, not guessed at.
+            let p = match (part, partitions) {
+                (None, 1) => 0,
+                (Some(p), n) if n > 1 && p < n => p,
+                _ => {
+                    return Err(StoreError::Corrupt(format!(
+                        "store '{}' was recorded for another number of partitions than the {partitions} configured",
+                        s.name
+                    )))
+                }
+            };
             rt.set(s.id, rt_next_number(db, s.id)?);
+            cat = cat.with_in(p, s);
         }
-        let cat = Arc::new(Catalog::new(loaded.stores));
+        let cat = Arc::new(cat);
         let threads = opts.push_threads.max(1);
         Ok(Stores {
             watches: Arc::default(),
@@ -418,6 +445,22 @@ impl Stores {
             opts,
             clock,
         })
+    }
+
+    /// Partitions the catalog routes for (1 on a single node).
+    pub fn partitions(&self) -> u32 {
+        self.opts.partitions.max(1)
+    }
+
+    /// Publishes the execution-order catalog to reads, once the transactions that made it
+    /// are durable (the cluster's applier calls it after each of its transactions: store
+    /// changes from the log are applied there, not through [`Stores::apply_op`]).
+    pub fn publish(&self, db: &Db) {
+        let exec = self.exec.load_full();
+        if !Arc::ptr_eq(&exec, &self.read.load()) {
+            self.read.store(exec);
+            self.focus_row_cache(db);
+        }
     }
 
     /// The catalog reads of the published state route with.
@@ -488,8 +531,9 @@ impl Stores {
     /// read asks for while the new version's first reads miss.
     fn focus_row_cache(&self, db: &Db) {
         let cat = self.read.load();
-        let mut stores: Vec<&Arc<StoreMeta>> = cat.iter().collect();
-        stores.sort_by_key(|s| std::cmp::Reverse((s.current.created_ms, s.id)));
+        let mut stores: Vec<&Arc<StoreMeta>> = cat.all().map(|(_, s)| s).collect();
+        stores.sort_by_key(|s| std::cmp::Reverse((s.current.created_ms, s.id, s.current.number)));
+        stores.dedup_by_key(|s| (s.id, s.current.number));
         let mut ranges: Vec<_> = stores
             .iter()
             .map(|s| catalog::version_range(s.id, s.current.number))
@@ -504,7 +548,14 @@ impl Stores {
     /// Finishes what a stop interrupted: a push recorded as running is abandoned and its
     /// version retired, and a version a rollback left is retired; then the row cache is
     /// focused on the current versions. Run once after opening, before serving.
+    ///
+    /// In cluster mode the catalog changes only through the log: what a stop interrupted is
+    /// finished by the records that follow, so only the row cache is focused here.
     pub fn recover(self: &Arc<Self>, merger: &Merger<Db>) -> StoreResult<()> {
+        if self.partitions() > 1 {
+            self.focus_row_cache(merger.engine());
+            return Ok(());
+        }
         let stale: Vec<String> = self
             .exec
             .load()

@@ -84,9 +84,9 @@ struct Session {
 /// A push's own spill directory (`push-tmp/push-<id>`), removed when the push ends — after a
 /// commit, an abort or a failure — once its runs are gone. One left by a crash (or that
 /// could not be removed) is swept at the next start.
-struct SpillDir {
-    fs: rialto_io::FsRef,
-    path: PathBuf,
+pub(super) struct SpillDir {
+    pub(super) fs: rialto_io::FsRef,
+    pub(super) path: PathBuf,
 }
 
 impl Drop for SpillDir {

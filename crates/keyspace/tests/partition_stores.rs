@@ -1,0 +1,296 @@
+//! Stores in cluster mode: each partition of the log creates, swaps and rolls back a store at
+//! its own offsets (`OpKind::PartitionStore`), so a key is read from the version its own
+//! partition serves, a version's data is loaded once for every partition (`stage_version`),
+//! streamed writes made during a partition's push are replayed onto the new version at that
+//! partition's swap, and a version's data goes only once every partition has retired it.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rialto_io::{Clock, Fs, MemFs, SystemClock};
+use rialto_keyspace::{
+    slot, DuplicatePolicy, Keyspace, KeyspaceOptions, Op, OpKind, PartStoreOp, Set, StoreOptions,
+    Value, VersionInfo,
+};
+
+const PARTS: u32 = 3;
+const ID: u32 = 5;
+
+fn open(fs: &MemFs) -> Keyspace {
+    let fsref: rialto_io::FsRef = Arc::new(fs.clone());
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    fs.create_dir_all(std::path::Path::new("/ks")).unwrap();
+    Keyspace::open(
+        std::path::Path::new("/ks/db"),
+        KeyspaceOptions {
+            engine: rialto_lsm::Options {
+                fs: fsref,
+                clock,
+                write_buffer_size: 64 << 10,
+                ..rialto_lsm::Options::default()
+            },
+            merger: rialto_txn::MergerOptions {
+                inline_execution: true,
+                ..rialto_txn::MergerOptions::default()
+            },
+            stores: StoreOptions {
+                push_memory_limit: 1 << 20,
+                push_tmp_dir: "/ks/push-tmp".into(),
+                push_threads: 1,
+                push_nice: rialto_io::ThreadPriority::Nice(0),
+                push_page_cache: rialto_keyspace::PushPageCache::All,
+                push_guard: rialto_keyspace::PushGuard::default(),
+                partitions: PARTS,
+            },
+        },
+    )
+    .unwrap()
+}
+
+fn part(ks: &Keyspace, p: u32, op: PartStoreOp) -> rialto_keyspace::Result<Value> {
+    ks.execute(Op::new(
+        0,
+        1_700_000_000_000,
+        OpKind::PartitionStore { partition: p, op },
+    ))
+}
+
+fn create(ks: &Keyspace, p: u32) -> Value {
+    part(
+        ks,
+        p,
+        PartStoreOp::Create {
+            name: "f".into(),
+            id: ID,
+            prefix: Bytes::from_static(b"f:"),
+            created_ms: 1,
+        },
+    )
+    .unwrap()
+}
+
+fn set(ks: &Keyspace, k: &[u8], v: &[u8]) {
+    let op = Op::new(
+        0,
+        1_700_000_000_000,
+        OpKind::Set(Set {
+            key: Bytes::copy_from_slice(k),
+            value: Bytes::copy_from_slice(v),
+            expire_at_ms: None,
+            keep_ttl: false,
+            cond: None,
+            get: false,
+        }),
+    );
+    ks.execute(op).unwrap();
+}
+
+fn get(ks: &Keyspace, k: &[u8]) -> Option<Vec<u8>> {
+    ks.read(0, 1_700_000_000_000, |r| r.get(k))
+        .unwrap()
+        .map(|r| r.value.to_vec())
+}
+
+/// A key under the store's prefix in each partition.
+fn keys() -> Vec<Vec<u8>> {
+    (0..PARTS)
+        .map(|p| {
+            (0..)
+                .map(|i| format!("f:{i}").into_bytes())
+                .find(|k| slot::key_partition(k, PARTS) == p)
+                .unwrap()
+        })
+        .collect()
+}
+
+fn begin(ks: &Keyspace, p: u32, version: u32) {
+    part(
+        ks,
+        p,
+        PartStoreOp::PushBegin {
+            name: "f".into(),
+            id: ID,
+            version,
+            started_ms: 2,
+        },
+    )
+    .unwrap();
+}
+
+fn swap(ks: &Keyspace, p: u32, version: u32) {
+    part(
+        ks,
+        p,
+        PartStoreOp::PushEnd {
+            name: "f".into(),
+            id: ID,
+            version,
+            swap: Some(VersionInfo {
+                number: version,
+                records: 3,
+                bytes: 30,
+                created_ms: 3,
+            }),
+        },
+    )
+    .unwrap();
+}
+
+#[test]
+fn each_partition_serves_the_version_it_swapped_in() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    let k = keys();
+    // Created in partition 0 only: its key is the store's, the others the default store's.
+    let made = create(&ks, 0);
+    assert!(matches!(made, Value::Store(ref m) if m.id == ID));
+    set(&ks, &k[0], b"old0");
+    set(&ks, &k[1], b"default1");
+    assert_eq!(ks.catalog().route(&k[0]).map(|s| s.id), Some(ID));
+    assert_eq!(ks.catalog().route(&k[1]), None);
+    // Applied again, a create changes nothing.
+    assert_eq!(create(&ks, 0), made);
+    for p in 1..PARTS {
+        create(&ks, p);
+    }
+    // The default store's key under the prefix is hidden now, as on one node.
+    assert_eq!(get(&ks, &k[1]), None);
+    set(&ks, &k[1], b"old1");
+
+    // Version 2 is loaded once, for every partition, before any partition swaps it in.
+    let mut staging = ks
+        .stage_version(ID, 2, b"f:", DuplicatePolicy::Error)
+        .unwrap();
+    for (i, key) in k.iter().enumerate() {
+        staging
+            .add(&key[2..], format!("new{i}").as_bytes())
+            .unwrap();
+    }
+    let staged = ks.finish_staged(staging).unwrap();
+    assert_eq!(staged.records, 3);
+    for p in 0..PARTS {
+        begin(&ks, p, 2);
+    }
+    // A streamed write during partition 1's push lands on its current version, and is kept.
+    set(&ks, &k[1], b"streamed1");
+    assert_eq!(get(&ks, &k[0]), Some(b"old0".to_vec()));
+
+    swap(&ks, 0, 2);
+    assert_eq!(get(&ks, &k[0]), Some(b"new0".to_vec()));
+    assert_eq!(get(&ks, &k[1]), Some(b"streamed1".to_vec()));
+    assert_eq!(get(&ks, &k[2]), None);
+    // A swap applied again changes nothing.
+    swap(&ks, 0, 2);
+    assert_eq!(get(&ks, &k[0]), Some(b"new0".to_vec()));
+
+    swap(&ks, 1, 2);
+    // The write made during the push was replayed onto the new version.
+    assert_eq!(get(&ks, &k[1]), Some(b"streamed1".to_vec()));
+    swap(&ks, 2, 2);
+    assert_eq!(get(&ks, &k[2]), Some(b"new2".to_vec()));
+
+    // A rollback of one partition.
+    part(
+        &ks,
+        0,
+        PartStoreOp::Rollback {
+            name: "f".into(),
+            id: ID,
+            to: 1,
+        },
+    )
+    .unwrap();
+    assert_eq!(get(&ks, &k[0]), Some(b"old0".to_vec()));
+    assert_eq!(get(&ks, &k[2]), Some(b"new2".to_vec()));
+
+    // Version 2 is retired by partition 0 only: its data stays for the others.
+    ks.maintenance_pass().unwrap();
+    assert_eq!(get(&ks, &k[2]), Some(b"new2".to_vec()));
+
+    // Reopened, each partition routes as before.
+    ks.close().unwrap();
+    drop(ks);
+    let ks = open(&fs);
+    assert_eq!(get(&ks, &k[0]), Some(b"old0".to_vec()));
+    assert_eq!(get(&ks, &k[1]), Some(b"streamed1".to_vec()));
+    assert_eq!(get(&ks, &k[2]), Some(b"new2".to_vec()));
+
+    // Deleted by every partition, the store's data goes.
+    for p in 0..PARTS {
+        part(
+            &ks,
+            p,
+            PartStoreOp::Delete {
+                name: "f".into(),
+                id: ID,
+            },
+        )
+        .unwrap();
+    }
+    assert_eq!(get(&ks, &k[2]), None);
+    let report = ks.maintenance_pass().unwrap();
+    assert_eq!(report.ranges_removed, 1);
+    ks.close().unwrap();
+}
+
+#[test]
+fn an_aborted_push_keeps_the_current_version_and_conflicts_are_refused() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    let k = keys();
+    for p in 0..PARTS {
+        create(&ks, p);
+    }
+    set(&ks, &k[0], b"v1");
+    begin(&ks, 0, 2);
+    set(&ks, &k[0], b"v1b");
+    part(
+        &ks,
+        0,
+        PartStoreOp::PushEnd {
+            name: "f".into(),
+            id: ID,
+            version: 2,
+            swap: None,
+        },
+    )
+    .unwrap();
+    assert_eq!(get(&ks, &k[0]), Some(b"v1b".to_vec()));
+    // A begin of a version the partition is past changes nothing.
+    begin(&ks, 0, 2);
+    assert!(ks.catalog().get_in(0, "f").unwrap().pushing.is_none());
+    // Another store under an overlapping prefix, or the same name with another id: refused.
+    let e = part(
+        &ks,
+        1,
+        PartStoreOp::Create {
+            name: "g".into(),
+            id: ID + 1,
+            prefix: Bytes::from_static(b"f:x"),
+            created_ms: 1,
+        },
+    );
+    assert!(e.is_err());
+    let e = part(
+        &ks,
+        1,
+        PartStoreOp::Create {
+            name: "f".into(),
+            id: ID + 1,
+            prefix: Bytes::from_static(b"h:"),
+            created_ms: 1,
+        },
+    );
+    assert!(e.is_err());
+    // A partition out of range is refused.
+    assert!(part(
+        &ks,
+        PARTS,
+        PartStoreOp::Delete {
+            name: "f".into(),
+            id: ID
+        }
+    )
+    .is_err());
+    ks.close().unwrap();
+}
