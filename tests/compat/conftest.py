@@ -101,6 +101,12 @@ class _Servers:
         # their servers themselves, with SHUTDOWN or SIGTERM).
         for s in self.started:
             s.kill()
+        # Their data goes with them (each holds a preallocated journal segment): a whole run
+        # would otherwise keep every test's files until the session ends. Logs stay.
+        if not os.environ.get("COMPAT_KEEP_TMP"):
+            for s in self.started:
+                if Path(s.dir).resolve().is_relative_to(Path(self.base_dir).resolve()):
+                    shutil.rmtree(s.dir, ignore_errors=True)
 
 
 @pytest.fixture

@@ -42,7 +42,10 @@ def node_of_port(port):
 
 
 def run(*args, check=True):
-    return subprocess.run(["bash", str(SCRIPT), *args], check=check, capture_output=True, text=True)
+    r = subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise AssertionError(f"cluster.sh {' '.join(args)} failed:\n{r.stderr[-3000:]}")
+    return r
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +55,8 @@ def cluster():
     try:
         out = run("up", "--nodes", "3", "--partitions", str(PARTITIONS), "--base-port", str(BASE),
                   "--bin", str(servers.rialto_bin()), *common)
-    except subprocess.CalledProcessError as e:
-        pytest.fail(f"cluster.sh up failed:\n{e.stderr[-3000:]}")
+    except AssertionError as e:
+        pytest.fail(str(e))
     assert out.stdout.split() == [f"127.0.0.1:{node_port(i)}" for i in (1, 2, 3)]
     yield common
     run("down", *common, check=False)
@@ -128,8 +131,8 @@ def test_redirections_and_refusals_use_redis_texts(cluster):
         m.mset({"a": 1, "b": 2})
     with pytest.raises(redis.ResponseError, match="SELECT is not allowed in cluster mode"):
         m.select(1)
-    with pytest.raises(redis.ResponseError, match="not available in cluster mode"):
-        m.execute_command("STORE", "CREATE", "features", "f:")
+    with pytest.raises(redis.ResponseError, match="REWIND is not available in cluster mode"):
+        m.execute_command("STORE", "CREATE", "features", "PREFIX", "f:", "REWIND", "60")
     # A replica address redirects reads unless READONLY, then serves them; writes always move.
     m.set(key, "v")
     r = redis.Redis(port=replicas[0])
@@ -622,3 +625,218 @@ def test_functions_are_each_partitions_own_replicated_through_its_log(cluster):
     finally:
         run("start-node", str(victim), *cluster)
     wait_for(every_slot_served, 60, "every slot served")
+
+
+def push_csv(path, rows):
+    with open(path, "w") as f:
+        f.write("key,value\n")
+        for k, v in rows:
+            f.write(f"{k},{v}\n")
+
+
+def cli_push(store, path, port, *extra):
+    return subprocess.run([str(servers.rialto_bin()), "push", "--store", store, "--input", str(path),
+                           "--server", f"127.0.0.1:{port}", "--no-progress", *extra],
+                          capture_output=True, text=True, timeout=300)
+
+
+def partition_versions(port, store):
+    d = redis.Redis(port=port, protocol=3).execute_command("STORE", "DESCRIBE", store)
+    return [p[b"current-version"] if p else None for p in d[b"partitions"]]
+
+
+def settle():
+    """Waits until every replica applied each partition's master's last write (a marker); a
+    master that changes meanwhile (a rejoining node handed its partition back) is followed."""
+    for p in range(PARTITIONS):
+        lo, hi = p * 16384 // PARTITIONS, (p + 1) * 16384 // PARTITIONS - 1
+        key = "{" + key_in(lo, hi, "pmark") + "}"
+        end = time.time() + 60
+        while True:
+            mport = master_of(node_port(1), lo)[0]
+            try:
+                m = redis.Redis(port=mport)
+                m.set(key, "x")
+                token = m.execute_command("LASTWRITE")
+                break
+            except redis.ResponseError as e:
+                if time.time() > end or not str(e).startswith(("MOVED", "TRYAGAIN")):
+                    raise
+                time.sleep(0.2)
+        off = mport - node_port(node_of_port(mport))
+        for i in (1, 2, 3):
+            if node_port(i) + off != mport:
+                r = redis.Redis(port=node_port(i) + off)
+                r.execute_command("READONLY")
+                assert r.execute_command("WAITAPPLIED", token, 60000) == 1
+
+
+def every_replica_agrees():
+    for lo, hi, master, *_ in slots(node_port(1)):
+        off = master[1] - node_port(node_of_port(master[1]))
+        digests = {i: digest(node_port(i) + off) for i in (1, 2, 3)}
+        assert len(set(digests.values())) == 1, digests
+
+
+def test_a_push_swaps_each_partition_at_one_point_and_replays_streamed_writes(cluster, tmp_path):
+    wait_for(every_slot_served, 60, "every slot served")
+    c1 = redis.Redis(port=node_port(1))
+    c1.execute_command("STORE", "CREATE", "feat")
+    for i in (1, 2, 3):
+        assert partition_versions(node_port(i), "feat") == [1, 1, 1]
+    rc = RedisCluster(host="127.0.0.1", port=node_port(1), cluster_error_retry_attempts=10)
+    # A group of keys in one slot, read together by MGET while versions are swapped.
+    group = [f"{{g}}{i}" for i in range(20)]
+    n = 20000
+    rows = lambda v: [(k, f"{v}:{k}") for k in group] + [(f"r{i}", f"{v}:{i}") for i in range(n)]
+    push_csv(tmp_path / "v2.csv", rows(2))
+    done = cli_push("feat", tmp_path / "v2.csv", node_port(2))
+    assert done.returncode == 0, done.stderr
+    assert rc.get("feat:r7") == b"2:7"
+    stop = threading.Event()
+    mixed, seen, acked, errors = [], set(), {}, []
+
+    def reader():
+        r = RedisCluster(host="127.0.0.1", port=node_port(3), cluster_error_retry_attempts=10)
+        while not stop.is_set():
+            vals = r.mget([f"feat:{k}" for k in group])
+            versions = {v.split(b":")[0] for v in vals}
+            seen.update(versions)
+            if len(versions) != 1:
+                mixed.append(vals)
+
+    def writer():
+        w = RedisCluster(host="127.0.0.1", port=node_port(1), cluster_error_retry_attempts=10)
+        i = 0
+        while not stop.is_set():
+            k = f"feat:s{i % 200}"
+            try:
+                w.set(k, f"w{i}")
+                acked[k] = f"w{i}".encode()
+            except redis.RedisError as e:
+                errors.append(e)
+            i += 1
+
+    # Version 3 over RESP: the writes acknowledged after PUSH BEGIN are replayed onto it.
+    c3 = redis.Redis(port=node_port(3))
+    v = c3.execute_command("PUSH", "BEGIN", "feat")
+    threads = [threading.Thread(target=reader), threading.Thread(target=writer)]
+    for t in threads:
+        t.start()
+    try:
+        flat = [x for kv in rows(3) for x in kv]
+        for i in range(0, len(flat), 4000):
+            c3.execute_command("PUSH", "ADD", v, *flat[i:i + 4000])
+        c3.execute_command("PUSH", "COMMIT", v)
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not mixed, mixed[:3]
+    assert seen >= {b"2", b"3"}
+    assert not errors, errors[:3]
+    # Every acknowledged streamed write is there after the swap (replayed onto version 3).
+    for k, v in acked.items():
+        assert rc.get(k) == v, k
+    assert rc.get("feat:r7") == b"3:7"
+    for i in (1, 2, 3):
+        assert partition_versions(node_port(i), "feat") == [3, 3, 3]
+    settle()
+    every_replica_agrees()
+    # A rollback goes back in every partition; the streamed writes stay.
+    c1.execute_command("STORE", "ROLLBACK", "feat")
+    assert rc.get("feat:r7") == b"2:7"
+    for k, v in acked.items():
+        assert rc.get(k) == v, k
+    for i in (1, 2, 3):
+        assert partition_versions(node_port(i), "feat") == [2, 2, 2]
+    with pytest.raises(redis.ResponseError, match="keeps no version older"):
+        c1.execute_command("STORE", "ROLLBACK", "feat")
+
+
+def test_a_push_a_node_cannot_load_aborts_everywhere_and_so_does_a_closed_connection(cluster):
+    wait_for(every_slot_served, 60, "every slot served")
+    c2 = redis.Redis(port=node_port(2))
+    c2.execute_command("STORE", "CREATE", "dup")
+    v = c2.execute_command("PUSH", "BEGIN", "dup")
+    c2.execute_command("PUSH", "ADD", v, "a", "1", "b", "2", "a", "3")
+    with pytest.raises(redis.ResponseError, match='could not load the version: duplicate key "a"'):
+        c2.execute_command("PUSH", "COMMIT", v)
+    assert c2.execute_command("PUSH", "LIST") == []
+    for i in (1, 2, 3):
+        assert partition_versions(node_port(i), "dup") == [1, 1, 1]
+    # An empty push is refused before anything is loaded.
+    v = c2.execute_command("PUSH", "BEGIN", "dup")
+    with pytest.raises(redis.ResponseError, match="fewer than the 1 required"):
+        c2.execute_command("PUSH", "COMMIT", v)
+    # Another connection cannot touch a push; closing its own aborts it.
+    owner = redis.Redis(port=node_port(1))
+    v = owner.execute_command("PUSH", "BEGIN", "dup")
+    with pytest.raises(redis.ResponseError, match="belongs to another connection"):
+        redis.Redis(port=node_port(1)).execute_command("PUSH", "ABORT", v)
+    owner.close()
+    wait_for(lambda: redis.Redis(port=node_port(3), protocol=3)
+             .execute_command("STORE", "DESCRIBE", "dup")[b"pushing-version"] is None,
+             30, "the closed connection's push to be aborted")
+    v2 = c2.execute_command("PUSH", "BEGIN", "dup", "DUPLICATES", "LAST-WINS")
+    c2.execute_command("PUSH", "ADD", v2, "a", "1", "a", "2")
+    reply = c2.execute_command("PUSH", "COMMIT", v2)
+    assert reply[reply.index(b"records") + 1] == 1
+    rc = RedisCluster(host="127.0.0.1", port=node_port(1), cluster_error_retry_attempts=10)
+    wait_for(lambda: rc.get("dup:a") == b"2", 30, "the last-wins push")
+    c2.execute_command("STORE", "DELETE", "dup")
+    assert rc.get("dup:a") is None
+    assert b"dup" not in c2.execute_command("STORE", "LIST")
+
+
+def test_a_node_down_during_a_push_or_wiped_loads_the_versions_it_needs(cluster, tmp_path):
+    wait_for(every_slot_served, 60, "every slot served")
+    c1 = redis.Redis(port=node_port(1))
+    c1.execute_command("STORE", "CREATE", "boot")
+    rc = RedisCluster(host="127.0.0.1", port=node_port(1), cluster_error_retry_attempts=10)
+    for v in (2, 3):
+        push_csv(tmp_path / f"b{v}.csv", [(f"k{i}", f"{v}:{i}") for i in range(3000)])
+        assert cli_push("boot", tmp_path / f"b{v}.csv", node_port(1)).returncode == 0
+    # Node 3 dies after the push began: the live nodes commit without it.
+    victim = 3
+    v = c1.execute_command("PUSH", "BEGIN", "boot")
+    c1.execute_command("PUSH", "ADD", v, *[x for i in range(3000) for x in (f"k{i}", f"4:{i}")])
+    run("kill-node", str(victim), "--signal", "KILL", *cluster)
+    wait_for(lambda: every_slot_served() and all(node_of_port(m[1]) != victim
+                                                 for _, _, m, *_ in slots(node_port(1))),
+             60, "every slot served without the node")
+    reply = c1.execute_command("PUSH", "COMMIT", v)
+    assert reply[reply.index(b"nodes") + 1] == 2
+    assert rc.get("boot:k5") == b"4:5"
+    # Back with its data, it loads version 4 before its partitions swap it in.
+    run("start-node", str(victim), *cluster)
+    wait_for(every_slot_served, 60, "every slot served")
+    settle()
+    assert partition_versions(node_port(victim), "boot") == [4, 4, 4]
+    every_replica_agrees()
+    # Wiped, it rebuilds from the log: version 2's topic is gone (superseded), 3 and 4 load.
+    run("kill-node", str(victim), "--signal", "KILL", *cluster)
+    wait_for(lambda: every_slot_served() and all(node_of_port(m[1]) != victim
+                                                 for _, _, m, *_ in slots(node_port(1))),
+             60, "every slot served without the node")
+    run("start-node", str(victim), "--wipe", *cluster)
+    wait_for(every_slot_served, 60, "every slot served")
+    settle()
+    assert partition_versions(node_port(victim), "boot") == [4, 4, 4]
+    every_replica_agrees()
+    c1.execute_command("STORE", "ROLLBACK", "boot")
+    settle()
+    every_replica_agrees()
+    r = redis.Redis(port=node_port(victim) + slot_partition("boot:k5"))
+    r.execute_command("READONLY")
+    assert r.get("boot:k5") == b"3:5"
+
+
+def slot_partition(key):
+    s = key_slot(key.encode())
+    for p in range(PARTITIONS):
+        lo, hi = p * 16384 // PARTITIONS, (p + 1) * 16384 // PARTITIONS - 1
+        if lo <= s <= hi:
+            return p
+    raise AssertionError(key)

@@ -478,6 +478,11 @@ impl Keyspace {
         self.merger.stats()
     }
 
+    /// A key of the default store under `prefix`, which a new store there would hide.
+    pub fn default_key_under(&self, prefix: &[u8]) -> Result<Option<String>> {
+        Ok(crate::stores::default_key_under(&self.db, prefix)?)
+    }
+
     /// Publishes the store catalog changes of transactions now durable to reads (cluster
     /// mode: the applier's transactions change the catalog through the log).
     pub fn publish_catalog(&self) {
@@ -498,9 +503,27 @@ impl Keyspace {
             .stage(Arc::clone(&self.fs), id, version, prefix, duplicates)?)
     }
 
-    /// Links a staged version's tables (see [`Staging::finish`]).
+    /// Links a staged version's tables and records it as staged (see `Staging::finish`).
     pub fn finish_staged(&self, s: crate::Staging) -> Result<crate::Staged> {
-        Ok(s.finish(&self.db)?)
+        Ok(s.finish(&self.db, &self.merger)?)
+    }
+
+    /// Version `version` of store `id`, if this node staged it.
+    pub fn staged_version(&self, id: u32, version: u32) -> Result<Option<crate::Staged>> {
+        Ok(self.stores.staged(&self.db, id, version)?)
+    }
+
+    /// Records a superseded version as staged with no data (see
+    /// `Stores::stage_superseded`).
+    pub fn stage_superseded_version(&self, id: u32, version: u32) -> Result<()> {
+        Ok(self.stores.stage_superseded(&self.merger, id, version)?)
+    }
+
+    /// Removes what an interrupted load of a version left (see `Stores::clear_unstaged`).
+    pub fn clear_unstaged_version(&self, id: u32, version: u32) -> Result<()> {
+        Ok(self
+            .stores
+            .clear_unstaged(&self.db, &self.merger, id, version)?)
     }
 
     /// The store catalog reads of the published state route with.

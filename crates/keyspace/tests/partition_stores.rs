@@ -47,11 +47,23 @@ fn open(fs: &MemFs) -> Keyspace {
     .unwrap()
 }
 
+/// The cluster catalog's offset each change is derived from: later and later.
+static AT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 fn part(ks: &Keyspace, p: u32, op: PartStoreOp) -> rialto_keyspace::Result<Value> {
+    let at = AT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    part_at(ks, p, at, op)
+}
+
+fn part_at(ks: &Keyspace, p: u32, at: u64, op: PartStoreOp) -> rialto_keyspace::Result<Value> {
     ks.execute(Op::new(
         0,
         1_700_000_000_000,
-        OpKind::PartitionStore { partition: p, op },
+        OpKind::PartitionStore {
+            partition: p,
+            at,
+            op,
+        },
     ))
 }
 
@@ -166,8 +178,13 @@ fn each_partition_serves_the_version_it_swapped_in() {
             .add(&key[2..], format!("new{i}").as_bytes())
             .unwrap();
     }
+    assert_eq!(ks.staged_version(ID, 2).unwrap(), None);
     let staged = ks.finish_staged(staging).unwrap();
     assert_eq!(staged.records, 3);
+    assert_eq!(
+        ks.staged_version(ID, 2).unwrap().map(|s| s.records),
+        Some(3)
+    );
     for p in 0..PARTS {
         begin(&ks, p, 2);
     }
@@ -214,6 +231,21 @@ fn each_partition_serves_the_version_it_swapped_in() {
     assert_eq!(get(&ks, &k[0]), Some(b"old0".to_vec()));
     assert_eq!(get(&ks, &k[1]), Some(b"streamed1".to_vec()));
     assert_eq!(get(&ks, &k[2]), Some(b"new2".to_vec()));
+
+    // A change derived from an older catalog than the partition followed is ignored, even
+    // after a restart.
+    let stale = part_at(
+        &ks,
+        1,
+        0,
+        PartStoreOp::Delete {
+            name: "f".into(),
+            id: ID,
+        },
+    )
+    .unwrap();
+    assert_eq!(stale, Value::Ok);
+    assert_eq!(get(&ks, &k[1]), Some(b"streamed1".to_vec()));
 
     // Deleted by every partition, the store's data goes.
     for p in 0..PARTS {

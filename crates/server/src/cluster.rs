@@ -220,6 +220,10 @@ impl StateMachine for Machine {
         };
         (out, start.elapsed())
     }
+
+    fn needs_version(&self, payload: &[u8]) -> Option<(u32, u32)> {
+        crate::cluster_stores::needs_version(payload)
+    }
 }
 
 /// A read queued in a transaction, run at its place on the node that answers it.
@@ -547,6 +551,8 @@ impl Payload {
 /// A running cluster node and what the server needs to route commands.
 pub struct Cluster {
     pub node: Node<Machine>,
+    /// The pushes this node coordinates.
+    pub pushes: crate::cluster_stores::Pushes,
     /// Partition `p` is served at `base_port + p`.
     pub base_port: u16,
     pub partitions: u32,
@@ -581,6 +587,7 @@ impl Cluster {
         };
         Ok(Cluster {
             node: Node::start(Arc::clone(&keyspace), Machine::new(cfg, &keyspace)?, opts)?,
+            pushes: Default::default(),
             base_port: cfg.port,
             partitions: c.partitions,
         })
@@ -711,9 +718,9 @@ pub fn route(
 fn unavailable(spec: &CommandSpec, handler: Handler, args: &[Bytes]) -> Option<Reply> {
     let name = spec.name;
     let refused = match name {
-        // Stores and pushes change the catalog outside the log.
+        // Through the cluster's store catalog (`cluster_stores`).
         "store|create" | "store|delete" | "store|rollback" | "push|begin" | "push|add"
-        | "push|commit" | "push|abort" => true,
+        | "push|commit" | "push|abort" => false,
         "select" => args.get(1).is_some_and(|db| &db[..] != b"0"),
         // Through the log, a partition's slots at a time (`flush_partition`).
         "flushdb" | "flushall" => false,
@@ -1029,6 +1036,11 @@ impl KeyScope {
                 c.partitions,
             )
         }))
+    }
+
+    /// The partition whose store versions a walk reads keys from (0 on a single node).
+    pub fn partition(&self) -> u32 {
+        self.0.map_or(0, |(p, _)| p)
     }
 
     pub fn covers(&self, key: &[u8]) -> bool {

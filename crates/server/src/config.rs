@@ -92,6 +92,9 @@ pub struct ClusterConfig {
     pub replica_max_lag: Duration,
     /// Lua instructions a script of the log may run (0: no limit).
     pub script_max_instructions: u64,
+    /// How long a push's commit waits for every live node to load the version, and then
+    /// for every partition to swap it in.
+    pub push_timeout: Duration,
 }
 
 impl Config {
@@ -181,6 +184,7 @@ impl Default for Config {
                 linger: Duration::from_millis(1),
                 replica_max_lag: Duration::from_millis(10_000),
                 script_max_instructions: 500_000_000,
+                push_timeout: Duration::from_millis(600_000),
             },
         }
     }
@@ -473,6 +477,8 @@ pub static KEYS: &[Key] = &[
         |c, v| c.cluster.linger = Duration::from_millis(parse_num(v)?), |c| c.cluster.linger.as_millis().to_string()),
     key!("cluster-script-max-instructions", true, "Lua instructions a script run through the cluster's log may execute before it stops with an error, at the same instruction on every replica (default 500000000, a few seconds; 0: no limit). The master writes the limit into each script's record, so replicas configured otherwise still agree. A script past lua-time-limit cannot be killed in cluster mode: this bound replaces SCRIPT KILL.",
         |c, v| c.cluster.script_max_instructions = parse_num(v)?, |c| c.cluster.script_max_instructions.to_string()),
+    key!("cluster-push-timeout", true, "Milliseconds a push's COMMIT in cluster mode waits for every live node to load the pushed version, and then for every partition to swap it in (default 600000); past it the push is aborted, or, once the swap is decided, the reply says it is under way.",
+        |c, v| c.cluster.push_timeout = Duration::from_millis(parse_num::<u64>(v)?.max(1)), |c| c.cluster.push_timeout.as_millis().to_string()),
     key!("replica-max-lag-ms", true, "A replica that has not caught up with its partition's log for this long redirects reads to the master (default 10000).",
         |c, v| c.cluster.replica_max_lag = Duration::from_millis(parse_num(v)?), |c| c.cluster.replica_max_lag.as_millis().to_string()),
     key!("loglevel", false, "Log level: error, warn, info, debug, trace (default info); RUST_LOG overrides.",

@@ -15,6 +15,7 @@ mod acl;
 mod auth;
 mod client;
 mod cluster;
+mod cluster_stores;
 mod command_table;
 mod commands;
 mod config;

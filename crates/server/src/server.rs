@@ -226,7 +226,13 @@ impl Server {
                 kafka = %cfg.cluster.kafka,
                 "cluster node started"
             );
-            Some(Arc::new(node))
+            let node = Arc::new(node);
+            let (weak, ks) = (Arc::downgrade(&node), Arc::clone(&keyspace));
+            std::thread::Builder::new()
+                .name("cluster-stores".into())
+                .spawn(move || crate::cluster_stores::run_reconciler(weak, ks))
+                .map_err(|e| ServerError::Start(format!("cluster mode: {e}")))?;
+            Some(node)
         } else {
             None
         };

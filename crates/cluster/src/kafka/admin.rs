@@ -64,6 +64,23 @@ impl Admin {
         }
     }
 
+    /// Deletes `topic`; a topic that does not exist is not an error.
+    pub fn delete_topic(&self, topic: &str, timeout: Duration) -> Result<(), Error> {
+        let options = AdminOptions::new()
+            .request_timeout(Some(timeout))
+            .operation_timeout(Some(timeout));
+        let results =
+            block_on(self.inner.delete_topics(&[topic], &options)).map_err(Error::from_kafka)?;
+        match results.into_iter().next() {
+            Some(Ok(_)) => Ok(()),
+            Some(Err((_, code))) => match Error::from_code(code) {
+                Error::UnknownTopicOrPartition => Ok(()),
+                e => Err(e),
+            },
+            None => Err(Error::Kafka(rdkafka::types::RDKafkaErrorCode::Fail)),
+        }
+    }
+
     /// How many partitions `topic` has; [`Error::UnknownTopicOrPartition`] if it does not
     /// exist.
     pub fn partition_count(&self, topic: &str, timeout: Duration) -> Result<u32, Error> {

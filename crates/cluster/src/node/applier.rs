@@ -54,6 +54,15 @@ pub(super) fn run<M: StateMachine>(
             }
         }
         if !batch.is_empty() {
+            let swaps = batch
+                .iter()
+                .filter_map(|r| match record::decode(&r.payload) {
+                    Ok(record::Record::Write { payload, .. }) => Some(payload),
+                    _ => None,
+                });
+            if !super::stores::wait_for_versions(&inner, swaps) {
+                return;
+            }
             match apply(&inner, &states, batch) {
                 Ok(a) => {
                     states = a.states;
@@ -174,7 +183,11 @@ fn apply<M: StateMachine>(
     });
     // With inline execution the merger runs groups on the threads that ask it to.
     inner.keyspace.run_queued();
-    handle.wait()
+    let applied = handle.wait();
+    // Store changes applied by the batch reach reads now, before any writer hears of a
+    // write applied after them.
+    inner.keyspace.publish_catalog();
+    applied
 }
 
 /// Hands the outcomes to their writers and the new positions to the view.

@@ -18,10 +18,13 @@
 //!   of this node's still on its way may change the keys it watches (Redis's WATCH).
 //! - **Progress** (`status.rs`): every node reports how far it applied each partition to a
 //!   compacted topic and reads the others' reports (replica lag in the slot map, ROLE, INFO).
+//! - **Stores** (`stores.rs`): the cluster's store catalog, read from its topic; pushed
+//!   versions loaded from their topics; a swap applied only once its version is loaded.
 
 mod applier;
 mod group;
 pub mod status;
+mod stores;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -36,6 +39,7 @@ use futures_channel::oneshot;
 use parking_lot::{Mutex, RwLock};
 use rialto_keyspace::{Keyspace, Transaction};
 
+use crate::catalog::{CatalogState, Change};
 use crate::kafka::{self, Admin, ClientOptions, Delivery, Producer, ProducerOptions, Written};
 use crate::record::{self, DecodeError, Master, PartitionState};
 
@@ -48,6 +52,12 @@ pub trait StateMachine: Send + Sync + 'static {
     /// must leave nothing behind. `mine`: this node wrote the record (and answers its client),
     /// so reads that only shape the reply need to run here alone.
     fn apply(&self, t: &mut Transaction<'_, '_>, payload: &[u8], mine: bool) -> Self::Output;
+
+    /// The pushed version (store id, version) a write swaps in, if it swaps one in: the
+    /// applier applies it only once this node has loaded that version.
+    fn needs_version(&self, _payload: &[u8]) -> Option<(u32, u32)> {
+        None
+    }
 }
 
 /// How a node joins the cluster.
@@ -85,6 +95,11 @@ impl NodeOptions {
     /// The compacted topic where nodes report their progress (see [`status`]).
     pub fn status_topic(&self) -> String {
         format!("{}.status", self.topic)
+    }
+
+    /// The topic of the cluster's store catalog (see [`crate::catalog`]).
+    pub fn stores_topic(&self) -> String {
+        format!("{}.stores", self.topic)
     }
 
     fn check(&self) -> Result<(), Error> {
@@ -247,6 +262,12 @@ struct Inner<M: StateMachine> {
     assigned: Vec<AtomicBool>,
     view: RwLock<View>,
     stop: AtomicBool,
+    /// The cluster's store catalog as far as this node has read its topic.
+    catalog: RwLock<CatalogState>,
+    /// Whether the catalog has caught up with its topic since the node started.
+    catalog_caught_up: AtomicBool,
+    /// Pushed versions the applier waits for (store id, version).
+    wanted: Mutex<std::collections::BTreeSet<(u32, u32)>>,
 }
 
 /// A running node. Dropping it stops it (see [`Node::stop`]).
@@ -266,6 +287,7 @@ impl<M: StateMachine> Node<M> {
             ensure_topic(&admin, &topic, &opts)?;
         }
         ensure_status_topic(&admin, &opts)?;
+        ensure_stores_topic(&admin, &opts)?;
         let mut states = vec![PartitionState::default(); opts.partitions as usize];
         for (p, bytes) in keyspace.log_states()? {
             let s = states.get_mut(p as usize).ok_or(Error::ForeignState(p))?;
@@ -306,6 +328,9 @@ impl<M: StateMachine> Node<M> {
             assigned: (0..n).map(|_| AtomicBool::new(false)).collect(),
             view: RwLock::new(view),
             stop: AtomicBool::new(false),
+            catalog: RwLock::new(CatalogState::default()),
+            catalog_caught_up: AtomicBool::new(false),
+            wanted: Mutex::new(Default::default()),
             opts,
         });
         let mut threads = Vec::new();
@@ -321,6 +346,20 @@ impl<M: StateMachine> Node<M> {
             std::thread::Builder::new()
                 .name("cluster-status".into())
                 .spawn(move || status::run(st))
+                .map_err(Error::Thread)?,
+        );
+        let c = Arc::clone(&inner);
+        threads.push(
+            std::thread::Builder::new()
+                .name("cluster-stores".into())
+                .spawn(move || stores::run_catalog(c))
+                .map_err(Error::Thread)?,
+        );
+        let l = Arc::clone(&inner);
+        threads.push(
+            std::thread::Builder::new()
+                .name("cluster-load".into())
+                .spawn(move || stores::run_loader(l))
                 .map_err(Error::Thread)?,
         );
         let g = Arc::clone(&inner);
@@ -390,6 +429,44 @@ impl<M: StateMachine> Node<M> {
             .get(p as usize)
             .map_or(u64::MAX, |c| c.load(Ordering::Acquire));
         epoch != u64::MAX && self.applied_past(p, epoch)
+    }
+
+    /// Runs `f` on the cluster's store catalog as this node has read it.
+    pub fn with_catalog<T>(&self, f: impl FnOnce(&CatalogState) -> T) -> T {
+        f(&self.inner.catalog.read())
+    }
+
+    /// Whether this node's catalog has caught up with its topic since the node started: before
+    /// that it may lag far behind, and no partition is made to follow it.
+    pub fn catalog_caught_up(&self) -> bool {
+        self.inner.catalog_caught_up.load(Ordering::Acquire)
+    }
+
+    /// Appends a change request for store `name` to the catalog topic (blocking until Kafka
+    /// holds it); its outcome appears in the catalog under the returned request number.
+    pub fn propose(&self, name: &str, change: Change) -> Result<u64, kafka::Error> {
+        stores::propose(&self.inner, name, change)
+    }
+
+    /// Creates the topic of version `version` of store `id`, with one partition per log
+    /// partition.
+    pub fn create_version_topic(&self, id: u32, version: u32) -> Result<(), Error> {
+        let admin = Admin::new(&client_options(&self.inner.opts, "/admin"))?;
+        let topic = crate::versions::topic(&self.inner.opts.topic, id, version);
+        ensure_topic(&admin, &topic, &self.inner.opts)
+    }
+
+    /// Deletes the topic of version `version` of store `id` (a version no partition serves
+    /// or can roll back to any more).
+    pub fn delete_version_topic(&self, id: u32, version: u32) -> Result<(), Error> {
+        let admin = Admin::new(&client_options(&self.inner.opts, "/admin"))?;
+        let topic = crate::versions::topic(&self.inner.opts.topic, id, version);
+        Ok(admin.delete_topic(&topic, Duration::from_secs(10))?)
+    }
+
+    /// Produces `payload` to partition `p` of `topic` (a version topic's records).
+    pub fn produce(&self, topic: &str, p: u32, payload: &[u8]) -> Result<Delivery, kafka::Error> {
+        self.inner.producer.send(topic, p, None, payload)
     }
 
     /// Node `node`'s last reported progress.
@@ -722,6 +799,22 @@ fn ensure_status_topic(admin: &Admin, opts: &NodeOptions) -> Result<(), Error> {
     ];
     match admin.create_topic_with(
         &topic,
+        1,
+        opts.replication_factor,
+        &configs,
+        Duration::from_secs(10),
+    ) {
+        Ok(()) | Err(kafka::Error::TopicAlreadyExists) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Creates the store catalog's topic if missing: one partition, kept forever (a node reads
+/// it from its start to rebuild the catalog; it holds a few records per store change).
+fn ensure_stores_topic(admin: &Admin, opts: &NodeOptions) -> Result<(), Error> {
+    let configs = [("retention.ms", "-1"), ("retention.bytes", "-1")];
+    match admin.create_topic_with(
+        &opts.stores_topic(),
         1,
         opts.replication_factor,
         &configs,

@@ -10,8 +10,8 @@ use rialto_txn::TxnContext;
 use crate::error::Result;
 use crate::op::{PartStoreOp, StoreOp};
 use crate::stores::catalog::{
-    meta_key, next_id_key, record_key, retired_key, retired_key_in, rt_range, version_key, RtEntry,
-    WHOLE_STORE,
+    catalog_at_key, meta_key, next_id_key, record_key, retired_key, retired_key_in, rt_range,
+    version_key, RtEntry, WHOLE_STORE,
 };
 use crate::stores::{push, Catalog, Pushing, StoreError, StoreMeta, Stores, VersionInfo};
 use crate::value::Value;
@@ -60,6 +60,7 @@ pub(super) fn apply_part(
     tx: &mut TxnContext<'_, Db>,
     stores: &Stores,
     part: u32,
+    at: u64,
     op: &PartStoreOp,
 ) -> Result<Value> {
     let n = stores.partitions();
@@ -67,6 +68,10 @@ pub(super) fn apply_part(
         return Err(StoreError::Corrupt(format!("partition {part} of {n}")).into());
     }
     let cat = stores.exec_catalog_full();
+    if at < cat.at_in(part) {
+        // Derived from an older catalog than a change this partition already made.
+        return Ok(Value::Ok);
+    }
     let same = |name: &str, id: u32| cat.get_in(part, name).filter(|s| s.id == id);
     let (new, meta): (Option<Catalog>, Option<StoreMeta>) = match op {
         PartStoreOp::Create {
@@ -200,7 +205,14 @@ pub(super) fn apply_part(
             }
         }
     };
-    if let Some(new) = new {
+    let new = match new {
+        Some(c) => Some(c),
+        None if at > cat.at_in(part) => Some((*cat).clone()),
+        None => None,
+    };
+    if let Some(mut new) = new {
+        new.set_at(part, at);
+        tx.put(&catalog_at_key(part), &at.to_le_bytes());
         let replaced = match op {
             PartStoreOp::PushBegin { .. } => false,
             PartStoreOp::PushEnd { swap, .. } => swap.is_some(),

@@ -29,7 +29,9 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
     let start = tx.savepoint();
     let r = match &op.kind {
         OpKind::Store(s) => catalog::apply(tx, stores, op.now_ms, s),
-        OpKind::PartitionStore { partition, op } => catalog::apply_part(tx, stores, *partition, op),
+        OpKind::PartitionStore { partition, at, op } => {
+            catalog::apply_part(tx, stores, *partition, *at, op)
+        }
         OpKind::FlushStep { all, limit } => keys::flush_step(tx, stores, op.db, *all, *limit),
         OpKind::FlushSlots {
             first,

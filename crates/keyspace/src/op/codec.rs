@@ -37,7 +37,7 @@
 //!  25 LibraryRestore policy: u8 (0 append, 1 replace, 2 flush) | n: u64 | library*n
 //!  28 FlushSlots   first: u16 LE | last: u16 LE | from | limit: u64
 //!  29 PartitionLibrary partition: u32 LE | a library change (kind 22 to 25 and its body)
-//!  30 PartitionStore partition: u32 LE | change: u8 | name: string | id: u32 LE | body
+//!  30 PartitionStore partition: u32 LE | at: u64 | change: u8 | name: string | id: u32 LE | body
 //!       1 create    prefix | created_ms: i64
 //!       2 delete
 //!       3 push-begin version: u32 LE | started_ms: i64
@@ -214,9 +214,10 @@ impl Op {
                 w.0.extend_from_slice(&partition.to_le_bytes());
                 w.library_op(op);
             }
-            OpKind::PartitionStore { partition, op } => {
+            OpKind::PartitionStore { partition, at, op } => {
                 w.u8(30);
                 w.0.extend_from_slice(&partition.to_le_bytes());
+                w.u64(*at);
                 let (change, name, id) = match op {
                     PartStoreOp::Create { name, id, .. } => (1, name, id),
                     PartStoreOp::Delete { name, id } => (2, name, id),
@@ -498,6 +499,7 @@ impl Op {
             }
             30 => {
                 let partition = r.u32()?;
+                let at = r.u64()?;
                 let change = r.u8()?;
                 let name = r.string()?;
                 let id = r.u32()?;
@@ -541,7 +543,7 @@ impl Op {
                     },
                     _ => return Err(Error::BadOp("unknown store change")),
                 };
-                OpKind::PartitionStore { partition, op }
+                OpKind::PartitionStore { partition, at, op }
             }
             _ => return Err(Error::BadOp("unknown kind")),
         };

@@ -235,6 +235,10 @@ pub enum OpKind {
     PartitionStore {
         /// The partition.
         partition: u32,
+        /// The offset of the cluster catalog's state the change was derived from: a
+        /// partition ignores a change derived from an older state than one it applied (a new
+        /// master whose catalog lags must not undo what the previous master did).
+        at: u64,
         /// The change.
         op: PartStoreOp,
     },

@@ -8,6 +8,9 @@
 //! next store id     0x05                                                   -> u32 LE
 //! retired range     0x06 | store id (u32 BE) | version (u32 BE)            -> empty
 //!   by partition p  0x06 | store id (u32 BE) | version (u32 BE) | p (u32 BE)  (cluster mode)
+//! staged version    0x0A | store id (u32 BE) | version (u32 BE)            -> records: u64 LE | bytes: u64 LE
+//!                                                                           (cluster mode)
+//! catalog position  0x0B | p (u32 BE)                                      -> at: u64 LE (cluster mode)
 //! rt entry      := op (u8: 0 delete, 1 put) | at_ms (i64 LE) | key_len (u32 LE) | key | record
 //! ```
 //!
@@ -32,6 +35,10 @@ pub const RT_LOG: u8 = 0x04;
 pub const STORE_META: u8 = 0x05;
 /// Prefix of retired version ranges awaiting removal.
 pub const RETIRED: u8 = 0x06;
+/// Prefix of staged versions (cluster mode): loaded and linked, for partitions to swap in.
+pub const STAGED: u8 = 0x0A;
+/// Prefix of each partition's cluster catalog position (cluster mode).
+pub const CATALOG_AT: u8 = 0x0B;
 /// `version` of a retired range that covers the whole store (data of every version and its
 /// real-time log): the store was deleted.
 pub const WHOLE_STORE: u32 = u32::MAX;
@@ -220,6 +227,9 @@ pub struct Catalog {
 struct Part {
     by_name: BTreeMap<String, Arc<StoreMeta>>,
     by_prefix: BTreeMap<Vec<u8>, Arc<StoreMeta>>,
+    /// Cluster mode: the offset of the cluster catalog's state the partition's last store
+    /// change was derived from.
+    at: u64,
 }
 
 impl Default for Catalog {
@@ -302,6 +312,19 @@ impl Catalog {
             &self.parts[crate::slot::key_partition(key, self.partitions()) as usize]
         };
         part.route(key)
+    }
+
+    /// The offset of the cluster catalog's state partition `p`'s last store change was
+    /// derived from (cluster mode; 0 before any).
+    pub fn at_in(&self, p: u32) -> u64 {
+        self.parts.get(p as usize).map_or(0, |p| p.at)
+    }
+
+    /// Records that partition `p`'s stores follow the cluster catalog's state at `at`.
+    pub fn set_at(&mut self, p: u32, at: u64) {
+        if let Some(part) = self.parts.get_mut(p as usize) {
+            part.at = at;
+        }
     }
 
     /// Why `prefix` cannot be a new store's prefix in partition `p`, if it cannot.
@@ -539,6 +562,30 @@ pub fn retired_key_in(id: u32, version: u32, p: u32, partitions: u32) -> Vec<u8>
         k.extend_from_slice(&p.to_be_bytes());
     }
     k
+}
+
+/// The key of partition `p`'s cluster catalog position (cluster mode).
+pub fn catalog_at_key(p: u32) -> Vec<u8> {
+    let mut k = vec![CATALOG_AT];
+    k.extend_from_slice(&p.to_be_bytes());
+    k
+}
+
+/// The key marking version `version` of store `id` as staged (cluster mode).
+pub fn staged_key(id: u32, version: u32) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9);
+    k.push(STAGED);
+    k.extend_from_slice(&id.to_be_bytes());
+    k.extend_from_slice(&version.to_be_bytes());
+    k
+}
+
+/// `[lower, upper)` of the staged markers of store `id`.
+pub fn staged_range(id: u32) -> (Vec<u8>, Vec<u8>) {
+    let mut lo = vec![STAGED];
+    lo.extend_from_slice(&id.to_be_bytes());
+    let hi = crate::layout::next_prefix(&lo);
+    (lo, hi)
 }
 
 /// Parses a retired-range key: store id, version, and the partition that retired it (cluster

@@ -37,9 +37,15 @@ pub fn run_once(
     let mut report = PassReport::default();
     for (id, version, markers) in removable(retired(db)?, stores.partitions()) {
         let ranges = if version == WHOLE_STORE {
-            vec![catalog::store_data_range(id), rt_range(id)]
+            vec![
+                catalog::store_data_range(id),
+                rt_range(id),
+                catalog::staged_range(id),
+            ]
         } else {
-            vec![catalog::version_range(id, version)]
+            let staged = catalog::staged_key(id, version);
+            let after = crate::layout::next_prefix(&staged);
+            vec![catalog::version_range(id, version), (staged, after)]
         };
         for (lo, hi) in ranges {
             let (files, _) = db.drop_files_in_range(&lo, &hi)?;

@@ -32,7 +32,7 @@ use crate::op::{Op, OpKind, StoreOp};
 use crate::value::Value;
 
 use catalog::{rt_number, rt_range};
-pub use catalog::{Catalog, Pushing, StoreMeta, VersionInfo};
+pub use catalog::{valid_name, Catalog, Pushing, StoreMeta, VersionInfo, MAX_PREFIX_LEN};
 pub use maintenance::PassReport;
 pub use push::{lower_thread_priority, PushReport};
 pub use stage::{Staged, Staging};
@@ -390,6 +390,24 @@ fn load(db: &Db) -> StoreResult<Loaded> {
     Ok(out)
 }
 
+/// A key of the default store (database 0) that starts with `prefix`, if any: a new store
+/// under that prefix would hide it.
+pub fn default_key_under(db: &Db, prefix: &[u8]) -> StoreResult<Option<String>> {
+    let lo = crate::layout::data_key(0, prefix);
+    let hi = crate::layout::next_prefix(&lo);
+    let mut it = db.iter(IterOptions {
+        lower: Some(lo),
+        upper: Some(hi),
+        snapshot: None,
+    })?;
+    it.seek_to_first();
+    let found = it
+        .valid()
+        .then(|| String::from_utf8_lossy(&it.key()[2..]).into_owned());
+    it.status()?;
+    Ok(found)
+}
+
 /// The number after the last real-time log entry of store `id`.
 fn rt_next_number(db: &Db, id: u32) -> StoreResult<u64> {
     let (lo, hi) = rt_range(id);
@@ -431,6 +449,16 @@ impl Stores {
             };
             rt.set(s.id, rt_next_number(db, s.id)?);
             cat = cat.with_in(p, s);
+        }
+        if partitions > 1 {
+            for p in 0..partitions {
+                if let Some(v) = db.get(&catalog::catalog_at_key(p))? {
+                    let b: [u8; 8] = v[..].try_into().map_err(|_| {
+                        StoreError::Corrupt("corrupt store catalog position".into())
+                    })?;
+                    cat.set_at(p, u64::from_le_bytes(b));
+                }
+            }
         }
         let cat = Arc::new(cat);
         let threads = opts.push_threads.max(1);
@@ -598,21 +626,9 @@ impl Stores {
             return Err(StoreError::InvalidPrefix);
         }
         // Keys already in the default store under the prefix would be shadowed.
-        let lo = crate::layout::data_key(0, prefix);
-        let hi = crate::layout::next_prefix(&lo);
-        let mut it = db.iter(IterOptions {
-            lower: Some(lo),
-            upper: Some(hi),
-            snapshot: None,
-        })?;
-        it.seek_to_first();
-        if it.valid() {
-            return Err(StoreError::PrefixHoldsKeys {
-                example: String::from_utf8_lossy(&it.key()[2..]).into_owned(),
-            });
+        if let Some(example) = default_key_under(db, prefix)? {
+            return Err(StoreError::PrefixHoldsKeys { example });
         }
-        it.status()?;
-        drop(it);
         self.change(
             merger,
             now_ms,

@@ -10,7 +10,10 @@ use rialto_io::FsRef;
 use rialto_lsm::Db;
 use rialto_sort::{DuplicatePolicy, SortOptions, Sorter};
 
-use super::catalog::version_key;
+use rialto_engine::{KvEngine, WriteBatch};
+use rialto_txn::Merger;
+
+use super::catalog::{staged_key, version_key, version_range};
 use super::push::SpillDir;
 use super::table_writer;
 use super::{PushPageCache, StoreError, StoreResult, Stores};
@@ -88,8 +91,9 @@ impl Staging {
         self.sorter.stats().records
     }
 
-    /// Sorts, writes and links the version's tables; nothing routes to them yet.
-    pub fn finish(self, db: &Db) -> StoreResult<Staged> {
+    /// Sorts, writes and links the version's tables, then records the version as staged
+    /// (durably); nothing routes to it yet.
+    pub fn finish(self, db: &Db, merger: &Merger<Db>) -> StoreResult<Staged> {
         let page_cache_bytes = self.page_cache.budget(rialto_io::mem_available());
         let mut sorted = self
             .sorter
@@ -100,10 +104,68 @@ impl Staging {
         let written = table_writer::write_sorted(&mut sorted, ing, &head)?;
         let bytes = written.bytes + written.records * self.prefix.len() as u64;
         let ingested = written.sink.finish()?;
-        Ok(Staged {
+        let staged = Staged {
             records: ingested.entries,
             bytes,
             files: ingested.files,
-        })
+        };
+        mark(merger, self.id, self.version, &staged)?;
+        Ok(staged)
+    }
+}
+
+fn mark(merger: &Merger<Db>, id: u32, version: u32, staged: &Staged) -> StoreResult<()> {
+    let mut v = Vec::with_capacity(16);
+    v.extend_from_slice(&staged.records.to_le_bytes());
+    v.extend_from_slice(&staged.bytes.to_le_bytes());
+    let mut b = WriteBatch::new();
+    b.put(&staged_key(id, version), &v);
+    merger.write(b).wait()?;
+    Ok(())
+}
+
+impl Stores {
+    /// Version `version` of store `id` as staged on this node, if it is.
+    pub fn staged(&self, db: &Db, id: u32, version: u32) -> StoreResult<Option<Staged>> {
+        let Some(v) = db.get(&staged_key(id, version))? else {
+            return Ok(None);
+        };
+        let (r, b) = v.split_at(8.min(v.len()));
+        match (<[u8; 8]>::try_from(r), <[u8; 8]>::try_from(b)) {
+            (Ok(r), Ok(b)) => Ok(Some(Staged {
+                records: u64::from_le_bytes(r),
+                bytes: u64::from_le_bytes(b),
+                files: 0,
+            })),
+            _ => Err(StoreError::Corrupt("corrupt staged version marker".into())),
+        }
+    }
+
+    /// Records version `version` of store `id` as staged with no data: a version superseded
+    /// before this node loaded it (a node rebuilt from the log meets the swaps of versions
+    /// whose topics are gone). The partition swaps it in and out again further on in its log,
+    /// while the node is still catching up and serves none of it.
+    pub fn stage_superseded(&self, merger: &Merger<Db>, id: u32, version: u32) -> StoreResult<()> {
+        let empty = Staged {
+            records: 0,
+            bytes: 0,
+            files: 0,
+        };
+        mark(merger, id, version, &empty)
+    }
+
+    /// Removes whatever a load of version `version` of store `id` interrupted by a stop left
+    /// linked (before its marker was written), so that it can be loaded again.
+    pub fn clear_unstaged(
+        &self,
+        db: &Db,
+        merger: &Merger<Db>,
+        id: u32,
+        version: u32,
+    ) -> StoreResult<()> {
+        let (lo, hi) = version_range(id, version);
+        db.drop_files_in_range(&lo, &hi)?;
+        crate::chunked::delete_range(db, merger, &lo, &hi, |_| true)?;
+        Ok(())
     }
 }

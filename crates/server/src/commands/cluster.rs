@@ -373,9 +373,12 @@ fn slot_arg(arg: &[u8]) -> Result<u16, Reply> {
 fn keys_in_slot(ctx: &Ctx<'_>, slot: u16, limit: usize) -> Result<Vec<Bytes>, Reply> {
     let mut out = Vec::new();
     let now = ctx.shared.now_ms();
+    let part = ctx.shared.cluster.as_ref().map_or(0, |c| {
+        rialto_cluster::slot::partition_of(slot, c.partitions)
+    });
     ctx.shared
         .keyspace
-        .walk_keys(0, None, now, |k, _| {
+        .walk_keys_in(part, 0, None, now, |k, _| {
             if rialto_cluster::slot::key_slot(k) == slot {
                 out.push(Bytes::copy_from_slice(k));
             }

@@ -33,7 +33,7 @@ pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
             let mut n = 0i64;
             shared
                 .keyspace
-                .walk_keys(db, None, shared.now_ms(), |k, _| {
+                .walk_keys_in(scope.partition(), db, None, shared.now_ms(), |k, _| {
                     n += i64::from(scope.covers(k));
                     true
                 })

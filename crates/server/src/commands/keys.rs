@@ -37,7 +37,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             let all = &pattern[..] == b"*";
             shared
                 .keyspace
-                .walk_keys(db, None, shared.now_ms(), |k, _| {
+                .walk_keys_in(scope.partition(), db, None, shared.now_ms(), |k, _| {
                     if (all || crate::glob::glob_match(&pattern, k, false)) && scope.covers(k) {
                         keys.push(Reply::bulk(k));
                     }

@@ -136,10 +136,11 @@ pub const PUSH: CommandSpec = cmd("push", -2, &["no_multi"], &["@slow"])
     ]);
 
 fn list(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
-    let v = ctx
-        .shared
-        .keyspace
-        .pushes()
+    let pushes = match &ctx.shared.cluster {
+        Some(c) => c.pushes.list(),
+        None => ctx.shared.keyspace.pushes(),
+    };
+    let v = pushes
         .into_iter()
         .flat_map(|(id, store)| [Reply::Integer(id as i64), Reply::bulk(store)])
         .collect();
@@ -159,9 +160,19 @@ fn begin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     };
     let owner = ctx.client.handle.id;
     later(ctx.shared, move |sh| {
-        let id = sh
-            .keyspace
-            .push_begin(&name, duplicates, Some(guard), Some(owner))?;
+        let id = match &sh.cluster {
+            Some(c) => crate::cluster_stores::push_begin(
+                c,
+                &sh.keyspace,
+                &name,
+                duplicates == DuplicatePolicy::LastWins,
+                guard,
+                Some(owner),
+            )?,
+            None => sh
+                .keyspace
+                .push_begin(&name, duplicates, Some(guard), Some(owner))?,
+        };
         Ok(Reply::Integer(id as i64))
     })
 }
@@ -177,6 +188,10 @@ fn add(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let records = args[3..].to_vec();
     let caller = Some(ctx.client.handle.id);
     later(ctx.shared, move |sh| {
+        if let Some(c) = &sh.cluster {
+            let n = crate::cluster_stores::push_add(c, id, caller, &records)?;
+            return Ok(Reply::Integer(n as i64));
+        }
         let pairs = records.chunks_exact(2).map(|p| (&p[0][..], &p[1][..]));
         let n = sh.keyspace.push_add(id, caller, pairs)?;
         Ok(Reply::Integer(n as i64))
@@ -190,8 +205,20 @@ fn commit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     };
     let caller = Some(ctx.client.handle.id);
     later(ctx.shared, move |sh| {
-        let r = sh.keyspace.push_commit(id, caller)?;
         let n = |v: u64| Reply::Integer(v.min(i64::MAX as u64) as i64);
+        if let Some(c) = &sh.cluster {
+            let timeout = sh.config.read().cluster.push_timeout;
+            let r = crate::cluster_stores::push_commit(c, &sh.keyspace, id, caller, timeout)?;
+            return Ok(Reply::Map(vec![
+                (Reply::bulk("store"), Reply::bulk(r.store)),
+                (Reply::bulk("version"), Reply::Integer(i64::from(r.version))),
+                (Reply::bulk("records"), n(r.records)),
+                (Reply::bulk("bytes"), n(r.bytes)),
+                (Reply::bulk("nodes"), n(r.nodes as u64)),
+                (Reply::bulk("elapsed-ms"), n(r.elapsed.as_millis() as u64)),
+            ]));
+        }
+        let r = sh.keyspace.push_commit(id, caller)?;
         Ok(Reply::Map(vec![
             (Reply::bulk("store"), Reply::bulk(r.store)),
             (Reply::bulk("version"), Reply::Integer(i64::from(r.version))),
@@ -214,7 +241,10 @@ fn abort(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     };
     let caller = Some(ctx.client.handle.id);
     later(ctx.shared, move |sh| {
-        sh.keyspace.push_abort(id, caller)?;
+        match &sh.cluster {
+            Some(c) => crate::cluster_stores::push_abort(c, id, caller)?,
+            None => sh.keyspace.push_abort(id, caller)?,
+        }
         Ok(reply::ok())
     })
 }

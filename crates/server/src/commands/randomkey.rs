@@ -31,13 +31,16 @@ pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     let mut found = None;
     let scope = crate::cluster::KeyScope::of(ctx.shared, ctx.client);
     for from in [Some(&start[..]), None] {
-        let r = ctx.shared.keyspace.walk_keys(db, from, now, |k, _| {
-            if !scope.covers(k) {
-                return true;
-            }
-            found = Some(Bytes::copy_from_slice(k));
-            false
-        });
+        let r = ctx
+            .shared
+            .keyspace
+            .walk_keys_in(scope.partition(), db, from, now, |k, _| {
+                if !scope.covers(k) {
+                    return true;
+                }
+                found = Some(Bytes::copy_from_slice(k));
+                false
+            });
         if let Err(e) = r {
             return Outcome::Reply(reply::keyspace_error(&e));
         }

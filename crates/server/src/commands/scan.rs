@@ -141,16 +141,22 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> reply::CmdResult {
     let resume = ctx
         .shared
         .keyspace
-        .walk_keys(db, from.as_deref(), ctx.shared.now_ms(), |k, _| {
-            if strings_only
-                && scope.covers(k)
-                && (match_all || pattern.is_some_and(|p| crate::glob::glob_match(p, k, false)))
-            {
-                keys.push(Reply::bulk(k));
-            }
-            seen += 1;
-            seen < budget
-        })
+        .walk_keys_in(
+            scope.partition(),
+            db,
+            from.as_deref(),
+            ctx.shared.now_ms(),
+            |k, _| {
+                if strings_only
+                    && scope.covers(k)
+                    && (match_all || pattern.is_some_and(|p| crate::glob::glob_match(p, k, false)))
+                {
+                    keys.push(Reply::bulk(k));
+                }
+                seen += 1;
+                seen < budget
+            },
+        )
         .map_err(|e| reply::keyspace_error(&e))?;
     let next = match resume {
         Some(k) => ctx.shared.scan_cursors.lock().put(db, k),

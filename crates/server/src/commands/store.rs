@@ -119,6 +119,13 @@ pub const STORE: CommandSpec = cmd("store", -2, &["no_multi"], &["@slow"])
     ]);
 
 fn list(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
+    if let Some(c) = &ctx.shared.cluster {
+        let names = crate::cluster_stores::names(c)
+            .into_iter()
+            .map(Reply::bulk)
+            .collect();
+        return Outcome::Reply(Reply::Array(names));
+    }
     let names = ctx
         .shared
         .keyspace
@@ -131,6 +138,12 @@ fn list(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
 
 fn describe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let name = String::from_utf8_lossy(&args[2]).into_owned();
+    if let Some(c) = &ctx.shared.cluster {
+        return Outcome::Reply(
+            crate::cluster_stores::describe(c, &ctx.shared.keyspace, &name)
+                .unwrap_or_else(|| error(&StoreError::NoSuchStore(name))),
+        );
+    }
     let cat = ctx.shared.keyspace.catalog();
     Outcome::Reply(match cat.get(&name) {
         Some(s) => describe(s),
@@ -148,6 +161,18 @@ fn create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         Ok(o) => o,
         Err(r) => return Outcome::Reply(r),
     };
+    if ctx.shared.cluster.is_some() {
+        if rewind_ms > 0 {
+            return Outcome::Reply(Reply::error(
+                "ERR REWIND is not available in cluster mode: a push replays the writes streamed into its store from its begin on",
+            ));
+        }
+        return blocking(ctx, move |sh| {
+            let c = cluster_of(sh)?;
+            crate::cluster_stores::create(c, &sh.keyspace, &name, &prefix)?;
+            Ok(cluster_describe(sh, c, &name))
+        });
+    }
     blocking(ctx, move |sh| {
         let m = sh.keyspace.create_store(&name, &prefix, rewind_ms)?;
         Ok(describe(&m))
@@ -157,7 +182,10 @@ fn create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 fn delete(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let name = String::from_utf8_lossy(&args[2]).into_owned();
     blocking(ctx, move |sh| {
-        sh.keyspace.delete_store(&name)?;
+        match &sh.cluster {
+            Some(c) => crate::cluster_stores::delete(c, &sh.keyspace, &name)?,
+            None => sh.keyspace.delete_store(&name)?,
+        }
         Ok(reply::ok())
     })
 }
@@ -173,9 +201,24 @@ fn rollback(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         Some(_) => return Outcome::Reply(reply::syntax()),
     };
     blocking(ctx, move |sh| {
+        if let Some(c) = &sh.cluster {
+            crate::cluster_stores::rollback(c, &sh.keyspace, &name, to)?;
+            return Ok(cluster_describe(sh, c, &name));
+        }
         let m = sh.keyspace.rollback_store(&name, to)?;
         Ok(describe(&m))
     })
+}
+
+fn cluster_of(sh: &Shared) -> Result<&crate::cluster::Cluster, StoreError> {
+    sh.cluster
+        .as_deref()
+        .ok_or_else(|| StoreError::Corrupt("not in cluster mode".into()))
+}
+
+fn cluster_describe(sh: &Shared, c: &crate::cluster::Cluster, name: &str) -> Reply {
+    crate::cluster_stores::describe(c, &sh.keyspace, name)
+        .unwrap_or_else(|| error(&StoreError::NoSuchStore(name.to_string())))
 }
 
 /// A version number: a positive integer that fits a version.

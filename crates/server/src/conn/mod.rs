@@ -189,6 +189,12 @@ fn closed(shared: &Arc<Shared>, id: u64) {
             sh.keyspace.abort_pushes_of(id);
         }));
     }
+    if let Some(c) = shared.cluster.as_ref().filter(|c| c.pushes.owned_by(id)) {
+        let c = Arc::clone(c);
+        drop(shared.keyspace.run_on_ingestion_pool(move || {
+            crate::cluster_stores::abort_owned_by(&c, id);
+        }));
+    }
     shared.tracking.disable(id);
     shared.hub.remove_client(id);
     shared.clients.unregister(id);

@@ -1,0 +1,205 @@
+//! A pushed version's topic: `<topic>.push.<store id>.<version>`, with as many partitions as
+//! the log. A record's partition is its key's (the slot of the full key, prefix included),
+//! so a partition of the version topic holds exactly the keys its log partition serves, in
+//! the order the pusher sent them; each ends with an end marker carrying the count of its
+//! records and a checksum over them, which every node loading the version checks before it
+//! reports the version ready. The start markers make the topic self-describing: a node that
+//! loads the version late (it was down during the push) needs nothing else.
+//!
+//! ```text
+//! record := version: u8 (1) | kind: u8 | body
+//!   3 start last_wins: u8 | prefix_len: u32 LE | prefix     (first record of every partition)
+//!   1 data  key_len: u32 LE | key (relative to the store's prefix) | value (the rest)
+//!   2 end   records: u64 LE | checksum: u64 LE
+//! checksum := XXH3-64 over (key_len: u32 LE | key | value_len: u32 LE | value) of every data
+//!             record of the partition, in order
+//! ```
+
+use xxhash_rust::xxh3::Xxh3;
+
+const FORMAT: u8 = 1;
+const DATA: u8 = 1;
+const END: u8 = 2;
+const START: u8 = 3;
+
+/// The topic of version `version` of store `id`.
+pub fn topic(log_topic: &str, id: u32, version: u32) -> String {
+    format!("{log_topic}.push.{id}.{version}")
+}
+
+/// A start marker's bytes: how duplicates are resolved and the store's prefix.
+pub fn start(last_wins: bool, prefix: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(7 + prefix.len());
+    v.push(FORMAT);
+    v.push(START);
+    v.push(u8::from(last_wins));
+    v.extend_from_slice(&(prefix.len() as u32).to_le_bytes());
+    v.extend_from_slice(prefix);
+    v
+}
+
+/// A data record's bytes.
+pub fn data(key: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(6 + key.len() + value.len());
+    v.push(FORMAT);
+    v.push(DATA);
+    v.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    v.extend_from_slice(key);
+    v.extend_from_slice(value);
+    v
+}
+
+/// An end marker's bytes.
+pub fn end(records: u64, checksum: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(18);
+    v.push(FORMAT);
+    v.push(END);
+    v.extend_from_slice(&records.to_le_bytes());
+    v.extend_from_slice(&checksum.to_le_bytes());
+    v
+}
+
+/// A record of a version topic.
+#[derive(Debug, PartialEq, Eq)]
+pub enum VersionRecord<'a> {
+    Start { last_wins: bool, prefix: &'a [u8] },
+    Data { key: &'a [u8], value: &'a [u8] },
+    End { records: u64, checksum: u64 },
+}
+
+/// A version record that does not decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("malformed version record: {0}")]
+pub struct Malformed(&'static str);
+
+/// Decodes strictly.
+pub fn decode(b: &[u8]) -> Result<VersionRecord<'_>, Malformed> {
+    match b {
+        [FORMAT, DATA, rest @ ..] => {
+            let n: [u8; 4] = rest
+                .get(..4)
+                .and_then(|s| s.try_into().ok())
+                .ok_or(Malformed("truncated"))?;
+            let n = u32::from_le_bytes(n) as usize;
+            let key = rest.get(4..4 + n).ok_or(Malformed("truncated"))?;
+            Ok(VersionRecord::Data {
+                key,
+                value: &rest[4 + n..],
+            })
+        }
+        [FORMAT, END, rest @ ..] if rest.len() == 16 => Ok(VersionRecord::End {
+            records: u64::from_le_bytes(rest[..8].try_into().map_err(|_| Malformed("end"))?),
+            checksum: u64::from_le_bytes(rest[8..].try_into().map_err(|_| Malformed("end"))?),
+        }),
+        [FORMAT, START, lw @ (0 | 1), rest @ ..] => {
+            let n: [u8; 4] = rest
+                .get(..4)
+                .and_then(|s| s.try_into().ok())
+                .ok_or(Malformed("truncated"))?;
+            let n = u32::from_le_bytes(n) as usize;
+            match rest.get(4..) {
+                Some(prefix) if prefix.len() == n => Ok(VersionRecord::Start {
+                    last_wins: *lw == 1,
+                    prefix,
+                }),
+                _ => Err(Malformed("start")),
+            }
+        }
+        [FORMAT, ..] => Err(Malformed("unknown kind or length")),
+        _ => Err(Malformed("unknown format version")),
+    }
+}
+
+/// The count and checksum of one partition's data records.
+pub struct Tally {
+    pub records: u64,
+    hash: Xxh3,
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally {
+            records: 0,
+            hash: Xxh3::new(),
+        }
+    }
+}
+
+impl Tally {
+    pub fn add(&mut self, key: &[u8], value: &[u8]) {
+        self.records += 1;
+        self.hash.update(&(key.len() as u32).to_le_bytes());
+        self.hash.update(key);
+        self.hash.update(&(value.len() as u32).to_le_bytes());
+        self.hash.update(value);
+    }
+
+    pub fn checksum(&self) -> u64 {
+        self.hash.digest()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_damage_is_refused() {
+        let d = data(b"k", b"value");
+        assert_eq!(
+            decode(&d),
+            Ok(VersionRecord::Data {
+                key: b"k",
+                value: b"value"
+            })
+        );
+        assert!(decode(&d[..5]).is_err());
+        let e = end(3, 99);
+        assert_eq!(
+            decode(&e),
+            Ok(VersionRecord::End {
+                records: 3,
+                checksum: 99
+            })
+        );
+        for n in 0..e.len() {
+            assert!(decode(&e[..n]).is_err(), "{n}");
+        }
+        assert!(decode(&[2, 1]).is_err());
+        let st = start(true, b"f:");
+        assert_eq!(
+            decode(&st),
+            Ok(VersionRecord::Start {
+                last_wins: true,
+                prefix: b"f:"
+            })
+        );
+        for n in 0..st.len() {
+            assert!(decode(&st[..n]).is_err(), "{n}");
+        }
+        assert_eq!(
+            decode(&data(b"", b"")),
+            Ok(VersionRecord::Data {
+                key: b"",
+                value: b""
+            })
+        );
+    }
+
+    #[test]
+    fn the_checksum_sees_order_and_boundaries() {
+        let sum = |recs: &[(&[u8], &[u8])]| {
+            let mut t = Tally::default();
+            for (k, v) in recs {
+                t.add(k, v);
+            }
+            t.checksum()
+        };
+        let a: &[(&[u8], &[u8])] = &[(b"a", b"1"), (b"b", b"2")];
+        let b: &[(&[u8], &[u8])] = &[(b"b", b"2"), (b"a", b"1")];
+        let c: &[(&[u8], &[u8])] = &[(b"a1", b""), (b"b", b"2")];
+        assert_ne!(sum(a), sum(b));
+        assert_ne!(sum(a), sum(c));
+        assert_eq!(sum(a), sum(a));
+    }
+}

@@ -1,0 +1,975 @@
+//! Stores and pushes in cluster mode: the same STORE and PUSH commands as on one node, over
+//! the cluster's store catalog (`rialto_cluster::catalog`), version topics
+//! (`rialto_cluster::versions`) and each partition's log.
+//!
+//! - A change (create, delete, rollback, a push's begin, commit or abort) is a request in the
+//!   catalog topic; its outcome is what every node's catalog makes of it.
+//! - A push's records go to its version topic, each to its key's partition, between a start
+//!   and an end marker per partition; every live node loads the version and reports it
+//!   ready, and only then is the commit requested.
+//! - Each partition's master makes its partition follow the catalog (`reconcile`): a
+//!   `PartitionStore` op in its log for each difference, so every replica changes that
+//!   partition's stores at the same offset — the swap included.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use rialto_cluster::catalog::{CatalogState, Change, ClusterStore, Guard, Outcome, Refusal};
+use rialto_cluster::kafka::Delivery;
+use rialto_cluster::versions::{self, Tally};
+use rialto_cluster::{slot, WriteError};
+use rialto_keyspace::{
+    Keyspace, Op, OpKind, PartStoreOp, PushGuard, PushRefusal, StoreError, StoreMeta,
+};
+use tracing::{info, warn};
+
+use crate::cluster::{Applied, Cluster, Payload};
+
+/// Records of a push on their way to Kafka before ADD waits for the oldest.
+const IN_FLIGHT: usize = 50_000;
+/// How often masters compare their partitions with the catalog.
+const RECONCILE_EVERY: Duration = Duration::from_millis(50);
+
+/// A push this node coordinates.
+struct Session {
+    name: String,
+    id: u32,
+    version: u32,
+    prefix: Vec<u8>,
+    topic: String,
+    owner: Option<u64>,
+    guard: PushGuard,
+    tallies: Vec<Tally>,
+    in_flight: VecDeque<Delivery>,
+    started: Instant,
+    committing: bool,
+}
+
+/// The pushes this node coordinates, by push id (the version each loads).
+#[derive(Default)]
+pub struct Pushes(Mutex<HashMap<u32, Arc<Mutex<Session>>>>);
+
+fn refusal(r: &Refusal, name: &str) -> StoreError {
+    let name = name.to_string();
+    match r {
+        Refusal::NoSuchStore => StoreError::NoSuchStore(name),
+        Refusal::Exists => StoreError::Exists(name),
+        Refusal::PrefixOverlaps { store, prefix } => StoreError::PrefixOverlaps {
+            store: store.clone(),
+            prefix: String::from_utf8_lossy(prefix).into_owned(),
+        },
+        Refusal::PushInProgress { version } => StoreError::PushInProgress {
+            store: name,
+            version: *version,
+        },
+        Refusal::DeleteWhilePushing => StoreError::DeleteWhilePushing(name),
+        Refusal::NoSuchPush { version } => StoreError::NoSuchPush(u64::from(*version)),
+        Refusal::VersionsExhausted => StoreError::VersionsExhausted,
+        Refusal::NoPrevious { current } => StoreError::NoPrevious {
+            store: name,
+            current: *current,
+        },
+        Refusal::VersionNotKept { version, kept } => StoreError::VersionNotKept {
+            store: name,
+            version: *version,
+            kept: *kept,
+        },
+        Refusal::RollbackForward { version, current } => StoreError::RollbackForward {
+            store: name,
+            version: *version,
+            current: *current,
+        },
+        Refusal::PushFailed { reason } => StoreError::Input(reason.clone()),
+    }
+}
+
+fn kafka_error(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Input(format!("the cluster's log: {e}"))
+}
+
+/// Asks the catalog for `change` to store `name` and waits for its outcome.
+fn request(c: &Cluster, name: &str, change: Change) -> Result<(u32, u32), StoreError> {
+    let req = c.node.propose(name, change).map_err(kafka_error)?;
+    let deadline = Instant::now() + c.node.options().write_timeout;
+    loop {
+        match c.node.with_catalog(|cat| cat.outcome(req).cloned()) {
+            Some(Outcome::Done { id, version }) => return Ok((id, version)),
+            Some(Outcome::Refused(r)) => return Err(refusal(&r, name)),
+            None if Instant::now() >= deadline => {
+                return Err(StoreError::Input(
+                    "no outcome from the store catalog within cluster-write-timeout; the change may still be made".into(),
+                ))
+            }
+            None => std::thread::sleep(Duration::from_millis(2)),
+        }
+    }
+}
+
+/// Waits until every partition on this node satisfies `done` for store `name` (each
+/// partition's master makes it follow the catalog); false past `timeout`.
+fn converge(
+    ks: &Keyspace,
+    partitions: u32,
+    name: &str,
+    timeout: Duration,
+    done: impl Fn(Option<&StoreMeta>) -> bool,
+) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let cat = ks.catalog();
+        if (0..partitions).all(|p| done(cat.get_in(p, name).map(|s| &**s))) {
+            return true;
+        }
+        drop(cat);
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn not_converged(what: &str) -> StoreError {
+    StoreError::Input(format!(
+        "{what} is decided and not yet applied by every partition within cluster-write-timeout; it will be"
+    ))
+}
+
+/// STORE CREATE in cluster mode.
+pub fn create(c: &Cluster, ks: &Keyspace, name: &str, prefix: &[u8]) -> Result<(), StoreError> {
+    if !rialto_keyspace::valid_store_name(name.as_bytes()) {
+        return Err(StoreError::InvalidName(name.to_string()));
+    }
+    if prefix.is_empty() || prefix.len() > rialto_keyspace::MAX_STORE_PREFIX_LEN {
+        return Err(StoreError::InvalidPrefix);
+    }
+    if let Some(example) = ks.default_key_under(prefix).map_err(keyspace_error)? {
+        return Err(StoreError::PrefixHoldsKeys { example });
+    }
+    let created_ms = ks.now_ms();
+    let change = Change::Create {
+        prefix: prefix.to_vec(),
+        created_ms,
+    };
+    let (id, _) = request(c, name, change)?;
+    let timeout = c.node.options().write_timeout;
+    if !converge(ks, c.partitions, name, timeout, |s| {
+        s.is_some_and(|s| s.id == id)
+    }) {
+        return Err(not_converged("the store's creation"));
+    }
+    Ok(())
+}
+
+/// STORE DELETE in cluster mode.
+pub fn delete(c: &Cluster, ks: &Keyspace, name: &str) -> Result<(), StoreError> {
+    let (id, _) = request(c, name, Change::Delete)?;
+    let timeout = c.node.options().write_timeout;
+    if !converge(ks, c.partitions, name, timeout, |s| {
+        s.is_none_or(|s| s.id != id)
+    }) {
+        return Err(not_converged("the store's deletion"));
+    }
+    Ok(())
+}
+
+/// STORE ROLLBACK in cluster mode.
+pub fn rollback(c: &Cluster, ks: &Keyspace, name: &str, to: Option<u32>) -> Result<(), StoreError> {
+    let left = store(c, name).map(|s| s.current.number);
+    let change = Change::Rollback {
+        to: to.unwrap_or(0),
+    };
+    let (id, version) = request(c, name, change)?;
+    if let Some(left) = left.filter(|&l| l != version) {
+        trim(c, id, left);
+    }
+    let timeout = c.node.options().write_timeout;
+    if !converge(ks, c.partitions, name, timeout, |s| {
+        s.is_some_and(|s| s.id == id && s.current.number == version)
+    }) {
+        return Err(not_converged("the rollback"));
+    }
+    Ok(())
+}
+
+fn keyspace_error(e: rialto_keyspace::Error) -> StoreError {
+    match e {
+        rialto_keyspace::Error::Store(s) => s,
+        rialto_keyspace::Error::Engine(e) => StoreError::Engine(e),
+        other => StoreError::Corrupt(other.to_string()),
+    }
+}
+
+/// The store `name` as the cluster's catalog holds it.
+pub fn store(c: &Cluster, name: &str) -> Option<ClusterStore> {
+    c.node.with_catalog(|cat| cat.stores.get(name).cloned())
+}
+
+/// The names of the cluster's stores.
+pub fn names(c: &Cluster) -> Vec<String> {
+    c.node
+        .with_catalog(|cat| cat.stores.keys().cloned().collect())
+}
+
+impl Pushes {
+    fn session(
+        &self,
+        version: u64,
+        caller: Option<u64>,
+    ) -> Result<Arc<Mutex<Session>>, StoreError> {
+        let v = u32::try_from(version).map_err(|_| StoreError::NoSuchPush(version))?;
+        let s = self
+            .0
+            .lock()
+            .get(&v)
+            .cloned()
+            .ok_or(StoreError::NoSuchPush(version))?;
+        let owner = s.lock().owner;
+        if let (Some(owner), Some(caller)) = (owner, caller) {
+            if owner != caller {
+                return Err(StoreError::NotOwner { id: version, owner });
+            }
+        }
+        Ok(s)
+    }
+
+    /// The pushes this node coordinates: id and store.
+    pub fn list(&self) -> Vec<(u64, String)> {
+        let mut v: Vec<(u64, String)> = self
+            .0
+            .lock()
+            .iter()
+            .map(|(id, s)| (u64::from(*id), s.lock().name.clone()))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Whether connection `client` owns a push coordinated here.
+    pub fn owned_by(&self, client: u64) -> bool {
+        self.0
+            .lock()
+            .values()
+            .any(|s| s.lock().owner == Some(client))
+    }
+}
+
+/// PUSH BEGIN in cluster mode: the catalog gives the version; its topic is made and each of
+/// its partitions opened with a start marker.
+pub fn push_begin(
+    c: &Cluster,
+    ks: &Keyspace,
+    name: &str,
+    last_wins: bool,
+    guard: PushGuard,
+    owner: Option<u64>,
+) -> Result<u64, StoreError> {
+    let change = Change::Begin {
+        started_ms: ks.now_ms(),
+        last_wins,
+        node: c.node.options().node_id,
+        guard: Guard {
+            min_records: guard.min_records,
+            max_shrink_percent: guard.max_shrink_percent,
+        },
+    };
+    let (id, version) = request(c, name, change)?;
+    let prefix = store(c, name)
+        .filter(|s| s.id == id)
+        .map(|s| s.prefix)
+        .ok_or_else(|| StoreError::NoSuchStore(name.to_string()))?;
+    let topic = versions::topic(&c.node.options().topic, id, version);
+    let opened = c
+        .node
+        .create_version_topic(id, version)
+        .map_err(kafka_error)
+        .and_then(|()| {
+            let start = versions::start(last_wins, &prefix);
+            let sent: Result<Vec<Delivery>, _> = (0..c.partitions)
+                .map(|p| c.node.produce(&topic, p, &start))
+                .collect();
+            for d in sent.map_err(kafka_error)? {
+                d.wait().map_err(|e| kafka_error(e.error))?;
+            }
+            Ok(())
+        });
+    // Every partition keeps the writes streamed into the store from its begin on: once the
+    // reply leaves, every write acknowledged after it is replayed onto the new version.
+    let begun = opened.and_then(|()| {
+        let timeout = c.node.options().write_timeout;
+        converge(ks, c.partitions, name, timeout, |m| {
+            m.is_some_and(|m| m.id == id && m.pushing.is_some_and(|p| p.version == version))
+        })
+        .then_some(())
+        .ok_or_else(|| not_converged("the push's begin"))
+    });
+    if let Err(e) = begun {
+        abort_in_catalog(c, name, version, &e.to_string());
+        return Err(e);
+    }
+    let session = Session {
+        name: name.to_string(),
+        id,
+        version,
+        prefix,
+        topic,
+        owner,
+        guard,
+        tallies: (0..c.partitions).map(|_| Tally::default()).collect(),
+        in_flight: VecDeque::new(),
+        started: Instant::now(),
+        committing: false,
+    };
+    c.pushes
+        .0
+        .lock()
+        .insert(version, Arc::new(Mutex::new(session)));
+    info!(store = name, version, "push begun");
+    Ok(u64::from(version))
+}
+
+fn abort_in_catalog(c: &Cluster, name: &str, version: u32, reason: &str) {
+    let change = Change::Abort {
+        version,
+        reason: reason.to_string(),
+    };
+    match request(c, name, change) {
+        Ok((id, _)) => {
+            info!(store = name, version, reason, "push aborted");
+            trim(c, id, version);
+        }
+        Err(e) => warn!(store = name, version, error = %e, "cannot record a push's abort"),
+    }
+}
+
+/// Deletes the topic of a version no partition serves or can go back to any more. A node
+/// that meets its swap later (rebuilt from the log) finds it superseded and needs no data.
+fn trim(c: &Cluster, id: u32, version: u32) {
+    if version <= 1 {
+        // Version 1 of a store is its empty first one, loaded by no push.
+        return;
+    }
+    if let Err(e) = c.node.delete_version_topic(id, version) {
+        warn!(store = id, version, error = %e, "cannot delete a version's topic");
+    }
+}
+
+/// PUSH ADD in cluster mode: each record goes to its key's partition of the version topic.
+pub fn push_add(
+    c: &Cluster,
+    version: u64,
+    caller: Option<u64>,
+    records: &[Bytes],
+) -> Result<u64, StoreError> {
+    let session = c.pushes.session(version, caller)?;
+    let mut s = session.lock();
+    if s.committing {
+        return Err(StoreError::PushCommitting(version));
+    }
+    let r = add_records(c, &mut s, records);
+    if let Err(e) = &r {
+        let (name, v) = (s.name.clone(), s.version);
+        drop(s);
+        c.pushes.0.lock().remove(&v);
+        abort_in_catalog(c, &name, v, &e.to_string());
+    }
+    r
+}
+
+fn add_records(c: &Cluster, s: &mut Session, records: &[Bytes]) -> Result<u64, StoreError> {
+    let max_key = rialto_keyspace::MAX_USER_KEY_LEN.saturating_sub(s.prefix.len());
+    let mut full = s.prefix.clone();
+    let mut n = 0u64;
+    for pair in records.chunks_exact(2) {
+        let (k, v) = (&pair[0][..], &pair[1][..]);
+        if k.len() > max_key {
+            return Err(StoreError::Input(format!(
+                "a key of {} bytes is longer than the {max_key} bytes a key of this store may have",
+                k.len()
+            )));
+        }
+        if v.len() > rialto_keyspace::MAX_USER_VALUE_LEN {
+            return Err(StoreError::Input(format!(
+                "a value of {} bytes is longer than {} bytes",
+                v.len(),
+                rialto_keyspace::MAX_USER_VALUE_LEN
+            )));
+        }
+        full.truncate(s.prefix.len());
+        full.extend_from_slice(k);
+        let p = slot::key_partition(&full, c.partitions);
+        let d = c
+            .node
+            .produce(&s.topic, p, &versions::data(k, v))
+            .map_err(kafka_error)?;
+        s.tallies[p as usize].add(k, v);
+        s.in_flight.push_back(d);
+        while s.in_flight.len() > IN_FLIGHT {
+            if let Some(d) = s.in_flight.pop_front() {
+                d.wait().map_err(|e| kafka_error(e.error))?;
+            }
+        }
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// What a cluster push's commit did.
+pub struct Committed {
+    pub store: String,
+    pub version: u32,
+    pub records: u64,
+    pub bytes: u64,
+    pub nodes: usize,
+    pub elapsed: Duration,
+}
+
+/// PUSH COMMIT in cluster mode: the records' end markers are written; once every live node
+/// has loaded the version, the catalog commits it and each partition swaps it in.
+pub fn push_commit(
+    c: &Cluster,
+    ks: &Keyspace,
+    version: u64,
+    caller: Option<u64>,
+    timeout: Duration,
+) -> Result<Committed, StoreError> {
+    let session = c.pushes.session(version, caller)?;
+    let mut s = session.lock();
+    if s.committing {
+        return Err(StoreError::PushCommitting(version));
+    }
+    s.committing = true;
+    let r = commit_inner(c, ks, &mut s, timeout);
+    let (name, v) = (s.name.clone(), s.version);
+    drop(s);
+    c.pushes.0.lock().remove(&v);
+    match r {
+        Ok(done) => Ok(done),
+        Err((e, decided)) => {
+            if !decided {
+                abort_in_catalog(c, &name, v, &e.to_string());
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The error, and whether the swap was already decided (then nothing is aborted).
+type CommitError = (StoreError, bool);
+
+fn commit_inner(
+    c: &Cluster,
+    ks: &Keyspace,
+    s: &mut Session,
+    timeout: Duration,
+) -> Result<Committed, CommitError> {
+    let early = |e| (e, false);
+    while let Some(d) = s.in_flight.pop_front() {
+        d.wait().map_err(|e| early(kafka_error(e.error)))?;
+    }
+    let records: u64 = s.tallies.iter().map(|t| t.records).sum();
+    let current = store(c, &s.name)
+        .filter(|st| st.id == s.id)
+        .map(|st| st.current.records)
+        .ok_or_else(|| early(StoreError::NoSuchStore(s.name.clone())))?;
+    s.guard
+        .check(records, current)
+        .map_err(|r: PushRefusal| early(StoreError::Refused(r)))?;
+    let ends: Result<Vec<Delivery>, _> = s
+        .tallies
+        .iter()
+        .enumerate()
+        .map(|(p, t)| {
+            c.node
+                .produce(&s.topic, p as u32, &versions::end(t.records, t.checksum()))
+        })
+        .collect();
+    for d in ends.map_err(|e| early(kafka_error(e)))? {
+        d.wait().map_err(|e| early(kafka_error(e.error)))?;
+    }
+    // Every live node loads the version; one that cannot fails the push.
+    let deadline = Instant::now() + timeout;
+    let nodes = loop {
+        let members: Vec<u32> = c.node.view().members.iter().map(|m| m.node).collect();
+        let state = c.node.with_catalog(|cat| {
+            cat.stores.get(&s.name).and_then(|st| {
+                st.pushing
+                    .as_ref()
+                    .filter(|p| p.version == s.version)
+                    .map(|p| (p.ready.clone(), p.failed.clone()))
+            })
+        });
+        match state {
+            None => {
+                return Err(early(StoreError::Input(
+                    "the push was aborted while its version was being loaded".into(),
+                )))
+            }
+            Some((_, Some((node, reason)))) => {
+                return Err(early(StoreError::Input(format!(
+                    "node {node} could not load the version: {reason}"
+                ))))
+            }
+            Some((ready, None)) => {
+                if !members.is_empty() && members.iter().all(|m| ready.contains_key(m)) {
+                    break members.len();
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(early(StoreError::Input(
+                "not every node loaded the version within cluster-push-timeout".into(),
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let retired = store(c, &s.name).map(|st| st.previous.number);
+    let change = Change::Commit {
+        version: s.version,
+        created_ms: ks.now_ms(),
+    };
+    request(c, &s.name, change).map_err(early)?;
+    if let Some(old) = retired {
+        trim(c, s.id, old);
+    }
+    // Decided: each partition's master swaps it in.
+    let (id, v) = (s.id, s.version);
+    if !converge(ks, c.partitions, &s.name, timeout, |m| {
+        m.is_some_and(|m| m.id == id && m.current.number >= v)
+    }) {
+        return Err((not_converged("the swap"), true));
+    }
+    let cur = store(c, &s.name).map(|st| st.current).unwrap_or_default();
+    info!(store = %s.name, version = v, records, nodes, "push committed");
+    Ok(Committed {
+        store: s.name.clone(),
+        version: v,
+        records: cur.records,
+        bytes: cur.bytes,
+        nodes,
+        elapsed: s.started.elapsed(),
+    })
+}
+
+/// PUSH ABORT in cluster mode.
+pub fn push_abort(c: &Cluster, version: u64, caller: Option<u64>) -> Result<(), StoreError> {
+    let session = c.pushes.session(version, caller)?;
+    let s = session.lock();
+    if s.committing {
+        return Err(StoreError::PushCommitting(version));
+    }
+    let (name, v) = (s.name.clone(), s.version);
+    drop(s);
+    c.pushes.0.lock().remove(&v);
+    let change = Change::Abort {
+        version: v,
+        reason: "aborted".into(),
+    };
+    let (id, _) = request(c, &name, change)?;
+    trim(c, id, v);
+    Ok(())
+}
+
+/// Aborts the pushes connection `client` began here (it closed without committing).
+pub fn abort_owned_by(c: &Cluster, client: u64) {
+    let ids: Vec<u32> = c
+        .pushes
+        .0
+        .lock()
+        .iter()
+        .filter(|(_, s)| s.lock().owner == Some(client))
+        .map(|(v, _)| *v)
+        .collect();
+    for v in ids {
+        if let Err(e) = push_abort(c, u64::from(v), Some(client)) {
+            warn!(push = v, error = %e, "aborting a push of a closed connection");
+        }
+    }
+}
+
+/// The changes partition `p`'s stores need to follow the catalog `cat`, in order.
+fn differences(cat: &CatalogState, local: &rialto_keyspace::Catalog, p: u32) -> Vec<PartStoreOp> {
+    let mut ops = Vec::new();
+    for l in local.iter_in(p) {
+        if cat.stores.get(&l.name).is_none_or(|d| d.id != l.id) {
+            ops.push(PartStoreOp::Delete {
+                name: l.name.clone(),
+                id: l.id,
+            });
+        }
+    }
+    for d in cat.stores.values() {
+        let Some(l) = local.get_in(p, &d.name).filter(|l| l.id == d.id) else {
+            if local.get_in(p, &d.name).is_none() {
+                ops.push(PartStoreOp::Create {
+                    name: d.name.clone(),
+                    id: d.id,
+                    prefix: Bytes::copy_from_slice(&d.prefix),
+                    created_ms: d.created_ms,
+                });
+            }
+            continue;
+        };
+        let name = d.name.clone();
+        let id = d.id;
+        let want = d.current.number;
+        let pushing_here = l.pushing.map(|x| x.version);
+        let push = d.pushing.as_ref().filter(|x| x.failed.is_none());
+        // A push this partition began that the catalog neither runs nor committed: abort.
+        if let Some(v) = pushing_here {
+            if v != want && push.is_none_or(|x| x.version != v) {
+                ops.push(PartStoreOp::PushEnd {
+                    name,
+                    id,
+                    version: v,
+                    swap: None,
+                });
+                continue;
+            }
+        }
+        if want != l.current.number {
+            if pushing_here == Some(want) {
+                ops.push(PartStoreOp::PushEnd {
+                    name,
+                    id,
+                    version: want,
+                    swap: Some(d.current),
+                });
+            } else if l.previous.number == want && want < l.current.number {
+                ops.push(PartStoreOp::Rollback { name, id, to: want });
+            } else if want > l.current.number && pushing_here.is_none() && l.next_version <= want {
+                // The partition missed the push's begin (its master changed meanwhile).
+                ops.push(PartStoreOp::PushBegin {
+                    name,
+                    id,
+                    version: want,
+                    started_ms: d.current.created_ms,
+                });
+            }
+            continue;
+        }
+        if let Some(x) = push {
+            if pushing_here != Some(x.version) && l.next_version <= x.version {
+                ops.push(PartStoreOp::PushBegin {
+                    name,
+                    id,
+                    version: x.version,
+                    started_ms: x.started_ms,
+                });
+            }
+        }
+    }
+    ops
+}
+
+/// Makes the partitions this node masters follow the catalog, until the cluster is dropped.
+pub fn run_reconciler(c: Weak<Cluster>, ks: Arc<Keyspace>) {
+    loop {
+        std::thread::sleep(RECONCILE_EVERY);
+        let Some(c) = c.upgrade() else { return };
+        if !c.node.catalog_caught_up() {
+            continue;
+        }
+        for p in 0..c.partitions {
+            if !c.node.serves_as_master(p) {
+                continue;
+            }
+            let (at, ops) = {
+                let local = ks.catalog();
+                c.node
+                    .with_catalog(|cat| (cat.next, differences(cat, &local, p)))
+            };
+            for op in ops {
+                let op = Op::new(
+                    0,
+                    ks.now_ms(),
+                    OpKind::PartitionStore {
+                        partition: p,
+                        at,
+                        op,
+                    },
+                );
+                let done = c
+                    .submit(p, &Payload::One(op.clone()))
+                    .and_then(|s| s.wait());
+                match done {
+                    Ok(((Applied::One(Ok(_)), _), _)) => {}
+                    Ok(((Applied::One(Err(e)), _), _)) => {
+                        warn!(partition = p, error = %e, op = ?op.kind, "a partition refused a store change");
+                        break;
+                    }
+                    Ok(_) => break,
+                    Err(WriteError::NotMaster | WriteError::Fenced) => break,
+                    Err(e) => {
+                        warn!(partition = p, error = %e, "cannot write a store change to the log");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The version a payload swaps in, if it is a partition's swap: the applier loads it first.
+pub fn needs_version(payload: &[u8]) -> Option<(u32, u32)> {
+    // payload kind 1 (one op), then the op: version, db, now_ms (8), kind (30).
+    if payload.get(11) != Some(&30) || payload.first() != Some(&1) {
+        return None;
+    }
+    match Payload::decode(payload).ok()? {
+        Payload::One(Op {
+            kind:
+                OpKind::PartitionStore {
+                    op:
+                        PartStoreOp::PushEnd {
+                            id,
+                            version,
+                            swap: Some(_),
+                            ..
+                        },
+                    ..
+                },
+            ..
+        }) => Some((id, version)),
+        _ => None,
+    }
+}
+
+/// STORE DESCRIBE in cluster mode: the catalog's view, then each partition's versions on this
+/// node.
+pub fn describe(c: &Cluster, ks: &Keyspace, name: &str) -> Option<rialto_resp::Reply> {
+    use rialto_resp::Reply;
+    let d = store(c, name)?;
+    let local = ks.catalog();
+    let m = StoreMeta {
+        name: d.name.clone(),
+        id: d.id,
+        prefix: d.prefix.clone(),
+        current: d.current,
+        previous: d.previous,
+        next_version: d.next_version,
+        rewind_ms: 0,
+        pushing: d.pushing.as_ref().map(|p| rialto_keyspace::Pushing {
+            version: p.version,
+            started_ms: p.started_ms,
+        }),
+        created_ms: d.created_ms,
+    };
+    let Reply::Map(mut out) = crate::commands::store::describe(&m) else {
+        return None;
+    };
+    let parts = (0..c.partitions)
+        .map(|p| match local.get_in(p, name).filter(|l| l.id == d.id) {
+            None => Reply::Null,
+            Some(l) => Reply::Map(vec![
+                (Reply::bulk("partition"), Reply::Integer(i64::from(p))),
+                (
+                    Reply::bulk("current-version"),
+                    Reply::Integer(i64::from(l.current.number)),
+                ),
+                (
+                    Reply::bulk("previous-version"),
+                    match l.previous.number {
+                        0 => Reply::Null,
+                        v => Reply::Integer(i64::from(v)),
+                    },
+                ),
+                (
+                    Reply::bulk("pushing-version"),
+                    match l.pushing {
+                        None => Reply::Null,
+                        Some(x) => Reply::Integer(i64::from(x.version)),
+                    },
+                ),
+            ]),
+        })
+        .collect();
+    if let Some(p) = &d.pushing {
+        out.push((
+            Reply::bulk("pushing-ready-nodes"),
+            Reply::Array(
+                p.ready
+                    .keys()
+                    .map(|n| Reply::Integer(i64::from(*n)))
+                    .collect(),
+            ),
+        ));
+    }
+    out.push((Reply::bulk("partitions"), Reply::Array(parts)));
+    Some(Reply::Map(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rialto_cluster::catalog::CatalogRecord;
+    use rialto_keyspace::{Catalog, Pushing, VersionInfo};
+
+    fn catalog(records: Vec<(&str, Change)>) -> CatalogState {
+        let mut cat = CatalogState::default();
+        for (i, (name, change)) in records.into_iter().enumerate() {
+            let r = CatalogRecord {
+                request: i as u64,
+                name: name.into(),
+                change,
+            };
+            cat.apply(i as u64, &r.encode());
+        }
+        cat
+    }
+
+    fn meta(current: u32, previous: u32, pushing: Option<u32>, next: u32) -> StoreMeta {
+        StoreMeta {
+            name: "f".into(),
+            id: 1,
+            prefix: b"f:".to_vec(),
+            current: VersionInfo {
+                number: current,
+                ..VersionInfo::default()
+            },
+            previous: VersionInfo {
+                number: previous,
+                ..VersionInfo::default()
+            },
+            next_version: next,
+            rewind_ms: 0,
+            pushing: pushing.map(|version| Pushing {
+                version,
+                started_ms: 0,
+            }),
+            created_ms: 0,
+        }
+    }
+
+    const GUARD: Guard = Guard {
+        min_records: 1,
+        max_shrink_percent: 50,
+    };
+
+    fn create() -> (&'static str, Change) {
+        (
+            "f",
+            Change::Create {
+                prefix: b"f:".to_vec(),
+                created_ms: 0,
+            },
+        )
+    }
+
+    fn begin() -> (&'static str, Change) {
+        (
+            "f",
+            Change::Begin {
+                started_ms: 5,
+                last_wins: false,
+                node: 1,
+                guard: GUARD,
+            },
+        )
+    }
+
+    fn kinds(ops: &[PartStoreOp]) -> Vec<&'static str> {
+        ops.iter()
+            .map(|o| match o {
+                PartStoreOp::Create { .. } => "create",
+                PartStoreOp::Delete { .. } => "delete",
+                PartStoreOp::PushBegin { .. } => "begin",
+                PartStoreOp::PushEnd { swap: Some(_), .. } => "swap",
+                PartStoreOp::PushEnd { swap: None, .. } => "abort",
+                PartStoreOp::Rollback { .. } => "rollback",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_partition_is_driven_through_create_push_swap_rollback_and_delete() {
+        let empty = Catalog::partitioned(2);
+        let cat = catalog(vec![create()]);
+        assert_eq!(kinds(&differences(&cat, &empty, 1)), ["create"]);
+        let made = empty.with_in(1, meta(1, 0, None, 2));
+        assert!(differences(&cat, &made, 1).is_empty());
+
+        let cat = catalog(vec![create(), begin()]);
+        assert_eq!(kinds(&differences(&cat, &made, 1)), ["begin"]);
+        let begun = made.with_in(1, meta(1, 0, Some(2), 3));
+        assert!(differences(&cat, &begun, 1).is_empty());
+
+        let ready = (
+            "f",
+            Change::Ready {
+                version: 2,
+                node: 1,
+                records: 1,
+                bytes: 1,
+            },
+        );
+        let commit = (
+            "f",
+            Change::Commit {
+                version: 2,
+                created_ms: 9,
+            },
+        );
+        let cat = catalog(vec![create(), begin(), ready.clone(), commit.clone()]);
+        assert_eq!(kinds(&differences(&cat, &begun, 1)), ["swap"]);
+        // A partition that missed the begin begins, then swaps.
+        assert_eq!(kinds(&differences(&cat, &made, 1)), ["begin"]);
+        let swapped = begun.with_in(1, meta(2, 1, None, 3));
+        assert!(differences(&cat, &swapped, 1).is_empty());
+
+        let cat = catalog(vec![
+            create(),
+            begin(),
+            ready,
+            commit,
+            ("f", Change::Rollback { to: 0 }),
+        ]);
+        assert_eq!(kinds(&differences(&cat, &swapped, 1)), ["rollback"]);
+
+        // An aborted push ends without a swap; a deleted store goes.
+        let cat = catalog(vec![
+            create(),
+            begin(),
+            (
+                "f",
+                Change::Abort {
+                    version: 2,
+                    reason: "x".into(),
+                },
+            ),
+        ]);
+        assert_eq!(kinds(&differences(&cat, &begun, 1)), ["abort"]);
+        let cat = catalog(vec![create(), ("f", Change::Delete)]);
+        assert_eq!(kinds(&differences(&cat, &made, 1)), ["delete"]);
+    }
+
+    #[test]
+    fn only_swaps_need_a_loaded_version() {
+        let op = |swap| {
+            Payload::One(Op::new(
+                0,
+                5,
+                OpKind::PartitionStore {
+                    partition: 0,
+                    at: 1,
+                    op: PartStoreOp::PushEnd {
+                        name: "f".into(),
+                        id: 3,
+                        version: 4,
+                        swap,
+                    },
+                },
+            ))
+            .encode()
+        };
+        assert_eq!(
+            needs_version(&op(Some(VersionInfo::default()))),
+            Some((3, 4))
+        );
+        assert_eq!(needs_version(&op(None)), None);
+        let set = Payload::One(Op::new(0, 5, OpKind::Persist { key: "k".into() })).encode();
+        assert_eq!(needs_version(&set), None);
+    }
+}
