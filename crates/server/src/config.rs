@@ -24,6 +24,8 @@ pub struct Config {
     pub wal_recovery: WalRecovery,
     pub requirepass: Option<String>,
     pub protected_mode: bool,
+    /// Who may run DEBUG (`enable-debug-command`); fixed at start, as in Redis.
+    pub enable_debug_command: DebugGate,
     pub users: Vec<String>,
     pub maxclients: usize,
     pub timeout: Duration,
@@ -114,6 +116,7 @@ impl Default for Config {
             wal_recovery: WalRecovery::Strict,
             requirepass: None,
             protected_mode: true,
+            enable_debug_command: DebugGate::No,
             users: Vec::new(),
             maxclients: 10_000,
             timeout: Duration::ZERO,
@@ -327,6 +330,48 @@ fn parse_ip(s: &str) -> Result<IpAddr, String> {
         .map_err(|_| format!("'{s}' is not an IP address"))
 }
 
+/// `enable-debug-command`: Redis's protected-action setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DebugGate {
+    No,
+    Yes,
+    /// Only from a loopback connection.
+    Local,
+}
+
+impl DebugGate {
+    /// Redis's words, any case.
+    pub fn parse(s: &str) -> Option<DebugGate> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "no" => Some(DebugGate::No),
+            "yes" => Some(DebugGate::Yes),
+            "local" => Some(DebugGate::Local),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DebugGate::No => "no",
+            DebugGate::Yes => "yes",
+            DebugGate::Local => "local",
+        }
+    }
+
+    /// Whether a client connected from `peer` may run DEBUG. Local is Redis's test: the
+    /// peer is exactly 127.0.0.1 or ::1.
+    pub fn allows(self, peer: std::net::IpAddr) -> bool {
+        match self {
+            DebugGate::No => false,
+            DebugGate::Yes => true,
+            DebugGate::Local => match peer {
+                IpAddr::V4(a) => a == std::net::Ipv4Addr::LOCALHOST,
+                IpAddr::V6(a) => a == std::net::Ipv6Addr::LOCALHOST,
+            },
+        }
+    }
+}
+
 macro_rules! key {
     ($name:literal, $mutable:literal, $doc:literal, |$c:ident, $v:ident| $set:expr, |$g:ident| $get:expr) => {
         Key {
@@ -361,6 +406,9 @@ pub static KEYS: &[Key] = &[
     key!("requirepass", true, "Password of the default user (default none). Stored only as a SHA-256 hash in memory.",
         |c, v| c.requirepass = (!v.is_empty()).then(|| v.to_string()),
         |c| c.requirepass.clone().unwrap_or_default()),
+    key!("enable-debug-command", false, "Who may run DEBUG (default no): no = nobody, yes = every client, local = clients on the loopback address only. Set at start only (file or flag), as in Redis.",
+        |c, v| c.enable_debug_command = DebugGate::parse(v).ok_or_else(|| format!("'{v}' is not no, yes or local"))?,
+        |c| c.enable_debug_command.name().into()),
     key!("protected-mode", true, "With no password set, refuse clients from non-loopback addresses (default yes).",
         |c, v| c.protected_mode = parse_bool(v)?, |c| yes_no(c.protected_mode)),
     key!("user", false, "An ACL user, as in Redis ACL SETUSER: 'name on >password ~pattern +@read'. Repeatable (a TOML array in the file).",
@@ -650,6 +698,24 @@ pub fn help_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn enable_debug_command_is_set_at_start_only() {
+        let mut c = Config::default();
+        assert_eq!(c.enable_debug_command, DebugGate::No);
+        c.apply_flags(&["--enable-debug-command".into(), "LOCAL".into()])
+            .expect("flag");
+        assert_eq!(c.get("enable-debug-command").as_deref(), Some("local"));
+        assert!(c.set("enable-debug-command", "sometimes").is_err());
+        assert!(!key("enable-debug-command").expect("key").mutable);
+        let local = DebugGate::Local;
+        assert!(local.allows(IpAddr::from([127, 0, 0, 1])));
+        assert!(local.allows("::1".parse().expect("ip")));
+        assert!(!local.allows(IpAddr::from([127, 0, 0, 2])));
+        assert!(!local.allows(IpAddr::from([10, 0, 0, 1])));
+        assert!(DebugGate::Yes.allows(IpAddr::from([10, 0, 0, 1])));
+        assert!(!DebugGate::No.allows(IpAddr::from([127, 0, 0, 1])));
+    }
 
     #[test]
     fn sizes_parse_as_redis_memtoll() {

@@ -23,6 +23,11 @@ pub fn spawn(shared: Arc<Shared>) -> Periodic {
         "rialto-expire",
         move || Duration::from_millis(1000 / u64::from(sh.config.read().hz.max(1))),
         move || {
+            if !shared.active_expire.load(Ordering::Relaxed) {
+                // DEBUG SET-ACTIVE-EXPIRE 0: expired keys stay stored (never returned) until
+                // a write replaces them.
+                return;
+            }
             let (dbs, batch) = {
                 let c = shared.config.read();
                 (c.databases, c.active_expire_batch)

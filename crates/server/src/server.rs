@@ -100,6 +100,10 @@ pub struct Shared {
     pub tracking: Arc<crate::tracking::Tracking>,
     /// Cluster mode's node, when on.
     pub cluster: Option<Arc<crate::cluster::Cluster>>,
+    /// Connections in MONITOR mode.
+    pub monitors: Arc<crate::monitor::Monitors>,
+    /// Whether the background expiry pass runs (DEBUG SET-ACTIVE-EXPIRE).
+    pub active_expire: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -276,6 +280,11 @@ impl Server {
             Arc::clone(&hub),
             cfg.tracking_table_max_keys,
         ));
+        let monitors = Arc::new(crate::monitor::Monitors::default());
+        monitors.set_limit(crate::monitor::limit_of(
+            cfg.obuf_normal,
+            cfg.output_buffer_limit,
+        ));
         let shared = Arc::new(Shared {
             scripts: Arc::new(scripts),
             config: RwLock::new(cfg),
@@ -297,6 +306,8 @@ impl Server {
             hub,
             tracking,
             cluster,
+            monitors,
+            active_expire: std::sync::atomic::AtomicBool::new(true),
         });
         crate::tracking::Tracking::install(&shared)
             .map_err(|e| ServerError::Start(format!("tracking thread: {e}")))?;
