@@ -584,17 +584,20 @@ impl Connection {
             entry.micros.fetch_add(micros, Ordering::Relaxed);
         }
         if let Some(args) = slow_args {
-            let info = self.client.handle.info.lock();
-            let name = info.name.clone();
-            drop(info);
-            self.shared.slowlog.push(
-                self.shared.now_ms() / 1000,
-                micros,
-                &args,
-                self.client.handle.addr,
-                name,
-            );
+            self.log_slow(micros, &args);
         }
+    }
+
+    /// Adds a command to the slow log (the caller checked the threshold).
+    fn log_slow(&self, micros: u64, args: &[Bytes]) {
+        let name = self.client.handle.info.lock().name.clone();
+        self.shared.slowlog.push(
+            self.shared.now_ms() / 1000,
+            micros,
+            args,
+            self.client.handle.addr,
+            name,
+        );
     }
 
     async fn execute(&mut self, args: Vec<Bytes>) {

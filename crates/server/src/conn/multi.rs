@@ -497,6 +497,17 @@ impl Connection {
 
     /// Runs a connection command of the transaction on the connection.
     async fn run_here(&mut self, handler: Handler, args: &[Bytes]) -> Reply {
+        let start = std::time::Instant::now();
+        let reply = self.run_here_untimed(handler, args).await;
+        // The slow log holds the commands inside EXEC, not EXEC itself, as in Redis.
+        let micros = start.elapsed().as_micros() as u64;
+        if super::slow(self.shared.slowlog.threshold_micros(), micros) {
+            self.log_slow(micros, args);
+        }
+        reply
+    }
+
+    async fn run_here_untimed(&mut self, handler: Handler, args: &[Bytes]) -> Reply {
         let outcome = commands::run_on_connection(
             handler,
             &mut Ctx {
