@@ -104,6 +104,15 @@ pub struct Shared {
     pub monitors: Arc<crate::monitor::Monitors>,
     /// Whether the background expiry pass runs (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire: std::sync::atomic::AtomicBool,
+    /// INFO replication's `master_replid` (a new one after DEBUG CHANGE-REPL-ID).
+    pub repl_id: Mutex<String>,
+}
+
+/// 40 random hex digits, as Redis's run and replication ids.
+pub fn random_id() -> String {
+    (0..40)
+        .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).unwrap_or('0'))
+        .collect()
 }
 
 impl Shared {
@@ -258,9 +267,7 @@ impl Server {
         let slowlog = SlowLog::new();
         slowlog.configure(cfg.slowlog_log_slower_than, cfg.slowlog_max_len);
         let (shutdown, _) = watch::channel(false);
-        let run_id: String = (0..40)
-            .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).unwrap_or('0'))
-            .collect();
+        let run_id = random_id();
         let scripts = rialto_scripting::Scripts::new(cfg.lua_time_limit_ms, cfg.lua_memory_limit)
             .map_err(|e| ServerError::Start(format!("the Lua interpreter: {e}")))?;
         // The function libraries live with the data: back into the interpreter.
@@ -308,6 +315,7 @@ impl Server {
             cluster,
             monitors,
             active_expire: std::sync::atomic::AtomicBool::new(true),
+            repl_id: Mutex::new(random_id()),
         });
         crate::tracking::Tracking::install(&shared)
             .map_err(|e| ServerError::Start(format!("tracking thread: {e}")))?;

@@ -104,7 +104,8 @@ fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::Reply(reply::ok());
     }
     if is(sub, "change-repl-id") && n == 2 {
-        // One node, no replicas following an id: nothing to change.
+        // No replica follows the id; INFO replication shows the new one.
+        *ctx.shared.repl_id.lock() = crate::server::random_id();
         return Outcome::Reply(reply::ok());
     }
     if is(sub, "digest") && n == 2 {
