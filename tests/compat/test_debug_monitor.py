@@ -311,3 +311,32 @@ def test_client_reply(start_server):
 
     redis, rialto = both(start_server, run)
     assert rialto == redis
+
+
+def test_slow_commands_inside_exec_are_logged_not_exec(start_server):
+    def run(s):
+        c = s.client()
+        c.config_set("slowlog-log-slower-than", 100000)
+        c.slowlog_reset()
+        p = c.pipeline(transaction=True)
+        p.execute_command("DEBUG", "SLEEP", "0.2")
+        p.execute()
+        return [e["command"] for e in c.slowlog_get()]
+
+    redis, rialto = both(start_server, run)
+    assert rialto == redis == [b"DEBUG SLEEP 0.2"]
+
+
+def test_info_replication_has_redis_s_fields(start_server):
+    def run(s):
+        c, out = s.conn(), []
+        for _ in range(2):
+            text = c.call("INFO", "replication").value.decode()
+            out.append(dict(line.split(":", 1) for line in text.split("\r\n")[1:] if line))
+            c.call("DEBUG", "CHANGE-REPL-ID")
+        changed = out[0]["master_replid"] != out[1]["master_replid"]
+        del out[0]["master_replid"], out[1]["master_replid"]
+        return out, changed
+
+    redis, rialto = both(start_server, run)
+    assert rialto == redis
