@@ -137,8 +137,10 @@ fn unknown(sub: &[u8]) -> Reply {
 /// The seconds of DEBUG SLEEP read as C's `strtod` reads them: the longest number at the
 /// start, 0 when there is none; negative or not a number sleeps nothing.
 fn sleep_time(arg: &[u8]) -> Duration {
-    let text = String::from_utf8_lossy(arg);
-    let text = text.trim_start();
+    // A number is short: look at the first bytes only, so a huge argument costs nothing.
+    let head = arg.trim_ascii_start();
+    let head = &head[..head.len().min(64)];
+    let text = String::from_utf8_lossy(head);
     let secs = (1..=text.len())
         .rev()
         .filter(|&i| text.is_char_boundary(i))
@@ -497,6 +499,7 @@ mod tests {
         assert_eq!(sleep_time(b"nan"), Duration::ZERO);
         assert_eq!(sleep_time(b"1e300"), MAX_SLEEP);
         assert_eq!(sleep_time(b"inf"), MAX_SLEEP);
+        assert_eq!(sleep_time(&vec![b'9'; 1 << 20]), MAX_SLEEP);
     }
 
     #[test]
