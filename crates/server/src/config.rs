@@ -35,8 +35,9 @@ pub struct Config {
     pub max_multibulk_len: usize,
     pub client_query_buffer_limit: usize,
     pub output_buffer_limit: usize,
-    /// `client-output-buffer-limit`: normal, replica, pubsub. Only pubsub is enforced
-    /// (`output-buffer-limit` bounds normal clients); the others are kept for CONFIG GET.
+    /// `client-output-buffer-limit`: normal, replica, pubsub. Pubsub is enforced on
+    /// subscribers, normal on monitors (`output-buffer-limit` bounds replies); replica is kept
+    /// for CONFIG GET.
     pub obuf_normal: ObufLimit,
     pub obuf_replica: ObufLimit,
     pub pubsub_limit: ObufLimit,
@@ -429,7 +430,7 @@ pub static KEYS: &[Key] = &[
         |c, v| c.client_query_buffer_limit = parse_size(v)?, |c| c.client_query_buffer_limit.to_string()),
     key!("output-buffer-limit", true, "Most reply bytes pending for one client (default 1gb, 0 unlimited); beyond it the client is closed.",
         |c, v| c.output_buffer_limit = parse_size(v)?, |c| c.output_buffer_limit.to_string()),
-    key!("client-output-buffer-limit", true, "Redis's syntax, '<class> <hard> <soft> <soft-seconds>' per class (default 'normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60'). Enforced for pubsub: a client whose pub/sub messages and invalidations waiting to be written pass the hard limit, or stay over the soft limit for the soft seconds, is disconnected (0 disables a limit). The normal and replica classes are accepted and shown, not enforced (output-buffer-limit bounds replies).",
+    key!("client-output-buffer-limit", true, "Redis's syntax, '<class> <hard> <soft> <soft-seconds>' per class (default 'normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60'). Enforced for pubsub: a client whose pub/sub messages and invalidations waiting to be written pass the hard limit, or stay over the soft limit for the soft seconds, is disconnected (0 disables a limit). The normal class bounds MONITOR's pending lines (when it is 0 0 0, output-buffer-limit does); replies are bounded by output-buffer-limit, and the replica class is accepted and shown, not enforced.",
         |c, v| set_obuf_limits(c, v)?, |c| get_obuf_limits(c)),
     key!("tracking-table-max-keys", true, "Most keys the client-side caching table remembers (default 1000000; 0 unlimited); beyond it keys are evicted, their readers sent an invalidation.",
         |c, v| c.tracking_table_max_keys = parse_num(v)?, |c| c.tracking_table_max_keys.to_string()),
