@@ -61,9 +61,9 @@ pub const FLAG_TRACKING: u32 = 1;
 pub const FLAG_REDIR_BROKEN: u32 = 2;
 /// BCAST (`B`).
 pub const FLAG_BCAST: u32 = 4;
-/// OPTIN (`I`).
+/// OPTIN (no letter in Redis 7.0's CLIENT LIST).
 pub const FLAG_OPTIN: u32 = 8;
-/// OPTOUT (`O`).
+/// OPTOUT (no letter either).
 pub const FLAG_OPTOUT: u32 = 16;
 
 /// Mutable descriptive fields.
@@ -111,12 +111,11 @@ impl ClientHandle {
         if sub + psub + ssub > 0 {
             flags.push('P');
         }
+        // OPTIN and OPTOUT have no letter in Redis 7.0 (`O` is a monitor).
         for (bit, c) in [
             (FLAG_TRACKING, 't'),
             (FLAG_REDIR_BROKEN, 'R'),
             (FLAG_BCAST, 'B'),
-            (FLAG_OPTIN, 'I'),
-            (FLAG_OPTOUT, 'O'),
         ] {
             if tf & bit != 0 {
                 flags.push(c);
