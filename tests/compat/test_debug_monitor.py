@@ -340,3 +340,45 @@ def test_info_replication_has_redis_s_fields(start_server):
 
     redis, rialto = both(start_server, run)
     assert rialto == redis
+
+
+# --- LATENCY ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", [2, 3], ids=lambda p: f"resp{p}")
+def test_latency_monitor(start_server, protocol):
+    def run(s):
+        c = s.conn()
+        if protocol == 3:
+            c.call("HELLO", "3")
+        out = [
+            raw_call(c, "CONFIG", "GET", "latency-monitor-threshold"),
+            raw_call(c, "LATENCY", "LATEST"),
+            raw_call(c, "LATENCY", "DEBUG"),
+            raw_call(c, "LATENCY", "HELP", "x"),
+            raw_call(c, "LATENCY", "GRAPH", "command"),
+        ]
+        c.call("DEBUG", "SLEEP", "0.15")  # threshold 0: nothing recorded
+        out.append(raw_call(c, "LATENCY", "LATEST"))
+        c.call("CONFIG", "SET", "latency-monitor-threshold", "100")
+        c.call("DEBUG", "SLEEP", "0.15")
+        latest = c.call("LATENCY", "LATEST").value
+        assert len(latest) == 1
+        event, t, latency, high = (x.value for x in latest[0].value)
+        out.append([event, abs(t - time.time()) < 5, 150 <= latency < 400, high == latency])
+        history = c.call("LATENCY", "HISTORY", "command").value
+        out.append([(h.value[0].value, h.value[1].value) for h in history] == [(t, latency)])
+        out += [
+            raw_call(c, "LATENCY", "HISTORY", "nothing"),
+            raw_call(c, "LATENCY", "RESET", "nothing", "other"),
+            raw_call(c, "LATENCY", "GRAPH", "nothing"),
+            c.call("LATENCY", "GRAPH", "command").text().split(b"\n")[0].startswith(b"command - high "),
+            c.call("LATENCY", "DOCTOR").text().startswith(b"Dave, I have observed latency spikes"),
+            raw_call(c, "LATENCY", "RESET"),
+            raw_call(c, "LATENCY", "LATEST"),
+            c.call("LATENCY", "DOCTOR").kind,
+        ]
+        return out
+
+    redis, rialto = both(start_server, run)
+    assert rialto == redis

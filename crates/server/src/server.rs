@@ -106,6 +106,8 @@ pub struct Shared {
     pub active_expire: std::sync::atomic::AtomicBool,
     /// INFO replication's `master_replid` (a new one after DEBUG CHANGE-REPL-ID).
     pub repl_id: Mutex<String>,
+    /// LATENCY's samples.
+    pub latency: crate::latency::LatencyMonitor,
 }
 
 /// 40 random hex digits, as Redis's run and replication ids.
@@ -287,6 +289,8 @@ impl Server {
             Arc::clone(&hub),
             cfg.tracking_table_max_keys,
         ));
+        let latency = crate::latency::LatencyMonitor::default();
+        latency.set_threshold_ms(cfg.latency_monitor_threshold_ms);
         let monitors = Arc::new(crate::monitor::Monitors::default());
         monitors.set_limit(crate::monitor::limit_of(
             cfg.obuf_normal,
@@ -316,6 +320,7 @@ impl Server {
             monitors,
             active_expire: std::sync::atomic::AtomicBool::new(true),
             repl_id: Mutex::new(random_id()),
+            latency,
         });
         crate::tracking::Tracking::install(&shared)
             .map_err(|e| ServerError::Start(format!("tracking thread: {e}")))?;

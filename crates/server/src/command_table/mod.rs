@@ -212,8 +212,8 @@ mod tests {
             assert_eq!(c.name, c.name.to_ascii_lowercase());
             assert!(seen.insert(c.name), "{} twice", c.name);
         }
-        assert_eq!(all().len(), 90);
-        assert_eq!(seen.len(), 90 + 71 + 12);
+        assert_eq!(all().len(), 91);
+        assert_eq!(seen.len(), 91 + 77 + 12);
     }
 
     #[test]

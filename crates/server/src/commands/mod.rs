@@ -76,6 +76,7 @@ pub mod function;
 mod hello;
 mod info;
 mod keys;
+mod latency;
 mod monitor;
 mod multi;
 mod ping;
@@ -184,6 +185,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     pubsub::PUBSUB,
     debug::DEBUG,
     monitor::MONITOR,
+    latency::LATENCY,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.

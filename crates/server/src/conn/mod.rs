@@ -582,6 +582,9 @@ impl Connection {
         if let Some(entry) = self.shared.registry.entry(id) {
             entry.calls.fetch_add(1, Ordering::Relaxed);
             entry.micros.fetch_add(micros, Ordering::Relaxed);
+            self.shared.latency.observe_with(micros, || {
+                crate::latency::LatencyMonitor::command_event(entry.spec.has_flag("fast"))
+            });
         }
         if let Some(args) = slow_args {
             self.log_slow(micros, &args);

@@ -504,6 +504,10 @@ impl Connection {
         if super::slow(self.shared.slowlog.threshold_micros(), micros) {
             self.log_slow(micros, args);
         }
+        self.shared.latency.observe_with(micros, || {
+            let fast = command_table::lookup(&args[0]).is_some_and(|c| c.has_flag("fast"));
+            crate::latency::LatencyMonitor::command_event(fast)
+        });
         reply
     }
 
