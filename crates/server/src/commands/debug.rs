@@ -100,7 +100,11 @@ fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return protocol(ctx.client.protocol, &args[2]);
     }
     if is(sub, "log") && n == 3 {
-        tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(&args[2]));
+        // Line breaks escaped: a client must not be able to forge log lines.
+        let text = String::from_utf8_lossy(&args[2])
+            .replace('\r', "\\r")
+            .replace('\n', "\\n");
+        tracing::warn!("DEBUG LOG: {text}");
         return Outcome::Reply(reply::ok());
     }
     if is(sub, "change-repl-id") && n == 2 {
