@@ -392,7 +392,6 @@ fn digest(ctx: &Ctx<'_>) -> Outcome {
             let mut total = [0u8; 20];
             for db in 0..dbs {
                 let mut first = true;
-                let mut err = None;
                 let walked = shared.keyspace.walk_keys(db as u8, None, now, |k, rec| {
                     if first {
                         // The database's number, so the same data elsewhere differs.
@@ -406,10 +405,7 @@ fn digest(ctx: &Ctx<'_>) -> Outcome {
                     true
                 });
                 if let Err(e) = walked {
-                    err = Some(reply::keyspace_error(&e));
-                }
-                if let Some(e) = err {
-                    return e;
+                    return reply::keyspace_error(&e);
                 }
             }
             hex(&total)
