@@ -88,9 +88,11 @@ class _Servers:
         self.base_dir = base_dir
         self.started = []
 
-    def __call__(self, role, data_dir=None, password=None, name=None):
+    def __call__(self, role, data_dir=None, password=None, name=None, args=()):
         try:
-            s = servers.start(role, self.base_dir, data_dir=data_dir, password=password, name=name)
+            s = servers.start(
+                role, self.base_dir, data_dir=data_dir, password=password, name=name, args=args
+            )
         except servers.ServerError as e:
             pytest.fail(str(e), pytrace=False)
         self.started.append(s)
@@ -111,7 +113,7 @@ class _Servers:
 
 @pytest.fixture
 def start_server(base_dir):
-    """Factory: start_server("redis"|"rialto", data_dir=None, password=None) -> servers.Server.
+    """Factory: start_server("redis"|"rialto", data_dir=None, password=None, args=()) -> Server.
 
     Waits until PING answers (failing the test with the server's output if it does not); every
     server it started is stopped when the test ends."""

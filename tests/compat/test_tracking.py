@@ -308,3 +308,15 @@ def test_a_push_swap_or_rollback_invalidates_the_stores_tracked_keys(target, sta
         assert nothing_pending(far, 0.1)
     # After the swap and the rollback, a re-read sees the version in service.
     assert t.call("GET", "feat:a").value == b"1"
+
+
+@pytest.mark.parametrize("mode", ["OPTIN", "OPTOUT", "BCAST"])
+def test_client_list_flags_of_a_tracking_client(start_server, mode):
+    def run(s):
+        c = raw(s)
+        c.call("CLIENT", "TRACKING", "ON", mode)
+        info = c.call("CLIENT", "INFO").text().decode()
+        return info.split(" flags=")[1].split(" ")[0]
+
+    redis, rialto = both(start_server, run)
+    assert rialto == redis

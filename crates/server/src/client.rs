@@ -51,6 +51,8 @@ pub struct ClientHandle {
     pub tracking_flags: AtomicU32,
     /// Where invalidations go (CLIENT LIST `redir`): -1 none.
     pub redir: AtomicI64,
+    /// In MONITOR mode (flag `O`).
+    pub monitor: AtomicBool,
 }
 
 /// Tracking is on (`t`).
@@ -59,9 +61,9 @@ pub const FLAG_TRACKING: u32 = 1;
 pub const FLAG_REDIR_BROKEN: u32 = 2;
 /// BCAST (`B`).
 pub const FLAG_BCAST: u32 = 4;
-/// OPTIN (`I`).
+/// OPTIN (no letter in Redis 7.0's CLIENT LIST).
 pub const FLAG_OPTIN: u32 = 8;
-/// OPTOUT (`O`).
+/// OPTOUT (no letter either).
 pub const FLAG_OPTOUT: u32 = 16;
 
 /// Mutable descriptive fields.
@@ -103,15 +105,17 @@ impl ClientHandle {
         // Redis's letters, in its order.
         let tf = self.tracking_flags.load(Ordering::Relaxed);
         let mut flags = String::new();
+        if self.monitor.load(Ordering::Relaxed) {
+            flags.push('O');
+        }
         if sub + psub + ssub > 0 {
             flags.push('P');
         }
+        // OPTIN and OPTOUT have no letter in Redis 7.0 (`O` is a monitor).
         for (bit, c) in [
             (FLAG_TRACKING, 't'),
             (FLAG_REDIR_BROKEN, 'R'),
             (FLAG_BCAST, 'B'),
-            (FLAG_OPTIN, 'I'),
-            (FLAG_OPTOUT, 'O'),
         ] {
             if tf & bit != 0 {
                 flags.push(c);
@@ -219,6 +223,7 @@ impl Clients {
             ssub: AtomicUsize::new(0),
             tracking_flags: AtomicU32::new(0),
             redir: AtomicI64::new(-1),
+            monitor: AtomicBool::new(false),
         });
         self.accepted.fetch_add(1, Ordering::Relaxed);
         self.map.lock().insert(id, Arc::clone(&h));
@@ -280,6 +285,32 @@ pub struct Client {
     /// Cluster mode: the partition and log offset of this connection's last acknowledged
     /// write (CLUSTER LASTWRITE's token).
     pub last_write: Option<(u32, u64)>,
+    /// CLIENT REPLY's state.
+    pub reply: ReplyMode,
+}
+
+/// CLIENT REPLY: which replies the client is sent. Redis's flags: OFF holds until ON; SKIP
+/// silences the request after the CLIENT REPLY SKIP (whatever its outcome, a refusal too).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyMode {
+    /// CLIENT REPLY OFF.
+    pub off: bool,
+    /// This request's reply is skipped.
+    pub skip: bool,
+    /// The next request's reply is skipped (set by CLIENT REPLY SKIP).
+    pub skip_next: bool,
+}
+
+impl ReplyMode {
+    /// Whether a reply made now is dropped.
+    pub fn silenced(self) -> bool {
+        self.off || self.skip
+    }
+
+    /// After every request, as Redis's `resetClient`: the skip ends, a requested one begins.
+    pub fn request_done(&mut self) {
+        self.skip = std::mem::take(&mut self.skip_next);
+    }
 }
 
 impl Client {

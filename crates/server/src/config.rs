@@ -24,6 +24,8 @@ pub struct Config {
     pub wal_recovery: WalRecovery,
     pub requirepass: Option<String>,
     pub protected_mode: bool,
+    /// Who may run DEBUG (`enable-debug-command`); fixed at start, as in Redis.
+    pub enable_debug_command: DebugGate,
     pub users: Vec<String>,
     pub maxclients: usize,
     pub timeout: Duration,
@@ -33,8 +35,9 @@ pub struct Config {
     pub max_multibulk_len: usize,
     pub client_query_buffer_limit: usize,
     pub output_buffer_limit: usize,
-    /// `client-output-buffer-limit`: normal, replica, pubsub. Only pubsub is enforced
-    /// (`output-buffer-limit` bounds normal clients); the others are kept for CONFIG GET.
+    /// `client-output-buffer-limit`: normal, replica, pubsub. Pubsub is enforced on
+    /// subscribers, normal on monitors (`output-buffer-limit` bounds replies); replica is kept
+    /// for CONFIG GET.
     pub obuf_normal: ObufLimit,
     pub obuf_replica: ObufLimit,
     pub pubsub_limit: ObufLimit,
@@ -44,6 +47,8 @@ pub struct Config {
     pub active_expire_batch: usize,
     pub slowlog_log_slower_than: i64,
     pub slowlog_max_len: usize,
+    /// `latency-monitor-threshold`: milliseconds from which LATENCY records an event; 0 off.
+    pub latency_monitor_threshold_ms: u64,
     pub lua_time_limit_ms: u64,
     pub lua_memory_limit: usize,
     pub metrics_bind: IpAddr,
@@ -117,6 +122,7 @@ impl Default for Config {
             wal_recovery: WalRecovery::Strict,
             requirepass: None,
             protected_mode: true,
+            enable_debug_command: DebugGate::No,
             users: Vec::new(),
             maxclients: 10_000,
             timeout: Duration::ZERO,
@@ -143,6 +149,7 @@ impl Default for Config {
             active_expire_batch: 1000,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
+            latency_monitor_threshold_ms: 0,
             lua_time_limit_ms: 5000,
             lua_memory_limit: 1 << 30,
             metrics_bind: IpAddr::from([127, 0, 0, 1]),
@@ -331,6 +338,48 @@ fn parse_ip(s: &str) -> Result<IpAddr, String> {
         .map_err(|_| format!("'{s}' is not an IP address"))
 }
 
+/// `enable-debug-command`: Redis's protected-action setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DebugGate {
+    No,
+    Yes,
+    /// Only from a loopback connection.
+    Local,
+}
+
+impl DebugGate {
+    /// Redis's words, any case.
+    pub fn parse(s: &str) -> Option<DebugGate> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "no" => Some(DebugGate::No),
+            "yes" => Some(DebugGate::Yes),
+            "local" => Some(DebugGate::Local),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DebugGate::No => "no",
+            DebugGate::Yes => "yes",
+            DebugGate::Local => "local",
+        }
+    }
+
+    /// Whether a client connected from `peer` may run DEBUG. Local is Redis's test: the
+    /// peer is exactly 127.0.0.1 or ::1.
+    pub fn allows(self, peer: std::net::IpAddr) -> bool {
+        match self {
+            DebugGate::No => false,
+            DebugGate::Yes => true,
+            DebugGate::Local => match peer {
+                IpAddr::V4(a) => a == std::net::Ipv4Addr::LOCALHOST,
+                IpAddr::V6(a) => a == std::net::Ipv6Addr::LOCALHOST,
+            },
+        }
+    }
+}
+
 macro_rules! key {
     ($name:literal, $mutable:literal, $doc:literal, |$c:ident, $v:ident| $set:expr, |$g:ident| $get:expr) => {
         Key {
@@ -365,6 +414,9 @@ pub static KEYS: &[Key] = &[
     key!("requirepass", true, "Password of the default user (default none). Stored only as a SHA-256 hash in memory.",
         |c, v| c.requirepass = (!v.is_empty()).then(|| v.to_string()),
         |c| c.requirepass.clone().unwrap_or_default()),
+    key!("enable-debug-command", false, "Who may run DEBUG (default no): no = nobody, yes = every client, local = clients on the loopback address only. Set at start only (file or flag), as in Redis.",
+        |c, v| c.enable_debug_command = DebugGate::parse(v).ok_or_else(|| format!("'{v}' is not no, yes or local"))?,
+        |c| c.enable_debug_command.name().into()),
     key!("protected-mode", true, "With no password set, refuse clients from non-loopback addresses (default yes).",
         |c, v| c.protected_mode = parse_bool(v)?, |c| yes_no(c.protected_mode)),
     key!("user", false, "An ACL user, as in Redis ACL SETUSER: 'name on >password ~pattern +@read'. Repeatable (a TOML array in the file).",
@@ -385,13 +437,15 @@ pub static KEYS: &[Key] = &[
         |c, v| c.client_query_buffer_limit = parse_size(v)?, |c| c.client_query_buffer_limit.to_string()),
     key!("output-buffer-limit", true, "Most reply bytes pending for one client (default 1gb, 0 unlimited); beyond it the client is closed.",
         |c, v| c.output_buffer_limit = parse_size(v)?, |c| c.output_buffer_limit.to_string()),
-    key!("client-output-buffer-limit", true, "Redis's syntax, '<class> <hard> <soft> <soft-seconds>' per class (default 'normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60'). Enforced for pubsub: a client whose pub/sub messages and invalidations waiting to be written pass the hard limit, or stay over the soft limit for the soft seconds, is disconnected (0 disables a limit). The normal and replica classes are accepted and shown, not enforced (output-buffer-limit bounds replies).",
+    key!("client-output-buffer-limit", true, "Redis's syntax, '<class> <hard> <soft> <soft-seconds>' per class (default 'normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60'). Enforced for pubsub: a client whose pub/sub messages and invalidations waiting to be written pass the hard limit, or stay over the soft limit for the soft seconds, is disconnected (0 disables a limit). The normal class bounds MONITOR's pending lines (when it is 0 0 0, output-buffer-limit does); replies are bounded by output-buffer-limit, and the replica class is accepted and shown, not enforced.",
         |c, v| set_obuf_limits(c, v)?, |c| get_obuf_limits(c)),
     key!("tracking-table-max-keys", true, "Most keys the client-side caching table remembers (default 1000000; 0 unlimited); beyond it keys are evicted, their readers sent an invalidation.",
         |c, v| c.tracking_table_max_keys = parse_num(v)?, |c| c.tracking_table_max_keys.to_string()),
     key!("databases", false, "Number of databases SELECT can choose (default 16, at most 256).",
         |c, v| { let n: usize = parse_num(v)?; if n == 0 || n > 256 { return Err("must be 1 to 256".into()); } c.databases = n },
         |c| c.databases.to_string()),
+    key!("latency-monitor-threshold", true, "Milliseconds from which a command or an expiry pass is recorded by LATENCY LATEST/HISTORY (default 0: off).",
+        |c, v| c.latency_monitor_threshold_ms = parse_num(v)?, |c| c.latency_monitor_threshold_ms.to_string()),
     key!("hz", true, "Background expiry passes per second (default 10): more passes delete expired keys sooner for more CPU.",
         |c, v| { let n: u32 = parse_num(v)?; c.hz = n.clamp(1, 500) }, |c| c.hz.to_string()),
     key!("active-expire-batch", true, "Most expired keys one pass deletes per database (default 1000).",
@@ -656,6 +710,24 @@ pub fn help_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn enable_debug_command_is_set_at_start_only() {
+        let mut c = Config::default();
+        assert_eq!(c.enable_debug_command, DebugGate::No);
+        c.apply_flags(&["--enable-debug-command".into(), "LOCAL".into()])
+            .expect("flag");
+        assert_eq!(c.get("enable-debug-command").as_deref(), Some("local"));
+        assert!(c.set("enable-debug-command", "sometimes").is_err());
+        assert!(!key("enable-debug-command").expect("key").mutable);
+        let local = DebugGate::Local;
+        assert!(local.allows(IpAddr::from([127, 0, 0, 1])));
+        assert!(local.allows("::1".parse().expect("ip")));
+        assert!(!local.allows(IpAddr::from([127, 0, 0, 2])));
+        assert!(!local.allows(IpAddr::from([10, 0, 0, 1])));
+        assert!(DebugGate::Yes.allows(IpAddr::from([10, 0, 0, 1])));
+        assert!(!DebugGate::No.allows(IpAddr::from([127, 0, 0, 1])));
+    }
 
     #[test]
     fn sizes_parse_as_redis_memtoll() {

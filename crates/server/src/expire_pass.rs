@@ -23,10 +23,17 @@ pub fn spawn(shared: Arc<Shared>) -> Periodic {
         "rialto-expire",
         move || Duration::from_millis(1000 / u64::from(sh.config.read().hz.max(1))),
         move || {
+            if !shared.active_expire.load(Ordering::Relaxed) {
+                // DEBUG SET-ACTIVE-EXPIRE 0: expired keys stay stored (never returned) until
+                // a write replaces them.
+                return;
+            }
             let (dbs, batch) = {
                 let c = shared.config.read();
                 (c.databases, c.active_expire_batch)
             };
+            let start = std::time::Instant::now();
+            let _timed = Timed(&shared, start);
             if let Some(c) = &shared.cluster {
                 cluster_pass(&shared, c, batch);
                 return;
@@ -44,6 +51,16 @@ pub fn spawn(shared: Arc<Shared>) -> Periodic {
             }
         },
     )
+}
+
+/// Records the pass's duration as LATENCY's `expire-cycle` when it ends, whichever way.
+struct Timed<'a>(&'a Shared, std::time::Instant);
+
+impl Drop for Timed<'_> {
+    fn drop(&mut self) {
+        let micros = self.1.elapsed().as_micros() as u64;
+        self.0.latency.observe("expire-cycle", micros);
+    }
 }
 
 /// The cluster's pass: the due entries of database 0 whose keys this node masters, one op per

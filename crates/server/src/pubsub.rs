@@ -71,6 +71,8 @@ pub enum Item {
     Invalidate(Option<Vec<Bytes>>),
     /// Client-side caching: the client invalidations were redirected to (this id) is gone.
     RedirBroken(u64),
+    /// MONITOR: one executed command, as the line Redis sends (without `+` and CRLF).
+    Monitor(Bytes),
 }
 
 impl Item {
@@ -89,6 +91,7 @@ impl Item {
                     .as_ref()
                     .map_or(0, |k| k.iter().map(|k| k.len() + 16).sum()),
                 Item::RedirBroken(_) => 0,
+                Item::Monitor(line) => line.len(),
             }
     }
 
@@ -143,8 +146,16 @@ impl Item {
                 ]),
                 Protocol::Resp2 => return None,
             },
+            // A status line in both protocols, as Redis sends it.
+            Item::Monitor(line) => Reply::Simple(line.clone()),
         })
     }
+}
+
+/// Which limit class an item counts for, in the log line of a client cut off.
+enum ItemKind {
+    Monitor,
+    Other,
 }
 
 /// What one connection is subscribed to.
@@ -197,6 +208,10 @@ impl Mailbox {
         if q.closed {
             return false;
         }
+        let item_kind = match item {
+            Item::Monitor(_) => ItemKind::Monitor,
+            _ => ItemKind::Other,
+        };
         q.bytes += item.size();
         q.items.push_back(item);
         let over_hard = limit.hard != 0 && q.bytes > limit.hard;
@@ -209,10 +224,16 @@ impl Mailbox {
             false
         };
         if over_hard || soft_expired {
+            let class = if matches!(item_kind, ItemKind::Monitor) {
+                "normal (monitor)"
+            } else {
+                "pubsub"
+            };
             warn!(
                 client = self.handle.id,
                 bytes = q.bytes,
-                "closing pub/sub client that reached client-output-buffer-limit pubsub"
+                class,
+                "closing client that reached client-output-buffer-limit"
             );
             q.closed = true;
             q.items.clear();

@@ -100,6 +100,21 @@ pub struct Shared {
     pub tracking: Arc<crate::tracking::Tracking>,
     /// Cluster mode's node, when on.
     pub cluster: Option<Arc<crate::cluster::Cluster>>,
+    /// Connections in MONITOR mode.
+    pub monitors: Arc<crate::monitor::Monitors>,
+    /// Whether the background expiry pass runs (DEBUG SET-ACTIVE-EXPIRE).
+    pub active_expire: std::sync::atomic::AtomicBool,
+    /// INFO replication's `master_replid` (a new one after DEBUG CHANGE-REPL-ID).
+    pub repl_id: Mutex<String>,
+    /// LATENCY's samples.
+    pub latency: crate::latency::LatencyMonitor,
+}
+
+/// 40 random hex digits, as Redis's run and replication ids.
+pub fn random_id() -> String {
+    (0..40)
+        .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).unwrap_or('0'))
+        .collect()
 }
 
 impl Shared {
@@ -260,9 +275,7 @@ impl Server {
         let slowlog = SlowLog::new();
         slowlog.configure(cfg.slowlog_log_slower_than, cfg.slowlog_max_len);
         let (shutdown, _) = watch::channel(false);
-        let run_id: String = (0..40)
-            .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).unwrap_or('0'))
-            .collect();
+        let run_id = random_id();
         let scripts = rialto_scripting::Scripts::new(cfg.lua_time_limit_ms, cfg.lua_memory_limit)
             .map_err(|e| ServerError::Start(format!("the Lua interpreter: {e}")))?;
         // The function libraries live with the data: back into the interpreter.
@@ -281,6 +294,13 @@ impl Server {
         let tracking = Arc::new(crate::tracking::Tracking::new(
             Arc::clone(&hub),
             cfg.tracking_table_max_keys,
+        ));
+        let latency = crate::latency::LatencyMonitor::default();
+        latency.set_threshold_ms(cfg.latency_monitor_threshold_ms);
+        let monitors = Arc::new(crate::monitor::Monitors::default());
+        monitors.set_limit(crate::monitor::limit_of(
+            cfg.obuf_normal,
+            cfg.output_buffer_limit,
         ));
         let shared = Arc::new(Shared {
             scripts: Arc::new(scripts),
@@ -303,6 +323,10 @@ impl Server {
             hub,
             tracking,
             cluster,
+            monitors,
+            active_expire: std::sync::atomic::AtomicBool::new(true),
+            repl_id: Mutex::new(random_id()),
+            latency,
         });
         crate::tracking::Tracking::install(&shared)
             .map_err(|e| ServerError::Start(format!("tracking thread: {e}")))?;

@@ -328,6 +328,14 @@ impl Docs {
         }
     }
 
+    /// A system command, documented as such (`doc_flags: syscmd`).
+    pub const fn syscmd(self) -> Self {
+        Docs {
+            doc_flags: &["syscmd"],
+            ..self
+        }
+    }
+
     pub const fn history(self, history: &'static [(&'static str, &'static str)]) -> Self {
         Docs { history, ..self }
     }

@@ -22,6 +22,7 @@ const EXCEPTION_NOT_IN_7_0: &[&str] = &["client|setinfo"];
 /// its own.
 const EXCEPTION_SUBCOMMAND_SUBSET: &[&str] = &[
     "client", "config", "command", "slowlog", "acl", "cluster", "pubsub", "script", "function",
+    "latency",
 ];
 
 /// Key-spec notes are free text, written in our own words.

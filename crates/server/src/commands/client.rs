@@ -1,4 +1,4 @@
-//! CLIENT ID | SETNAME | GETNAME | LIST | INFO | SETINFO | KILL | TRACKING | CACHING |
+//! CLIENT ID | SETNAME | GETNAME | LIST | INFO | SETINFO | KILL | REPLY | TRACKING | CACHING |
 //! GETREDIR | TRACKINGINFO | HELP
 
 use bytes::Bytes;
@@ -190,6 +190,27 @@ const CLIENT_KILL: CommandSpec = cmd(
 )
 .handler(Handler::Conn(kill));
 
+const CLIENT_REPLY: CommandSpec = cmd(
+    "client|reply",
+    3,
+    &["noscript", "loading", "stale"],
+    &["@slow", "@connection"],
+)
+.docs(
+    doc(
+        "connection",
+        "3.2.0",
+        "Turns the server's replies to this connection off, on, or off for the next command.",
+        "O(1)",
+    )
+    .args(&[arg("on_off_skip", OneOf).sub(&[
+        arg("on", PureToken).token("ON"),
+        arg("off", PureToken).token("OFF"),
+        arg("skip", PureToken).token("SKIP"),
+    ])]),
+)
+.handler(Handler::Conn(reply_mode));
+
 const CLIENT_HELP: CommandSpec = cmd(
     "client|help",
     2,
@@ -301,6 +322,7 @@ pub const CLIENT: CommandSpec = cmd("client", -2, &[], &["@slow"])
         CLIENT_INFO,
         CLIENT_SETINFO,
         CLIENT_KILL,
+        CLIENT_REPLY,
         CLIENT_TRACKING,
         CLIENT_CACHING,
         CLIENT_GETREDIR,
@@ -685,4 +707,25 @@ fn trackinginfo(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
         ),
         (Reply::bulk("prefixes"), Reply::Array(prefixes)),
     ]))
+}
+
+/// CLIENT REPLY ON | OFF | SKIP: only ON answers (OK); OFF and SKIP answer nothing, and SKIP
+/// is ignored while replies are off, as in Redis.
+fn reply_mode(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let mode = &mut ctx.client.reply;
+    if is(&args[2], "on") {
+        mode.off = false;
+        mode.skip = false;
+        Outcome::Reply(reply::ok())
+    } else if is(&args[2], "off") {
+        mode.off = true;
+        Outcome::Silent
+    } else if is(&args[2], "skip") {
+        if !mode.off {
+            mode.skip_next = true;
+        }
+        Outcome::Silent
+    } else {
+        Outcome::Reply(reply::syntax())
+    }
 }

@@ -385,8 +385,11 @@ fn docs(spec: &CommandSpec) -> Reply {
         field("summary", sym_bulk(d.summary)),
         field("since", sym_bulk(d.since)),
         field("group", sym_bulk(d.group)),
-        field("complexity", sym_bulk(d.complexity)),
     ];
+    // MONITOR has none in Redis's docs.
+    if !d.complexity.is_empty() {
+        m.push(field("complexity", sym_bulk(d.complexity)));
+    }
     if !d.doc_flags.is_empty() {
         m.push(field("doc_flags", sym_set(d.doc_flags)));
     }
@@ -534,6 +537,7 @@ mod tests {
                 info(command_table::lookup_fullname(b"client|info").expect("info")),
                 info(command_table::lookup_fullname(b"client|setinfo").expect("setinfo")),
                 info(command_table::lookup_fullname(b"client|kill").expect("kill")),
+                info(command_table::lookup_fullname(b"client|reply").expect("reply")),
                 info(command_table::lookup_fullname(b"client|tracking").expect("tracking")),
                 info(command_table::lookup_fullname(b"client|caching").expect("caching")),
                 info(command_table::lookup_fullname(b"client|getredir").expect("getredir")),

@@ -175,6 +175,13 @@ fn set_all(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
     ctx.shared
         .tracking
         .set_max_keys(next.tracking_table_max_keys, next.pubsub_limit);
+    ctx.shared
+        .latency
+        .set_threshold_ms(next.latency_monitor_threshold_ms);
+    ctx.shared.monitors.set_limit(crate::monitor::limit_of(
+        next.obuf_normal,
+        next.output_buffer_limit,
+    ));
     *ctx.shared.config.write() = next;
     Ok(reply::ok())
 }

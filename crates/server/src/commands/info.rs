@@ -199,7 +199,14 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
         "errorstats" => sh.errors.render(o),
         "replication" => match &sh.cluster {
             Some(c) => o.push_str(&c.replication_info(port, cfg.cluster.replica_max_lag)),
-            None => o.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"),
+            None => {
+                // A master without replicas, in Redis 7.0's fields.
+                let _ = write!(
+                    o,
+                    "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\nrepl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
+                    sh.repl_id.lock()
+                );
+            }
         },
         "cluster" => {
             o.push_str("# Cluster\r\n");

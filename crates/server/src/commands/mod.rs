@@ -67,6 +67,7 @@ mod cluster;
 pub mod command;
 mod config;
 mod dbsize;
+mod debug;
 mod echo;
 mod eval;
 mod fcall;
@@ -75,6 +76,8 @@ pub mod function;
 mod hello;
 mod info;
 mod keys;
+mod latency;
+mod monitor;
 mod multi;
 mod ping;
 pub mod pubsub;
@@ -180,6 +183,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     pubsub::PUBLISH,
     pubsub::SPUBLISH,
     pubsub::PUBSUB,
+    debug::DEBUG,
+    monitor::MONITOR,
+    latency::LATENCY,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
@@ -297,6 +303,8 @@ pub enum Outcome {
     Close(Option<Reply>),
     /// Send these replies in order (the subscribe family: one confirmation per channel).
     Many(Vec<Reply>),
+    /// Send nothing (CLIENT REPLY OFF and SKIP, MONITOR when already monitoring).
+    Silent,
 }
 
 impl From<CmdResult> for Outcome {

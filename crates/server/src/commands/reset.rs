@@ -37,5 +37,7 @@ pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
         ctx.shared.hub.unsubscribe_all(mb);
     }
     super::client::tracking_off(ctx);
+    super::monitor::stop(ctx);
+    ctx.client.reply = Default::default();
     Outcome::Reply(Reply::simple("RESET"))
 }

@@ -68,6 +68,8 @@ enum Pending {
 struct Queued {
     proto: Protocol,
     item: Pending,
+    /// Resolved but not sent (CLIENT REPLY OFF or SKIP when it was made).
+    silent: bool,
 }
 
 struct Connection {
@@ -149,6 +151,7 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
             tracking: None,
             readonly: false,
             last_write: None,
+            reply: Default::default(),
         },
         inbuf: BytesMut::with_capacity(READ_CHUNK),
         out: BytesMut::with_capacity(READ_CHUNK),
@@ -196,6 +199,7 @@ fn closed(shared: &Arc<Shared>, id: u64) {
         }));
     }
     shared.tracking.disable(id);
+    shared.monitors.remove(id);
     shared.hub.remove_client(id);
     shared.clients.unregister(id);
 }
@@ -335,10 +339,12 @@ impl Connection {
                 (c.client_query_buffer_limit, c.timeout)
             };
             // A connection with a mailbox also wakes for what is delivered to it; one
-            // without never polls that branch. Subscribers are exempt from `timeout`, as in
-            // Redis.
+            // without never polls that branch. Subscribers and monitors are exempt from
+            // `timeout`, as in Redis.
             let mailbox = self.client.mailbox.clone();
-            if mailbox.as_ref().is_some_and(|m| m.subscribed()) {
+            if mailbox.as_ref().is_some_and(|m| m.subscribed())
+                || self.client.handle.monitor.load(Ordering::Relaxed)
+            {
                 idle = Duration::ZERO;
             }
             if self.inbuf.len() > limit {
@@ -446,6 +452,11 @@ impl Connection {
     /// Appends the messages and invalidations waiting in the mailbox, between replies.
     fn take_mail(&mut self) {
         if let Some(mb) = &self.client.mailbox {
+            if self.client.reply.off {
+                // CLIENT REPLY OFF drops messages and monitor lines too, as in Redis.
+                drop(mb.take());
+                return;
+            }
             crate::pubsub::drain_into(mb, self.client.protocol, &mut self.out);
         }
     }
@@ -510,7 +521,9 @@ impl Connection {
                                 // Its write is published: what it invalidated for this very
                                 // connection follows its reply at once, as Redis 7.0 sends
                                 // the invalidations of a client's own command after it.
-                                ex.reply.encode(q.proto, &mut self.out);
+                                if !q.silent {
+                                    ex.reply.encode(q.proto, &mut self.out);
+                                }
                                 let limit = self.shared.config.read().pubsub_limit;
                                 self.shared.tracking.send_published(ex.track_seq, limit);
                                 self.take_mail();
@@ -535,7 +548,9 @@ impl Connection {
                     ex.reply
                 }
             };
-            reply.encode(q.proto, &mut self.out);
+            if !q.silent {
+                reply.encode(q.proto, &mut self.out);
+            }
         }
         self.queue_has_commit = false;
         self.queue_has_remote = false;
@@ -543,7 +558,9 @@ impl Connection {
 
     fn push(&mut self, item: Pending) {
         let proto = self.client.protocol;
+        let silent = self.client.reply.silenced();
         match item {
+            Pending::Ready(_) if silent => {}
             Pending::Ready(r) if self.queue.is_empty() => r.encode(proto, &mut self.out),
             item => {
                 match item {
@@ -551,7 +568,11 @@ impl Connection {
                     Pending::Commit(..) => self.queue_has_commit = true,
                     Pending::Remote(..) => self.queue_has_remote = true,
                 }
-                self.queue.push_back(Queued { proto, item });
+                self.queue.push_back(Queued {
+                    proto,
+                    item,
+                    silent,
+                });
             }
         }
     }
@@ -567,22 +588,33 @@ impl Connection {
         if let Some(entry) = self.shared.registry.entry(id) {
             entry.calls.fetch_add(1, Ordering::Relaxed);
             entry.micros.fetch_add(micros, Ordering::Relaxed);
+            self.shared.latency.observe_with(micros, || {
+                crate::latency::LatencyMonitor::command_event(entry.spec.has_flag("fast"))
+            });
         }
         if let Some(args) = slow_args {
-            let info = self.client.handle.info.lock();
-            let name = info.name.clone();
-            drop(info);
-            self.shared.slowlog.push(
-                self.shared.now_ms() / 1000,
-                micros,
-                &args,
-                self.client.handle.addr,
-                name,
-            );
+            self.log_slow(micros, &args);
         }
     }
 
-    async fn execute(&mut self, mut args: Vec<Bytes>) {
+    /// Adds a command to the slow log (the caller checked the threshold).
+    fn log_slow(&self, micros: u64, args: &[Bytes]) {
+        let name = self.client.handle.info.lock().name.clone();
+        self.shared.slowlog.push(
+            self.shared.now_ms() / 1000,
+            micros,
+            args,
+            self.client.handle.addr,
+            name,
+        );
+    }
+
+    async fn execute(&mut self, args: Vec<Bytes>) {
+        self.execute_request(args).await;
+        self.client.reply.request_done();
+    }
+
+    async fn execute_request(&mut self, mut args: Vec<Bytes>) {
         self.client.handle.commands.fetch_add(1, Ordering::Relaxed);
         self.shared.stats.commands.fetch_add(1, Ordering::Relaxed);
         let generation = self.shared.acl_generation.load(Ordering::Acquire);
@@ -600,6 +632,10 @@ impl Connection {
                 }
             }
         }
+        if let Some(refusal) = self.debug_refused(&args) {
+            let r = self.refused_in_multi(&args, refusal);
+            return self.reject(crate::command_table::index_of(&args[0]), r);
+        }
         let mut at_slot = None;
         let (id, handler, spec) = match crate::commands::admit(&self.client, &args) {
             Ok(a)
@@ -612,6 +648,11 @@ impl Connection {
                     a.spec.name
                 ));
                 let r = self.refused_in_multi(&args, r);
+                return self.reject(Some(a.index), r);
+            }
+            Ok(a) if self.client.handle.monitor.load(Ordering::Relaxed) && touches_keys(a.spec) => {
+                // A monitor is a replica to Redis, which refuses it the keyspace.
+                let r = Reply::error("ERR Replica can't interact with the keyspace");
                 return self.reject(Some(a.index), r);
             }
             Ok(a) => {
@@ -657,6 +698,18 @@ impl Connection {
                 return self.reject(refused.index, r);
             }
         };
+        // Monitors see a command as it starts (so EVAL comes before the commands its script
+        // calls); a connection command once it ran, as Redis feeds them after the call (so
+        // SELECT shows the new database). EXEC is shown after its commands (`exec`).
+        let monitored = self.shared.monitors.active() && monitored(spec);
+        if monitored
+            && !matches!(
+                handler,
+                Handler::Conn(_) | Handler::Meta(_) | Handler::Acl(_)
+            )
+        {
+            self.monitor_feed(&args);
+        }
         let threshold = self.shared.slowlog.threshold_micros();
         // CLIENT CACHING applies to the command after it: Redis clears it after any command
         // but CLIENT's, outside MULTI.
@@ -805,23 +858,35 @@ impl Connection {
                     },
                     &args,
                 );
+                let feed = monitored.then(|| args.clone());
                 let reply = match outcome {
-                    Outcome::Reply(r) => r,
+                    Outcome::Reply(r) => Some(r),
                     Outcome::Many(mut replies) => {
                         let last = replies.pop().unwrap_or(Reply::NullArray);
                         for r in replies {
                             self.push(Pending::Ready(r));
                         }
-                        last
+                        Some(last)
                     }
-                    Outcome::Later(fut) => fut.await,
+                    Outcome::Later(fut) => Some(fut.await),
+                    Outcome::Silent => None,
                     Outcome::Close(r) => {
                         self.client.close_after_reply = true;
                         match r {
-                            Some(r) => r,
+                            Some(r) => Some(r),
                             None => return,
                         }
                     }
+                };
+                let Some(reply) = reply else {
+                    // No reply (CLIENT REPLY OFF or SKIP, a second MONITOR): counted as a
+                    // call that succeeded.
+                    let micros = start.elapsed().as_micros() as u64;
+                    self.record(id, micros, slow(threshold, micros).then_some(args));
+                    if let Some(args) = &feed {
+                        self.monitor_feed(args);
+                    }
+                    return;
                 };
                 let micros = start.elapsed().as_micros() as u64;
                 let slow = slow(threshold, micros).then_some(args);
@@ -844,12 +909,41 @@ impl Connection {
                 // as in Redis (nothing is pending here: the queue was drained above).
                 self.take_mail();
                 self.push(Pending::Ready(reply));
+                // After its reply: a monitor sees its own command after the answer, as in
+                // Redis.
+                if let Some(args) = &feed {
+                    self.monitor_feed(args);
+                }
             }
         }
     }
 }
 
 impl Connection {
+    /// Sends a command of this connection to the monitors.
+    pub(super) fn monitor_feed(&self, args: &[Bytes]) {
+        self.shared.monitors.feed(
+            crate::monitor::Source::Client(self.client.handle.addr),
+            self.client.db,
+            args,
+        );
+    }
+
+    /// DEBUG's refusal when `enable-debug-command` does not allow it from this connection,
+    /// checked where Redis checks it: after the arity, before authentication.
+    fn debug_refused(&self, args: &[Bytes]) -> Option<Reply> {
+        if args.len() < 2 || !args[0].eq_ignore_ascii_case(b"debug") {
+            return None;
+        }
+        let gate = self.shared.config.read().enable_debug_command;
+        if gate.allows(self.client.handle.addr.ip()) {
+            return None;
+        }
+        Some(Reply::error(
+            "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.",
+        ))
+    }
+
     /// The client id writes are enqueued for when this client tracks with NOLOOP.
     pub(super) fn noloop_origin(&self) -> Option<u64> {
         self.client
@@ -894,6 +988,18 @@ fn remote_write(
         };
         finish(reply, took, pos)
     }))
+}
+
+/// Whether monitors are shown `spec`: not administrative commands (Redis hides them), and not
+/// EXEC, which its transaction shows after the commands it ran.
+pub(super) fn monitored(spec: &crate::command_table::CommandSpec) -> bool {
+    !spec.has_flag("admin") && spec.name != "exec"
+}
+
+/// Whether `spec` reads or writes keys: refused on a monitor connection, as Redis refuses
+/// a replica.
+fn touches_keys(spec: &crate::command_table::CommandSpec) -> bool {
+    spec.has_flag("write") || spec.has_flag("readonly") || spec.has_flag("may_replicate")
 }
 
 /// The commands RESP2's subscribed mode allows, Redis's list.

@@ -142,7 +142,7 @@ impl Connection {
         args: Vec<Bytes>,
     ) -> Pending {
         Pending::Ready(match cmd {
-            TxnCmd::Exec => return self.exec(id).await,
+            TxnCmd::Exec => return self.exec(id, &args).await,
             TxnCmd::Multi if self.multi.is_some() => {
                 Reply::error("ERR MULTI calls can not be nested")
             }
@@ -197,10 +197,18 @@ impl Connection {
         }
     }
 
-    async fn exec(&mut self, id: usize) -> Pending {
+    async fn exec(&mut self, id: usize, exec_args: &[Bytes]) -> Pending {
+        // Monitors see EXEC after the commands it ran, or alone when it runs none.
+        let monitored = self.shared.monitors.active();
         let Some(m) = self.multi.take() else {
+            if monitored {
+                self.monitor_feed(exec_args);
+            }
             return Pending::Ready(Reply::error("ERR EXEC without MULTI"));
         };
+        if monitored && (m.failed || self.watch.as_ref().is_some_and(|w| w.is_dirty())) {
+            self.monitor_feed(exec_args);
+        }
         if m.failed {
             self.unwatch();
             return Pending::Ready(Reply::error(
@@ -221,6 +229,7 @@ impl Connection {
         // the connection waits for the transaction, with the other connection commands).
         let mut db = self.client.db;
         let mut steps = Vec::with_capacity(m.queued.len());
+        let source = crate::monitor::Source::Client(self.client.handle.addr);
         let mut after = Vec::new();
         // Whose reply each element of EXEC's is, for the error counters.
         let indexes: Vec<usize> = m.queued.iter().map(|q| q.index).collect();
@@ -230,6 +239,16 @@ impl Connection {
                 continue;
             }
             self.record(q.index, 0, None);
+            // Shown once the step is known, in the database it leaves (a SELECT's own line
+            // names the database it chose, as Redis shows it after the call).
+            let feed = (monitored && super::monitored(q.spec)).then(|| q.args.clone());
+            if q.spec.name == "monitor" {
+                // A transaction expects a reply per command; Redis refuses it the same way.
+                steps.push(Step::Done(Reply::error(
+                    "ERR MONITOR isn't allowed for DENY BLOCKING client",
+                )));
+                continue;
+            }
             let at = At { db, now_ms };
             let step = match q.handler {
                 Handler::Write(f) => match f(at, &q.args) {
@@ -272,6 +291,12 @@ impl Connection {
                 },
             };
             steps.push(step);
+            if let Some(args) = feed {
+                self.shared.monitors.feed(source, db, &args);
+            }
+        }
+        if monitored {
+            self.shared.monitors.feed(source, db, exec_args);
         }
         if let Some(c) = self.shared.cluster.clone() {
             if steps.iter().any(|s| matches!(s, Step::Op(_))) {
@@ -472,6 +497,21 @@ impl Connection {
 
     /// Runs a connection command of the transaction on the connection.
     async fn run_here(&mut self, handler: Handler, args: &[Bytes]) -> Reply {
+        let start = std::time::Instant::now();
+        let reply = self.run_here_untimed(handler, args).await;
+        // The slow log holds the commands inside EXEC, not EXEC itself, as in Redis.
+        let micros = start.elapsed().as_micros() as u64;
+        if super::slow(self.shared.slowlog.threshold_micros(), micros) {
+            self.log_slow(micros, args);
+        }
+        self.shared.latency.observe_with(micros, || {
+            let fast = command_table::lookup(&args[0]).is_some_and(|c| c.has_flag("fast"));
+            crate::latency::LatencyMonitor::command_event(fast)
+        });
+        reply
+    }
+
+    async fn run_here_untimed(&mut self, handler: Handler, args: &[Bytes]) -> Reply {
         let outcome = commands::run_on_connection(
             handler,
             &mut Ctx {
@@ -502,6 +542,8 @@ impl Connection {
                 }
             }
             Outcome::Later(fut) => fut.await,
+            // A command that answers nothing (CLIENT REPLY) still has its element.
+            Outcome::Silent => Reply::Null,
             Outcome::Close(r) => {
                 self.client.close_after_reply = true;
                 r.unwrap_or_else(reply::ok)

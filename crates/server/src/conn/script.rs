@@ -108,6 +108,8 @@ pub(crate) struct ScriptCtx {
     databases: usize,
     /// A script of a cluster's log: where its keys may be and the record's time.
     replicated: Option<Replicated>,
+    /// Where its commands are shown (MONITOR); none for a cluster log's scripts.
+    monitors: Option<Arc<crate::monitor::Monitors>>,
 }
 
 /// A cluster log's script: it may touch the keys of its partition's slots only, and sees the
@@ -134,6 +136,7 @@ impl ScriptCtx {
             db: 0,
             databases: 1,
             replicated: Some(at),
+            monitors: None,
         }
     }
 }
@@ -314,6 +317,11 @@ impl Host for TxHost<'_, '_, '_> {
         };
         if let Err(refused) = self.check_replicated(spec, &args) {
             return refused;
+        }
+        if let Some(m) = self.ctx.monitors.as_deref().filter(|m| m.active()) {
+            if super::monitored(spec) {
+                m.feed(crate::monitor::Source::Lua, self.db, &args);
+            }
         }
         let at = At {
             db: self.db,
@@ -502,6 +510,7 @@ impl Connection {
             db: self.client.db,
             databases,
             replicated: None,
+            monitors: Some(Arc::clone(&self.shared.monitors)),
         }
     }
 
