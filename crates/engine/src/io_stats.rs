@@ -46,6 +46,35 @@ pub struct IoEvent {
     pub duration_micros: u64,
     /// Bytes written (for a sync: bytes it made durable, when known, else 0).
     pub bytes: u64,
+    /// Table files written (flushes, compactions, ingestions; 0 for the journal).
+    pub files: u32,
+    /// Entries in those tables: Voron's "pages written" per flush, in an LSM's terms.
+    pub entries: u64,
+    /// The level the tables went to (0 for flushes and the journal).
+    pub level: u8,
+}
+
+impl IoEvent {
+    /// An event that wrote no tables (a journal write or sync).
+    pub fn new(kind: IoEventKind, start_micros: u64, duration_micros: u64, bytes: u64) -> Self {
+        IoEvent {
+            kind,
+            start_micros,
+            duration_micros,
+            bytes,
+            files: 0,
+            entries: 0,
+            level: 0,
+        }
+    }
+
+    /// The same event, having written `files` tables of `entries` entries to `level`.
+    pub fn with_tables(mut self, files: u32, entries: u64, level: u8) -> Self {
+        self.files = files;
+        self.entries = entries;
+        self.level = level;
+        self
+    }
 }
 
 /// Totals per kind since the engine opened.
@@ -59,6 +88,10 @@ pub struct IoTotals {
     pub micros: u64,
     /// Longest single operation.
     pub max_micros: u64,
+    /// Table files written.
+    pub files: u64,
+    /// Entries in those tables.
+    pub entries: u64,
 }
 
 /// A copy of the I/O statistics at one moment.
@@ -130,8 +163,10 @@ impl fmt::Display for IoStats {
 /// Default number of events an [`IoRecorder`] keeps.
 pub const DEFAULT_TIMELINE_CAPACITY: usize = 4096;
 
-/// Records I/O events: totals forever, and the last `capacity` events. Cheap enough for every
-/// journal write (one short mutex hold).
+/// Records I/O events: totals forever, and the last `capacity` events in a ring allocated
+/// once. Cheap enough for every journal write: one uncontended mutex hold of a few adds and one
+/// copy into the ring. Readers hold the mutex only to copy (see [`IoRecorder::recent`], which
+/// bounds that copy), so a dashboard polling it cannot stall the journal for long.
 #[derive(Debug)]
 pub struct IoRecorder {
     inner: Mutex<Recorded>,
@@ -164,7 +199,11 @@ impl IoRecorder {
     /// A recorder keeping the last `capacity` events (0 keeps totals only).
     pub fn new(capacity: usize) -> Self {
         IoRecorder {
-            inner: Mutex::new(Recorded::default()),
+            inner: Mutex::new(Recorded {
+                totals: Default::default(),
+                // Allocated here so that recording never grows it.
+                timeline: VecDeque::with_capacity(capacity),
+            }),
             capacity,
         }
     }
@@ -177,6 +216,8 @@ impl IoRecorder {
         t.bytes += event.bytes;
         t.micros += event.duration_micros;
         t.max_micros = t.max_micros.max(event.duration_micros);
+        t.files += u64::from(event.files);
+        t.entries += event.entries;
         if self.capacity > 0 {
             if r.timeline.len() == self.capacity {
                 r.timeline.pop_front();
@@ -187,11 +228,18 @@ impl IoRecorder {
 
     /// A copy of totals and timeline; the throttle fields are left for the engine to fill.
     pub fn snapshot(&self) -> IoStats {
+        self.recent(usize::MAX)
+    }
+
+    /// Like [`IoRecorder::snapshot`], with only the newest `limit` events of the timeline
+    /// copied (under the lock writers take); the sync percentiles are over those.
+    pub fn recent(&self, limit: usize) -> IoStats {
         let (totals, timeline) = {
             let r = self.inner.lock();
+            let skip = r.timeline.len().saturating_sub(limit);
             (
                 r.totals,
-                r.timeline.iter().copied().collect::<Vec<IoEvent>>(),
+                r.timeline.range(skip..).copied().collect::<Vec<IoEvent>>(),
             )
         };
         let mut syncs: Vec<u64> = timeline
@@ -228,12 +276,7 @@ mod tests {
     use super::*;
 
     fn ev(kind: IoEventKind, d: u64) -> IoEvent {
-        IoEvent {
-            kind,
-            start_micros: 0,
-            duration_micros: d,
-            bytes: 10,
-        }
+        IoEvent::new(kind, 0, d, 10)
     }
 
     #[test]
@@ -251,6 +294,21 @@ mod tests {
         assert_eq!(s.journal_syncs.max_micros, 5);
         assert_eq!(s.flushes.bytes, 10);
         assert_eq!(s.journal_sync_p99_micros, 5);
+    }
+
+    #[test]
+    fn recent_copies_only_the_newest_events() {
+        let r = IoRecorder::new(8);
+        for d in 1..=12 {
+            r.record(ev(IoEventKind::JournalWrite, d).with_tables(0, d, 0));
+        }
+        let s = r.recent(3);
+        let got: Vec<u64> = s.timeline.iter().map(|e| e.duration_micros).collect();
+        assert_eq!(got, [10, 11, 12]);
+        assert_eq!(s.timeline[2].entries, 12);
+        assert_eq!(s.journal_writes.count, 12);
+        assert_eq!(r.recent(100).timeline.len(), 8);
+        assert!(r.recent(0).timeline.is_empty());
     }
 
     #[test]
