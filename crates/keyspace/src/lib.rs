@@ -38,8 +38,9 @@ pub use op::{
 };
 pub use rialto_sort::DuplicatePolicy;
 pub use stores::{
-    lower_thread_priority, Catalog, PassReport, PushGuard, PushPageCache, PushRefusal, PushReport,
-    Pushing, StoreError, StoreMeta, StoreOptions, StoreResult, VersionInfo,
+    lower_thread_priority, Catalog, PassReport, PushCounts, PushGuard, PushPageCache, PushPhase,
+    PushRefusal, PushReport, PushStatus, Pushing, StoreError, StoreMeta, StoreOptions, StoreResult,
+    VersionInfo,
 };
 pub use value::Value;
 pub use watch::{KeyEvents, Watch};

@@ -14,6 +14,7 @@
 
 pub(crate) mod catalog;
 pub(crate) mod maintenance;
+mod progress;
 pub(crate) mod push;
 mod table_writer;
 
@@ -33,6 +34,7 @@ use crate::value::Value;
 use catalog::{rt_number, rt_range};
 pub use catalog::{Catalog, Pushing, StoreMeta, VersionInfo};
 pub use maintenance::PassReport;
+pub use progress::{PushCounts, PushPhase, PushStatus};
 pub use push::{lower_thread_priority, PushReport};
 
 /// What a store operation can fail with. The texts are sentences without a protocol code:
