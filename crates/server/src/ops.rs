@@ -24,6 +24,10 @@ impl OpsState for Ops {
         true
     }
 
+    fn status(&self) -> String {
+        crate::status::render(&self.0)
+    }
+
     /// Ready to take writes: not shutting down and the engine accepts writes.
     fn ready(&self) -> Result<(), String> {
         if *self.0.shutdown.borrow() {
