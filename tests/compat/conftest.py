@@ -88,9 +88,9 @@ class _Servers:
         self.base_dir = base_dir
         self.started = []
 
-    def __call__(self, role, data_dir=None, password=None, name=None):
+    def __call__(self, role, data_dir=None, password=None, name=None, args=()):
         try:
-            s = servers.start(role, self.base_dir, data_dir=data_dir, password=password, name=name)
+            s = servers.start(role, self.base_dir, data_dir=data_dir, password=password, name=name, args=args)
         except servers.ServerError as e:
             pytest.fail(str(e), pytrace=False)
         self.started.append(s)

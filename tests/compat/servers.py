@@ -212,7 +212,7 @@ def _ping(port, timeout=0.5):
         return False
 
 
-def _argv(impl, role, port, data_dir, password):
+def _argv(impl, role, port, data_dir, password, args=()):
     if impl == "rialto":
         binary = rialto_bin()
         if not binary.exists():
@@ -223,7 +223,7 @@ def _argv(impl, role, port, data_dir, password):
         argv = [str(binary), "serve", "--dir", str(data_dir), "--port", str(port), "--bind", HOST]
         if password is not None:
             argv += ["--requirepass", password]
-        return argv + shlex.split(os.environ.get("RIALTO_ARGS", ""))
+        return argv + list(args) + shlex.split(os.environ.get("RIALTO_ARGS", ""))
     argv = [redis_bin(), "--port", str(port), "--bind", HOST, "--dir", str(data_dir), "--save", ""]
     argv += ["--daemonize", "no", "--logfile", "", "--protected-mode", "no"]
     if role == "rialto":
@@ -240,10 +240,11 @@ def _argv(impl, role, port, data_dir, password):
 _counter = 0
 
 
-def start(role, base_dir, data_dir=None, password=None, name=None, timeout=None):
+def start(role, base_dir, data_dir=None, password=None, name=None, timeout=None, args=()):
     """Starts a server for `role` ("redis" or "rialto") and waits until it answers PING.
 
     `data_dir` reuses a directory (restart tests); otherwise a fresh one is made under base_dir.
+    `args` are extra `rialto serve` flags (not given to redis-server).
     Raises ServerError, with the server's output, if it exits or stays silent.
     """
     global _counter
@@ -262,7 +263,7 @@ def start(role, base_dir, data_dir=None, password=None, name=None, timeout=None)
     last_error = None
     for attempt in range(3):
         port = free_port()
-        argv = _argv(impl, role, port, data_dir, password)
+        argv = _argv(impl, role, port, data_dir, password, args)
         log_path = data_dir.parent / f"{name}.{attempt}.{port}.log"
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
