@@ -114,7 +114,8 @@ impl PushProgress {
         }
     }
 
-    fn status(&self, id: u64, store: &str, owner: Option<u64>) -> PushStatus {
+    /// The push's status, for the registry entry `id` of `store` begun by `owner`.
+    pub(super) fn status(&self, id: u64, store: &str, owner: Option<u64>) -> PushStatus {
         PushStatus {
             id,
             store: store.to_string(),
@@ -257,16 +258,6 @@ impl PushCounters {
     }
 }
 
-/// Builds a status from a registry entry's parts.
-pub(super) fn status_of(
-    progress: &PushProgress,
-    id: u64,
-    store: &str,
-    owner: Option<u64>,
-) -> PushStatus {
-    progress.status(id, store, owner)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,11 +282,11 @@ mod tests {
             for _ in 0..PUBLISH_EVERY {
                 t.add(3, 4);
             }
-            assert_eq!(status_of(&p, 2, "s", None).records, PUBLISH_EVERY);
+            assert_eq!(p.status(2, "s", None).records, PUBLISH_EVERY);
             t.add(1, 1);
-            assert_eq!(status_of(&p, 2, "s", None).records, PUBLISH_EVERY);
+            assert_eq!(p.status(2, "s", None).records, PUBLISH_EVERY);
         }
-        let s = status_of(&p, 2, "s", Some(7));
+        let s = p.status(2, "s", Some(7));
         assert_eq!(s.records, PUBLISH_EVERY + 1);
         assert_eq!(s.bytes, PUBLISH_EVERY * 7 + 2);
         assert_eq!((s.phase, s.owner), (PushPhase::Adding, Some(7)));
@@ -315,11 +306,11 @@ mod tests {
         let mut src = Three(0);
         let mut counted = p.counting(&mut src);
         while counted.next_record().ok().flatten().is_some() {}
-        let s = status_of(&p, 2, "s", None);
+        let s = p.status(2, "s", None);
         assert_eq!((s.phase, s.written), (PushPhase::Writing, 3));
         assert_eq!(s.progress_ratio(), 0.75);
         p.enter(PushPhase::after("write"));
-        assert_eq!(status_of(&p, 2, "s", None).progress_ratio(), 1.0);
+        assert_eq!(p.status(2, "s", None).progress_ratio(), 1.0);
     }
 
     #[test]

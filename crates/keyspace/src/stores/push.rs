@@ -30,7 +30,7 @@ use rialto_sort::{DuplicatePolicy, SortOptions, Sorter};
 use rialto_txn::{Merger, TxnContext};
 
 use super::catalog::{rt_key, rt_number, rt_range, version_key, RtEntry};
-use super::progress::{self, PushCounters, PushCounts, PushPhase, PushProgress, PushStatus};
+use super::progress::{PushCounters, PushCounts, PushPhase, PushProgress, PushStatus};
 use super::table_writer;
 use super::{PushGuard, Pushing, StoreError, StoreMeta, StoreResult, Stores, VersionInfo};
 use crate::chunked::ChunkedWriter;
@@ -168,7 +168,7 @@ impl Pushes {
             .sessions
             .lock()
             .iter()
-            .map(|(id, e)| progress::status_of(&e.progress, *id, &e.store, e.owner))
+            .map(|(id, e)| e.progress.status(*id, &e.store, e.owner))
             .collect();
         v.sort_by_key(|s| s.id);
         v
