@@ -119,6 +119,10 @@ pub struct IoStats {
     pub journal_sync_p99_micros: u64,
     /// The most recent events, oldest first (at most the timeline's capacity).
     pub timeline: Vec<IoEvent>,
+    /// The most recent flushes, compactions and ingestions, oldest first (at most
+    /// [`BACKGROUND_CAPACITY`]): kept apart because under load journal writes push them out
+    /// of `timeline` within a second.
+    pub background: Vec<IoEvent>,
 }
 
 impl IoStats {
@@ -163,6 +167,20 @@ impl fmt::Display for IoStats {
 /// Default number of events an [`IoRecorder`] keeps.
 pub const DEFAULT_TIMELINE_CAPACITY: usize = 4096;
 
+/// Flushes, compactions and ingestions an [`IoRecorder`] also keeps apart (they are rare:
+/// this covers minutes of background work at any write rate).
+pub const BACKGROUND_CAPACITY: usize = 256;
+
+impl IoEventKind {
+    /// Whether the event writes tables (a flush, compaction or ingestion), not the journal.
+    pub fn writes_tables(self) -> bool {
+        matches!(
+            self,
+            IoEventKind::Flush | IoEventKind::Compaction | IoEventKind::Ingest
+        )
+    }
+}
+
 /// Records I/O events: totals forever, and the last `capacity` events in a ring allocated
 /// once. Cheap enough for every journal write: one uncontended mutex hold of a few adds and one
 /// copy into the ring. Readers hold the mutex only to copy (see [`IoRecorder::recent`], which
@@ -177,6 +195,7 @@ pub struct IoRecorder {
 struct Recorded {
     totals: [IoTotals; 5],
     timeline: VecDeque<IoEvent>,
+    background: VecDeque<IoEvent>,
 }
 
 fn slot(kind: IoEventKind) -> usize {
@@ -203,6 +222,7 @@ impl IoRecorder {
                 totals: Default::default(),
                 // Allocated here so that recording never grows it.
                 timeline: VecDeque::with_capacity(capacity),
+                background: VecDeque::with_capacity(capacity.min(BACKGROUND_CAPACITY)),
             }),
             capacity,
         }
@@ -223,6 +243,12 @@ impl IoRecorder {
                 r.timeline.pop_front();
             }
             r.timeline.push_back(event);
+            if event.kind.writes_tables() {
+                if r.background.len() == self.capacity.min(BACKGROUND_CAPACITY) {
+                    r.background.pop_front();
+                }
+                r.background.push_back(event);
+            }
         }
     }
 
@@ -232,14 +258,16 @@ impl IoRecorder {
     }
 
     /// Like [`IoRecorder::snapshot`], with only the newest `limit` events of the timeline
-    /// copied (under the lock writers take); the sync percentiles are over those.
+    /// copied (under the lock writers take); the sync percentiles are over those. The
+    /// background events are copied whole.
     pub fn recent(&self, limit: usize) -> IoStats {
-        let (totals, timeline) = {
+        let (totals, timeline, background) = {
             let r = self.inner.lock();
             let skip = r.timeline.len().saturating_sub(limit);
             (
                 r.totals,
                 r.timeline.range(skip..).copied().collect::<Vec<IoEvent>>(),
+                r.background.iter().copied().collect::<Vec<IoEvent>>(),
             )
         };
         let mut syncs: Vec<u64> = timeline
@@ -267,6 +295,7 @@ impl IoRecorder {
             journal_sync_p50_micros: pct(50),
             journal_sync_p99_micros: pct(99),
             timeline,
+            background,
         }
     }
 }
@@ -309,6 +338,38 @@ mod tests {
         assert_eq!(s.journal_writes.count, 12);
         assert_eq!(r.recent(100).timeline.len(), 8);
         assert!(r.recent(0).timeline.is_empty());
+    }
+
+    #[test]
+    fn background_events_outlive_a_flood_of_journal_writes() {
+        let r = IoRecorder::new(16);
+        r.record(ev(IoEventKind::Flush, 1).with_tables(1, 10, 0));
+        r.record(ev(IoEventKind::Compaction, 2).with_tables(2, 20, 1));
+        for d in 0..100 {
+            r.record(ev(IoEventKind::JournalWrite, d));
+        }
+        let s = r.recent(4);
+        assert!(s
+            .timeline
+            .iter()
+            .all(|e| e.kind == IoEventKind::JournalWrite));
+        let kinds: Vec<IoEventKind> = s.background.iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [IoEventKind::Flush, IoEventKind::Compaction]);
+        for i in 0..(BACKGROUND_CAPACITY as u64 + 5) {
+            r.record(ev(IoEventKind::Ingest, i));
+        }
+        let s = r.snapshot();
+        assert_eq!(
+            s.background.len(),
+            16,
+            "bounded by the timeline's capacity too"
+        );
+        assert_eq!(s.background.last().map(|e| e.duration_micros), Some(260));
+        let big = IoRecorder::new(4096);
+        for i in 0..(BACKGROUND_CAPACITY as u64 + 5) {
+            big.record(ev(IoEventKind::Flush, i));
+        }
+        assert_eq!(big.snapshot().background.len(), BACKGROUND_CAPACITY);
     }
 
     #[test]

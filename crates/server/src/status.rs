@@ -5,16 +5,16 @@
 
 use std::sync::Arc;
 
-use rialto_engine::{IoEvent, IoStats, IoTotals};
+use rialto_engine::{IoEvent, IoEventKind, IoStats, IoTotals};
 use rialto_keyspace::{PushCounts, PushStatus, StoreMeta, VersionInfo};
 use rialto_txn::{MergerStats, GROUP_SIZE_BOUNDS};
 use serde::Serialize;
 
 use crate::server::Shared;
 
-/// Events of the I/O ring a status carries at most (the newest ones): enough for the
-/// dashboard's minute of timeline at moderate load, and a copy short enough that the
-/// recorder's lock, which journal writes take, is held only for microseconds.
+/// Journal events of the I/O ring a status carries at most (the newest ones; flushes,
+/// compactions and ingestions come from the engine's own ring of them): a copy short enough
+/// that the recorder's lock, which journal writes take, is held only for microseconds.
 pub const MAX_EVENTS: usize = 1024;
 
 /// Flushes listed one by one (Voron's per-flush report), newest first.
@@ -101,7 +101,8 @@ pub struct IoSection {
     /// Bytes per second allowed to flushes and compactions; `null` when unpaced.
     pub background_rate_limit: Option<u64>,
     pub background_throttled_micros: u64,
-    /// The newest events, oldest first (at most [`MAX_EVENTS`]).
+    /// The newest journal events (at most [`MAX_EVENTS`]) and the newest flushes, compactions
+    /// and ingestions (kept apart by the engine, at most 256), by start time.
     pub events: Vec<EventStatus>,
     /// The newest flushes, newest first (at most 20): tables, entries, bytes and time each.
     pub flushes: Vec<EventStatus>,
@@ -309,13 +310,21 @@ fn event(e: &IoEvent) -> EventStatus {
 }
 
 fn io_section(io: IoStats, now_micros: u64) -> IoSection {
-    let events: Vec<EventStatus> = io.timeline.iter().map(event).collect();
-    let flushes = events
+    let mut events: Vec<EventStatus> = io
+        .timeline
+        .iter()
+        .filter(|e| !e.kind.writes_tables())
+        .chain(&io.background)
+        .map(event)
+        .collect();
+    events.sort_by_key(|e| e.start_micros);
+    let flushes = io
+        .background
         .iter()
         .rev()
-        .filter(|e| e.kind == "flush")
+        .filter(|e| e.kind == IoEventKind::Flush)
         .take(MAX_FLUSHES)
-        .cloned()
+        .map(event)
         .collect();
     IoSection {
         now_micros,
@@ -403,7 +412,7 @@ fn cluster_section(c: &crate::cluster::Cluster, max_lag: std::time::Duration) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rialto_engine::{IoEventKind, IoRecorder};
+    use rialto_engine::IoRecorder;
     use rialto_keyspace::{PushPhase, Pushing};
     use std::time::Duration;
 
@@ -493,8 +502,12 @@ mod tests {
         r.record(IoEvent::new(IoEventKind::Compaction, 70, 90, 9000).with_tables(1, 300, 1));
         let s = io_section(r.snapshot(), 1000);
         assert_eq!(s.now_micros, 1000);
-        assert_eq!(s.events.len(), 5);
+        assert_eq!(s.events.len(), 5, "each event once");
         assert_eq!(s.events[0].kind, "journal_write");
+        assert!(s
+            .events
+            .windows(2)
+            .all(|w| w[0].start_micros <= w[1].start_micros));
         let flushes: Vec<(u64, u64)> = s
             .flushes
             .iter()
@@ -506,6 +519,19 @@ mod tests {
         let v: serde_json::Value = serde_json::to_value(&s).expect("json");
         assert_eq!(v["events"][4]["level"], 1);
         assert!(v["background_rate_limit"].is_null());
+    }
+
+    #[test]
+    fn flushes_stay_on_the_timeline_under_a_flood_of_journal_writes() {
+        let r = IoRecorder::new(64);
+        r.record(IoEvent::new(IoEventKind::Flush, 5, 40, 4096).with_tables(1, 100, 0));
+        for t in 0..1000 {
+            r.record(IoEvent::new(IoEventKind::JournalWrite, 100 + t, 1, 10));
+        }
+        let s = io_section(r.recent(8), 2000);
+        assert_eq!(s.events.len(), 9);
+        assert_eq!((s.events[0].kind, s.events[0].start_micros), ("flush", 5));
+        assert_eq!(s.flushes.len(), 1);
     }
 
     #[test]
