@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # Redis-compatibility suite (tests/compat): redis-py, malformed-input and differential tests, each
-# run against a fresh redis-server and a fresh `rialto serve`. Installs what it needs:
-# redis-server/redis-cli 7 (Debian packages) and a venv with pinned redis-py and pytest.
+# run against a fresh redis-server and a fresh `rialto serve`, and the dashboard in a headless
+# browser. Installs what it needs: redis-server/redis-cli 7, chromium and chromium-driver (Debian
+# packages; without the browser the dashboard test skips) and a venv with pinned redis-py, pytest
+# and selenium.
 #
 #   bash scripts/compat-tests.sh                      # everything (builds rialto if missing)
 #   bash scripts/compat-tests.sh -k differential -x   # extra arguments go to pytest
+#   bash scripts/compat-tests.sh test_dashboard.py    # one file of tests/compat
 #   COMPAT_TARGET=redis bash scripts/compat-tests.sh  # the "rialto" side is another redis-server
 #
 # Environment: RIALTO_BIN (default ${CARGO_TARGET_DIR:-target}/release/rialto, built with
 # `cargo build --release -p rialto` if missing), RIALTO_ARGS (extra `rialto serve` flags),
 # REDIS_SERVER, COMPAT_TARGET (rialto|redis), COMPAT_DIFF_SEEDS, COMPAT_DIFF_COMMANDS,
-# COMPAT_KEEP_TMP=1 (keep server dirs and logs).
+# COMPAT_KEEP_TMP=1 (keep server dirs and logs), COMPAT_BROWSER=0 (do not install chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 REDIS_PY_VERSION=5.3.1
 PYTEST_VERSION=8.4.2
+SELENIUM_VERSION=4.50.0
 
 die() {
     echo "error: $*" >&2
@@ -78,6 +82,19 @@ if [ -z "$major" ] || [ "$major" -lt 7 ]; then
 fi
 echo "== $("${REDIS_SERVER:-redis-server}" --version | cut -d' ' -f1-3)"
 
+# --- chromium and chromedriver, for the dashboard test ------------------------------------------
+
+# Best effort: without them test_dashboard.py skips and says why.
+if [ "${COMPAT_BROWSER:-1}" != 0 ] && ! { command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; }; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "== installing chromium and chromium-driver (Debian packages)"
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } >/dev/null 2>&1 ||
+            echo "warning: apt-get install chromium chromium-driver failed; the dashboard test will skip" >&2
+    else
+        echo "warning: chromium/chromedriver missing and cannot install them (needs root and apt-get); the dashboard test will skip" >&2
+    fi
+fi
+
 # --- Python venv with pinned packages --------------------------------------------------------
 
 python=""
@@ -90,7 +107,7 @@ done
 [ -n "$python" ] || die "python 3.9 or later not found (apt-get install -y python3 python3-venv)"
 
 venv="$target_dir/compat-venv"
-pins=("redis==$REDIS_PY_VERSION" "pytest==$PYTEST_VERSION")
+pins=("redis==$REDIS_PY_VERSION" "pytest==$PYTEST_VERSION" "selenium==$SELENIUM_VERSION")
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.pins" 2>/dev/null)" != "${pins[*]}" ]; then
     echo "== creating $venv (${pins[*]})"
     rm -rf "$venv"
@@ -142,8 +159,23 @@ fi
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/rialto-compat.XXXXXX")"
 export COMPAT_TMPDIR="$tmp"
 export PYTHONDONTWRITEBYTECODE=1
+# A bare file name of tests/compat (test_x.py, test_x.py::name) runs that file alone.
+args=()
+named=""
+for a in "$@"; do
+    case "$a" in
+        test_*.py | test_*.py::*)
+            if [ ! -e "${a%%::*}" ] && [ -e "tests/compat/${a%%::*}" ]; then
+                a="tests/compat/$a"
+            fi
+            ;;
+    esac
+    case "$a" in tests/compat/?*) named=1 ;; esac
+    args+=("$a")
+done
+[ -n "$named" ] || args=(tests/compat "${args[@]}")
 status=0
-"$venv/bin/python" -m pytest tests/compat "$@" &
+"$venv/bin/python" -m pytest "${args[@]}" &
 pytest_pid=$!
 wait "$pytest_pid" || status=$?
 pytest_pid=""

@@ -46,6 +46,35 @@ pub struct IoEvent {
     pub duration_micros: u64,
     /// Bytes written (for a sync: bytes it made durable, when known, else 0).
     pub bytes: u64,
+    /// Table files written (flushes, compactions, ingestions; 0 for the journal).
+    pub files: u32,
+    /// Entries in those tables: Voron's "pages written" per flush, in an LSM's terms.
+    pub entries: u64,
+    /// The level the tables went to (0 for flushes and the journal).
+    pub level: u8,
+}
+
+impl IoEvent {
+    /// An event that wrote no tables (a journal write or sync).
+    pub fn new(kind: IoEventKind, start_micros: u64, duration_micros: u64, bytes: u64) -> Self {
+        IoEvent {
+            kind,
+            start_micros,
+            duration_micros,
+            bytes,
+            files: 0,
+            entries: 0,
+            level: 0,
+        }
+    }
+
+    /// The same event, having written `files` tables of `entries` entries to `level`.
+    pub fn with_tables(mut self, files: u32, entries: u64, level: u8) -> Self {
+        self.files = files;
+        self.entries = entries;
+        self.level = level;
+        self
+    }
 }
 
 /// Totals per kind since the engine opened.
@@ -59,6 +88,10 @@ pub struct IoTotals {
     pub micros: u64,
     /// Longest single operation.
     pub max_micros: u64,
+    /// Table files written.
+    pub files: u64,
+    /// Entries in those tables.
+    pub entries: u64,
 }
 
 /// A copy of the I/O statistics at one moment.
@@ -86,6 +119,10 @@ pub struct IoStats {
     pub journal_sync_p99_micros: u64,
     /// The most recent events, oldest first (at most the timeline's capacity).
     pub timeline: Vec<IoEvent>,
+    /// The most recent flushes, compactions and ingestions, oldest first (at most
+    /// [`BACKGROUND_CAPACITY`]): kept apart because under load journal writes push them out
+    /// of `timeline` within a second.
+    pub background: Vec<IoEvent>,
 }
 
 impl IoStats {
@@ -130,8 +167,24 @@ impl fmt::Display for IoStats {
 /// Default number of events an [`IoRecorder`] keeps.
 pub const DEFAULT_TIMELINE_CAPACITY: usize = 4096;
 
-/// Records I/O events: totals forever, and the last `capacity` events. Cheap enough for every
-/// journal write (one short mutex hold).
+/// Flushes, compactions and ingestions an [`IoRecorder`] also keeps apart (they are rare:
+/// this covers minutes of background work at any write rate).
+pub const BACKGROUND_CAPACITY: usize = 256;
+
+impl IoEventKind {
+    /// Whether the event writes tables (a flush, compaction or ingestion), not the journal.
+    pub fn writes_tables(self) -> bool {
+        matches!(
+            self,
+            IoEventKind::Flush | IoEventKind::Compaction | IoEventKind::Ingest
+        )
+    }
+}
+
+/// Records I/O events: totals forever, and the last `capacity` events in a ring allocated
+/// once. Cheap enough for every journal write: one uncontended mutex hold of a few adds and one
+/// copy into the ring. Readers hold the mutex only to copy (see [`IoRecorder::recent`], which
+/// bounds that copy), so a dashboard polling it cannot stall the journal for long.
 #[derive(Debug)]
 pub struct IoRecorder {
     inner: Mutex<Recorded>,
@@ -142,6 +195,7 @@ pub struct IoRecorder {
 struct Recorded {
     totals: [IoTotals; 5],
     timeline: VecDeque<IoEvent>,
+    background: VecDeque<IoEvent>,
 }
 
 fn slot(kind: IoEventKind) -> usize {
@@ -164,7 +218,12 @@ impl IoRecorder {
     /// A recorder keeping the last `capacity` events (0 keeps totals only).
     pub fn new(capacity: usize) -> Self {
         IoRecorder {
-            inner: Mutex::new(Recorded::default()),
+            inner: Mutex::new(Recorded {
+                totals: Default::default(),
+                // Allocated here so that recording never grows it.
+                timeline: VecDeque::with_capacity(capacity),
+                background: VecDeque::with_capacity(capacity.min(BACKGROUND_CAPACITY)),
+            }),
             capacity,
         }
     }
@@ -177,21 +236,38 @@ impl IoRecorder {
         t.bytes += event.bytes;
         t.micros += event.duration_micros;
         t.max_micros = t.max_micros.max(event.duration_micros);
+        t.files += u64::from(event.files);
+        t.entries += event.entries;
         if self.capacity > 0 {
             if r.timeline.len() == self.capacity {
                 r.timeline.pop_front();
             }
             r.timeline.push_back(event);
+            if event.kind.writes_tables() {
+                if r.background.len() == self.capacity.min(BACKGROUND_CAPACITY) {
+                    r.background.pop_front();
+                }
+                r.background.push_back(event);
+            }
         }
     }
 
     /// A copy of totals and timeline; the throttle fields are left for the engine to fill.
     pub fn snapshot(&self) -> IoStats {
-        let (totals, timeline) = {
+        self.recent(usize::MAX)
+    }
+
+    /// Like [`IoRecorder::snapshot`], with only the newest `limit` events of the timeline
+    /// copied (under the lock writers take); the sync percentiles are over those. The
+    /// background events are copied whole.
+    pub fn recent(&self, limit: usize) -> IoStats {
+        let (totals, timeline, background) = {
             let r = self.inner.lock();
+            let skip = r.timeline.len().saturating_sub(limit);
             (
                 r.totals,
-                r.timeline.iter().copied().collect::<Vec<IoEvent>>(),
+                r.timeline.range(skip..).copied().collect::<Vec<IoEvent>>(),
+                r.background.iter().copied().collect::<Vec<IoEvent>>(),
             )
         };
         let mut syncs: Vec<u64> = timeline
@@ -219,6 +295,7 @@ impl IoRecorder {
             journal_sync_p50_micros: pct(50),
             journal_sync_p99_micros: pct(99),
             timeline,
+            background,
         }
     }
 }
@@ -228,12 +305,7 @@ mod tests {
     use super::*;
 
     fn ev(kind: IoEventKind, d: u64) -> IoEvent {
-        IoEvent {
-            kind,
-            start_micros: 0,
-            duration_micros: d,
-            bytes: 10,
-        }
+        IoEvent::new(kind, 0, d, 10)
     }
 
     #[test]
@@ -251,6 +323,53 @@ mod tests {
         assert_eq!(s.journal_syncs.max_micros, 5);
         assert_eq!(s.flushes.bytes, 10);
         assert_eq!(s.journal_sync_p99_micros, 5);
+    }
+
+    #[test]
+    fn recent_copies_only_the_newest_events() {
+        let r = IoRecorder::new(8);
+        for d in 1..=12 {
+            r.record(ev(IoEventKind::JournalWrite, d).with_tables(0, d, 0));
+        }
+        let s = r.recent(3);
+        let got: Vec<u64> = s.timeline.iter().map(|e| e.duration_micros).collect();
+        assert_eq!(got, [10, 11, 12]);
+        assert_eq!(s.timeline[2].entries, 12);
+        assert_eq!(s.journal_writes.count, 12);
+        assert_eq!(r.recent(100).timeline.len(), 8);
+        assert!(r.recent(0).timeline.is_empty());
+    }
+
+    #[test]
+    fn background_events_outlive_a_flood_of_journal_writes() {
+        let r = IoRecorder::new(16);
+        r.record(ev(IoEventKind::Flush, 1).with_tables(1, 10, 0));
+        r.record(ev(IoEventKind::Compaction, 2).with_tables(2, 20, 1));
+        for d in 0..100 {
+            r.record(ev(IoEventKind::JournalWrite, d));
+        }
+        let s = r.recent(4);
+        assert!(s
+            .timeline
+            .iter()
+            .all(|e| e.kind == IoEventKind::JournalWrite));
+        let kinds: Vec<IoEventKind> = s.background.iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [IoEventKind::Flush, IoEventKind::Compaction]);
+        for i in 0..(BACKGROUND_CAPACITY as u64 + 5) {
+            r.record(ev(IoEventKind::Ingest, i));
+        }
+        let s = r.snapshot();
+        assert_eq!(
+            s.background.len(),
+            16,
+            "bounded by the timeline's capacity too"
+        );
+        assert_eq!(s.background.last().map(|e| e.duration_micros), Some(260));
+        let big = IoRecorder::new(4096);
+        for i in 0..(BACKGROUND_CAPACITY as u64 + 5) {
+            big.record(ev(IoEventKind::Flush, i));
+        }
+        assert_eq!(big.snapshot().background.len(), BACKGROUND_CAPACITY);
     }
 
     #[test]

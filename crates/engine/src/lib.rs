@@ -16,7 +16,8 @@ pub use batch::{BatchMark, BatchOp, WriteBatch, WriteBatchIter};
 pub use bytes::Bytes;
 pub use error::{Error, Result};
 pub use io_stats::{
-    IoEvent, IoEventKind, IoRecorder, IoStats, IoTotals, DEFAULT_TIMELINE_CAPACITY,
+    IoEvent, IoEventKind, IoRecorder, IoStats, IoTotals, BACKGROUND_CAPACITY,
+    DEFAULT_TIMELINE_CAPACITY,
 };
 pub use stats::{EngineStats, LevelStats};
 

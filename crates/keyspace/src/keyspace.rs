@@ -468,6 +468,11 @@ impl Keyspace {
         self.db.io_stats()
     }
 
+    /// [`Keyspace::io_stats`] with only the newest `limit` events of the timeline.
+    pub fn io_stats_recent(&self, limit: usize) -> IoStats {
+        self.db.io_stats_recent(limit)
+    }
+
     /// Why the engine refuses writes, if it does.
     pub fn read_only_reason(&self) -> Option<String> {
         self.db.read_only_reason()
@@ -618,6 +623,16 @@ impl Keyspace {
     /// Pushes in progress: id and store.
     pub fn pushes(&self) -> Vec<(u64, String)> {
         self.stores.pushes.list()
+    }
+
+    /// Pushes in progress with how far each is (phase, records, bytes), by id.
+    pub fn push_statuses(&self) -> Vec<crate::stores::PushStatus> {
+        self.stores.pushes.statuses()
+    }
+
+    /// Pushes begun, committed, aborted and refused since start.
+    pub fn push_counts(&self) -> crate::stores::PushCounts {
+        self.stores.pushes.counts()
     }
 
     /// Whether connection `client` owns a push in progress.

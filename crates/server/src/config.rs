@@ -462,7 +462,7 @@ pub static KEYS: &[Key] = &[
         |c, v| c.lua_time_limit_ms = parse_num(v)?, |c| c.lua_time_limit_ms.to_string()),
     key!("metrics-bind", false, "Address of the HTTP operations endpoint (default 127.0.0.1).",
         |c, v| c.metrics_bind = parse_ip(v)?, |c| c.metrics_bind.to_string()),
-    key!("metrics-port", false, "Port of the HTTP endpoint serving /metrics (Prometheus), /livez and /readyz (default 0: off).",
+    key!("metrics-port", false, "Port of the HTTP endpoint serving /metrics (Prometheus), /livez, /readyz, the dashboard (/) and its data (/api/status) (default 0: off).",
         |c, v| c.metrics_port = parse_num(v)?, |c| c.metrics_port.to_string()),
     key!("threads", false, "Threads serving connections (default 0: half the CPUs, at least 1). More serve more pipelined reads at once; fewer cost fewer cross-thread wake-ups per request.",
         |c, v| c.threads = parse_num(v)?, |c| c.threads.to_string()),

@@ -1,7 +1,9 @@
-//! The operations HTTP endpoint: `GET /metrics`, `GET /livez`, `GET /readyz` (and `HEAD`).
+//! The operations HTTP endpoint: `GET /metrics`, `GET /livez`, `GET /readyz`, the dashboard
+//! (`GET /` or `/dashboard`, its script and style sheet) and its data (`GET /api/status`), and
+//! `HEAD` of each.
 //!
 //! A deliberately small HTTP/1.1 server on tokio rather than a framework: it only ever answers
-//! three fixed paths, and it must stay up whatever a scanner, a broken proxy or a slow client
+//! a few fixed paths, and it must stay up whatever a scanner, a broken proxy or a slow client
 //! sends. Each request head is limited to [`MAX_HEADER_BYTES`] and must arrive within
 //! [`READ_TIMEOUT`] of when the server started waiting for it (a deadline for the whole head,
 //! not per read, so a client trickling one byte at a time cannot hold a connection). At most
@@ -27,7 +29,20 @@ pub trait OpsState: Send + Sync + 'static {
     fn live(&self) -> bool;
     /// Whether the server should get traffic; `Err(reason)` makes `/readyz` answer 503 with it.
     fn ready(&self) -> Result<(), String>;
+    /// The dashboard's data, a JSON document (see `crate::status`).
+    fn status(&self) -> String;
 }
+
+/// The dashboard: static files compiled into the binary. They build every element with
+/// `textContent`, never from markup, so nothing the server reports can become markup.
+const DASHBOARD_HTML: &str = include_str!("dashboard/index.html");
+const DASHBOARD_JS: &str = include_str!("dashboard/dashboard.js");
+const DASHBOARD_CSS: &str = include_str!("dashboard/dashboard.css");
+/// The page loads only its own script, style and data: a second line of defence should an
+/// element ever be built from markup.
+const DASHBOARD_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+                             connect-src 'self'; img-src 'self'; base-uri 'none'; \
+                             form-action 'none'; frame-ancestors 'none'";
 
 /// The largest request head (request line and headers) accepted; larger ones get 431.
 pub const MAX_HEADER_BYTES: usize = 8 * 1024;
@@ -312,6 +327,10 @@ enum Route {
     Metrics,
     Livez,
     Readyz,
+    Dashboard,
+    DashboardJs,
+    DashboardCss,
+    Status,
     NotFound,
 }
 
@@ -329,6 +348,20 @@ fn respond(state: &dyn OpsState, req: &Request, close: bool) -> Vec<u8> {
     let head_only = req.method == Method::Head;
     let text =
         |status: u16, body: &str| render(status, TEXT, &[], body.as_bytes(), head_only, close);
+    let asset = |content_type: &str, body: &str| {
+        render(
+            200,
+            content_type,
+            &[
+                ("Content-Security-Policy", DASHBOARD_CSP),
+                ("X-Content-Type-Options", "nosniff"),
+                ("Referrer-Policy", "no-referrer"),
+            ],
+            body.as_bytes(),
+            head_only,
+            close,
+        )
+    };
     match (req.route, req.method) {
         (Route::NotFound, _) => text(404, "not found\n"),
         (_, Method::Other) => render(
@@ -353,6 +386,17 @@ fn respond(state: &dyn OpsState, req: &Request, close: bool) -> Vec<u8> {
             Ok(()) => text(200, "ok\n"),
             Err(why) => text(503, &format!("{why}\n")),
         },
+        (Route::Dashboard, _) => asset("text/html; charset=utf-8", DASHBOARD_HTML),
+        (Route::DashboardJs, _) => asset("text/javascript; charset=utf-8", DASHBOARD_JS),
+        (Route::DashboardCss, _) => asset("text/css; charset=utf-8", DASHBOARD_CSS),
+        (Route::Status, _) => render(
+            200,
+            "application/json",
+            &[("X-Content-Type-Options", "nosniff")],
+            state.status().as_bytes(),
+            head_only,
+            close,
+        ),
     }
 }
 
@@ -544,6 +588,10 @@ fn route(target: &[u8]) -> Result<Route, u16> {
         b"/metrics" => Route::Metrics,
         b"/livez" => Route::Livez,
         b"/readyz" => Route::Readyz,
+        b"/" | b"/dashboard" => Route::Dashboard,
+        b"/dashboard.js" => Route::DashboardJs,
+        b"/dashboard.css" => Route::DashboardCss,
+        b"/api/status" => Route::Status,
         _ => Route::NotFound,
     })
 }
@@ -601,7 +649,12 @@ mod tests {
         fn ready(&self) -> Result<(), String> {
             self.ready.lock().map_or(Ok(()), |r| r.clone())
         }
+        fn status(&self) -> String {
+            STATUS_BODY.into()
+        }
     }
+
+    const STATUS_BODY: &str = r#"{"stores":[]}"#;
 
     const METRICS_BODY: &str =
         "# HELP rialto_up Whether Rialto is up.\n# TYPE rialto_up gauge\nrialto_up 1\n";
@@ -747,7 +800,7 @@ mod tests {
     #[tokio::test]
     async fn not_found_method_not_allowed_bad_request() {
         let srv = start().await;
-        for path in ["/", "/metricsx", "/metrics/", "/../metrics", "*"] {
+        for path in ["/index.html", "/metricsx", "/metrics/", "/../metrics", "*"] {
             assert_eq!(get(srv.addr, path).await.status, 404, "{path}");
         }
         for method in ["POST", "PUT", "DELETE", "OPTIONS", "PATCH", "BREW"] {
@@ -799,6 +852,38 @@ mod tests {
         assert_eq!(r.status, 413);
         // The server is still fine afterwards.
         assert_eq!(get(srv.addr, "/livez").await.status, 200);
+    }
+
+    #[tokio::test]
+    async fn dashboard_and_status() {
+        let srv = start().await;
+        for path in ["/", "/dashboard", "/dashboard?x=1"] {
+            let r = get(srv.addr, path).await;
+            assert_eq!(r.status, 200, "{path}");
+            assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+            assert!(r
+                .header("content-security-policy")
+                .is_some_and(|c| c.contains("script-src 'self'")));
+            assert!(r.body.contains("dashboard.js"));
+        }
+        let r = get(srv.addr, "/dashboard.js").await;
+        assert_eq!(
+            r.header("content-type"),
+            Some("text/javascript; charset=utf-8")
+        );
+        assert_eq!(r.body, DASHBOARD_JS);
+        // The page never builds elements from markup (store names and prefixes are user input).
+        assert!(!DASHBOARD_JS.contains("innerHTML") && !DASHBOARD_JS.contains("outerHTML"));
+        assert!(!DASHBOARD_JS.contains("insertAdjacentHTML"));
+        let r = get(srv.addr, "/dashboard.css").await;
+        assert_eq!(r.header("content-type"), Some("text/css; charset=utf-8"));
+        let r = get(srv.addr, "/api/status").await;
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        assert_eq!(r.header("cache-control"), Some("no-store"));
+        assert_eq!(r.body, STATUS_BODY);
+        let r = exchange(srv.addr, b"POST /api/status HTTP/1.1\r\n\r\n").await;
+        assert_eq!(r.status, 405);
+        assert_eq!(get(srv.addr, "/api/nope").await.status, 404);
     }
 
     #[tokio::test]

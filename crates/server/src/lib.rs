@@ -34,6 +34,7 @@ mod pubsub;
 mod reply;
 mod server;
 mod slowlog;
+mod status;
 mod tracking;
 mod wake;
 mod workers;

@@ -3,7 +3,9 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use rialto_keyspace::PushPhase;
 use rialto_lsm::triad::Workload;
+use rialto_txn::GROUP_SIZE_BOUNDS;
 
 use crate::http::OpsState;
 use crate::prom::PromWriter;
@@ -20,6 +22,10 @@ impl OpsState for Ops {
     /// The process answers: it is alive (a wedged runtime would not answer at all).
     fn live(&self) -> bool {
         true
+    }
+
+    fn status(&self) -> String {
+        crate::status::render(&self.0)
     }
 
     /// Ready to take writes: not shutting down and the engine accepts writes.
@@ -240,6 +246,23 @@ pub fn render(sh: &Shared) -> String {
         &[],
         sh.relay_stats.batches(),
     );
+    let mut cumulative = 0u64;
+    let buckets: Vec<(f64, u64)> = GROUP_SIZE_BOUNDS
+        .iter()
+        .zip(m.group_sizes)
+        .map(|(&le, n)| {
+            cumulative += n;
+            (le as f64, cumulative)
+        })
+        .collect();
+    w.histogram(
+        "rialto_merger_group_transactions",
+        "Transactions per merged group (one journal write each).",
+        &[],
+        &buckets,
+        m.txns,
+        m.groups,
+    );
     w.gauge(
         "rialto_merger_queued",
         "Transactions waiting to execute.",
@@ -407,6 +430,7 @@ pub fn render(sh: &Shared) -> String {
         ("journal_sync", &io.journal_syncs),
         ("flush", &io.flushes),
         ("compaction", &io.compactions),
+        ("ingest", &io.ingests),
     ] {
         w.counter(
             "rialto_io_operations_total",
@@ -426,7 +450,33 @@ pub fn render(sh: &Shared) -> String {
             &[("kind", what)],
             t.micros as f64 / 1e6,
         );
+        if t.files > 0 || t.entries > 0 {
+            w.counter(
+                "rialto_io_tables_total",
+                "Table files written, by kind (flushes, compactions, ingestions).",
+                &[("kind", what)],
+                t.files,
+            );
+            w.counter(
+                "rialto_io_table_entries_total",
+                "Entries in the table files written, by kind.",
+                &[("kind", what)],
+                t.entries,
+            );
+        }
+        w.gauge(
+            "rialto_io_max_seconds",
+            "Longest single I/O operation since start, by kind.",
+            &[("kind", what)],
+            t.max_micros as f64 / 1e6,
+        );
     }
+    w.counter(
+        "rialto_io_background_throttled_seconds_total",
+        "Time flushes and compactions waited so that journal writes keep the disk.",
+        &[],
+        io.background_throttled_micros as f64 / 1e6,
+    );
     for (q, v) in [
         ("0.5", io.journal_sync_p50_micros),
         ("0.99", io.journal_sync_p99_micros),
@@ -444,5 +494,110 @@ pub fn render(sh: &Shared) -> String {
         &[],
         io.background_rate_limit.unwrap_or(0),
     );
+    stores(&mut w, sh);
     w.finish()
+}
+
+/// Stores, their versions and the pushes into them.
+fn stores(w: &mut PromWriter, sh: &Shared) {
+    let catalog = sh.keyspace.catalog();
+    let pushes = sh.keyspace.push_statuses();
+    for m in catalog.iter() {
+        let labels = [("store", m.name.as_str())];
+        w.gauge(
+            "rialto_store_current_version",
+            "The version of the store that reads use.",
+            &labels,
+            m.current.number,
+        );
+        w.gauge(
+            "rialto_store_previous_version",
+            "The version a rollback of the store returns to (0: none).",
+            &labels,
+            m.previous.number,
+        );
+        w.gauge(
+            "rialto_store_pushing_version",
+            "The version being pushed into the store (0: no push).",
+            &labels,
+            m.pushing.map_or(0, |p| p.version),
+        );
+        // Version 1 is the initial one, streamed writes only: its push figures are unknown.
+        if m.current.number > 1 {
+            w.gauge(
+                "rialto_store_current_version_records",
+                "Records the push of the current version loaded.",
+                &labels,
+                m.current.records,
+            );
+            w.gauge(
+                "rialto_store_current_version_bytes",
+                "Key and value bytes the push of the current version loaded.",
+                &labels,
+                m.current.bytes,
+            );
+        }
+    }
+    for p in &pushes {
+        let labels = [("store", p.store.as_str())];
+        w.gauge(
+            "rialto_push_records",
+            "Records added to the push in progress so far.",
+            &labels,
+            p.records,
+        );
+        w.gauge(
+            "rialto_push_bytes",
+            "Key and value bytes added to the push in progress so far.",
+            &labels,
+            p.bytes,
+        );
+        w.gauge(
+            "rialto_push_written_records",
+            "Records of the push in progress written into the new version's tables so far.",
+            &labels,
+            p.written,
+        );
+        w.gauge(
+            "rialto_push_progress_ratio",
+            "Share of the push's added records written into tables (0 while adding, 1 once linked).",
+            &labels,
+            p.progress_ratio(),
+        );
+        w.gauge(
+            "rialto_push_elapsed_seconds",
+            "Time since the push in progress began.",
+            &labels,
+            p.elapsed.as_secs_f64(),
+        );
+        for phase in PushPhase::ALL {
+            w.gauge(
+                "rialto_push_phase",
+                "1 for the phase the push in progress is in, 0 for the others.",
+                &[("store", p.store.as_str()), ("phase", phase.name())],
+                u8::from(p.phase == phase),
+            );
+        }
+    }
+    let c = sh.keyspace.push_counts();
+    for (name, help, v) in [
+        ("rialto_pushes_begun_total", "Pushes begun since start.", c.begun),
+        (
+            "rialto_pushes_committed_total",
+            "Pushes swapped in as their store's current version since start.",
+            c.committed,
+        ),
+        (
+            "rialto_pushes_aborted_total",
+            "Pushes aborted since start (PUSH ABORT, a bad record, their connection closing, a failed commit).",
+            c.aborted,
+        ),
+        (
+            "rialto_pushes_refused_total",
+            "Pushes the push guard refused since start (too few records, or shrunk too much).",
+            c.refused,
+        ),
+    ] {
+        w.counter(name, help, &[], v);
+    }
 }

@@ -54,6 +54,7 @@ enum Kind {
     Counter,
     Gauge,
     Summary,
+    Histogram,
 }
 
 impl Kind {
@@ -62,6 +63,7 @@ impl Kind {
             Kind::Counter => "counter",
             Kind::Gauge => "gauge",
             Kind::Summary => "summary",
+            Kind::Histogram => "histogram",
         }
     }
 }
@@ -158,6 +160,57 @@ impl PromWriter {
         self.families[idx].lines.push_str(&lines);
     }
 
+    /// Writes one histogram: a `name_bucket{..,le="b"}` line per `(b, n)` in `buckets`, each
+    /// `n` counting the observations `<= b` (cumulative, `b` increasing), then the `+Inf`
+    /// bucket (`count`), `name_sum` and `name_count`.
+    pub fn histogram(
+        &mut self,
+        name: &str,
+        help: &str,
+        labels: &[(&str, &str)],
+        buckets: &[(f64, u64)],
+        sum: impl PromValue,
+        count: u64,
+    ) {
+        let ordered = buckets
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1);
+        if !ordered || buckets.last().is_some_and(|&(_, n)| n > count) {
+            self.error(format!(
+                "{name}: buckets must grow and stay within the count"
+            ));
+            return;
+        }
+        if labels.iter().any(|(k, _)| *k == "le") {
+            self.error(format!("{name}: a histogram may not have an \"le\" label"));
+            return;
+        }
+        let Some((idx, rendered)) = self.admit(Kind::Histogram, name, help, labels) else {
+            return;
+        };
+        let mut lines = String::new();
+        let inf = [(f64::INFINITY, count)];
+        for &(le, n) in buckets.iter().chain(&inf) {
+            let mut les = String::new();
+            le.write_to(&mut les);
+            lines.push_str(name);
+            lines.push_str("_bucket");
+            push_labels(&mut lines, labels, Some(("le", &les)));
+            lines.push(' ');
+            n.write_to(&mut lines);
+            lines.push('\n');
+        }
+        for (suffix, value) in [("_sum", &sum as &dyn PromValue), ("_count", &count)] {
+            lines.push_str(name);
+            lines.push_str(suffix);
+            lines.push_str(&rendered);
+            lines.push(' ');
+            value.write_to(&mut lines);
+            lines.push('\n');
+        }
+        self.families[idx].lines.push_str(&lines);
+    }
+
     /// What was dropped so far and why (each is also logged).
     #[cfg(test)]
     pub fn errors(&self) -> &[String] {
@@ -238,6 +291,13 @@ impl PromWriter {
                 let owned: Vec<String> = if kind == Kind::Summary {
                     vec![
                         name.to_owned(),
+                        format!("{name}_sum"),
+                        format!("{name}_count"),
+                    ]
+                } else if kind == Kind::Histogram {
+                    vec![
+                        name.to_owned(),
+                        format!("{name}_bucket"),
                         format!("{name}_sum"),
                         format!("{name}_count"),
                     ]
@@ -403,6 +463,35 @@ mod tests {
              # TYPE plain summary\n\
              plain_sum 0\n\
              plain_count 0\n"
+        );
+    }
+
+    #[test]
+    fn histogram_lines() {
+        let mut w = PromWriter::new();
+        w.histogram(
+            "rialto_merger_group_transactions",
+            "Transactions per group.",
+            &[],
+            &[(1.0, 3), (2.0, 5), (4.0, 5)],
+            17u64,
+            6,
+        );
+        w.histogram("h", "", &[("le", "1")], &[], 0u64, 0); // reserved label
+        w.histogram("h", "", &[], &[(2.0, 1), (1.0, 2)], 0u64, 2); // not increasing
+        w.histogram("h", "", &[], &[(1.0, 3)], 0u64, 2); // over the count
+        w.gauge("rialto_merger_group_transactions_bucket", "", &[], 1u64); // owned
+        assert_eq!(w.errors().len(), 4, "{:?}", w.errors());
+        assert_eq!(
+            w.finish(),
+            "# HELP rialto_merger_group_transactions Transactions per group.\n\
+             # TYPE rialto_merger_group_transactions histogram\n\
+             rialto_merger_group_transactions_bucket{le=\"1\"} 3\n\
+             rialto_merger_group_transactions_bucket{le=\"2\"} 5\n\
+             rialto_merger_group_transactions_bucket{le=\"4\"} 5\n\
+             rialto_merger_group_transactions_bucket{le=\"+Inf\"} 6\n\
+             rialto_merger_group_transactions_sum 17\n\
+             rialto_merger_group_transactions_count 6\n"
         );
     }
 

@@ -443,6 +443,110 @@ fn the_operations_endpoint_serves_metrics_and_health() {
     srv.shutdown().unwrap();
 }
 
+/// The operations endpoint follows a push: its phase and records in `/metrics` and in the
+/// dashboard's `/api/status` while it adds, then the store's new current version.
+#[test]
+fn the_operations_endpoint_shows_stores_and_a_push_in_progress() {
+    use std::io::{Read, Write};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start_with(dir.path(), |c| c.metrics_port = port);
+    let addr = srv.metrics_addr.expect("metrics endpoint");
+    let get = |path: &str| {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(s, "GET {path} HTTP/1.0\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        let body = out
+            .split_once("\r\n\r\n")
+            .map_or("", |(_, b)| b)
+            .to_string();
+        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+        body
+    };
+    let status = || -> serde_json::Value { serde_json::from_str(&get("/api/status")).unwrap() };
+    let mut c = common::client(srv.addr);
+    let _: () = redis::cmd("STORE")
+        .arg(&["CREATE", "feat", "PREFIX", "feat:"])
+        .query(&mut c)
+        .unwrap();
+    let id: u64 = redis::cmd("PUSH")
+        .arg(&["BEGIN", "feat"])
+        .query(&mut c)
+        .unwrap();
+    let added: u64 = redis::cmd("PUSH")
+        .arg("ADD")
+        .arg(id)
+        .arg(&["a", "1", "b", "22", "c", "333"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(added, 3);
+
+    let m = get("/metrics");
+    for series in [
+        "rialto_store_current_version{store=\"feat\"} 1".to_string(),
+        format!("rialto_store_pushing_version{{store=\"feat\"}} {id}"),
+        "rialto_push_records{store=\"feat\"} 3".into(),
+        "rialto_push_bytes{store=\"feat\"} 9".into(),
+        "rialto_push_phase{store=\"feat\",phase=\"adding\"} 1".into(),
+        "rialto_push_phase{store=\"feat\",phase=\"writing\"} 0".into(),
+        "rialto_pushes_begun_total 1".into(),
+    ] {
+        assert!(m.contains(&series), "no {series}: {m}");
+    }
+    assert!(!m.contains("rialto_store_current_version_records"), "{m}");
+    let s = status();
+    let feat = &s["stores"][0];
+    assert_eq!(feat["name"], "feat");
+    assert_eq!(feat["current"]["version"], 1);
+    assert!(feat["current"]["records"].is_null());
+    assert_eq!(feat["pushing"]["version"], id);
+    assert_eq!(feat["pushing"]["phase"], "adding");
+    assert_eq!(feat["pushing"]["records"], 3);
+    assert_eq!(feat["pushing"]["progress_ratio"], 0.0);
+    assert!(feat["pushing"]["owner"].is_u64());
+
+    let _: () = redis::cmd("PUSH")
+        .arg("COMMIT")
+        .arg(id)
+        .query(&mut c)
+        .unwrap();
+    let m = get("/metrics");
+    for series in [
+        format!("rialto_store_current_version{{store=\"feat\"}} {id}"),
+        "rialto_store_previous_version{store=\"feat\"} 1".into(),
+        "rialto_store_pushing_version{store=\"feat\"} 0".into(),
+        "rialto_store_current_version_records{store=\"feat\"} 3".into(),
+        "rialto_pushes_committed_total 1".into(),
+        "rialto_io_operations_total{kind=\"ingest\"} 1".into(),
+        "rialto_merger_group_transactions_bucket{le=\"+Inf\"}".into(),
+    ] {
+        assert!(m.contains(&series), "no {series}: {m}");
+    }
+    assert!(!m.contains("rialto_push_records"), "{m}");
+    let s = status();
+    let feat = &s["stores"][0];
+    assert_eq!(feat["current"]["version"], id);
+    assert_eq!(feat["current"]["records"], 3);
+    assert_eq!(feat["previous"]["version"], 1);
+    assert!(feat["pushing"].is_null());
+    assert_eq!(s["pushes"]["committed"], 1);
+    let ingests: Vec<&serde_json::Value> = s["io"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "ingest")
+        .collect();
+    assert_eq!(ingests.len(), 1, "{s}");
+    assert_eq!(ingests[0]["entries"], 3);
+    assert!(get("/").contains("<title>Rialto</title>"));
+    srv.shutdown().unwrap();
+}
+
 #[test]
 fn a_client_over_the_output_buffer_limit_is_closed_and_others_are_not() {
     let dir = tempfile::tempdir().unwrap();

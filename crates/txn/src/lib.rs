@@ -36,4 +36,4 @@ pub use context::{Savepoint, TxnContext};
 pub use handle::CommitHandle;
 pub use merger::Merger;
 pub use options::{Durability, MergerOptions};
-pub use stats::MergerStats;
+pub use stats::{MergerStats, GROUP_SIZE_BOUNDS, GROUP_SIZE_BUCKETS};

@@ -41,7 +41,7 @@ use crate::context::{Group, TxnContext};
 use crate::handle::{this_thread_helps, CommitHandle, Helping, Notifier, Slot, SyncHelper};
 use crate::options::{Durability, MergerOptions};
 use crate::poll::PollGate;
-use crate::stats::MergerStats;
+use crate::stats::{group_size_bucket, MergerStats, GROUP_SIZE_BUCKETS};
 
 /// A queued transaction, type-erased.
 trait Job<E: PipelinedCommit>: Send {
@@ -155,6 +155,7 @@ struct StatsInner {
     groups: u64,
     syncs: u64,
     latency: Histogram<u64>,
+    group_sizes: [u64; GROUP_SIZE_BUCKETS],
 }
 
 /// The transaction merger over a [`PipelinedCommit`] engine. Submit from any thread or task;
@@ -203,6 +204,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
                 groups: 0,
                 syncs: 0,
                 latency,
+                group_sizes: [0; GROUP_SIZE_BUCKETS],
             }),
         });
         let mut threads = Vec::new();
@@ -353,6 +355,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
             commit_max_micros: st.latency.max(),
             poll_suspensions: self.shared.poll.suspensions(),
             failed,
+            group_sizes: st.group_sizes,
         }
     }
 
@@ -505,6 +508,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
             let mut st = self.stats.lock();
             st.groups += 1;
             st.txns += jobs.len() as u64;
+            st.group_sizes[group_size_bucket(jobs.len())] += 1;
         }
         match self.opts.durability {
             Durability::Always => {

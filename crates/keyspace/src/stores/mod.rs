@@ -14,6 +14,7 @@
 
 pub(crate) mod catalog;
 pub(crate) mod maintenance;
+mod progress;
 pub(crate) mod push;
 mod stage;
 mod table_writer;
@@ -34,6 +35,7 @@ use crate::value::Value;
 use catalog::{rt_number, rt_range};
 pub use catalog::{valid_name, Catalog, Pushing, StoreMeta, VersionInfo, MAX_PREFIX_LEN};
 pub use maintenance::PassReport;
+pub use progress::{PushCounts, PushPhase, PushStatus};
 pub use push::{lower_thread_priority, PushReport};
 pub use stage::{Staged, Staging};
 

@@ -30,6 +30,7 @@ use rialto_sort::{DuplicatePolicy, SortOptions, Sorter};
 use rialto_txn::{Merger, TxnContext};
 
 use super::catalog::{rt_key, rt_number, rt_range, version_key, RtEntry};
+use super::progress::{PushCounters, PushCounts, PushPhase, PushProgress, PushStatus};
 use super::table_writer;
 use super::{PushGuard, Pushing, StoreError, StoreMeta, StoreResult, Stores, VersionInfo};
 use crate::chunked::ChunkedWriter;
@@ -77,6 +78,7 @@ struct Session {
     guard: PushGuard,
     sorter: Option<Sorter>,
     started: Instant,
+    progress: Arc<PushProgress>,
     /// Declared after `sorter`, so dropped after it: the directory is empty by then.
     _spill_dir: SpillDir,
 }
@@ -109,6 +111,7 @@ struct Entry {
     store: String,
     owner: Option<u64>,
     session: Arc<Mutex<Session>>,
+    progress: Arc<PushProgress>,
 }
 
 /// Pushes in progress, by id, and the ingestion pool. A push's id is the number of the
@@ -116,6 +119,7 @@ struct Entry {
 pub struct Pushes {
     sessions: Mutex<HashMap<u64, Entry>>,
     pool: Pool,
+    counters: PushCounters,
 }
 
 impl Pushes {
@@ -124,6 +128,7 @@ impl Pushes {
         Pushes {
             sessions: Mutex::new(HashMap::new()),
             pool: Pool::new(threads, nice),
+            counters: PushCounters::default(),
         }
     }
 
@@ -155,6 +160,23 @@ impl Pushes {
             .collect();
         v.sort();
         v
+    }
+
+    /// Pushes in progress with how far each is, by id.
+    pub fn statuses(&self) -> Vec<PushStatus> {
+        let mut v: Vec<PushStatus> = self
+            .sessions
+            .lock()
+            .iter()
+            .map(|(id, e)| e.progress.status(*id, &e.store, e.owner))
+            .collect();
+        v.sort_by_key(|s| s.id);
+        v
+    }
+
+    /// Pushes begun and ended since start.
+    pub fn counts(&self) -> PushCounts {
+        self.counters.counts()
     }
 
     /// Whether connection `client` began a push that is still open.
@@ -312,6 +334,7 @@ impl Stores {
                 return Err(StoreError::Input(e.to_string()));
             }
         };
+        let progress = Arc::new(PushProgress::new());
         let session = Session {
             store: name.to_string(),
             meta,
@@ -319,14 +342,17 @@ impl Stores {
             guard: guard.unwrap_or(self.opts.push_guard),
             sorter: Some(sorter),
             started: Instant::now(),
+            progress: Arc::clone(&progress),
             _spill_dir: spill_dir,
         };
         let entry = Entry {
             store: name.to_string(),
             owner,
             session: Arc::new(Mutex::new(session)),
+            progress,
         };
         self.pushes.sessions.lock().insert(id, entry);
+        PushCounters::bump(&self.pushes.counters.begun);
         Ok(id)
     }
 
@@ -364,12 +390,16 @@ impl Stores {
         let mut refused = false;
         let r = {
             let mut s = s.lock();
+            let s = &mut *s;
             let sorter = s.sorter.as_mut().ok_or(StoreError::PushCommitting(id))?;
+            let mut tally = s.progress.tally();
             fill(&mut |k: &[u8], v: &[u8]| {
                 sorter.add(k, v).map_err(|e| {
                     refused = true;
                     StoreError::Input(e.to_string())
-                })
+                })?;
+                tally.add(k.len(), v.len());
+                Ok(())
             })
         };
         if refused {
@@ -397,6 +427,7 @@ impl Stores {
         if e.session.lock().sorter.take().is_none() {
             return Ok(());
         }
+        PushCounters::bump(&self.pushes.counters.aborted);
         let store = e.store;
         self.end_push(merger, &store, None).map(|_| ())
     }
@@ -452,8 +483,15 @@ impl Stores {
         let Some(sorter) = s.sorter.take() else {
             return Err(StoreError::PushCommitting(id));
         };
+        s.progress.enter(PushPhase::Sorting);
         let r = self.commit_inner(db, merger, &s, sorter, now_ms);
         drop(s);
+        let c = &self.pushes.counters;
+        PushCounters::bump(match &r {
+            Ok(_) => &c.committed,
+            Err(StoreError::Refused(_)) => &c.refused,
+            Err(_) => &c.aborted,
+        });
         // Once the push ended, its number may already name another store's new push: only
         // this push's own entry goes.
         let mut sessions = self.pushes.sessions.lock();
@@ -500,6 +538,7 @@ impl Stores {
             let now = Instant::now();
             phases.push((name, now - at));
             at = now;
+            s.progress.enter(PushPhase::after(name));
         };
         // The records of the version current when the push began.
         let current = m.current.records;
@@ -518,7 +557,8 @@ impl Stores {
         })?;
         // Every engine key starts with the version's prefix and the store's.
         let head = version_key(m.id, v, &m.prefix);
-        let written = table_writer::write_sorted(&mut sorted, ing, &head)?;
+        let written =
+            table_writer::write_sorted(&mut s.progress.counting(&mut sorted), ing, &head)?;
         let bytes = written.bytes + written.records * m.prefix.len() as u64;
         let sort_stats = sorted.stats();
         lap("write");

@@ -291,12 +291,19 @@ impl Ingestion {
         db.counters
             .user_bytes
             .fetch_add(stats.raw_bytes, Ordering::Relaxed);
-        db.io.record(IoEvent {
-            kind: IoEventKind::Ingest,
-            start_micros: start,
-            duration_micros: db.opts.clock.now_micros().saturating_sub(start),
-            bytes: stats.file_bytes,
-        });
+        db.io.record(
+            IoEvent::new(
+                IoEventKind::Ingest,
+                start,
+                db.opts.clock.now_micros().saturating_sub(start),
+                stats.file_bytes,
+            )
+            .with_tables(
+                u32::try_from(stats.files).unwrap_or(u32::MAX),
+                stats.entries,
+                u8::try_from(level).unwrap_or(u8::MAX),
+            ),
+        );
         Ok(stats)
     }
 }

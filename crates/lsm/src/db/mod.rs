@@ -302,6 +302,15 @@ impl Db {
         }
     }
 
+    /// The I/O totals with only the newest `limit` events of the timeline (`io_stats` copies
+    /// all of them): what a frequent poller takes, to hold the recorder's lock briefly.
+    pub fn io_stats_recent(&self, limit: usize) -> IoStats {
+        let mut s = self.inner.io.recent(limit);
+        s.background_rate_limit = self.inner.journal_first.rate();
+        s.background_throttled_micros = self.inner.journal_first.throttled_micros();
+        s
+    }
+
     /// TRIAD's state: the deferral and the characterizer's class, windows and decisions.
     pub fn triad_stats(&self) -> crate::triad::TriadStats {
         self.inner.triad.stats()
@@ -796,12 +805,19 @@ impl DbInner {
             &st.compacting,
             &self.picker_options(),
         ));
-        self.io.record(IoEvent {
-            kind: IoEventKind::Flush,
-            start_micros: start,
-            duration_micros: self.opts.clock.now_micros().saturating_sub(start),
-            bytes,
-        });
+        self.io.record(
+            IoEvent::new(
+                IoEventKind::Flush,
+                start,
+                self.opts.clock.now_micros().saturating_sub(start),
+                bytes,
+            )
+            .with_tables(
+                u32::try_from(outputs.len()).unwrap_or(u32::MAX),
+                outputs.iter().map(|f| f.num_entries).sum(),
+                0,
+            ),
+        );
         self.counters
             .flush_bytes
             .fetch_add(bytes, Ordering::Relaxed);
@@ -1028,12 +1044,19 @@ impl DbInner {
         }
         r?;
         self.install_super_version(&mut st);
-        self.io.record(IoEvent {
-            kind: IoEventKind::Compaction,
-            start_micros: start,
-            duration_micros: self.opts.clock.now_micros().saturating_sub(start),
-            bytes: written,
-        });
+        self.io.record(
+            IoEvent::new(
+                IoEventKind::Compaction,
+                start,
+                self.opts.clock.now_micros().saturating_sub(start),
+                written,
+            )
+            .with_tables(
+                u32::try_from(outputs.len()).unwrap_or(u32::MAX),
+                outputs.iter().map(|f| f.num_entries).sum(),
+                u8::try_from(out_level).unwrap_or(u8::MAX),
+            ),
+        );
         self.counters
             .compaction_bytes_written
             .fetch_add(written, Ordering::Relaxed);
@@ -1299,10 +1322,7 @@ impl PipelinedCommit for Db {
     }
 
     fn io_stats(&self) -> IoStats {
-        let mut s = self.inner.io.snapshot();
-        s.background_rate_limit = self.inner.journal_first.rate();
-        s.background_throttled_micros = self.inner.journal_first.throttled_micros();
-        s
+        self.io_stats_recent(usize::MAX)
     }
 }
 

@@ -330,12 +330,12 @@ impl DbInner {
 
     /// Records a hand-off of `bytes` of journal records to the OS that began at `start`.
     fn record_journal_write(&self, start: u64, bytes: u64) {
-        self.io.record(IoEvent {
-            kind: IoEventKind::JournalWrite,
-            start_micros: start,
-            duration_micros: self.opts.clock.now_micros().saturating_sub(start),
+        self.io.record(IoEvent::new(
+            IoEventKind::JournalWrite,
+            start,
+            self.opts.clock.now_micros().saturating_sub(start),
             bytes,
-        });
+        ));
     }
 
     /// Runs one journal sync, recording it in the I/O stats and reporting its latency to the
@@ -345,12 +345,8 @@ impl DbInner {
         sync()?;
         let d = self.opts.clock.now_micros().saturating_sub(start);
         self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
-        self.io.record(IoEvent {
-            kind: IoEventKind::JournalSync,
-            start_micros: start,
-            duration_micros: d,
-            bytes: 0,
-        });
+        self.io
+            .record(IoEvent::new(IoEventKind::JournalSync, start, d, 0));
         self.journal_first.observe_sync(d);
         self.spare.observe_sync(d);
         Ok(())

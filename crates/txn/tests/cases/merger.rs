@@ -91,6 +91,8 @@ fn many_writers_are_acknowledged_exactly_once_in_submission_order() {
     let st = m.stats();
     assert_eq!(st.txns, n as u64);
     assert!(st.groups <= st.txns && st.syncs <= st.groups, "{st}");
+    // Every group logged is in exactly one size bucket.
+    assert_eq!(st.group_sizes.iter().sum::<u64>(), st.groups, "{st}");
     m.close().unwrap();
 }
 
