@@ -833,6 +833,29 @@ def test_a_node_down_during_a_push_or_wiped_loads_the_versions_it_needs(cluster,
     assert r.get("boot:k5") == b"3:5"
 
 
+def test_a_push_whose_coordinator_dies_is_aborted_by_the_others(cluster):
+    wait_for(every_slot_served, 60, "every slot served")
+    c1 = redis.Redis(port=node_port(1), protocol=3)
+    c1.execute_command("STORE", "CREATE", "orphan")
+    victim = 2
+    c = redis.Redis(port=node_port(victim))
+    v = c.execute_command("PUSH", "BEGIN", "orphan")
+    c.execute_command("PUSH", "ADD", v, "a", "1")
+    run("kill-node", str(victim), "--signal", "KILL", *cluster)
+    try:
+        # Out of the group for twice cluster-node-timeout: any node aborts its push.
+        wait_for(lambda: c1.execute_command("STORE", "DESCRIBE", "orphan")[b"pushing-version"] is None,
+                 60, "the orphaned push to be aborted")
+    finally:
+        run("start-node", str(victim), *cluster)
+    wait_for(every_slot_served, 60, "every slot served")
+    v2 = c1.execute_command("PUSH", "BEGIN", "orphan")
+    c1.execute_command("PUSH", "ADD", v2, "a", "2")
+    c1.execute_command("PUSH", "COMMIT", v2)
+    rc = RedisCluster(host="127.0.0.1", port=node_port(1), cluster_error_retry_attempts=10)
+    assert rc.get("orphan:a") == b"2"
+
+
 def slot_partition(key):
     s = key_slot(key.encode())
     for p in range(PARTITIONS):

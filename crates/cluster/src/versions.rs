@@ -3,13 +3,15 @@
 //! so a partition of the version topic holds exactly the keys its log partition serves, in
 //! the order the pusher sent them; each ends with an end marker carrying the count of its
 //! records and a checksum over them, which every node loading the version checks before it
-//! reports the version ready. The start markers make the topic self-describing: a node that
+//! reports the version ready. Records travel packed in batches of about [`BATCH_BYTES`]:
+//! Kafka's cost is per message, and a pushed record is often a hundred bytes. The start markers make the topic self-describing: a node that
 //! loads the version late (it was down during the push) needs nothing else.
 //!
 //! ```text
 //! record := version: u8 (1) | kind: u8 | body
 //!   3 start last_wins: u8 | prefix_len: u32 LE | prefix     (first record of every partition)
 //!   1 data  key_len: u32 LE | key (relative to the store's prefix) | value (the rest)
+//!   4 batch (key_len: u32 LE | key | value_len: u32 LE | value) * n   (data records, packed)
 //!   2 end   records: u64 LE | checksum: u64 LE
 //! checksum := XXH3-64 over (key_len: u32 LE | key | value_len: u32 LE | value) of every data
 //!             record of the partition, in order
@@ -21,6 +23,77 @@ const FORMAT: u8 = 1;
 const DATA: u8 = 1;
 const END: u8 = 2;
 const START: u8 = 3;
+const BATCH: u8 = 4;
+
+/// About how many bytes of records one batch message carries (Kafka's default largest
+/// message is 1 MiB).
+pub const BATCH_BYTES: usize = 256 << 10;
+
+/// Data records packed into one message, for one partition.
+pub struct Batch(Vec<u8>);
+
+impl Default for Batch {
+    fn default() -> Self {
+        let mut v = Vec::with_capacity(BATCH_BYTES + 4096);
+        v.push(FORMAT);
+        v.push(BATCH);
+        Batch(v)
+    }
+}
+
+impl Batch {
+    pub fn add(&mut self, key: &[u8], value: &[u8]) {
+        self.0.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        self.0.extend_from_slice(key);
+        self.0
+            .extend_from_slice(&(value.len() as u32).to_le_bytes());
+        self.0.extend_from_slice(value);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.len() == 2
+    }
+
+    /// Whether it is full enough to send.
+    pub fn full(&self) -> bool {
+        self.0.len() >= BATCH_BYTES
+    }
+
+    /// The message's bytes; the batch starts empty again.
+    pub fn take(&mut self) -> Vec<u8> {
+        std::mem::take(self).0
+    }
+}
+
+/// The data records of a batch message's body.
+#[derive(Debug, PartialEq, Eq)]
+pub struct BatchRecords<'a>(&'a [u8]);
+
+impl<'a> Iterator for BatchRecords<'a> {
+    type Item = Result<(&'a [u8], &'a [u8]), Malformed>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.0.is_empty() {
+            return None;
+        }
+        let mut field = || -> Result<&'a [u8], Malformed> {
+            let n: [u8; 4] = self
+                .0
+                .get(..4)
+                .and_then(|s| s.try_into().ok())
+                .ok_or(Malformed("truncated batch"))?;
+            let n = u32::from_le_bytes(n) as usize;
+            let f = self.0.get(4..4 + n).ok_or(Malformed("truncated batch"))?;
+            self.0 = &self.0[4 + n..];
+            Ok(f)
+        };
+        let r = field().and_then(|k| Ok((k, field()?)));
+        if r.is_err() {
+            self.0 = &[];
+        }
+        Some(r)
+    }
+}
 
 /// The topic of version `version` of store `id`.
 pub fn topic(log_topic: &str, id: u32, version: u32) -> String {
@@ -63,6 +136,7 @@ pub fn end(records: u64, checksum: u64) -> Vec<u8> {
 #[derive(Debug, PartialEq, Eq)]
 pub enum VersionRecord<'a> {
     Start { last_wins: bool, prefix: &'a [u8] },
+    Batch(BatchRecords<'a>),
     Data { key: &'a [u8], value: &'a [u8] },
     End { records: u64, checksum: u64 },
 }
@@ -91,6 +165,7 @@ pub fn decode(b: &[u8]) -> Result<VersionRecord<'_>, Malformed> {
             records: u64::from_le_bytes(rest[..8].try_into().map_err(|_| Malformed("end"))?),
             checksum: u64::from_le_bytes(rest[8..].try_into().map_err(|_| Malformed("end"))?),
         }),
+        [FORMAT, BATCH, rest @ ..] => Ok(VersionRecord::Batch(BatchRecords(rest))),
         [FORMAT, START, lw @ (0 | 1), rest @ ..] => {
             let n: [u8; 4] = rest
                 .get(..4)
@@ -184,6 +259,33 @@ mod tests {
                 value: b""
             })
         );
+    }
+
+    #[test]
+    fn batches_carry_their_records_in_order_and_damage_is_refused() {
+        let mut b = Batch::default();
+        assert!(b.is_empty());
+        b.add(b"k1", b"v1");
+        b.add(b"", b"");
+        b.add(b"k3", &[7u8; 300]);
+        let bytes = b.take();
+        assert!(b.is_empty());
+        let Ok(VersionRecord::Batch(recs)) = decode(&bytes) else {
+            panic!("not a batch")
+        };
+        let got: Vec<_> = recs.map(|r| r.unwrap()).collect();
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0], (&b"k1"[..], &b"v1"[..]));
+        assert_eq!(got[1], (&b""[..], &b""[..]));
+        assert_eq!(got[2].1.len(), 300);
+        for cut in 3..bytes.len() {
+            let Ok(VersionRecord::Batch(recs)) = decode(&bytes[..cut]) else {
+                panic!("not a batch")
+            };
+            let all: Vec<_> = recs.collect();
+            let whole = all.iter().filter(|r| r.is_ok()).count();
+            assert!(all.iter().any(|r| r.is_err()) || whole < 3, "cut {cut}");
+        }
     }
 
     #[test]

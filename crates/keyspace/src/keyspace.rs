@@ -494,6 +494,12 @@ impl Keyspace {
         self.stores.publish(&self.db);
     }
 
+    /// Puts the calling thread (and the threads it starts) at the CPU priority of pushes
+    /// (`push-nice`): for a thread that loads pushed versions, as the ingestion pool's do.
+    pub fn lower_to_push_priority(&self) {
+        crate::stores::lower_thread_priority(self.stores.push_priority());
+    }
+
     /// Starts loading version `version` of store `id` without a catalog change (cluster
     /// mode: each partition swaps it in at its own offset); see [`Staging`].
     pub fn stage_version(

@@ -28,8 +28,9 @@ use tracing::{info, warn};
 
 use crate::cluster::{Applied, Cluster, Payload};
 
-/// Records of a push on their way to Kafka before ADD waits for the oldest.
-const IN_FLIGHT: usize = 50_000;
+/// Batches of a push on their way to Kafka before ADD waits for the oldest (each about
+/// `versions::BATCH_BYTES`).
+const IN_FLIGHT: usize = 64;
 /// How often masters compare their partitions with the catalog.
 const RECONCILE_EVERY: Duration = Duration::from_millis(50);
 
@@ -43,6 +44,8 @@ struct Session {
     owner: Option<u64>,
     guard: PushGuard,
     tallies: Vec<Tally>,
+    /// Per partition: records packed for its next message.
+    batches: Vec<versions::Batch>,
     in_flight: VecDeque<Delivery>,
     started: Instant,
     committing: bool,
@@ -318,6 +321,9 @@ pub fn push_begin(
         owner,
         guard,
         tallies: (0..c.partitions).map(|_| Tally::default()).collect(),
+        batches: (0..c.partitions)
+            .map(|_| versions::Batch::default())
+            .collect(),
         in_flight: VecDeque::new(),
         started: Instant::now(),
         committing: false,
@@ -400,20 +406,27 @@ fn add_records(c: &Cluster, s: &mut Session, records: &[Bytes]) -> Result<u64, S
         full.truncate(s.prefix.len());
         full.extend_from_slice(k);
         let p = slot::key_partition(&full, c.partitions);
-        let d = c
-            .node
-            .produce(&s.topic, p, &versions::data(k, v))
-            .map_err(kafka_error)?;
         s.tallies[p as usize].add(k, v);
-        s.in_flight.push_back(d);
-        while s.in_flight.len() > IN_FLIGHT {
-            if let Some(d) = s.in_flight.pop_front() {
-                d.wait().map_err(|e| kafka_error(e.error))?;
-            }
+        s.batches[p as usize].add(k, v);
+        if s.batches[p as usize].full() {
+            send_batch(c, s, p)?;
         }
         n += 1;
     }
     Ok(n)
+}
+
+/// Sends partition `p`'s packed records, waiting for the oldest sends past [`IN_FLIGHT`].
+fn send_batch(c: &Cluster, s: &mut Session, p: u32) -> Result<(), StoreError> {
+    let msg = s.batches[p as usize].take();
+    let d = c.node.produce(&s.topic, p, &msg).map_err(kafka_error)?;
+    s.in_flight.push_back(d);
+    while s.in_flight.len() > IN_FLIGHT {
+        if let Some(d) = s.in_flight.pop_front() {
+            d.wait().map_err(|e| kafka_error(e.error))?;
+        }
+    }
+    Ok(())
 }
 
 /// What a cluster push's commit did.
@@ -466,6 +479,11 @@ fn commit_inner(
     timeout: Duration,
 ) -> Result<Committed, CommitError> {
     let early = |e| (e, false);
+    for p in 0..c.partitions {
+        if !s.batches[p as usize].is_empty() {
+            send_batch(c, s, p).map_err(early)?;
+        }
+    }
     while let Some(d) = s.in_flight.pop_front() {
         d.wait().map_err(|e| early(kafka_error(e.error)))?;
     }
@@ -666,12 +684,15 @@ fn differences(cat: &CatalogState, local: &rialto_keyspace::Catalog, p: u32) -> 
 
 /// Makes the partitions this node masters follow the catalog, until the cluster is dropped.
 pub fn run_reconciler(c: Weak<Cluster>, ks: Arc<Keyspace>) {
+    let started_ms = ks.now_ms();
+    let mut absent: HashMap<u32, Instant> = HashMap::new();
     loop {
         std::thread::sleep(RECONCILE_EVERY);
         let Some(c) = c.upgrade() else { return };
         if !c.node.catalog_caught_up() {
             continue;
         }
+        abort_orphans(&c, started_ms, &mut absent);
         for p in 0..c.partitions {
             if !c.node.serves_as_master(p) {
                 continue;
@@ -708,6 +729,41 @@ pub fn run_reconciler(c: Weak<Cluster>, ks: Arc<Keyspace>) {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Aborts the pushes nobody can finish: those this node coordinated before it restarted (their
+/// sessions went with the process), and those whose coordinator has been out of the group for
+/// twice `cluster-node-timeout`. Any node may ask; the catalog takes the first abort and
+/// refuses the others.
+fn abort_orphans(c: &Cluster, started_ms: i64, absent: &mut HashMap<u32, Instant>) {
+    let me = c.node.options().node_id;
+    let grace = c.node.options().node_timeout * 2;
+    let members: Vec<u32> = c.node.view().members.iter().map(|m| m.node).collect();
+    let pushes: Vec<(String, u32, u32, i64)> = c.node.with_catalog(|cat| {
+        cat.stores
+            .values()
+            .filter_map(|s| {
+                let p = s.pushing.as_ref()?;
+                Some((s.name.clone(), p.version, p.node, p.started_ms))
+            })
+            .collect()
+    });
+    absent.retain(|node, _| pushes.iter().any(|p| p.2 == *node));
+    for (name, version, node, started) in pushes {
+        let orphan = if node == me {
+            started < started_ms && !c.pushes.0.lock().contains_key(&version)
+        } else if members.is_empty() || members.contains(&node) {
+            absent.remove(&node);
+            false
+        } else {
+            absent.entry(node).or_insert_with(Instant::now).elapsed() >= grace
+        };
+        if orphan {
+            let reason = format!("its coordinator, node {node}, is gone");
+            warn!(store = %name, version, "aborting a push {reason}");
+            abort_in_catalog(c, &name, version, &reason);
         }
     }
 }

@@ -73,6 +73,8 @@ pub(super) fn run_catalog<M: StateMachine>(inner: Arc<Inner<M>>) {
 type Wanted = (u32, u32);
 
 pub(super) fn run_loader<M: StateMachine>(inner: Arc<Inner<M>>) {
+    // Loading a version sorts and writes it: that takes the CPU serving leaves, as a push does.
+    inner.keyspace.lower_to_push_priority();
     let me = inner.opts.node_id;
     let mut reported: HashSet<Wanted> = HashSet::new();
     let mut failed: HashSet<Wanted> = HashSet::new();
@@ -235,15 +237,18 @@ fn load<M: StateMachine>(inner: &Inner<M>, id: u32, version: u32) -> Result<Stag
                 let Some((s, _, prefix)) = staging.as_mut() else {
                     return Err(bad("a record before the start marker"));
                 };
-                let full = [prefix.as_slice(), key].concat();
-                if crate::slot::key_partition(&full, n) as usize != p {
-                    return Err(bad("a key of another partition"));
+                add_record(s, prefix, &mut tallies[p], n, p, key, value)
+                    .map_err(|e| bad_or(e, &bad))?;
+            }
+            VersionRecord::Batch(records) => {
+                let Some((s, _, prefix)) = staging.as_mut() else {
+                    return Err(bad("a record before the start marker"));
+                };
+                for r in records {
+                    let (key, value) = r.map_err(|e| bad(&e.to_string()))?;
+                    add_record(s, prefix, &mut tallies[p], n, p, key, value)
+                        .map_err(|e| bad_or(e, &bad))?;
                 }
-                tallies[p].add(key, value);
-                s.add(key, value).map_err(|e| match e {
-                    rialto_keyspace::StoreError::Input(m) => LoadError::Input(m),
-                    e => LoadError::Local(e.to_string()),
-                })?;
             }
             VersionRecord::End { records, checksum } => {
                 let t = &tallies[p];
@@ -274,6 +279,45 @@ fn load<M: StateMachine>(inner: &Inner<M>, id: u32, version: u32) -> Result<Stag
         "loaded a pushed version"
     );
     Ok(staged)
+}
+
+/// Why one record was not taken: it belongs to another partition, or the staging refused it.
+enum AddError {
+    OtherPartition,
+    Staging(LoadError),
+}
+
+fn bad_or(e: AddError, bad: &impl Fn(&str) -> LoadError) -> LoadError {
+    match e {
+        AddError::OtherPartition => bad("a key of another partition"),
+        AddError::Staging(e) => e,
+    }
+}
+
+/// Checks a record's partition, counts it and hands it to the staging.
+fn add_record(
+    s: &mut Staging,
+    prefix: &mut Vec<u8>,
+    tally: &mut Tally,
+    partitions: u32,
+    p: usize,
+    key: &[u8],
+    value: &[u8],
+) -> Result<(), AddError> {
+    let plen = prefix.len();
+    prefix.extend_from_slice(key);
+    let part = crate::slot::key_partition(prefix, partitions) as usize;
+    prefix.truncate(plen);
+    if part != p {
+        return Err(AddError::OtherPartition);
+    }
+    tally.add(key, value);
+    s.add(key, value).map_err(|e| {
+        AddError::Staging(match e {
+            rialto_keyspace::StoreError::Input(m) => LoadError::Input(m),
+            e => LoadError::Local(e.to_string()),
+        })
+    })
 }
 
 /// Appends a change request for store `name` to the catalog topic; returns its request

@@ -477,6 +477,11 @@ impl Stores {
         })
     }
 
+    /// The CPU priority of push threads (`push-nice`).
+    pub(crate) fn push_priority(&self) -> rialto_io::ThreadPriority {
+        self.opts.push_nice
+    }
+
     /// Partitions the catalog routes for (1 on a single node).
     pub fn partitions(&self) -> u32 {
         self.opts.partitions.max(1)
