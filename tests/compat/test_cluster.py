@@ -833,6 +833,27 @@ def test_a_node_down_during_a_push_or_wiped_loads_the_versions_it_needs(cluster,
     assert r.get("boot:k5") == b"3:5"
 
 
+def test_a_push_survives_a_broker_killed_in_its_middle(cluster):
+    wait_for(every_slot_served, 60, "every slot served")
+    c1 = redis.Redis(port=node_port(1), socket_timeout=60)
+    c1.execute_command("STORE", "CREATE", "brk")
+    v = c1.execute_command("PUSH", "BEGIN", "brk")
+    rows = [x for i in range(20000) for x in (f"k{i}", f"{i}")]
+    c1.execute_command("PUSH", "ADD", v, *rows[:20000])
+    kafka("kill-broker", "3", cluster=cluster)
+    try:
+        # With two brokers of three the version topic and the logs take writes (min ISR 2).
+        c1.execute_command("PUSH", "ADD", v, *rows[20000:])
+        reply = c1.execute_command("PUSH", "COMMIT", v)
+        assert reply[reply.index(b"records") + 1] == 20000
+    finally:
+        kafka("start-broker", "3", cluster=cluster)
+    rc = RedisCluster(host="127.0.0.1", port=node_port(2), cluster_error_retry_attempts=10)
+    wait_for(lambda: rc.get("brk:k19999") == b"19999", 60, "the pushed version")
+    settle()
+    every_replica_agrees()
+
+
 def test_a_push_whose_coordinator_dies_is_aborted_by_the_others(cluster):
     wait_for(every_slot_served, 60, "every slot served")
     c1 = redis.Redis(port=node_port(1), protocol=3)

@@ -157,6 +157,7 @@ pub fn create(c: &Cluster, ks: &Keyspace, name: &str, prefix: &[u8]) -> Result<(
         created_ms,
     };
     let (id, _) = request(c, name, change)?;
+    info!(store = name, id, "store created");
     let timeout = c.node.options().write_timeout;
     if !converge(ks, c.partitions, name, timeout, |s| {
         s.is_some_and(|s| s.id == id)
@@ -169,6 +170,7 @@ pub fn create(c: &Cluster, ks: &Keyspace, name: &str, prefix: &[u8]) -> Result<(
 /// STORE DELETE in cluster mode.
 pub fn delete(c: &Cluster, ks: &Keyspace, name: &str) -> Result<(), StoreError> {
     let (id, _) = request(c, name, Change::Delete)?;
+    info!(store = name, id, "store deleted");
     let timeout = c.node.options().write_timeout;
     if !converge(ks, c.partitions, name, timeout, |s| {
         s.is_none_or(|s| s.id != id)
@@ -185,6 +187,7 @@ pub fn rollback(c: &Cluster, ks: &Keyspace, name: &str, to: Option<u32>) -> Resu
         to: to.unwrap_or(0),
     };
     let (id, version) = request(c, name, change)?;
+    info!(store = name, current = version, "store rolled back");
     if let Some(left) = left.filter(|&l| l != version) {
         trim(c, id, left);
     }

@@ -190,6 +190,7 @@ fn load<M: StateMachine>(inner: &Inner<M>, id: u32, version: u32) -> Result<Stag
     let mut ended = vec![false; n as usize];
     let mut left = n;
     let mut checked_at = Instant::now();
+    let mut warned_at = Instant::now() - Duration::from_secs(10);
     while left > 0 {
         if inner.stop.load(Ordering::Acquire) {
             return Err(LoadError::Abandoned);
@@ -208,7 +209,16 @@ fn load<M: StateMachine>(inner: &Inner<M>, id: u32, version: u32) -> Result<Stag
                 std::thread::sleep(Duration::from_millis(100));
                 continue;
             }
-            Err(e) => return Err(LoadError::Local(format!("reading {topic}: {e}"))),
+            // A broker gone or restarting: librdkafka reconnects and fetches on; the load
+            // ends only when nobody needs the version any more.
+            Err(e) => {
+                if warned_at.elapsed() >= Duration::from_secs(10) {
+                    warned_at = Instant::now();
+                    warn!(topic = %topic, error = %e, "reading a pushed version; retrying");
+                }
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
         };
         let p = r.partition as usize;
         if p >= ended.len() || ended[p] {

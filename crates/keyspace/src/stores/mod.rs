@@ -636,7 +636,7 @@ impl Stores {
         if let Some(example) = default_key_under(db, prefix)? {
             return Err(StoreError::PrefixHoldsKeys { example });
         }
-        self.change(
+        let m = self.change(
             merger,
             now_ms,
             StoreOp::Create {
@@ -644,7 +644,9 @@ impl Stores {
                 prefix: prefix.to_vec().into(),
                 rewind_ms,
             },
-        )
+        )?;
+        tracing::info!(store = name, id = m.id, prefix = %String::from_utf8_lossy(prefix), rewind_ms, "store created");
+        Ok(m)
     }
 
     /// Deletes store `name`: its keys return to the default store (empty under the prefix),
@@ -661,8 +663,12 @@ impl Stores {
             StoreOp::Delete {
                 name: name.to_string(),
             },
-        )
-        .map(|_| ())
+        )?;
+        tracing::info!(
+            store = name,
+            "store deleted; its data is removed in the background"
+        );
+        Ok(())
     }
 
     /// Switches store `name` back to its previous version (with `to`, only if that is the
@@ -689,6 +695,11 @@ impl Stores {
                 to,
             },
         )?;
+        tracing::info!(
+            store = name,
+            current = m.current.number,
+            "store rolled back"
+        );
         self.retire_left(merger, &m, now_ms)
     }
 

@@ -353,6 +353,15 @@ impl Stores {
         };
         self.pushes.sessions.lock().insert(id, entry);
         PushCounters::bump(&self.pushes.counters.begun);
+        let g = guard.unwrap_or(self.opts.push_guard);
+        tracing::info!(
+            store = name,
+            version = id,
+            min_records = g.min_records,
+            max_shrink_percent = g.max_shrink_percent,
+            client = owner.unwrap_or(0),
+            "push begun"
+        );
         Ok(id)
     }
 
@@ -429,6 +438,7 @@ impl Stores {
         }
         PushCounters::bump(&self.pushes.counters.aborted);
         let store = e.store;
+        tracing::info!(store = %store, version = id, "push aborted");
         self.end_push(merger, &store, None).map(|_| ())
     }
 
@@ -492,6 +502,34 @@ impl Stores {
             Err(StoreError::Refused(_)) => &c.refused,
             Err(_) => &c.aborted,
         });
+        match &r {
+            Ok(rep) => {
+                let phases: Vec<String> = rep
+                    .phases
+                    .iter()
+                    .map(|(name, d)| format!("{name}={:.3}s", d.as_secs_f64()))
+                    .collect();
+                tracing::info!(
+                    store = %rep.store,
+                    version = rep.version,
+                    records = rep.records,
+                    bytes = rep.bytes,
+                    files = rep.files,
+                    runs_spilled = rep.runs_spilled,
+                    duplicates_dropped = rep.duplicates_dropped,
+                    replayed = rep.replayed,
+                    seconds = rep.elapsed.as_secs_f64(),
+                    phases = %phases.join(" "),
+                    "push committed: the new version serves"
+                );
+            }
+            Err(StoreError::Refused(why)) => {
+                tracing::warn!(push = id, reason = %why, "push refused; the current version keeps serving")
+            }
+            Err(e) => {
+                tracing::warn!(push = id, error = %e, "push failed; the current version keeps serving")
+            }
+        }
         // Once the push ended, its number may already name another store's new push: only
         // this push's own entry goes.
         let mut sessions = self.pushes.sessions.lock();
