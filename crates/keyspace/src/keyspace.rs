@@ -500,23 +500,18 @@ impl Keyspace {
         crate::stores::lower_thread_priority(self.stores.push_priority());
     }
 
-    /// Starts loading version `version` of store `id` without a catalog change (cluster
-    /// mode: each partition swaps it in at its own offset); see [`Staging`].
-    pub fn stage_version(
+    /// Loads version `version` of store `id` from records in key order (see
+    /// `Stores::stage_sorted`).
+    pub fn stage_sorted<T: crate::SortedRecords>(
         &self,
         id: u32,
         version: u32,
         prefix: &[u8],
-        duplicates: rialto_sort::DuplicatePolicy,
-    ) -> Result<crate::Staging> {
+        records: &mut T,
+    ) -> Result<crate::Staged> {
         Ok(self
             .stores
-            .stage(Arc::clone(&self.fs), id, version, prefix, duplicates)?)
-    }
-
-    /// Links a staged version's tables and records it as staged (see `Staging::finish`).
-    pub fn finish_staged(&self, s: crate::Staging) -> Result<crate::Staged> {
-        Ok(s.finish(&self.db, &self.merger)?)
+            .stage_sorted(&self.db, &self.merger, id, version, prefix, records)?)
     }
 
     /// Version `version` of store `id`, if this node staged it.

@@ -40,8 +40,8 @@ pub use rialto_sort::DuplicatePolicy;
 pub use stores::MAX_PREFIX_LEN as MAX_STORE_PREFIX_LEN;
 pub use stores::{
     lower_thread_priority, valid_name as valid_store_name, Catalog, PassReport, PushCounts,
-    PushGuard, PushPageCache, PushPhase, PushRefusal, PushReport, PushStatus, Pushing, Staged,
-    Staging, StoreError, StoreMeta, StoreOptions, StoreResult, VersionInfo,
+    PushGuard, PushPageCache, PushPhase, PushRefusal, PushReport, PushStatus, Pushing,
+    SortedRecords, Staged, StoreError, StoreMeta, StoreOptions, StoreResult, VersionInfo,
 };
 pub use value::Value;
 pub use watch::{KeyEvents, Watch};

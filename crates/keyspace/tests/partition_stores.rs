@@ -1,6 +1,6 @@
 //! Stores in cluster mode: each partition of the log creates, swaps and rolls back a store at
 //! its own offsets (`OpKind::PartitionStore`), so a key is read from the version its own
-//! partition serves, a version's data is loaded once for every partition (`stage_version`),
+//! partition serves, a version's data is loaded once for every partition (`stage_sorted`),
 //! streamed writes made during a partition's push are replayed onto the new version at that
 //! partition's swap, and a version's data goes only once every partition has retired it.
 
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rialto_io::{Clock, Fs, MemFs, SystemClock};
 use rialto_keyspace::{
-    slot, DuplicatePolicy, Keyspace, KeyspaceOptions, Op, OpKind, PartStoreOp, Set, StoreOptions,
+    slot, Keyspace, KeyspaceOptions, Op, OpKind, PartStoreOp, Set, SortedRecords, StoreOptions,
     Value, VersionInfo,
 };
 
@@ -45,6 +45,17 @@ fn open(fs: &MemFs) -> Keyspace {
         },
     )
     .unwrap()
+}
+
+/// Records already in key order.
+struct InOrder(Vec<(Vec<u8>, Vec<u8>)>, usize);
+
+impl SortedRecords for InOrder {
+    fn next_record(&mut self) -> rialto_keyspace::StoreResult<Option<(&[u8], &[u8])>> {
+        let i = self.1;
+        self.1 += 1;
+        Ok(self.0.get(i).map(|(k, v)| (k.as_slice(), v.as_slice())))
+    }
 }
 
 /// The cluster catalog's offset each change is derived from: later and later.
@@ -170,16 +181,16 @@ fn each_partition_serves_the_version_it_swapped_in() {
     set(&ks, &k[1], b"old1");
 
     // Version 2 is loaded once, for every partition, before any partition swaps it in.
-    let mut staging = ks
-        .stage_version(ID, 2, b"f:", DuplicatePolicy::Error)
-        .unwrap();
-    for (i, key) in k.iter().enumerate() {
-        staging
-            .add(&key[2..], format!("new{i}").as_bytes())
-            .unwrap();
-    }
+    let mut records: Vec<(Vec<u8>, Vec<u8>)> = k
+        .iter()
+        .enumerate()
+        .map(|(i, key)| (key[2..].to_vec(), format!("new{i}").into_bytes()))
+        .collect();
+    records.sort();
     assert_eq!(ks.staged_version(ID, 2).unwrap(), None);
-    let staged = ks.finish_staged(staging).unwrap();
+    let staged = ks
+        .stage_sorted(ID, 2, b"f:", &mut InOrder(records, 0))
+        .unwrap();
     assert_eq!(staged.records, 3);
     assert_eq!(
         ks.staged_version(ID, 2).unwrap().map(|s| s.records),

@@ -43,12 +43,31 @@ struct Session {
     topic: String,
     owner: Option<u64>,
     guard: PushGuard,
+    /// The records, keyed by their partition (u16 BE) then key: sorted once here, so each
+    /// partition of the version topic is in key order and every node merges, not sorts.
+    sorter: Option<rialto_sort::Sorter>,
+    spill: std::path::PathBuf,
+    fs: rialto_io::FsRef,
+    key_buf: Vec<u8>,
     tallies: Vec<Tally>,
     /// Per partition: records packed for its next message.
     batches: Vec<versions::Batch>,
     in_flight: VecDeque<Delivery>,
     started: Instant,
     committing: bool,
+}
+
+impl Drop for Session {
+    /// The sorter's runs go with it; its spill directory goes too (a stop leaves it to the
+    /// next start, which empties `push-tmp`).
+    fn drop(&mut self) {
+        drop(self.sorter.take());
+        if let Err(e) = self.fs.remove_dir(&self.spill) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                warn!(dir = %self.spill.display(), error = %e, "cannot remove a push's spill directory");
+            }
+        }
+    }
 }
 
 /// The pushes this node coordinates, by push id (the version each loads).
@@ -264,6 +283,7 @@ impl Pushes {
 
 /// PUSH BEGIN in cluster mode: the catalog gives the version; its topic is made and each of
 /// its partitions opened with a start marker.
+#[allow(clippy::too_many_arguments)]
 pub fn push_begin(
     c: &Cluster,
     ks: &Keyspace,
@@ -271,6 +291,8 @@ pub fn push_begin(
     last_wins: bool,
     guard: PushGuard,
     owner: Option<u64>,
+    memory_limit: usize,
+    tmp_dir: &std::path::Path,
 ) -> Result<u64, StoreError> {
     let change = Change::Begin {
         started_ms: ks.now_ms(),
@@ -311,11 +333,36 @@ pub fn push_begin(
         .then_some(())
         .ok_or_else(|| not_converged("the push's begin"))
     });
-    if let Err(e) = begun {
-        abort_in_catalog(c, name, version, &e.to_string());
-        return Err(e);
-    }
+    let spill = tmp_dir.join(format!("cluster-push-{version}"));
+    let sorter = begun.and_then(|()| {
+        rialto_sort::Sorter::new(
+            std::sync::Arc::clone(ks.fs()),
+            rialto_sort::SortOptions {
+                memory_limit,
+                tmp_dir: spill.clone(),
+                duplicates: if last_wins {
+                    rialto_keyspace::DuplicatePolicy::LastWins
+                } else {
+                    rialto_keyspace::DuplicatePolicy::Error
+                },
+                max_key_len: rialto_keyspace::MAX_USER_KEY_LEN.saturating_sub(prefix.len()) + 2,
+                max_value_len: rialto_keyspace::MAX_USER_VALUE_LEN,
+            },
+        )
+        .map_err(|e| StoreError::Input(e.to_string()))
+    });
+    let sorter = match sorter {
+        Ok(s) => s,
+        Err(e) => {
+            abort_in_catalog(c, name, version, &e.to_string());
+            return Err(e);
+        }
+    };
     let session = Session {
+        sorter: Some(sorter),
+        spill,
+        fs: std::sync::Arc::clone(ks.fs()),
+        key_buf: Vec::new(),
         name: name.to_string(),
         id,
         version,
@@ -365,7 +412,8 @@ fn trim(c: &Cluster, id: u32, version: u32) {
     }
 }
 
-/// PUSH ADD in cluster mode: each record goes to its key's partition of the version topic.
+/// PUSH ADD in cluster mode: records are sorted by partition, then key (bounded memory,
+/// spilled under `push-tmp`), to be sent at the commit.
 pub fn push_add(
     c: &Cluster,
     version: u64,
@@ -391,6 +439,11 @@ fn add_records(c: &Cluster, s: &mut Session, records: &[Bytes]) -> Result<u64, S
     let max_key = rialto_keyspace::MAX_USER_KEY_LEN.saturating_sub(s.prefix.len());
     let mut full = s.prefix.clone();
     let mut n = 0u64;
+    let committing = StoreError::PushCommitting(u64::from(s.version));
+    let Session {
+        sorter, key_buf, ..
+    } = s;
+    let sorter = sorter.as_mut().ok_or(committing)?;
     for pair in records.chunks_exact(2) {
         let (k, v) = (&pair[0][..], &pair[1][..]);
         if k.len() > max_key {
@@ -399,24 +452,57 @@ fn add_records(c: &Cluster, s: &mut Session, records: &[Bytes]) -> Result<u64, S
                 k.len()
             )));
         }
-        if v.len() > rialto_keyspace::MAX_USER_VALUE_LEN {
-            return Err(StoreError::Input(format!(
-                "a value of {} bytes is longer than {} bytes",
-                v.len(),
-                rialto_keyspace::MAX_USER_VALUE_LEN
-            )));
-        }
         full.truncate(s.prefix.len());
         full.extend_from_slice(k);
-        let p = slot::key_partition(&full, c.partitions);
-        s.tallies[p as usize].add(k, v);
-        s.batches[p as usize].add(k, v);
-        if s.batches[p as usize].full() {
-            send_batch(c, s, p)?;
-        }
+        let p = slot::key_partition(&full, c.partitions) as u16;
+        key_buf.clear();
+        key_buf.extend_from_slice(&p.to_be_bytes());
+        key_buf.extend_from_slice(k);
+        sorter
+            .add(key_buf, v)
+            .map_err(|e| StoreError::Input(e.to_string()))?;
         n += 1;
     }
     Ok(n)
+}
+
+/// Sorts the push's records and sends each partition's, in key order, packed in batches.
+fn send_sorted(
+    c: &Cluster,
+    s: &mut Session,
+    sorter: rialto_sort::Sorter,
+) -> Result<(), StoreError> {
+    // The sort key starts with the partition: a duplicate is reported by the user's key.
+    let input = |e: rialto_sort::SortError| match e {
+        rialto_sort::SortError::DuplicateKey { key } => StoreError::Input(
+            rialto_sort::SortError::DuplicateKey {
+                key: key.get(2..).unwrap_or_default().to_vec(),
+            }
+            .to_string(),
+        ),
+        e => StoreError::Input(e.to_string()),
+    };
+    let mut sorted = sorter.finish().map_err(input)?;
+    while let Some((k, v)) = sorted.next().map_err(input)? {
+        let (Some(p), Some(key)) = (k.get(..2), k.get(2..)) else {
+            return Err(StoreError::Corrupt(
+                "a sorted record without its partition".into(),
+            ));
+        };
+        let p = u16::from_be_bytes([p[0], p[1]]);
+        let pi = usize::from(p);
+        s.tallies[pi].add(key, v);
+        s.batches[pi].add(key, v);
+        if s.batches[pi].full() {
+            send_batch(c, s, u32::from(p))?;
+        }
+    }
+    for p in 0..c.partitions {
+        if !s.batches[p as usize].is_empty() {
+            send_batch(c, s, p)?;
+        }
+    }
+    Ok(())
 }
 
 /// Sends partition `p`'s packed records, waiting for the oldest sends past [`IN_FLIGHT`].
@@ -442,8 +528,9 @@ pub struct Committed {
     pub elapsed: Duration,
 }
 
-/// PUSH COMMIT in cluster mode: the records' end markers are written; once every live node
-/// has loaded the version, the catalog commits it and each partition swaps it in.
+/// PUSH COMMIT in cluster mode: each partition's records are sent in key order, then its end
+/// marker; once every live node has loaded the version, the catalog commits it and each
+/// partition swaps it in.
 pub fn push_commit(
     c: &Cluster,
     ks: &Keyspace,
@@ -482,11 +569,11 @@ fn commit_inner(
     timeout: Duration,
 ) -> Result<Committed, CommitError> {
     let early = |e| (e, false);
-    for p in 0..c.partitions {
-        if !s.batches[p as usize].is_empty() {
-            send_batch(c, s, p).map_err(early)?;
-        }
-    }
+    let sorter = s
+        .sorter
+        .take()
+        .ok_or_else(|| early(StoreError::PushCommitting(u64::from(s.version))))?;
+    send_sorted(c, s, sorter).map_err(early)?;
     while let Some(d) = s.in_flight.pop_front() {
         d.wait().map_err(|e| early(kafka_error(e.error)))?;
     }

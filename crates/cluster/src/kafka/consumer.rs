@@ -129,3 +129,77 @@ impl PartitionConsumer {
         u64::try_from(high).ok()
     }
 }
+
+/// Every partition of one topic from its start, each read on its own: a reader that merges
+/// the partitions' sorted streams asks for the next record of the partition whose turn it is.
+/// It commits nothing and joins no group, as [`PartitionConsumer`].
+pub struct SplitConsumer {
+    consumer: std::sync::Arc<BaseConsumer>,
+    queues: Vec<
+        rdkafka::consumer::base_consumer::PartitionQueue<rdkafka::consumer::DefaultConsumerContext>,
+    >,
+}
+
+impl SplitConsumer {
+    /// Reads partitions `0..partitions` of `topic` from their start, prefetching at most
+    /// `prefetch_kib` per partition.
+    pub fn new(
+        client: &ClientOptions,
+        topic: &str,
+        partitions: u32,
+        prefetch_kib: u32,
+    ) -> Result<Self, Error> {
+        let mut config = client.to_config()?;
+        config
+            .set("group.id", &client.client_id)
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("auto.offset.reset", "error")
+            .set(
+                "queued.max.messages.kbytes",
+                prefetch_kib.max(1024).to_string(),
+            );
+        let consumer: std::sync::Arc<BaseConsumer> =
+            std::sync::Arc::new(config.create().map_err(Error::from_kafka)?);
+        let mut assignment = TopicPartitionList::new();
+        let mut queues = Vec::with_capacity(partitions as usize);
+        for p in 0..partitions {
+            let index = partition_index(p)?;
+            assignment
+                .add_partition_offset(topic, index, Offset::Beginning)
+                .map_err(Error::from_kafka)?;
+            queues.push(
+                consumer
+                    .split_partition_queue(topic, index)
+                    .ok_or(Error::InvalidArgument("topic name"))?,
+            );
+        }
+        consumer.assign(&assignment).map_err(Error::from_kafka)?;
+        Ok(SplitConsumer { consumer, queues })
+    }
+
+    /// The next record of partition `p`, waiting at most `timeout`; `None` if none came.
+    pub fn poll(&self, p: u32, timeout: Duration) -> Result<Option<Record>, Error> {
+        // Events (errors, rebalances, statistics) arrive on the main queue, which must be
+        // served for the partitions' queues to be fed.
+        if let Some(Err(e)) = self.consumer.poll(Duration::ZERO) {
+            return Err(Error::from_kafka(e));
+        }
+        let queue = self
+            .queues
+            .get(p as usize)
+            .ok_or(Error::InvalidArgument("partition"))?;
+        let message = match queue.poll(timeout) {
+            None => return Ok(None),
+            Some(result) => result.map_err(Error::from_kafka)?,
+        };
+        let offset = u64::try_from(message.offset())
+            .map_err(|_| Error::InvalidArgument("offset reported by librdkafka"))?;
+        Ok(Some(Record {
+            partition: p,
+            offset,
+            key: message.key().map(<[u8]>::to_vec),
+            payload: message.payload().map(<[u8]>::to_vec).unwrap_or_default(),
+        }))
+    }
+}

@@ -21,7 +21,7 @@ use std::time::Duration;
 use rdkafka::ClientConfig;
 
 pub use admin::Admin;
-pub use consumer::{PartitionConsumer, Record, StartOffset};
+pub use consumer::{PartitionConsumer, Record, SplitConsumer, StartOffset};
 pub use error::{DeliveryError, Detail, Error, ErrorCode, Written};
 pub use producer::{Delivery, Producer, ProducerOptions};
 

@@ -4,7 +4,7 @@
 //!   every record to this node's [`CatalogState`] (see [`crate::catalog`]).
 //! - **Loader**: loads each version a push sends (and each version a partition's swap record
 //!   needs, for a node that missed the push) from its version topic into tables of its own
-//!   ([`Keyspace::stage_version`]), checking every partition's count and checksum against
+//!   (`Keyspace::stage_sorted`), checking every partition's count and checksum against
 //!   its end marker, then reports the version ready (or failed) in the catalog topic.
 //! - **Swap barrier**: the applier does not apply a swap record before its version is loaded
 //!   here (see `wait_for_versions`): every replica switches at the record's offset with the
@@ -15,12 +15,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rialto_keyspace::{DuplicatePolicy, Staged, Staging};
+use rialto_keyspace::{SortedRecords, Staged};
 use tracing::{info, warn};
 
 use super::{client_options, Inner, StateMachine};
 use crate::catalog::{CatalogRecord, Change};
-use crate::kafka::{self, PartitionConsumer, StartOffset};
+use crate::kafka::{self, PartitionConsumer, SplitConsumer, StartOffset};
 use crate::versions::{self, Tally, VersionRecord};
 
 /// How often the loader looks for versions to load.
@@ -177,110 +177,40 @@ fn load<M: StateMachine>(inner: &Inner<M>, id: u32, version: u32) -> Result<Stag
     let n = inner.opts.partitions;
     let topic = versions::topic(&inner.opts.topic, id, version);
     let started = Instant::now();
-    let consumer = PartitionConsumer::new(
+    let consumer = SplitConsumer::new(
         &client_options(&inner.opts, "/loader"),
         &topic,
-        &(0..n)
-            .map(|p| (p, StartOffset::Earliest))
-            .collect::<Vec<_>>(),
+        n,
+        PREFETCH_KIB,
     )
     .map_err(|e| LoadError::Local(e.to_string()))?;
-    let mut staging: Option<(Staging, bool, Vec<u8>)> = None;
-    let mut tallies: Vec<Tally> = (0..n).map(|_| Tally::default()).collect();
-    let mut ended = vec![false; n as usize];
-    let mut left = n;
-    let mut checked_at = Instant::now();
-    let mut warned_at = Instant::now() - Duration::from_secs(10);
-    while left > 0 {
-        if inner.stop.load(Ordering::Acquire) {
-            return Err(LoadError::Abandoned);
-        }
-        if checked_at.elapsed() >= Duration::from_millis(200) {
-            checked_at = Instant::now();
-            if !still_wanted(inner, id, version) {
-                return Err(LoadError::Abandoned);
-            }
-        }
-        let r = match consumer.poll(Duration::from_millis(100)) {
-            Ok(Some(r)) => r,
-            Ok(None) => continue,
-            // The topic is made right after the push begins; until then it is unknown.
-            Err(kafka::Error::UnknownTopicOrPartition) => {
-                std::thread::sleep(Duration::from_millis(100));
-                continue;
-            }
-            // A broker gone or restarting: librdkafka reconnects and fetches on; the load
-            // ends only when nobody needs the version any more.
-            Err(e) => {
-                if warned_at.elapsed() >= Duration::from_secs(10) {
-                    warned_at = Instant::now();
-                    warn!(topic = %topic, error = %e, "reading a pushed version; retrying");
-                }
-                std::thread::sleep(Duration::from_millis(100));
-                continue;
-            }
-        };
-        let p = r.partition as usize;
-        if p >= ended.len() || ended[p] {
-            return Err(LoadError::Input(format!(
-                "{topic}: a record after partition {p}'s end"
-            )));
-        }
-        let bad = |what: &str| LoadError::Input(format!("{topic} partition {p}: {what}"));
-        match versions::decode(&r.payload).map_err(|e| bad(&e.to_string()))? {
-            VersionRecord::Start { last_wins, prefix } => match &staging {
-                None => {
-                    let policy = if last_wins {
-                        DuplicatePolicy::LastWins
-                    } else {
-                        DuplicatePolicy::Error
-                    };
-                    let s = ks
-                        .stage_version(id, version, prefix, policy)
-                        .map_err(|e| LoadError::Local(e.to_string()))?;
-                    staging = Some((s, last_wins, prefix.to_vec()));
-                }
-                Some((_, lw, pre)) if *lw == last_wins && pre == prefix => {}
-                Some(_) => return Err(bad("start markers disagree")),
-            },
-            VersionRecord::Data { key, value } => {
-                let Some((s, _, prefix)) = staging.as_mut() else {
-                    return Err(bad("a record before the start marker"));
-                };
-                add_record(s, prefix, &mut tallies[p], n, p, key, value)
-                    .map_err(|e| bad_or(e, &bad))?;
-            }
-            VersionRecord::Batch(records) => {
-                let Some((s, _, prefix)) = staging.as_mut() else {
-                    return Err(bad("a record before the start marker"));
-                };
-                for r in records {
-                    let (key, value) = r.map_err(|e| bad(&e.to_string()))?;
-                    add_record(s, prefix, &mut tallies[p], n, p, key, value)
-                        .map_err(|e| bad_or(e, &bad))?;
-                }
-            }
-            VersionRecord::End { records, checksum } => {
-                let t = &tallies[p];
-                if t.records != records || t.checksum() != checksum {
-                    return Err(bad(&format!(
-                        "{} records with checksum {:016x}, the end marker says {records} with {checksum:016x}",
-                        t.records,
-                        t.checksum()
-                    )));
-                }
-                ended[p] = true;
-                left -= 1;
-            }
-        }
-    }
-    let Some((s, _, _)) = staging else {
-        return Err(LoadError::Input(format!("{topic}: no start marker")));
+    let mut merge = Merge {
+        inner,
+        id,
+        version,
+        consumer,
+        topic,
+        parts: (0..n).map(|_| Cursor::default()).collect(),
+        prefix: Vec::new(),
+        returned: None,
+        failed: None,
+        checked_at: Instant::now(),
+        warned_at: Instant::now() - Duration::from_secs(10),
     };
-    let staged = ks.finish_staged(s).map_err(|e| match e {
-        rialto_keyspace::Error::Store(rialto_keyspace::StoreError::Input(m)) => LoadError::Input(m),
-        e => LoadError::Local(e.to_string()),
-    })?;
+    // Every partition opens with its start marker, which names the store's prefix.
+    for p in 0..n {
+        merge.fetch_start(p)?;
+    }
+    for p in 0..n {
+        merge.advance(p)?;
+    }
+    let prefix = merge.prefix.clone();
+    let staged = ks.stage_sorted(id, version, &prefix, &mut merge);
+    let staged = match (staged, merge.failed.take()) {
+        (_, Some(e)) => return Err(e),
+        (Ok(s), None) => s,
+        (Err(e), None) => return Err(LoadError::Local(e.to_string())),
+    };
     info!(
         store = id,
         version,
@@ -291,43 +221,189 @@ fn load<M: StateMachine>(inner: &Inner<M>, id: u32, version: u32) -> Result<Stag
     Ok(staged)
 }
 
-/// Why one record was not taken: it belongs to another partition, or the staging refused it.
-enum AddError {
-    OtherPartition,
-    Staging(LoadError),
+/// Kilobytes each partition of a version topic may have prefetched while the merge reads
+/// another.
+const PREFETCH_KIB: u32 = 8192;
+
+/// One partition of a version topic, as the merge reads it.
+#[derive(Default)]
+struct Cursor {
+    /// The batch message being read and where its next record starts.
+    msg: Vec<u8>,
+    pos: usize,
+    /// The partition's current record: key and value ranges in `msg`.
+    head: Option<(usize, usize, usize, usize)>,
+    ended: bool,
+    tally: Tally,
+    last_key: Option<Vec<u8>>,
 }
 
-fn bad_or(e: AddError, bad: &impl Fn(&str) -> LoadError) -> LoadError {
-    match e {
-        AddError::OtherPartition => bad("a key of another partition"),
-        AddError::Staging(e) => e,
+/// The partitions' sorted streams merged into one, in key order, checked as they go: each
+/// record in its key's partition, keys rising within a partition, each partition's count and
+/// checksum equal to its end marker's.
+struct Merge<'a, M: StateMachine> {
+    inner: &'a Inner<M>,
+    id: u32,
+    version: u32,
+    consumer: SplitConsumer,
+    topic: String,
+    parts: Vec<Cursor>,
+    prefix: Vec<u8>,
+    /// The partition whose head the last call returned: advanced at the next.
+    returned: Option<u32>,
+    /// Why the merge stopped (the load's error, more precise than the staging's).
+    failed: Option<LoadError>,
+    checked_at: Instant,
+    warned_at: Instant,
+}
+
+impl<M: StateMachine> Merge<'_, M> {
+    fn bad(&self, p: u32, what: &str) -> LoadError {
+        LoadError::Input(format!("{} partition {p}: {what}", self.topic))
+    }
+
+    /// The next message of partition `p`, waiting while the version is still wanted.
+    fn next_message(&mut self, p: u32) -> Result<Vec<u8>, LoadError> {
+        loop {
+            if self.inner.stop.load(Ordering::Acquire) {
+                return Err(LoadError::Abandoned);
+            }
+            if self.checked_at.elapsed() >= Duration::from_millis(200) {
+                self.checked_at = Instant::now();
+                if !still_wanted(self.inner, self.id, self.version) {
+                    return Err(LoadError::Abandoned);
+                }
+            }
+            match self.consumer.poll(p, Duration::from_millis(100)) {
+                Ok(Some(r)) => return Ok(r.payload),
+                Ok(None) => {}
+                // The topic is made right after the push begins, and a broker may be
+                // restarting: librdkafka reconnects and fetches on.
+                Err(e) => {
+                    if !matches!(e, kafka::Error::UnknownTopicOrPartition)
+                        && self.warned_at.elapsed() >= Duration::from_secs(10)
+                    {
+                        self.warned_at = Instant::now();
+                        warn!(topic = %self.topic, error = %e, "reading a pushed version; retrying");
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+    }
+
+    fn fetch_start(&mut self, p: u32) -> Result<(), LoadError> {
+        let msg = self.next_message(p)?;
+        match versions::decode(&msg) {
+            Ok(VersionRecord::Start { prefix, .. }) => {
+                if p == 0 {
+                    self.prefix = prefix.to_vec();
+                } else if prefix != self.prefix.as_slice() {
+                    return Err(self.bad(p, "start markers disagree"));
+                }
+                Ok(())
+            }
+            Ok(_) => Err(self.bad(p, "a record before the start marker")),
+            Err(e) => Err(self.bad(p, &e.to_string())),
+        }
+    }
+
+    /// Moves partition `p` to its next record (fetching messages as needed), or to its end.
+    fn advance(&mut self, p: u32) -> Result<(), LoadError> {
+        let pi = p as usize;
+        let partitions = self.parts.len() as u32;
+        loop {
+            let c = &mut self.parts[pi];
+            if c.ended {
+                c.head = None;
+                return Ok(());
+            }
+            if c.pos < c.msg.len() {
+                let Some((ks, ke, vs, ve)) = batch_entry(&c.msg, c.pos) else {
+                    return Err(self.bad(p, "a truncated batch"));
+                };
+                c.pos = ve;
+                let key = &c.msg[ks..ke];
+                if c.last_key.as_deref().is_some_and(|last| key <= last) {
+                    return Err(self.bad(p, "records out of key order"));
+                }
+                let mut full = self.prefix.clone();
+                full.extend_from_slice(key);
+                if crate::slot::key_partition(&full, partitions) != p {
+                    return Err(self.bad(p, "a key of another partition"));
+                }
+                let c = &mut self.parts[pi];
+                let (key, value) = (&c.msg[ks..ke], &c.msg[vs..ve]);
+                c.tally.add(key, value);
+                c.last_key = Some(key.to_vec());
+                c.head = Some((ks, ke, vs, ve));
+                return Ok(());
+            }
+            let msg = self.next_message(p)?;
+            match versions::decode(&msg) {
+                Ok(VersionRecord::Batch(_)) => {
+                    let c = &mut self.parts[pi];
+                    c.msg = msg;
+                    c.pos = 2;
+                }
+                Ok(VersionRecord::End { records, checksum }) => {
+                    let t = &self.parts[pi].tally;
+                    if t.records != records || t.checksum() != checksum {
+                        let what = format!(
+                            "{} records with checksum {:016x}, the end marker says {records} with {checksum:016x}",
+                            t.records,
+                            t.checksum()
+                        );
+                        return Err(self.bad(p, &what));
+                    }
+                    self.parts[pi].ended = true;
+                }
+                Ok(_) => return Err(self.bad(p, "an unexpected record")),
+                Err(e) => return Err(self.bad(p, &e.to_string())),
+            }
+        }
     }
 }
 
-/// Checks a record's partition, counts it and hands it to the staging.
-fn add_record(
-    s: &mut Staging,
-    prefix: &mut Vec<u8>,
-    tally: &mut Tally,
-    partitions: u32,
-    p: usize,
-    key: &[u8],
-    value: &[u8],
-) -> Result<(), AddError> {
-    let plen = prefix.len();
-    prefix.extend_from_slice(key);
-    let part = crate::slot::key_partition(prefix, partitions) as usize;
-    prefix.truncate(plen);
-    if part != p {
-        return Err(AddError::OtherPartition);
+/// The key and value ranges of the batch entry at `pos` of `msg`.
+fn batch_entry(msg: &[u8], pos: usize) -> Option<(usize, usize, usize, usize)> {
+    let len = |at: usize| -> Option<usize> {
+        Some(u32::from_le_bytes(msg.get(at..at.checked_add(4)?)?.try_into().ok()?) as usize)
+    };
+    let kl = len(pos)?;
+    let ks = pos + 4;
+    let ke = ks.checked_add(kl)?;
+    let vl = len(ke)?;
+    let vs = ke + 4;
+    let ve = vs.checked_add(vl)?;
+    (ve <= msg.len()).then_some((ks, ke, vs, ve))
+}
+
+impl<M: StateMachine> SortedRecords for Merge<'_, M> {
+    fn next_record(&mut self) -> rialto_keyspace::StoreResult<Option<(&[u8], &[u8])>> {
+        if let Some(p) = self.returned.take() {
+            if let Err(e) = self.advance(p) {
+                let text = e.to_string();
+                self.failed = Some(e);
+                return Err(rialto_keyspace::StoreError::Input(text));
+            }
+        }
+        fn key(c: &Cursor) -> Option<&[u8]> {
+            c.head.map(|(ks, ke, _, _)| &c.msg[ks..ke])
+        }
+        let mut best: Option<usize> = None;
+        for (i, c) in self.parts.iter().enumerate() {
+            let Some(k) = key(c) else { continue };
+            if best.is_none_or(|b| key(&self.parts[b]).is_some_and(|bk| k < bk)) {
+                best = Some(i);
+            }
+        }
+        let Some(b) = best else { return Ok(None) };
+        self.returned = Some(b as u32);
+        let c = &self.parts[b];
+        let (ks, ke, vs, ve) = c.head.unwrap_or_default();
+        Ok(Some((&c.msg[ks..ke], &c.msg[vs..ve])))
     }
-    tally.add(key, value);
-    s.add(key, value).map_err(|e| {
-        AddError::Staging(match e {
-            rialto_keyspace::StoreError::Input(m) => LoadError::Input(m),
-            e => LoadError::Local(e.to_string()),
-        })
-    })
 }
 
 /// Appends a change request for store `name` to the catalog topic; returns its request
@@ -423,4 +499,29 @@ fn sleep_unless_stopped<M: StateMachine>(inner: &Inner<M>, d: Duration) -> bool 
         std::thread::sleep(Duration::from_millis(10).min(d));
     }
     inner.stop.load(Ordering::Acquire)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_entry_is_read_in_place_and_a_truncated_one_is_refused() {
+        let mut b = versions::Batch::default();
+        b.add(b"key", b"value");
+        b.add(b"k2", b"");
+        let msg = b.take();
+        let first = batch_entry(&msg, 2).unwrap();
+        assert_eq!(&msg[first.0..first.1], b"key");
+        assert_eq!(&msg[first.2..first.3], b"value");
+        let second = batch_entry(&msg, first.3).unwrap();
+        assert_eq!(&msg[second.0..second.1], b"k2");
+        assert_eq!(second.3, msg.len());
+        for cut in 3..msg.len() {
+            let short = &msg[..cut];
+            let whole = batch_entry(short, 2).is_some_and(|e| batch_entry(short, e.3).is_some());
+            assert!(!whole, "cut {cut}");
+        }
+        assert_eq!(batch_entry(&msg, msg.len()), None);
+    }
 }

@@ -37,7 +37,7 @@ pub use catalog::{valid_name, Catalog, Pushing, StoreMeta, VersionInfo, MAX_PREF
 pub use maintenance::PassReport;
 pub use progress::{PushCounts, PushPhase, PushStatus};
 pub use push::{lower_thread_priority, PushReport};
-pub use stage::{Staged, Staging};
+pub use stage::{SortedRecords, Staged};
 
 /// What a store operation can fail with. The texts are sentences without a protocol code:
 /// the server prefixes Redis's `ERR`, the command-line tools print them as they are.

@@ -1,33 +1,16 @@
-//! Staged versions (cluster mode): a version's records loaded into tables the same way a push
-//! loads them (sorted with bounded memory, written straight into tables, linked into the
-//! bottom level), without a catalog change. Each partition of the log swaps the version in at
-//! its own offset afterwards (`PartStoreOp::PushEnd`); until then nothing routes to it, and a
-//! version no partition swaps in is retired by every partition and removed.
-
-use std::sync::Arc;
-
-use rialto_io::FsRef;
-use rialto_lsm::Db;
-use rialto_sort::{DuplicatePolicy, SortOptions, Sorter};
+//! Staged versions (cluster mode): a version's records, already in key order, written straight
+//! into tables linked into the bottom level with a push's table writer, without a catalog
+//! change. Each partition of the log swaps the version in at its own offset afterwards
+//! (`PartStoreOp::PushEnd`); until then nothing routes to it, and a version no partition swaps
+//! in is retired by every partition and removed.
 
 use rialto_engine::{KvEngine, WriteBatch};
+use rialto_lsm::Db;
 use rialto_txn::Merger;
 
 use super::catalog::{staged_key, version_key, version_range};
-use super::push::SpillDir;
 use super::table_writer;
-use super::{PushPageCache, StoreError, StoreResult, Stores};
-use crate::layout;
-
-/// A version being loaded for the cluster.
-pub struct Staging {
-    id: u32,
-    version: u32,
-    prefix: Vec<u8>,
-    sorter: Sorter,
-    page_cache: PushPageCache,
-    _spill_dir: SpillDir,
-}
+use super::{StoreError, StoreResult, Stores};
 
 /// What a staged version holds once linked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,76 +23,47 @@ pub struct Staged {
     pub files: u64,
 }
 
-impl Stores {
-    /// Starts loading version `version` of store `id` (keys under `prefix`; records are added
-    /// with keys relative to it). Every replica reads a key's records in the same order (one
-    /// partition of the version's topic holds them all), so `duplicates` decides alike.
-    pub fn stage(
-        &self,
-        fs: FsRef,
-        id: u32,
-        version: u32,
-        prefix: &[u8],
-        duplicates: DuplicatePolicy,
-    ) -> StoreResult<Staging> {
-        let spill_dir = SpillDir {
-            fs: Arc::clone(&fs),
-            path: self.opts.push_tmp_dir.join(format!("stage-{id}-{version}")),
-        };
-        let sorter = Sorter::new(
-            fs,
-            SortOptions {
-                memory_limit: self.opts.push_memory_limit,
-                tmp_dir: spill_dir.path.clone(),
-                duplicates,
-                max_key_len: layout::MAX_USER_KEY_LEN.saturating_sub(prefix.len()),
-                max_value_len: layout::MAX_USER_VALUE_LEN,
-            },
-        )
-        .map_err(|e| StoreError::Input(e.to_string()))?;
-        Ok(Staging {
-            id,
-            version,
-            prefix: prefix.to_vec(),
-            sorter,
-            page_cache: self.opts.push_page_cache,
-            _spill_dir: spill_dir,
-        })
+/// Records in ascending order of key, each key once (keys relative to the store's prefix):
+/// a version whose records arrive sorted is loaded without a sort.
+pub trait SortedRecords {
+    /// The next record; `None` at the end. A key not above the previous one is an error of
+    /// the source's to report.
+    fn next_record(&mut self) -> StoreResult<Option<(&[u8], &[u8])>>;
+}
+
+struct Sorted<'a, T>(&'a mut T);
+
+impl<T: SortedRecords> table_writer::SortedSource for Sorted<'_, T> {
+    fn next_record(&mut self) -> StoreResult<Option<(&[u8], &[u8])>> {
+        self.0.next_record()
     }
 }
 
-impl Staging {
-    /// Adds a record (its key relative to the store's prefix).
-    pub fn add(&mut self, key: &[u8], value: &[u8]) -> StoreResult<()> {
-        self.sorter
-            .add(key, value)
-            .map_err(|e| StoreError::Input(e.to_string()))
-    }
-
-    /// Records added so far.
-    pub fn records(&self) -> u64 {
-        self.sorter.stats().records
-    }
-
-    /// Sorts, writes and links the version's tables, then records the version as staged
-    /// (durably); nothing routes to it yet.
-    pub fn finish(self, db: &Db, merger: &Merger<Db>) -> StoreResult<Staged> {
-        let page_cache_bytes = self.page_cache.budget(rialto_io::mem_available());
-        let mut sorted = self
-            .sorter
-            .finish()
-            .map_err(|e| StoreError::Input(e.to_string()))?;
+impl Stores {
+    /// Loads version `version` of store `id` from records already in key order, straight into
+    /// tables (no sort), and records it as staged; nothing routes to it yet.
+    #[allow(clippy::too_many_arguments)]
+    pub fn stage_sorted<T: SortedRecords>(
+        &self,
+        db: &Db,
+        merger: &Merger<Db>,
+        id: u32,
+        version: u32,
+        prefix: &[u8],
+        records: &mut T,
+    ) -> StoreResult<Staged> {
+        let page_cache_bytes = self.opts.push_page_cache.budget(rialto_io::mem_available());
         let ing = db.ingest_with(rialto_lsm::IngestOptions { page_cache_bytes })?;
-        let head = version_key(self.id, self.version, &self.prefix);
-        let written = table_writer::write_sorted(&mut sorted, ing, &head)?;
-        let bytes = written.bytes + written.records * self.prefix.len() as u64;
+        let head = version_key(id, version, prefix);
+        let written = table_writer::write_sorted(&mut Sorted(records), ing, &head)?;
+        let bytes = written.bytes + written.records * prefix.len() as u64;
         let ingested = written.sink.finish()?;
         let staged = Staged {
             records: ingested.entries,
             bytes,
             files: ingested.files,
         };
-        mark(merger, self.id, self.version, &staged)?;
+        mark(merger, id, version, &staged)?;
         Ok(staged)
     }
 }

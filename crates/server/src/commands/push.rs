@@ -168,6 +168,8 @@ fn begin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 duplicates == DuplicatePolicy::LastWins,
                 guard,
                 Some(owner),
+                sh.config.read().push_memory_limit,
+                &sh.config.read().dir.join("push-tmp"),
             )?,
             None => sh
                 .keyspace
