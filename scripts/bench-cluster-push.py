@@ -24,6 +24,7 @@ redis-server 7 and redis-tools.
 """
 
 import argparse
+import importlib.util
 import os
 import shutil
 import statistics
@@ -36,8 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 WORK = REPO / "target" / "bench-cluster-push"
 CLUSTER_BASE = 7000
 SINGLE_PORT = 7400
-REDIS_PORTS = list(range(30001, 30007))
-sys.path.insert(0, str(REPO / "scripts"))
+REDIS_PORTS = list(range(30001, 30007))  # as scripts/bench-cluster.py
 
 
 def log(*a):
@@ -88,28 +88,18 @@ def redis_pipes(csv, masters):
     return {port: WORK / f"redis-{port}.resp" for port in files}
 
 
+def _bench_cluster():
+    """scripts/bench-cluster.py, whose Redis Cluster (ports, persistence) this one shares."""
+    spec = importlib.util.spec_from_file_location("bench_cluster", REPO / "scripts" / "bench-cluster.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.WORK = WORK
+    return mod
+
+
 def start_redis_cluster():
-    d = WORK / "redis"
-    shutil.rmtree(d, ignore_errors=True)
-    for port in REDIS_PORTS:
-        nd = d / str(port)
-        nd.mkdir(parents=True)
-        subprocess.run(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(nd),
-                        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                        "--appendonly", "yes", "--appendfsync", "always", "--save", "",
-                        "--daemonize", "yes", "--logfile", str(nd / "redis.log"),
-                        "--pidfile", str(nd / "redis.pid")], check=True)
-    for port in REDIS_PORTS:
-        for _ in range(100):
-            if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).returncode == 0:
-                break
-            time.sleep(0.05)
-    sh("redis-cli", "--cluster", "create", *[f"127.0.0.1:{p}" for p in REDIS_PORTS],
-       "--cluster-replicas", "1", "--cluster-yes")
-    for _ in range(300):
-        if "cluster_state:ok" in sh("redis-cli", "-p", str(REDIS_PORTS[0]), "cluster", "info").stdout:
-            break
-        time.sleep(0.1)
+    """Starts the Redis Cluster; returns each master's slot ranges as (port, (lo, hi))."""
+    _bench_cluster().start_redis_cluster()
     time.sleep(2)
     masters = []
     for line in sh("redis-cli", "-p", str(REDIS_PORTS[0]), "cluster", "nodes").stdout.splitlines():
@@ -123,8 +113,7 @@ def start_redis_cluster():
 
 
 def stop_redis_cluster():
-    for port in REDIS_PORTS:
-        subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True)
+    _bench_cluster().stop_redis_cluster()
 
 
 def flush_redis(masters):
