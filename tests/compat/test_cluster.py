@@ -682,8 +682,11 @@ def test_a_push_swaps_each_partition_at_one_point_and_replays_streamed_writes(cl
     wait_for(every_slot_served, 60, "every slot served")
     c1 = redis.Redis(port=node_port(1))
     c1.execute_command("STORE", "CREATE", "feat")
-    for i in (1, 2, 3):
-        assert partition_versions(node_port(i), "feat") == [1, 1, 1]
+    # Every partition has it on the node that answered; the others apply the same records.
+    assert partition_versions(node_port(1), "feat") == [1, 1, 1]
+    for i in (2, 3):
+        wait_for(lambda: partition_versions(node_port(i), "feat") == [1, 1, 1], 30,
+                 f"node {i} to create the store")
     rc = RedisCluster(host="127.0.0.1", port=node_port(1), cluster_error_retry_attempts=10)
     # A group of keys in one slot, read together by MGET while versions are swapped.
     group = [f"{{g}}{i}" for i in range(20)]
@@ -740,15 +743,16 @@ def test_a_push_swaps_each_partition_at_one_point_and_replays_streamed_writes(cl
     for k, v in acked.items():
         assert rc.get(k) == v, k
     assert rc.get("feat:r7") == b"3:7"
+    settle()
     for i in (1, 2, 3):
         assert partition_versions(node_port(i), "feat") == [3, 3, 3]
-    settle()
     every_replica_agrees()
     # A rollback goes back in every partition; the streamed writes stay.
     c1.execute_command("STORE", "ROLLBACK", "feat")
     assert rc.get("feat:r7") == b"2:7"
     for k, v in acked.items():
         assert rc.get(k) == v, k
+    settle()
     for i in (1, 2, 3):
         assert partition_versions(node_port(i), "feat") == [2, 2, 2]
     with pytest.raises(redis.ResponseError, match="keeps no version older"):
@@ -764,6 +768,7 @@ def test_a_push_of_duplicate_keys_or_no_records_is_refused_and_a_closed_connecti
     with pytest.raises(redis.ResponseError, match='^push failed: duplicate key "a"$'):
         c2.execute_command("PUSH", "COMMIT", v)
     assert c2.execute_command("PUSH", "LIST") == []
+    settle()
     for i in (1, 2, 3):
         assert partition_versions(node_port(i), "dup") == [1, 1, 1]
     # An empty push is refused before anything is loaded.
@@ -862,6 +867,8 @@ def test_a_push_whose_coordinator_dies_is_aborted_by_the_others(cluster):
     c = redis.Redis(port=node_port(victim))
     v = c.execute_command("PUSH", "BEGIN", "orphan")
     c.execute_command("PUSH", "ADD", v, "a", "1")
+    # Every node lists the cluster's pushes, whichever node coordinates them.
+    assert redis.Redis(port=node_port(3)).execute_command("PUSH", "LIST") == [v, b"orphan"]
     run("kill-node", str(victim), "--signal", "KILL", *cluster)
     try:
         # Out of the group for twice cluster-node-timeout: any node aborts its push.

@@ -153,6 +153,36 @@ fn converge(
     }
 }
 
+/// Waits until each partition's master has applied its log as far as this node has (by the
+/// progress it reports, every 500 ms): a read on a master after the reply then sees what the
+/// reply announced. False past `timeout`.
+fn masters_caught_up(c: &Cluster, timeout: Duration) -> bool {
+    let target = c.node.view().applied;
+    let me = c.node.incarnation();
+    let deadline = Instant::now() + timeout;
+    for (p, &want) in target.iter().enumerate() {
+        loop {
+            let done = match c.node.master(p as u32) {
+                None => true,
+                Some(m) if m.incarnation == me => true,
+                Some(m) => c
+                    .node
+                    .peer(m.node)
+                    .and_then(|st| st.applied.get(p).copied())
+                    .is_some_and(|a| a >= want),
+            };
+            if done {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    true
+}
+
 fn not_converged(what: &str) -> StoreError {
     StoreError::Input(format!(
         "{what} is decided and not yet applied by every partition within cluster-write-timeout; it will be"
@@ -180,7 +210,8 @@ pub fn create(c: &Cluster, ks: &Keyspace, name: &str, prefix: &[u8]) -> Result<(
     let timeout = c.node.options().write_timeout;
     if !converge(ks, c.partitions, name, timeout, |s| {
         s.is_some_and(|s| s.id == id)
-    }) {
+    }) || !masters_caught_up(c, timeout)
+    {
         return Err(not_converged("the store's creation"));
     }
     Ok(())
@@ -193,7 +224,8 @@ pub fn delete(c: &Cluster, ks: &Keyspace, name: &str) -> Result<(), StoreError> 
     let timeout = c.node.options().write_timeout;
     if !converge(ks, c.partitions, name, timeout, |s| {
         s.is_none_or(|s| s.id != id)
-    }) {
+    }) || !masters_caught_up(c, timeout)
+    {
         return Err(not_converged("the store's deletion"));
     }
     Ok(())
@@ -213,7 +245,8 @@ pub fn rollback(c: &Cluster, ks: &Keyspace, name: &str, to: Option<u32>) -> Resu
     let timeout = c.node.options().write_timeout;
     if !converge(ks, c.partitions, name, timeout, |s| {
         s.is_some_and(|s| s.id == id && s.current.number == version)
-    }) {
+    }) || !masters_caught_up(c, timeout)
+    {
         return Err(not_converged("the rollback"));
     }
     Ok(())
@@ -230,6 +263,20 @@ fn keyspace_error(e: rialto_keyspace::Error) -> StoreError {
 /// The store `name` as the cluster's catalog holds it.
 pub fn store(c: &Cluster, name: &str) -> Option<ClusterStore> {
     c.node.with_catalog(|cat| cat.stores.get(name).cloned())
+}
+
+/// The pushes in progress in the whole cluster, whichever node coordinates them: id (the
+/// version each loads) and store.
+pub fn pushes(c: &Cluster) -> Vec<(u64, String)> {
+    c.node.with_catalog(|cat| {
+        let mut v: Vec<(u64, String)> = cat
+            .stores
+            .values()
+            .filter_map(|s| Some((u64::from(s.pushing.as_ref()?.version), s.name.clone())))
+            .collect();
+        v.sort();
+        v
+    })
 }
 
 /// The names of the cluster's stores.
@@ -258,18 +305,6 @@ impl Pushes {
             }
         }
         Ok(s)
-    }
-
-    /// The pushes this node coordinates: id and store.
-    pub fn list(&self) -> Vec<(u64, String)> {
-        let mut v: Vec<(u64, String)> = self
-            .0
-            .lock()
-            .iter()
-            .map(|(id, s)| (u64::from(*id), s.lock().name.clone()))
-            .collect();
-        v.sort();
-        v
     }
 
     /// Whether connection `client` owns a push coordinated here.
@@ -646,7 +681,8 @@ fn commit_inner(
     let (id, v) = (s.id, s.version);
     if !converge(ks, c.partitions, &s.name, timeout, |m| {
         m.is_some_and(|m| m.id == id && m.current.number >= v)
-    }) {
+    }) || !masters_caught_up(c, timeout)
+    {
         return Err((not_converged("the swap"), true));
     }
     let cur = store(c, &s.name).map(|st| st.current).unwrap_or_default();

@@ -244,7 +244,7 @@ impl Server {
             let node = Arc::new(node);
             let (weak, ks) = (Arc::downgrade(&node), Arc::clone(&keyspace));
             std::thread::Builder::new()
-                .name("cluster-stores".into())
+                .name("cluster-reconcile".into())
                 .spawn(move || crate::cluster_stores::run_reconciler(weak, ks))
                 .map_err(|e| ServerError::Start(format!("cluster mode: {e}")))?;
             Some(node)

@@ -137,7 +137,7 @@ pub const PUSH: CommandSpec = cmd("push", -2, &["no_multi"], &["@slow"])
 
 fn list(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     let pushes = match &ctx.shared.cluster {
-        Some(c) => c.pushes.list(),
+        Some(c) => crate::cluster_stores::pushes(c),
         None => ctx.shared.keyspace.pushes(),
     };
     let v = pushes
