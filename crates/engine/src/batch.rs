@@ -53,6 +53,14 @@ pub struct BatchMark {
     valid: bool,
 }
 
+impl BatchMark {
+    /// Where in the batch the mark lies, as an offset comparable with
+    /// [`WriteBatch::iter_offsets_from`]'s.
+    pub fn offset(&self) -> usize {
+        self.len.max(HEADER_LEN)
+    }
+}
+
 impl Default for WriteBatch {
     fn default() -> Self {
         Self::new()
@@ -164,6 +172,40 @@ impl WriteBatch {
         WriteBatchIter {
             data: self.rep.get(mark.len.max(HEADER_LEN)..).unwrap_or(&[]),
         }
+    }
+
+    /// The operations added since `mark`, in order, each with its offset in the batch (see
+    /// [`WriteBatch::op_at`]).
+    pub fn iter_offsets_from(&self, mark: BatchMark) -> impl Iterator<Item = (usize, BatchOp<'_>)> {
+        self.iter_offsets_at(mark.offset())
+    }
+
+    /// Every operation, in order, each with its offset in the batch.
+    pub fn iter_offsets(&self) -> impl Iterator<Item = (usize, BatchOp<'_>)> {
+        self.iter_offsets_at(HEADER_LEN)
+    }
+
+    fn iter_offsets_at(&self, start: usize) -> impl Iterator<Item = (usize, BatchOp<'_>)> {
+        let mut it = WriteBatchIter {
+            data: self.rep.get(start..).unwrap_or(&[]),
+        };
+        let end = self.rep.len();
+        std::iter::from_fn(move || {
+            let at = end - it.data.len();
+            it.next().map(|op| (at, op))
+        })
+    }
+
+    /// The operation at `offset`, one [`WriteBatch::iter_offsets_from`] gave; `None` if no
+    /// operation starts there any more (the batch was rolled back before it).
+    pub fn op_at(&self, offset: usize) -> Option<BatchOp<'_>> {
+        if offset < HEADER_LEN {
+            return None;
+        }
+        let mut it = WriteBatchIter {
+            data: self.rep.get(offset..)?,
+        };
+        it.next_checked().ok().flatten()
     }
 
     /// The operations added before `mark`, in order.

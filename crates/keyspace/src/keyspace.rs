@@ -56,6 +56,15 @@ pub enum OpenError {
     Stores(#[from] StoreError),
 }
 
+/// How many keys a database holds ([`Keyspace::key_count`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeyCount {
+    /// Keys.
+    pub keys: u64,
+    /// Keys with a TTL.
+    pub expires: u64,
+}
+
 /// The keyspace: see the module docs.
 pub struct Keyspace {
     db: Arc<Db>,
@@ -73,9 +82,18 @@ impl Keyspace {
         let clock = Arc::clone(&opts.engine.clock);
         opts.engine.partitioner = Some(Arc::new(catalog::partition_len));
         let db = Arc::new(Db::open(dir, opts.engine)?);
-        let merger = Merger::start(Arc::clone(&db), opts.merger, Arc::clone(&clock))?;
-        empty_spill_dir(&*fs, &opts.stores.push_tmp_dir);
+        let spill = opts.stores.push_tmp_dir.clone();
         let stores = Arc::new(Stores::open(&db, opts.stores, Arc::clone(&clock))?);
+        let observer: Arc<dyn rialto_txn::WriteObserver> = stores.counts().clone();
+        let merger = Merger::start_observed(
+            Arc::clone(&db),
+            opts.merger,
+            Arc::clone(&clock),
+            Some(observer),
+        )?;
+        // Counts a walk just computed are logged at once, not walked again at the next open.
+        merger.write(rialto_engine::WriteBatch::new()).wait()?;
+        empty_spill_dir(&*fs, &spill);
         stores.recover(&merger)?;
         Ok(Keyspace {
             db,
@@ -332,6 +350,36 @@ impl Keyspace {
         visit: impl FnMut(&[u8], &Record) -> bool,
     ) -> Result<Option<Vec<u8>>> {
         self.walk_keys_in(0, db, from, now_ms, visit)
+    }
+
+    /// Keys of database `db`, and how many of them have a TTL, from maintained counts (no
+    /// walk): in partition `part` only, or in all. As in Redis, keys whose time has passed
+    /// count until the expiry pass removes them.
+    pub fn key_count(&self, db: u8, part: Option<u32>) -> KeyCount {
+        use crate::counts::Unit;
+        let catalog = self.stores.read_catalog();
+        let mut current = std::collections::HashSet::new();
+        if db == 0 {
+            for p in 0..catalog.partitions() {
+                if part.is_none_or(|q| q == p) {
+                    for s in catalog.by_prefix_in(p) {
+                        current.insert((s.id, s.current.number, p));
+                    }
+                }
+            }
+        }
+        let t = self.stores.counts().sum(|u| match *u {
+            Unit::Db { db: d, part: p } => d == db && part.is_none_or(|q| q == p),
+            Unit::Version {
+                id,
+                version,
+                part: p,
+            } => current.contains(&(id, version, p)),
+        });
+        KeyCount {
+            keys: t.keys.max(0) as u64,
+            expires: t.expires.max(0) as u64,
+        }
     }
 
     /// [`Keyspace::walk_keys`] with stores routed as partition `part` holds them: in cluster

@@ -8,9 +8,9 @@
 //!
 //! Invariants:
 //! - The data record is the truth: a key's expiry is the one in its record. Expiry keys are an
-//!   index for the background pass and may be stale (a later SET or DEL does not remove them,
-//!   so plain writes stay blind, without a read); the pass re-checks the record before it
-//!   deletes anything.
+//!   index for the background pass and may be stale (a later SET or DEL does not remove them:
+//!   plain writes do not look for them); the pass re-checks the record before it deletes
+//!   anything.
 //! - Every key with an expiry has an expiry key for that exact time (written in the same
 //!   transaction as the record), so the pass finds every expired key.
 //! - A record whose time has passed is never returned: reads treat it as absent.
@@ -29,7 +29,7 @@ pub const MAX_USER_KEY_LEN: usize = rialto_engine::MAX_KEY_LEN - 10;
 /// Longest value: the engine's value limit minus the record header.
 pub const MAX_USER_VALUE_LEN: usize = rialto_engine::MAX_VALUE_LEN - 9;
 
-const HAS_EXPIRY: u8 = 0x01;
+pub(crate) const HAS_EXPIRY: u8 = 0x01;
 /// Type bits (flags >> 4). Only strings exist today; others are refused as corrupt.
 const TYPE_STRING: u8 = 0x00;
 

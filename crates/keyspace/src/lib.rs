@@ -14,6 +14,7 @@
 
 mod apply;
 mod chunked;
+mod counts;
 mod error;
 mod float;
 mod keys;
@@ -30,7 +31,7 @@ mod watch;
 
 pub use error::{Error, LibraryError, Result};
 pub use keys::{check_key, check_value_len, Keys, RawRead, Reader};
-pub use keyspace::{Keyspace, KeyspaceOptions, OpenError, Transaction, FLUSH_STEP_KEYS};
+pub use keyspace::{KeyCount, Keyspace, KeyspaceOptions, OpenError, Transaction, FLUSH_STEP_KEYS};
 pub use layout::{CorruptRecord, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
 pub use op::{
     BadTime, Cond, ExpireCond, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp, RestorePolicy,

@@ -3,6 +3,7 @@
 //! store's versions and real-time log during a push, the push's swap and abort, rollbacks,
 //! FLUSHDB and FLUSHALL steps, function library changes, and ops that fail — applied to two fresh keyspaces give the same replies and the same
 //! content digest; and each op, encoded to bytes and decoded, applies as the original did.
+//! After every step the maintained key counts equal a walk's, and a reopen reads them back.
 
 use std::sync::Arc;
 
@@ -205,6 +206,19 @@ fn absolute(step: &Step, now: i64, a: &Keyspace) -> Op {
     Op::new(step.db, now, kind)
 }
 
+/// The keys of `db` and those with a TTL, by a walk that counts keys whose time has passed
+/// too (as the maintained counts do).
+fn walked_count(ks: &Keyspace, db: u8) -> rialto_keyspace::KeyCount {
+    let mut c = rialto_keyspace::KeyCount::default();
+    ks.walk_keys(db, None, i64::MIN, |_, r| {
+        c.keys += 1;
+        c.expires += u64::from(r.expire_at_ms.is_some());
+        true
+    })
+    .expect("walk");
+    c
+}
+
 /// A reply as comparable text: the value, or the error's message.
 fn shown(r: rialto_keyspace::Result<Value>) -> String {
     match r {
@@ -232,6 +246,9 @@ proptest! {
             prop_assert_eq!(&decoded, &op);
             let (ra, rb) = (shown(a.execute(op.clone())), shown(b.execute(decoded)));
             prop_assert_eq!(ra, rb, "step {}: {:?}", i, op);
+            for db in 0..2u8 {
+                prop_assert_eq!(a.key_count(db, None), walked_count(&a, db), "step {}: {:?}", i, op);
+            }
         }
         // A last expiry pass over each database, later than every expiry.
         for db in 0..2u8 {
@@ -242,7 +259,16 @@ proptest! {
             prop_assert_eq!(shown(a.execute(op.clone())), shown(b.execute(op)));
         }
         prop_assert_eq!(a.digest().unwrap(), b.digest().unwrap());
+        let counts: Vec<_> = (0..2u8).map(|db| a.key_count(db, None)).collect();
         a.close().unwrap();
         b.close().unwrap();
+        drop(a);
+        // The counts are logged with the data: a reopen reads them back, no walk.
+        let a = open(&fa);
+        for db in 0..2u8 {
+            prop_assert_eq!(a.key_count(db, None), counts[db as usize]);
+            prop_assert_eq!(a.key_count(db, None), walked_count(&a, db));
+        }
+        a.close().unwrap();
     }
 }

@@ -1,20 +1,47 @@
 //! What a transaction sees and does while the merger executes it.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 use rialto_engine::{BatchMark, BatchOp, Bytes, PipelinedCommit, Result, WriteBatch};
 
+use crate::observer::WriteObserver;
+
 /// The group being built: the merged batch of the transactions executed so far, and (built on
-/// the first read) an index of its latest value per key, so later transactions of the group
-/// read what earlier ones wrote. The transaction running now stages its writes at the end of
-/// the same batch, after `committed`: they join the group by moving the mark, or are cut off.
+/// the first read) an index of where the latest operation on each key lies in it, so later
+/// transactions of the group read what earlier ones wrote. The transaction running now stages
+/// its writes at the end of the same batch, after `committed`: they join the group by moving
+/// the mark, or are cut off.
 pub(crate) struct Group {
     pub(crate) batch: WriteBatch,
     /// Where the operations of the transactions that committed end.
     committed: BatchMark,
-    /// Key → latest value among the committed operations (`None`: deleted). Built lazily: a
-    /// group of plain writes that nobody reads never pays for it.
-    overlay: Option<HashMap<Vec<u8>, Option<Bytes>>>,
+    /// Hash of a key → offset in `batch` of the latest committed operation on a key with that
+    /// hash. Built lazily: a group nobody reads never pays for it. It copies neither keys nor
+    /// values; a lookup checks the key at the offset, and on a hash collision scans.
+    overlay: Option<HashMap<u64, usize, BuildHasherDefault<Prehashed>>>,
+}
+
+/// The hasher of keys that are hashes already.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl std::hash::Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+fn key_hash(key: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(key)
 }
 
 /// Room a group's batch starts with: a group of small writes never reallocates it.
@@ -36,40 +63,54 @@ impl Group {
         }
         let (batch, committed) = (&self.batch, self.committed);
         let overlay = self.overlay.get_or_insert_with(|| {
-            let mut m = HashMap::new();
-            for op in batch.iter_until(committed) {
-                apply(&mut m, op);
+            let mut m = HashMap::with_capacity_and_hasher(64, Default::default());
+            for (at, op) in batch.iter_offsets() {
+                if at >= committed.offset() {
+                    break;
+                }
+                m.insert(key_hash(op_key(op)), at);
             }
             m
         });
-        overlay.get(key).cloned()
+        let at = *overlay.get(&key_hash(key))?;
+        match batch.op_at(at) {
+            Some(op) if op_key(op) == key => Some(op_value(op)),
+            // Another key with the same hash: the latest operation on this one, if any.
+            _ => batch
+                .iter_until(committed)
+                .filter(|op| op_key(*op) == key)
+                .last()
+                .map(op_value),
+        }
     }
 
     /// The running transaction's writes join the group.
     fn commit_staged(&mut self) {
         if let Some(m) = self.overlay.as_mut() {
-            for op in self.batch.iter_from(self.committed) {
-                apply(m, op);
+            for (at, op) in self.batch.iter_offsets_from(self.committed) {
+                m.insert(key_hash(op_key(op)), at);
             }
         }
         self.committed = self.batch.mark();
     }
 }
 
-fn apply(m: &mut HashMap<Vec<u8>, Option<Bytes>>, op: BatchOp<'_>) {
+fn op_key(op: BatchOp<'_>) -> &[u8] {
     match op {
-        BatchOp::Put(key, value) => {
-            m.insert(key.to_vec(), Some(Bytes::copy_from_slice(value)));
-        }
-        BatchOp::Delete(key) => {
-            m.insert(key.to_vec(), None);
-        }
+        BatchOp::Put(k, _) | BatchOp::Delete(k) => k,
+    }
+}
+
+fn op_value(op: BatchOp<'_>) -> Option<Bytes> {
+    match op {
+        BatchOp::Put(_, v) => Some(Bytes::copy_from_slice(v)),
+        BatchOp::Delete(_) => None,
     }
 }
 
 /// A position in a transaction's staged writes (see [`TxnContext::savepoint`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Savepoint(BatchMark);
+pub struct Savepoint(BatchMark, usize);
 
 /// A transaction's view: reads see the newest state, including writes that are executed but
 /// not yet durable (read-modify-write such as INCR builds on them); writes are staged and
@@ -82,6 +123,11 @@ pub struct TxnContext<'a, E: PipelinedCommit> {
     group: &'a mut Group,
     /// Set once the staged writes joined the group; otherwise dropping the context cuts them.
     committed: bool,
+    observer: Option<&'a dyn WriteObserver>,
+    /// The observer's mark when the transaction began.
+    observed_from: usize,
+    /// A read the observer needed failed: the transaction fails at its commit.
+    observe_failed: Option<rialto_engine::Error>,
 }
 
 impl<E: PipelinedCommit> Drop for TxnContext<'_, E> {
@@ -89,16 +135,44 @@ impl<E: PipelinedCommit> Drop for TxnContext<'_, E> {
         if !self.committed {
             let mark = self.group.committed;
             self.group.batch.rollback(mark);
+            if let Some(o) = self.observer {
+                o.cut(self.observed_from);
+            }
         }
     }
 }
 
 impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
-    pub(crate) fn new(engine: &'a E, group: &'a mut Group) -> Self {
+    pub(crate) fn new(
+        engine: &'a E,
+        group: &'a mut Group,
+        observer: Option<&'a dyn WriteObserver>,
+    ) -> Self {
+        let observed_from = observer.map_or(0, |o| o.mark());
         TxnContext {
             engine,
             group,
             committed: false,
+            observer,
+            observed_from,
+            observe_failed: None,
+        }
+    }
+
+    /// Tells the observer, if it observes `key`, what the write replaces. A failed read
+    /// fails the transaction at its commit.
+    fn observe(&mut self, key: &[u8], new: Option<&[u8]>) {
+        let Some(o) = self.observer else {
+            return;
+        };
+        if !o.observes(key) {
+            return;
+        }
+        match self.get(key) {
+            Ok(old) => o.staged(key, old.as_deref(), new),
+            Err(e) => {
+                self.observe_failed.get_or_insert(e);
+            }
         }
     }
 
@@ -124,42 +198,76 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
         self.engine.get_applied(key)
     }
 
-    /// Stages `key = value`.
+    /// Stages `key = value`. With an observer that observes `key`, the value it replaces is
+    /// read first (a failed read fails the transaction at its commit).
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.observe(key, Some(value));
         self.group.batch.put(key, value);
     }
 
     /// Stages `key = value` with the value given in parts written back to back (no copy into
-    /// one buffer first).
+    /// one buffer first). Observed as [`TxnContext::put`].
     pub fn put_parts(&mut self, key: &[u8], value_parts: &[&[u8]]) {
+        if self.observer.is_some_and(|o| o.observes(key)) {
+            // Observers look at a record's head: the first part holds it.
+            let head = value_parts.first().copied().unwrap_or_default();
+            self.observe(key, Some(head));
+        }
         self.group.batch.put_parts(key, value_parts);
     }
 
-    /// Stages the deletion of `key`.
+    /// Stages the deletion of `key`. Observed as [`TxnContext::put`].
     pub fn delete(&mut self, key: &[u8]) {
+        self.observe(key, None);
         self.group.batch.delete(key);
     }
 
-    /// Stages every operation of `batch`.
+    /// Stages every operation of `batch`, each observed as [`TxnContext::put`].
     pub fn write(&mut self, batch: &WriteBatch) {
-        self.group.batch.append(batch);
+        let Some(o) = self.observer else {
+            self.group.batch.append(batch);
+            return;
+        };
+        for op in batch.iter() {
+            match op {
+                BatchOp::Put(k, v) => {
+                    if o.observes(k) {
+                        self.observe(k, Some(v));
+                    }
+                    self.group.batch.put(k, v);
+                }
+                BatchOp::Delete(k) => {
+                    self.observe(k, None);
+                    self.group.batch.delete(k);
+                }
+            }
+        }
     }
 
     /// Where this transaction's staged writes end now: [`TxnContext::rollback_to`] drops
     /// what is staged after it (one command of several failed; the others stay).
     pub fn savepoint(&self) -> Savepoint {
-        Savepoint(self.group.batch.mark())
+        Savepoint(
+            self.group.batch.mark(),
+            self.observer.map_or(0, |o| o.mark()),
+        )
     }
 
     /// Drops the writes staged since `at`, taken from this transaction.
     pub fn rollback_to(&mut self, at: Savepoint) {
         self.group.batch.rollback(at.0);
+        if let Some(o) = self.observer {
+            o.cut(at.1);
+        }
     }
 
     /// Drops the writes staged so far (the transaction decided not to write).
     pub fn discard(&mut self) {
         let mark = self.group.committed;
         self.group.batch.rollback(mark);
+        if let Some(o) = self.observer {
+            o.cut(self.observed_from);
+        }
     }
 
     /// Up to `limit` keys that exist in `[lower, upper)` as this transaction sees them — the
@@ -219,9 +327,15 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
 
     /// Validates the staged writes and makes them part of the group (on error they are cut).
     pub(crate) fn commit(mut self) -> Result<()> {
+        if let Some(e) = self.observe_failed.take() {
+            return Err(e);
+        }
         self.group.batch.validate()?;
         self.group.commit_staged();
         self.committed = true;
+        if let Some(o) = self.observer {
+            o.committed();
+        }
         Ok(())
     }
 }

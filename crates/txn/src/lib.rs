@@ -28,6 +28,7 @@
 mod context;
 mod handle;
 mod merger;
+mod observer;
 mod options;
 mod poll;
 mod stats;
@@ -35,5 +36,6 @@ mod stats;
 pub use context::{Savepoint, TxnContext};
 pub use handle::CommitHandle;
 pub use merger::Merger;
+pub use observer::WriteObserver;
 pub use options::{Durability, MergerOptions};
 pub use stats::{MergerStats, GROUP_SIZE_BOUNDS, GROUP_SIZE_BUCKETS};

@@ -39,6 +39,7 @@ use rialto_io::Clock;
 
 use crate::context::{Group, TxnContext};
 use crate::handle::{this_thread_helps, CommitHandle, Helping, Notifier, Slot, SyncHelper};
+use crate::observer::WriteObserver;
 use crate::options::{Durability, MergerOptions};
 use crate::poll::PollGate;
 use crate::stats::{group_size_bucket, MergerStats, GROUP_SIZE_BUCKETS};
@@ -46,7 +47,7 @@ use crate::stats::{group_size_bucket, MergerStats, GROUP_SIZE_BUCKETS};
 /// A queued transaction, type-erased.
 trait Job<E: PipelinedCommit>: Send {
     /// Runs the transaction against the group; its outcome is kept until [`Job::complete`].
-    fn execute(&mut self, engine: &E, group: &mut Group);
+    fn execute(&mut self, engine: &E, group: &mut Group, observer: Option<&dyn WriteObserver>);
     /// Delivers the outcome, or `failure` if the group could not be made durable.
     fn complete(self: Box<Self>, failure: Option<&Error>);
     /// When it was submitted (µs of the merger's clock).
@@ -66,11 +67,11 @@ where
     F: FnOnce(&mut TxnContext<'_, E>) -> Result<T> + Send,
     T: Send,
 {
-    fn execute(&mut self, engine: &E, group: &mut Group) {
+    fn execute(&mut self, engine: &E, group: &mut Group, observer: Option<&dyn WriteObserver>) {
         let Some(f) = self.f.take() else {
             return;
         };
-        let mut ctx = TxnContext::new(engine, group);
+        let mut ctx = TxnContext::new(engine, group, observer);
         self.outcome = Some(match f(&mut ctx) {
             // A failed transaction's staged writes are dropped with its context.
             Ok(v) => ctx.commit().map(|()| v),
@@ -118,6 +119,7 @@ struct Pipe<E: PipelinedCommit> {
 
 struct Shared<E: PipelinedCommit> {
     engine: Arc<E>,
+    observer: Option<Arc<dyn WriteObserver>>,
     opts: MergerOptions,
     clock: Arc<dyn Clock>,
     queue: Mutex<Queue<E>>,
@@ -168,12 +170,23 @@ pub struct Merger<E: PipelinedCommit + Send + Sync + 'static> {
 impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
     /// Starts the merger's threads over `engine`.
     pub fn start(engine: Arc<E>, opts: MergerOptions, clock: Arc<dyn Clock>) -> Result<Self> {
+        Self::start_observed(engine, opts, clock, None)
+    }
+
+    /// [`Merger::start`] with `observer` told of every write (see [`WriteObserver`]).
+    pub fn start_observed(
+        engine: Arc<E>,
+        opts: MergerOptions,
+        clock: Arc<dyn Clock>,
+        observer: Option<Arc<dyn WriteObserver>>,
+    ) -> Result<Self> {
         let latency = Histogram::new_with_bounds(1, 3_600_000_000, 2)
             .map_err(|e| Error::InvalidArgument(format!("latency histogram: {e}")))?;
         let durability = opts.durability;
         let poll = PollGate::new(opts.poll_preempted_after, opts.poll_max_cooldown);
         let shared = Arc::new(Shared {
             engine,
+            observer,
             opts,
             clock,
             queue: Mutex::new(Queue {
@@ -468,8 +481,16 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
                 taken.push_front(j);
                 break;
             }
-            j.execute(&self.engine, &mut group);
+            j.execute(&self.engine, &mut group, self.observer.as_deref());
             jobs.push(j);
+        }
+        if let Some(o) = self.observer.as_deref() {
+            for (k, v) in o.group_writes() {
+                match v {
+                    Some(v) => group.batch.put(&k, &v),
+                    None => group.batch.delete(&k),
+                }
+            }
         }
         if !taken.is_empty() {
             // The group is full: the rest goes back to the front, in order.

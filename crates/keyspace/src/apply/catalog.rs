@@ -48,8 +48,47 @@ pub(super) fn apply(
     if replaced {
         stores.watches.touch_prefix(0, &meta.prefix);
     }
+    count_versions(stores, &meta);
     stores.install_exec(Arc::new(new));
     Ok(Value::Store(Box::new(meta)))
+}
+
+/// Deletes the keys of the default store (database 0) under `prefix` (in cluster mode, those of
+/// partition `part` of `n`): a store created there hides them, and its deletion leaves the
+/// prefix empty. A store is created only where no key is (checked before the change is
+/// asked for); this removes what a write racing that check left.
+fn drop_default_keys_under(
+    tx: &mut TxnContext<'_, Db>,
+    prefix: &[u8],
+    part: Option<(u32, u32)>,
+) -> Result<()> {
+    let mut lo = crate::layout::data_key(0, prefix);
+    let hi = crate::layout::next_prefix(&lo);
+    loop {
+        let keys = tx.first_keys(&lo, &hi, 1024)?;
+        let Some(last) = keys.last() else {
+            return Ok(());
+        };
+        lo = [last.as_slice(), &[0]].concat();
+        let more = keys.len() == 1024;
+        for k in keys {
+            let user = &k[crate::layout::DATA_KEY_OVERHEAD..];
+            if part.is_none_or(|(p, n)| crate::slot::key_partition(user, n) == p) {
+                tx.delete(&k);
+            }
+        }
+        if !more {
+            return Ok(());
+        }
+    }
+}
+
+/// Counts the keys of every version of `m` that writes can reach (live or being pushed) from
+/// now on; a version not counted yet starts empty (a pushed version's load sets its count).
+fn count_versions(stores: &Stores, m: &crate::stores::StoreMeta) {
+    for v in m.live_versions().chain(m.pushing.map(|p| p.version)) {
+        stores.counts.track(m.id, v);
+    }
 }
 
 /// Applies a change of partition `part`'s stores (cluster mode). Each change is idempotent:
@@ -93,6 +132,7 @@ pub(super) fn apply_part(
                     }
                     .into());
                 }
+                drop_default_keys_under(tx, prefix, Some((part, n)))?;
                 let meta = StoreMeta {
                     name: name.clone(),
                     id: *id,
@@ -221,6 +261,9 @@ pub(super) fn apply_part(
         if let (true, Some(m)) = (replaced, &meta) {
             stores.watches.touch_prefix(0, &m.prefix);
         }
+        if let Some(m) = &meta {
+            count_versions(stores, m);
+        }
         stores.install_exec(Arc::new(new));
     }
     Ok(match meta {
@@ -302,6 +345,7 @@ fn create(
         }
         .into());
     }
+    drop_default_keys_under(tx, prefix, None)?;
     let id = stores.take_store_id();
     tx.put(&next_id_key(), &(id + 1).to_le_bytes());
     let meta = StoreMeta {

@@ -19,7 +19,7 @@ fn old_value(old: &Option<crate::Record>) -> Value {
 pub(super) fn set(k: &mut W<'_, '_, '_>, s: &Set) -> Result<Value> {
     check_key(&s.key)?;
     check_value_len(s.value.len())?;
-    // A blind write when nothing depends on the old value (the common case).
+    // No read of the old value when nothing depends on it (the common case).
     if s.cond.is_none() && !s.get && !s.keep_ttl {
         k.set(&s.key, &s.value, s.expire_at_ms);
         return Ok(Value::Ok);

@@ -36,6 +36,12 @@ pub fn run_once(
 ) -> StoreResult<PassReport> {
     let mut report = PassReport::default();
     for (id, version, markers) in removable(retired(db)?, stores.partitions()) {
+        // Its keys' deletions below are not counted: nothing reads its count any more.
+        if version == WHOLE_STORE {
+            stores.counts.forget_store(id);
+        } else {
+            stores.counts.forget_version(id, version);
+        }
         let ranges = if version == WHOLE_STORE {
             vec![
                 catalog::store_data_range(id),

@@ -349,6 +349,8 @@ pub struct Stores {
     clock: Arc<dyn Clock>,
     /// Watched keys (WATCH): every change applied is reported here.
     pub(crate) watches: Arc<crate::watch::Watches>,
+    /// Key counts, kept by observing the merger's writes.
+    pub(crate) counts: Arc<crate::counts::KeyCounts>,
 }
 
 /// Store records read from the engine.
@@ -428,7 +430,92 @@ fn rt_next_number(db: &Db, id: u32) -> StoreResult<u64> {
     Ok(n)
 }
 
+/// Every count record of `db`.
+fn read_counts(db: &Db) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    let (lo, hi) = crate::counts::counts_range();
+    let mut it = db.iter(IterOptions {
+        lower: Some(lo),
+        upper: Some(hi),
+        snapshot: None,
+    })?;
+    it.seek_to_first();
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status()?;
+    Ok(out)
+}
+
+/// Counts the keys of `db` by walking them: every data key, and every key of each version the
+/// catalog `cat` may serve or push (a database written before counts were kept).
+fn walk_counts(
+    db: &Db,
+    cat: &Catalog,
+    counts: &crate::counts::KeyCounts,
+) -> StoreResult<std::collections::HashMap<crate::counts::Unit, crate::counts::Tally>> {
+    use crate::counts::Tally;
+    type Out = std::collections::HashMap<crate::counts::Unit, Tally>;
+    let mut out = Out::new();
+    let walk =
+        |out: &mut Out, lo: Vec<u8>, hi: Vec<u8>, unit: &dyn Fn(&[u8]) -> crate::counts::Unit| {
+            let mut it = db.iter(IterOptions {
+                lower: Some(lo.clone()),
+                upper: Some(hi),
+                snapshot: None,
+            })?;
+            it.seek_to_first();
+            while it.valid() {
+                let t = out.entry(unit(it.key())).or_default();
+                t.keys += 1;
+                t.expires += i64::from(
+                    it.value()
+                        .first()
+                        .is_some_and(|f| f & crate::layout::HAS_EXPIRY != 0),
+                );
+                it.next();
+            }
+            it.status()
+        };
+    let data = [crate::layout::DATA];
+    walk(
+        &mut out,
+        data.to_vec(),
+        crate::layout::next_prefix(&data),
+        &|k| counts.db_unit(k[1], &k[2..]),
+    )?;
+    let mut versions = std::collections::BTreeSet::new();
+    for p in 0..cat.partitions() {
+        for s in cat.by_prefix_in(p) {
+            versions.extend(s.live_versions().map(|v| (s.id, v)));
+            if let Some(pushing) = s.pushing {
+                versions.insert((s.id, pushing.version));
+            }
+        }
+    }
+    for (id, v) in versions {
+        let (lo, hi) = catalog::version_range(id, v);
+        walk(&mut out, lo, hi, &|k| counts.version_unit(id, v, &k[9..]))?;
+        // A version with no keys is still counted (zero), so that later writes are observed.
+        for part in 0..cat.partitions() {
+            out.entry(crate::counts::Unit::Version {
+                id,
+                version: v,
+                part,
+            })
+            .or_default();
+        }
+    }
+    Ok(out)
+}
+
 impl Stores {
+    /// Key counts (DBSIZE, INFO keyspace), kept by observing the merger's writes.
+    pub fn counts(&self) -> &Arc<crate::counts::KeyCounts> {
+        &self.counts
+    }
+
     /// Loads the stores of `db`. A push that was running when the server stopped is
     /// abandoned: its version is retired (see [`Stores::recover`]).
     pub fn open(db: &Db, opts: StoreOptions, clock: Arc<dyn Clock>) -> StoreResult<Stores> {
@@ -462,9 +549,14 @@ impl Stores {
                 }
             }
         }
+        let counts = Arc::new(crate::counts::KeyCounts::new(partitions));
+        if !counts.load(read_counts(db)?) {
+            counts.reset(walk_counts(db, &cat, &counts)?);
+        }
         let cat = Arc::new(cat);
         let threads = opts.push_threads.max(1);
         Ok(Stores {
+            counts,
             watches: Arc::default(),
             exec: ArcSwap::new(Arc::clone(&cat)),
             read: ArcSwap::new(cat),

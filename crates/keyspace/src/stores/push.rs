@@ -607,6 +607,8 @@ impl Stores {
         // Every record is in a table (the last one still open); nothing is linked.
         rialto_killpoint::kill_point("push.tables_written");
         let ingested = written.sink.finish()?;
+        // Counted from here on (a single node has one partition); the replay's writes move it.
+        self.counts.set_version(m.id, v, &[ingested.entries]);
         lap("link");
         // The new version's tables are linked; no reader routes to them.
         rialto_killpoint::kill_point("push.linked");

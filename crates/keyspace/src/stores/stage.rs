@@ -31,11 +31,30 @@ pub trait SortedRecords {
     fn next_record(&mut self) -> StoreResult<Option<(&[u8], &[u8])>>;
 }
 
-struct Sorted<'a, T>(&'a mut T);
+/// The records, counted per partition of their user keys (the store's prefix and the
+/// record's key) as they pass.
+struct Sorted<'a, T> {
+    records: &'a mut T,
+    partitions: u32,
+    per_part: Vec<u64>,
+    user_key: Vec<u8>,
+    prefix_len: usize,
+}
 
 impl<T: SortedRecords> table_writer::SortedSource for Sorted<'_, T> {
     fn next_record(&mut self) -> StoreResult<Option<(&[u8], &[u8])>> {
-        self.0.next_record()
+        let r = self.records.next_record()?;
+        if let (Some((k, _)), true) = (r, self.partitions > 1) {
+            self.user_key.truncate(self.prefix_len);
+            self.user_key.extend_from_slice(k);
+            let p = crate::slot::key_partition(&self.user_key, self.partitions) as usize;
+            if let Some(n) = self.per_part.get_mut(p) {
+                *n += 1;
+            }
+        } else if let (Some(_), Some(n)) = (r, self.per_part.first_mut()) {
+            *n += 1;
+        }
+        Ok(r)
     }
 }
 
@@ -55,9 +74,19 @@ impl Stores {
         let page_cache_bytes = self.opts.push_page_cache.budget(rialto_io::mem_available());
         let ing = db.ingest_with(rialto_lsm::IngestOptions { page_cache_bytes })?;
         let head = version_key(id, version, prefix);
-        let written = table_writer::write_sorted(&mut Sorted(records), ing, &head)?;
+        let partitions = self.partitions();
+        let mut sorted = Sorted {
+            records,
+            partitions,
+            per_part: vec![0; partitions as usize],
+            user_key: prefix.to_vec(),
+            prefix_len: prefix.len(),
+        };
+        let written = table_writer::write_sorted(&mut sorted, ing, &head)?;
         let bytes = written.bytes + written.records * prefix.len() as u64;
         let ingested = written.sink.finish()?;
+        // Counted from here: the marker's write below logs the count with it.
+        self.counts.set_version(id, version, &sorted.per_part);
         let staged = Staged {
             records: ingested.entries,
             bytes,
@@ -105,6 +134,8 @@ impl Stores {
             bytes: 0,
             files: 0,
         };
+        self.counts
+            .set_version(id, version, &vec![0; self.partitions() as usize]);
         mark(merger, id, version, &empty)
     }
 
@@ -117,6 +148,7 @@ impl Stores {
         id: u32,
         version: u32,
     ) -> StoreResult<()> {
+        self.counts.forget_version(id, version);
         let (lo, hi) = version_range(id, version);
         db.drop_files_in_range(&lo, &hi)?;
         crate::chunked::delete_range(db, merger, &lo, &hi, |_| true)?;

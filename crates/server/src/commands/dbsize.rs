@@ -1,13 +1,12 @@
-//! DBSIZE — counts the live keys of the selected database by walking it (O(n)), off the
-//! connection threads. Unlike Redis, keys that expired but were not yet removed are not
-//! counted.
+//! DBSIZE — the keys of the selected database, from the keyspace's maintained counts (O(1)
+//! in the keys). As in Redis, keys whose time has passed count until they are removed. In
+//! cluster mode: the keys of the slots the connection's address serves.
 
 use bytes::Bytes;
 use rialto_resp::Reply;
 
 use super::{Ctx, Handler, Outcome};
 use crate::command_table::{cmd, doc, CommandSpec};
-use crate::reply;
 
 pub const DBSIZE: CommandSpec = cmd(
     "dbsize",
@@ -25,22 +24,8 @@ pub const DBSIZE: CommandSpec = cmd(
 .handler(Handler::Conn(run));
 
 pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
-    let shared = std::sync::Arc::clone(ctx.shared);
-    let db = ctx.client.db;
     let scope = crate::cluster::KeyScope::of(ctx.shared, ctx.client);
-    Outcome::Later(Box::pin(async move {
-        let job = tokio::task::spawn_blocking(move || {
-            let mut n = 0i64;
-            shared
-                .keyspace
-                .walk_keys_in(scope.partition(), db, None, shared.now_ms(), |k, _| {
-                    n += i64::from(scope.covers(k));
-                    true
-                })
-                .map(|_| Reply::Integer(n))
-                .unwrap_or_else(|e| reply::keyspace_error(&e))
-        });
-        job.await
-            .unwrap_or_else(|e| reply::err_string(format!("ERR DBSIZE failed: {e}")))
-    }))
+    let part = ctx.shared.cluster.is_some().then(|| scope.partition());
+    let n = ctx.shared.keyspace.key_count(ctx.client.db, part).keys;
+    Outcome::Reply(Reply::Integer(i64::try_from(n).unwrap_or(i64::MAX)))
 }

@@ -1,0 +1,102 @@
+//! The write observer: it sees each observed write with the value it replaces (as the
+//! transaction sees it, group writes included), only committed transactions' writes count,
+//! a savepoint rolled back drops the writes after it, and what it stages at a group's end is
+//! logged with the group.
+
+mod common;
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rialto_engine::KvEngine;
+use rialto_io::SystemClock;
+use rialto_txn::{Merger, MergerOptions, WriteObserver};
+
+/// A write seen: key, old value, new value.
+type Seen = (Vec<u8>, Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// Observes keys starting with `o`; records what it sees and keeps the committed writes.
+#[derive(Default)]
+struct Log {
+    pending: Mutex<Vec<Seen>>,
+    committed: Mutex<Vec<Seen>>,
+}
+
+impl WriteObserver for Log {
+    fn observes(&self, key: &[u8]) -> bool {
+        key.first() == Some(&b'o')
+    }
+    fn staged(&self, key: &[u8], old: Option<&[u8]>, new: Option<&[u8]>) {
+        self.pending.lock().push((
+            key.to_vec(),
+            old.map(<[u8]>::to_vec),
+            new.map(<[u8]>::to_vec),
+        ));
+    }
+    fn mark(&self) -> usize {
+        self.pending.lock().len()
+    }
+    fn cut(&self, mark: usize) {
+        self.pending.lock().truncate(mark);
+    }
+    fn committed(&self) {
+        let moved: Vec<_> = self.pending.lock().drain(..).collect();
+        self.committed.lock().extend(moved);
+    }
+    fn group_writes(&self) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+        let n = self.committed.lock().len();
+        vec![(b"seen".to_vec(), Some(n.to_string().into_bytes()))]
+    }
+}
+
+#[test]
+fn the_observer_sees_old_values_commits_and_savepoints_and_logs_with_the_group() {
+    let (_fs, dynfs) = common::mem();
+    let db = common::open(dynfs);
+    let log = Arc::new(Log::default());
+    let observer: Arc<dyn WriteObserver> = log.clone();
+    let merger = Merger::start_observed(
+        Arc::clone(&db),
+        MergerOptions {
+            inline_execution: true,
+            ..MergerOptions::default()
+        },
+        Arc::new(SystemClock::new()),
+        Some(observer),
+    )
+    .unwrap();
+    let a = merger.enqueue(|tx| {
+        tx.put(b"o1", b"a");
+        tx.put(b"x", b"not observed");
+        Ok(())
+    });
+    // Sees the write of the transaction before it in the same group.
+    let b = merger.enqueue(|tx| {
+        tx.put_parts(b"o1", &[b"b", b"c"]);
+        let sp = tx.savepoint();
+        tx.delete(b"o1");
+        tx.rollback_to(sp);
+        Ok(())
+    });
+    let c = merger.enqueue(|tx| {
+        tx.delete(b"o1");
+        Err::<(), _>(rialto_engine::Error::InvalidArgument("refused".into()))
+    });
+    merger.run_queued();
+    a.wait().unwrap();
+    b.wait().unwrap();
+    assert!(c.wait().is_err());
+    let seen = log.committed.lock().clone();
+    assert_eq!(
+        seen,
+        vec![
+            (b"o1".to_vec(), None, Some(b"a".to_vec())),
+            // A value staged in parts is seen by its first part.
+            (b"o1".to_vec(), Some(b"a".to_vec()), Some(b"b".to_vec())),
+        ]
+    );
+    assert!(log.pending.lock().is_empty());
+    assert_eq!(db.get(b"seen").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(db.get(b"o1").unwrap().as_deref(), Some(&b"bc"[..]));
+    merger.close().unwrap();
+}
