@@ -20,6 +20,12 @@ fn ok(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The lines of `stderr` that are not progress (which a push writes to a stderr that is
+/// not a terminal, `push: ...`).
+fn not_progress(stderr: &str) -> impl Iterator<Item = &str> {
+    stderr.lines().filter(|l| !l.starts_with("push: "))
+}
+
 /// Runs a failing command: returns (exit code, the one stderr line).
 fn fails(args: &[&str]) -> (i32, String) {
     let out = rialto(args);
@@ -156,7 +162,7 @@ fn bad_inputs_fail_with_one_line_and_leave_the_current_version() {
     let out = rialto(&push_args("--dir", db, "s", long.to_str().unwrap(), &[]));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(not_progress(&err).count(), 1, "{err}");
     assert!(err.contains("long.csv:3: key of 100000 bytes"), "{err}");
 
     let dup = dir.path().join("dup.csv");
@@ -594,5 +600,82 @@ fn the_readme_pushing_user_can_push_and_an_application_user_cannot() {
         &[&ID_SCORE[..], &["--user", "app", "--password", "apppw"]].concat(),
     ));
     assert!(line.contains("NOPERM"), "{line}");
+    s.stop();
+}
+
+/// Runs a push with stderr into a pipe (as a scheduler's log takes it) and returns its
+/// stderr, after checking that it succeeded.
+fn push_logged(args: &[&str]) -> String {
+    let out = rialto(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{args:?} failed: {err}");
+    err
+}
+
+/// Progress written to a log: a line as each phase starts and ends, read, sort, write and
+/// swap in order, a summary, and no terminal control codes; `--quiet` writes none of it.
+#[test]
+fn progress_into_a_log_has_plain_lines_for_every_phase() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    let csv = dir.path().join("a.csv");
+    write_csv(&csv, 20_000, "a");
+    let csv = csv.to_str().unwrap();
+    ok(&["store", "--dir", db, "create", "s"]);
+    let check = |err: &str, what: &str| {
+        assert!(
+            !err.contains('\x1b') && !err.contains('\r'),
+            "{what}: control codes in {err:?}"
+        );
+        let mut at = 0;
+        for phase in ["read", "sort", "write", "swap"] {
+            for event in ["started", "done in "] {
+                let needle = format!("push: {phase} {event}");
+                let found = err[at..].find(&needle);
+                let Some(i) = found else {
+                    panic!("{what}: no {needle:?} in order in:\n{err}");
+                };
+                at += i;
+            }
+        }
+        let last = err.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("push: done in ") && last.contains("| write "),
+            "{what}: {err}"
+        );
+        assert!(
+            err.lines().all(|l| l.starts_with("push: ")),
+            "{what}: {err}"
+        );
+        assert!(err.contains("20,000 records"), "{what}: {err}");
+    };
+    let err = push_logged(&push_args("--dir", db, "s", csv, &ID_SCORE));
+    check(&err, "--dir");
+    // Only the phase changes at an interval of 0.
+    let extra = [&ID_SCORE[..], &["--progress-interval", "0"]].concat();
+    let err = push_logged(&push_args("--dir", db, "s", csv, &extra));
+    check(&err, "--dir, interval 0");
+    assert!(!err.contains("elapsed"), "no periodic line: {err}");
+
+    let s = serve(Path::new(&dir.path().join("served")));
+    let addr = format!("127.0.0.1:{}", s.port);
+    ok(&["store", "--server", &addr, "create", "s"]);
+    let extra = [&ID_SCORE[..], &["--batch", "500"]].concat();
+    let err = push_logged(&push_args("--server", &addr, "s", csv, &extra));
+    check(&err, "--server");
+    for quiet in ["--quiet", "-q", "--no-progress"] {
+        let extra = [&ID_SCORE[..], &[quiet]].concat();
+        let err = push_logged(&push_args("--server", &addr, "s", csv, &extra));
+        assert_eq!(err, "", "{quiet}");
+    }
+    let (code, line) = fails(&push_args(
+        "--server",
+        &addr,
+        "s",
+        csv,
+        &[&ID_SCORE[..], &["--progress-interval", "-1"]].concat(),
+    ));
+    assert_eq!(code, 2, "{line}");
     s.stop();
 }

@@ -5,6 +5,7 @@ pub mod bench_compare;
 pub mod bench_push;
 pub mod check;
 pub mod push;
+pub mod push_progress;
 pub mod serve;
 pub mod store;
 pub mod stores_backend;

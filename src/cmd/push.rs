@@ -7,17 +7,29 @@
 //!
 //! What this command writes (progress, notes, the report) is only information: a closed
 //! stdout or stderr (`| head`) never stops a push half-way, so writes to them ignore errors.
+//! Progress (`push_progress`) goes to stderr through every phase: while it waits for the
+//! commit, a second thread looks at the server's phase (STORE DESCRIBE on a connection of its
+//! own; with `--dir`, the push registry) every [`POLL_EVERY`].
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rialto_keyspace::{DuplicatePolicy, StoreError};
 use rialto_push_input::{ExpandOptions, Format, InputError, InputSpec, RecordReader};
 use rialto_resp::Reply;
 
+use super::push_progress::{self, Figures, Mode, Phase, Reporter};
 use super::stores_backend::{render, Backend, BackendError, Local, Remote, Target};
+
+/// How often the server's phase is looked at during the commit.
+const POLL_EVERY: Duration = Duration::from_millis(500);
+/// How long a look at the server's phase may wait for its reply before looks stop.
+const POLL_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest `--progress-interval`.
+const MAX_PROGRESS_INTERVAL_S: f64 = 86_400.0;
 
 /// Arguments of `rialto push`.
 #[derive(Debug, clap::Args)]
@@ -71,9 +83,13 @@ pub struct Args {
     /// push's lock (and per progress update).
     #[arg(long, default_value_t = 2000)]
     pub batch: usize,
-    /// Never draw the progress line.
-    #[arg(long)]
+    /// Show no progress (the report on stdout and errors still come).
+    #[arg(long, short = 'q', visible_alias = "quiet")]
     pub no_progress: bool,
+    /// When stderr is not a terminal: seconds between progress lines (besides the line at
+    /// each phase change); 0 writes only those.
+    #[arg(long, default_value = "10", value_name = "SECONDS", value_parser = progress_interval)]
+    pub progress_interval: Duration,
     #[command(flatten)]
     pub target: Target,
 }
@@ -140,60 +156,207 @@ fn interrupted() -> bool {
     INTERRUPTS.load(Ordering::SeqCst) > 0
 }
 
-/// Counts and draws progress on stderr.
+/// `--progress-interval`: seconds, 0 to a day.
+fn progress_interval(s: &str) -> Result<Duration, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=MAX_PROGRESS_INTERVAL_S).contains(&v) => Ok(Duration::from_secs_f64(v)),
+        _ => Err(format!(
+            "expected seconds from 0 to {MAX_PROGRESS_INTERVAL_S}"
+        )),
+    }
+}
+
+/// How progress is shown: bars on a terminal, lines elsewhere (and on a terminal that
+/// cannot move the cursor), nothing with `--no-progress`.
+fn progress_mode(args: &Args) -> Mode {
+    if args.no_progress {
+        return Mode::Off;
+    }
+    let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+    if std::io::stderr().is_terminal() && !dumb {
+        Mode::Bars {
+            columns: push_progress::stderr_columns(),
+        }
+    } else {
+        Mode::Lines {
+            every: (!args.progress_interval.is_zero()).then_some(args.progress_interval),
+        }
+    }
+}
+
+/// Counts what is read and tells the reporter.
 struct Progress {
-    start: Instant,
-    last_draw: Instant,
     records: u64,
     bytes: u64,
     /// Input bytes consumed by finished files, and the total of every input.
     done_input: u64,
     total_input: u64,
-    draw: bool,
+    reporter: Reporter,
 }
 
 impl Progress {
-    fn new(total_input: u64, draw: bool) -> Progress {
-        let now = Instant::now();
-        Progress {
-            start: now,
-            last_draw: now,
-            records: 0,
-            bytes: 0,
-            done_input: 0,
-            total_input,
-            draw,
+    fn figures(&self, current_input: u64) -> Figures {
+        Figures {
+            records: self.records,
+            bytes: self.bytes,
+            done: self.done_input + current_input,
+            total: Some(self.total_input),
         }
     }
 
     fn tick(&mut self, current_input: u64) {
-        if !self.draw || self.last_draw.elapsed() < Duration::from_millis(250) {
-            return;
-        }
-        self.last_draw = Instant::now();
-        let secs = self.start.elapsed().as_secs_f64().max(1e-3);
-        let read = self.done_input + current_input;
-        let eta = if read > 0 && self.total_input > read {
-            let rate = read as f64 / secs;
-            format!("{:.0}s", (self.total_input - read) as f64 / rate)
-        } else {
-            "-".into()
-        };
-        note!(
-            "\r{:>12} records  {:>10.0} records/s  {:>7.1} MB/s  {:>5.1}%  ETA {:<8}",
-            self.records,
-            self.records as f64 / secs,
-            self.bytes as f64 / secs / 1e6,
-            100.0 * read as f64 / self.total_input.max(1) as f64,
-            eta
-        );
+        let figs = self.figures(current_input);
+        self.reporter.update(figs, None, Instant::now());
     }
 
-    fn clear(&self) {
-        if self.draw {
-            note!("\r{:90}\r", "");
+    /// The figures of the commit's phases: every record read, none written yet.
+    fn added(&self) -> Figures {
+        Figures {
+            records: self.records,
+            bytes: self.bytes,
+            done: 0,
+            total: None,
         }
     }
+}
+
+/// A push's state as the server reports it while committing.
+struct ServerView {
+    /// `PushPhase::name`.
+    phase: String,
+    records: u64,
+    bytes: u64,
+    written: u64,
+}
+
+impl ServerView {
+    fn from_status(s: &rialto_keyspace::PushStatus) -> ServerView {
+        ServerView {
+            phase: s.phase.name().to_string(),
+            records: s.records,
+            bytes: s.bytes,
+            written: s.written,
+        }
+    }
+
+    /// From a STORE DESCRIBE reply, if it shows push `id` with its phase.
+    fn from_describe(r: &Reply, id: u64) -> Option<ServerView> {
+        let Reply::Map(pairs) = r else {
+            return None;
+        };
+        let field = |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| matches!(k, Reply::Bulk(b) | Reply::Simple(b) if b.as_ref() == name.as_bytes()))
+                .map(|(_, v)| v)
+        };
+        let int = |name: &str| match field(name) {
+            Some(Reply::Integer(n)) => u64::try_from(*n).ok(),
+            _ => None,
+        };
+        if int("pushing-version")? != id {
+            return None;
+        }
+        let phase = match field("pushing-phase")? {
+            Reply::Bulk(b) | Reply::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+            _ => return None,
+        };
+        Some(ServerView {
+            phase,
+            records: int("pushing-records").unwrap_or(0),
+            bytes: int("pushing-bytes").unwrap_or(0),
+            written: int("pushing-written-records").unwrap_or(0),
+        })
+    }
+
+    /// Tells `reporter` what the server is doing.
+    fn report(&self, reporter: &mut Reporter, at: Instant) {
+        let Some((phase, step)) = Phase::of_server(&self.phase) else {
+            reporter.tick(at);
+            return;
+        };
+        let added = Figures {
+            records: self.records,
+            bytes: self.bytes,
+            done: 0,
+            total: None,
+        };
+        let figs = match phase {
+            Phase::Write => Figures {
+                done: self.written,
+                total: Some(self.records),
+                ..added
+            },
+            _ => added,
+        };
+        reporter.enter(phase, figs, None, at);
+        reporter.update(figs, step, at);
+    }
+}
+
+/// Runs `commit` while a second thread looks at the server's phase with `look` every
+/// [`POLL_EVERY`] and tells `reporter`.
+fn watch_commit<T>(
+    reporter: &mut Reporter,
+    mut look: impl FnMut() -> Option<ServerView> + Send,
+    commit: impl FnOnce() -> T,
+) -> T {
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        let watcher = scope.spawn(move || loop {
+            let view = look();
+            let now = Instant::now();
+            match view {
+                Some(v) => v.report(reporter, now),
+                None => reporter.tick(now),
+            }
+            match done_rx.recv_timeout(POLL_EVERY) {
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                _ => return,
+            }
+        });
+        let r = commit();
+        drop(done_tx);
+        // A watcher that panicked only loses the progress.
+        let _ = watcher.join();
+        r
+    })
+}
+
+/// A second connection to the server that looks at push `id` of `store` with STORE
+/// DESCRIBE; an error if the server does not show the push's phase there (cluster mode, a
+/// server before this client, a user without `store|describe`).
+fn server_looker(
+    target: &Target,
+    store: &str,
+    id: u64,
+) -> Result<impl FnMut() -> Option<ServerView> + Send, BackendError> {
+    let mut conn = match target.open()? {
+        Backend::Remote(r) => r,
+        Backend::Local(_) => return Err(BackendError::Usage("not a server".into())),
+    };
+    conn.set_read_timeout(POLL_TIMEOUT)?;
+    let first = conn.call(&[b"STORE".as_slice(), b"DESCRIBE", store.as_bytes()])?;
+    if ServerView::from_describe(&first, id).is_none() {
+        return Err(BackendError::Store(
+            "STORE DESCRIBE does not show them".into(),
+        ));
+    }
+    let store = store.to_string();
+    let mut broken = false;
+    Ok(move || {
+        if broken {
+            return None;
+        }
+        match conn.call(&[b"STORE".as_slice(), b"DESCRIBE", store.as_bytes()]) {
+            Ok(r) => ServerView::from_describe(&r, id),
+            Err(_) => {
+                // A timed-out reply would arrive as the answer to the next look.
+                broken = true;
+                None
+            }
+        }
+    })
 }
 
 /// Runs the push.
@@ -224,15 +387,8 @@ pub fn run(args: Args) -> Result<(), BackendError> {
     for p in &files {
         total += open_input(p, &spec)?.total_bytes();
     }
-    // Directories and patterns: say what they came to.
     if files.is_empty() {
         note!("the inputs hold no data file\n");
-    } else if files.len() != args.input.len() {
-        note!(
-            "reading {} files ({:.1} MB)\n",
-            files.len(),
-            total as f64 / 1e6
-        );
     }
     // SAFETY: installing a handler that only touches atomics.
     unsafe {
@@ -270,15 +426,32 @@ pub fn run(args: Args) -> Result<(), BackendError> {
             }
         }
     };
-    let draw = !args.no_progress && std::io::stderr().is_terminal();
-    let mut progress = Progress::new(total, draw);
+    let mode = progress_mode(&args);
+    let quiet = mode == Mode::Off;
+    let reporter = Reporter::new(mode, Box::new(std::io::stderr()), POLL_EVERY, started);
+    let mut progress = Progress {
+        records: 0,
+        bytes: 0,
+        done_input: 0,
+        total_input: total,
+        reporter,
+    };
+    let detail = format!(
+        "{} {}, {}",
+        files.len(),
+        if files.len() == 1 { "file" } else { "files" },
+        push_progress::size(total as f64)
+    );
+    progress
+        .reporter
+        .enter(Phase::Read, progress.figures(0), Some(detail), started);
     let inputs = Inputs {
         files: &files,
         spec: &spec,
     };
     let loaded = load(&mut backend, id, inputs, &mut progress, args.batch.max(1));
-    progress.clear();
     if let Err(e) = loaded {
+        progress.reporter.abandon(Instant::now());
         abort(&mut backend, id);
         if let Backend::Local(l) = backend {
             let _ = l.close();
@@ -289,42 +462,81 @@ pub fn run(args: Args) -> Result<(), BackendError> {
             e
         });
     }
-    let read_secs = started.elapsed().as_secs_f64();
-    note!(
-        "read {} records ({:.1} MB) in {:.1} s; sorting, writing and swapping...\n",
-        progress.records,
-        progress.bytes as f64 / 1e6,
-        read_secs
-    );
+    progress.tick(0);
     let committing = match backend {
         Backend::Local(_) => COMMITTING_HERE,
         Backend::Remote(_) => COMMITTING_ON_SERVER,
     };
     COMMIT.store(committing, Ordering::SeqCst);
-    let report = match &mut backend {
+    let added = progress.added();
+    let reporter = &mut progress.reporter;
+    let committed: Result<(String, Vec<(Phase, Duration)>), BackendError> = match &mut backend {
         Backend::Local(l) => {
-            let r = l.push_commit(id);
-            match r {
-                Ok(r) => format!(
+            reporter.enter(Phase::Sort, added, None, Instant::now());
+            let keyspace = l.keyspace();
+            let look = || {
+                keyspace
+                    .push_statuses()
+                    .iter()
+                    .find(|s| s.id == id)
+                    .map(ServerView::from_status)
+            };
+            let local: &Local = l;
+            watch_commit(reporter, look, || local.push_commit(id)).map(|r| {
+                let exact = commit_phases(r.phases.iter().map(|&(n, d)| (n, d)));
+                let text = format!(
                     "store: {}\nversion: {}\nrecords: {}\nbytes: {}\nfiles: {}\nfile-bytes: {}\nruns-spilled: {}\nduplicates-dropped: {}\nreplayed: {}",
                     r.store, r.version, r.records, r.bytes, r.files, r.file_bytes, r.runs_spilled,
                     r.duplicates_dropped, r.replayed
-                ),
-                Err(e) => {
-                    if let Backend::Local(l) = backend {
-                        let _ = l.close();
-                    }
-                    return Err(e);
-                }
-            }
+                );
+                let steps: String = r
+                    .phases
+                    .iter()
+                    .map(|(n, d)| format!("\n{n}-ms: {}", d.as_millis()))
+                    .collect();
+                (text + &steps, exact)
+            })
         }
         Backend::Remote(r) => {
-            render(&r.call(&[b"PUSH".as_slice(), b"COMMIT", id.to_string().as_bytes()])?)
+            // The server shows its phases in STORE DESCRIBE (not in cluster mode, nor
+            // before this version): without them the commit is one phase.
+            let mut looker = None;
+            let mut detail = None;
+            if !quiet {
+                match server_looker(&args.target, &args.store, id) {
+                    Ok(look) => looker = Some(look),
+                    Err(e) => detail = Some(format!("the server's phases are not shown: {e}")),
+                }
+            }
+            let phase = if looker.is_some() {
+                Phase::Sort
+            } else {
+                Phase::Commit
+            };
+            reporter.enter(phase, added, detail, Instant::now());
+            let look = move || looker.as_mut().and_then(|l| l());
+            let id_arg = id.to_string();
+            let req = [b"PUSH".as_slice(), b"COMMIT", id_arg.as_bytes()];
+            watch_commit(reporter, look, || r.call(&req)).map(|reply| {
+                let exact = commit_phases(reply_phases(&reply));
+                (render(&reply), exact)
+            })
+        }
+    };
+    let (report, exact) = match committed {
+        Ok(c) => c,
+        Err(e) => {
+            progress.reporter.abandon(Instant::now());
+            if let Backend::Local(l) = backend {
+                let _ = l.close();
+            }
+            return Err(e);
         }
     };
     if let Backend::Local(l) = backend {
         l.close()?;
     }
+    progress.reporter.finish(added, &exact, Instant::now());
     let secs = started.elapsed().as_secs_f64().max(1e-6);
     say!("{report}");
     say!(
@@ -334,6 +546,30 @@ pub fn run(args: Args) -> Result<(), BackendError> {
         progress.bytes as f64 / secs / 1e6
     );
     Ok(())
+}
+
+/// The commit's steps (`sort`, `write`, `link`, `replay`, `cleanup`) as the client's phases.
+fn commit_phases<'a>(steps: impl Iterator<Item = (&'a str, Duration)>) -> Vec<(Phase, Duration)> {
+    steps
+        .filter_map(|(step, d)| Some((Phase::of_commit_step(step)?, d)))
+        .collect()
+}
+
+/// PUSH COMMIT's `<step>-ms` fields.
+fn reply_phases(r: &Reply) -> impl Iterator<Item = (&str, Duration)> {
+    let pairs: &[(Reply, Reply)] = match r {
+        Reply::Map(p) => p,
+        _ => &[],
+    };
+    pairs.iter().filter_map(|(k, v)| {
+        let (Reply::Bulk(k) | Reply::Simple(k), Reply::Integer(ms)) = (k, v) else {
+            return None;
+        };
+        let step = std::str::from_utf8(k).ok()?.strip_suffix("-ms")?;
+        // `elapsed-ms` is the whole push, not a step.
+        Phase::of_commit_step(step)?;
+        Some((step, Duration::from_millis(u64::try_from(*ms).ok()?)))
+    })
 }
 
 fn abort(backend: &mut Backend, id: u64) {

@@ -408,6 +408,36 @@ fn a_push_is_named_by_its_version_and_belongs_to_its_connection() {
     srv.shutdown().unwrap();
 }
 
+/// What `rialto push --server` follows from a second connection while it waits for the
+/// commit: STORE DESCRIBE shows the push's phase and figures, and the COMMIT reply gives each
+/// step's time.
+#[test]
+fn describe_shows_a_push_in_progress_and_commit_reports_its_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut owner = common::client(srv.addr);
+    let mut other = common::client(srv.addr);
+    cmd(&mut owner, &["STORE", "CREATE", "s"]).unwrap();
+    let d = describe(&mut other, "s");
+    assert!(!d.contains_key("pushing-phase"), "no push: {d:?}");
+    let id = int(&cmd(&mut owner, &["PUSH", "BEGIN", "s"]).unwrap()).to_string();
+    cmd(&mut owner, &["PUSH", "ADD", &id, "k1", "v1", "k22", "v22"]).unwrap();
+    let d = describe(&mut other, "s");
+    assert_eq!(d["pushing-phase"], Value::BulkString(b"adding".to_vec()));
+    assert_eq!(int(&d["pushing-records"]), 2);
+    assert_eq!(int(&d["pushing-bytes"]), 10);
+    assert_eq!(int(&d["pushing-written-records"]), 0);
+    assert!(int(&d["pushing-elapsed-ms"]) >= 0);
+    let r = map(cmd(&mut owner, &["PUSH", "COMMIT", &id]).unwrap());
+    for step in ["sort", "write", "link", "replay", "cleanup"] {
+        assert!(int(&r[&format!("{step}-ms")]) >= 0, "{step}: {r:?}");
+    }
+    let d = describe(&mut other, "s");
+    assert_eq!(d["pushing-version"], Value::Nil);
+    assert!(!d.contains_key("pushing-phase"), "{d:?}");
+    srv.shutdown().unwrap();
+}
+
 /// What `rialto push --server` says when interrupted during its commit: the server finishes
 /// the commit without the client. A connection that sends COMMIT and goes away still gets
 /// the new version swapped in.

@@ -221,7 +221,7 @@ fn commit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             ]));
         }
         let r = sh.keyspace.push_commit(id, caller)?;
-        Ok(Reply::Map(vec![
+        let mut out = vec![
             (Reply::bulk("store"), Reply::bulk(r.store)),
             (Reply::bulk("version"), Reply::Integer(i64::from(r.version))),
             (Reply::bulk("records"), n(r.records)),
@@ -232,7 +232,13 @@ fn commit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             (Reply::bulk("duplicates-dropped"), n(r.duplicates_dropped)),
             (Reply::bulk("replayed"), n(r.replayed)),
             (Reply::bulk("elapsed-ms"), n(r.elapsed.as_millis() as u64)),
-        ]))
+        ];
+        // The commit's phases in order (`sort-ms`, `write-ms`, `link-ms`, `replay-ms`,
+        // `cleanup-ms`): what `rialto push` reports each server phase took.
+        for (name, d) in &r.phases {
+            out.push((Reply::bulk(format!("{name}-ms")), n(d.as_millis() as u64)));
+        }
+        Ok(Reply::Map(out))
     })
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rialto_resp::Reply;
 
-use rialto_keyspace::{StoreError, StoreMeta, VersionInfo};
+use rialto_keyspace::{PushStatus, StoreError, StoreMeta, VersionInfo};
 
 use super::util::is;
 use super::{Ctx, Handler, Outcome};
@@ -43,7 +43,7 @@ const STORE_DESCRIBE: CommandSpec = cmd("store|describe", 3, &["loading", "stale
         doc(
             "rialto",
             "0.1.0",
-            "Returns a store's prefix, versions and push in progress.",
+            "Returns a store's prefix, versions and push in progress, with the push's phase and how far it is.",
             "O(1)",
         )
         .args(&[arg("name", Str)]),
@@ -144,9 +144,18 @@ fn describe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 .unwrap_or_else(|| error(&StoreError::NoSuchStore(name))),
         );
     }
-    let cat = ctx.shared.keyspace.catalog();
+    let ks = &ctx.shared.keyspace;
+    let cat = ks.catalog();
     Outcome::Reply(match cat.get(&name) {
-        Some(s) => describe(s),
+        Some(s) => {
+            // Matched by version: a push's id is the version it loads.
+            let live = s.pushing.and_then(|p| {
+                ks.push_statuses()
+                    .into_iter()
+                    .find(|st| st.id == u64::from(p.version) && st.store == s.name)
+            });
+            describe_with_push(s, live.as_ref())
+        }
         None => error(&StoreError::NoSuchStore(name)),
     })
 }
@@ -273,6 +282,20 @@ fn create_options(name: &str, opts: &[Bytes]) -> Result<(Vec<u8>, u64), Reply> {
     Ok((prefix, rewind_ms))
 }
 
+/// The `pushing-phase`, `-records`, `-bytes`, `-written-records` and `-elapsed-ms` fields:
+/// what `rialto push` polls to show the server's phases while it waits for PUSH COMMIT.
+fn push_progress(st: &PushStatus, out: &mut Vec<(Reply, Reply)>) {
+    let num = |n: u64| Reply::Integer(n.min(i64::MAX as u64) as i64);
+    out.push((Reply::bulk("pushing-phase"), Reply::bulk(st.phase.name())));
+    out.push((Reply::bulk("pushing-records"), num(st.records)));
+    out.push((Reply::bulk("pushing-bytes"), num(st.bytes)));
+    out.push((Reply::bulk("pushing-written-records"), num(st.written)));
+    out.push((
+        Reply::bulk("pushing-elapsed-ms"),
+        num(st.elapsed.as_millis().min(u128::from(u64::MAX)) as u64),
+    ));
+}
+
 fn version(prefix: &str, v: &VersionInfo, out: &mut Vec<(Reply, Reply)>) {
     let num = |n: u64| Reply::Integer(n.min(i64::MAX as u64) as i64);
     if v.number == 0 {
@@ -291,8 +314,15 @@ fn version(prefix: &str, v: &VersionInfo, out: &mut Vec<(Reply, Reply)>) {
     ));
 }
 
-/// A store as STORE DESCRIBE reports it (a map; a flat array in RESP2).
+/// A store as STORE DESCRIBE reports it (a map; a flat array in RESP2), without the progress
+/// of its push (see [`describe_with_push`]).
 pub fn describe(s: &StoreMeta) -> Reply {
+    describe_with_push(s, None)
+}
+
+/// [`describe`] with the progress of the push in progress, `live`, as the push registry
+/// has it (`None`: not registered, as at a start after a crash, or not known here).
+pub fn describe_with_push(s: &StoreMeta, live: Option<&PushStatus>) -> Reply {
     let mut out = vec![
         (Reply::bulk("name"), Reply::bulk(s.name.as_bytes())),
         (Reply::bulk("prefix"), Reply::bulk(&s.prefix)),
@@ -313,9 +343,90 @@ pub fn describe(s: &StoreMeta) -> Reply {
                 Reply::bulk("pushing-started-ms"),
                 Reply::Integer(p.started_ms),
             ));
+            if let Some(st) = live {
+                push_progress(st, &mut out);
+            }
         }
         None => out.push((Reply::bulk("pushing-version"), Reply::Null)),
     }
     out.push((Reply::bulk("created-ms"), Reply::Integer(s.created_ms)));
     Reply::Map(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use rialto_keyspace::{PushPhase, Pushing};
+
+    use super::*;
+
+    fn meta(pushing: Option<u32>) -> StoreMeta {
+        let v = |number| VersionInfo {
+            number,
+            records: 10,
+            bytes: 100,
+            created_ms: 5,
+        };
+        StoreMeta {
+            name: "s".into(),
+            id: 1,
+            prefix: b"s:".to_vec(),
+            current: v(2),
+            previous: v(1),
+            next_version: 4,
+            rewind_ms: 0,
+            pushing: pushing.map(|version| Pushing {
+                version,
+                started_ms: 7,
+            }),
+            created_ms: 1,
+        }
+    }
+
+    fn field<'a>(r: &'a Reply, name: &str) -> Option<&'a Reply> {
+        let Reply::Map(pairs) = r else {
+            panic!("not a map: {r:?}")
+        };
+        pairs
+            .iter()
+            .find(|(k, _)| *k == Reply::bulk(name))
+            .map(|(_, v)| v)
+    }
+
+    #[test]
+    fn describe_shows_the_phase_and_figures_of_a_registered_push() {
+        let st = PushStatus {
+            id: 3,
+            store: "s".into(),
+            owner: Some(9),
+            phase: PushPhase::Writing,
+            records: 200,
+            bytes: 2000,
+            written: 50,
+            elapsed: Duration::from_millis(1500),
+        };
+        let r = describe_with_push(&meta(Some(3)), Some(&st));
+        assert_eq!(field(&r, "pushing-version"), Some(&Reply::Integer(3)));
+        assert_eq!(field(&r, "pushing-phase"), Some(&Reply::bulk("writing")));
+        assert_eq!(field(&r, "pushing-records"), Some(&Reply::Integer(200)));
+        assert_eq!(field(&r, "pushing-bytes"), Some(&Reply::Integer(2000)));
+        let written = field(&r, "pushing-written-records");
+        assert_eq!(written, Some(&Reply::Integer(50)));
+        let elapsed = field(&r, "pushing-elapsed-ms");
+        assert_eq!(elapsed, Some(&Reply::Integer(1500)));
+        // Still the last field, as before these were added.
+        let Reply::Map(pairs) = &r else {
+            unreachable!()
+        };
+        assert_eq!(pairs.last().map(|p| &p.0), Some(&Reply::bulk("created-ms")));
+
+        // Not registered (a start after a crash) or no push: no progress fields.
+        let r = describe_with_push(&meta(Some(3)), None);
+        assert!(field(&r, "pushing-version").is_some());
+        assert!(field(&r, "pushing-phase").is_none());
+        let r = describe(&meta(None));
+        assert_eq!(field(&r, "pushing-version"), Some(&Reply::Null));
+        assert!(field(&r, "pushing-phase").is_none());
+    }
 }
