@@ -719,3 +719,38 @@ fn after_a_swap_the_row_cache_warms_the_new_version_not_the_old_one() {
     );
     srv.shutdown().unwrap();
 }
+
+#[test]
+fn info_shows_stores_their_versions_and_push_totals_and_dbsize_counts_the_served_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    cmd(&mut c, &["STORE", "CREATE", "f,x", "PREFIX", "f:"]).unwrap_err();
+    cmd(&mut c, &["STORE", "CREATE", "feat", "PREFIX", "f=\x01"]).unwrap();
+    let _: () = c.set("plain", "x").unwrap();
+    push(&mut c, "feat", &dataset(300, "a"));
+    push(&mut c, "feat", &dataset(200, "b"));
+    let info: String = redis::cmd("INFO")
+        .arg("rialto_stores")
+        .query(&mut c)
+        .unwrap();
+    let lines: Vec<&str> = info.lines().collect();
+    assert_eq!(lines[0], "# Rialto_stores");
+    assert!(lines.contains(&"stores:1"), "{info}");
+    assert!(lines.contains(&"pushes_begun:2"), "{info}");
+    assert!(lines.contains(&"pushes_committed:2"), "{info}");
+    assert!(lines.contains(&"pushes_in_progress:0"), "{info}");
+    // The prefix's separator and control bytes are escaped.
+    assert!(
+        lines.contains(&"store_feat:id=1,prefix=f\\x3d\\x01,current_version=3,current_records=200,current_bytes=3290,previous_version=2,pushing_version=0"),
+        "{info}"
+    );
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 201);
+    cmd(&mut c, &["STORE", "ROLLBACK", "feat"]).unwrap();
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 301);
+    // Plain INFO includes the section.
+    let all: String = redis::cmd("INFO").query(&mut c).unwrap();
+    assert!(all.contains("# Rialto_stores"));
+}

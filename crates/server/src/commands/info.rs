@@ -51,6 +51,7 @@ const ALL: &[&str] = &[
     "rialto_triad",
     "rialto_merger",
     "rialto_io",
+    "rialto_stores",
 ];
 /// Sections only `INFO all` / `INFO everything` (or their own name) shows.
 const EXTRA: &[&str] = &["commandstats"];
@@ -278,6 +279,7 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
                 );
             }
         }
+        "rialto_stores" => render_stores(sh, o),
         "rialto_engine" => {
             let s = sh.keyspace.engine_stats();
             let _ = write!(
@@ -396,4 +398,64 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
         }
         _ => {}
     }
+}
+
+/// `# Rialto_stores`: push totals, each store's versions (as partition 0 serves them in cluster
+/// mode) and each push in progress with its phase and figures.
+fn render_stores(sh: &crate::server::Shared, o: &mut String) {
+    let counts = sh.keyspace.push_counts();
+    let catalog = sh.keyspace.catalog();
+    let pushes = sh.keyspace.push_statuses();
+    let _ = write!(
+        o,
+        "# Rialto_stores\r\nstores:{}\r\npushes_begun:{}\r\npushes_committed:{}\r\npushes_aborted:{}\r\npushes_refused:{}\r\npushes_in_progress:{}\r\n",
+        catalog.iter().count(),
+        counts.begun,
+        counts.committed,
+        counts.aborted,
+        counts.refused,
+        pushes.len(),
+    );
+    for m in catalog.iter() {
+        let _ = write!(
+            o,
+            "store_{}:id={},prefix={},current_version={},current_records={},current_bytes={},previous_version={},pushing_version={}\r\n",
+            info_safe(m.name.as_bytes()),
+            m.id,
+            info_safe(&m.prefix),
+            m.current.number,
+            m.current.records,
+            m.current.bytes,
+            m.previous.number,
+            m.pushing.map_or(0, |p| p.version),
+        );
+    }
+    for p in &pushes {
+        let _ = write!(
+            o,
+            "push_{}:store={},phase={},records={},bytes={},written_records={},progress={:.4},elapsed_ms={}\r\n",
+            p.id,
+            info_safe(p.store.as_bytes()),
+            p.phase.name(),
+            p.records,
+            p.bytes,
+            p.written,
+            p.progress_ratio(),
+            p.elapsed.as_millis(),
+        );
+    }
+}
+
+/// Bytes shown in an INFO line: printable ASCII but the separators `,`, `:` and `=` as is,
+/// anything else as `\xNN`.
+fn info_safe(b: &[u8]) -> String {
+    let mut out = String::with_capacity(b.len());
+    for &c in b {
+        if c.is_ascii_graphic() && !matches!(c, b',' | b':' | b'=' | b'\\') {
+            out.push(c as char);
+        } else {
+            let _ = write!(out, "\\x{c:02x}");
+        }
+    }
+    out
 }
