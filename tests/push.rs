@@ -539,6 +539,48 @@ fn store_rollback_goes_back_once_to_the_version_named() {
     assert!(line.contains("keeps no version older"), "{line}");
 }
 
+#[test]
+fn store_create_and_config_set_a_store_compression() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    let out = ok(&["store", "--dir", db, "create", "s", "--compression", "zstd"]);
+    assert!(out.contains("compression: zstd"), "{out}");
+    let out = ok(&["store", "--dir", db, "create", "t"]);
+    assert!(out.contains("compression: none"), "{out}");
+    let csv = dir.path().join("a.csv");
+    write_csv(&csv, 100, "a");
+    ok(&push_args(
+        "--dir",
+        db,
+        "s",
+        csv.to_str().unwrap(),
+        &ID_SCORE,
+    ));
+    let out = ok(&["store", "--dir", db, "config", "s", "--compression", "lz4"]);
+    assert!(
+        out.contains("compression: lz4") && out.contains("current-version: 2"),
+        "{out}"
+    );
+    let (code, line) = fails(&["store", "--dir", db, "config", "s"]);
+    assert_eq!(code, 2);
+    assert!(line.contains("--compression"), "{line}");
+    let out = rialto(&[
+        "store",
+        "--dir",
+        db,
+        "create",
+        "u",
+        "--compression",
+        "snappy",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not none, lz4 or zstd"),
+        "{out:?}"
+    );
+}
+
 /// The README's pushing user, taken from the README itself: its ACL is enough to push,
 /// describe and roll back through a server, and an application user is refused.
 #[test]

@@ -1,9 +1,19 @@
-//! `rialto store create|describe|list|delete|rollback`: manages stores on a running server
-//! (`--server`) or in a database directory (`--dir`).
+//! `rialto store create|config|describe|list|delete|rollback`: manages stores on a running
+//! server (`--server`) or in a database directory (`--dir`).
 
+use rialto_keyspace::{Compression, StoreSettings};
 use rialto_resp::Reply;
 
 use super::stores_backend::{render, Backend, BackendError, Target};
+
+fn parse_codec(s: &str) -> Result<Compression, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "none" => Ok(Compression::None),
+        "lz4" => Ok(Compression::Lz4),
+        "zstd" => Ok(Compression::Zstd),
+        _ => Err(format!("'{s}' is not none, lz4 or zstd")),
+    }
+}
 
 /// Arguments of `rialto store`.
 #[derive(Debug, clap::Args)]
@@ -26,6 +36,18 @@ pub enum Action {
         /// How far before a push's start streamed writes are replayed onto it, in seconds.
         #[arg(long, default_value_t = 0)]
         rewind: u64,
+        /// Block compression of the tables written for its versions: none, lz4 or zstd
+        /// (default: the server's `compression`; with --dir, none).
+        #[arg(long, value_parser = parse_codec)]
+        compression: Option<Compression>,
+    },
+    /// Change a store's settings; a new compression applies to the tables written after the
+    /// change (pushes begun after it, flushes and compactions).
+    Config {
+        name: String,
+        /// Block compression: none, lz4 or zstd.
+        #[arg(long, value_parser = parse_codec)]
+        compression: Option<Compression>,
     },
     /// Show a store's prefix, versions and push in progress (times in RFC 3339, UTC).
     Describe { name: String },
@@ -55,12 +77,27 @@ pub fn run(args: Args) -> Result<(), BackendError> {
                     name,
                     prefix,
                     rewind,
+                    compression,
                 } => {
                     req.extend([b"CREATE".to_vec(), name.clone().into_bytes()]);
                     if let Some(p) = prefix {
                         req.extend([b"PREFIX".to_vec(), p.clone().into_bytes()]);
                     }
                     req.extend([b"REWIND".to_vec(), rewind.to_string().into_bytes()]);
+                    if let Some(c) = compression {
+                        req.extend([b"COMPRESSION".to_vec(), c.name().as_bytes().to_vec()]);
+                    }
+                }
+                Action::Config { name, compression } => {
+                    req.extend([b"CONFIG".to_vec(), name.clone().into_bytes()]);
+                    if let Some(c) = compression {
+                        req.extend([b"COMPRESSION".to_vec(), c.name().as_bytes().to_vec()]);
+                    }
+                    if req.len() == 3 {
+                        return Err(BackendError::Usage(
+                            "store config: name a setting to change (--compression)".into(),
+                        ));
+                    }
                 }
                 Action::Describe { name } => {
                     req.extend([b"DESCRIBE".to_vec(), name.clone().into_bytes()])
@@ -91,10 +128,26 @@ pub fn run(args: Args) -> Result<(), BackendError> {
                     name,
                     prefix,
                     rewind,
+                    compression,
                 } => {
                     let p = prefix.clone().unwrap_or_else(|| format!("{name}:"));
-                    l.create(name, p.as_bytes(), rewind.saturating_mul(1000))
+                    let settings = StoreSettings {
+                        compression: *compression,
+                    };
+                    l.create(name, p.as_bytes(), rewind.saturating_mul(1000), settings)
                         .and_then(|()| describe(name))
+                }
+                Action::Config { name, compression } => {
+                    let settings = StoreSettings {
+                        compression: *compression,
+                    };
+                    if settings.is_empty() {
+                        Err(BackendError::Usage(
+                            "store config: name a setting to change (--compression)".into(),
+                        ))
+                    } else {
+                        l.configure(name, settings).and_then(|()| describe(name))
+                    }
                 }
                 Action::Describe { name } => describe(name),
                 Action::List => Ok(render(&Reply::Array(

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use rialto_io::{Clock, SystemClock};
-use rialto_keyspace::{DuplicatePolicy, Keyspace, PushGuard, PushReport, StoreError};
+use rialto_keyspace::{
+    DuplicatePolicy, Keyspace, PushGuard, PushReport, StoreError, StoreSettings,
+};
 use rialto_resp::{Reply, ReplyDecoder, ReplyLimits};
 use rialto_server::Config;
 
@@ -187,9 +189,22 @@ impl Local {
         Ok(self.keyspace.push_abort(id, None)?)
     }
 
-    /// Creates a store.
-    pub fn create(&self, name: &str, prefix: &[u8], rewind_ms: u64) -> Result<(), BackendError> {
-        self.keyspace.create_store(name, prefix, rewind_ms)?;
+    /// Creates a store; a setting left out takes its default.
+    pub fn create(
+        &self,
+        name: &str,
+        prefix: &[u8],
+        rewind_ms: u64,
+        settings: StoreSettings,
+    ) -> Result<(), BackendError> {
+        self.keyspace
+            .create_store_with(name, prefix, rewind_ms, settings)?;
+        Ok(())
+    }
+
+    /// Changes a store's settings.
+    pub fn configure(&self, name: &str, settings: StoreSettings) -> Result<(), BackendError> {
+        self.keyspace.configure_store(name, settings)?;
         Ok(())
     }
 

@@ -22,7 +22,7 @@ use rialto_cluster::kafka::Delivery;
 use rialto_cluster::versions::{self, Tally};
 use rialto_cluster::{slot, WriteError};
 use rialto_keyspace::{
-    Keyspace, Op, OpKind, PartStoreOp, PushGuard, PushRefusal, StoreError, StoreMeta,
+    Keyspace, Op, OpKind, PartStoreOp, PushGuard, PushRefusal, StoreError, StoreMeta, StoreSettings,
 };
 use tracing::{info, warn};
 
@@ -189,8 +189,15 @@ fn not_converged(what: &str) -> StoreError {
     ))
 }
 
-/// STORE CREATE in cluster mode.
-pub fn create(c: &Cluster, ks: &Keyspace, name: &str, prefix: &[u8]) -> Result<(), StoreError> {
+/// STORE CREATE in cluster mode; `settings` as every node is to apply them (the server's
+/// defaults already filled in by the caller).
+pub fn create(
+    c: &Cluster,
+    ks: &Keyspace,
+    name: &str,
+    prefix: &[u8],
+    settings: StoreSettings,
+) -> Result<(), StoreError> {
     if !rialto_keyspace::valid_store_name(name.as_bytes()) {
         return Err(StoreError::InvalidName(name.to_string()));
     }
@@ -204,6 +211,7 @@ pub fn create(c: &Cluster, ks: &Keyspace, name: &str, prefix: &[u8]) -> Result<(
     let change = Change::Create {
         prefix: prefix.to_vec(),
         created_ms,
+        settings: non_default(settings),
     };
     let (id, _) = request(c, name, change)?;
     info!(store = name, id, "store created");
@@ -213,6 +221,45 @@ pub fn create(c: &Cluster, ks: &Keyspace, name: &str, prefix: &[u8]) -> Result<(
     }) || !masters_caught_up(c, timeout)
     {
         return Err(not_converged("the store's creation"));
+    }
+    Ok(())
+}
+
+/// `settings` without the fields that hold their defaults: a record without them is laid out
+/// as before settings existed, so nodes that predate them still read it.
+fn non_default(settings: StoreSettings) -> StoreSettings {
+    StoreSettings {
+        compression: settings
+            .compression
+            .filter(|&c| c != rialto_keyspace::Compression::None),
+    }
+}
+
+/// The settings of catalog store `d` that partition store `l` lacks.
+fn settings_diff(d: &ClusterStore, l: &StoreMeta) -> StoreSettings {
+    StoreSettings {
+        compression: (d.compression != l.compression).then_some(d.compression),
+    }
+}
+
+/// STORE CONFIG in cluster mode: the catalog changes, then each partition follows.
+pub fn configure(
+    c: &Cluster,
+    ks: &Keyspace,
+    name: &str,
+    settings: StoreSettings,
+) -> Result<(), StoreError> {
+    let (id, _) = request(c, name, Change::Configure { settings })?;
+    info!(store = name, id, ?settings, "store configured");
+    let Some(d) = store(c, name).filter(|d| d.id == id) else {
+        return Ok(());
+    };
+    let timeout = c.node.options().write_timeout;
+    if !converge(ks, c.partitions, name, timeout, |s| {
+        s.is_some_and(|s| s.id == id && settings_diff(&d, s).is_empty())
+    }) || !masters_caught_up(c, timeout)
+    {
+        return Err(not_converged("the store's settings"));
     }
     Ok(())
 }
@@ -752,12 +799,23 @@ fn differences(cat: &CatalogState, local: &rialto_keyspace::Catalog, p: u32) -> 
                     id: d.id,
                     prefix: Bytes::copy_from_slice(&d.prefix),
                     created_ms: d.created_ms,
+                    settings: non_default(StoreSettings {
+                        compression: Some(d.compression),
+                    }),
                 });
             }
             continue;
         };
         let name = d.name.clone();
         let id = d.id;
+        let settings = settings_diff(d, l);
+        if !settings.is_empty() {
+            ops.push(PartStoreOp::Configure {
+                name: name.clone(),
+                id,
+                settings,
+            });
+        }
         let want = d.current.number;
         let pushing_here = l.pushing.map(|x| x.version);
         let push = d.pushing.as_ref().filter(|x| x.failed.is_none());
@@ -938,6 +996,7 @@ pub fn describe(c: &Cluster, ks: &Keyspace, name: &str) -> Option<rialto_resp::R
             started_ms: p.started_ms,
         }),
         created_ms: d.created_ms,
+        compression: d.compression,
     };
     let Reply::Map(mut out) = crate::commands::store::describe(&m) else {
         return None;
@@ -1022,6 +1081,7 @@ mod tests {
                 started_ms: 0,
             }),
             created_ms: 0,
+            compression: rialto_keyspace::Compression::None,
         }
     }
 
@@ -1036,6 +1096,7 @@ mod tests {
             Change::Create {
                 prefix: b"f:".to_vec(),
                 created_ms: 0,
+                settings: StoreSettings::default(),
             },
         )
     }
@@ -1061,6 +1122,7 @@ mod tests {
                 PartStoreOp::PushEnd { swap: Some(_), .. } => "swap",
                 PartStoreOp::PushEnd { swap: None, .. } => "abort",
                 PartStoreOp::Rollback { .. } => "rollback",
+                PartStoreOp::Configure { .. } => "configure",
             })
             .collect()
     }
@@ -1125,6 +1187,50 @@ mod tests {
         assert_eq!(kinds(&differences(&cat, &begun, 1)), ["abort"]);
         let cat = catalog(vec![create(), ("f", Change::Delete)]);
         assert_eq!(kinds(&differences(&cat, &made, 1)), ["delete"]);
+    }
+
+    #[test]
+    fn a_partition_follows_the_store_compression_of_the_catalog() {
+        use rialto_keyspace::Compression;
+        let zstd = StoreSettings {
+            compression: Some(Compression::Zstd),
+        };
+        let empty = Catalog::partitioned(2);
+        let cat = catalog(vec![(
+            "f",
+            Change::Create {
+                prefix: b"f:".to_vec(),
+                created_ms: 0,
+                settings: zstd,
+            },
+        )]);
+        let ops = differences(&cat, &empty, 0);
+        assert!(
+            matches!(&ops[..], [PartStoreOp::Create { settings, .. }] if *settings == zstd),
+            "{ops:?}"
+        );
+        // A partition created without it (before a change) is configured.
+        let made = empty.with_in(0, meta(1, 0, None, 2));
+        let ops = differences(&cat, &made, 0);
+        assert!(
+            matches!(&ops[..], [PartStoreOp::Configure { settings, .. }] if *settings == zstd),
+            "{ops:?}"
+        );
+        let configured = empty.with_in(
+            0,
+            StoreMeta {
+                compression: Compression::Zstd,
+                ..meta(1, 0, None, 2)
+            },
+        );
+        assert!(differences(&cat, &configured, 0).is_empty());
+        // The default compression travels as no setting at all.
+        let cat = catalog(vec![create()]);
+        let ops = differences(&cat, &empty, 0);
+        assert!(
+            matches!(&ops[..], [PartStoreOp::Create { settings, .. }] if settings.is_empty()),
+            "{ops:?}"
+        );
     }
 
     #[test]

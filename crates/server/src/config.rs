@@ -59,6 +59,9 @@ pub struct Config {
     pub row_cache_warm: bool,
     pub idle_compaction: Duration,
     pub write_buffer_size: usize,
+    /// `compression`: the codec of the tables flushes and compactions write, and a new
+    /// store's default.
+    pub compression: rialto_lsm::Compression,
     pub triad: TriadMode,
     pub merger_max_wait: Duration,
     pub merger_max_group_bytes: usize,
@@ -160,6 +163,7 @@ impl Default for Config {
             row_cache_warm: true,
             idle_compaction: Duration::from_secs(1),
             write_buffer_size: 64 << 20,
+            compression: rialto_lsm::Compression::None,
             triad: TriadMode::Adaptive,
             merger_max_wait: Duration::from_micros(100),
             merger_max_group_bytes: 4 << 20,
@@ -476,6 +480,9 @@ pub static KEYS: &[Key] = &[
         |c, v| c.idle_compaction = Duration::from_millis(parse_num(v)?), |c| c.idle_compaction.as_millis().to_string()),
     key!("write-buffer-size", false, "Memtable size before it is flushed to a table (default 64mb): larger absorbs more overwrites and makes recovery replay longer.",
         |c, v| c.write_buffer_size = parse_size(v)?.max(1 << 20), |c| c.write_buffer_size.to_string()),
+    key!("compression", true, "Block compression of the tables the engine writes from streamed writes (flushes and compactions): none (default), lz4 or zstd (level 3). lz4 about halves typical data for little CPU; zstd makes it smaller still and costs more CPU on every table write and on every block a read loads from disk (blocks in the block cache are kept decompressed). It is also the default of STORE CREATE's COMPRESSION; each store keeps its own, used for its pushed versions and its streamed writes (STORE CONFIG changes it). CONFIG SET applies to tables written after it; tables already written keep their codec until a compaction rewrites them.",
+        |c, v| c.compression = rialto_lsm::Compression::parse(v.trim()).ok_or_else(|| format!("'{v}' is not none, lz4 or zstd"))?,
+        |c| c.compression.name().into()),
     key!("triad", false, "TRIAD techniques of the storage engine (default adaptive): off, mem (hot keys stay in memory at flushes), disk (L0 compaction deferred while L0 and L1 share few keys), log (a flush indexes the WAL segment instead of copying its values), on (all three), adaptive (all three, switched and tuned at run time by a workload characterizer over windows of 10,000 operations). The techniques save flush and compaction work on skewed and write-heavy workloads; off is the classic leveled LSM.",
         |c, v| c.triad = TriadMode::parse(v).ok_or_else(|| format!("'{v}' is not one of off, mem, disk, log, on, adaptive"))?, |c| c.triad.name().to_string()),
     key!("merger-max-wait-us", false, "Longest a journal sync waits for more writes to join it, in microseconds (default 100).",
@@ -738,6 +745,23 @@ mod tests {
         assert!(parse_size("1tb").is_err());
         assert!(parse_size("-1").is_err());
         assert!(parse_size("99999999999999999999gb").is_err());
+    }
+
+    #[test]
+    fn compression_takes_a_codec_and_changes_at_run_time() {
+        use rialto_lsm::Compression;
+        let mut c = Config::default();
+        assert_eq!(c.get("compression").as_deref(), Some("none"));
+        for (v, want) in [("lz4", Compression::Lz4), ("ZSTD", Compression::Zstd)] {
+            c.set("compression", v).unwrap();
+            assert_eq!(c.compression, want);
+        }
+        assert_eq!(c.get("compression").as_deref(), Some("zstd"));
+        assert!(c.set("compression", "snappy").is_err());
+        assert_eq!(c.compression, Compression::Zstd);
+        assert!(key("compression").expect("key").mutable);
+        c.apply_toml("t.toml", "compression = \"lz4\"").unwrap();
+        assert_eq!(c.compression, Compression::Lz4);
     }
 
     #[test]

@@ -442,6 +442,7 @@ mod tests {
                 started_ms: 7,
             }),
             created_ms: 1,
+            compression: rialto_keyspace::Compression::None,
         }
     }
 

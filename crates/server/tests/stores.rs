@@ -689,3 +689,89 @@ fn after_a_swap_the_row_cache_warms_the_new_version_not_the_old_one() {
     );
     srv.shutdown().unwrap();
 }
+
+/// A store's compression: the server's `compression` by default, named at creation, changed
+/// by STORE CONFIG for later pushes, shown by STORE DESCRIBE and kept across a restart.
+#[test]
+fn a_store_compression_is_chosen_at_creation_changed_by_store_config_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let codec = |c: &mut Connection, store: &str| match &describe(c, store)["compression"] {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        other => panic!("compression {other:?}"),
+    };
+    let get_config = |c: &mut Connection| -> String {
+        let v: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("compression")
+            .query(c)
+            .unwrap();
+        v[1].clone()
+    };
+    assert_eq!(get_config(&mut c), "none");
+    cmd(&mut c, &["STORE", "CREATE", "plain"]).unwrap();
+    assert_eq!(codec(&mut c, "plain"), "none");
+    cmd(&mut c, &["CONFIG", "SET", "compression", "zstd"]).unwrap();
+    assert_eq!(get_config(&mut c), "zstd");
+    cmd(&mut c, &["STORE", "CREATE", "packed"]).unwrap();
+    assert_eq!(
+        codec(&mut c, "packed"),
+        "zstd",
+        "the server's codec by default"
+    );
+    let d = map(cmd(&mut c, &["STORE", "CREATE", "quick", "COMPRESSION", "LZ4"]).unwrap());
+    assert_eq!(d["compression"], Value::BulkString(b"lz4".to_vec()));
+    assert_eq!(codec(&mut c, "plain"), "none", "fixed at creation");
+
+    let e = cmd(&mut c, &["STORE", "CREATE", "x", "COMPRESSION", "snappy"]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("COMPRESSION must be none, lz4 or zstd"),
+        "{e}"
+    );
+    let e = cmd(&mut c, &["CONFIG", "SET", "compression", "snappy"]).unwrap_err();
+    assert!(e.to_string().contains("not none, lz4 or zstd"), "{e}");
+    let e = cmd(&mut c, &["STORE", "CONFIG", "quick"]).unwrap_err();
+    assert!(e.to_string().contains("wrong number of arguments"), "{e}");
+    let e = cmd(&mut c, &["STORE", "CONFIG", "quick", "COMPRESSION"]).unwrap_err();
+    assert!(e.to_string().contains("wrong number of arguments"), "{e}");
+    let e = cmd(&mut c, &["STORE", "CONFIG", "quick", "COLOR", "red"]).unwrap_err();
+    assert!(e.to_string().contains("syntax error"), "{e}");
+    let e = cmd(&mut c, &["STORE", "CONFIG", "nope", "COMPRESSION", "lz4"]).unwrap_err();
+    assert!(e.to_string().contains("no such store"), "{e}");
+    let d = map(cmd(&mut c, &["STORE", "CONFIG", "quick", "COMPRESSION", "none"]).unwrap());
+    assert_eq!(d["compression"], Value::BulkString(b"none".to_vec()));
+
+    // The same records, pushed with each codec, read back alike; zstd's tables are smaller.
+    let records: Vec<(String, String)> = (0..5000)
+        .map(|i| {
+            (
+                format!("u{i:06}"),
+                format!(
+                    r#"{{"id":{i},"country":"FR","segments":["sports","news"],"score":0.{:03}}}"#,
+                    i % 997
+                ),
+            )
+        })
+        .collect();
+    let plain = int(&push(&mut c, "plain", &records)["file-bytes"]);
+    let packed = int(&push(&mut c, "packed", &records)["file-bytes"]);
+    assert!(packed < plain / 2, "none {plain}, zstd {packed}");
+    for (k, v) in records.iter().step_by(97) {
+        assert_eq!(&c.get::<_, String>(format!("plain:{k}")).unwrap(), v);
+        assert_eq!(&c.get::<_, String>(format!("packed:{k}")).unwrap(), v);
+    }
+
+    srv.shutdown().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    // CONFIG SET lasts until the server stops; each store keeps its own codec.
+    assert_eq!(get_config(&mut c), "none");
+    assert_eq!(codec(&mut c, "packed"), "zstd");
+    assert_eq!(codec(&mut c, "quick"), "none");
+    for (k, v) in records.iter().step_by(101) {
+        assert_eq!(&c.get::<_, String>(format!("packed:{k}")).unwrap(), v);
+    }
+    srv.shutdown().unwrap();
+}

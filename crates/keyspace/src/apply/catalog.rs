@@ -13,7 +13,9 @@ use crate::stores::catalog::{
     catalog_at_key, meta_key, next_id_key, record_key, retired_key, retired_key_in, rt_range,
     version_key, RtEntry, WHOLE_STORE,
 };
-use crate::stores::{push, Catalog, Pushing, StoreError, StoreMeta, Stores, VersionInfo};
+use crate::stores::{
+    push, Catalog, Pushing, StoreError, StoreMeta, StoreSettings, Stores, VersionInfo,
+};
 use crate::value::Value;
 
 pub(super) fn apply(
@@ -28,7 +30,9 @@ pub(super) fn apply(
             name,
             prefix,
             rewind_ms,
-        } => create(tx, stores, &cat, now_ms, name, prefix, *rewind_ms)?,
+            settings,
+        } => create(tx, stores, &cat, now_ms, name, prefix, *rewind_ms, settings)?,
+        StoreOp::Configure { name, settings } => configure(tx, &cat, name, settings)?,
         StoreOp::Delete { name } => delete(tx, &cat, name)?,
         StoreOp::Rollback { name, to } => rollback(tx, &cat, name, *to)?,
         StoreOp::RetireLeft { name, version } => retire_left(tx, &cat, name, *version)?,
@@ -43,7 +47,7 @@ pub(super) fn apply(
             .get(name)
             .is_some_and(|old| old.current.number != meta.current.number),
         StoreOp::PushEnd { swap, .. } => swap.is_some(),
-        StoreOp::PushBegin { .. } | StoreOp::RetireLeft { .. } => false,
+        StoreOp::PushBegin { .. } | StoreOp::RetireLeft { .. } | StoreOp::Configure { .. } => false,
     };
     if replaced {
         stores.watches.touch_prefix(0, &meta.prefix);
@@ -79,6 +83,7 @@ pub(super) fn apply_part(
             id,
             prefix,
             created_ms,
+            settings,
         } => {
             if let Some(s) = same(name, *id) {
                 (None, Some((**s).clone()))
@@ -107,10 +112,22 @@ pub(super) fn apply_part(
                     rewind_ms: 0,
                     pushing: None,
                     created_ms: *created_ms,
+                    compression: settings.compression.unwrap_or_default(),
                 };
                 tx.put(&record_key(name, part, n), &meta.encode());
                 stores.rt.reserve(*id);
                 (Some(cat.with_in(part, meta.clone())), Some(meta))
+            }
+        }
+        PartStoreOp::Configure { name, id, settings } => {
+            let s = same(name, *id).ok_or_else(|| StoreError::NoSuchStore(name.clone()))?;
+            let mut m = (**s).clone();
+            settings.apply_to(&mut m);
+            if m == **s {
+                (None, Some(m))
+            } else {
+                tx.put(&record_key(name, part, n), &m.encode());
+                (Some(cat.with_in(part, m.clone())), Some(m))
             }
         }
         PartStoreOp::Delete { name, id } => match same(name, *id) {
@@ -214,7 +231,7 @@ pub(super) fn apply_part(
         new.set_at(part, at);
         tx.put(&catalog_at_key(part), &at.to_le_bytes());
         let replaced = match op {
-            PartStoreOp::PushBegin { .. } => false,
+            PartStoreOp::PushBegin { .. } | PartStoreOp::Configure { .. } => false,
             PartStoreOp::PushEnd { swap, .. } => swap.is_some(),
             _ => true,
         };
@@ -283,6 +300,7 @@ fn find<'c>(cat: &'c Catalog, name: &str) -> Result<&'c Arc<StoreMeta>, StoreErr
         .ok_or_else(|| StoreError::NoSuchStore(name.to_string()))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn create(
     tx: &mut TxnContext<'_, Db>,
     stores: &Stores,
@@ -291,6 +309,7 @@ fn create(
     name: &str,
     prefix: &[u8],
     rewind_ms: u64,
+    settings: &StoreSettings,
 ) -> Result<(Catalog, StoreMeta)> {
     if cat.get(name).is_some() {
         return Err(StoreError::Exists(name.to_string()).into());
@@ -318,10 +337,26 @@ fn create(
         rewind_ms,
         pushing: None,
         created_ms: now_ms,
+        compression: settings.compression.unwrap_or_default(),
     };
     tx.put(&meta_key(name), &meta.encode());
     stores.rt.set(id, 0);
     Ok((cat.with(meta.clone()), meta))
+}
+
+/// Changes the settings `settings` sets. A push in progress keeps the compression it began
+/// with (its session holds the store as it was then).
+fn configure(
+    tx: &mut TxnContext<'_, Db>,
+    cat: &Catalog,
+    name: &str,
+    settings: &StoreSettings,
+) -> Result<(Catalog, StoreMeta)> {
+    let s = find(cat, name)?;
+    let mut m = (**s).clone();
+    settings.apply_to(&mut m);
+    tx.put(&meta_key(name), &m.encode());
+    Ok((cat.with(m.clone()), m))
 }
 
 fn delete(tx: &mut TxnContext<'_, Db>, cat: &Catalog, name: &str) -> Result<(Catalog, StoreMeta)> {
@@ -496,6 +531,7 @@ mod tests {
                 started_ms: 0,
             }),
             created_ms: 0,
+            compression: rialto_lsm::Compression::None,
         }
     }
 

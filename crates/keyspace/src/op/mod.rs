@@ -20,7 +20,7 @@ use bytes::Bytes;
 
 pub use codec::FORMAT_VERSION;
 
-use crate::stores::VersionInfo;
+use crate::stores::{StoreSettings, VersionInfo};
 
 /// One write operation: where and when it runs, and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,6 +258,15 @@ pub enum StoreOp {
         prefix: Bytes,
         /// How far back streamed writes are replayed onto a push, ms.
         rewind_ms: u64,
+        /// Its settings; one left out takes its default.
+        settings: StoreSettings,
+    },
+    /// Changes the settings `settings` sets; the others are kept.
+    Configure {
+        /// Its name.
+        name: String,
+        /// The settings changed.
+        settings: StoreSettings,
     },
     /// Deletes a store (its keys return to the default store, its data is removed later).
     Delete {
@@ -313,6 +322,17 @@ pub enum PartStoreOp {
         prefix: Bytes,
         /// When the cluster's catalog created it, Unix ms.
         created_ms: i64,
+        /// Its settings; one left out takes its default.
+        settings: StoreSettings,
+    },
+    /// Changes the settings `settings` sets in the partition; the others are kept.
+    Configure {
+        /// Its name.
+        name: String,
+        /// Its id.
+        id: u32,
+        /// The settings changed.
+        settings: StoreSettings,
     },
     /// Deletes the store from the partition (its keys there return to the default store).
     Delete {

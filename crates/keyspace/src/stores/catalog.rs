@@ -14,6 +14,8 @@
 //! rt entry      := op (u8: 0 delete, 1 put) | at_ms (i64 LE) | key_len (u32 LE) | key | record
 //! ```
 //!
+//! The store record's bytes are in [`StoreMeta::encode`] and design §12.
+//!
 //! Invariants:
 //! - Store ids and, within a store, version numbers are never reused, so a new version's key
 //!   range has never held an entry: ingestion links its tables into the bottom level.
@@ -26,6 +28,10 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
+
+use rialto_lsm::Compression;
+
+use super::settings::{codec_byte, codec_of};
 
 /// Prefix of store version data keys.
 pub const VERSION_DATA: u8 = 0x03;
@@ -92,9 +98,14 @@ pub struct StoreMeta {
     pub pushing: Option<Pushing>,
     /// When the store was created, Unix ms.
     pub created_ms: i64,
+    /// Block compression of the tables written for the store's versions: by its pushes, and
+    /// by flushes and compactions of its streamed writes.
+    pub compression: Compression,
 }
 
-const FORMAT: u8 = 1;
+/// The format [`StoreMeta::encode`] writes: format 1's fields, then the compression.
+/// Format 1 (no compression field: none) is still read.
+const FORMAT: u8 = 2;
 
 /// A store record that does not decode.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,7 +130,16 @@ impl StoreMeta {
             .filter(|&v| v != 0)
     }
 
-    /// Serializes the record (the name is the key).
+    /// Serializes the record (the name is the key):
+    ///
+    /// ```text
+    /// format: u8 (2) | id: u32 | prefix_len: u32 | prefix | current | previous
+    ///   | next_version: u32 | rewind_ms: u64 | pushing version: u32 (0: none)
+    ///   | pushing started_ms: i64 | created_ms: i64 | compression: u8 (0 none, 1 lz4, 2 zstd)
+    /// version := number: u32 | records: u64 | bytes: u64 | created_ms: i64   (all LE)
+    /// ```
+    ///
+    /// Format 1 is the same without the compression byte (none).
     pub fn encode(&self) -> Vec<u8> {
         let mut o = Vec::with_capacity(96 + self.prefix.len());
         o.push(FORMAT);
@@ -138,13 +158,15 @@ impl StoreMeta {
         o.extend_from_slice(&p.version.to_le_bytes());
         o.extend_from_slice(&p.started_ms.to_le_bytes());
         o.extend_from_slice(&self.created_ms.to_le_bytes());
+        o.push(codec_byte(self.compression));
         o
     }
 
     /// Parses a record stored under `name`.
     pub fn decode(name: &str, b: &[u8]) -> Result<StoreMeta, CorruptMeta> {
         let mut r = Reader(b);
-        if r.u8()? != FORMAT {
+        let format = r.u8()?;
+        if format != 1 && format != FORMAT {
             return Err(CorruptMeta("unknown format"));
         }
         let id = r.u32()?;
@@ -162,6 +184,11 @@ impl StoreMeta {
         let pv = r.u32()?;
         let ps = r.u64()? as i64;
         let created_ms = r.u64()? as i64;
+        let compression = if format == 1 {
+            Compression::None
+        } else {
+            codec_of(r.u8()?).ok_or(CorruptMeta("unknown compression"))?
+        };
         if !r.0.is_empty() {
             return Err(CorruptMeta("trailing bytes"));
         }
@@ -181,6 +208,7 @@ impl StoreMeta {
                 started_ms: ps,
             }),
             created_ms,
+            compression,
         })
     }
 }
@@ -640,6 +668,7 @@ mod tests {
                 started_ms: 99,
             }),
             created_ms: 1,
+            compression: Compression::Zstd,
         }
     }
 
@@ -654,6 +683,39 @@ mod tests {
         let mut extra = b.clone();
         extra.push(0);
         assert!(StoreMeta::decode("features", &extra).is_err());
+        let mut bad_codec = b.clone();
+        *bad_codec.last_mut().unwrap() = 9;
+        assert!(StoreMeta::decode("features", &bad_codec).is_err());
+    }
+
+    /// A record as format 1 wrote it, before stores had a compression: read as none.
+    #[test]
+    fn a_format_1_record_reads_with_no_compression() {
+        let mut b = vec![1u8];
+        b.extend_from_slice(&7u32.to_le_bytes());
+        b.extend_from_slice(&2u32.to_le_bytes());
+        b.extend_from_slice(b"f:");
+        for (number, records, bytes, created) in [(3u32, 10u64, 100u64, 5i64), (2, 0, 0, 0)] {
+            b.extend_from_slice(&number.to_le_bytes());
+            b.extend_from_slice(&records.to_le_bytes());
+            b.extend_from_slice(&bytes.to_le_bytes());
+            b.extend_from_slice(&created.to_le_bytes());
+        }
+        b.extend_from_slice(&5u32.to_le_bytes());
+        b.extend_from_slice(&60_000u64.to_le_bytes());
+        b.extend_from_slice(&4u32.to_le_bytes());
+        b.extend_from_slice(&99i64.to_le_bytes());
+        b.extend_from_slice(&1i64.to_le_bytes());
+        let want = StoreMeta {
+            compression: Compression::None,
+            ..meta("f", "f:")
+        };
+        assert_eq!(StoreMeta::decode("f", &b), Ok(want));
+        b.push(0);
+        assert!(
+            StoreMeta::decode("f", &b).is_err(),
+            "format 1 has no codec byte"
+        );
     }
 
     #[test]

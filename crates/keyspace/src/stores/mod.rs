@@ -16,6 +16,7 @@ pub(crate) mod catalog;
 pub(crate) mod maintenance;
 mod progress;
 pub(crate) mod push;
+pub(crate) mod settings;
 mod stage;
 mod table_writer;
 
@@ -26,6 +27,7 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 use rialto_engine::{EngineIterator, IterOptions, KvEngine};
 use rialto_io::Clock;
+use rialto_lsm::Compression;
 use rialto_lsm::Db;
 use rialto_txn::Merger;
 
@@ -37,6 +39,7 @@ pub use catalog::{valid_name, Catalog, Pushing, StoreMeta, VersionInfo, MAX_PREF
 pub use maintenance::PassReport;
 pub use progress::{PushCounts, PushPhase, PushStatus};
 pub use push::{lower_thread_priority, PushReport};
+pub use settings::StoreSettings;
 pub use stage::{SortedRecords, Staged};
 
 /// What a store operation can fail with. The texts are sentences without a protocol code:
@@ -349,6 +352,37 @@ pub struct Stores {
     clock: Arc<dyn Clock>,
     /// Watched keys (WATCH): every change applied is reported here.
     pub(crate) watches: Arc<crate::watch::Watches>,
+    /// Each store's compression, for the engine's flushes and compactions.
+    codecs: Arc<StoreCodecs>,
+}
+
+/// Each store's compression by store id, as the execution-order catalog says: the engine
+/// writes the tables of a store's versions that flushes and compactions make with it
+/// (`rialto_lsm::Options::compression_for`; a table never holds two versions, see
+/// [`catalog::partition_len`]). A table written before the stores are loaded (the replay of
+/// the journal at open) takes the engine's compression.
+#[derive(Default)]
+pub struct StoreCodecs(ArcSwap<HashMap<u32, Compression>>);
+
+impl StoreCodecs {
+    /// The compression of the table whose first engine key is `key`: its store's, for a key
+    /// of a store version; `None` (the engine's) for any other.
+    pub fn of_key(&self, key: &[u8]) -> Option<Compression> {
+        if key.first() != Some(&catalog::VERSION_DATA) {
+            return None;
+        }
+        let id = u32::from_be_bytes(key.get(1..5)?.try_into().ok()?);
+        self.0.load().get(&id).copied()
+    }
+
+    /// Follows `cat` (every partition's stores; in cluster mode they agree once converged).
+    fn follow(&self, cat: &Catalog) {
+        let map: HashMap<u32, Compression> =
+            cat.all().map(|(_, s)| (s.id, s.compression)).collect();
+        if **self.0.load() != map {
+            self.0.store(Arc::new(map));
+        }
+    }
 }
 
 /// Store records read from the engine.
@@ -431,7 +465,12 @@ fn rt_next_number(db: &Db, id: u32) -> StoreResult<u64> {
 impl Stores {
     /// Loads the stores of `db`. A push that was running when the server stopped is
     /// abandoned: its version is retired (see [`Stores::recover`]).
-    pub fn open(db: &Db, opts: StoreOptions, clock: Arc<dyn Clock>) -> StoreResult<Stores> {
+    pub fn open(
+        db: &Db,
+        opts: StoreOptions,
+        clock: Arc<dyn Clock>,
+        codecs: Arc<StoreCodecs>,
+    ) -> StoreResult<Stores> {
         let loaded = load(db)?;
         let rt = RtNumbers::default();
         let partitions = opts.partitions.max(1);
@@ -462,9 +501,11 @@ impl Stores {
                 }
             }
         }
+        codecs.follow(&cat);
         let cat = Arc::new(cat);
         let threads = opts.push_threads.max(1);
         Ok(Stores {
+            codecs,
             watches: Arc::default(),
             exec: ArcSwap::new(Arc::clone(&cat)),
             read: ArcSwap::new(cat),
@@ -520,6 +561,7 @@ impl Stores {
 
     /// Installs the catalog a catalog op made as the execution-order one.
     pub(crate) fn install_exec(&self, cat: Arc<Catalog>) {
+        self.codecs.follow(&cat);
         self.exec.store(cat);
     }
 
@@ -617,6 +659,8 @@ impl Stores {
     }
 
     /// Creates store `name` owning keys that start with `prefix`; its version 1 is empty.
+    /// A setting left out of `settings` takes its default (compression: the engine's).
+    #[allow(clippy::too_many_arguments)]
     pub fn create(
         self: &Arc<Self>,
         db: &Db,
@@ -624,6 +668,7 @@ impl Stores {
         name: &str,
         prefix: &[u8],
         rewind_ms: u64,
+        settings: StoreSettings,
         now_ms: i64,
     ) -> StoreResult<StoreMeta> {
         if !catalog::valid_name(name.as_bytes()) {
@@ -643,9 +688,37 @@ impl Stores {
                 name: name.to_string(),
                 prefix: prefix.to_vec().into(),
                 rewind_ms,
+                settings: StoreSettings {
+                    compression: Some(settings.compression.unwrap_or_else(|| db.compression())),
+                },
             },
         )?;
-        tracing::info!(store = name, id = m.id, prefix = %String::from_utf8_lossy(prefix), rewind_ms, "store created");
+        tracing::info!(store = name, id = m.id, prefix = %String::from_utf8_lossy(prefix), rewind_ms, compression = m.compression.name(), "store created");
+        Ok(m)
+    }
+
+    /// Changes store `name`'s settings (those `settings` sets). A new compression applies to
+    /// the tables written after the change: pushes begun after it, flushes and compactions.
+    pub fn configure(
+        self: &Arc<Self>,
+        merger: &Merger<Db>,
+        name: &str,
+        settings: StoreSettings,
+        now_ms: i64,
+    ) -> StoreResult<StoreMeta> {
+        let m = self.change(
+            merger,
+            now_ms,
+            StoreOp::Configure {
+                name: name.to_string(),
+                settings,
+            },
+        )?;
+        tracing::info!(
+            store = name,
+            compression = m.compression.name(),
+            "store configured"
+        );
         Ok(m)
     }
 
@@ -768,5 +841,45 @@ fn store_error(e: crate::Error) -> StoreError {
         crate::Error::Store(s) => s,
         crate::Error::Engine(e) => StoreError::Engine(e),
         other => StoreError::Corrupt(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_codecs_follow_the_catalog_and_choose_by_version_keys_only() {
+        let meta = |name: &str, id: u32, compression: Compression| StoreMeta {
+            name: name.into(),
+            id,
+            prefix: format!("{name}:").into_bytes(),
+            current: VersionInfo {
+                number: 1,
+                ..VersionInfo::default()
+            },
+            previous: VersionInfo::default(),
+            next_version: 2,
+            rewind_ms: 0,
+            pushing: None,
+            created_ms: 0,
+            compression,
+        };
+        let codecs = StoreCodecs::default();
+        let cat = Catalog::new([
+            meta("a", 3, Compression::Zstd),
+            meta("b", 4, Compression::None),
+        ]);
+        codecs.follow(&cat);
+        let vk = |id, v| catalog::version_key(id, v, b"a:k");
+        assert_eq!(codecs.of_key(&vk(3, 9)), Some(Compression::Zstd));
+        assert_eq!(codecs.of_key(&vk(4, 1)), Some(Compression::None));
+        // A store the catalog does not hold, other kinds of keys, a short key: the engine's.
+        assert_eq!(codecs.of_key(&vk(5, 1)), None);
+        assert_eq!(codecs.of_key(&catalog::rt_key(3, 1)), None);
+        assert_eq!(codecs.of_key(&[catalog::VERSION_DATA, 0, 0]), None);
+        assert_eq!(codecs.of_key(b""), None);
+        codecs.follow(&cat.with(meta("a", 3, Compression::Lz4)));
+        assert_eq!(codecs.of_key(&vk(3, 9)), Some(Compression::Lz4));
     }
 }

@@ -590,8 +590,10 @@ impl Stores {
             .finish()
             .map_err(|e| StoreError::Input(e.to_string()))?;
         lap("sort");
+        // The store's codec as the push began (a change since applies to later pushes).
         let ing = db.ingest_with(rialto_lsm::IngestOptions {
             page_cache_bytes: self.opts.push_page_cache.budget(rialto_io::mem_available()),
+            compression: Some(m.compression),
         })?;
         // Every engine key starts with the version's prefix and the store's.
         let head = version_key(m.id, v, &m.prefix);

@@ -1,18 +1,19 @@
-//! STORE CREATE name [PREFIX p] [REWIND seconds] | DESCRIBE name | LIST | DELETE name |
-//! ROLLBACK name [version] | HELP — stores and their versions (see `rialto_keyspace`'s
-//! `stores`). Changes run off the connection thread and reply once durable.
+//! STORE CREATE name [PREFIX p] [REWIND seconds] [COMPRESSION codec] | CONFIG name
+//! COMPRESSION codec | DESCRIBE name | LIST | DELETE name | ROLLBACK name [version] | HELP —
+//! stores and their versions (see `rialto_keyspace`'s `stores`). Changes run off the
+//! connection thread and reply once durable.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use rialto_resp::Reply;
 
-use rialto_keyspace::{StoreError, StoreMeta, VersionInfo};
+use rialto_keyspace::{Compression, StoreError, StoreMeta, StoreSettings, VersionInfo};
 
 use super::util::is;
 use super::{Ctx, Handler, Outcome};
 use crate::command_table::help;
-use crate::command_table::ArgType::{Integer, String as Str};
+use crate::command_table::ArgType::{Integer, OneOf, PureToken, String as Str};
 use crate::command_table::{arg, cmd, doc, CommandSpec};
 use crate::reply;
 use crate::server::Shared;
@@ -27,16 +28,40 @@ const STORE_CREATE: CommandSpec = cmd("store|create",
     doc(
         "rialto",
         "0.1.0",
-        "Creates a store owning the keys that start with its prefix (default `NAME:`), with an empty version 1. REWIND: how many seconds before a push's start the writes streamed into the store are replayed onto the pushed version (default 0).",
+        "Creates a store owning the keys that start with its prefix (default `NAME:`), with an empty version 1. REWIND: how many seconds before a push's start the writes streamed into the store are replayed onto the pushed version (default 0). COMPRESSION: the block codec of the tables written for its versions, by pushes and by flushes and compactions of streamed writes (default: the server's `compression`).",
         "O(1)",
     )
     .args(&[
         arg("name", Str),
         arg("prefix", Str).token("PREFIX").opt(),
         arg("seconds", Integer).token("REWIND").opt(),
+        CODEC_ARG,
     ]),
 )
 .handler(Handler::Conn(create));
+
+const CODEC_ARG: crate::command_table::Arg = arg("codec", OneOf).token("COMPRESSION").opt().sub(&[
+    arg("none", PureToken).token("NONE"),
+    arg("lz4", PureToken).token("LZ4"),
+    arg("zstd", PureToken).token("ZSTD"),
+]);
+
+const STORE_CONFIG: CommandSpec = cmd(
+    "store|config",
+    -5,
+    &["admin", "noscript"],
+    &["@admin", "@slow", "@dangerous"],
+)
+.docs(
+    doc(
+        "rialto",
+        "0.1.0",
+        "Changes a store's settings. COMPRESSION: the block codec of the tables written for its versions from now on (pushes begun after the change, flushes and compactions); tables already written keep theirs.",
+        "O(1)",
+    )
+    .args(&[arg("name", Str), CODEC_ARG]),
+)
+.handler(Handler::Conn(configure));
 
 const STORE_DESCRIBE: CommandSpec = cmd("store|describe", 3, &["loading", "stale"], &["@slow"])
     .docs(
@@ -111,6 +136,7 @@ pub const STORE: CommandSpec = cmd("store", -2, &["no_multi"], &["@slow"])
     ))
     .subs(&[
         STORE_CREATE,
+        STORE_CONFIG,
         STORE_DESCRIBE,
         STORE_LIST,
         STORE_DELETE,
@@ -157,10 +183,14 @@ fn help(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
 
 fn create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let name = String::from_utf8_lossy(&args[2]).into_owned();
-    let (prefix, rewind_ms) = match create_options(&name, &args[3..]) {
+    let (prefix, rewind_ms, mut settings) = match create_options(&name, &args[3..]) {
         Ok(o) => o,
         Err(r) => return Outcome::Reply(r),
     };
+    // The server's codec when none is named, fixed in the store as it is created.
+    settings.compression = settings
+        .compression
+        .or(Some(ctx.shared.keyspace.compression()));
     if ctx.shared.cluster.is_some() {
         if rewind_ms > 0 {
             return Outcome::Reply(Reply::error(
@@ -169,14 +199,56 @@ fn create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
         return blocking(ctx, move |sh| {
             let c = cluster_of(sh)?;
-            crate::cluster_stores::create(c, &sh.keyspace, &name, &prefix)?;
+            crate::cluster_stores::create(c, &sh.keyspace, &name, &prefix, settings)?;
             Ok(cluster_describe(sh, c, &name))
         });
     }
     blocking(ctx, move |sh| {
-        let m = sh.keyspace.create_store(&name, &prefix, rewind_ms)?;
+        let m = sh
+            .keyspace
+            .create_store_with(&name, &prefix, rewind_ms, settings)?;
         Ok(describe(&m))
     })
+}
+
+fn configure(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let name = String::from_utf8_lossy(&args[2]).into_owned();
+    let mut settings = StoreSettings::default();
+    for pair in args[3..].chunks(2) {
+        let [opt, value] = pair else {
+            return Outcome::Reply(reply::syntax());
+        };
+        if let Err(r) = setting(&mut settings, opt, value) {
+            return Outcome::Reply(r);
+        }
+    }
+    blocking(ctx, move |sh| {
+        if let Some(c) = &sh.cluster {
+            crate::cluster_stores::configure(c, &sh.keyspace, &name, settings)?;
+            return Ok(cluster_describe(sh, c, &name));
+        }
+        let m = sh.keyspace.configure_store(&name, settings)?;
+        Ok(describe(&m))
+    })
+}
+
+/// Sets the store setting `opt` (COMPRESSION) to `value` in `s`; a syntax error for another.
+fn setting(s: &mut StoreSettings, opt: &[u8], value: &[u8]) -> Result<(), Reply> {
+    if is(opt, "compression") {
+        let codec = std::str::from_utf8(value)
+            .ok()
+            .and_then(|v| match v.to_ascii_lowercase().as_str() {
+                "none" => Some(Compression::None),
+                "lz4" => Some(Compression::Lz4),
+                "zstd" => Some(Compression::Zstd),
+                _ => None,
+            })
+            .ok_or_else(|| Reply::error("ERR COMPRESSION must be none, lz4 or zstd"))?;
+        s.compression = Some(codec);
+        Ok(())
+    } else {
+        Err(reply::syntax())
+    }
 }
 
 fn delete(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -249,9 +321,10 @@ pub fn error(e: &StoreError) -> Reply {
     reply::store_error(e)
 }
 
-fn create_options(name: &str, opts: &[Bytes]) -> Result<(Vec<u8>, u64), Reply> {
+fn create_options(name: &str, opts: &[Bytes]) -> Result<(Vec<u8>, u64, StoreSettings), Reply> {
     let mut prefix = format!("{name}:").into_bytes();
     let mut rewind_ms = 0u64;
+    let mut settings = StoreSettings::default();
     let mut i = 0;
     while i < opts.len() {
         let value = opts.get(i + 1).ok_or_else(reply::syntax)?;
@@ -266,11 +339,11 @@ fn create_options(name: &str, opts: &[Bytes]) -> Result<(Vec<u8>, u64), Reply> {
             }
             rewind_ms = secs as u64 * 1000;
         } else {
-            return Err(reply::syntax());
+            setting(&mut settings, &opts[i], value)?;
         }
         i += 2;
     }
-    Ok((prefix, rewind_ms))
+    Ok((prefix, rewind_ms, settings))
 }
 
 fn version(prefix: &str, v: &VersionInfo, out: &mut Vec<(Reply, Reply)>) {
@@ -302,6 +375,10 @@ pub fn describe(s: &StoreMeta) -> Reply {
     out.push((
         Reply::bulk("rewind-seconds"),
         Reply::Integer((s.rewind_ms / 1000).min(i64::MAX as u64) as i64),
+    ));
+    out.push((
+        Reply::bulk("compression"),
+        Reply::bulk(s.compression.name()),
     ));
     match s.pushing {
         Some(p) => {
