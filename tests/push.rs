@@ -581,6 +581,36 @@ fn store_create_and_config_set_a_store_compression() {
     );
 }
 
+#[test]
+fn store_keep_and_rollback_to_a_version_named_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    let out = ok(&["store", "--dir", db, "create", "s", "--keep", "3"]);
+    assert!(out.contains("keep: 3"), "{out}");
+    let csv = dir.path().join("a.csv");
+    for tag in ["a", "b", "c"] {
+        write_csv(&csv, 100, tag);
+        ok(&push_args(
+            "--dir",
+            db,
+            "s",
+            csv.to_str().unwrap(),
+            &ID_SCORE,
+        ));
+    }
+    let out = ok(&["store", "--dir", db, "describe", "s"]);
+    assert!(out.contains("kept-versions: 3 2"), "{out}");
+    let out = ok(&["store", "--dir", db, "rollback", "s", "2"]);
+    assert!(out.contains("current-version: 2"), "{out}");
+    assert!(out.contains("kept-versions: (none)"), "{out}");
+    let (code, line) = fails(&["store", "--dir", db, "config", "s", "--keep", "11"]);
+    assert_eq!(code, 2);
+    assert!(line.contains("--keep must be 1 to 10"), "{line}");
+    let out = ok(&["store", "--dir", db, "config", "s", "--keep", "1"]);
+    assert!(out.contains("keep: 1"), "{out}");
+}
+
 /// The README's pushing user, taken from the README itself: its ACL is enough to push,
 /// describe and roll back through a server, and an application user is refused.
 #[test]

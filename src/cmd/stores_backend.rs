@@ -78,6 +78,8 @@ pub struct Local {
     keyspace: Keyspace,
     /// What a push must load unless told otherwise.
     guard: PushGuard,
+    /// The most versions a store may keep (`store-max-keep`).
+    max_keep: u32,
 }
 
 /// A RESP connection.
@@ -136,6 +138,7 @@ impl Local {
         Ok(Local {
             keyspace,
             guard: cfg.push_guard(),
+            max_keep: cfg.store_max_keep,
         })
     }
 
@@ -197,6 +200,7 @@ impl Local {
         rewind_ms: u64,
         settings: StoreSettings,
     ) -> Result<(), BackendError> {
+        self.check_keep(settings)?;
         self.keyspace
             .create_store_with(name, prefix, rewind_ms, settings)?;
         Ok(())
@@ -204,8 +208,20 @@ impl Local {
 
     /// Changes a store's settings.
     pub fn configure(&self, name: &str, settings: StoreSettings) -> Result<(), BackendError> {
+        self.check_keep(settings)?;
         self.keyspace.configure_store(name, settings)?;
         Ok(())
+    }
+
+    /// Refuses a `keep` outside 1..=`store-max-keep`, as the server does.
+    fn check_keep(&self, settings: StoreSettings) -> Result<(), BackendError> {
+        match settings.keep {
+            Some(k) if k == 0 || k > self.max_keep => Err(BackendError::Usage(format!(
+                "--keep must be 1 to {} (store-max-keep)",
+                self.max_keep
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Deletes a store.
@@ -319,6 +335,16 @@ pub fn render(r: &Reply) -> String {
             }
             Reply::Integer(n) => n.to_string(),
             Reply::Null | Reply::NullArray => "(none)".into(),
+            // Inside a map: a list on one line (STORE DESCRIBE's kept-versions).
+            Reply::Array(items) if items.is_empty() => "(none)".into(),
+            Reply::Array(items) => items.iter().map(scalar).collect::<Vec<_>>().join(" "),
+            Reply::Map(pairs) => {
+                let fields: Vec<String> = pairs
+                    .iter()
+                    .map(|(k, v)| format!("{}: {}", scalar(k), scalar(v)))
+                    .collect();
+                format!("{{{}}}", fields.join(", "))
+            }
             other => format!("{other:?}"),
         }
     }

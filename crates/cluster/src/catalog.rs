@@ -25,16 +25,20 @@
 //!   9 configure settings
 //! str, bytes := len: u32 LE | bytes
 //! settings := n: u8 | (tag: u8 | value) * n   (`rialto_keyspace::StoreSettings`:
-//!             1 compression: u8 (0 none, 1 lz4, 2 zstd))
+//!             1 compression: u8 (0 none, 1 lz4, 2 zstd), 2 keep: u32 LE)
 //! ```
 //! A create without settings is laid out as before settings existed, so nodes that predate
 //! them still read it; a record with settings, or a configure, is skipped by such a node
-//! (malformed to it): upgrade every node before setting a store's compression.
+//! (malformed to it): upgrade every node before setting a store's compression or keep. A
+//! rollback's `to` may name any kept older version; a node that predates `keep` reads the same
+//! record (it only ever had one such version).
 //! `request` is a number the asking node draws at random, to find its record's outcome.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use rialto_keyspace::{Compression, StoreSettings, VersionInfo};
+use rialto_keyspace::{
+    Compression, StoreSettings, VersionInfo, DEFAULT_STORE_KEEP as DEFAULT_KEEP,
+};
 
 const FORMAT: u8 = 1;
 /// Outcomes kept for requesters to find, the oldest dropped first.
@@ -79,7 +83,8 @@ pub enum Change {
     Commit { version: u32, created_ms: i64 },
     /// The push of version `version` ends without a swap.
     Abort { version: u32, reason: String },
-    /// The previous version `to` becomes current again.
+    /// The kept older version `to` (0: the newest one) becomes current again; the versions
+    /// newer than it are no longer kept.
     Rollback { to: u32 },
 }
 
@@ -322,8 +327,10 @@ pub struct ClusterStore {
     pub created_ms: i64,
     /// The version every partition is to serve.
     pub current: VersionInfo,
-    /// The version a rollback goes back to (number 0: none).
-    pub previous: VersionInfo,
+    /// The older versions a rollback can go back to, newest first (at most `keep - 1`).
+    pub older: Vec<VersionInfo>,
+    /// Versions kept: the current one and up to `keep - 1` older ones.
+    pub keep: u32,
     pub next_version: u32,
     pub pushing: Option<ClusterPush>,
     /// Block compression of the tables written for its versions.
@@ -352,7 +359,7 @@ pub enum Refusal {
     },
     VersionNotKept {
         version: u32,
-        kept: Option<u32>,
+        kept: Vec<u32>,
     },
     RollbackForward {
         version: u32,
@@ -456,7 +463,8 @@ impl CatalogState {
                             created_ms,
                             ..VersionInfo::default()
                         },
-                        previous: VersionInfo::default(),
+                        older: Vec::new(),
+                        keep: settings.keep.unwrap_or(DEFAULT_KEEP),
                         next_version: 2,
                         pushing: None,
                         compression: settings.compression.unwrap_or_default(),
@@ -470,6 +478,10 @@ impl CatalogState {
                 };
                 if let Some(c) = settings.compression {
                     s.compression = c;
+                }
+                if let Some(k) = settings.keep.filter(|&k| k > 0) {
+                    s.keep = k;
+                    s.older.truncate(k as usize - 1);
                 }
                 Some(Outcome::Done {
                     id: s.id,
@@ -567,13 +579,15 @@ impl CatalogState {
                 // Every node that loaded it loaded the same records (checked against the
                 // version topic's end markers); the first report stands for all.
                 let (records, bytes) = p.ready.values().next().copied().unwrap_or((0, 0));
-                s.previous = s.current;
+                let old = s.current;
                 s.current = VersionInfo {
                     number: version,
                     records,
                     bytes,
                     created_ms,
                 };
+                s.older.insert(0, old);
+                s.older.truncate(s.keep.saturating_sub(1) as usize);
                 s.pushing = None;
                 Some(Outcome::Done { id: s.id, version })
             }
@@ -592,14 +606,13 @@ impl CatalogState {
                     return refused(NoSuchStore);
                 };
                 let current = s.current.number;
-                let older = Some(s.previous.number).filter(|&v| v != 0 && v < current);
                 if to == current {
                     return Some(Outcome::Done {
                         id: s.id,
                         version: current,
                     });
                 }
-                if to == 0 && older.is_none() {
+                if to == 0 && s.older.is_empty() {
                     return refused(NoPrevious { current });
                 }
                 if to > current {
@@ -608,14 +621,22 @@ impl CatalogState {
                         current,
                     });
                 }
-                if to != 0 && Some(to) != older {
+                // 0: the newest older version.
+                let at = if to == 0 {
+                    Some(0)
+                } else {
+                    s.older.iter().position(|v| v.number == to)
+                };
+                let Some(at) = at else {
                     return refused(VersionNotKept {
                         version: to,
-                        kept: older,
+                        kept: s.older.iter().map(|v| v.number).collect(),
                     });
-                }
-                s.current = s.previous;
-                s.previous = VersionInfo::default();
+                };
+                // The versions left (the current one and the older ones newer than the
+                // target) are no longer kept.
+                s.current = s.older[at];
+                s.older.drain(..=at);
                 Some(Outcome::Done {
                     id: s.id,
                     version: s.current.number,
@@ -691,11 +712,19 @@ mod tests {
                 created_ms: 6,
                 settings: StoreSettings {
                     compression: Some(Compression::Zstd),
+                    keep: Some(3),
                 },
             },
             Change::Configure {
                 settings: StoreSettings {
                     compression: Some(Compression::Lz4),
+                    keep: None,
+                },
+            },
+            Change::Configure {
+                settings: StoreSettings {
+                    compression: None,
+                    keep: Some(4),
                 },
             },
             Change::Configure {
@@ -765,6 +794,7 @@ mod tests {
             created_ms: 1,
             settings: StoreSettings {
                 compression: Some(Compression::Zstd),
+                keep: None,
             },
         };
         s.apply(0, &rec(1, "f", create));
@@ -779,6 +809,7 @@ mod tests {
         let lz4 = Change::Configure {
             settings: StoreSettings {
                 compression: Some(Compression::Lz4),
+                keep: None,
             },
         };
         s.apply(2, &rec(3, "f", lz4));
@@ -797,6 +828,95 @@ mod tests {
         assert_eq!(s.stores["f"].compression, Compression::Lz4);
         s.apply(4, &rec(5, "g", none));
         assert_eq!(s.outcome(5), Some(&Outcome::Refused(Refusal::NoSuchStore)));
+    }
+
+    /// Pushes `version` into "f" (begin, one node ready, commit) from offset `*at` on.
+    fn push_version(s: &mut CatalogState, at: &mut u64, version: u32) {
+        let begin = Change::Begin {
+            started_ms: 2,
+            last_wins: false,
+            node: 1,
+            guard: GUARD,
+        };
+        let ready = Change::Ready {
+            version,
+            node: 1,
+            records: u64::from(version),
+            bytes: 1,
+        };
+        let commit = Change::Commit {
+            version,
+            created_ms: 9,
+        };
+        for change in [begin, ready, commit] {
+            s.apply(*at, &rec(1000 + *at, "f", change));
+            *at += 1;
+        }
+        assert_eq!(s.stores["f"].current.number, version);
+    }
+
+    fn older(s: &CatalogState) -> Vec<u32> {
+        s.stores["f"].older.iter().map(|v| v.number).collect()
+    }
+
+    #[test]
+    fn a_store_keeps_its_keep_versions_and_rolls_back_to_any_older_one() {
+        let mut s = CatalogState::default();
+        let create = Change::Create {
+            prefix: b"f:".to_vec(),
+            created_ms: 1,
+            settings: StoreSettings {
+                compression: None,
+                keep: Some(4),
+            },
+        };
+        s.apply(0, &rec(1, "f", create));
+        let mut at = 1;
+        for v in 2..=6 {
+            push_version(&mut s, &mut at, v);
+        }
+        // Current 6 and three older ones; 2 and 1 pushed out.
+        assert_eq!(older(&s), [5, 4, 3]);
+        // Not kept, or forward: refused, nothing changes.
+        s.apply(at, &rec(2, "f", Change::Rollback { to: 2 }));
+        at += 1;
+        assert_eq!(
+            s.outcome(2),
+            Some(&Outcome::Refused(Refusal::VersionNotKept {
+                version: 2,
+                kept: vec![5, 4, 3],
+            }))
+        );
+        s.apply(at, &rec(3, "f", Change::Rollback { to: 7 }));
+        at += 1;
+        assert!(matches!(
+            s.outcome(3),
+            Some(Outcome::Refused(Refusal::RollbackForward { .. }))
+        ));
+        // Two steps back at once: the versions newer than 4 are no longer kept.
+        s.apply(at, &rec(4, "f", Change::Rollback { to: 4 }));
+        at += 1;
+        assert_eq!(s.outcome(4), Some(&Outcome::Done { id: 1, version: 4 }));
+        assert_eq!(older(&s), [3]);
+        assert_eq!(s.stores["f"].current.records, 4);
+        // A smaller keep drops the oldest; without a version, the newest older one.
+        let keep1 = Change::Configure {
+            settings: StoreSettings {
+                compression: None,
+                keep: Some(1),
+            },
+        };
+        s.apply(at, &rec(5, "f", keep1));
+        at += 1;
+        assert_eq!(older(&s), Vec::<u32>::new());
+        s.apply(at, &rec(6, "f", Change::Rollback { to: 0 }));
+        at += 1;
+        assert_eq!(
+            s.outcome(6),
+            Some(&Outcome::Refused(Refusal::NoPrevious { current: 4 }))
+        );
+        push_version(&mut s, &mut at, 7);
+        assert_eq!(older(&s), Vec::<u32>::new(), "keep 1 keeps none older");
     }
 
     #[test]
@@ -876,7 +996,7 @@ mod tests {
         );
         let f = &s.stores["f"];
         assert_eq!((f.current.number, f.current.records), (2, 3));
-        assert_eq!(f.previous.number, 1);
+        assert_eq!(f.older.iter().map(|v| v.number).collect::<Vec<_>>(), [1]);
         assert!(f.pushing.is_none());
         // A record applied twice (offset already passed) changes nothing.
         s.apply(0, &rec(9, "x", Change::Delete));

@@ -602,8 +602,8 @@ impl Keyspace {
         self.stores.delete(&self.merger, name, self.now_ms())
     }
 
-    /// Switches store `name` back to its previous version (with `to`, only if that is the
-    /// version named) and retires the version it leaves; waits until both are durable.
+    /// Switches store `name` back to kept version `to` (default: the newest older one) and
+    /// retires the versions it leaves; waits until both changes are durable.
     pub fn rollback_store(&self, name: &str, to: Option<u32>) -> StoreResult<StoreMeta> {
         self.stores.rollback(&self.merger, name, to, self.now_ms())
     }

@@ -38,6 +38,7 @@ pub use op::{
 };
 pub use rialto_lsm::Compression;
 pub use rialto_sort::DuplicatePolicy;
+pub use stores::settings::DEFAULT_KEEP as DEFAULT_STORE_KEEP;
 pub use stores::MAX_PREFIX_LEN as MAX_STORE_PREFIX_LEN;
 pub use stores::{
     lower_thread_priority, valid_name as valid_store_name, Catalog, PassReport, PushCounts,

@@ -128,19 +128,19 @@ fn kind() -> impl Strategy<Value = OpKind> {
                 let from = from.map_or(Bytes::new(), |k| Bytes::from([&[1u8, 0][..], &k[..]].concat()));
                 OpKind::FlushSlots { first, last: first.saturating_add(span).min(16383), from, limit }
             }),
-        1 => (store(), 0u64..2, codec()).prop_map(|(name, rewind, compression)| OpKind::Store(StoreOp::Create {
+        1 => (store(), 0u64..2, codec(), keep()).prop_map(|(name, rewind, compression, keep)| OpKind::Store(StoreOp::Create {
                 prefix: Bytes::from(format!("{name}:")),
                 name,
                 rewind_ms: rewind * 10_000,
-                settings: StoreSettings { compression },
+                settings: StoreSettings { compression, keep },
             })),
-        1 => (store(), codec()).prop_map(|(name, compression)| OpKind::Store(StoreOp::Configure {
+        1 => (store(), codec(), keep()).prop_map(|(name, compression, keep)| OpKind::Store(StoreOp::Configure {
                 name,
-                settings: StoreSettings { compression },
+                settings: StoreSettings { compression, keep },
             })),
-        1 => (store(), prop::option::of(0u32..4))
+        2 => (store(), prop::option::of(0u32..8))
             .prop_map(|(name, to)| OpKind::Store(StoreOp::Rollback { name, to })),
-        1 => (store(), 0u32..4)
+        1 => (store(), 0u32..8)
             .prop_map(|(name, version)| OpKind::Store(StoreOp::RetireLeft { name, version })),
         1 => store().prop_map(|name| OpKind::Store(StoreOp::Delete { name })),
         1 => store().prop_map(|store| OpKind::Store(StoreOp::PushBegin { store })),
@@ -167,6 +167,11 @@ fn codec() -> impl Strategy<Value = Option<Compression>> {
         Just(Compression::Lz4),
         Just(Compression::Zstd),
     ])
+}
+
+/// A store's keep setting, or none given.
+fn keep() -> impl Strategy<Value = Option<u32>> {
+    prop::option::of(1u32..5)
 }
 
 /// A library: two names and three functions, so that names and functions collide.
@@ -223,8 +228,8 @@ fn absolute(step: &Step, now: i64, a: &Keyspace) -> Op {
 fn shown(r: rialto_keyspace::Result<Value>) -> String {
     match r {
         Ok(Value::Store(m)) => format!(
-            "store {} {:?} {:?} {:?} {:?}",
-            m.name, m.current, m.previous, m.pushing, m.compression
+            "store {} {:?} {:?} {} {:?} {:?}",
+            m.name, m.current, m.kept, m.keep, m.pushing, m.compression
         ),
         Ok(v) => format!("{v:?}"),
         Err(e) => format!("error: {e}"),

@@ -359,6 +359,7 @@ fn a_partition_store_keeps_its_compression_and_staged_versions_read_back_with_ea
                 created_ms: 1,
                 settings: StoreSettings {
                     compression: Some(Compression::Lz4),
+                    keep: None,
                 },
             },
         )
@@ -371,6 +372,7 @@ fn a_partition_store_keeps_its_compression_and_staged_versions_read_back_with_ea
         id: ID,
         settings: StoreSettings {
             compression: Some(Compression::Zstd),
+            keep: None,
         },
     };
     let first = part(&ks, 1, zstd.clone()).unwrap();
@@ -418,5 +420,94 @@ fn a_partition_store_keeps_its_compression_and_staged_versions_read_back_with_ea
     assert_eq!(codec(&ks, 1), Compression::Zstd);
     assert_eq!(codec(&ks, 2), Compression::Lz4);
     assert_eq!(get(&ks, b"f:1999"), Some(value(1999, 4).into_bytes()));
+    ks.close().unwrap();
+}
+
+/// A partition's store keeps `keep` versions: its swaps keep them, a rollback goes to any of
+/// them (retiring the newer ones in the same change, as every replica applies it at once), a
+/// configure change to a smaller keep retires the oldest, and each partition does so alone.
+#[test]
+fn a_partition_keeps_its_versions_and_rolls_back_to_the_one_named() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    let k = keys();
+    for p in 0..PARTS {
+        part(
+            &ks,
+            p,
+            PartStoreOp::Create {
+                name: "f".into(),
+                id: ID,
+                prefix: Bytes::from_static(b"f:"),
+                created_ms: 1,
+                settings: StoreSettings {
+                    compression: None,
+                    keep: Some(3),
+                },
+            },
+        )
+        .unwrap();
+    }
+    for v in 2..=4u32 {
+        let mut records: Vec<(Vec<u8>, Vec<u8>)> = k
+            .iter()
+            .map(|key| (key[2..].to_vec(), format!("v{v}").into_bytes()))
+            .collect();
+        records.sort();
+        ks.stage_sorted(ID, v, b"f:", Compression::None, &mut InOrder(records, 0))
+            .unwrap();
+        for p in 0..PARTS {
+            begin(&ks, p, v);
+            swap(&ks, p, v);
+        }
+    }
+    let older = |ks: &Keyspace, p: u32| -> Vec<u32> {
+        let cat = ks.catalog();
+        let m = cat.get_in(p, "f").unwrap();
+        m.older().map(|v| v.number).collect()
+    };
+    assert_eq!(older(&ks, 0), [3, 2]);
+    // A streamed write reaches every kept version of its partition.
+    set(&ks, &k[0], b"streamed");
+
+    let rollback = |to| PartStoreOp::Rollback {
+        name: "f".into(),
+        id: ID,
+        to,
+    };
+    // Not kept: refused with the versions it keeps.
+    let e = part(&ks, 0, rollback(1)).unwrap_err();
+    assert!(e.to_string().contains("are 3, 2"), "{e}");
+    part(&ks, 0, rollback(2)).unwrap();
+    assert_eq!(get(&ks, &k[0]), Some(b"streamed".to_vec()));
+    assert_eq!(older(&ks, 0), Vec::<u32>::new());
+    // Applied again, it changes nothing; the other partitions still serve version 4.
+    part(&ks, 0, rollback(2)).unwrap();
+    assert_eq!(get(&ks, &k[1]), Some(b"v4".to_vec()));
+    assert_eq!(older(&ks, 1), [3, 2]);
+
+    // A smaller keep in partition 1 retires its oldest version there.
+    part(
+        &ks,
+        1,
+        PartStoreOp::Configure {
+            name: "f".into(),
+            id: ID,
+            settings: StoreSettings {
+                compression: None,
+                keep: Some(2),
+            },
+        },
+    )
+    .unwrap();
+    assert_eq!(older(&ks, 1), [3]);
+
+    ks.close().unwrap();
+    drop(ks);
+    let ks = open(&fs);
+    assert_eq!(older(&ks, 1), [3]);
+    assert_eq!(older(&ks, 2), [3, 2]);
+    assert_eq!(get(&ks, &k[0]), Some(b"streamed".to_vec()));
+    assert_eq!(get(&ks, &k[2]), Some(b"v4".to_vec()));
     ks.close().unwrap();
 }

@@ -86,6 +86,7 @@ fn a_version_pushed_with_each_codec_reads_back_the_same_and_survives_reopen() {
         let ks = open(&fs, Compression::None);
         let settings = StoreSettings {
             compression: Some(codec),
+            keep: None,
         };
         let m = ks.create_store_with("f", b"f:", 0, settings).unwrap();
         assert_eq!(m.compression, codec);
@@ -123,6 +124,7 @@ fn a_codec_change_applies_to_pushes_begun_after_it() {
         .unwrap();
     let zstd = StoreSettings {
         compression: Some(Compression::Zstd),
+        keep: None,
     };
     let m = ks.configure_store("f", zstd).unwrap();
     assert_eq!(m.compression, Compression::Zstd);

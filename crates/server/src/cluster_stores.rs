@@ -97,7 +97,7 @@ fn refusal(r: &Refusal, name: &str) -> StoreError {
         Refusal::VersionNotKept { version, kept } => StoreError::VersionNotKept {
             store: name,
             version: *version,
-            kept: *kept,
+            kept: kept.clone(),
         },
         Refusal::RollbackForward { version, current } => StoreError::RollbackForward {
             store: name,
@@ -232,6 +232,9 @@ fn non_default(settings: StoreSettings) -> StoreSettings {
         compression: settings
             .compression
             .filter(|&c| c != rialto_keyspace::Compression::None),
+        keep: settings
+            .keep
+            .filter(|&k| k != rialto_keyspace::DEFAULT_STORE_KEEP),
     }
 }
 
@@ -239,6 +242,29 @@ fn non_default(settings: StoreSettings) -> StoreSettings {
 fn settings_diff(d: &ClusterStore, l: &StoreMeta) -> StoreSettings {
     StoreSettings {
         compression: (d.compression != l.compression).then_some(d.compression),
+        keep: (d.keep != l.keep).then_some(d.keep),
+    }
+}
+
+/// The versions of store `name` the catalog keeps (current and older), with its id.
+fn kept_versions(c: &Cluster, name: &str) -> Option<(u32, Vec<u32>)> {
+    store(c, name).map(|s| {
+        let kept = std::iter::once(s.current.number)
+            .chain(s.older.iter().map(|v| v.number))
+            .collect();
+        (s.id, kept)
+    })
+}
+
+/// Deletes the topics of the versions in `before` (store `id`'s kept versions before a
+/// change) that the catalog no longer keeps: a version leaves the kept ones for good.
+fn trim_dropped(c: &Cluster, name: &str, id: u32, before: &[u32]) {
+    let after = kept_versions(c, name)
+        .filter(|(i, _)| *i == id)
+        .map(|(_, kept)| kept)
+        .unwrap_or_default();
+    for v in before.iter().filter(|v| !after.contains(v)) {
+        trim(c, id, *v);
     }
 }
 
@@ -249,8 +275,12 @@ pub fn configure(
     name: &str,
     settings: StoreSettings,
 ) -> Result<(), StoreError> {
+    let before = kept_versions(c, name);
     let (id, _) = request(c, name, Change::Configure { settings })?;
     info!(store = name, id, ?settings, "store configured");
+    if let Some((_, kept)) = before.filter(|(i, _)| *i == id) {
+        trim_dropped(c, name, id, &kept);
+    }
     let Some(d) = store(c, name).filter(|d| d.id == id) else {
         return Ok(());
     };
@@ -280,14 +310,14 @@ pub fn delete(c: &Cluster, ks: &Keyspace, name: &str) -> Result<(), StoreError> 
 
 /// STORE ROLLBACK in cluster mode.
 pub fn rollback(c: &Cluster, ks: &Keyspace, name: &str, to: Option<u32>) -> Result<(), StoreError> {
-    let left = store(c, name).map(|s| s.current.number);
+    let before = kept_versions(c, name);
     let change = Change::Rollback {
         to: to.unwrap_or(0),
     };
     let (id, version) = request(c, name, change)?;
     info!(store = name, current = version, "store rolled back");
-    if let Some(left) = left.filter(|&l| l != version) {
-        trim(c, id, left);
+    if let Some((_, kept)) = before.filter(|(i, _)| *i == id) {
+        trim_dropped(c, name, id, &kept);
     }
     let timeout = c.node.options().write_timeout;
     if !converge(ks, c.partitions, name, timeout, |s| {
@@ -715,14 +745,14 @@ fn commit_inner(
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let retired = store(c, &s.name).map(|st| st.previous.number);
+    let before = kept_versions(c, &s.name).filter(|(i, _)| *i == s.id);
     let change = Change::Commit {
         version: s.version,
         created_ms: ks.now_ms(),
     };
     request(c, &s.name, change).map_err(early)?;
-    if let Some(old) = retired {
-        trim(c, s.id, old);
+    if let Some((_, kept)) = before {
+        trim_dropped(c, &s.name, s.id, &kept);
     }
     // Decided: each partition's master swaps it in.
     let (id, v) = (s.id, s.version);
@@ -801,6 +831,7 @@ fn differences(cat: &CatalogState, local: &rialto_keyspace::Catalog, p: u32) -> 
                     created_ms: d.created_ms,
                     settings: non_default(StoreSettings {
                         compression: Some(d.compression),
+                        keep: Some(d.keep),
                     }),
                 });
             }
@@ -839,7 +870,7 @@ fn differences(cat: &CatalogState, local: &rialto_keyspace::Catalog, p: u32) -> 
                     version: want,
                     swap: Some(d.current),
                 });
-            } else if l.previous.number == want && want < l.current.number {
+            } else if want < l.current.number && l.older().any(|v| v.number == want) {
                 ops.push(PartStoreOp::Rollback { name, id, to: want });
             } else if want > l.current.number && pushing_here.is_none() && l.next_version <= want {
                 // The partition missed the push's begin (its master changed meanwhile).
@@ -988,7 +1019,8 @@ pub fn describe(c: &Cluster, ks: &Keyspace, name: &str) -> Option<rialto_resp::R
         id: d.id,
         prefix: d.prefix.clone(),
         current: d.current,
-        previous: d.previous,
+        kept: d.older.clone(),
+        keep: d.keep,
         next_version: d.next_version,
         rewind_ms: 0,
         pushing: d.pushing.as_ref().map(|p| rialto_keyspace::Pushing {
@@ -1012,10 +1044,18 @@ pub fn describe(c: &Cluster, ks: &Keyspace, name: &str) -> Option<rialto_resp::R
                 ),
                 (
                     Reply::bulk("previous-version"),
-                    match l.previous.number {
-                        0 => Reply::Null,
-                        v => Reply::Integer(i64::from(v)),
+                    match l.previous() {
+                        None => Reply::Null,
+                        Some(v) => Reply::Integer(i64::from(v.number)),
                     },
+                ),
+                (
+                    Reply::bulk("kept-versions"),
+                    Reply::Array(
+                        l.older()
+                            .map(|v| Reply::Integer(i64::from(v.number)))
+                            .collect(),
+                    ),
                 ),
                 (
                     Reply::bulk("pushing-version"),
@@ -1070,10 +1110,14 @@ mod tests {
                 number: current,
                 ..VersionInfo::default()
             },
-            previous: VersionInfo {
-                number: previous,
-                ..VersionInfo::default()
-            },
+            kept: (previous != 0)
+                .then_some(VersionInfo {
+                    number: previous,
+                    ..VersionInfo::default()
+                })
+                .into_iter()
+                .collect(),
+            keep: 2,
             next_version: next,
             rewind_ms: 0,
             pushing: pushing.map(|version| Pushing {
@@ -1194,6 +1238,7 @@ mod tests {
         use rialto_keyspace::Compression;
         let zstd = StoreSettings {
             compression: Some(Compression::Zstd),
+            keep: None,
         };
         let empty = Catalog::partitioned(2);
         let cat = catalog(vec![(
@@ -1230,6 +1275,81 @@ mod tests {
         assert!(
             matches!(&ops[..], [PartStoreOp::Create { settings, .. }] if settings.is_empty()),
             "{ops:?}"
+        );
+    }
+
+    #[test]
+    fn a_partition_rolls_back_to_the_kept_version_the_catalog_went_back_to() {
+        let keep3 = StoreSettings {
+            compression: None,
+            keep: Some(3),
+        };
+        let mut records = vec![(
+            "f",
+            Change::Create {
+                prefix: b"f:".to_vec(),
+                created_ms: 0,
+                settings: keep3,
+            },
+        )];
+        for v in [2, 3] {
+            records.push(begin());
+            records.push((
+                "f",
+                Change::Ready {
+                    version: v,
+                    node: 1,
+                    records: 1,
+                    bytes: 1,
+                },
+            ));
+            records.push((
+                "f",
+                Change::Commit {
+                    version: v,
+                    created_ms: 9,
+                },
+            ));
+        }
+        let cat = catalog(records.clone());
+        let empty = Catalog::partitioned(2);
+        let ops = differences(&cat, &empty, 0);
+        assert!(
+            matches!(&ops[..], [PartStoreOp::Create { settings, .. }] if *settings == keep3),
+            "{ops:?}"
+        );
+        let local = |keep: u32| {
+            empty.with_in(
+                0,
+                StoreMeta {
+                    kept: vec![
+                        VersionInfo {
+                            number: 2,
+                            ..VersionInfo::default()
+                        },
+                        VersionInfo {
+                            number: 1,
+                            ..VersionInfo::default()
+                        },
+                    ],
+                    keep,
+                    ..meta(3, 0, None, 4)
+                },
+            )
+        };
+        assert!(differences(&cat, &local(3), 0).is_empty());
+        records.push(("f", Change::Rollback { to: 1 }));
+        let cat = catalog(records);
+        assert_eq!(cat.stores["f"].current.number, 1);
+        let ops = differences(&cat, &local(3), 0);
+        assert!(
+            matches!(&ops[..], [PartStoreOp::Rollback { to: 1, .. }]),
+            "{ops:?}"
+        );
+        // A partition whose keep differs is configured first.
+        assert_eq!(
+            kinds(&differences(&cat, &local(2), 0)),
+            ["configure", "rollback"]
         );
     }
 

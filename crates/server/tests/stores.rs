@@ -775,3 +775,67 @@ fn a_store_compression_is_chosen_at_creation_changed_by_store_config_and_kept() 
     }
     srv.shutdown().unwrap();
 }
+
+/// KEEP: a store keeps that many versions, STORE DESCRIBE lists the older ones, a rollback
+/// goes to any of them and retires the newer ones, and KEEP is bounded by `store-max-keep`.
+#[test]
+fn a_store_keeps_its_keep_versions_and_rolls_back_to_the_one_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let kept = |d: &HashMap<String, Value>| -> Vec<i64> {
+        match &d["kept-versions"] {
+            Value::Array(items) => items.iter().map(int).collect(),
+            other => panic!("kept-versions {other:?}"),
+        }
+    };
+    let d = map(cmd(&mut c, &["STORE", "CREATE", "f", "KEEP", "3"]).unwrap());
+    assert_eq!((int(&d["keep"]), kept(&d)), (3, vec![]));
+    for tag in ["a", "b", "c", "d"] {
+        push(&mut c, "f", &dataset(100, tag));
+    }
+    let _: () = c.set("f:streamed", "x").unwrap();
+    let d = describe(&mut c, "f");
+    assert_eq!(int(&d["current-version"]), 5);
+    assert_eq!(int(&d["previous-version"]), 4);
+    assert_eq!(kept(&d), [4, 3]);
+
+    let e = cmd(&mut c, &["STORE", "ROLLBACK", "f", "2"]).unwrap_err();
+    assert!(
+        e.to_string().contains("does not keep version 2")
+            && e.to_string().contains("roll back to are 4, 3"),
+        "{e}"
+    );
+    let d = map(cmd(&mut c, &["STORE", "ROLLBACK", "f", "3"]).unwrap());
+    assert_eq!((int(&d["current-version"]), kept(&d)), (3, vec![]));
+    assert_eq!(c.get::<_, String>("f:user00042").unwrap(), "b-42");
+    assert_eq!(c.get::<_, String>("f:streamed").unwrap(), "x");
+
+    // Bounds: 1 to store-max-keep (default 10), which CONFIG SET changes.
+    for bad in ["0", "11", "-1", "x"] {
+        let e = cmd(&mut c, &["STORE", "CONFIG", "f", "KEEP", bad]).unwrap_err();
+        assert!(
+            e.to_string().contains("KEEP must be 1 to 10")
+                || e.to_string().contains("not an integer"),
+            "{bad}: {e}"
+        );
+    }
+    cmd(&mut c, &["CONFIG", "SET", "store-max-keep", "12"]).unwrap();
+    let d = map(cmd(&mut c, &["STORE", "CONFIG", "f", "KEEP", "12"]).unwrap());
+    assert_eq!(int(&d["keep"]), 12);
+    let d = map(cmd(
+        &mut c,
+        &["STORE", "CONFIG", "f", "KEEP", "1", "COMPRESSION", "lz4"],
+    )
+    .unwrap());
+    assert_eq!(int(&d["keep"]), 1);
+    assert_eq!(d["compression"], Value::BulkString(b"lz4".to_vec()));
+
+    srv.shutdown().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let d = describe(&mut c, "f");
+    assert_eq!((int(&d["keep"]), int(&d["current-version"])), (1, 3));
+    assert_eq!(c.get::<_, String>("f:user00042").unwrap(), "b-42");
+    srv.shutdown().unwrap();
+}

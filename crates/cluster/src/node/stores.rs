@@ -492,8 +492,8 @@ pub(super) fn wait_for_versions<'a, M: StateMachine>(
 
 /// Whether version `version` of store `id` is one nobody can read or roll back to any more
 /// (its topic may be gone): the store was deleted, or the version is neither its current nor
-/// its previous one nor being pushed. A version leaves those three for good: a rollback goes
-/// only to the previous version and retires the one it leaves.
+/// a kept older one nor being pushed. A version leaves those for good: a rollback goes only
+/// to a kept older version and retires the ones newer than it.
 fn superseded<M: StateMachine>(inner: &Inner<M>, id: u32, version: u32) -> bool {
     if !inner.catalog_caught_up.load(Ordering::Acquire) {
         return false;
@@ -503,7 +503,7 @@ fn superseded<M: StateMachine>(inner: &Inner<M>, id: u32, version: u32) -> bool 
         None => id < cat.next_id,
         Some(s) => {
             s.current.number != version
-                && s.previous.number != version
+                && s.older.iter().all(|v| v.number != version)
                 && s.pushing.as_ref().is_none_or(|p| p.version != version)
         }
     }

@@ -47,7 +47,8 @@
 //!  31 StoreCreateWith name: string | prefix | rewind_ms: u64 | settings
 //!  32 StoreConfigure name: string | settings
 //!  library := name: string | n: u64 | function: string * n | code
-//!  settings := n: u8 | (tag: u8 | value) * n   (`stores::StoreSettings`: 1 compression: u8)
+//!  settings := n: u8 | (tag: u8 | value) * n   (`stores::StoreSettings`: 1 compression: u8,
+//!              2 keep: u32 LE)
 //! ```
 //!
 //! Decoding is strict: an unknown version or kind, a truncated field, bytes left over or a
@@ -874,6 +875,7 @@ mod tests {
         assert_eq!(Op::decode(&old).unwrap(), plain);
         let zstd = part(StoreSettings {
             compression: Some(rialto_lsm::Compression::Zstd),
+            keep: None,
         });
         let b = zstd.encode();
         assert_eq!(Op::decode(&b).unwrap(), zstd);

@@ -273,21 +273,21 @@ pub enum StoreOp {
         /// Its name.
         name: String,
     },
-    /// Makes a store's previous version current again (the version left becomes the
-    /// previous until [`StoreOp::RetireLeft`] retires it). With `to`, only if that is the
-    /// version it would go back to; `to` naming the current version changes nothing.
+    /// Makes a kept older version current again: `to`, or without it the newest older one
+    /// (the versions left stay kept, newer than the current one, until
+    /// [`StoreOp::RetireLeft`] retires them); `to` naming the current version changes nothing.
     Rollback {
         /// Its name.
         name: String,
         /// The version to go back to, if the caller names it.
         to: Option<u32>,
     },
-    /// Retires `version`, the version a rollback left, once reads route to the version
-    /// rolled back to; nothing if the store's previous version is no longer that one.
+    /// Retires the versions a rollback left (kept, newer than the current one) up to
+    /// `version`, once reads route to the version rolled back to; nothing if none is kept.
     RetireLeft {
         /// The store.
         name: String,
-        /// The version the rollback left.
+        /// The version that was current before the rollback.
         version: u32,
     },
     /// Records the start of a push: the store's next version number is taken.
@@ -366,8 +366,8 @@ pub enum PartStoreOp {
         /// The version's figures when it is swapped in.
         swap: Option<VersionInfo>,
     },
-    /// Makes `to`, the partition's previous version, current again and retires the version
-    /// left.
+    /// Makes `to`, a kept older version of the partition's, current again and retires the
+    /// versions left (the current one and the kept ones newer than `to`).
     Rollback {
         /// The store.
         name: String,

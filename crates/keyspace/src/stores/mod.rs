@@ -1,13 +1,13 @@
 //! Stores (Venice): named key prefixes whose data is replaced whole by batch pushes, each
-//! push a new *version* swapped in atomically, the previous one kept for rollback, and
+//! push a new *version* swapped in atomically, older ones kept for rollback (`keep`), and
 //! streamed writes (SET, DEL...) landing on top ("hybrid").
 //!
 //! Two catalogs: `exec` is the catalog in the merger's execution order — transactions route
 //! their writes with it, and a catalog change is a transaction that replaces it as it
 //! executes; `read` is replaced once that transaction is durable, and reads of the published
 //! state route with it. Between the two moments a reader still uses the old catalog, which is
-//! safe because writes go to both the current and the previous version: whichever of the two
-//! a reader's catalog names, it holds every acknowledged write.
+//! safe because writes go to the current version and every kept one: whichever of them a
+//! reader's catalog names, it holds every acknowledged write.
 //!
 //! Every catalog change (create, delete, rollback, push begin/commit/abort) holds `admin`, so
 //! at most one is in flight and `read` catches up with `exec` when it completes.
@@ -106,7 +106,7 @@ pub enum StoreError {
     #[error("store version numbers exhausted")]
     VersionsExhausted,
     /// A rollback with no version older than the current one kept.
-    #[error("store '{store}' keeps no version older than its current version {current} to roll back to (a store keeps one previous version, and a rollback retires the version it leaves)")]
+    #[error("store '{store}' keeps no version older than its current version {current} to roll back to (a store keeps KEEP - 1 older versions, and a rollback retires the versions newer than the one it goes to)")]
     NoPrevious {
         /// The store.
         store: String,
@@ -114,14 +114,14 @@ pub enum StoreError {
         current: u32,
     },
     /// A rollback to a version the store does not keep.
-    #[error("store '{store}' does not keep version {version}; {}", match kept { Some(v) => format!("the version to roll back to is {v}"), None => "it keeps no older version to roll back to".to_string() })]
+    #[error("store '{store}' does not keep version {version}; {}", kept_text(kept))]
     VersionNotKept {
         /// The store.
         store: String,
         /// The version asked for.
         version: u32,
-        /// The version a rollback would go to, if any.
-        kept: Option<u32>,
+        /// The versions a rollback can go to, newest first.
+        kept: Vec<u32>,
     },
     /// A rollback to a version newer than the current one.
     #[error("version {version} is newer than store '{store}''s current version {current}: a rollback only goes back")]
@@ -149,6 +149,18 @@ pub enum StoreError {
 
 /// Result of store operations.
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The versions a rollback can go to, as [`StoreError::VersionNotKept`] says them.
+fn kept_text(kept: &[u32]) -> String {
+    match kept {
+        [] => "it keeps no older version to roll back to".into(),
+        [v] => format!("the version to roll back to is {v}"),
+        vs => {
+            let list: Vec<String> = vs.iter().map(u32::to_string).collect();
+            format!("the versions to roll back to are {}", list.join(", "))
+        }
+    }
+}
 
 /// Assigns real-time log entry numbers in execution order.
 #[derive(Debug, Default)]
@@ -648,7 +660,7 @@ impl Stores {
             .exec
             .load()
             .iter()
-            .filter(|s| s.previous.number > s.current.number)
+            .filter(|s| s.left().next().is_some())
             .cloned()
             .collect();
         for m in left {
@@ -690,15 +702,17 @@ impl Stores {
                 rewind_ms,
                 settings: StoreSettings {
                     compression: Some(settings.compression.unwrap_or_else(|| db.compression())),
+                    ..settings
                 },
             },
         )?;
-        tracing::info!(store = name, id = m.id, prefix = %String::from_utf8_lossy(prefix), rewind_ms, compression = m.compression.name(), "store created");
+        tracing::info!(store = name, id = m.id, prefix = %String::from_utf8_lossy(prefix), rewind_ms, compression = m.compression.name(), keep = m.keep, "store created");
         Ok(m)
     }
 
     /// Changes store `name`'s settings (those `settings` sets). A new compression applies to
-    /// the tables written after the change: pushes begun after it, flushes and compactions.
+    /// the tables written after the change: pushes begun after it, flushes and compactions. A
+    /// smaller `keep` retires the oldest kept versions beyond it.
     pub fn configure(
         self: &Arc<Self>,
         merger: &Merger<Db>,
@@ -744,15 +758,14 @@ impl Stores {
         Ok(())
     }
 
-    /// Switches store `name` back to its previous version (with `to`, only if that is the
-    /// version named; `to` naming the current version changes nothing) and retires the
-    /// version it leaves: a rollback only goes back, and a second one, with no older version
-    /// left, is refused.
+    /// Switches store `name` back to kept version `to` (default: the newest older one; `to`
+    /// naming the current version changes nothing) and retires the versions it leaves, the
+    /// current one and every kept one newer than `to`: a rollback only goes back.
     ///
-    /// Two changes: the rollback keeps writing to the version left, as the previous one, so
-    /// that a reader still routing with the catalog before it (see the module docs) misses
-    /// no acknowledged write; once reads route to the version rolled back to, a second change
-    /// retires the version left. A stop in between is finished by [`Stores::recover`].
+    /// Two changes: the rollback keeps writing to the versions left, as kept ones, so that a
+    /// reader still routing with the catalog before it (see the module docs) misses no
+    /// acknowledged write; once reads route to the version rolled back to, a second change
+    /// retires them. A stop in between is finished by [`Stores::recover`].
     pub fn rollback(
         self: &Arc<Self>,
         merger: &Merger<Db>,
@@ -776,23 +789,24 @@ impl Stores {
         self.retire_left(merger, &m, now_ms)
     }
 
-    /// Retires the version a rollback left as `m`'s previous one, if it did.
+    /// Retires the versions a rollback left in `m` (newer than its current one), if any.
     fn retire_left(
         self: &Arc<Self>,
         merger: &Merger<Db>,
         m: &StoreMeta,
         now_ms: i64,
     ) -> StoreResult<StoreMeta> {
-        if m.previous.number <= m.current.number {
+        let Some(newest) = m.left().map(|v| v.number).max() else {
             return Ok(m.clone());
-        }
-        tracing::info!(store = %m.name, version = m.previous.number, "retiring the version a rollback left");
+        };
+        let left: Vec<u32> = m.left().map(|v| v.number).collect();
+        tracing::info!(store = %m.name, versions = ?left, "retiring the versions a rollback left");
         self.change(
             merger,
             now_ms,
             StoreOp::RetireLeft {
                 name: m.name.clone(),
-                version: m.previous.number,
+                version: newest,
             },
         )
     }
@@ -816,8 +830,8 @@ impl Stores {
 
     /// Ends store `name`'s push. With `swap` (the new version's info and the real-time log
     /// entries still to replay, `from..`), replays them onto the new version and makes it
-    /// current, in one transaction; the old current becomes the previous and the old previous
-    /// is retired. Without, the pushed version is retired.
+    /// current, in one transaction; the old current is kept, and the oldest kept version
+    /// beyond `keep` is retired. Without, the pushed version is retired.
     fn end_push(
         self: &Arc<Self>,
         merger: &Merger<Db>,
@@ -858,7 +872,8 @@ mod tests {
                 number: 1,
                 ..VersionInfo::default()
             },
-            previous: VersionInfo::default(),
+            kept: Vec::new(),
+            keep: 2,
             next_version: 2,
             rewind_ms: 0,
             pushing: None,

@@ -11,8 +11,9 @@
 //! 3. commit: tables are written and synced, then linked by one manifest edit — before the
 //!    edit they are orphans removed at open; after it they hold a version nobody reads.
 //! 4. replay: real-time log entries are copied onto the new version in transactions.
-//! 5. swap: one transaction replays the rest, switches current/previous and retires the old
-//!    previous. Before it is durable, a restart finds the push still recorded (step 1).
+//! 5. swap: one transaction replays the rest, makes the new version current, keeps the old
+//!    current and retires the oldest kept version beyond the store's `keep`. Before it is
+//!    durable, a restart finds the push still recorded (step 1).
 //!
 //! Heavy work (sorting, table writing) runs on one fixed-size thread pool shared by every
 //! push, never on connection threads.

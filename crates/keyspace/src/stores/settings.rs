@@ -4,10 +4,11 @@
 //! ```text
 //! settings := n: u8 | field * n            (each tag at most once, in any order)
 //! field    := 1 compression: u8 (0 none, 1 lz4, 2 zstd)
+//!           | 2 keep: u32 LE (at least 1)
 //! ```
 //!
 //! A field left out is unchanged (STORE CONFIG) or takes its default (a store's creation:
-//! compression none). An unknown tag refuses the whole record: a reader never half-applies a
+//! compression none, keep [`DEFAULT_KEEP`]). An unknown tag refuses the whole record: a reader never half-applies a
 //! newer writer's change.
 
 use rialto_lsm::Compression;
@@ -18,13 +19,20 @@ pub struct StoreSettings {
     /// Block compression of the tables a push writes for the store's versions (and of the
     /// tables flushes and compactions write for them).
     pub compression: Option<Compression>,
+    /// Versions kept: the current one and up to `keep - 1` older ones a rollback can go back
+    /// to, every one receiving the streamed writes (at least 1).
+    pub keep: Option<u32>,
 }
+
+/// Versions a store keeps unless told otherwise: the current one and one previous.
+pub const DEFAULT_KEEP: u32 = 2;
 
 /// Settings that do not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BadSettings(pub &'static str);
 
 const TAG_COMPRESSION: u8 = 1;
+const TAG_KEEP: u8 = 2;
 
 /// The byte a compression is stored as (store records, settings).
 pub fn codec_byte(c: Compression) -> u8 {
@@ -52,19 +60,28 @@ impl StoreSettings {
     }
 
     /// Sets on `m` what these settings set.
+    /// Sets on `m` what these settings set (a smaller `keep` is applied by the caller, which
+    /// retires the versions beyond it).
     pub fn apply_to(&self, m: &mut super::StoreMeta) {
         if let Some(c) = self.compression {
             m.compression = c;
+        }
+        if let Some(k) = self.keep {
+            m.keep = k;
         }
     }
 
     /// Appends the settings' bytes.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        let n = u8::from(self.compression.is_some());
+        let n = u8::from(self.compression.is_some()) + u8::from(self.keep.is_some());
         out.push(n);
         if let Some(c) = self.compression {
             out.push(TAG_COMPRESSION);
             out.push(codec_byte(c));
+        }
+        if let Some(k) = self.keep {
+            out.push(TAG_KEEP);
+            out.extend_from_slice(&k.to_le_bytes());
         }
     }
 
@@ -86,7 +103,17 @@ impl StoreSettings {
                     s.compression =
                         Some(codec_of(take(1)?[0]).ok_or(BadSettings("unknown compression"))?);
                 }
-                TAG_COMPRESSION => return Err(BadSettings("a store setting given twice")),
+                TAG_KEEP if s.keep.is_none() => {
+                    let b = take(4)?;
+                    let k = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    if k == 0 {
+                        return Err(BadSettings("a store keeps at least one version"));
+                    }
+                    s.keep = Some(k);
+                }
+                TAG_COMPRESSION | TAG_KEEP => {
+                    return Err(BadSettings("a store setting given twice"))
+                }
                 _ => return Err(BadSettings("unknown store setting")),
             }
         }
@@ -104,9 +131,15 @@ mod tests {
             StoreSettings::default(),
             StoreSettings {
                 compression: Some(Compression::Zstd),
+                keep: None,
             },
             StoreSettings {
                 compression: Some(Compression::None),
+                keep: Some(7),
+            },
+            StoreSettings {
+                compression: None,
+                keep: Some(1),
             },
         ] {
             let mut b = Vec::new();
@@ -123,7 +156,13 @@ mod tests {
                 );
             }
         }
-        for bad in [&[1, 1, 3][..], &[1, 9, 0], &[2, 1, 0, 1, 1]] {
+        for bad in [
+            &[1, 1, 3][..],
+            &[1, 9, 0],
+            &[2, 1, 0, 1, 1],
+            &[1, 2, 0, 0, 0, 0],
+            &[2, 2, 1, 0, 0, 0, 2, 1, 0, 0, 0],
+        ] {
             let mut r = bad;
             assert!(StoreSettings::decode_from(&mut r).is_err(), "{bad:?}");
         }

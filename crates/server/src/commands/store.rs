@@ -1,7 +1,7 @@
-//! STORE CREATE name [PREFIX p] [REWIND seconds] [COMPRESSION codec] | CONFIG name
-//! COMPRESSION codec | DESCRIBE name | LIST | DELETE name | ROLLBACK name [version] | HELP —
-//! stores and their versions (see `rialto_keyspace`'s `stores`). Changes run off the
-//! connection thread and reply once durable.
+//! STORE CREATE name [PREFIX p] [REWIND seconds] [COMPRESSION codec] [KEEP n] | CONFIG name
+//! [COMPRESSION codec] [KEEP n] | DESCRIBE name | LIST | DELETE name | ROLLBACK name
+//! [version] | HELP — stores and their versions (see `rialto_keyspace`'s `stores`). Changes
+//! run off the connection thread and reply once durable.
 
 use std::sync::Arc;
 
@@ -28,7 +28,7 @@ const STORE_CREATE: CommandSpec = cmd("store|create",
     doc(
         "rialto",
         "0.1.0",
-        "Creates a store owning the keys that start with its prefix (default `NAME:`), with an empty version 1. REWIND: how many seconds before a push's start the writes streamed into the store are replayed onto the pushed version (default 0). COMPRESSION: the block codec of the tables written for its versions, by pushes and by flushes and compactions of streamed writes (default: the server's `compression`).",
+        "Creates a store owning the keys that start with its prefix (default `NAME:`), with an empty version 1. REWIND: how many seconds before a push's start the writes streamed into the store are replayed onto the pushed version (default 0). COMPRESSION: the block codec of the tables written for its versions, by pushes and by flushes and compactions of streamed writes (default: the server's `compression`). KEEP: the versions kept, the current one and KEEP - 1 older ones a rollback can go back to, every one receiving the writes streamed into the store (default 2, at most `store-max-keep`).",
         "O(1)",
     )
     .args(&[
@@ -36,6 +36,7 @@ const STORE_CREATE: CommandSpec = cmd("store|create",
         arg("prefix", Str).token("PREFIX").opt(),
         arg("seconds", Integer).token("REWIND").opt(),
         CODEC_ARG,
+        KEEP_ARG,
     ]),
 )
 .handler(Handler::Conn(create));
@@ -45,6 +46,8 @@ const CODEC_ARG: crate::command_table::Arg = arg("codec", OneOf).token("COMPRESS
     arg("lz4", PureToken).token("LZ4"),
     arg("zstd", PureToken).token("ZSTD"),
 ]);
+
+const KEEP_ARG: crate::command_table::Arg = arg("n", Integer).token("KEEP").opt();
 
 const STORE_CONFIG: CommandSpec = cmd(
     "store|config",
@@ -56,10 +59,10 @@ const STORE_CONFIG: CommandSpec = cmd(
     doc(
         "rialto",
         "0.1.0",
-        "Changes a store's settings. COMPRESSION: the block codec of the tables written for its versions from now on (pushes begun after the change, flushes and compactions); tables already written keep theirs.",
+        "Changes a store's settings. COMPRESSION: the block codec of the tables written for its versions from now on (pushes begun after the change, flushes and compactions); tables already written keep theirs. KEEP: the versions kept from now on; a smaller value retires the oldest kept versions at once.",
         "O(1)",
     )
-    .args(&[arg("name", Str), CODEC_ARG]),
+    .args(&[arg("name", Str), CODEC_ARG, KEEP_ARG]),
 )
 .handler(Handler::Conn(configure));
 
@@ -111,7 +114,7 @@ const STORE_ROLLBACK: CommandSpec = cmd(
     doc(
         "rialto",
         "0.1.0",
-        "Makes a store's previous version current again and retires the version it leaves. A rollback only goes back: with no older version kept it is refused. With a version, only if that is the version it goes back to; naming the current version changes nothing.",
+        "Makes a kept older version of a store current again: the one named, or without a version the newest older one; the versions newer than it (the current one among them) are retired. A rollback only goes back: with no older version kept it is refused. Naming the current version changes nothing.",
         "O(1)",
     )
     .args(&[arg("name", Str), arg("version", Integer).opt()]),
@@ -183,7 +186,8 @@ fn help(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
 
 fn create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let name = String::from_utf8_lossy(&args[2]).into_owned();
-    let (prefix, rewind_ms, mut settings) = match create_options(&name, &args[3..]) {
+    let max_keep = ctx.shared.config.read().store_max_keep;
+    let (prefix, rewind_ms, mut settings) = match create_options(&name, &args[3..], max_keep) {
         Ok(o) => o,
         Err(r) => return Outcome::Reply(r),
     };
@@ -213,12 +217,13 @@ fn create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 fn configure(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let name = String::from_utf8_lossy(&args[2]).into_owned();
+    let max_keep = ctx.shared.config.read().store_max_keep;
     let mut settings = StoreSettings::default();
     for pair in args[3..].chunks(2) {
         let [opt, value] = pair else {
             return Outcome::Reply(reply::syntax());
         };
-        if let Err(r) = setting(&mut settings, opt, value) {
+        if let Err(r) = setting(&mut settings, opt, value, max_keep) {
             return Outcome::Reply(r);
         }
     }
@@ -232,8 +237,9 @@ fn configure(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     })
 }
 
-/// Sets the store setting `opt` (COMPRESSION) to `value` in `s`; a syntax error for another.
-fn setting(s: &mut StoreSettings, opt: &[u8], value: &[u8]) -> Result<(), Reply> {
+/// Sets the store setting `opt` (COMPRESSION, KEEP up to `max_keep`) to `value` in `s`; a
+/// syntax error for another.
+fn setting(s: &mut StoreSettings, opt: &[u8], value: &[u8], max_keep: u32) -> Result<(), Reply> {
     if is(opt, "compression") {
         let codec = std::str::from_utf8(value)
             .ok()
@@ -245,6 +251,16 @@ fn setting(s: &mut StoreSettings, opt: &[u8], value: &[u8]) -> Result<(), Reply>
             })
             .ok_or_else(|| Reply::error("ERR COMPRESSION must be none, lz4 or zstd"))?;
         s.compression = Some(codec);
+        Ok(())
+    } else if is(opt, "keep") {
+        let n = reply::int_arg(value)?;
+        let keep = u32::try_from(n)
+            .ok()
+            .filter(|k| (1..=max_keep).contains(k))
+            .ok_or_else(|| {
+                reply::err_string(format!("ERR KEEP must be 1 to {max_keep} (store-max-keep)"))
+            })?;
+        s.keep = Some(keep);
         Ok(())
     } else {
         Err(reply::syntax())
@@ -321,7 +337,11 @@ pub fn error(e: &StoreError) -> Reply {
     reply::store_error(e)
 }
 
-fn create_options(name: &str, opts: &[Bytes]) -> Result<(Vec<u8>, u64, StoreSettings), Reply> {
+fn create_options(
+    name: &str,
+    opts: &[Bytes],
+    max_keep: u32,
+) -> Result<(Vec<u8>, u64, StoreSettings), Reply> {
     let mut prefix = format!("{name}:").into_bytes();
     let mut rewind_ms = 0u64;
     let mut settings = StoreSettings::default();
@@ -339,7 +359,7 @@ fn create_options(name: &str, opts: &[Bytes]) -> Result<(Vec<u8>, u64, StoreSett
             }
             rewind_ms = secs as u64 * 1000;
         } else {
-            setting(&mut settings, &opts[i], value)?;
+            setting(&mut settings, &opts[i], value, max_keep)?;
         }
         i += 2;
     }
@@ -371,7 +391,20 @@ pub fn describe(s: &StoreMeta) -> Reply {
         (Reply::bulk("prefix"), Reply::bulk(&s.prefix)),
     ];
     version("current", &s.current, &mut out);
-    version("previous", &s.previous, &mut out);
+    version(
+        "previous",
+        s.previous().unwrap_or(&VersionInfo::default()),
+        &mut out,
+    );
+    out.push((Reply::bulk("keep"), Reply::Integer(i64::from(s.keep))));
+    out.push((
+        Reply::bulk("kept-versions"),
+        Reply::Array(
+            s.older()
+                .map(|v| Reply::Integer(i64::from(v.number)))
+                .collect(),
+        ),
+    ));
     out.push((
         Reply::bulk("rewind-seconds"),
         Reply::Integer((s.rewind_ms / 1000).min(i64::MAX as u64) as i64),
