@@ -36,8 +36,9 @@ pub const FLUSH_STEP_KEYS: u64 = 10_000;
 /// How to open a keyspace.
 #[derive(Clone)]
 pub struct KeyspaceOptions {
-    /// The engine's options; its `fs` and `clock` are the keyspace's. The partitioner is set
-    /// by [`Keyspace::open`] (every store version in tables of its own).
+    /// The engine's options; its `fs` and `clock` are the keyspace's. The partitioner (every
+    /// store version in tables of its own) and `compression_for` (a store version's tables
+    /// with its store's codec) are set by [`Keyspace::open`].
     pub engine: rialto_lsm::Options,
     /// The merger's options (durability, group sizes, polling).
     pub merger: MergerOptions,
