@@ -545,6 +545,78 @@ fn store_rollback_goes_back_once_to_the_version_named() {
     assert!(line.contains("keeps no version older"), "{line}");
 }
 
+#[test]
+fn store_create_and_config_set_a_store_compression() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    let out = ok(&["store", "--dir", db, "create", "s", "--compression", "zstd"]);
+    assert!(out.contains("compression: zstd"), "{out}");
+    let out = ok(&["store", "--dir", db, "create", "t"]);
+    assert!(out.contains("compression: none"), "{out}");
+    let csv = dir.path().join("a.csv");
+    write_csv(&csv, 100, "a");
+    ok(&push_args(
+        "--dir",
+        db,
+        "s",
+        csv.to_str().unwrap(),
+        &ID_SCORE,
+    ));
+    let out = ok(&["store", "--dir", db, "config", "s", "--compression", "lz4"]);
+    assert!(
+        out.contains("compression: lz4") && out.contains("current-version: 2"),
+        "{out}"
+    );
+    let (code, line) = fails(&["store", "--dir", db, "config", "s"]);
+    assert_eq!(code, 2);
+    assert!(line.contains("--compression"), "{line}");
+    let out = rialto(&[
+        "store",
+        "--dir",
+        db,
+        "create",
+        "u",
+        "--compression",
+        "snappy",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not none, lz4 or zstd"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn store_keep_and_rollback_to_a_version_named_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    let out = ok(&["store", "--dir", db, "create", "s", "--keep", "3"]);
+    assert!(out.contains("keep: 3"), "{out}");
+    let csv = dir.path().join("a.csv");
+    for tag in ["a", "b", "c"] {
+        write_csv(&csv, 100, tag);
+        ok(&push_args(
+            "--dir",
+            db,
+            "s",
+            csv.to_str().unwrap(),
+            &ID_SCORE,
+        ));
+    }
+    let out = ok(&["store", "--dir", db, "describe", "s"]);
+    assert!(out.contains("kept-versions: 3 2"), "{out}");
+    let out = ok(&["store", "--dir", db, "rollback", "s", "2"]);
+    assert!(out.contains("current-version: 2"), "{out}");
+    assert!(out.contains("kept-versions: (none)"), "{out}");
+    let (code, line) = fails(&["store", "--dir", db, "config", "s", "--keep", "11"]);
+    assert_eq!(code, 2);
+    assert!(line.contains("--keep must be 1 to 10"), "{line}");
+    let out = ok(&["store", "--dir", db, "config", "s", "--keep", "1"]);
+    assert!(out.contains("keep: 1"), "{out}");
+}
+
 /// The README's pushing user, taken from the README itself: its ACL is enough to push,
 /// describe and roll back through a server, and an application user is refused.
 #[test]

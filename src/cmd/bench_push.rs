@@ -120,7 +120,7 @@ fn run_rialto(
         push_page_cache: page_cache,
         ..rialto_server::Config::default()
     })?;
-    local.create("b", b"b:", 0)?;
+    local.create("b", b"b:", 0, rialto_keyspace::StoreSettings::default())?;
     let id = local.push_begin("b", rialto_sort::DuplicatePolicy::Error, None, Some(100))?;
     let mut r = reader(input)?;
     // As `rialto push --dir` loads: records go from the reader straight to the sorter.

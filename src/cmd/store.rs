@@ -1,9 +1,33 @@
-//! `rialto store create|describe|list|delete|rollback`: manages stores on a running server
-//! (`--server`) or in a database directory (`--dir`).
+//! `rialto store create|config|describe|list|delete|rollback`: manages stores on a running
+//! server (`--server`) or in a database directory (`--dir`).
 
+use rialto_keyspace::{Compression, StoreSettings};
 use rialto_resp::Reply;
 
 use super::stores_backend::{render, Backend, BackendError, Target};
+
+fn no_setting() -> BackendError {
+    BackendError::Usage("store config: name a setting to change (--compression, --keep)".into())
+}
+
+/// STORE CREATE's and CONFIG's COMPRESSION and KEEP arguments.
+fn settings_args(req: &mut Vec<Vec<u8>>, compression: Option<Compression>, keep: Option<u32>) {
+    if let Some(c) = compression {
+        req.extend([b"COMPRESSION".to_vec(), c.name().as_bytes().to_vec()]);
+    }
+    if let Some(k) = keep {
+        req.extend([b"KEEP".to_vec(), k.to_string().into_bytes()]);
+    }
+}
+
+fn parse_codec(s: &str) -> Result<Compression, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "none" => Ok(Compression::None),
+        "lz4" => Ok(Compression::Lz4),
+        "zstd" => Ok(Compression::Zstd),
+        _ => Err(format!("'{s}' is not none, lz4 or zstd")),
+    }
+}
 
 /// Arguments of `rialto store`.
 #[derive(Debug, clap::Args)]
@@ -26,6 +50,26 @@ pub enum Action {
         /// How far before a push's start streamed writes are replayed onto it, in seconds.
         #[arg(long, default_value_t = 0)]
         rewind: u64,
+        /// Block compression of the tables written for its versions: none, lz4 or zstd
+        /// (default: the server's `compression`; with --dir, none).
+        #[arg(long, value_parser = parse_codec)]
+        compression: Option<Compression>,
+        /// Versions kept: the current one and N - 1 older ones to roll back to, each
+        /// receiving the streamed writes (default 2).
+        #[arg(long, value_name = "N")]
+        keep: Option<u32>,
+    },
+    /// Change a store's settings; a new compression applies to the tables written after the
+    /// change (pushes begun after it, flushes and compactions), a smaller keep retires the
+    /// oldest kept versions beyond it.
+    Config {
+        name: String,
+        /// Block compression: none, lz4 or zstd.
+        #[arg(long, value_parser = parse_codec)]
+        compression: Option<Compression>,
+        /// Versions kept: the current one and N - 1 older ones.
+        #[arg(long, value_name = "N")]
+        keep: Option<u32>,
     },
     /// Show a store's prefix, versions and push in progress (times in RFC 3339, UTC).
     Describe { name: String },
@@ -33,12 +77,17 @@ pub enum Action {
     List,
     /// Delete a store (its data is removed in the background).
     Delete { name: String },
-    /// Make the previous version current again and retire the version left. A rollback only
-    /// goes back: a second one, with no older version kept, is refused.
+    /// Make a kept older version current again (default: the newest one) and retire the
+    /// versions newer than it. A rollback only goes back: with no older version kept, it is
+    /// refused.
     Rollback {
         name: String,
-        /// Only if this is the version the rollback goes back to (a guard for scripts: a
-        /// push that landed meanwhile makes it fail); the current version changes nothing.
+        /// The version to go back to, one the store keeps (STORE DESCRIBE's
+        /// kept-versions); naming the current version changes nothing, so a retried rollback
+        /// is harmless.
+        #[arg(value_name = "VERSION", conflicts_with = "to_version")]
+        to: Option<u32>,
+        /// The same as VERSION.
         #[arg(long, value_name = "N")]
         to_version: Option<u32>,
     },
@@ -55,12 +104,26 @@ pub fn run(args: Args) -> Result<(), BackendError> {
                     name,
                     prefix,
                     rewind,
+                    compression,
+                    keep,
                 } => {
                     req.extend([b"CREATE".to_vec(), name.clone().into_bytes()]);
                     if let Some(p) = prefix {
                         req.extend([b"PREFIX".to_vec(), p.clone().into_bytes()]);
                     }
                     req.extend([b"REWIND".to_vec(), rewind.to_string().into_bytes()]);
+                    settings_args(&mut req, *compression, *keep);
+                }
+                Action::Config {
+                    name,
+                    compression,
+                    keep,
+                } => {
+                    req.extend([b"CONFIG".to_vec(), name.clone().into_bytes()]);
+                    settings_args(&mut req, *compression, *keep);
+                    if req.len() == 3 {
+                        return Err(no_setting());
+                    }
                 }
                 Action::Describe { name } => {
                     req.extend([b"DESCRIBE".to_vec(), name.clone().into_bytes()])
@@ -69,9 +132,13 @@ pub fn run(args: Args) -> Result<(), BackendError> {
                 Action::Delete { name } => {
                     req.extend([b"DELETE".to_vec(), name.clone().into_bytes()])
                 }
-                Action::Rollback { name, to_version } => {
+                Action::Rollback {
+                    name,
+                    to,
+                    to_version,
+                } => {
                     req.extend([b"ROLLBACK".to_vec(), name.clone().into_bytes()]);
-                    if let Some(v) = to_version {
+                    if let Some(v) = to.or(*to_version) {
                         req.push(v.to_string().into_bytes());
                     }
                 }
@@ -91,10 +158,31 @@ pub fn run(args: Args) -> Result<(), BackendError> {
                     name,
                     prefix,
                     rewind,
+                    compression,
+                    keep,
                 } => {
                     let p = prefix.clone().unwrap_or_else(|| format!("{name}:"));
-                    l.create(name, p.as_bytes(), rewind.saturating_mul(1000))
+                    let settings = StoreSettings {
+                        compression: *compression,
+                        keep: *keep,
+                    };
+                    l.create(name, p.as_bytes(), rewind.saturating_mul(1000), settings)
                         .and_then(|()| describe(name))
+                }
+                Action::Config {
+                    name,
+                    compression,
+                    keep,
+                } => {
+                    let settings = StoreSettings {
+                        compression: *compression,
+                        keep: *keep,
+                    };
+                    if settings.is_empty() {
+                        Err(no_setting())
+                    } else {
+                        l.configure(name, settings).and_then(|()| describe(name))
+                    }
                 }
                 Action::Describe { name } => describe(name),
                 Action::List => Ok(render(&Reply::Array(
@@ -105,9 +193,13 @@ pub fn run(args: Args) -> Result<(), BackendError> {
                         .collect(),
                 ))),
                 Action::Delete { name } => l.delete(name).map(|()| "OK".to_string()),
-                Action::Rollback { name, to_version } => {
-                    l.rollback(name, *to_version).and_then(|()| describe(name))
-                }
+                Action::Rollback {
+                    name,
+                    to,
+                    to_version,
+                } => l
+                    .rollback(name, to.or(*to_version))
+                    .and_then(|()| describe(name)),
             };
             match r {
                 Ok(s) => s,

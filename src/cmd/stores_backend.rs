@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use rialto_io::{Clock, SystemClock};
-use rialto_keyspace::{DuplicatePolicy, Keyspace, PushGuard, PushReport, StoreError};
+use rialto_keyspace::{
+    DuplicatePolicy, Keyspace, PushGuard, PushReport, StoreError, StoreSettings,
+};
 use rialto_resp::{Reply, ReplyDecoder, ReplyLimits};
 use rialto_server::Config;
 
@@ -76,6 +78,8 @@ pub struct Local {
     keyspace: Keyspace,
     /// What a push must load unless told otherwise.
     guard: PushGuard,
+    /// The most versions a store may keep (`store-max-keep`).
+    max_keep: u32,
 }
 
 /// A RESP connection.
@@ -134,6 +138,7 @@ impl Local {
         Ok(Local {
             keyspace,
             guard: cfg.push_guard(),
+            max_keep: cfg.store_max_keep,
         })
     }
 
@@ -187,10 +192,36 @@ impl Local {
         Ok(self.keyspace.push_abort(id, None)?)
     }
 
-    /// Creates a store.
-    pub fn create(&self, name: &str, prefix: &[u8], rewind_ms: u64) -> Result<(), BackendError> {
-        self.keyspace.create_store(name, prefix, rewind_ms)?;
+    /// Creates a store; a setting left out takes its default.
+    pub fn create(
+        &self,
+        name: &str,
+        prefix: &[u8],
+        rewind_ms: u64,
+        settings: StoreSettings,
+    ) -> Result<(), BackendError> {
+        self.check_keep(settings)?;
+        self.keyspace
+            .create_store_with(name, prefix, rewind_ms, settings)?;
         Ok(())
+    }
+
+    /// Changes a store's settings.
+    pub fn configure(&self, name: &str, settings: StoreSettings) -> Result<(), BackendError> {
+        self.check_keep(settings)?;
+        self.keyspace.configure_store(name, settings)?;
+        Ok(())
+    }
+
+    /// Refuses a `keep` outside 1..=`store-max-keep`, as the server does.
+    fn check_keep(&self, settings: StoreSettings) -> Result<(), BackendError> {
+        match settings.keep {
+            Some(k) if k == 0 || k > self.max_keep => Err(BackendError::Usage(format!(
+                "--keep must be 1 to {} (store-max-keep)",
+                self.max_keep
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Deletes a store.
@@ -304,6 +335,16 @@ pub fn render(r: &Reply) -> String {
             }
             Reply::Integer(n) => n.to_string(),
             Reply::Null | Reply::NullArray => "(none)".into(),
+            // Inside a map: a list on one line (STORE DESCRIBE's kept-versions).
+            Reply::Array(items) if items.is_empty() => "(none)".into(),
+            Reply::Array(items) => items.iter().map(scalar).collect::<Vec<_>>().join(" "),
+            Reply::Map(pairs) => {
+                let fields: Vec<String> = pairs
+                    .iter()
+                    .map(|(k, v)| format!("{}: {}", scalar(k), scalar(v)))
+                    .collect();
+                format!("{{{}}}", fields.join(", "))
+            }
             other => format!("{other:?}"),
         }
     }

@@ -838,6 +838,42 @@ def test_a_node_down_during_a_push_or_wiped_loads_the_versions_it_needs(cluster,
     assert r.get("boot:k5") == b"3:5"
 
 
+def test_a_store_keeps_its_versions_and_codec_on_every_node_and_rolls_back_to_one_named(cluster, tmp_path):
+    wait_for(every_slot_served, 60, "every slot served")
+    c1 = redis.Redis(port=node_port(1), protocol=3)
+    c1.execute_command("STORE", "CREATE", "kp", "KEEP", "3", "COMPRESSION", "zstd")
+    rc = RedisCluster(host="127.0.0.1", port=node_port(1), cluster_error_retry_attempts=10)
+    for v in (2, 3, 4):
+        push_csv(tmp_path / f"kp{v}.csv", [(f"r{i}", f"{v}:{i}") for i in range(2000)])
+        done = cli_push("kp", tmp_path / f"kp{v}.csv", node_port(2))
+        assert done.returncode == 0, done.stderr
+    rc.set("kp:streamed", "x")
+    settle()
+    for i in (1, 2, 3):
+        d = redis.Redis(port=node_port(i), protocol=3).execute_command("STORE", "DESCRIBE", "kp")
+        assert (d[b"keep"], d[b"compression"], d[b"kept-versions"]) == (3, b"zstd", [3, 2]), d
+        assert [p[b"kept-versions"] for p in d[b"partitions"]] == [[3, 2]] * 3, d
+    with pytest.raises(redis.ResponseError, match="roll back to are 3, 2"):
+        c1.execute_command("STORE", "ROLLBACK", "kp", "1")
+    # Two versions back at once, in every partition; the streamed write stays.
+    redis.Redis(port=node_port(3)).execute_command("STORE", "ROLLBACK", "kp", "2")
+    assert rc.get("kp:r7") == b"2:7"
+    assert rc.get("kp:streamed") == b"x"
+    settle()
+    for i in (1, 2, 3):
+        assert partition_versions(node_port(i), "kp") == [2, 2, 2]
+    with pytest.raises(redis.ResponseError, match="keeps no version older"):
+        c1.execute_command("STORE", "ROLLBACK", "kp")
+    d = c1.execute_command("STORE", "CONFIG", "kp", "KEEP", "1", "COMPRESSION", "lz4")
+    assert (d[b"keep"], d[b"compression"]) == (1, b"lz4"), d
+    push_csv(tmp_path / "kp5.csv", [(f"r{i}", f"5:{i}") for i in range(2000)])
+    assert cli_push("kp", tmp_path / "kp5.csv", node_port(1)).returncode == 0
+    settle()
+    d = c1.execute_command("STORE", "DESCRIBE", "kp")
+    assert d[b"kept-versions"] == [] and [p[b"kept-versions"] for p in d[b"partitions"]] == [[]] * 3, d
+    every_replica_agrees()
+
+
 def test_a_push_survives_a_broker_killed_in_its_middle(cluster):
     wait_for(every_slot_served, 60, "every slot served")
     c1 = redis.Redis(port=node_port(1), socket_timeout=60)

@@ -13,7 +13,7 @@
 //!
 //! ```text
 //! record := version: u8 (1) | kind: u8 | request: u64 LE | name: str | body
-//!   1 create    prefix: bytes | created_ms: i64 LE
+//!   1 create    prefix: bytes | created_ms: i64 LE | [settings, when any is set]
 //!   2 delete
 //!   3 begin     started_ms: i64 LE | duplicates: u8 (0 refuse, 1 last wins) | node: u32 LE
 //!               | min_records: u64 LE | max_shrink_percent: u32 LE
@@ -22,13 +22,23 @@
 //!   6 commit    version: u32 LE | created_ms: i64 LE
 //!   7 abort     version: u32 LE | reason: str
 //!   8 rollback  to: u32 LE
+//!   9 configure settings
 //! str, bytes := len: u32 LE | bytes
+//! settings := n: u8 | (tag: u8 | value) * n   (`rialto_keyspace::StoreSettings`:
+//!             1 compression: u8 (0 none, 1 lz4, 2 zstd), 2 keep: u32 LE)
 //! ```
+//! A create without settings is laid out as before settings existed, so nodes that predate
+//! them still read it; a record with settings, or a configure, is skipped by such a node
+//! (malformed to it): upgrade every node before setting a store's compression or keep. A
+//! rollback's `to` may name any kept older version; a node that predates `keep` reads the same
+//! record (it only ever had one such version).
 //! `request` is a number the asking node draws at random, to find its record's outcome.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use rialto_keyspace::VersionInfo;
+use rialto_keyspace::{
+    Compression, StoreSettings, VersionInfo, DEFAULT_STORE_KEEP as DEFAULT_KEEP,
+};
 
 const FORMAT: u8 = 1;
 /// Outcomes kept for requesters to find, the oldest dropped first.
@@ -37,8 +47,16 @@ const OUTCOMES_KEPT: usize = 4096;
 /// A request to change the catalog.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Change {
-    /// Creates a store owning the keys that start with `prefix`.
-    Create { prefix: Vec<u8>, created_ms: i64 },
+    /// Creates a store owning the keys that start with `prefix`; a setting left out takes its
+    /// default (the requesting node resolves the server's own defaults into the record, so
+    /// every node applies the same).
+    Create {
+        prefix: Vec<u8>,
+        created_ms: i64,
+        settings: StoreSettings,
+    },
+    /// Changes the settings `settings` sets.
+    Configure { settings: StoreSettings },
     /// Deletes a store.
     Delete,
     /// Begins a push into a store, coordinated by `node`.
@@ -65,7 +83,8 @@ pub enum Change {
     Commit { version: u32, created_ms: i64 },
     /// The push of version `version` ends without a swap.
     Abort { version: u32, reason: String },
-    /// The previous version `to` becomes current again.
+    /// The kept older version `to` (0: the newest one) becomes current again; the versions
+    /// newer than it are no longer kept.
     Rollback { to: u32 },
 }
 
@@ -102,15 +121,24 @@ impl CatalogRecord {
             Change::Commit { .. } => 6,
             Change::Abort { .. } => 7,
             Change::Rollback { .. } => 8,
+            Change::Configure { .. } => 9,
         };
         v.push(kind);
         v.extend_from_slice(&self.request.to_le_bytes());
         put_bytes(&mut v, self.name.as_bytes());
         match &self.change {
-            Change::Create { prefix, created_ms } => {
+            Change::Create {
+                prefix,
+                created_ms,
+                settings,
+            } => {
                 put_bytes(&mut v, prefix);
                 v.extend_from_slice(&created_ms.to_le_bytes());
+                if !settings.is_empty() {
+                    settings.encode_into(&mut v);
+                }
             }
+            Change::Configure { settings } => settings.encode_into(&mut v),
             Change::Delete => {}
             Change::Begin {
                 started_ms,
@@ -173,6 +201,14 @@ impl CatalogRecord {
             1 => Change::Create {
                 prefix: r.bytes()?.to_vec(),
                 created_ms: r.u64()? as i64,
+                // Present only when some setting is (one layout per record).
+                settings: if r.0.is_empty() {
+                    StoreSettings::default()
+                } else {
+                    Some(r.settings()?)
+                        .filter(|s| !s.is_empty())
+                        .ok_or(Malformed("empty settings"))?
+                },
             },
             2 => Change::Delete,
             3 => Change::Begin {
@@ -208,6 +244,9 @@ impl CatalogRecord {
                 reason: r.string()?,
             },
             8 => Change::Rollback { to: r.u32()? },
+            9 => Change::Configure {
+                settings: r.settings()?,
+            },
             _ => return Err(Malformed("unknown kind")),
         };
         if !r.0.is_empty() {
@@ -256,6 +295,9 @@ impl<'a> Reader<'a> {
     fn string(&mut self) -> Result<String, Malformed> {
         String::from_utf8(self.bytes()?.to_vec()).map_err(|_| Malformed("text"))
     }
+    fn settings(&mut self) -> Result<StoreSettings, Malformed> {
+        StoreSettings::decode_from(&mut self.0).map_err(|e| Malformed(e.0))
+    }
 }
 
 /// A push in progress, as the catalog holds it.
@@ -271,6 +313,8 @@ pub struct ClusterPush {
     pub ready: BTreeMap<u32, (u64, u64)>,
     /// The first node that could not load it, and why.
     pub failed: Option<(u32, String)>,
+    /// The store's compression when the push began: every node writes the version with it.
+    pub compression: Compression,
 }
 
 /// A store as the cluster's catalog holds it.
@@ -283,10 +327,14 @@ pub struct ClusterStore {
     pub created_ms: i64,
     /// The version every partition is to serve.
     pub current: VersionInfo,
-    /// The version a rollback goes back to (number 0: none).
-    pub previous: VersionInfo,
+    /// The older versions a rollback can go back to, newest first (at most `keep - 1`).
+    pub older: Vec<VersionInfo>,
+    /// Versions kept: the current one and up to `keep - 1` older ones.
+    pub keep: u32,
     pub next_version: u32,
     pub pushing: Option<ClusterPush>,
+    /// Block compression of the tables written for its versions.
+    pub compression: Compression,
 }
 
 /// Why the catalog refused a request.
@@ -311,7 +359,7 @@ pub enum Refusal {
     },
     VersionNotKept {
         version: u32,
-        kept: Option<u32>,
+        kept: Vec<u32>,
     },
     RollbackForward {
         version: u32,
@@ -382,7 +430,11 @@ impl CatalogState {
         use Refusal::*;
         let refused = |r| Some(Outcome::Refused(r));
         match change {
-            Change::Create { prefix, created_ms } => {
+            Change::Create {
+                prefix,
+                created_ms,
+                settings,
+            } => {
                 if self.stores.contains_key(name) {
                     return refused(Exists);
                 }
@@ -411,12 +463,30 @@ impl CatalogState {
                             created_ms,
                             ..VersionInfo::default()
                         },
-                        previous: VersionInfo::default(),
+                        older: Vec::new(),
+                        keep: settings.keep.unwrap_or(DEFAULT_KEEP),
                         next_version: 2,
                         pushing: None,
+                        compression: settings.compression.unwrap_or_default(),
                     },
                 );
                 Some(Outcome::Done { id, version: 1 })
+            }
+            Change::Configure { settings } => {
+                let Some(s) = self.stores.get_mut(name) else {
+                    return refused(NoSuchStore);
+                };
+                if let Some(c) = settings.compression {
+                    s.compression = c;
+                }
+                if let Some(k) = settings.keep.filter(|&k| k > 0) {
+                    s.keep = k;
+                    s.older.truncate(k as usize - 1);
+                }
+                Some(Outcome::Done {
+                    id: s.id,
+                    version: s.current.number,
+                })
             }
             Change::Delete => {
                 let Some(s) = self.stores.get(name) else {
@@ -464,6 +534,7 @@ impl CatalogState {
                     guard,
                     ready: BTreeMap::new(),
                     failed: None,
+                    compression: s.compression,
                 });
                 Some(Outcome::Done { id: s.id, version })
             }
@@ -508,13 +579,15 @@ impl CatalogState {
                 // Every node that loaded it loaded the same records (checked against the
                 // version topic's end markers); the first report stands for all.
                 let (records, bytes) = p.ready.values().next().copied().unwrap_or((0, 0));
-                s.previous = s.current;
+                let old = s.current;
                 s.current = VersionInfo {
                     number: version,
                     records,
                     bytes,
                     created_ms,
                 };
+                s.older.insert(0, old);
+                s.older.truncate(s.keep.saturating_sub(1) as usize);
                 s.pushing = None;
                 Some(Outcome::Done { id: s.id, version })
             }
@@ -533,14 +606,13 @@ impl CatalogState {
                     return refused(NoSuchStore);
                 };
                 let current = s.current.number;
-                let older = Some(s.previous.number).filter(|&v| v != 0 && v < current);
                 if to == current {
                     return Some(Outcome::Done {
                         id: s.id,
                         version: current,
                     });
                 }
-                if to == 0 && older.is_none() {
+                if to == 0 && s.older.is_empty() {
                     return refused(NoPrevious { current });
                 }
                 if to > current {
@@ -549,14 +621,22 @@ impl CatalogState {
                         current,
                     });
                 }
-                if to != 0 && Some(to) != older {
+                // 0: the newest older version.
+                let at = if to == 0 {
+                    Some(0)
+                } else {
+                    s.older.iter().position(|v| v.number == to)
+                };
+                let Some(at) = at else {
                     return refused(VersionNotKept {
                         version: to,
-                        kept: older,
+                        kept: s.older.iter().map(|v| v.number).collect(),
                     });
-                }
-                s.current = s.previous;
-                s.previous = VersionInfo::default();
+                };
+                // The versions left (the current one and the older ones newer than the
+                // target) are no longer kept.
+                s.current = s.older[at];
+                s.older.drain(..=at);
                 Some(Outcome::Done {
                     id: s.id,
                     version: s.current.number,
@@ -598,6 +678,7 @@ mod tests {
             Change::Create {
                 prefix: b"f:".to_vec(),
                 created_ms: 5,
+                settings: StoreSettings::default(),
             },
             Change::Delete,
             Change::Begin {
@@ -626,6 +707,29 @@ mod tests {
                 reason: "client gone".into(),
             },
             Change::Rollback { to: 1 },
+            Change::Create {
+                prefix: b"g:".to_vec(),
+                created_ms: 6,
+                settings: StoreSettings {
+                    compression: Some(Compression::Zstd),
+                    keep: Some(3),
+                },
+            },
+            Change::Configure {
+                settings: StoreSettings {
+                    compression: Some(Compression::Lz4),
+                    keep: None,
+                },
+            },
+            Change::Configure {
+                settings: StoreSettings {
+                    compression: None,
+                    keep: Some(4),
+                },
+            },
+            Change::Configure {
+                settings: StoreSettings::default(),
+            },
         ];
         for change in all {
             let r = CatalogRecord {
@@ -634,14 +738,185 @@ mod tests {
                 change,
             };
             let b = r.encode();
-            assert_eq!(CatalogRecord::decode(&b), Ok(r));
+            assert_eq!(CatalogRecord::decode(&b), Ok(r.clone()));
             for n in 0..b.len() {
-                assert!(CatalogRecord::decode(&b[..n]).is_err(), "prefix {n}");
+                match (&r.change, CatalogRecord::decode(&b[..n])) {
+                    (_, Err(_)) => {}
+                    // A create cut right before its settings is one without (the old layout).
+                    (
+                        Change::Create { .. },
+                        Ok(CatalogRecord {
+                            change: Change::Create { settings, .. },
+                            ..
+                        }),
+                    ) if settings.is_empty() => {}
+                    (_, Ok(other)) => panic!("prefix {n} decodes: {other:?}"),
+                }
             }
             let mut long = b.clone();
             long.push(0);
             assert!(CatalogRecord::decode(&long).is_err());
         }
+    }
+
+    /// A create as nodes wrote it before stores had settings: still read, compression none;
+    /// and a create without settings is still written that way.
+    #[test]
+    fn a_create_record_without_settings_keeps_its_old_layout() {
+        let mut old = vec![1u8, 1];
+        old.extend_from_slice(&42u64.to_le_bytes());
+        old.extend_from_slice(&1u32.to_le_bytes());
+        old.push(b'f');
+        old.extend_from_slice(&2u32.to_le_bytes());
+        old.extend_from_slice(b"f:");
+        old.extend_from_slice(&5i64.to_le_bytes());
+        let r = CatalogRecord {
+            request: 42,
+            name: "f".into(),
+            change: Change::Create {
+                prefix: b"f:".to_vec(),
+                created_ms: 5,
+                settings: StoreSettings::default(),
+            },
+        };
+        assert_eq!(CatalogRecord::decode(&old), Ok(r.clone()));
+        assert_eq!(r.encode(), old);
+        let mut s = CatalogState::default();
+        s.apply(0, &old);
+        assert_eq!(s.stores["f"].compression, Compression::None);
+    }
+
+    #[test]
+    fn a_store_compression_is_set_at_create_changed_and_fixed_for_a_push_at_its_begin() {
+        let mut s = CatalogState::default();
+        let create = Change::Create {
+            prefix: b"f:".to_vec(),
+            created_ms: 1,
+            settings: StoreSettings {
+                compression: Some(Compression::Zstd),
+                keep: None,
+            },
+        };
+        s.apply(0, &rec(1, "f", create));
+        assert_eq!(s.stores["f"].compression, Compression::Zstd);
+        let begin = Change::Begin {
+            started_ms: 2,
+            last_wins: false,
+            node: 1,
+            guard: GUARD,
+        };
+        s.apply(1, &rec(2, "f", begin));
+        let lz4 = Change::Configure {
+            settings: StoreSettings {
+                compression: Some(Compression::Lz4),
+                keep: None,
+            },
+        };
+        s.apply(2, &rec(3, "f", lz4));
+        assert_eq!(s.outcome(3), Some(&Outcome::Done { id: 1, version: 1 }));
+        let f = &s.stores["f"];
+        assert_eq!(f.compression, Compression::Lz4);
+        assert_eq!(
+            f.pushing.as_ref().map(|p| p.compression),
+            Some(Compression::Zstd)
+        );
+        // An empty change changes nothing; an unknown store is refused.
+        let none = Change::Configure {
+            settings: StoreSettings::default(),
+        };
+        s.apply(3, &rec(4, "f", none.clone()));
+        assert_eq!(s.stores["f"].compression, Compression::Lz4);
+        s.apply(4, &rec(5, "g", none));
+        assert_eq!(s.outcome(5), Some(&Outcome::Refused(Refusal::NoSuchStore)));
+    }
+
+    /// Pushes `version` into "f" (begin, one node ready, commit) from offset `*at` on.
+    fn push_version(s: &mut CatalogState, at: &mut u64, version: u32) {
+        let begin = Change::Begin {
+            started_ms: 2,
+            last_wins: false,
+            node: 1,
+            guard: GUARD,
+        };
+        let ready = Change::Ready {
+            version,
+            node: 1,
+            records: u64::from(version),
+            bytes: 1,
+        };
+        let commit = Change::Commit {
+            version,
+            created_ms: 9,
+        };
+        for change in [begin, ready, commit] {
+            s.apply(*at, &rec(1000 + *at, "f", change));
+            *at += 1;
+        }
+        assert_eq!(s.stores["f"].current.number, version);
+    }
+
+    fn older(s: &CatalogState) -> Vec<u32> {
+        s.stores["f"].older.iter().map(|v| v.number).collect()
+    }
+
+    #[test]
+    fn a_store_keeps_its_keep_versions_and_rolls_back_to_any_older_one() {
+        let mut s = CatalogState::default();
+        let create = Change::Create {
+            prefix: b"f:".to_vec(),
+            created_ms: 1,
+            settings: StoreSettings {
+                compression: None,
+                keep: Some(4),
+            },
+        };
+        s.apply(0, &rec(1, "f", create));
+        let mut at = 1;
+        for v in 2..=6 {
+            push_version(&mut s, &mut at, v);
+        }
+        // Current 6 and three older ones; 2 and 1 pushed out.
+        assert_eq!(older(&s), [5, 4, 3]);
+        // Not kept, or forward: refused, nothing changes.
+        s.apply(at, &rec(2, "f", Change::Rollback { to: 2 }));
+        at += 1;
+        assert_eq!(
+            s.outcome(2),
+            Some(&Outcome::Refused(Refusal::VersionNotKept {
+                version: 2,
+                kept: vec![5, 4, 3],
+            }))
+        );
+        s.apply(at, &rec(3, "f", Change::Rollback { to: 7 }));
+        at += 1;
+        assert!(matches!(
+            s.outcome(3),
+            Some(Outcome::Refused(Refusal::RollbackForward { .. }))
+        ));
+        // Two steps back at once: the versions newer than 4 are no longer kept.
+        s.apply(at, &rec(4, "f", Change::Rollback { to: 4 }));
+        at += 1;
+        assert_eq!(s.outcome(4), Some(&Outcome::Done { id: 1, version: 4 }));
+        assert_eq!(older(&s), [3]);
+        assert_eq!(s.stores["f"].current.records, 4);
+        // A smaller keep drops the oldest; without a version, the newest older one.
+        let keep1 = Change::Configure {
+            settings: StoreSettings {
+                compression: None,
+                keep: Some(1),
+            },
+        };
+        s.apply(at, &rec(5, "f", keep1));
+        at += 1;
+        assert_eq!(older(&s), Vec::<u32>::new());
+        s.apply(at, &rec(6, "f", Change::Rollback { to: 0 }));
+        at += 1;
+        assert_eq!(
+            s.outcome(6),
+            Some(&Outcome::Refused(Refusal::NoPrevious { current: 4 }))
+        );
+        push_version(&mut s, &mut at, 7);
+        assert_eq!(older(&s), Vec::<u32>::new(), "keep 1 keeps none older");
     }
 
     #[test]
@@ -655,6 +930,7 @@ mod tests {
         let create = Change::Create {
             prefix: b"f:".to_vec(),
             created_ms: 1,
+            settings: StoreSettings::default(),
         };
         step(&mut s, rec(1, "f", create.clone()));
         assert_eq!(s.outcome(1), Some(&Outcome::Done { id: 1, version: 1 }));
@@ -668,6 +944,7 @@ mod tests {
                 Change::Create {
                     prefix: b"f:x".to_vec(),
                     created_ms: 1,
+                    settings: StoreSettings::default(),
                 },
             ),
         );
@@ -719,7 +996,7 @@ mod tests {
         );
         let f = &s.stores["f"];
         assert_eq!((f.current.number, f.current.records), (2, 3));
-        assert_eq!(f.previous.number, 1);
+        assert_eq!(f.older.iter().map(|v| v.number).collect::<Vec<_>>(), [1]);
         assert!(f.pushing.is_none());
         // A record applied twice (offset already passed) changes nothing.
         s.apply(0, &rec(9, "x", Change::Delete));
@@ -798,6 +1075,7 @@ mod tests {
                 Change::Create {
                     prefix: b"f:".to_vec(),
                     created_ms: 1,
+                    settings: StoreSettings::default(),
                 },
             ),
         );

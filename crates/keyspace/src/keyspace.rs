@@ -23,8 +23,8 @@ use crate::keys::{read_keys, Keys, Published, Reader, Txn};
 use crate::layout::{self, Record};
 use crate::op::{Op, OpKind};
 use crate::stores::{
-    catalog, Catalog, PushGuard, PushReport, StoreError, StoreMeta, StoreOptions, StoreResult,
-    Stores,
+    catalog, Catalog, PushGuard, PushReport, StoreCodecs, StoreError, StoreMeta, StoreOptions,
+    StoreResult, StoreSettings, Stores,
 };
 use crate::value::Value;
 use crate::watch::{Watch, WatchRef};
@@ -36,8 +36,9 @@ pub const FLUSH_STEP_KEYS: u64 = 10_000;
 /// How to open a keyspace.
 #[derive(Clone)]
 pub struct KeyspaceOptions {
-    /// The engine's options; its `fs` and `clock` are the keyspace's. The partitioner is set
-    /// by [`Keyspace::open`] (every store version in tables of its own).
+    /// The engine's options; its `fs` and `clock` are the keyspace's. The partitioner (every
+    /// store version in tables of its own) and `compression_for` (a store version's tables
+    /// with its store's codec) are set by [`Keyspace::open`].
     pub engine: rialto_lsm::Options,
     /// The merger's options (durability, group sizes, polling).
     pub merger: MergerOptions,
@@ -81,9 +82,12 @@ impl Keyspace {
         let fs = Arc::clone(&opts.engine.fs);
         let clock = Arc::clone(&opts.engine.clock);
         opts.engine.partitioner = Some(Arc::new(catalog::partition_len));
+        let codecs = Arc::new(StoreCodecs::default());
+        let of_key = Arc::clone(&codecs);
+        opts.engine.compression_for = Some(Arc::new(move |k: &[u8]| of_key.of_key(k)));
         let db = Arc::new(Db::open(dir, opts.engine)?);
         let spill = opts.stores.push_tmp_dir.clone();
-        let stores = Arc::new(Stores::open(&db, opts.stores, Arc::clone(&clock))?);
+        let stores = Arc::new(Stores::open(&db, opts.stores, Arc::clone(&clock), codecs)?);
         let observer: Arc<dyn rialto_txn::WriteObserver> = stores.counts().clone();
         let merger = Merger::start_observed(
             Arc::clone(&db),
@@ -107,6 +111,17 @@ impl Keyspace {
     /// Unix milliseconds now, by the keyspace's clock.
     pub fn now_ms(&self) -> i64 {
         self.clock.unix_millis() as i64
+    }
+
+    /// The compression of the tables flushes and compactions write outside any store (and a
+    /// new store's default).
+    pub fn compression(&self) -> rialto_lsm::Compression {
+        self.db.compression()
+    }
+
+    /// Changes [`Keyspace::compression`]: for the tables written after the change.
+    pub fn set_compression(&self, c: rialto_lsm::Compression) {
+        self.db.set_compression(c);
     }
 
     /// The keyspace's clock.
@@ -555,11 +570,18 @@ impl Keyspace {
         id: u32,
         version: u32,
         prefix: &[u8],
+        compression: rialto_lsm::Compression,
         records: &mut T,
     ) -> Result<crate::Staged> {
-        Ok(self
-            .stores
-            .stage_sorted(&self.db, &self.merger, id, version, prefix, records)?)
+        Ok(self.stores.stage_sorted(
+            &self.db,
+            &self.merger,
+            id,
+            version,
+            prefix,
+            compression,
+            records,
+        )?)
     }
 
     /// Version `version` of store `id`, if this node staged it.
@@ -593,9 +615,34 @@ impl Keyspace {
         prefix: &[u8],
         rewind_ms: u64,
     ) -> StoreResult<StoreMeta> {
+        self.create_store_with(name, prefix, rewind_ms, StoreSettings::default())
+    }
+
+    /// [`Keyspace::create_store`] with settings; one left out takes its default (compression:
+    /// [`Keyspace::compression`]).
+    pub fn create_store_with(
+        &self,
+        name: &str,
+        prefix: &[u8],
+        rewind_ms: u64,
+        settings: StoreSettings,
+    ) -> StoreResult<StoreMeta> {
         let now = self.now_ms();
+        self.stores.create(
+            &self.db,
+            &self.merger,
+            name,
+            prefix,
+            rewind_ms,
+            settings,
+            now,
+        )
+    }
+
+    /// Changes the settings of store `name` that `settings` sets; waits until durable.
+    pub fn configure_store(&self, name: &str, settings: StoreSettings) -> StoreResult<StoreMeta> {
         self.stores
-            .create(&self.db, &self.merger, name, prefix, rewind_ms, now)
+            .configure(&self.merger, name, settings, self.now_ms())
     }
 
     /// Deletes store `name`: its keys return to the default store (empty under the prefix),
@@ -604,8 +651,8 @@ impl Keyspace {
         self.stores.delete(&self.merger, name, self.now_ms())
     }
 
-    /// Switches store `name` back to its previous version (with `to`, only if that is the
-    /// version named) and retires the version it leaves; waits until both are durable.
+    /// Switches store `name` back to kept version `to` (default: the newest older one) and
+    /// retires the versions it leaves; waits until both changes are durable.
     pub fn rollback_store(&self, name: &str, to: Option<u32>) -> StoreResult<StoreMeta> {
         self.stores.rollback(&self.merger, name, to, self.now_ms())
     }

@@ -37,12 +37,15 @@ pub use op::{
     BadTime, Cond, ExpireCond, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp, RestorePolicy,
     Set, StoreOp, TtlChange, FORMAT_VERSION,
 };
+pub use rialto_lsm::Compression;
 pub use rialto_sort::DuplicatePolicy;
+pub use stores::settings::DEFAULT_KEEP as DEFAULT_STORE_KEEP;
 pub use stores::MAX_PREFIX_LEN as MAX_STORE_PREFIX_LEN;
 pub use stores::{
     lower_thread_priority, valid_name as valid_store_name, Catalog, PassReport, PushCounts,
     PushGuard, PushPageCache, PushPhase, PushRefusal, PushReport, PushStatus, Pushing,
-    SortedRecords, Staged, StoreError, StoreMeta, StoreOptions, StoreResult, VersionInfo,
+    SortedRecords, Staged, StoreError, StoreMeta, StoreOptions, StoreResult, StoreSettings,
+    VersionInfo,
 };
 pub use value::Value;
 pub use watch::{KeyEvents, Watch};

@@ -11,8 +11,8 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use rialto_io::{Clock, Fs, MemFs, SystemClock};
 use rialto_keyspace::{
-    Cond, ExpireCond, Keyspace, KeyspaceOptions, LibraryOp, LibrarySource, Op, OpKind,
-    RestorePolicy, Set, StoreOp, StoreOptions, TtlChange, Value, VersionInfo,
+    Compression, Cond, ExpireCond, Keyspace, KeyspaceOptions, LibraryOp, LibrarySource, Op, OpKind,
+    RestorePolicy, Set, StoreOp, StoreOptions, StoreSettings, TtlChange, Value, VersionInfo,
 };
 
 const KEYS: &[&str] = &["a", "b", "c", "n", "s:x", "s:y", "t:z"];
@@ -129,14 +129,19 @@ fn kind() -> impl Strategy<Value = OpKind> {
                 let from = from.map_or(Bytes::new(), |k| Bytes::from([&[1u8, 0][..], &k[..]].concat()));
                 OpKind::FlushSlots { first, last: first.saturating_add(span).min(16383), from, limit }
             }),
-        1 => (store(), 0u64..2).prop_map(|(name, rewind)| OpKind::Store(StoreOp::Create {
+        1 => (store(), 0u64..2, codec(), keep()).prop_map(|(name, rewind, compression, keep)| OpKind::Store(StoreOp::Create {
                 prefix: Bytes::from(format!("{name}:")),
                 name,
                 rewind_ms: rewind * 10_000,
+                settings: StoreSettings { compression, keep },
             })),
-        1 => (store(), prop::option::of(0u32..4))
+        1 => (store(), codec(), keep()).prop_map(|(name, compression, keep)| OpKind::Store(StoreOp::Configure {
+                name,
+                settings: StoreSettings { compression, keep },
+            })),
+        2 => (store(), prop::option::of(0u32..8))
             .prop_map(|(name, to)| OpKind::Store(StoreOp::Rollback { name, to })),
-        1 => (store(), 0u32..4)
+        1 => (store(), 0u32..8)
             .prop_map(|(name, version)| OpKind::Store(StoreOp::RetireLeft { name, version })),
         1 => store().prop_map(|name| OpKind::Store(StoreOp::Delete { name })),
         1 => store().prop_map(|store| OpKind::Store(StoreOp::PushBegin { store })),
@@ -154,6 +159,20 @@ fn kind() -> impl Strategy<Value = OpKind> {
                 Just(RestorePolicy::Append), Just(RestorePolicy::Replace), Just(RestorePolicy::Flush)
             ]).prop_map(|(libs, policy)| OpKind::Library(LibraryOp::Restore { libs, policy })),
     ]
+}
+
+/// A store's compression setting, or none given.
+fn codec() -> impl Strategy<Value = Option<Compression>> {
+    prop::option::of(prop_oneof![
+        Just(Compression::None),
+        Just(Compression::Lz4),
+        Just(Compression::Zstd),
+    ])
+}
+
+/// A store's keep setting, or none given.
+fn keep() -> impl Strategy<Value = Option<u32>> {
+    prop::option::of(1u32..5)
 }
 
 /// A library: two names and three functions, so that names and functions collide.
@@ -223,8 +242,8 @@ fn walked_count(ks: &Keyspace, db: u8) -> rialto_keyspace::KeyCount {
 fn shown(r: rialto_keyspace::Result<Value>) -> String {
     match r {
         Ok(Value::Store(m)) => format!(
-            "store {} {:?} {:?} {:?}",
-            m.name, m.current, m.previous, m.pushing
+            "store {} {:?} {:?} {} {:?} {:?}",
+            m.name, m.current, m.kept, m.keep, m.pushing, m.compression
         ),
         Ok(v) => format!("{v:?}"),
         Err(e) => format!("error: {e}"),

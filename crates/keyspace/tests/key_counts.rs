@@ -10,8 +10,8 @@ use bytes::Bytes;
 use rialto_engine::KvEngine;
 use rialto_io::{Clock, Fs, MemFs, SystemClock};
 use rialto_keyspace::{
-    slot, DuplicatePolicy, KeyCount, Keyspace, KeyspaceOptions, Op, OpKind, PartStoreOp, PushGuard,
-    Set, SortedRecords, StoreOptions, VersionInfo,
+    slot, Compression, DuplicatePolicy, KeyCount, Keyspace, KeyspaceOptions, Op, OpKind,
+    PartStoreOp, PushGuard, Set, SortedRecords, StoreOptions, StoreSettings, VersionInfo,
 };
 
 const NOW: i64 = 1_700_000_000_000;
@@ -280,6 +280,7 @@ fn in_cluster_mode_each_partition_counts_the_version_it_serves() {
                 id: ID,
                 prefix: Bytes::from_static(b"f:"),
                 created_ms: 1,
+                settings: StoreSettings::default(),
             },
         );
     }
@@ -287,7 +288,7 @@ fn in_cluster_mode_each_partition_counts_the_version_it_serves() {
         .map(|i| (format!("{i:03}").into_bytes(), b"x".to_vec()))
         .collect();
     records.sort();
-    ks.stage_sorted(ID, 2, b"f:", &mut InOrder(records, 0))
+    ks.stage_sorted(ID, 2, b"f:", Compression::None, &mut InOrder(records, 0))
         .unwrap();
     let check = |ks: &Keyspace| {
         let mut total = 0;

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rialto_io::{Clock, Fs, MemFs, SystemClock};
 use rialto_keyspace::{
-    slot, Keyspace, KeyspaceOptions, Op, OpKind, PartStoreOp, Set, SortedRecords, StoreOptions,
-    Value, VersionInfo,
+    slot, Compression, Keyspace, KeyspaceOptions, Op, OpKind, PartStoreOp, Set, SortedRecords,
+    StoreOptions, StoreSettings, Value, VersionInfo,
 };
 
 const PARTS: u32 = 3;
@@ -87,6 +87,7 @@ fn create(ks: &Keyspace, p: u32) -> Value {
             id: ID,
             prefix: Bytes::from_static(b"f:"),
             created_ms: 1,
+            settings: StoreSettings::default(),
         },
     )
     .unwrap()
@@ -189,7 +190,7 @@ fn each_partition_serves_the_version_it_swapped_in() {
     records.sort();
     assert_eq!(ks.staged_version(ID, 2).unwrap(), None);
     let staged = ks
-        .stage_sorted(ID, 2, b"f:", &mut InOrder(records, 0))
+        .stage_sorted(ID, 2, b"f:", Compression::None, &mut InOrder(records, 0))
         .unwrap();
     assert_eq!(staged.records, 3);
     assert_eq!(
@@ -311,6 +312,7 @@ fn an_aborted_push_keeps_the_current_version_and_conflicts_are_refused() {
             id: ID + 1,
             prefix: Bytes::from_static(b"f:x"),
             created_ms: 1,
+            settings: StoreSettings::default(),
         },
     );
     assert!(e.is_err());
@@ -322,6 +324,7 @@ fn an_aborted_push_keeps_the_current_version_and_conflicts_are_refused() {
             id: ID + 1,
             prefix: Bytes::from_static(b"h:"),
             created_ms: 1,
+            settings: StoreSettings::default(),
         },
     );
     assert!(e.is_err());
@@ -335,5 +338,176 @@ fn an_aborted_push_keeps_the_current_version_and_conflicts_are_refused() {
         }
     )
     .is_err());
+    ks.close().unwrap();
+}
+
+/// A partition's store takes the catalog's compression at its creation and from a configure
+/// change (idempotent, like every change), keeps it across a restart, and a version staged
+/// with each codec reads back whole.
+#[test]
+fn a_partition_store_keeps_its_compression_and_staged_versions_read_back_with_each_codec() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    for p in 0..PARTS {
+        part(
+            &ks,
+            p,
+            PartStoreOp::Create {
+                name: "f".into(),
+                id: ID,
+                prefix: Bytes::from_static(b"f:"),
+                created_ms: 1,
+                settings: StoreSettings {
+                    compression: Some(Compression::Lz4),
+                    keep: None,
+                },
+            },
+        )
+        .unwrap();
+    }
+    let codec = |ks: &Keyspace, p: u32| ks.catalog().get_in(p, "f").unwrap().compression;
+    assert_eq!(codec(&ks, 2), Compression::Lz4);
+    let zstd = PartStoreOp::Configure {
+        name: "f".into(),
+        id: ID,
+        settings: StoreSettings {
+            compression: Some(Compression::Zstd),
+            keep: None,
+        },
+    };
+    let first = part(&ks, 1, zstd.clone()).unwrap();
+    assert_eq!(part(&ks, 1, zstd.clone()).unwrap(), first);
+    assert_eq!(codec(&ks, 1), Compression::Zstd);
+    assert_eq!(codec(&ks, 0), Compression::Lz4);
+    // Another store's id is refused.
+    assert!(part(
+        &ks,
+        1,
+        PartStoreOp::Configure {
+            name: "f".into(),
+            id: ID + 1,
+            settings: StoreSettings::default(),
+        }
+    )
+    .is_err());
+
+    let value = |i: usize, v: u32| format!(r#"{{"user":{i},"v":{v},"tags":["a","b","c"]}}"#);
+    for (v, c) in [
+        (2, Compression::None),
+        (3, Compression::Lz4),
+        (4, Compression::Zstd),
+    ] {
+        let mut records: Vec<(Vec<u8>, Vec<u8>)> = (0..2000)
+            .map(|i| (format!("{i}").into_bytes(), value(i, v).into_bytes()))
+            .collect();
+        records.sort();
+        let staged = ks
+            .stage_sorted(ID, v, b"f:", c, &mut InOrder(records, 0))
+            .unwrap();
+        assert_eq!(staged.records, 2000, "{c:?}");
+        for p in 0..PARTS {
+            begin(&ks, p, v);
+            swap(&ks, p, v);
+        }
+        for i in [0usize, 1, 999, 1999] {
+            let key = format!("f:{i}").into_bytes();
+            assert_eq!(get(&ks, &key), Some(value(i, v).into_bytes()), "{c:?}");
+        }
+    }
+    ks.close().unwrap();
+    drop(ks);
+    let ks = open(&fs);
+    assert_eq!(codec(&ks, 1), Compression::Zstd);
+    assert_eq!(codec(&ks, 2), Compression::Lz4);
+    assert_eq!(get(&ks, b"f:1999"), Some(value(1999, 4).into_bytes()));
+    ks.close().unwrap();
+}
+
+/// A partition's store keeps `keep` versions: its swaps keep them, a rollback goes to any of
+/// them (retiring the newer ones in the same change, as every replica applies it at once), a
+/// configure change to a smaller keep retires the oldest, and each partition does so alone.
+#[test]
+fn a_partition_keeps_its_versions_and_rolls_back_to_the_one_named() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    let k = keys();
+    for p in 0..PARTS {
+        part(
+            &ks,
+            p,
+            PartStoreOp::Create {
+                name: "f".into(),
+                id: ID,
+                prefix: Bytes::from_static(b"f:"),
+                created_ms: 1,
+                settings: StoreSettings {
+                    compression: None,
+                    keep: Some(3),
+                },
+            },
+        )
+        .unwrap();
+    }
+    for v in 2..=4u32 {
+        let mut records: Vec<(Vec<u8>, Vec<u8>)> = k
+            .iter()
+            .map(|key| (key[2..].to_vec(), format!("v{v}").into_bytes()))
+            .collect();
+        records.sort();
+        ks.stage_sorted(ID, v, b"f:", Compression::None, &mut InOrder(records, 0))
+            .unwrap();
+        for p in 0..PARTS {
+            begin(&ks, p, v);
+            swap(&ks, p, v);
+        }
+    }
+    let older = |ks: &Keyspace, p: u32| -> Vec<u32> {
+        let cat = ks.catalog();
+        let m = cat.get_in(p, "f").unwrap();
+        m.older().map(|v| v.number).collect()
+    };
+    assert_eq!(older(&ks, 0), [3, 2]);
+    // A streamed write reaches every kept version of its partition.
+    set(&ks, &k[0], b"streamed");
+
+    let rollback = |to| PartStoreOp::Rollback {
+        name: "f".into(),
+        id: ID,
+        to,
+    };
+    // Not kept: refused with the versions it keeps.
+    let e = part(&ks, 0, rollback(1)).unwrap_err();
+    assert!(e.to_string().contains("are 3, 2"), "{e}");
+    part(&ks, 0, rollback(2)).unwrap();
+    assert_eq!(get(&ks, &k[0]), Some(b"streamed".to_vec()));
+    assert_eq!(older(&ks, 0), Vec::<u32>::new());
+    // Applied again, it changes nothing; the other partitions still serve version 4.
+    part(&ks, 0, rollback(2)).unwrap();
+    assert_eq!(get(&ks, &k[1]), Some(b"v4".to_vec()));
+    assert_eq!(older(&ks, 1), [3, 2]);
+
+    // A smaller keep in partition 1 retires its oldest version there.
+    part(
+        &ks,
+        1,
+        PartStoreOp::Configure {
+            name: "f".into(),
+            id: ID,
+            settings: StoreSettings {
+                compression: None,
+                keep: Some(2),
+            },
+        },
+    )
+    .unwrap();
+    assert_eq!(older(&ks, 1), [3]);
+
+    ks.close().unwrap();
+    drop(ks);
+    let ks = open(&fs);
+    assert_eq!(older(&ks, 1), [3]);
+    assert_eq!(older(&ks, 2), [3, 2]);
+    assert_eq!(get(&ks, &k[0]), Some(b"streamed".to_vec()));
+    assert_eq!(get(&ks, &k[2]), Some(b"v4".to_vec()));
     ks.close().unwrap();
 }

@@ -30,5 +30,5 @@ pub use db::{Db, IngestOptions, IngestStats, Ingestion, Snapshot};
 pub use iter::db::DbIter;
 pub use iter::InternalIterator;
 pub use memtable::MemTable;
-pub use options::{Compression, Options, WalRecovery};
+pub use options::{Compression, CompressionFor, Options, WalRecovery};
 pub use throttle::ThrottleOptions;

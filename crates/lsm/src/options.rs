@@ -30,7 +30,22 @@ impl Compression {
             _ => None,
         }
     }
+
+    /// The name [`Compression::parse`] reads back: `none`, `lz4` or `zstd`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
+        }
+    }
 }
+
+/// Chooses the compression of a table a flush or compaction writes from the first user key
+/// it holds; `None` leaves the database's ([`crate::Db::compression`]). With a
+/// [`Partitioner`], a table holds one partition, so a codec chosen by partition covers the
+/// whole table.
+pub type CompressionFor = Arc<dyn Fn(&[u8]) -> Option<Compression> + Send + Sync>;
 
 /// What recovery does when the WAL is damaged in bytes proven durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -75,8 +90,15 @@ pub struct Options {
     pub ingest_block_restart_interval: usize,
     /// Bloom filter bits per key; 0 disables filters. Default 10 (about 1% false positives).
     pub bloom_bits_per_key: u32,
-    /// Block compression. Default none.
+    /// Block compression of the tables flushes and compactions write. Default none. Changeable
+    /// while the database runs ([`crate::Db::set_compression`]): tables written after the
+    /// change use the new codec, those already written keep theirs (every block records its
+    /// own). An ingestion chooses its own ([`crate::IngestOptions::compression`]).
     pub compression: Compression,
+    /// Overrides [`Options::compression`] for some tables, by their first key. Default
+    /// `None`. The server's keyspace writes each store's version tables with the store's
+    /// codec this way.
+    pub compression_for: Option<CompressionFor>,
     /// Shared block cache. Default: the process-wide cache ([`BlockCache::global`]), so every
     /// database opened in a process shares one memory budget.
     pub block_cache: Option<Arc<BlockCache>>,
@@ -231,6 +253,7 @@ impl Default for Options {
             ingest_block_restart_interval: 32,
             bloom_bits_per_key: 10,
             compression: Compression::None,
+            compression_for: None,
             block_cache: None,
             row_cache_size: 0,
             row_cache_warm: true,

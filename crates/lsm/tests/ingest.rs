@@ -295,6 +295,7 @@ fn tables_written_out_of_the_page_cache_read_back_whole() {
             let mut ing = db
                 .ingest_with(rialto_lsm::IngestOptions {
                     page_cache_bytes: budget,
+                    ..Default::default()
                 })
                 .unwrap();
             for i in 0..n {

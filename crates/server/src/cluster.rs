@@ -719,8 +719,8 @@ fn unavailable(spec: &CommandSpec, handler: Handler, args: &[Bytes]) -> Option<R
     let name = spec.name;
     let refused = match name {
         // Through the cluster's store catalog (`cluster_stores`).
-        "store|create" | "store|delete" | "store|rollback" | "push|begin" | "push|add"
-        | "push|commit" | "push|abort" => false,
+        "store|create" | "store|config" | "store|delete" | "store|rollback" | "push|begin"
+        | "push|add" | "push|commit" | "push|abort" => false,
         "select" => args.get(1).is_some_and(|db| &db[..] != b"0"),
         // Through the log, a partition's slots at a time (`flush_partition`).
         "flushdb" | "flushall" => false,

@@ -22,7 +22,7 @@ use rialto_cluster::kafka::Delivery;
 use rialto_cluster::versions::{self, Tally};
 use rialto_cluster::{slot, WriteError};
 use rialto_keyspace::{
-    Keyspace, Op, OpKind, PartStoreOp, PushGuard, PushRefusal, StoreError, StoreMeta,
+    Keyspace, Op, OpKind, PartStoreOp, PushGuard, PushRefusal, StoreError, StoreMeta, StoreSettings,
 };
 use tracing::{info, warn};
 
@@ -97,7 +97,7 @@ fn refusal(r: &Refusal, name: &str) -> StoreError {
         Refusal::VersionNotKept { version, kept } => StoreError::VersionNotKept {
             store: name,
             version: *version,
-            kept: *kept,
+            kept: kept.clone(),
         },
         Refusal::RollbackForward { version, current } => StoreError::RollbackForward {
             store: name,
@@ -189,8 +189,15 @@ fn not_converged(what: &str) -> StoreError {
     ))
 }
 
-/// STORE CREATE in cluster mode.
-pub fn create(c: &Cluster, ks: &Keyspace, name: &str, prefix: &[u8]) -> Result<(), StoreError> {
+/// STORE CREATE in cluster mode; `settings` as every node is to apply them (the server's
+/// defaults already filled in by the caller).
+pub fn create(
+    c: &Cluster,
+    ks: &Keyspace,
+    name: &str,
+    prefix: &[u8],
+    settings: StoreSettings,
+) -> Result<(), StoreError> {
     if !rialto_keyspace::valid_store_name(name.as_bytes()) {
         return Err(StoreError::InvalidName(name.to_string()));
     }
@@ -204,6 +211,7 @@ pub fn create(c: &Cluster, ks: &Keyspace, name: &str, prefix: &[u8]) -> Result<(
     let change = Change::Create {
         prefix: prefix.to_vec(),
         created_ms,
+        settings: non_default(settings),
     };
     let (id, _) = request(c, name, change)?;
     info!(store = name, id, "store created");
@@ -213,6 +221,75 @@ pub fn create(c: &Cluster, ks: &Keyspace, name: &str, prefix: &[u8]) -> Result<(
     }) || !masters_caught_up(c, timeout)
     {
         return Err(not_converged("the store's creation"));
+    }
+    Ok(())
+}
+
+/// `settings` without the fields that hold their defaults: a record without them is laid out
+/// as before settings existed, so nodes that predate them still read it.
+fn non_default(settings: StoreSettings) -> StoreSettings {
+    StoreSettings {
+        compression: settings
+            .compression
+            .filter(|&c| c != rialto_keyspace::Compression::None),
+        keep: settings
+            .keep
+            .filter(|&k| k != rialto_keyspace::DEFAULT_STORE_KEEP),
+    }
+}
+
+/// The settings of catalog store `d` that partition store `l` lacks.
+fn settings_diff(d: &ClusterStore, l: &StoreMeta) -> StoreSettings {
+    StoreSettings {
+        compression: (d.compression != l.compression).then_some(d.compression),
+        keep: (d.keep != l.keep).then_some(d.keep),
+    }
+}
+
+/// The versions of store `name` the catalog keeps (current and older), with its id.
+fn kept_versions(c: &Cluster, name: &str) -> Option<(u32, Vec<u32>)> {
+    store(c, name).map(|s| {
+        let kept = std::iter::once(s.current.number)
+            .chain(s.older.iter().map(|v| v.number))
+            .collect();
+        (s.id, kept)
+    })
+}
+
+/// Deletes the topics of the versions in `before` (store `id`'s kept versions before a
+/// change) that the catalog no longer keeps: a version leaves the kept ones for good.
+fn trim_dropped(c: &Cluster, name: &str, id: u32, before: &[u32]) {
+    let after = kept_versions(c, name)
+        .filter(|(i, _)| *i == id)
+        .map(|(_, kept)| kept)
+        .unwrap_or_default();
+    for v in before.iter().filter(|v| !after.contains(v)) {
+        trim(c, id, *v);
+    }
+}
+
+/// STORE CONFIG in cluster mode: the catalog changes, then each partition follows.
+pub fn configure(
+    c: &Cluster,
+    ks: &Keyspace,
+    name: &str,
+    settings: StoreSettings,
+) -> Result<(), StoreError> {
+    let before = kept_versions(c, name);
+    let (id, _) = request(c, name, Change::Configure { settings })?;
+    info!(store = name, id, ?settings, "store configured");
+    if let Some((_, kept)) = before.filter(|(i, _)| *i == id) {
+        trim_dropped(c, name, id, &kept);
+    }
+    let Some(d) = store(c, name).filter(|d| d.id == id) else {
+        return Ok(());
+    };
+    let timeout = c.node.options().write_timeout;
+    if !converge(ks, c.partitions, name, timeout, |s| {
+        s.is_some_and(|s| s.id == id && settings_diff(&d, s).is_empty())
+    }) || !masters_caught_up(c, timeout)
+    {
+        return Err(not_converged("the store's settings"));
     }
     Ok(())
 }
@@ -233,14 +310,14 @@ pub fn delete(c: &Cluster, ks: &Keyspace, name: &str) -> Result<(), StoreError> 
 
 /// STORE ROLLBACK in cluster mode.
 pub fn rollback(c: &Cluster, ks: &Keyspace, name: &str, to: Option<u32>) -> Result<(), StoreError> {
-    let left = store(c, name).map(|s| s.current.number);
+    let before = kept_versions(c, name);
     let change = Change::Rollback {
         to: to.unwrap_or(0),
     };
     let (id, version) = request(c, name, change)?;
     info!(store = name, current = version, "store rolled back");
-    if let Some(left) = left.filter(|&l| l != version) {
-        trim(c, id, left);
+    if let Some((_, kept)) = before.filter(|(i, _)| *i == id) {
+        trim_dropped(c, name, id, &kept);
     }
     let timeout = c.node.options().write_timeout;
     if !converge(ks, c.partitions, name, timeout, |s| {
@@ -668,14 +745,14 @@ fn commit_inner(
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let retired = store(c, &s.name).map(|st| st.previous.number);
+    let before = kept_versions(c, &s.name).filter(|(i, _)| *i == s.id);
     let change = Change::Commit {
         version: s.version,
         created_ms: ks.now_ms(),
     };
     request(c, &s.name, change).map_err(early)?;
-    if let Some(old) = retired {
-        trim(c, s.id, old);
+    if let Some((_, kept)) = before {
+        trim_dropped(c, &s.name, s.id, &kept);
     }
     // Decided: each partition's master swaps it in.
     let (id, v) = (s.id, s.version);
@@ -752,12 +829,24 @@ fn differences(cat: &CatalogState, local: &rialto_keyspace::Catalog, p: u32) -> 
                     id: d.id,
                     prefix: Bytes::copy_from_slice(&d.prefix),
                     created_ms: d.created_ms,
+                    settings: non_default(StoreSettings {
+                        compression: Some(d.compression),
+                        keep: Some(d.keep),
+                    }),
                 });
             }
             continue;
         };
         let name = d.name.clone();
         let id = d.id;
+        let settings = settings_diff(d, l);
+        if !settings.is_empty() {
+            ops.push(PartStoreOp::Configure {
+                name: name.clone(),
+                id,
+                settings,
+            });
+        }
         let want = d.current.number;
         let pushing_here = l.pushing.map(|x| x.version);
         let push = d.pushing.as_ref().filter(|x| x.failed.is_none());
@@ -781,7 +870,7 @@ fn differences(cat: &CatalogState, local: &rialto_keyspace::Catalog, p: u32) -> 
                     version: want,
                     swap: Some(d.current),
                 });
-            } else if l.previous.number == want && want < l.current.number {
+            } else if want < l.current.number && l.older().any(|v| v.number == want) {
                 ops.push(PartStoreOp::Rollback { name, id, to: want });
             } else if want > l.current.number && pushing_here.is_none() && l.next_version <= want {
                 // The partition missed the push's begin (its master changed meanwhile).
@@ -930,7 +1019,8 @@ pub fn describe(c: &Cluster, ks: &Keyspace, name: &str) -> Option<rialto_resp::R
         id: d.id,
         prefix: d.prefix.clone(),
         current: d.current,
-        previous: d.previous,
+        kept: d.older.clone(),
+        keep: d.keep,
         next_version: d.next_version,
         rewind_ms: 0,
         pushing: d.pushing.as_ref().map(|p| rialto_keyspace::Pushing {
@@ -938,6 +1028,7 @@ pub fn describe(c: &Cluster, ks: &Keyspace, name: &str) -> Option<rialto_resp::R
             started_ms: p.started_ms,
         }),
         created_ms: d.created_ms,
+        compression: d.compression,
     };
     let Reply::Map(mut out) = crate::commands::store::describe(&m) else {
         return None;
@@ -953,10 +1044,18 @@ pub fn describe(c: &Cluster, ks: &Keyspace, name: &str) -> Option<rialto_resp::R
                 ),
                 (
                     Reply::bulk("previous-version"),
-                    match l.previous.number {
-                        0 => Reply::Null,
-                        v => Reply::Integer(i64::from(v)),
+                    match l.previous() {
+                        None => Reply::Null,
+                        Some(v) => Reply::Integer(i64::from(v.number)),
                     },
+                ),
+                (
+                    Reply::bulk("kept-versions"),
+                    Reply::Array(
+                        l.older()
+                            .map(|v| Reply::Integer(i64::from(v.number)))
+                            .collect(),
+                    ),
                 ),
                 (
                     Reply::bulk("pushing-version"),
@@ -1011,10 +1110,14 @@ mod tests {
                 number: current,
                 ..VersionInfo::default()
             },
-            previous: VersionInfo {
-                number: previous,
-                ..VersionInfo::default()
-            },
+            kept: (previous != 0)
+                .then_some(VersionInfo {
+                    number: previous,
+                    ..VersionInfo::default()
+                })
+                .into_iter()
+                .collect(),
+            keep: 2,
             next_version: next,
             rewind_ms: 0,
             pushing: pushing.map(|version| Pushing {
@@ -1022,6 +1125,7 @@ mod tests {
                 started_ms: 0,
             }),
             created_ms: 0,
+            compression: rialto_keyspace::Compression::None,
         }
     }
 
@@ -1036,6 +1140,7 @@ mod tests {
             Change::Create {
                 prefix: b"f:".to_vec(),
                 created_ms: 0,
+                settings: StoreSettings::default(),
             },
         )
     }
@@ -1061,6 +1166,7 @@ mod tests {
                 PartStoreOp::PushEnd { swap: Some(_), .. } => "swap",
                 PartStoreOp::PushEnd { swap: None, .. } => "abort",
                 PartStoreOp::Rollback { .. } => "rollback",
+                PartStoreOp::Configure { .. } => "configure",
             })
             .collect()
     }
@@ -1125,6 +1231,126 @@ mod tests {
         assert_eq!(kinds(&differences(&cat, &begun, 1)), ["abort"]);
         let cat = catalog(vec![create(), ("f", Change::Delete)]);
         assert_eq!(kinds(&differences(&cat, &made, 1)), ["delete"]);
+    }
+
+    #[test]
+    fn a_partition_follows_the_store_compression_of_the_catalog() {
+        use rialto_keyspace::Compression;
+        let zstd = StoreSettings {
+            compression: Some(Compression::Zstd),
+            keep: None,
+        };
+        let empty = Catalog::partitioned(2);
+        let cat = catalog(vec![(
+            "f",
+            Change::Create {
+                prefix: b"f:".to_vec(),
+                created_ms: 0,
+                settings: zstd,
+            },
+        )]);
+        let ops = differences(&cat, &empty, 0);
+        assert!(
+            matches!(&ops[..], [PartStoreOp::Create { settings, .. }] if *settings == zstd),
+            "{ops:?}"
+        );
+        // A partition created without it (before a change) is configured.
+        let made = empty.with_in(0, meta(1, 0, None, 2));
+        let ops = differences(&cat, &made, 0);
+        assert!(
+            matches!(&ops[..], [PartStoreOp::Configure { settings, .. }] if *settings == zstd),
+            "{ops:?}"
+        );
+        let configured = empty.with_in(
+            0,
+            StoreMeta {
+                compression: Compression::Zstd,
+                ..meta(1, 0, None, 2)
+            },
+        );
+        assert!(differences(&cat, &configured, 0).is_empty());
+        // The default compression travels as no setting at all.
+        let cat = catalog(vec![create()]);
+        let ops = differences(&cat, &empty, 0);
+        assert!(
+            matches!(&ops[..], [PartStoreOp::Create { settings, .. }] if settings.is_empty()),
+            "{ops:?}"
+        );
+    }
+
+    #[test]
+    fn a_partition_rolls_back_to_the_kept_version_the_catalog_went_back_to() {
+        let keep3 = StoreSettings {
+            compression: None,
+            keep: Some(3),
+        };
+        let mut records = vec![(
+            "f",
+            Change::Create {
+                prefix: b"f:".to_vec(),
+                created_ms: 0,
+                settings: keep3,
+            },
+        )];
+        for v in [2, 3] {
+            records.push(begin());
+            records.push((
+                "f",
+                Change::Ready {
+                    version: v,
+                    node: 1,
+                    records: 1,
+                    bytes: 1,
+                },
+            ));
+            records.push((
+                "f",
+                Change::Commit {
+                    version: v,
+                    created_ms: 9,
+                },
+            ));
+        }
+        let cat = catalog(records.clone());
+        let empty = Catalog::partitioned(2);
+        let ops = differences(&cat, &empty, 0);
+        assert!(
+            matches!(&ops[..], [PartStoreOp::Create { settings, .. }] if *settings == keep3),
+            "{ops:?}"
+        );
+        let local = |keep: u32| {
+            empty.with_in(
+                0,
+                StoreMeta {
+                    kept: vec![
+                        VersionInfo {
+                            number: 2,
+                            ..VersionInfo::default()
+                        },
+                        VersionInfo {
+                            number: 1,
+                            ..VersionInfo::default()
+                        },
+                    ],
+                    keep,
+                    ..meta(3, 0, None, 4)
+                },
+            )
+        };
+        assert!(differences(&cat, &local(3), 0).is_empty());
+        records.push(("f", Change::Rollback { to: 1 }));
+        let cat = catalog(records);
+        assert_eq!(cat.stores["f"].current.number, 1);
+        let ops = differences(&cat, &local(3), 0);
+        assert!(
+            matches!(&ops[..], [PartStoreOp::Rollback { to: 1, .. }]),
+            "{ops:?}"
+        );
+        // A partition whose keep differs is configured first.
+        assert_eq!(
+            kinds(&differences(&cat, &local(2), 0)),
+            ["configure", "rollback"]
+        );
     }
 
     #[test]

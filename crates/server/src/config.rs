@@ -59,6 +59,9 @@ pub struct Config {
     pub row_cache_warm: bool,
     pub idle_compaction: Duration,
     pub write_buffer_size: usize,
+    /// `compression`: the codec of the tables flushes and compactions write, and a new
+    /// store's default.
+    pub compression: rialto_lsm::Compression,
     pub triad: TriadMode,
     pub merger_max_wait: Duration,
     pub merger_max_group_bytes: usize,
@@ -73,6 +76,8 @@ pub struct Config {
     pub push_page_cache: rialto_keyspace::PushPageCache,
     pub push_min_records: u64,
     pub push_max_shrink: u32,
+    /// `store-max-keep`: the most versions STORE CREATE and STORE CONFIG let a store keep.
+    pub store_max_keep: u32,
     pub store_maintenance_interval: Duration,
     pub shutdown_timeout: Duration,
     pub log_level: String,
@@ -160,6 +165,7 @@ impl Default for Config {
             row_cache_warm: true,
             idle_compaction: Duration::from_secs(1),
             write_buffer_size: 64 << 20,
+            compression: rialto_lsm::Compression::None,
             triad: TriadMode::Adaptive,
             merger_max_wait: Duration::from_micros(100),
             merger_max_group_bytes: 4 << 20,
@@ -174,6 +180,7 @@ impl Default for Config {
             push_page_cache: rialto_keyspace::PushPageCache::Auto,
             push_min_records: 1,
             push_max_shrink: 50,
+            store_max_keep: 10,
             store_maintenance_interval: Duration::from_secs(1),
             shutdown_timeout: Duration::from_secs(10),
             log_level: "info".into(),
@@ -476,6 +483,9 @@ pub static KEYS: &[Key] = &[
         |c, v| c.idle_compaction = Duration::from_millis(parse_num(v)?), |c| c.idle_compaction.as_millis().to_string()),
     key!("write-buffer-size", false, "Memtable size before it is flushed to a table (default 64mb): larger absorbs more overwrites and makes recovery replay longer.",
         |c, v| c.write_buffer_size = parse_size(v)?.max(1 << 20), |c| c.write_buffer_size.to_string()),
+    key!("compression", true, "Block compression of the tables the engine writes from streamed writes (flushes and compactions): none (default), lz4 or zstd (level 3). lz4 about halves typical data for little CPU; zstd makes it smaller still and costs more CPU on every table write and on every block a read loads from disk (blocks in the block cache are kept decompressed). It is also the default of STORE CREATE's COMPRESSION; each store keeps its own, used for its pushed versions and its streamed writes (STORE CONFIG changes it). CONFIG SET applies to tables written after it; tables already written keep their codec until a compaction rewrites them.",
+        |c, v| c.compression = rialto_lsm::Compression::parse(v.trim()).ok_or_else(|| format!("'{v}' is not none, lz4 or zstd"))?,
+        |c| c.compression.name().into()),
     key!("triad", false, "TRIAD techniques of the storage engine (default adaptive): off, mem (hot keys stay in memory at flushes), disk (L0 compaction deferred while L0 and L1 share few keys), log (a flush indexes the WAL segment instead of copying its values), on (all three), adaptive (all three, switched and tuned at run time by a workload characterizer over windows of 10,000 operations). The techniques save flush and compaction work on skewed and write-heavy workloads; off is the classic leveled LSM.",
         |c, v| c.triad = TriadMode::parse(v).ok_or_else(|| format!("'{v}' is not one of off, mem, disk, log, on, adaptive"))?, |c| c.triad.name().to_string()),
     key!("merger-max-wait-us", false, "Longest a journal sync waits for more writes to join it, in microseconds (default 100).",
@@ -505,6 +515,9 @@ pub static KEYS: &[Key] = &[
     key!("push-max-shrink", true, "Most a push's record count may fall below the current version's, in percent of it (default 50; 100 no limit): a push of fewer than half the records is refused, and the current version keeps serving. A push can say otherwise at its begin (PUSH BEGIN ... MAX-SHRINK p, rialto push --max-shrink).",
         |c, v| { let p: u32 = parse_num(v)?; if p > 100 { return Err("must be a percentage, 0 to 100".into()); } c.push_max_shrink = p },
         |c| c.push_max_shrink.to_string()),
+    key!("store-max-keep", true, "The most versions a store may keep (STORE CREATE and STORE CONFIG ... KEEP n; default 10). Each kept version receives every write streamed into the store (a SET to a store keeping n versions writes n entries) and holds its pushed data on disk until it is pushed out or a rollback goes past it. Lowering it leaves stores that keep more as they are.",
+        |c, v| { let n: u32 = parse_num(v)?; if n == 0 { return Err("a store keeps at least its current version: 1 or more".into()); } c.store_max_keep = n },
+        |c| c.store_max_keep.to_string()),
     key!("store-maintenance-interval-ms", false, "How often retired store versions are removed and real-time logs pruned to their rewind window, in milliseconds (default 1000).",
         |c, v| c.store_maintenance_interval = Duration::from_millis(parse_num::<u64>(v)?.max(10)), |c| c.store_maintenance_interval.as_millis().to_string()),
     key!("shutdown-timeout", true, "Seconds a graceful shutdown waits for clients' in-flight commands (default 10).",
@@ -738,6 +751,23 @@ mod tests {
         assert!(parse_size("1tb").is_err());
         assert!(parse_size("-1").is_err());
         assert!(parse_size("99999999999999999999gb").is_err());
+    }
+
+    #[test]
+    fn compression_takes_a_codec_and_changes_at_run_time() {
+        use rialto_lsm::Compression;
+        let mut c = Config::default();
+        assert_eq!(c.get("compression").as_deref(), Some("none"));
+        for (v, want) in [("lz4", Compression::Lz4), ("ZSTD", Compression::Zstd)] {
+            c.set("compression", v).unwrap();
+            assert_eq!(c.compression, want);
+        }
+        assert_eq!(c.get("compression").as_deref(), Some("zstd"));
+        assert!(c.set("compression", "snappy").is_err());
+        assert_eq!(c.compression, Compression::Zstd);
+        assert!(key("compression").expect("key").mutable);
+        c.apply_toml("t.toml", "compression = \"lz4\"").unwrap();
+        assert_eq!(c.compression, Compression::Lz4);
     }
 
     #[test]

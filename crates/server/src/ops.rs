@@ -512,9 +512,15 @@ fn stores(w: &mut PromWriter, sh: &Shared) {
         );
         w.gauge(
             "rialto_store_previous_version",
-            "The version a rollback of the store returns to (0: none).",
+            "The version a rollback of the store without a version returns to (0: none).",
             &labels,
-            m.previous.number,
+            m.previous().map_or(0, |v| v.number),
+        );
+        w.gauge(
+            "rialto_store_kept_versions",
+            "Versions older than the current one the store keeps for rollback.",
+            &labels,
+            m.older().count() as u32,
         );
         w.gauge(
             "rialto_store_pushing_version",

@@ -469,6 +469,7 @@ pub fn keyspace_options(
             create_if_missing: true,
             wal_recovery: cfg.wal_recovery,
             write_buffer_size: cfg.write_buffer_size,
+            compression: cfg.compression,
             block_cache: Some(BlockCache::new(cfg.cache_size)),
             row_cache_size: cfg.row_cache_size,
             row_cache_warm: cfg.row_cache_warm,

@@ -254,7 +254,7 @@ fn stores<'a>(
             name: m.name.clone(),
             prefix: String::from_utf8_lossy(&m.prefix).into_owned(),
             current: version(&m.current),
-            previous: (m.previous.number != 0).then(|| version(&m.previous)),
+            previous: m.previous().map(version),
             pushing: m.pushing.map(|p| {
                 let live = pushes
                     .iter()
@@ -434,7 +434,8 @@ mod tests {
             id: 1,
             prefix: prefix.to_vec(),
             current: v(current),
-            previous: v(previous),
+            kept: (previous != 0).then(|| v(previous)).into_iter().collect(),
+            keep: 2,
             next_version: current + 1,
             rewind_ms: 0,
             pushing: pushing.map(|version| Pushing {
@@ -442,6 +443,7 @@ mod tests {
                 started_ms: 7,
             }),
             created_ms: 1,
+            compression: rialto_keyspace::Compression::None,
         }
     }
 

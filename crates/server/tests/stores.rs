@@ -742,7 +742,7 @@ fn info_shows_stores_their_versions_and_push_totals_and_dbsize_counts_the_served
     assert!(lines.contains(&"pushes_in_progress:0"), "{info}");
     // The prefix's separator and control bytes are escaped.
     assert!(
-        lines.contains(&"store_feat:id=1,prefix=f\\x3d\\x01,current_version=3,current_records=200,current_bytes=3290,previous_version=2,pushing_version=0"),
+        lines.contains(&"store_feat:id=1,prefix=f\\x3d\\x01,current_version=3,current_records=200,current_bytes=3290,previous_version=2,kept_versions=1,keep=2,compression=none,pushing_version=0"),
         "{info}"
     );
     let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
@@ -753,4 +753,154 @@ fn info_shows_stores_their_versions_and_push_totals_and_dbsize_counts_the_served
     // Plain INFO includes the section.
     let all: String = redis::cmd("INFO").query(&mut c).unwrap();
     assert!(all.contains("# Rialto_stores"));
+}
+
+/// A store's compression: the server's `compression` by default, named at creation, changed
+/// by STORE CONFIG for later pushes, shown by STORE DESCRIBE and kept across a restart.
+#[test]
+fn a_store_compression_is_chosen_at_creation_changed_by_store_config_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let codec = |c: &mut Connection, store: &str| match &describe(c, store)["compression"] {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        other => panic!("compression {other:?}"),
+    };
+    let get_config = |c: &mut Connection| -> String {
+        let v: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("compression")
+            .query(c)
+            .unwrap();
+        v[1].clone()
+    };
+    assert_eq!(get_config(&mut c), "none");
+    cmd(&mut c, &["STORE", "CREATE", "plain"]).unwrap();
+    assert_eq!(codec(&mut c, "plain"), "none");
+    cmd(&mut c, &["CONFIG", "SET", "compression", "zstd"]).unwrap();
+    assert_eq!(get_config(&mut c), "zstd");
+    cmd(&mut c, &["STORE", "CREATE", "packed"]).unwrap();
+    assert_eq!(
+        codec(&mut c, "packed"),
+        "zstd",
+        "the server's codec by default"
+    );
+    let d = map(cmd(&mut c, &["STORE", "CREATE", "quick", "COMPRESSION", "LZ4"]).unwrap());
+    assert_eq!(d["compression"], Value::BulkString(b"lz4".to_vec()));
+    assert_eq!(codec(&mut c, "plain"), "none", "fixed at creation");
+
+    let e = cmd(&mut c, &["STORE", "CREATE", "x", "COMPRESSION", "snappy"]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("COMPRESSION must be none, lz4 or zstd"),
+        "{e}"
+    );
+    let e = cmd(&mut c, &["CONFIG", "SET", "compression", "snappy"]).unwrap_err();
+    assert!(e.to_string().contains("not none, lz4 or zstd"), "{e}");
+    let e = cmd(&mut c, &["STORE", "CONFIG", "quick"]).unwrap_err();
+    assert!(e.to_string().contains("wrong number of arguments"), "{e}");
+    let e = cmd(&mut c, &["STORE", "CONFIG", "quick", "COMPRESSION"]).unwrap_err();
+    assert!(e.to_string().contains("wrong number of arguments"), "{e}");
+    let e = cmd(&mut c, &["STORE", "CONFIG", "quick", "COLOR", "red"]).unwrap_err();
+    assert!(e.to_string().contains("syntax error"), "{e}");
+    let e = cmd(&mut c, &["STORE", "CONFIG", "nope", "COMPRESSION", "lz4"]).unwrap_err();
+    assert!(e.to_string().contains("no such store"), "{e}");
+    let d = map(cmd(&mut c, &["STORE", "CONFIG", "quick", "COMPRESSION", "none"]).unwrap());
+    assert_eq!(d["compression"], Value::BulkString(b"none".to_vec()));
+
+    // The same records, pushed with each codec, read back alike; zstd's tables are smaller.
+    let records: Vec<(String, String)> = (0..5000)
+        .map(|i| {
+            (
+                format!("u{i:06}"),
+                format!(
+                    r#"{{"id":{i},"country":"FR","segments":["sports","news"],"score":0.{:03}}}"#,
+                    i % 997
+                ),
+            )
+        })
+        .collect();
+    let plain = int(&push(&mut c, "plain", &records)["file-bytes"]);
+    let packed = int(&push(&mut c, "packed", &records)["file-bytes"]);
+    assert!(packed < plain / 2, "none {plain}, zstd {packed}");
+    for (k, v) in records.iter().step_by(97) {
+        assert_eq!(&c.get::<_, String>(format!("plain:{k}")).unwrap(), v);
+        assert_eq!(&c.get::<_, String>(format!("packed:{k}")).unwrap(), v);
+    }
+
+    srv.shutdown().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    // CONFIG SET lasts until the server stops; each store keeps its own codec.
+    assert_eq!(get_config(&mut c), "none");
+    assert_eq!(codec(&mut c, "packed"), "zstd");
+    assert_eq!(codec(&mut c, "quick"), "none");
+    for (k, v) in records.iter().step_by(101) {
+        assert_eq!(&c.get::<_, String>(format!("packed:{k}")).unwrap(), v);
+    }
+    srv.shutdown().unwrap();
+}
+
+/// KEEP: a store keeps that many versions, STORE DESCRIBE lists the older ones, a rollback
+/// goes to any of them and retires the newer ones, and KEEP is bounded by `store-max-keep`.
+#[test]
+fn a_store_keeps_its_keep_versions_and_rolls_back_to_the_one_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let kept = |d: &HashMap<String, Value>| -> Vec<i64> {
+        match &d["kept-versions"] {
+            Value::Array(items) => items.iter().map(int).collect(),
+            other => panic!("kept-versions {other:?}"),
+        }
+    };
+    let d = map(cmd(&mut c, &["STORE", "CREATE", "f", "KEEP", "3"]).unwrap());
+    assert_eq!((int(&d["keep"]), kept(&d)), (3, vec![]));
+    for tag in ["a", "b", "c", "d"] {
+        push(&mut c, "f", &dataset(100, tag));
+    }
+    let _: () = c.set("f:streamed", "x").unwrap();
+    let d = describe(&mut c, "f");
+    assert_eq!(int(&d["current-version"]), 5);
+    assert_eq!(int(&d["previous-version"]), 4);
+    assert_eq!(kept(&d), [4, 3]);
+
+    let e = cmd(&mut c, &["STORE", "ROLLBACK", "f", "2"]).unwrap_err();
+    assert!(
+        e.to_string().contains("does not keep version 2")
+            && e.to_string().contains("roll back to are 4, 3"),
+        "{e}"
+    );
+    let d = map(cmd(&mut c, &["STORE", "ROLLBACK", "f", "3"]).unwrap());
+    assert_eq!((int(&d["current-version"]), kept(&d)), (3, vec![]));
+    assert_eq!(c.get::<_, String>("f:user00042").unwrap(), "b-42");
+    assert_eq!(c.get::<_, String>("f:streamed").unwrap(), "x");
+
+    // Bounds: 1 to store-max-keep (default 10), which CONFIG SET changes.
+    for bad in ["0", "11", "-1", "x"] {
+        let e = cmd(&mut c, &["STORE", "CONFIG", "f", "KEEP", bad]).unwrap_err();
+        assert!(
+            e.to_string().contains("KEEP must be 1 to 10")
+                || e.to_string().contains("not an integer"),
+            "{bad}: {e}"
+        );
+    }
+    cmd(&mut c, &["CONFIG", "SET", "store-max-keep", "12"]).unwrap();
+    let d = map(cmd(&mut c, &["STORE", "CONFIG", "f", "KEEP", "12"]).unwrap());
+    assert_eq!(int(&d["keep"]), 12);
+    let d = map(cmd(
+        &mut c,
+        &["STORE", "CONFIG", "f", "KEEP", "1", "COMPRESSION", "lz4"],
+    )
+    .unwrap());
+    assert_eq!(int(&d["keep"]), 1);
+    assert_eq!(d["compression"], Value::BulkString(b"lz4".to_vec()));
+
+    srv.shutdown().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let d = describe(&mut c, "f");
+    assert_eq!((int(&d["keep"]), int(&d["current-version"])), (1, 3));
+    assert_eq!(c.get::<_, String>("f:user00042").unwrap(), "b-42");
+    srv.shutdown().unwrap();
 }

@@ -205,7 +205,8 @@ fn load<M: StateMachine>(inner: &Inner<M>, id: u32, version: u32) -> Result<Stag
         merge.advance(p)?;
     }
     let prefix = merge.prefix.clone();
-    let staged = ks.stage_sorted(id, version, &prefix, &mut merge);
+    let compression = version_compression(inner, id, version);
+    let staged = ks.stage_sorted(id, version, &prefix, compression, &mut merge);
     let staged = match (staged, merge.failed.take()) {
         (_, Some(e)) => return Err(e),
         (Ok(s), None) => s,
@@ -219,6 +220,25 @@ fn load<M: StateMachine>(inner: &Inner<M>, id: u32, version: u32) -> Result<Stag
         "loaded a pushed version"
     );
     Ok(staged)
+}
+
+/// The codec a node writes version `version` of store `id` with: the store's as its push
+/// began, so every node writes it alike; the store's own for a version loaded after its push
+/// ended (a node that missed it).
+fn version_compression<M: StateMachine>(
+    inner: &Inner<M>,
+    id: u32,
+    version: u32,
+) -> rialto_keyspace::Compression {
+    let cat = inner.catalog.read();
+    cat.stores
+        .values()
+        .find(|s| s.id == id)
+        .map(|s| match &s.pushing {
+            Some(p) if p.version == version => p.compression,
+            _ => s.compression,
+        })
+        .unwrap_or_default()
 }
 
 /// Kilobytes each partition of a version topic may have prefetched while the merge reads
@@ -472,8 +492,8 @@ pub(super) fn wait_for_versions<'a, M: StateMachine>(
 
 /// Whether version `version` of store `id` is one nobody can read or roll back to any more
 /// (its topic may be gone): the store was deleted, or the version is neither its current nor
-/// its previous one nor being pushed. A version leaves those three for good: a rollback goes
-/// only to the previous version and retires the one it leaves.
+/// a kept older one nor being pushed. A version leaves those for good: a rollback goes only
+/// to a kept older version and retires the ones newer than it.
 fn superseded<M: StateMachine>(inner: &Inner<M>, id: u32, version: u32) -> bool {
     if !inner.catalog_caught_up.load(Ordering::Acquire) {
         return false;
@@ -483,7 +503,7 @@ fn superseded<M: StateMachine>(inner: &Inner<M>, id: u32, version: u32) -> bool 
         None => id < cat.next_id,
         Some(s) => {
             s.current.number != version
-                && s.previous.number != version
+                && s.older.iter().all(|v| v.number != version)
                 && s.pushing.as_ref().is_none_or(|p| p.version != version)
         }
     }

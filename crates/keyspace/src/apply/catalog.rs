@@ -13,7 +13,10 @@ use crate::stores::catalog::{
     catalog_at_key, meta_key, next_id_key, record_key, retired_key, retired_key_in, rt_range,
     version_key, RtEntry, WHOLE_STORE,
 };
-use crate::stores::{push, Catalog, Pushing, StoreError, StoreMeta, Stores, VersionInfo};
+use crate::stores::settings::DEFAULT_KEEP;
+use crate::stores::{
+    push, Catalog, Pushing, StoreError, StoreMeta, StoreSettings, Stores, VersionInfo,
+};
 use crate::value::Value;
 
 pub(super) fn apply(
@@ -28,7 +31,9 @@ pub(super) fn apply(
             name,
             prefix,
             rewind_ms,
-        } => create(tx, stores, &cat, now_ms, name, prefix, *rewind_ms)?,
+            settings,
+        } => create(tx, stores, &cat, now_ms, name, prefix, *rewind_ms, settings)?,
+        StoreOp::Configure { name, settings } => configure(tx, &cat, name, settings)?,
         StoreOp::Delete { name } => delete(tx, &cat, name)?,
         StoreOp::Rollback { name, to } => rollback(tx, &cat, name, *to)?,
         StoreOp::RetireLeft { name, version } => retire_left(tx, &cat, name, *version)?,
@@ -43,7 +48,7 @@ pub(super) fn apply(
             .get(name)
             .is_some_and(|old| old.current.number != meta.current.number),
         StoreOp::PushEnd { swap, .. } => swap.is_some(),
-        StoreOp::PushBegin { .. } | StoreOp::RetireLeft { .. } => false,
+        StoreOp::PushBegin { .. } | StoreOp::RetireLeft { .. } | StoreOp::Configure { .. } => false,
     };
     if replaced {
         stores.watches.touch_prefix(0, &meta.prefix);
@@ -118,6 +123,7 @@ pub(super) fn apply_part(
             id,
             prefix,
             created_ms,
+            settings,
         } => {
             if let Some(s) = same(name, *id) {
                 (None, Some((**s).clone()))
@@ -142,15 +148,31 @@ pub(super) fn apply_part(
                         created_ms: *created_ms,
                         ..VersionInfo::default()
                     },
-                    previous: VersionInfo::default(),
+                    kept: Vec::new(),
+                    keep: settings.keep.unwrap_or(DEFAULT_KEEP),
                     next_version: 2,
                     rewind_ms: 0,
                     pushing: None,
                     created_ms: *created_ms,
+                    compression: settings.compression.unwrap_or_default(),
                 };
                 tx.put(&record_key(name, part, n), &meta.encode());
                 stores.rt.reserve(*id);
                 (Some(cat.with_in(part, meta.clone())), Some(meta))
+            }
+        }
+        PartStoreOp::Configure { name, id, settings } => {
+            let s = same(name, *id).ok_or_else(|| StoreError::NoSuchStore(name.clone()))?;
+            let mut m = (**s).clone();
+            settings.apply_to(&mut m);
+            for v in m.drop_beyond_keep() {
+                tx.put(&retired_key_in(m.id, v, part, n), b"");
+            }
+            if m == **s {
+                (None, Some(m))
+            } else {
+                tx.put(&record_key(name, part, n), &m.encode());
+                (Some(cat.with_in(part, m.clone())), Some(m))
             }
         }
         PartStoreOp::Delete { name, id } => match same(name, *id) {
@@ -202,14 +224,15 @@ pub(super) fn apply_part(
                 match swap {
                     Some(info) => {
                         replay_part(tx, &m, *version, part, n)?;
-                        if m.previous.number != 0 {
-                            tx.put(&retired_key_in(m.id, m.previous.number, part, n), b"");
-                        }
-                        m.previous = m.current;
+                        let old = m.current;
                         m.current = VersionInfo {
                             number: *version,
                             ..*info
                         };
+                        m.keep_version(old);
+                        for v in m.drop_beyond_keep() {
+                            tx.put(&retired_key_in(m.id, v, part, n), b"");
+                        }
                     }
                     None => {
                         clear_rt(tx, &m, part, n)?;
@@ -225,21 +248,26 @@ pub(super) fn apply_part(
         PartStoreOp::Rollback { name, id, to } => {
             let s = same(name, *id).ok_or_else(|| StoreError::NoSuchStore(name.clone()))?;
             let mut m = (**s).clone();
+            let target = m.older().find(|v| v.number == *to).copied();
             if m.current.number == *to {
                 (None, Some(m))
-            } else if m.previous.number == *to && *to < m.current.number {
+            } else if let Some(target) = target {
                 // Every replica of the partition applies the change at once, in order, so
-                // the version left is retired in the same change.
+                // the versions left (the current one and the kept ones newer than `to`) are
+                // retired in the same change.
                 tx.put(&retired_key_in(m.id, m.current.number, part, n), b"");
-                m.current = m.previous;
-                m.previous = VersionInfo::default();
+                for v in m.kept.iter().filter(|v| v.number > *to) {
+                    tx.put(&retired_key_in(m.id, v.number, part, n), b"");
+                }
+                m.kept.retain(|v| v.number < *to);
+                m.current = target;
                 tx.put(&record_key(name, part, n), &m.encode());
                 (Some(cat.with_in(part, m.clone())), Some(m))
             } else {
                 return Err(StoreError::VersionNotKept {
                     store: name.clone(),
                     version: *to,
-                    kept: Some(m.previous.number).filter(|&v| v != 0 && v < m.current.number),
+                    kept: m.older().map(|v| v.number).collect(),
                 }
                 .into());
             }
@@ -254,7 +282,7 @@ pub(super) fn apply_part(
         new.set_at(part, at);
         tx.put(&catalog_at_key(part), &at.to_le_bytes());
         let replaced = match op {
-            PartStoreOp::PushBegin { .. } => false,
+            PartStoreOp::PushBegin { .. } | PartStoreOp::Configure { .. } => false,
             PartStoreOp::PushEnd { swap, .. } => swap.is_some(),
             _ => true,
         };
@@ -326,6 +354,7 @@ fn find<'c>(cat: &'c Catalog, name: &str) -> Result<&'c Arc<StoreMeta>, StoreErr
         .ok_or_else(|| StoreError::NoSuchStore(name.to_string()))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn create(
     tx: &mut TxnContext<'_, Db>,
     stores: &Stores,
@@ -334,6 +363,7 @@ fn create(
     name: &str,
     prefix: &[u8],
     rewind_ms: u64,
+    settings: &StoreSettings,
 ) -> Result<(Catalog, StoreMeta)> {
     if cat.get(name).is_some() {
         return Err(StoreError::Exists(name.to_string()).into());
@@ -357,15 +387,37 @@ fn create(
             created_ms: now_ms,
             ..VersionInfo::default()
         },
-        previous: VersionInfo::default(),
+        kept: Vec::new(),
+        keep: settings.keep.unwrap_or(DEFAULT_KEEP),
         next_version: 2,
         rewind_ms,
         pushing: None,
         created_ms: now_ms,
+        compression: settings.compression.unwrap_or_default(),
     };
     tx.put(&meta_key(name), &meta.encode());
     stores.rt.set(id, 0);
     Ok((cat.with(meta.clone()), meta))
+}
+
+/// Changes the settings `settings` sets. A push in progress keeps the compression it began
+/// with (its session holds the store as it was then). A smaller `keep` retires the oldest
+/// versions beyond it at once: no reader routes to an older version, whichever catalog it
+/// holds.
+fn configure(
+    tx: &mut TxnContext<'_, Db>,
+    cat: &Catalog,
+    name: &str,
+    settings: &StoreSettings,
+) -> Result<(Catalog, StoreMeta)> {
+    let s = find(cat, name)?;
+    let mut m = (**s).clone();
+    settings.apply_to(&mut m);
+    for v in m.drop_beyond_keep() {
+        tx.put(&retired_key(m.id, v), b"");
+    }
+    tx.put(&meta_key(name), &m.encode());
+    Ok((cat.with(m.clone()), m))
 }
 
 fn delete(tx: &mut TxnContext<'_, Db>, cat: &Catalog, name: &str) -> Result<(Catalog, StoreMeta)> {
@@ -378,9 +430,10 @@ fn delete(tx: &mut TxnContext<'_, Db>, cat: &Catalog, name: &str) -> Result<(Cat
     Ok((cat.without(name), (**s).clone()))
 }
 
-/// Goes back to the previous version, the only older one a store keeps. The version left
-/// stays the previous one, still written to, until `retire_left` retires it: readers on the
-/// catalog before this change still read it.
+/// Goes back to kept version `to` (default: the newest older one). The versions left — the
+/// current one and the kept ones newer than `to` — stay kept, still written to, until
+/// `retire_left` retires them: readers on the catalog before this change still read the
+/// version that was current.
 fn rollback(
     tx: &mut TxnContext<'_, Db>,
     cat: &Catalog,
@@ -389,8 +442,8 @@ fn rollback(
 ) -> Result<(Catalog, StoreMeta)> {
     let s = find(cat, name)?;
     let current = s.current.number;
-    // A previous version newer than the current one was left by a rollback: not a target.
-    let older = Some(s.previous.number).filter(|&v| v != 0 && v < current);
+    // Kept versions newer than the current one were left by a rollback: not targets.
+    let older: Vec<u32> = s.older().map(|v| v.number).collect();
     match to {
         // Already there: a retried rollback succeeds without changing anything.
         Some(v) if v == current => return Ok((cat.clone(), (**s).clone())),
@@ -402,7 +455,7 @@ fn rollback(
             }
             .into())
         }
-        Some(v) if Some(v) != older => {
+        Some(v) if !older.contains(&v) => {
             return Err(StoreError::VersionNotKept {
                 store: name.to_string(),
                 version: v,
@@ -410,7 +463,7 @@ fn rollback(
             }
             .into())
         }
-        _ if older.is_none() => {
+        _ if older.is_empty() => {
             return Err(StoreError::NoPrevious {
                 store: name.to_string(),
                 current,
@@ -419,13 +472,22 @@ fn rollback(
         }
         _ => {}
     }
+    let target = to.unwrap_or(older[0]);
     let mut m = (**s).clone();
-    std::mem::swap(&mut m.current, &mut m.previous);
+    let Some(i) = m.kept.iter().position(|v| v.number == target) else {
+        return Err(
+            StoreError::Corrupt(format!("store '{name}': version {target} vanished")).into(),
+        );
+    };
+    let back = m.kept.remove(i);
+    let left = std::mem::replace(&mut m.current, back);
+    m.keep_version(left);
     tx.put(&meta_key(name), &m.encode());
     Ok((cat.with(m.clone()), m))
 }
 
-/// Retires `version` if a rollback left it as the store's previous version.
+/// Retires the versions a rollback left, newer than the current one, up to `version` (the
+/// version that was current before it).
 fn retire_left(
     tx: &mut TxnContext<'_, Db>,
     cat: &Catalog,
@@ -433,12 +495,16 @@ fn retire_left(
     version: u32,
 ) -> Result<(Catalog, StoreMeta)> {
     let s = find(cat, name)?;
-    if s.previous.number != version || version <= s.current.number {
+    let current = s.current.number;
+    let gone = |v: &VersionInfo| v.number > current && v.number <= version;
+    if !s.kept.iter().any(gone) {
         return Ok((cat.clone(), (**s).clone()));
     }
     let mut m = (**s).clone();
-    m.previous = VersionInfo::default();
-    tx.put(&retired_key(m.id, version), b"");
+    for v in m.kept.iter().filter(|v| gone(v)) {
+        tx.put(&retired_key(m.id, v.number), b"");
+    }
+    m.kept.retain(|v| !gone(v));
     tx.put(&meta_key(name), &m.encode());
     Ok((cat.with(m.clone()), m))
 }
@@ -504,14 +570,21 @@ fn push_end(
         Some((info, from)) => {
             let until = stores.rt.peek(m.id);
             push::replay(tx, &m, p, from, until)?;
-            if m.previous.number != 0 {
-                tx.put(&retired_key(m.id, m.previous.number), b"");
+            // Versions a rollback left and a stop kept from being retired go now.
+            let current = m.current.number;
+            for v in m.kept.iter().filter(|v| v.number > current) {
+                tx.put(&retired_key(m.id, v.number), b"");
             }
-            m.previous = m.current;
+            m.kept.retain(|v| v.number < current);
+            let old = m.current;
             m.current = VersionInfo {
                 number: p.version,
                 ..info
             };
+            m.keep_version(old);
+            for v in m.drop_beyond_keep() {
+                tx.put(&retired_key(m.id, v), b"");
+            }
         }
         None => tx.put(&retired_key(m.id, p.version), b""),
     }
@@ -532,7 +605,8 @@ mod tests {
                 number: 1,
                 ..VersionInfo::default()
             },
-            previous: VersionInfo::default(),
+            kept: Vec::new(),
+            keep: DEFAULT_KEEP,
             next_version: next,
             rewind_ms: 0,
             pushing: pushing.map(|version| Pushing {
@@ -540,6 +614,7 @@ mod tests {
                 started_ms: 0,
             }),
             created_ms: 0,
+            compression: rialto_lsm::Compression::None,
         }
     }
 

@@ -38,12 +38,17 @@
 //!  28 FlushSlots   first: u16 LE | last: u16 LE | from | limit: u64
 //!  29 PartitionLibrary partition: u32 LE | a library change (kind 22 to 25 and its body)
 //!  30 PartitionStore partition: u32 LE | at: u64 | change: u8 | name: string | id: u32 LE | body
-//!       1 create    prefix | created_ms: i64
+//!       1 create    prefix | created_ms: i64 | [settings, when any is set]
 //!       2 delete
 //!       3 push-begin version: u32 LE | started_ms: i64
 //!       4 push-end  version: u32 LE | swap: u8 (0 | 1 records: u64 | bytes: u64 | created_ms: i64)
 //!       5 rollback  to: u32 LE
+//!       6 configure settings
+//!  31 StoreCreateWith name: string | prefix | rewind_ms: u64 | settings
+//!  32 StoreConfigure name: string | settings
 //!  library := name: string | n: u64 | function: string * n | code
+//!  settings := n: u8 | (tag: u8 | value) * n   (`stores::StoreSettings`: 1 compression: u8,
+//!              2 keep: u32 LE)
 //! ```
 //!
 //! Decoding is strict: an unknown version or kind, a truncated field, bytes left over or a
@@ -57,7 +62,7 @@ use super::{
     Set, StoreOp, TtlChange,
 };
 use crate::error::{Error, Result};
-use crate::stores::VersionInfo;
+use crate::stores::{StoreSettings, VersionInfo};
 
 /// The version tag of the format [`Op::encode`] writes.
 pub const FORMAT_VERSION: u8 = 1;
@@ -224,17 +229,26 @@ impl Op {
                     PartStoreOp::PushBegin { name, id, .. } => (3, name, id),
                     PartStoreOp::PushEnd { name, id, .. } => (4, name, id),
                     PartStoreOp::Rollback { name, id, .. } => (5, name, id),
+                    PartStoreOp::Configure { name, id, .. } => (6, name, id),
                 };
                 w.u8(change);
                 w.bytes(name.as_bytes());
                 w.0.extend_from_slice(&id.to_le_bytes());
                 match op {
                     PartStoreOp::Create {
-                        prefix, created_ms, ..
+                        prefix,
+                        created_ms,
+                        settings,
+                        ..
                     } => {
                         w.bytes(prefix);
                         w.i64(*created_ms);
+                        // Left out when empty: the record reads as it did before settings.
+                        if !settings.is_empty() {
+                            settings.encode_into(&mut w.0);
+                        }
                     }
+                    PartStoreOp::Configure { settings, .. } => settings.encode_into(&mut w.0),
                     PartStoreOp::Delete { .. } => {}
                     PartStoreOp::PushBegin {
                         version,
@@ -263,11 +277,18 @@ impl Op {
                 name,
                 prefix,
                 rewind_ms,
+                settings,
             }) => {
-                w.u8(16);
+                w.u8(31);
                 w.bytes(name.as_bytes());
                 w.bytes(prefix);
                 w.u64(*rewind_ms);
+                settings.encode_into(&mut w.0);
+            }
+            OpKind::Store(StoreOp::Configure { name, settings }) => {
+                w.u8(32);
+                w.bytes(name.as_bytes());
+                settings.encode_into(&mut w.0);
             }
             OpKind::Store(StoreOp::Delete { name }) => {
                 w.u8(17);
@@ -441,6 +462,17 @@ impl Op {
                 name: r.string()?,
                 prefix: r.bytes()?,
                 rewind_ms: r.u64()?,
+                settings: StoreSettings::default(),
+            }),
+            31 => OpKind::Store(StoreOp::Create {
+                name: r.string()?,
+                prefix: r.bytes()?,
+                rewind_ms: r.u64()?,
+                settings: r.settings()?,
+            }),
+            32 => OpKind::Store(StoreOp::Configure {
+                name: r.string()?,
+                settings: r.settings()?,
             }),
             17 => OpKind::Store(StoreOp::Delete { name: r.string()? }),
             18 => OpKind::Store(StoreOp::Rollback {
@@ -509,6 +541,14 @@ impl Op {
                         id,
                         prefix: r.bytes()?,
                         created_ms: r.i64()?,
+                        // Present only when some setting is (one layout per op).
+                        settings: if r.0.is_empty() {
+                            StoreSettings::default()
+                        } else {
+                            Some(r.settings()?)
+                                .filter(|s| !s.is_empty())
+                                .ok_or(Error::BadOp("empty store settings"))?
+                        },
                     },
                     2 => PartStoreOp::Delete { name, id },
                     3 => PartStoreOp::PushBegin {
@@ -540,6 +580,11 @@ impl Op {
                         name,
                         id,
                         to: r.u32()?,
+                    },
+                    6 => PartStoreOp::Configure {
+                        name,
+                        id,
+                        settings: r.settings()?,
                     },
                     _ => return Err(Error::BadOp("unknown store change")),
                 };
@@ -702,6 +747,10 @@ impl Reader<'_> {
         String::from_utf8(self.bytes()?.to_vec()).map_err(|_| Error::BadOp("name is not UTF-8"))
     }
 
+    fn settings(&mut self) -> Result<StoreSettings> {
+        StoreSettings::decode_from(&mut self.0).map_err(|e| Error::BadOp(e.0))
+    }
+
     /// The body of a library change of kind `kind` (22 to 25).
     fn library_op(&mut self, kind: u8) -> Result<LibraryOp> {
         Ok(match kind {
@@ -777,6 +826,66 @@ mod tests {
             .concat()
         );
         assert_eq!(Op::decode(&b).unwrap(), op);
+    }
+
+    /// Store creations as written before stores had settings still decode (compression none),
+    /// and a partition's create without settings is still written that way.
+    #[test]
+    fn store_creations_without_settings_keep_their_old_layouts() {
+        let mut old = vec![1u8, 0];
+        old.extend_from_slice(&5i64.to_le_bytes());
+        old.extend_from_slice(&[16, 1, b'f', 2, b'f', b':', 7]);
+        let op = Op::decode(&old).unwrap();
+        assert_eq!(
+            op.kind,
+            OpKind::Store(StoreOp::Create {
+                name: "f".into(),
+                prefix: Bytes::from_static(b"f:"),
+                rewind_ms: 7,
+                settings: StoreSettings::default(),
+            })
+        );
+        let part = |settings| {
+            Op::new(
+                0,
+                5,
+                OpKind::PartitionStore {
+                    partition: 2,
+                    at: 9,
+                    op: PartStoreOp::Create {
+                        name: "f".into(),
+                        id: 3,
+                        prefix: Bytes::from_static(b"f:"),
+                        created_ms: 4,
+                        settings,
+                    },
+                },
+            )
+        };
+        let mut old = vec![1u8, 0];
+        old.extend_from_slice(&5i64.to_le_bytes());
+        old.push(30);
+        old.extend_from_slice(&2u32.to_le_bytes());
+        old.extend_from_slice(&[9, 1, 1, b'f']);
+        old.extend_from_slice(&3u32.to_le_bytes());
+        old.extend_from_slice(&[2, b'f', b':']);
+        old.extend_from_slice(&4i64.to_le_bytes());
+        let plain = part(StoreSettings::default());
+        assert_eq!(plain.encode(), old);
+        assert_eq!(Op::decode(&old).unwrap(), plain);
+        let zstd = part(StoreSettings {
+            compression: Some(rialto_lsm::Compression::Zstd),
+            keep: None,
+        });
+        let b = zstd.encode();
+        assert_eq!(Op::decode(&b).unwrap(), zstd);
+        for cut in old.len() + 1..b.len() {
+            assert!(Op::decode(&b[..cut]).is_err(), "cut at {cut}");
+        }
+        // Empty settings are left out, never written: a second layout is refused.
+        let mut empty = old.clone();
+        empty.push(0);
+        assert!(Op::decode(&empty).is_err());
     }
 
     #[test]

@@ -20,7 +20,7 @@ use bytes::Bytes;
 
 pub use codec::FORMAT_VERSION;
 
-use crate::stores::VersionInfo;
+use crate::stores::{StoreSettings, VersionInfo};
 
 /// One write operation: where and when it runs, and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,27 +258,36 @@ pub enum StoreOp {
         prefix: Bytes,
         /// How far back streamed writes are replayed onto a push, ms.
         rewind_ms: u64,
+        /// Its settings; one left out takes its default.
+        settings: StoreSettings,
+    },
+    /// Changes the settings `settings` sets; the others are kept.
+    Configure {
+        /// Its name.
+        name: String,
+        /// The settings changed.
+        settings: StoreSettings,
     },
     /// Deletes a store (its keys return to the default store, its data is removed later).
     Delete {
         /// Its name.
         name: String,
     },
-    /// Makes a store's previous version current again (the version left becomes the
-    /// previous until [`StoreOp::RetireLeft`] retires it). With `to`, only if that is the
-    /// version it would go back to; `to` naming the current version changes nothing.
+    /// Makes a kept older version current again: `to`, or without it the newest older one
+    /// (the versions left stay kept, newer than the current one, until
+    /// [`StoreOp::RetireLeft`] retires them); `to` naming the current version changes nothing.
     Rollback {
         /// Its name.
         name: String,
         /// The version to go back to, if the caller names it.
         to: Option<u32>,
     },
-    /// Retires `version`, the version a rollback left, once reads route to the version
-    /// rolled back to; nothing if the store's previous version is no longer that one.
+    /// Retires the versions a rollback left (kept, newer than the current one) up to
+    /// `version`, once reads route to the version rolled back to; nothing if none is kept.
     RetireLeft {
         /// The store.
         name: String,
-        /// The version the rollback left.
+        /// The version that was current before the rollback.
         version: u32,
     },
     /// Records the start of a push: the store's next version number is taken.
@@ -313,6 +322,17 @@ pub enum PartStoreOp {
         prefix: Bytes,
         /// When the cluster's catalog created it, Unix ms.
         created_ms: i64,
+        /// Its settings; one left out takes its default.
+        settings: StoreSettings,
+    },
+    /// Changes the settings `settings` sets in the partition; the others are kept.
+    Configure {
+        /// Its name.
+        name: String,
+        /// Its id.
+        id: u32,
+        /// The settings changed.
+        settings: StoreSettings,
     },
     /// Deletes the store from the partition (its keys there return to the default store).
     Delete {
@@ -346,8 +366,8 @@ pub enum PartStoreOp {
         /// The version's figures when it is swapped in.
         swap: Option<VersionInfo>,
     },
-    /// Makes `to`, the partition's previous version, current again and retires the version
-    /// left.
+    /// Makes `to`, a kept older version of the partition's, current again and retires the
+    /// versions left (the current one and the kept ones newer than `to`).
     Rollback {
         /// The store.
         name: String,

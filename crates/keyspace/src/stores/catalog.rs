@@ -14,18 +14,27 @@
 //! rt entry      := op (u8: 0 delete, 1 put) | at_ms (i64 LE) | key_len (u32 LE) | key | record
 //! ```
 //!
+//! The store record's bytes are in [`StoreMeta::encode`] and design §12.
+//!
 //! Invariants:
 //! - Store ids and, within a store, version numbers are never reused, so a new version's key
 //!   range has never held an entry: ingestion links its tables into the bottom level.
 //! - Store prefixes are non-empty and none is a prefix of another, so a key belongs to at most
 //!   one store: the one with the greatest prefix `<=` the key, if the key starts with it.
-//! - Writes to a store go to its current and previous versions (so a rollback loses no
-//!   streamed write), and to its real-time log while a push runs or when it has a rewind
-//!   window; reads use the current version only.
+//! - Writes to a store go to its current version and every version it keeps (so a rollback
+//!   loses no streamed write), and to its real-time log while a push runs or when it has a
+//!   rewind window; reads use the current version only.
+//! - A store keeps at most `keep - 1` versions older than its current one; versions newer
+//!   than the current one are kept only between a rollback and the retirement of the
+//!   versions it left.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
+
+use rialto_lsm::Compression;
+
+use super::settings::{codec_byte, codec_of};
 
 /// Prefix of store version data keys.
 pub const VERSION_DATA: u8 = 0x03;
@@ -81,9 +90,12 @@ pub struct StoreMeta {
     pub prefix: Vec<u8>,
     /// The version reads use.
     pub current: VersionInfo,
-    /// The version a rollback returns to (number 0: none). Newer than `current` only for a
-    /// moment: the version a rollback left, until it is retired.
-    pub previous: VersionInfo,
+    /// The other versions streamed writes go to, newest first: the older ones a rollback can
+    /// go back to (at most `keep - 1`), and, only for a moment, the versions a rollback left
+    /// (newer than `current`) until they are retired.
+    pub kept: Vec<VersionInfo>,
+    /// Versions kept: the current one and up to `keep - 1` older ones (at least 1).
+    pub keep: u32,
     /// The next version number to hand out.
     pub next_version: u32,
     /// How far before a push's start streamed writes are replayed onto the new version, ms.
@@ -92,9 +104,16 @@ pub struct StoreMeta {
     pub pushing: Option<Pushing>,
     /// When the store was created, Unix ms.
     pub created_ms: i64,
+    /// Block compression of the tables written for the store's versions: by its pushes, and
+    /// by flushes and compactions of its streamed writes.
+    pub compression: Compression,
 }
 
-const FORMAT: u8 = 1;
+/// The format [`StoreMeta::encode`] writes. Formats 1 (no compression: none) and 2 (with it),
+/// which kept one previous version and no `keep` (2), are still read.
+const FORMAT: u8 = 3;
+/// Bytes of one version in a store record.
+const VERSION_LEN: usize = 28;
 
 /// A store record that does not decode.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,68 +131,158 @@ impl StoreMeta {
         self.pushing.is_some() || self.rewind_ms > 0
     }
 
-    /// The versions streamed writes go to: current, then previous if any.
+    /// The versions streamed writes go to: current, then every kept one.
     pub fn live_versions(&self) -> impl Iterator<Item = u32> + '_ {
-        [self.current.number, self.previous.number]
-            .into_iter()
-            .filter(|&v| v != 0)
+        std::iter::once(self.current.number).chain(self.kept.iter().map(|v| v.number))
     }
 
-    /// Serializes the record (the name is the key).
+    /// The kept versions older than the current one, newest first: where a rollback can go.
+    pub fn older(&self) -> impl Iterator<Item = &VersionInfo> + '_ {
+        let current = self.current.number;
+        self.kept.iter().filter(move |v| v.number < current)
+    }
+
+    /// The version a rollback without a version goes back to: the newest older one kept.
+    pub fn previous(&self) -> Option<&VersionInfo> {
+        self.older().next()
+    }
+
+    /// The versions a rollback left, newer than the current one, still written to until
+    /// they are retired.
+    pub fn left(&self) -> impl Iterator<Item = &VersionInfo> + '_ {
+        let current = self.current.number;
+        self.kept.iter().filter(move |v| v.number > current)
+    }
+
+    /// Keeps `v` (a version no longer current) among the kept versions, newest first.
+    pub(crate) fn keep_version(&mut self, v: VersionInfo) {
+        self.kept.push(v);
+        self.kept.sort_by_key(|v| std::cmp::Reverse(v.number));
+    }
+
+    /// Drops the older versions beyond `keep - 1` (the oldest first) and returns their
+    /// numbers, for the caller to retire. The versions a rollback left are not counted.
+    pub(crate) fn drop_beyond_keep(&mut self) -> Vec<u32> {
+        let current = self.current.number;
+        let room = self.keep.saturating_sub(1) as usize;
+        let mut older = 0;
+        let mut dropped = Vec::new();
+        self.kept.retain(|v| {
+            if v.number > current {
+                return true;
+            }
+            older += 1;
+            if older <= room {
+                true
+            } else {
+                dropped.push(v.number);
+                false
+            }
+        });
+        dropped
+    }
+
+    /// Serializes the record (the name is the key):
+    ///
+    /// ```text
+    /// format: u8 (3) | id: u32 | prefix_len: u32 | prefix | current: version
+    ///   | next_version: u32 | rewind_ms: u64 | pushing version: u32 (0: none)
+    ///   | pushing started_ms: i64 | created_ms: i64 | compression: u8 (0 none, 1 lz4, 2 zstd)
+    ///   | keep: u32 | kept_n: u32 | kept: version * kept_n (newest first)
+    /// version := number: u32 | records: u64 | bytes: u64 | created_ms: i64   (all LE)
+    /// ```
+    ///
+    /// Formats 1 and 2 hold `current | previous` (number 0: none) after the prefix, then the
+    /// fields from `next_version` to `created_ms`, then (format 2) the compression; they read
+    /// as `keep` 2 and the previous version kept.
     pub fn encode(&self) -> Vec<u8> {
-        let mut o = Vec::with_capacity(96 + self.prefix.len());
+        let mut o = Vec::with_capacity(80 + self.prefix.len() + VERSION_LEN * self.kept.len());
         o.push(FORMAT);
         o.extend_from_slice(&self.id.to_le_bytes());
         o.extend_from_slice(&(self.prefix.len() as u32).to_le_bytes());
         o.extend_from_slice(&self.prefix);
-        for v in [&self.current, &self.previous] {
-            o.extend_from_slice(&v.number.to_le_bytes());
-            o.extend_from_slice(&v.records.to_le_bytes());
-            o.extend_from_slice(&v.bytes.to_le_bytes());
-            o.extend_from_slice(&v.created_ms.to_le_bytes());
-        }
+        put_version(&mut o, &self.current);
         o.extend_from_slice(&self.next_version.to_le_bytes());
         o.extend_from_slice(&self.rewind_ms.to_le_bytes());
         let p = self.pushing.unwrap_or_default();
         o.extend_from_slice(&p.version.to_le_bytes());
         o.extend_from_slice(&p.started_ms.to_le_bytes());
         o.extend_from_slice(&self.created_ms.to_le_bytes());
+        o.push(codec_byte(self.compression));
+        o.extend_from_slice(&self.keep.to_le_bytes());
+        o.extend_from_slice(&(self.kept.len() as u32).to_le_bytes());
+        for v in &self.kept {
+            put_version(&mut o, v);
+        }
         o
     }
 
     /// Parses a record stored under `name`.
     pub fn decode(name: &str, b: &[u8]) -> Result<StoreMeta, CorruptMeta> {
         let mut r = Reader(b);
-        if r.u8()? != FORMAT {
+        let format = r.u8()?;
+        if !(1..=FORMAT).contains(&format) {
             return Err(CorruptMeta("unknown format"));
         }
         let id = r.u32()?;
         let plen = r.u32()? as usize;
         let prefix = r.take(plen)?.to_vec();
-        let mut versions = [VersionInfo::default(); 2];
-        for v in &mut versions {
-            v.number = r.u32()?;
-            v.records = r.u64()?;
-            v.bytes = r.u64()?;
-            v.created_ms = r.u64()? as i64;
-        }
+        let current = r.version()?;
+        let previous = if format < 3 {
+            Some(r.version()?).filter(|v| v.number != 0)
+        } else {
+            None
+        };
         let next_version = r.u32()?;
         let rewind_ms = r.u64()?;
         let pv = r.u32()?;
         let ps = r.u64()? as i64;
         let created_ms = r.u64()? as i64;
+        let compression = if format == 1 {
+            Compression::None
+        } else {
+            codec_of(r.u8()?).ok_or(CorruptMeta("unknown compression"))?
+        };
+        let (keep, kept) = if format < 3 {
+            (
+                super::settings::DEFAULT_KEEP,
+                previous.into_iter().collect(),
+            )
+        } else {
+            let keep = r.u32()?;
+            let n = r.u32()? as usize;
+            if n > r.0.len() / VERSION_LEN {
+                return Err(CorruptMeta("more kept versions than bytes"));
+            }
+            let mut kept = Vec::with_capacity(n);
+            for _ in 0..n {
+                kept.push(r.version()?);
+            }
+            (keep, kept)
+        };
         if !r.0.is_empty() {
             return Err(CorruptMeta("trailing bytes"));
         }
-        if prefix.is_empty() || versions[0].number == 0 || next_version <= versions[0].number {
+        let newest_first = kept.windows(2).all(|w| w[0].number > w[1].number);
+        let numbered = kept
+            .iter()
+            .all(|v| v.number != 0 && v.number != current.number && v.number < next_version);
+        if prefix.is_empty()
+            || current.number == 0
+            || next_version <= current.number
+            || keep == 0
+            || !newest_first
+            || !numbered
+        {
             return Err(CorruptMeta("invalid fields"));
         }
         Ok(StoreMeta {
             name: name.to_string(),
             id,
             prefix,
-            current: versions[0],
-            previous: versions[1],
+            current,
+            kept,
+            keep,
             next_version,
             rewind_ms,
             pushing: (pv != 0).then_some(Pushing {
@@ -181,8 +290,16 @@ impl StoreMeta {
                 started_ms: ps,
             }),
             created_ms,
+            compression,
         })
     }
+}
+
+fn put_version(o: &mut Vec<u8>, v: &VersionInfo) {
+    o.extend_from_slice(&v.number.to_le_bytes());
+    o.extend_from_slice(&v.records.to_le_bytes());
+    o.extend_from_slice(&v.bytes.to_le_bytes());
+    o.extend_from_slice(&v.created_ms.to_le_bytes());
 }
 
 struct Reader<'a>(&'a [u8]);
@@ -208,6 +325,14 @@ impl<'a> Reader<'a> {
         let mut a = [0u8; 8];
         a.copy_from_slice(b);
         Ok(u64::from_le_bytes(a))
+    }
+    fn version(&mut self) -> Result<VersionInfo, CorruptMeta> {
+        Ok(VersionInfo {
+            number: self.u32()?,
+            records: self.u64()?,
+            bytes: self.u64()?,
+            created_ms: self.u64()? as i64,
+        })
     }
 }
 
@@ -618,21 +743,23 @@ pub fn partition_len(k: &[u8]) -> usize {
 mod tests {
     use super::*;
 
+    fn version(number: u32) -> VersionInfo {
+        VersionInfo {
+            number,
+            records: 10 * u64::from(number),
+            bytes: 100 * u64::from(number),
+            created_ms: i64::from(number),
+        }
+    }
+
     fn meta(name: &str, prefix: &str) -> StoreMeta {
         StoreMeta {
             name: name.into(),
             id: 7,
             prefix: prefix.as_bytes().to_vec(),
-            current: VersionInfo {
-                number: 3,
-                records: 10,
-                bytes: 100,
-                created_ms: 5,
-            },
-            previous: VersionInfo {
-                number: 2,
-                ..VersionInfo::default()
-            },
+            current: version(3),
+            kept: vec![version(2)],
+            keep: 2,
             next_version: 5,
             rewind_ms: 60_000,
             pushing: Some(Pushing {
@@ -640,20 +767,133 @@ mod tests {
                 started_ms: 99,
             }),
             created_ms: 1,
+            compression: Compression::Zstd,
         }
     }
 
     #[test]
     fn store_records_round_trip_and_damage_is_refused() {
+        let many = StoreMeta {
+            current: version(5),
+            kept: vec![version(7), version(4), version(2), version(1)],
+            keep: 4,
+            next_version: 9,
+            pushing: None,
+            ..meta("features", "features:")
+        };
+        let none = StoreMeta {
+            kept: Vec::new(),
+            keep: 1,
+            ..meta("features", "features:")
+        };
+        for m in [meta("features", "features:"), many, none] {
+            let b = m.encode();
+            assert_eq!(StoreMeta::decode("features", &b), Ok(m.clone()));
+            for cut in 0..b.len() {
+                assert!(StoreMeta::decode("features", &b[..cut]).is_err(), "{cut}");
+            }
+            let mut extra = b.clone();
+            extra.push(0);
+            assert!(StoreMeta::decode("features", &extra).is_err());
+        }
         let m = meta("features", "features:");
         let b = m.encode();
-        assert_eq!(StoreMeta::decode("features", &b), Ok(m));
-        for cut in 0..b.len() {
-            assert!(StoreMeta::decode("features", &b[..cut]).is_err(), "{cut}");
+        // The codec byte follows created_ms; keep follows it.
+        let codec_at = b.len() - 4 - 4 - VERSION_LEN - 1;
+        let mut bad_codec = b.clone();
+        bad_codec[codec_at] = 9;
+        assert!(StoreMeta::decode("features", &bad_codec).is_err());
+        let mut no_keep = b.clone();
+        no_keep[codec_at + 1..codec_at + 5].copy_from_slice(&0u32.to_le_bytes());
+        assert!(StoreMeta::decode("features", &no_keep).is_err());
+        // Kept versions out of order, or naming the current one, are refused.
+        for kept in [
+            vec![version(1), version(2)],
+            vec![version(3)],
+            vec![version(2), version(2)],
+            vec![version(6)],
+        ] {
+            let bad = StoreMeta { kept, ..m.clone() };
+            assert!(
+                StoreMeta::decode("features", &bad.encode()).is_err(),
+                "{bad:?}"
+            );
         }
-        let mut extra = b.clone();
-        extra.push(0);
-        assert!(StoreMeta::decode("features", &extra).is_err());
+    }
+
+    /// Format 1's bytes: `current | previous` after the prefix, no codec, no keep.
+    fn format_1(previous: u32) -> Vec<u8> {
+        let mut b = vec![1u8];
+        b.extend_from_slice(&7u32.to_le_bytes());
+        b.extend_from_slice(&2u32.to_le_bytes());
+        b.extend_from_slice(b"f:");
+        for v in [version(3), version(previous)] {
+            put_version(&mut b, &v);
+        }
+        b.extend_from_slice(&5u32.to_le_bytes());
+        b.extend_from_slice(&60_000u64.to_le_bytes());
+        b.extend_from_slice(&4u32.to_le_bytes());
+        b.extend_from_slice(&99i64.to_le_bytes());
+        b.extend_from_slice(&1i64.to_le_bytes());
+        b
+    }
+
+    /// A record as format 1 wrote it, before stores had a compression or kept more than one
+    /// older version: read as none, keeping 2 versions.
+    #[test]
+    fn a_format_1_record_reads_with_no_compression_and_its_previous_kept() {
+        let mut b = format_1(2);
+        let want = StoreMeta {
+            compression: Compression::None,
+            ..meta("f", "f:")
+        };
+        assert_eq!(StoreMeta::decode("f", &b), Ok(want.clone()));
+        // No previous version (number 0): nothing kept.
+        assert_eq!(
+            StoreMeta::decode("f", &format_1(0)),
+            Ok(StoreMeta {
+                kept: Vec::new(),
+                ..want
+            })
+        );
+        b.push(0);
+        assert!(
+            StoreMeta::decode("f", &b).is_err(),
+            "format 1 has no codec byte"
+        );
+    }
+
+    /// Format 2: format 1 and the codec; its previous version may be one a rollback left.
+    #[test]
+    fn a_format_2_record_reads_with_its_codec_and_a_left_version_kept() {
+        let mut b = format_1(4);
+        b[0] = 2;
+        b.push(1);
+        let m = StoreMeta::decode("f", &b).unwrap();
+        assert_eq!(m.compression, Compression::Lz4);
+        assert_eq!((m.keep, m.kept.clone()), (2, vec![version(4)]));
+        assert_eq!(m.left().map(|v| v.number).collect::<Vec<_>>(), [4]);
+        assert_eq!(m.previous(), None);
+    }
+
+    #[test]
+    fn versions_beyond_keep_are_dropped_oldest_first_and_left_ones_stay() {
+        let mut m = StoreMeta {
+            current: version(5),
+            kept: vec![version(7), version(4), version(3), version(1)],
+            keep: 3,
+            next_version: 8,
+            ..meta("f", "f:")
+        };
+        assert_eq!(m.previous().map(|v| v.number), Some(4));
+        assert_eq!(m.live_versions().collect::<Vec<_>>(), [5, 7, 4, 3, 1]);
+        assert_eq!(m.drop_beyond_keep(), [1]);
+        assert_eq!(m.kept, [version(7), version(4), version(3)]);
+        m.keep = 1;
+        assert_eq!(m.drop_beyond_keep(), [4, 3]);
+        assert_eq!(m.kept, [version(7)]);
+        m.keep_version(version(6));
+        assert_eq!(m.kept, [version(7), version(6)]);
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! Stores (Venice): named key prefixes whose data is replaced whole by batch pushes, each
-//! push a new *version* swapped in atomically, the previous one kept for rollback, and
+//! push a new *version* swapped in atomically, older ones kept for rollback (`keep`), and
 //! streamed writes (SET, DEL...) landing on top ("hybrid").
 //!
 //! Two catalogs: `exec` is the catalog in the merger's execution order — transactions route
 //! their writes with it, and a catalog change is a transaction that replaces it as it
 //! executes; `read` is replaced once that transaction is durable, and reads of the published
 //! state route with it. Between the two moments a reader still uses the old catalog, which is
-//! safe because writes go to both the current and the previous version: whichever of the two
-//! a reader's catalog names, it holds every acknowledged write.
+//! safe because writes go to the current version and every kept one: whichever of them a
+//! reader's catalog names, it holds every acknowledged write.
 //!
 //! Every catalog change (create, delete, rollback, push begin/commit/abort) holds `admin`, so
 //! at most one is in flight and `read` catches up with `exec` when it completes.
@@ -16,6 +16,7 @@ pub(crate) mod catalog;
 pub(crate) mod maintenance;
 mod progress;
 pub(crate) mod push;
+pub(crate) mod settings;
 mod stage;
 mod table_writer;
 
@@ -26,6 +27,7 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 use rialto_engine::{EngineIterator, IterOptions, KvEngine};
 use rialto_io::Clock;
+use rialto_lsm::Compression;
 use rialto_lsm::Db;
 use rialto_txn::Merger;
 
@@ -37,6 +39,7 @@ pub use catalog::{valid_name, Catalog, Pushing, StoreMeta, VersionInfo, MAX_PREF
 pub use maintenance::PassReport;
 pub use progress::{PushCounts, PushPhase, PushStatus};
 pub use push::{lower_thread_priority, PushReport};
+pub use settings::StoreSettings;
 pub use stage::{SortedRecords, Staged};
 
 /// What a store operation can fail with. The texts are sentences without a protocol code:
@@ -103,7 +106,7 @@ pub enum StoreError {
     #[error("store version numbers exhausted")]
     VersionsExhausted,
     /// A rollback with no version older than the current one kept.
-    #[error("store '{store}' keeps no version older than its current version {current} to roll back to (a store keeps one previous version, and a rollback retires the version it leaves)")]
+    #[error("store '{store}' keeps no version older than its current version {current} to roll back to (a store keeps KEEP - 1 older versions, and a rollback retires the versions newer than the one it goes to)")]
     NoPrevious {
         /// The store.
         store: String,
@@ -111,14 +114,14 @@ pub enum StoreError {
         current: u32,
     },
     /// A rollback to a version the store does not keep.
-    #[error("store '{store}' does not keep version {version}; {}", match kept { Some(v) => format!("the version to roll back to is {v}"), None => "it keeps no older version to roll back to".to_string() })]
+    #[error("store '{store}' does not keep version {version}; {}", kept_text(kept))]
     VersionNotKept {
         /// The store.
         store: String,
         /// The version asked for.
         version: u32,
-        /// The version a rollback would go to, if any.
-        kept: Option<u32>,
+        /// The versions a rollback can go to, newest first.
+        kept: Vec<u32>,
     },
     /// A rollback to a version newer than the current one.
     #[error("version {version} is newer than store '{store}''s current version {current}: a rollback only goes back")]
@@ -146,6 +149,18 @@ pub enum StoreError {
 
 /// Result of store operations.
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The versions a rollback can go to, as [`StoreError::VersionNotKept`] says them.
+fn kept_text(kept: &[u32]) -> String {
+    match kept {
+        [] => "it keeps no older version to roll back to".into(),
+        [v] => format!("the version to roll back to is {v}"),
+        vs => {
+            let list: Vec<String> = vs.iter().map(u32::to_string).collect();
+            format!("the versions to roll back to are {}", list.join(", "))
+        }
+    }
+}
 
 /// Assigns real-time log entry numbers in execution order.
 #[derive(Debug, Default)]
@@ -351,6 +366,37 @@ pub struct Stores {
     pub(crate) watches: Arc<crate::watch::Watches>,
     /// Key counts, kept by observing the merger's writes.
     pub(crate) counts: Arc<crate::counts::KeyCounts>,
+    /// Each store's compression, for the engine's flushes and compactions.
+    codecs: Arc<StoreCodecs>,
+}
+
+/// Each store's compression by store id, as the execution-order catalog says: the engine
+/// writes the tables of a store's versions that flushes and compactions make with it
+/// (`rialto_lsm::Options::compression_for`; a table never holds two versions, see
+/// [`catalog::partition_len`]). A table written before the stores are loaded (the replay of
+/// the journal at open) takes the engine's compression.
+#[derive(Default)]
+pub struct StoreCodecs(ArcSwap<HashMap<u32, Compression>>);
+
+impl StoreCodecs {
+    /// The compression of the table whose first engine key is `key`: its store's, for a key
+    /// of a store version; `None` (the engine's) for any other.
+    pub fn of_key(&self, key: &[u8]) -> Option<Compression> {
+        if key.first() != Some(&catalog::VERSION_DATA) {
+            return None;
+        }
+        let id = u32::from_be_bytes(key.get(1..5)?.try_into().ok()?);
+        self.0.load().get(&id).copied()
+    }
+
+    /// Follows `cat` (every partition's stores; in cluster mode they agree once converged).
+    fn follow(&self, cat: &Catalog) {
+        let map: HashMap<u32, Compression> =
+            cat.all().map(|(_, s)| (s.id, s.compression)).collect();
+        if **self.0.load() != map {
+            self.0.store(Arc::new(map));
+        }
+    }
 }
 
 /// Store records read from the engine.
@@ -518,7 +564,12 @@ impl Stores {
 
     /// Loads the stores of `db`. A push that was running when the server stopped is
     /// abandoned: its version is retired (see [`Stores::recover`]).
-    pub fn open(db: &Db, opts: StoreOptions, clock: Arc<dyn Clock>) -> StoreResult<Stores> {
+    pub fn open(
+        db: &Db,
+        opts: StoreOptions,
+        clock: Arc<dyn Clock>,
+        codecs: Arc<StoreCodecs>,
+    ) -> StoreResult<Stores> {
         let loaded = load(db)?;
         let rt = RtNumbers::default();
         let partitions = opts.partitions.max(1);
@@ -553,10 +604,12 @@ impl Stores {
         if !counts.load(read_counts(db)?) {
             counts.reset(walk_counts(db, &cat, &counts)?);
         }
+        codecs.follow(&cat);
         let cat = Arc::new(cat);
         let threads = opts.push_threads.max(1);
         Ok(Stores {
             counts,
+            codecs,
             watches: Arc::default(),
             exec: ArcSwap::new(Arc::clone(&cat)),
             read: ArcSwap::new(cat),
@@ -612,6 +665,7 @@ impl Stores {
 
     /// Installs the catalog a catalog op made as the execution-order one.
     pub(crate) fn install_exec(&self, cat: Arc<Catalog>) {
+        self.codecs.follow(&cat);
         self.exec.store(cat);
     }
 
@@ -698,7 +752,7 @@ impl Stores {
             .exec
             .load()
             .iter()
-            .filter(|s| s.previous.number > s.current.number)
+            .filter(|s| s.left().next().is_some())
             .cloned()
             .collect();
         for m in left {
@@ -709,6 +763,8 @@ impl Stores {
     }
 
     /// Creates store `name` owning keys that start with `prefix`; its version 1 is empty.
+    /// A setting left out of `settings` takes its default (compression: the engine's).
+    #[allow(clippy::too_many_arguments)]
     pub fn create(
         self: &Arc<Self>,
         db: &Db,
@@ -716,6 +772,7 @@ impl Stores {
         name: &str,
         prefix: &[u8],
         rewind_ms: u64,
+        settings: StoreSettings,
         now_ms: i64,
     ) -> StoreResult<StoreMeta> {
         if !catalog::valid_name(name.as_bytes()) {
@@ -735,9 +792,39 @@ impl Stores {
                 name: name.to_string(),
                 prefix: prefix.to_vec().into(),
                 rewind_ms,
+                settings: StoreSettings {
+                    compression: Some(settings.compression.unwrap_or_else(|| db.compression())),
+                    ..settings
+                },
             },
         )?;
-        tracing::info!(store = name, id = m.id, prefix = %String::from_utf8_lossy(prefix), rewind_ms, "store created");
+        tracing::info!(store = name, id = m.id, prefix = %String::from_utf8_lossy(prefix), rewind_ms, compression = m.compression.name(), keep = m.keep, "store created");
+        Ok(m)
+    }
+
+    /// Changes store `name`'s settings (those `settings` sets). A new compression applies to
+    /// the tables written after the change: pushes begun after it, flushes and compactions. A
+    /// smaller `keep` retires the oldest kept versions beyond it.
+    pub fn configure(
+        self: &Arc<Self>,
+        merger: &Merger<Db>,
+        name: &str,
+        settings: StoreSettings,
+        now_ms: i64,
+    ) -> StoreResult<StoreMeta> {
+        let m = self.change(
+            merger,
+            now_ms,
+            StoreOp::Configure {
+                name: name.to_string(),
+                settings,
+            },
+        )?;
+        tracing::info!(
+            store = name,
+            compression = m.compression.name(),
+            "store configured"
+        );
         Ok(m)
     }
 
@@ -763,15 +850,14 @@ impl Stores {
         Ok(())
     }
 
-    /// Switches store `name` back to its previous version (with `to`, only if that is the
-    /// version named; `to` naming the current version changes nothing) and retires the
-    /// version it leaves: a rollback only goes back, and a second one, with no older version
-    /// left, is refused.
+    /// Switches store `name` back to kept version `to` (default: the newest older one; `to`
+    /// naming the current version changes nothing) and retires the versions it leaves, the
+    /// current one and every kept one newer than `to`: a rollback only goes back.
     ///
-    /// Two changes: the rollback keeps writing to the version left, as the previous one, so
-    /// that a reader still routing with the catalog before it (see the module docs) misses
-    /// no acknowledged write; once reads route to the version rolled back to, a second change
-    /// retires the version left. A stop in between is finished by [`Stores::recover`].
+    /// Two changes: the rollback keeps writing to the versions left, as kept ones, so that a
+    /// reader still routing with the catalog before it (see the module docs) misses no
+    /// acknowledged write; once reads route to the version rolled back to, a second change
+    /// retires them. A stop in between is finished by [`Stores::recover`].
     pub fn rollback(
         self: &Arc<Self>,
         merger: &Merger<Db>,
@@ -795,23 +881,24 @@ impl Stores {
         self.retire_left(merger, &m, now_ms)
     }
 
-    /// Retires the version a rollback left as `m`'s previous one, if it did.
+    /// Retires the versions a rollback left in `m` (newer than its current one), if any.
     fn retire_left(
         self: &Arc<Self>,
         merger: &Merger<Db>,
         m: &StoreMeta,
         now_ms: i64,
     ) -> StoreResult<StoreMeta> {
-        if m.previous.number <= m.current.number {
+        let Some(newest) = m.left().map(|v| v.number).max() else {
             return Ok(m.clone());
-        }
-        tracing::info!(store = %m.name, version = m.previous.number, "retiring the version a rollback left");
+        };
+        let left: Vec<u32> = m.left().map(|v| v.number).collect();
+        tracing::info!(store = %m.name, versions = ?left, "retiring the versions a rollback left");
         self.change(
             merger,
             now_ms,
             StoreOp::RetireLeft {
                 name: m.name.clone(),
-                version: m.previous.number,
+                version: newest,
             },
         )
     }
@@ -835,8 +922,8 @@ impl Stores {
 
     /// Ends store `name`'s push. With `swap` (the new version's info and the real-time log
     /// entries still to replay, `from..`), replays them onto the new version and makes it
-    /// current, in one transaction; the old current becomes the previous and the old previous
-    /// is retired. Without, the pushed version is retired.
+    /// current, in one transaction; the old current is kept, and the oldest kept version
+    /// beyond `keep` is retired. Without, the pushed version is retired.
     fn end_push(
         self: &Arc<Self>,
         merger: &Merger<Db>,
@@ -860,5 +947,46 @@ fn store_error(e: crate::Error) -> StoreError {
         crate::Error::Store(s) => s,
         crate::Error::Engine(e) => StoreError::Engine(e),
         other => StoreError::Corrupt(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_codecs_follow_the_catalog_and_choose_by_version_keys_only() {
+        let meta = |name: &str, id: u32, compression: Compression| StoreMeta {
+            name: name.into(),
+            id,
+            prefix: format!("{name}:").into_bytes(),
+            current: VersionInfo {
+                number: 1,
+                ..VersionInfo::default()
+            },
+            kept: Vec::new(),
+            keep: 2,
+            next_version: 2,
+            rewind_ms: 0,
+            pushing: None,
+            created_ms: 0,
+            compression,
+        };
+        let codecs = StoreCodecs::default();
+        let cat = Catalog::new([
+            meta("a", 3, Compression::Zstd),
+            meta("b", 4, Compression::None),
+        ]);
+        codecs.follow(&cat);
+        let vk = |id, v| catalog::version_key(id, v, b"a:k");
+        assert_eq!(codecs.of_key(&vk(3, 9)), Some(Compression::Zstd));
+        assert_eq!(codecs.of_key(&vk(4, 1)), Some(Compression::None));
+        // A store the catalog does not hold, other kinds of keys, a short key: the engine's.
+        assert_eq!(codecs.of_key(&vk(5, 1)), None);
+        assert_eq!(codecs.of_key(&catalog::rt_key(3, 1)), None);
+        assert_eq!(codecs.of_key(&[catalog::VERSION_DATA, 0, 0]), None);
+        assert_eq!(codecs.of_key(b""), None);
+        codecs.follow(&cat.with(meta("a", 3, Compression::Lz4)));
+        assert_eq!(codecs.of_key(&vk(3, 9)), Some(Compression::Lz4));
     }
 }

@@ -11,8 +11,9 @@
 //! 3. commit: tables are written and synced, then linked by one manifest edit — before the
 //!    edit they are orphans removed at open; after it they hold a version nobody reads.
 //! 4. replay: real-time log entries are copied onto the new version in transactions.
-//! 5. swap: one transaction replays the rest, switches current/previous and retires the old
-//!    previous. Before it is durable, a restart finds the push still recorded (step 1).
+//! 5. swap: one transaction replays the rest, makes the new version current, keeps the old
+//!    current and retires the oldest kept version beyond the store's `keep`. Before it is
+//!    durable, a restart finds the push still recorded (step 1).
 //!
 //! Heavy work (sorting, table writing) runs on one fixed-size thread pool shared by every
 //! push, never on connection threads.
@@ -590,8 +591,10 @@ impl Stores {
             .finish()
             .map_err(|e| StoreError::Input(e.to_string()))?;
         lap("sort");
+        // The store's codec as the push began (a change since applies to later pushes).
         let ing = db.ingest_with(rialto_lsm::IngestOptions {
             page_cache_bytes: self.opts.push_page_cache.budget(rialto_io::mem_available()),
+            compression: Some(m.compression),
         })?;
         // Every engine key starts with the version's prefix and the store's.
         let head = version_key(m.id, v, &m.prefix);

@@ -60,7 +60,8 @@ impl<T: SortedRecords> table_writer::SortedSource for Sorted<'_, T> {
 
 impl Stores {
     /// Loads version `version` of store `id` from records already in key order, straight into
-    /// tables (no sort), and records it as staged; nothing routes to it yet.
+    /// tables compressed with `compression` (no sort), and records it as staged; nothing
+    /// routes to it yet.
     #[allow(clippy::too_many_arguments)]
     pub fn stage_sorted<T: SortedRecords>(
         &self,
@@ -69,10 +70,14 @@ impl Stores {
         id: u32,
         version: u32,
         prefix: &[u8],
+        compression: rialto_lsm::Compression,
         records: &mut T,
     ) -> StoreResult<Staged> {
         let page_cache_bytes = self.opts.push_page_cache.budget(rialto_io::mem_available());
-        let ing = db.ingest_with(rialto_lsm::IngestOptions { page_cache_bytes })?;
+        let ing = db.ingest_with(rialto_lsm::IngestOptions {
+            page_cache_bytes,
+            compression: Some(compression),
+        })?;
         let head = version_key(id, version, prefix);
         let partitions = self.partitions();
         let mut sorted = Sorted {

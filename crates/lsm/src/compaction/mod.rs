@@ -103,6 +103,9 @@ pub struct OutputContext<'a> {
     pub dir: &'a Path,
     /// Table format options.
     pub table_options: TableBuildOptions,
+    /// Overrides `table_options.compression` by each output's first user key
+    /// (`Options::compression_for`).
+    pub compression_for: Option<&'a crate::options::CompressionFor>,
     /// Hands out file numbers (and records them as pending, so they are not deleted).
     pub new_file_number: &'a dyn Fn() -> u64,
     /// Target bytes per output file; `u64::MAX` writes one file.
@@ -220,14 +223,12 @@ fn write_tables_inner(
         }
         if open.is_none() {
             let number = (ctx.new_file_number)();
+            let mut table_options = ctx.table_options.clone();
+            if let Some(c) = ctx.compression_for.and_then(|f| f(user_key)) {
+                table_options.compression = c;
+            }
             open = Some(Open {
-                builder: create_table(
-                    ctx.fs,
-                    ctx.dir,
-                    number,
-                    &ctx.policy,
-                    ctx.table_options.clone(),
-                )?,
+                builder: create_table(ctx.fs, ctx.dir, number, &ctx.policy, table_options)?,
                 number,
             });
         }

@@ -48,12 +48,16 @@ pub struct IngestOptions {
     /// back to the host, faulting every new page in). 0 keeps none, as RocksDB's
     /// SstFileWriter does by default: the fastest write, whose first reads go to the disk.
     pub page_cache_bytes: u64,
+    /// Block compression of the ingested tables. Default `None`: the database's
+    /// ([`Db::compression`]). A batch push writes its version with its store's codec.
+    pub compression: Option<crate::Compression>,
 }
 
 impl Default for IngestOptions {
     fn default() -> Self {
         IngestOptions {
             page_cache_bytes: u64::MAX,
+            compression: None,
         }
     }
 }
@@ -94,6 +98,9 @@ impl Db {
             db: Arc::clone(&self.inner),
             opts: TableBuildOptions {
                 block_restart_interval: self.inner.opts.ingest_block_restart_interval,
+                compression: options
+                    .compression
+                    .unwrap_or_else(|| self.inner.compression()),
                 ..TableBuildOptions::from_options(&self.inner.opts)
             },
             target_file_size: self.inner.opts.target_file_size,

@@ -29,7 +29,7 @@ mod write;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
@@ -52,7 +52,7 @@ use crate::iter::merge::MergingIterator;
 use crate::iter::{BoxedIter, InternalIterator};
 use crate::key::{self, SequenceNumber, ValueKind, KIND_SEEK};
 use crate::memtable::{Lookup, MemTable};
-use crate::options::Options;
+use crate::options::{Compression, Options};
 use crate::sstable::TableBuildOptions;
 use crate::throttle::JournalFirst;
 use crate::triad::cl_table::{ClSegment, PointerIter, SegmentIndex};
@@ -151,6 +151,9 @@ pub(crate) struct DbInner {
     pub(crate) counters: Counters,
     /// TRIAD: the characterizer and the tuning in force.
     pub(crate) triad: triad::TriadState,
+    /// The compression of the tables flushes and compactions write from now on
+    /// (`Options::compression`, changed by `Db::set_compression`).
+    pub(crate) compression: AtomicU8,
 }
 
 /// An open LSM database. Cheap to share across threads by reference or `Arc`.
@@ -273,6 +276,20 @@ impl Db {
         }
     }
 
+    /// The compression of the tables flushes and compactions write from now on.
+    pub fn compression(&self) -> Compression {
+        self.inner.compression()
+    }
+
+    /// Changes the compression of the tables flushes and compactions write: those that start
+    /// after the change (a table being written keeps the codec it began with). Tables already
+    /// written keep theirs; each block records the codec it was written with.
+    pub fn set_compression(&self, c: Compression) {
+        self.inner
+            .compression
+            .store(compression_code(c), Ordering::Relaxed);
+    }
+
     /// Database directory.
     pub fn path(&self) -> &Path {
         &self.inner.dir
@@ -334,6 +351,23 @@ impl Drop for Db {
     }
 }
 
+/// [`Compression`] as `DbInner::compression` holds it.
+pub(crate) fn compression_code(c: Compression) -> u8 {
+    match c {
+        Compression::None => 0,
+        Compression::Lz4 => 1,
+        Compression::Zstd => 2,
+    }
+}
+
+fn compression_of(code: u8) -> Compression {
+    match code {
+        1 => Compression::Lz4,
+        2 => Compression::Zstd,
+        _ => Compression::None,
+    }
+}
+
 fn compact_pointers(v: &VersionSet) -> Vec<Vec<u8>> {
     (0..v.current().num_levels())
         .map(|l| v.compact_pointer(l).to_vec())
@@ -350,6 +384,11 @@ impl DbInner {
             return Err(Error::Closed);
         }
         Ok(())
+    }
+
+    /// The compression of the tables flushes and compactions write from now on.
+    pub(crate) fn compression(&self) -> Compression {
+        compression_of(self.compression.load(Ordering::Relaxed))
     }
 
     /// Turns the engine read-only after a failed write, sync or background job. Never undone:
@@ -654,7 +693,11 @@ impl DbInner {
         OutputContext {
             fs: &*self.fs,
             dir: &self.dir,
-            table_options: TableBuildOptions::from_options(&self.opts),
+            table_options: TableBuildOptions {
+                compression: self.compression(),
+                ..TableBuildOptions::from_options(&self.opts)
+            },
+            compression_for: self.opts.compression_for.as_ref(),
             new_file_number,
             target_file_size,
             grandparents,

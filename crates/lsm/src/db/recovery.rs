@@ -18,7 +18,7 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -208,6 +208,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         snapshots: Mutex::new(BTreeMap::new()),
         counters: Counters::default(),
         triad: super::triad::TriadState::new(opts.triad.clone()),
+        compression: AtomicU8::new(super::compression_code(opts.compression)),
         opts,
     };
     {
@@ -331,6 +332,7 @@ fn flush_recovered(
         fs,
         dir,
         table_options: TableBuildOptions::from_options(opts),
+        compression_for: opts.compression_for.as_ref(),
         new_file_number: &alloc,
         target_file_size: u64::MAX,
         grandparents: &[],

@@ -213,7 +213,7 @@ mod tests {
             assert!(seen.insert(c.name), "{} twice", c.name);
         }
         assert_eq!(all().len(), 91);
-        assert_eq!(seen.len(), 91 + 77 + 12);
+        assert_eq!(seen.len(), 91 + 78 + 12);
     }
 
     #[test]

@@ -182,6 +182,7 @@ fn set_all(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
         next.obuf_normal,
         next.output_buffer_limit,
     ));
+    ctx.shared.keyspace.set_compression(next.compression);
     *ctx.shared.config.write() = next;
     Ok(reply::ok())
 }

@@ -419,14 +419,17 @@ fn render_stores(sh: &crate::server::Shared, o: &mut String) {
     for m in catalog.iter() {
         let _ = write!(
             o,
-            "store_{}:id={},prefix={},current_version={},current_records={},current_bytes={},previous_version={},pushing_version={}\r\n",
+            "store_{}:id={},prefix={},current_version={},current_records={},current_bytes={},previous_version={},kept_versions={},keep={},compression={},pushing_version={}\r\n",
             info_safe(m.name.as_bytes()),
             m.id,
             info_safe(&m.prefix),
             m.current.number,
             m.current.records,
             m.current.bytes,
-            m.previous.number,
+            m.previous().map_or(0, |v| v.number),
+            m.kept.len(),
+            m.keep,
+            m.compression.name(),
             m.pushing.map_or(0, |p| p.version),
         );
     }

@@ -1,18 +1,19 @@
-//! STORE CREATE name [PREFIX p] [REWIND seconds] | DESCRIBE name | LIST | DELETE name |
-//! ROLLBACK name [version] | HELP — stores and their versions (see `rialto_keyspace`'s
-//! `stores`). Changes run off the connection thread and reply once durable.
+//! STORE CREATE name [PREFIX p] [REWIND seconds] [COMPRESSION codec] [KEEP n] | CONFIG name
+//! [COMPRESSION codec] [KEEP n] | DESCRIBE name | LIST | DELETE name | ROLLBACK name
+//! [version] | HELP — stores and their versions (see `rialto_keyspace`'s `stores`). Changes
+//! run off the connection thread and reply once durable.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use rialto_resp::Reply;
 
-use rialto_keyspace::{PushStatus, StoreError, StoreMeta, VersionInfo};
+use rialto_keyspace::{Compression, PushStatus, StoreError, StoreMeta, StoreSettings, VersionInfo};
 
 use super::util::is;
 use super::{Ctx, Handler, Outcome};
 use crate::command_table::help;
-use crate::command_table::ArgType::{Integer, String as Str};
+use crate::command_table::ArgType::{Integer, OneOf, PureToken, String as Str};
 use crate::command_table::{arg, cmd, doc, CommandSpec};
 use crate::reply;
 use crate::server::Shared;
@@ -27,16 +28,43 @@ const STORE_CREATE: CommandSpec = cmd("store|create",
     doc(
         "rialto",
         "0.1.0",
-        "Creates a store owning the keys that start with its prefix (default `NAME:`), with an empty version 1. REWIND: how many seconds before a push's start the writes streamed into the store are replayed onto the pushed version (default 0).",
+        "Creates a store owning the keys that start with its prefix (default `NAME:`), with an empty version 1. REWIND: how many seconds before a push's start the writes streamed into the store are replayed onto the pushed version (default 0). COMPRESSION: the block codec of the tables written for its versions, by pushes and by flushes and compactions of streamed writes (default: the server's `compression`). KEEP: the versions kept, the current one and KEEP - 1 older ones a rollback can go back to, every one receiving the writes streamed into the store (default 2, at most `store-max-keep`).",
         "O(1)",
     )
     .args(&[
         arg("name", Str),
         arg("prefix", Str).token("PREFIX").opt(),
         arg("seconds", Integer).token("REWIND").opt(),
+        CODEC_ARG,
+        KEEP_ARG,
     ]),
 )
 .handler(Handler::Conn(create));
+
+const CODEC_ARG: crate::command_table::Arg = arg("codec", OneOf).token("COMPRESSION").opt().sub(&[
+    arg("none", PureToken).token("NONE"),
+    arg("lz4", PureToken).token("LZ4"),
+    arg("zstd", PureToken).token("ZSTD"),
+]);
+
+const KEEP_ARG: crate::command_table::Arg = arg("n", Integer).token("KEEP").opt();
+
+const STORE_CONFIG: CommandSpec = cmd(
+    "store|config",
+    -5,
+    &["admin", "noscript"],
+    &["@admin", "@slow", "@dangerous"],
+)
+.docs(
+    doc(
+        "rialto",
+        "0.1.0",
+        "Changes a store's settings. COMPRESSION: the block codec of the tables written for its versions from now on (pushes begun after the change, flushes and compactions); tables already written keep theirs. KEEP: the versions kept from now on; a smaller value retires the oldest kept versions at once.",
+        "O(1)",
+    )
+    .args(&[arg("name", Str), CODEC_ARG, KEEP_ARG]),
+)
+.handler(Handler::Conn(configure));
 
 const STORE_DESCRIBE: CommandSpec = cmd("store|describe", 3, &["loading", "stale"], &["@slow"])
     .docs(
@@ -86,7 +114,7 @@ const STORE_ROLLBACK: CommandSpec = cmd(
     doc(
         "rialto",
         "0.1.0",
-        "Makes a store's previous version current again and retires the version it leaves. A rollback only goes back: with no older version kept it is refused. With a version, only if that is the version it goes back to; naming the current version changes nothing.",
+        "Makes a kept older version of a store current again: the one named, or without a version the newest older one; the versions newer than it (the current one among them) are retired. A rollback only goes back: with no older version kept it is refused. Naming the current version changes nothing.",
         "O(1)",
     )
     .args(&[arg("name", Str), arg("version", Integer).opt()]),
@@ -111,6 +139,7 @@ pub const STORE: CommandSpec = cmd("store", -2, &["no_multi"], &["@slow"])
     ))
     .subs(&[
         STORE_CREATE,
+        STORE_CONFIG,
         STORE_DESCRIBE,
         STORE_LIST,
         STORE_DELETE,
@@ -166,10 +195,15 @@ fn help(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
 
 fn create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let name = String::from_utf8_lossy(&args[2]).into_owned();
-    let (prefix, rewind_ms) = match create_options(&name, &args[3..]) {
+    let max_keep = ctx.shared.config.read().store_max_keep;
+    let (prefix, rewind_ms, mut settings) = match create_options(&name, &args[3..], max_keep) {
         Ok(o) => o,
         Err(r) => return Outcome::Reply(r),
     };
+    // The server's codec when none is named, fixed in the store as it is created.
+    settings.compression = settings
+        .compression
+        .or(Some(ctx.shared.keyspace.compression()));
     if ctx.shared.cluster.is_some() {
         if rewind_ms > 0 {
             return Outcome::Reply(Reply::error(
@@ -178,14 +212,68 @@ fn create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
         return blocking(ctx, move |sh| {
             let c = cluster_of(sh)?;
-            crate::cluster_stores::create(c, &sh.keyspace, &name, &prefix)?;
+            crate::cluster_stores::create(c, &sh.keyspace, &name, &prefix, settings)?;
             Ok(cluster_describe(sh, c, &name))
         });
     }
     blocking(ctx, move |sh| {
-        let m = sh.keyspace.create_store(&name, &prefix, rewind_ms)?;
+        let m = sh
+            .keyspace
+            .create_store_with(&name, &prefix, rewind_ms, settings)?;
         Ok(describe(&m))
     })
+}
+
+fn configure(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let name = String::from_utf8_lossy(&args[2]).into_owned();
+    let max_keep = ctx.shared.config.read().store_max_keep;
+    let mut settings = StoreSettings::default();
+    for pair in args[3..].chunks(2) {
+        let [opt, value] = pair else {
+            return Outcome::Reply(reply::syntax());
+        };
+        if let Err(r) = setting(&mut settings, opt, value, max_keep) {
+            return Outcome::Reply(r);
+        }
+    }
+    blocking(ctx, move |sh| {
+        if let Some(c) = &sh.cluster {
+            crate::cluster_stores::configure(c, &sh.keyspace, &name, settings)?;
+            return Ok(cluster_describe(sh, c, &name));
+        }
+        let m = sh.keyspace.configure_store(&name, settings)?;
+        Ok(describe(&m))
+    })
+}
+
+/// Sets the store setting `opt` (COMPRESSION, KEEP up to `max_keep`) to `value` in `s`; a
+/// syntax error for another.
+fn setting(s: &mut StoreSettings, opt: &[u8], value: &[u8], max_keep: u32) -> Result<(), Reply> {
+    if is(opt, "compression") {
+        let codec = std::str::from_utf8(value)
+            .ok()
+            .and_then(|v| match v.to_ascii_lowercase().as_str() {
+                "none" => Some(Compression::None),
+                "lz4" => Some(Compression::Lz4),
+                "zstd" => Some(Compression::Zstd),
+                _ => None,
+            })
+            .ok_or_else(|| Reply::error("ERR COMPRESSION must be none, lz4 or zstd"))?;
+        s.compression = Some(codec);
+        Ok(())
+    } else if is(opt, "keep") {
+        let n = reply::int_arg(value)?;
+        let keep = u32::try_from(n)
+            .ok()
+            .filter(|k| (1..=max_keep).contains(k))
+            .ok_or_else(|| {
+                reply::err_string(format!("ERR KEEP must be 1 to {max_keep} (store-max-keep)"))
+            })?;
+        s.keep = Some(keep);
+        Ok(())
+    } else {
+        Err(reply::syntax())
+    }
 }
 
 fn delete(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -258,9 +346,14 @@ pub fn error(e: &StoreError) -> Reply {
     reply::store_error(e)
 }
 
-fn create_options(name: &str, opts: &[Bytes]) -> Result<(Vec<u8>, u64), Reply> {
+fn create_options(
+    name: &str,
+    opts: &[Bytes],
+    max_keep: u32,
+) -> Result<(Vec<u8>, u64, StoreSettings), Reply> {
     let mut prefix = format!("{name}:").into_bytes();
     let mut rewind_ms = 0u64;
+    let mut settings = StoreSettings::default();
     let mut i = 0;
     while i < opts.len() {
         let value = opts.get(i + 1).ok_or_else(reply::syntax)?;
@@ -275,11 +368,11 @@ fn create_options(name: &str, opts: &[Bytes]) -> Result<(Vec<u8>, u64), Reply> {
             }
             rewind_ms = secs as u64 * 1000;
         } else {
-            return Err(reply::syntax());
+            setting(&mut settings, &opts[i], value, max_keep)?;
         }
         i += 2;
     }
-    Ok((prefix, rewind_ms))
+    Ok((prefix, rewind_ms, settings))
 }
 
 /// The `pushing-phase`, `-records`, `-bytes`, `-written-records` and `-elapsed-ms` fields:
@@ -328,10 +421,27 @@ pub fn describe_with_push(s: &StoreMeta, live: Option<&PushStatus>) -> Reply {
         (Reply::bulk("prefix"), Reply::bulk(&s.prefix)),
     ];
     version("current", &s.current, &mut out);
-    version("previous", &s.previous, &mut out);
+    version(
+        "previous",
+        s.previous().unwrap_or(&VersionInfo::default()),
+        &mut out,
+    );
+    out.push((Reply::bulk("keep"), Reply::Integer(i64::from(s.keep))));
+    out.push((
+        Reply::bulk("kept-versions"),
+        Reply::Array(
+            s.older()
+                .map(|v| Reply::Integer(i64::from(v.number)))
+                .collect(),
+        ),
+    ));
     out.push((
         Reply::bulk("rewind-seconds"),
         Reply::Integer((s.rewind_ms / 1000).min(i64::MAX as u64) as i64),
+    ));
+    out.push((
+        Reply::bulk("compression"),
+        Reply::bulk(s.compression.name()),
     ));
     match s.pushing {
         Some(p) => {
@@ -373,7 +483,8 @@ mod tests {
             id: 1,
             prefix: b"s:".to_vec(),
             current: v(2),
-            previous: v(1),
+            kept: vec![v(1)],
+            keep: 2,
             next_version: 4,
             rewind_ms: 0,
             pushing: pushing.map(|version| Pushing {
@@ -381,6 +492,7 @@ mod tests {
                 started_ms: 7,
             }),
             created_ms: 1,
+            compression: Compression::None,
         }
     }
 
