@@ -7,18 +7,19 @@ use rialto_engine::{BatchMark, BatchOp, Bytes, PipelinedCommit, Result, WriteBat
 
 use crate::observer::WriteObserver;
 
-/// The group being built: the merged batch of the transactions executed so far, and (built on
-/// the first read) an index of where the latest operation on each key lies in it, so later
-/// transactions of the group read what earlier ones wrote. The transaction running now stages
-/// its writes at the end of the same batch, after `committed`: they join the group by moving
-/// the mark, or are cut off.
+/// The group being built: the merged batch of the transactions executed so far and of the
+/// one running now, and (built on the first read) an index of where the latest operation on
+/// each key lies in it, so that a transaction reads its own writes and those of the
+/// transactions before it in the group. The running transaction stages its writes at the end
+/// of the batch, after `committed`: they join the group by moving the mark, or are cut off.
 pub(crate) struct Group {
     pub(crate) batch: WriteBatch,
     /// Where the operations of the transactions that committed end.
     committed: BatchMark,
-    /// Hash of a key → offset in `batch` of the latest committed operation on a key with that
-    /// hash. Built lazily: a group nobody reads never pays for it. It copies neither keys nor
-    /// values; a lookup checks the key at the offset, and on a hash collision scans.
+    /// Hash of a key → offset in `batch` of the latest operation on a key with that hash.
+    /// Built lazily (a group nobody reads never pays for it), then kept up to date as writes
+    /// are staged, and dropped when writes are cut. It copies neither keys nor values; a
+    /// lookup checks the key at the offset, and on a hash collision scans.
     overlay: Option<HashMap<u64, usize, BuildHasherDefault<Prehashed>>>,
 }
 
@@ -57,17 +58,15 @@ impl Group {
         }
     }
 
+    /// The latest operation on `key` in the batch: `Some(None)` a deletion, `None` none.
     fn lookup(&mut self, key: &[u8]) -> Option<Option<Bytes>> {
         if self.batch.is_empty() {
             return None;
         }
-        let (batch, committed) = (&self.batch, self.committed);
+        let batch = &self.batch;
         let overlay = self.overlay.get_or_insert_with(|| {
             let mut m = HashMap::with_capacity_and_hasher(64, Default::default());
             for (at, op) in batch.iter_offsets() {
-                if at >= committed.offset() {
-                    break;
-                }
                 m.insert(key_hash(op_key(op)), at);
             }
             m
@@ -77,20 +76,48 @@ impl Group {
             Some(op) if op_key(op) == key => Some(op_value(op)),
             // Another key with the same hash: the latest operation on this one, if any.
             _ => batch
-                .iter_until(committed)
+                .iter()
                 .filter(|op| op_key(*op) == key)
                 .last()
                 .map(op_value),
         }
     }
 
+    /// Notes the operation on `key` staged at `at` in the index, if there is one.
+    fn staged_at(&mut self, key: &[u8], at: usize) {
+        if let Some(m) = self.overlay.as_mut() {
+            m.insert(key_hash(key), at);
+        }
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8]) {
+        let at = self.batch.mark().offset();
+        self.batch.put(key, value);
+        self.staged_at(key, at);
+    }
+
+    fn put_parts(&mut self, key: &[u8], parts: &[&[u8]]) {
+        let at = self.batch.mark().offset();
+        self.batch.put_parts(key, parts);
+        self.staged_at(key, at);
+    }
+
+    fn delete(&mut self, key: &[u8]) {
+        let at = self.batch.mark().offset();
+        self.batch.delete(key);
+        self.staged_at(key, at);
+    }
+
+    /// Cuts the batch back to `mark`; the index, which may point past it, goes.
+    fn rollback(&mut self, mark: BatchMark) {
+        if mark.offset() < self.batch.mark().offset() {
+            self.overlay = None;
+        }
+        self.batch.rollback(mark);
+    }
+
     /// The running transaction's writes join the group.
     fn commit_staged(&mut self) {
-        if let Some(m) = self.overlay.as_mut() {
-            for (at, op) in self.batch.iter_offsets_from(self.committed) {
-                m.insert(key_hash(op_key(op)), at);
-            }
-        }
         self.committed = self.batch.mark();
     }
 }
@@ -134,7 +161,7 @@ impl<E: PipelinedCommit> Drop for TxnContext<'_, E> {
     fn drop(&mut self) {
         if !self.committed {
             let mark = self.group.committed;
-            self.group.batch.rollback(mark);
+            self.group.rollback(mark);
             if let Some(o) = self.observer {
                 o.cut(self.observed_from);
             }
@@ -179,19 +206,6 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
     /// The newest value of `key`: this transaction's own writes, then earlier transactions of
     /// its group, then the engine's applied state.
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>> {
-        let mut found = None;
-        for op in self.group.batch.iter_from(self.group.committed) {
-            match op {
-                BatchOp::Put(k, value) if k == key => {
-                    found = Some(Some(Bytes::copy_from_slice(value)))
-                }
-                BatchOp::Delete(k) if k == key => found = Some(None),
-                _ => {}
-            }
-        }
-        if let Some(v) = found {
-            return Ok(v);
-        }
         if let Some(v) = self.group.lookup(key) {
             return Ok(v);
         }
@@ -202,7 +216,7 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
     /// read first (a failed read fails the transaction at its commit).
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
         self.observe(key, Some(value));
-        self.group.batch.put(key, value);
+        self.group.put(key, value);
     }
 
     /// Stages `key = value` with the value given in parts written back to back (no copy into
@@ -213,19 +227,31 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
             let head = value_parts.first().copied().unwrap_or_default();
             self.observe(key, Some(head));
         }
-        self.group.batch.put_parts(key, value_parts);
+        self.group.put_parts(key, value_parts);
     }
 
     /// Stages the deletion of `key`. Observed as [`TxnContext::put`].
     pub fn delete(&mut self, key: &[u8]) {
         self.observe(key, None);
-        self.group.batch.delete(key);
+        self.group.delete(key);
     }
 
     /// Stages every operation of `batch`, each observed as [`TxnContext::put`].
     pub fn write(&mut self, batch: &WriteBatch) {
         let Some(o) = self.observer else {
+            let from = self.group.batch.mark();
             self.group.batch.append(batch);
+            if self.group.overlay.is_some() {
+                let staged: Vec<(usize, Vec<u8>)> = self
+                    .group
+                    .batch
+                    .iter_offsets_from(from)
+                    .map(|(at, op)| (at, op_key(op).to_vec()))
+                    .collect();
+                for (at, k) in staged {
+                    self.group.staged_at(&k, at);
+                }
+            }
             return;
         };
         for op in batch.iter() {
@@ -234,11 +260,11 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
                     if o.observes(k) {
                         self.observe(k, Some(v));
                     }
-                    self.group.batch.put(k, v);
+                    self.group.put(k, v);
                 }
                 BatchOp::Delete(k) => {
                     self.observe(k, None);
-                    self.group.batch.delete(k);
+                    self.group.delete(k);
                 }
             }
         }
@@ -255,7 +281,7 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
 
     /// Drops the writes staged since `at`, taken from this transaction.
     pub fn rollback_to(&mut self, at: Savepoint) {
-        self.group.batch.rollback(at.0);
+        self.group.rollback(at.0);
         if let Some(o) = self.observer {
             o.cut(at.1);
         }
@@ -264,7 +290,7 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
     /// Drops the writes staged so far (the transaction decided not to write).
     pub fn discard(&mut self) {
         let mark = self.group.committed;
-        self.group.batch.rollback(mark);
+        self.group.rollback(mark);
         if let Some(o) = self.observer {
             o.cut(self.observed_from);
         }

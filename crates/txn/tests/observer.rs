@@ -100,3 +100,48 @@ fn the_observer_sees_old_values_commits_and_savepoints_and_logs_with_the_group()
     assert_eq!(db.get(b"o1").unwrap().as_deref(), Some(&b"bc"[..]));
     merger.close().unwrap();
 }
+
+#[test]
+fn a_transaction_reads_its_own_writes_through_savepoints_and_sees_many_writes_once() {
+    let (_fs, dynfs) = common::mem();
+    let db = common::open(dynfs);
+    let log = Arc::new(Log::default());
+    let observer: Arc<dyn WriteObserver> = log.clone();
+    let merger = Merger::start_observed(
+        Arc::clone(&db),
+        MergerOptions::default(),
+        Arc::new(SystemClock::new()),
+        Some(observer),
+    )
+    .unwrap();
+    let n = 20_000usize;
+    merger
+        .submit_and_wait(move |tx| {
+            // Each of many writes is observed once, with what it replaces in this transaction.
+            for i in 0..n {
+                tx.put(format!("o{i}").as_bytes(), b"1");
+            }
+            for i in (0..n).step_by(2) {
+                tx.put(format!("o{i}").as_bytes(), b"2");
+            }
+            assert_eq!(tx.get(b"o0")?.as_deref(), Some(&b"2"[..]));
+            assert_eq!(tx.get(b"o1")?.as_deref(), Some(&b"1"[..]));
+            let sp = tx.savepoint();
+            tx.delete(b"o0");
+            tx.put(b"new", b"x");
+            assert_eq!(tx.get(b"o0")?, None);
+            tx.rollback_to(sp);
+            assert_eq!(tx.get(b"o0")?.as_deref(), Some(&b"2"[..]));
+            assert_eq!(tx.get(b"new")?, None);
+            Ok(())
+        })
+        .unwrap();
+    let seen = log.committed.lock();
+    assert_eq!(seen.len(), n + n / 2);
+    assert!(seen[..n].iter().all(|(_, old, _)| old.is_none()));
+    assert!(seen[n..]
+        .iter()
+        .all(|(_, old, new)| old.as_deref() == Some(b"1") && new.as_deref() == Some(b"2")));
+    drop(seen);
+    merger.close().unwrap();
+}
