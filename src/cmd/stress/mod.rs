@@ -589,6 +589,14 @@ fn resp_verify(
     if !report.clean() {
         return Err(StressError::Violation(report.first.join("; ")));
     }
+    // The key count is recovered with the data it counts (the same journal records).
+    let counted = t.dbsize().map_err(StressError::Engine)?;
+    if counted != report.present {
+        return Err(StressError::Violation(format!(
+            "DBSIZE says {counted} keys, {} are present",
+            report.present
+        )));
+    }
     Ok((report, slots))
 }
 

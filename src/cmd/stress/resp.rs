@@ -35,6 +35,15 @@ impl RespTarget {
         Ok(RespTarget { conn, groups: 0 })
     }
 
+    /// The server's DBSIZE.
+    pub fn dbsize(&mut self) -> Result<u64, String> {
+        match self.conn.call(&["DBSIZE"]) {
+            Ok(Reply::Integer(n)) => u64::try_from(n).map_err(|_| format!("DBSIZE replied {n}")),
+            Ok(other) => Err(format!("DBSIZE replied {other:?}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
     /// Asks the server to stop cleanly (SHUTDOWN; the reply is the connection closing).
     pub fn shutdown(mut self) {
         let _ = self.conn.call(&["SHUTDOWN"]);
