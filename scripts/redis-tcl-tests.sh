@@ -36,6 +36,14 @@
 #     --retries N          reruns of a unit after hung tests, each without them (default 3)
 #     --lenient-harness    run a copy of the harness whose FUNCTION FLUSH before each block
 #                          ignores errors (for servers without FUNCTION); marked in the output
+#     --run-external-skip  run what is tagged external:skip too (unit/acl, unit/auth and
+#                          unit/info are tagged so as a whole), on both sides alike, with a
+#                          copy of the harness: tags_acceptable no longer leaves those tags out,
+#                          and a block whose overrides the server refuses with CONFIG SET
+#                          (aclfile, user: set at start only) is reported as ignored
+#                          ("Overrides refused: CONFIG SET <param>", the ones set before it
+#                          undone) instead of ending the unit. Tests that spawn servers of their
+#                          own (restart_server, src/redis-server) fail on both sides.
 #     --results DIR        where logs and tables go (default: a new directory under
 #                          ${CARGO_TARGET_DIR:-target}/redis-tcl-results, linked as latest)
 #     --fetch-only         obtain (and verify) the suite, then exit
@@ -103,6 +111,7 @@ test_timeout=60
 unit_timeout=900
 retries=3
 lenient=false
+run_external_skip=false
 results=
 fetch_only=false
 units=()
@@ -118,6 +127,7 @@ while [ $# -gt 0 ]; do
         --retries) [ $# -ge 2 ] || die "--retries needs a value"; retries=$2; shift 2 ;;
         --retries=*) retries=${1#*=}; shift ;;
         --lenient-harness) lenient=true; shift ;;
+        --run-external-skip) run_external_skip=true; shift ;;
         --results) [ $# -ge 2 ] || die "--results needs a directory"; results=$(abspath "$2"); shift 2 ;;
         --results=*) results=$(abspath "${1#*=}"); shift ;;
         --fetch-only) fetch_only=true; shift ;;
@@ -338,6 +348,39 @@ if $lenient; then
     [ "$(grep -cx '    r function flush' "$f")" = 1 ] || die "--lenient-harness: 'r function flush' not found once in $f"
     sed -i 's/^    r function flush$/    catch {r function flush}/' "$f"
 fi
+if $run_external_skip; then
+    python3 - "$tmp/suite/tests/support/server.tcl" <<'PYTHON' || die "--run-external-skip: the harness is not the one expected"
+import sys
+
+path = sys.argv[1]
+text = open(path, encoding="utf-8").read()
+
+
+def once(old, new):
+    global text
+    if text.count(old) != 1:
+        sys.exit("--run-external-skip: not found once in %s: %r" % (path, old.splitlines()[0]))
+    text = text.replace(old, new)
+
+
+once('    if {$::external && [lsearch $tags "external:skip"] >= 0} {',
+     '    if {0 && $::external && [lsearch $tags "external:skip"] >= 0} {')
+once('''        dict set saved_config $param [lindex [r config get $param] 1]
+        r config set $param $val
+''', '''        set previous [lindex [r config get $param] 1]
+        if {[catch {r config set $param $val}]} {
+            dict for {p v} $saved_config { catch {r config set $p $v} }
+            incr ::num_aborted
+            send_data_packet $::test_server_fd ignore "Overrides refused: CONFIG SET $param"
+            set srv [lpop ::servers]
+            [dict get $srv "client"] close
+            return
+        }
+        dict set saved_config $param $previous
+''')
+open(path, "w", encoding="utf-8").write(text)
+PYTHON
+fi
 # For units that run the tools by the suite's paths (src/redis-cli, src/redis-benchmark).
 for t in redis-cli redis-benchmark; do
     p=$(command -v "$t" 2>/dev/null) && ln -sf "$p" "$tmp/suite/src/$t"
@@ -416,7 +459,8 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 STATUS = re.compile(r"^\[(ok|err|skip|ignore|exception|TIMEOUT)\]: ?(.*)$")
 # The reasons tags_acceptable gives (tests/support/server.tcl).
 REASON = r"(Not supported on external server|Not supported on singledb|Not supported in cluster mode|" \
-         r"Not supported in tls mode|large memory flag not provided|Tag: none of the tags allowed|Tag: \S+ denied)"
+         r"Not supported in tls mode|large memory flag not provided|Tag: none of the tags allowed|Tag: \S+ denied|" \
+         r"Overrides refused: CONFIG SET \S+)"
 IGNORED_TEST = re.compile(r"^(.*): " + REASON + r"$")
 IGNORED_BLOCK = re.compile(r"^" + REASON + r"$")
 IN_PROGRESS = re.compile(r"^\S+ => \(IN PROGRESS\) (.*)$")
@@ -543,7 +587,7 @@ def counts(res):
     return c
 
 
-def cmd_report(results, expected_file, sides, lenient):
+def cmd_report(results, expected_file, sides, lenient, external_skip):
     manifest = []
     for line in open(os.path.join(results, "manifest.tsv")):
         unit, side, attempt, log, rc = line.rstrip("\n").split("\t")
@@ -650,6 +694,9 @@ def cmd_report(results, expected_file, sides, lenient):
     esc = lambda s: s.replace("|", "\\|")
     if lenient:
         print("(--lenient-harness: FUNCTION FLUSH errors before each block were ignored)")
+    if external_skip:
+        print("(--run-external-skip: blocks and tests tagged external:skip were run; blocks whose overrides "
+              "a server refused are ignored)")
     print("| unit | test | redis-server | rialto | note |")
     print("|---|---|---|---|---|")
     for row in table:
@@ -675,7 +722,7 @@ if __name__ == "__main__":
     if sys.argv[1] == "hung":
         cmd_hung(sys.argv[2])
     else:
-        sys.exit(cmd_report(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "true"))
+        sys.exit(cmd_report(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "true", sys.argv[6] == "true"))
 PYTHON
 
 # --- the runs -------------------------------------------------------------------------------
@@ -691,6 +738,7 @@ mkdir -p "$results"
     echo "units: ${units[*]}"
     echo "runtest extra args: ${runtest_args[*]:-}"
     echo "lenient harness: $lenient"
+    echo "external:skip run: $run_external_skip"
     [ "$side" != rialto ] && echo "redis-server: $("$REDIS_SERVER" --version) args: ${redis_args[*]:-}"
     [ "$side" != redis ] && echo "rialto: $RIALTO_BIN args: ${rialto_args[*]:-}"
 } >"$results/run-info.txt"
@@ -731,7 +779,7 @@ for unit in "${units[@]}"; do
 done
 
 set +e
-python3 "$tmp/report.py" report "$results" "$EXPECTED_FILE" "$side" "$lenient" | tee "$results/report.md"
+python3 "$tmp/report.py" report "$results" "$EXPECTED_FILE" "$side" "$lenient" "$run_external_skip" | tee "$results/report.md"
 status=${PIPESTATUS[0]}
 set -e
 exit "$status"

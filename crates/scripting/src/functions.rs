@@ -14,7 +14,7 @@ use bytes::Bytes;
 use mlua::{Function, Lua, MultiValue, Table, Value};
 use rialto_resp::Reply;
 
-use crate::vm::{Host, Scripts, Vm};
+use crate::vm::{Host, ScriptFlags, Scripts, Vm};
 
 /// Flags a function may declare, as Redis 7.0 knows them.
 const FLAGS: &[&str] = &[
@@ -253,11 +253,14 @@ fn loading_redis(lua: &Lua, full: &Table, register: Function) -> mlua::Result<Ta
     Ok(t)
 }
 
-/// Adds what a library registered to the function index: name → callback, `no-writes`.
-fn index(functions: &mut HashMap<String, (Function, bool)>, registered: Registered) {
+/// Adds what a library registered to the function index: name → callback, its flags.
+fn index(functions: &mut HashMap<String, (Function, ScriptFlags)>, registered: Registered) {
     for (info, f) in registered {
-        let no_writes = info.flags.contains(&"no-writes");
-        functions.insert(info.name, (f, no_writes));
+        let flags = ScriptFlags {
+            no_writes: info.flags.contains(&"no-writes"),
+            allow_oom: info.flags.contains(&"allow-oom"),
+        };
+        functions.insert(info.name, (f, flags));
     }
 }
 
@@ -330,16 +333,27 @@ impl Scripts {
     ) -> Reply {
         let mut vm = self.vm.lock();
         let name = String::from_utf8_lossy(name).into_owned();
-        let Some((f, no_writes)) = vm.functions.get(&name).cloned() else {
+        let Some((f, flags)) = vm.functions.get(&name).cloned() else {
             return err("ERR Function not found");
         };
-        if read_only && !no_writes {
+        if read_only && !flags.no_writes {
             return err("ERR Can not execute a script with write flag using *_ro command.");
         }
-        if no_writes || read_only {
+        if read_only {
             host.refuse_writes();
         }
+        flags.apply(host);
         self.run_in(&mut vm, &name, "user_function", f, true, keys, argv, host)
+    }
+
+    /// The flags function `name` was registered with, if it exists.
+    pub fn function_flags(&self, name: &[u8]) -> Option<ScriptFlags> {
+        let name = String::from_utf8_lossy(name);
+        self.vm
+            .lock()
+            .functions
+            .get(name.as_ref())
+            .map(|(_, flags)| *flags)
     }
 
     /// FCALL in a replicated interpreter ([`Scripts::new_replicated`]): as [`Scripts::fcall`],

@@ -36,6 +36,34 @@ pub trait Host {
     fn log(&mut self, level: u8, message: &str);
     /// From now on, refuse write commands (a function declared `no-writes`, FCALL_RO).
     fn refuse_writes(&mut self);
+    /// The script declared that it may run while used memory exceeds `maxmemory`
+    /// (`allow-oom`, or `no-writes`, which implies it).
+    fn allow_oom(&mut self) {}
+}
+
+/// What a script's shebang (`#!lua flags=...`) or a function's registration declares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ScriptFlags {
+    pub no_writes: bool,
+    pub allow_oom: bool,
+}
+
+impl ScriptFlags {
+    /// Whether it may run while used memory exceeds `maxmemory` (`no-writes` implies
+    /// `allow-oom`, as in Redis).
+    pub fn allows_oom(self) -> bool {
+        self.allow_oom || self.no_writes
+    }
+
+    /// Tells the host what the flags allow and refuse.
+    pub(crate) fn apply(self, host: &mut dyn Host) {
+        if self.no_writes {
+            host.refuse_writes();
+        }
+        if self.allows_oom() {
+            host.allow_oom();
+        }
+    }
 }
 
 /// Which script to run.
@@ -82,9 +110,9 @@ pub(crate) struct Running {
 
 pub(crate) struct Vm {
     pub(crate) lua: Lua,
-    /// Cached scripts by lowercase SHA1 hex: the chunk, whether its shebang declared
-    /// `no-writes`, and its body.
-    cache: HashMap<[u8; 40], (Function, bool, Bytes)>,
+    /// Cached scripts by lowercase SHA1 hex: the chunk, the flags its shebang declared
+    /// (`None`: no shebang, Redis's compatibility mode), and its body.
+    cache: HashMap<[u8; 40], (Function, Option<ScriptFlags>, Bytes)>,
     /// Replicated: reseeds `math.random` (its own generator, not the C library's).
     pub(crate) reseed: Option<Function>,
     /// The environment scripts run in (read-only globals).
@@ -92,8 +120,8 @@ pub(crate) struct Vm {
     /// The environment function libraries run in, and the table naming their `redis`.
     pub(crate) fenv: Table,
     pub(crate) fstate: Table,
-    /// Functions of the installed libraries: name → callback, whether it may not write.
-    pub(crate) functions: HashMap<String, (Function, bool)>,
+    /// Functions of the installed libraries: name → callback, its declared flags.
+    pub(crate) functions: HashMap<String, (Function, ScriptFlags)>,
     /// The real globals (where KEYS and ARGV are set).
     globals: Table,
     /// Runs a function under the error handler that records where an error was raised:
@@ -204,6 +232,24 @@ impl Scripts {
             .map(|(_, _, body)| body.clone())
     }
 
+    /// The flags a script declares in its shebang, without running it: `None` for a script
+    /// without one (Redis's compatibility mode), an unknown SHA1, or a shebang in error (the
+    /// run reports it).
+    pub fn declared_flags(&self, source: Source<'_>) -> Option<ScriptFlags> {
+        match source {
+            Source::Body(body) if body.starts_with(b"#!") => shebang(body).ok(),
+            Source::Body(_) => None,
+            Source::Sha(sha) => {
+                let s = lower_sha(sha)?;
+                self.vm
+                    .lock()
+                    .cache
+                    .get(&s)
+                    .and_then(|(_, flags, _)| *flags)
+            }
+        }
+    }
+
     /// SCRIPT EXISTS for one SHA1 (any case).
     pub fn exists(&self, sha: &[u8]) -> bool {
         lower_sha(sha).is_some_and(|s| self.vm.lock().cache.contains_key(&s))
@@ -229,7 +275,7 @@ impl Scripts {
         host: &mut dyn Host,
     ) -> Reply {
         let mut vm = self.vm.lock();
-        let (sha, (f, no_writes)) = match source {
+        let (sha, (f, flags)) = match source {
             Source::Body(body) => {
                 let sha = sha1_hex(body);
                 match vm.compile(&sha, body) {
@@ -239,12 +285,12 @@ impl Scripts {
             }
             Source::Sha(s) => match lower_sha(s).and_then(|s| Some((s, vm.cache.get(&s)?.clone())))
             {
-                Some((sha, (f, no_writes, _))) => (sha, (f, no_writes)),
+                Some((sha, (f, flags, _))) => (sha, (f, flags)),
                 None => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
             },
         };
-        if no_writes {
-            host.refuse_writes();
+        if let Some(flags) = flags {
+            flags.apply(host);
         }
         let label = String::from_utf8_lossy(&sha).into_owned();
         self.run_in(&mut vm, &label, "user_script", f, false, keys, argv, host)
@@ -360,9 +406,9 @@ fn install_hook(lua: &Lua, running: Arc<Running>, epoch: Instant) {
     );
 }
 
-/// A script's shebang line (`#!lua flags=no-writes,...`): whether it declares `no-writes`,
-/// or Redis's error for what it may not say.
-fn shebang(body: &[u8]) -> Result<bool, Reply> {
+/// A script's shebang line (`#!lua flags=no-writes,...`): the flags it declares, or Redis's
+/// error for what it may not say.
+fn shebang(body: &[u8]) -> Result<ScriptFlags, Reply> {
     let line = body.split(|&b| b == b'\n').next().unwrap_or_default();
     let line = String::from_utf8_lossy(line);
     let mut parts = line[2..].split(' ').filter(|p| !p.is_empty());
@@ -371,7 +417,7 @@ fn shebang(body: &[u8]) -> Result<bool, Reply> {
             "ERR Unexpected engine in script shebang: {line}"
         ))));
     }
-    let mut no_writes = false;
+    let mut declared = ScriptFlags::default();
     for p in parts {
         let Some(flags) = p.strip_prefix("flags=") else {
             return Err(Reply::Error(Bytes::from(format!(
@@ -380,8 +426,9 @@ fn shebang(body: &[u8]) -> Result<bool, Reply> {
         };
         for f in flags.split(',').filter(|f| !f.is_empty()) {
             match f {
-                "no-writes" => no_writes = true,
-                "allow-oom" | "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                "no-writes" => declared.no_writes = true,
+                "allow-oom" => declared.allow_oom = true,
+                "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
                 other => {
                     return Err(Reply::Error(Bytes::from(format!(
                         "ERR Unexpected flag in script shebang: {other}"
@@ -390,7 +437,7 @@ fn shebang(body: &[u8]) -> Result<bool, Reply> {
             }
         }
     }
-    Ok(no_writes)
+    Ok(declared)
 }
 
 fn lower_sha(s: &[u8]) -> Option<[u8; 40]> {
@@ -668,19 +715,23 @@ impl Vm {
         })
     }
 
-    fn compile(&mut self, sha: &[u8; 40], body: &[u8]) -> Result<(Function, bool), Reply> {
-        if let Some((f, no_writes, _)) = self.cache.get(sha) {
-            return Ok((f.clone(), *no_writes));
+    fn compile(
+        &mut self,
+        sha: &[u8; 40],
+        body: &[u8],
+    ) -> Result<(Function, Option<ScriptFlags>), Reply> {
+        if let Some((f, flags, _)) = self.cache.get(sha) {
+            return Ok((f.clone(), *flags));
         }
-        let (no_writes, code) = match body.strip_prefix(b"#!") {
+        let (flags, code) = match body.strip_prefix(b"#!") {
             Some(_) => {
-                let no_writes = shebang(body)?;
+                let flags = shebang(body)?;
                 // The shebang becomes a comment: line numbers stay those of the body.
                 let mut code = body.to_vec();
                 code[..2].copy_from_slice(b"--");
-                (no_writes, std::borrow::Cow::Owned(code))
+                (Some(flags), std::borrow::Cow::Owned(code))
             }
-            None => (false, std::borrow::Cow::Borrowed(body)),
+            None => (None, std::borrow::Cow::Borrowed(body)),
         };
         let f = self
             .lua
@@ -696,8 +747,8 @@ impl Vm {
                 )))
             })?;
         self.cache
-            .insert(*sha, (f.clone(), no_writes, Bytes::copy_from_slice(body)));
-        Ok((f, no_writes))
+            .insert(*sha, (f.clone(), flags, Bytes::copy_from_slice(body)));
+        Ok((f, flags))
     }
 
     /// Runs `f` — a script's chunk (`args` `None`: KEYS and ARGV are globals) or a library's
@@ -1242,6 +1293,28 @@ mod tests {
         );
         assert_eq!(refused.join().unwrap(), Err(KillError::Unkillable));
         assert_eq!(r, Reply::Integer(30_000_000));
+    }
+
+    #[test]
+    fn declared_flags_are_read_from_shebangs_and_registrations() {
+        let s = Scripts::new(5000, 64 << 20).unwrap();
+        let flags = |body: &str| s.declared_flags(Source::Body(body.as_bytes()));
+        assert_eq!(flags("return 1"), None);
+        assert_eq!(flags("#!lua\nreturn 1"), Some(ScriptFlags::default()));
+        let oom = flags("#!lua flags=allow-oom\nreturn 1").expect("declared");
+        assert!(oom.allow_oom && !oom.no_writes && oom.allows_oom());
+        let ro = flags("#!lua flags=no-writes,allow-stale\nreturn 1").expect("declared");
+        assert!(ro.no_writes && !ro.allow_oom && ro.allows_oom());
+        assert_eq!(flags("#!lua flags=bogus\nreturn 1"), None);
+        let sha = s.load(b"#!lua flags=allow-oom\nreturn 1").unwrap();
+        assert_eq!(s.declared_flags(Source::Sha(&sha)), Some(oom));
+        assert_eq!(s.declared_flags(Source::Sha(&[b'0'; 40])), None);
+        let lib = "#!lua name=l\nredis.register_function{function_name='w', callback=function() return 1 end, flags={'allow-oom'}}\nredis.register_function('plain', function() return 1 end)";
+        s.install_library(s.check_library(lib.as_bytes()).unwrap())
+            .unwrap();
+        assert_eq!(s.function_flags(b"w"), Some(oom));
+        assert_eq!(s.function_flags(b"plain"), Some(ScriptFlags::default()));
+        assert_eq!(s.function_flags(b"nosuch"), None);
     }
 
     #[test]

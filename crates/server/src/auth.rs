@@ -3,12 +3,13 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use rialto_resp::Reply;
 
+use crate::acl::log::Event;
+use crate::acl::users::AuthError;
 use crate::acl::{Acl, User};
-use crate::client::Client;
-use crate::command_table::{self, CommandSpec};
+use crate::client::{Client, ClientHandle};
+use crate::command_table;
 use crate::config::Config;
 use crate::server::Shared;
 
@@ -31,9 +32,16 @@ pub fn acl_from_config(cfg: &Config) -> Result<Acl, String> {
     Ok(acl)
 }
 
-/// Checks a password; counts failures.
+/// Checks a password; counts failures, and logs a wrong one in the ACL log as a refusal of
+/// `command` (as typed: `AUTH`, `HELLO`) for `client`.
 /// `user` `None`: the one-argument AUTH of the default user.
-pub fn authenticate(shared: &Shared, user: Option<&[u8]>, pass: &[u8]) -> Result<Arc<User>, Reply> {
+pub fn authenticate(
+    shared: &Shared,
+    client: &ClientHandle,
+    command: &[u8],
+    user: Option<&[u8]>,
+    pass: &[u8],
+) -> Result<Arc<User>, Reply> {
     let r = match user {
         Some(u) => shared.acl.read().authenticate(u, pass),
         None => shared.acl.read().authenticate_default(pass),
@@ -43,8 +51,19 @@ pub fn authenticate(shared: &Shared, user: Option<&[u8]>, pass: &[u8]) -> Result
             .stats
             .auth_failures
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if e == AuthError::WrongPass {
+            let event = Event::auth(command, user.unwrap_or(b"default"));
+            log_refusal(shared, client, event);
+        }
         e.to_reply()
     })
+}
+
+/// Adds a refusal of `client`'s request to the ACL log.
+pub fn log_refusal(shared: &Shared, client: &ClientHandle, event: Event) {
+    let info = client.describe();
+    let now_ms = shared.now_ms();
+    shared.acl_log.lock().add(event, info, now_ms);
 }
 
 /// Makes `user` the connection's user.
@@ -62,10 +81,4 @@ pub fn logout(shared: &Shared, client: &mut Client) {
         acl.user(b"default")
     });
     client.handle.info.lock().user = "default".into();
-}
-
-/// Whether `user` may run this request (command, subcommand, first argument and keys, each
-/// key with the access its key spec says).
-pub fn check(user: &User, spec: &CommandSpec, args: &[Bytes]) -> Result<(), Reply> {
-    user.check(spec.name, args).map_err(|d| d.to_reply())
 }

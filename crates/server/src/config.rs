@@ -27,6 +27,11 @@ pub struct Config {
     /// Who may run DEBUG (`enable-debug-command`); fixed at start, as in Redis.
     pub enable_debug_command: DebugGate,
     pub users: Vec<String>,
+    /// `acllog-max-len`: entries the ACL log keeps.
+    pub acllog_max_len: usize,
+    /// `maxmemory`: bytes of the allocator's in use beyond which commands that may grow the
+    /// data are refused (0: no limit). Nothing is evicted.
+    pub maxmemory: u64,
     pub maxclients: usize,
     pub timeout: Duration,
     pub tcp_nodelay: bool,
@@ -49,6 +54,11 @@ pub struct Config {
     pub slowlog_max_len: usize,
     /// `latency-monitor-threshold`: milliseconds from which LATENCY records an event; 0 off.
     pub latency_monitor_threshold_ms: u64,
+    /// `latency-tracking`: whether each call is recorded in its command's latency histogram.
+    pub latency_tracking: bool,
+    /// `latency-tracking-info-percentiles`: the percentiles INFO latencystats reports, each
+    /// within 0..=100.
+    pub latency_tracking_info_percentiles: Vec<f64>,
     pub lua_time_limit_ms: u64,
     pub lua_memory_limit: usize,
     pub metrics_bind: IpAddr,
@@ -129,6 +139,8 @@ impl Default for Config {
             protected_mode: true,
             enable_debug_command: DebugGate::No,
             users: Vec::new(),
+            acllog_max_len: 128,
+            maxmemory: 0,
             maxclients: 10_000,
             timeout: Duration::ZERO,
             tcp_nodelay: true,
@@ -155,6 +167,8 @@ impl Default for Config {
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
             latency_monitor_threshold_ms: 0,
+            latency_tracking: true,
+            latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
             lua_time_limit_ms: 5000,
             lua_memory_limit: 1 << 30,
             metrics_bind: IpAddr::from([127, 0, 0, 1]),
@@ -240,7 +254,8 @@ fn parse_bool(s: &str) -> Result<bool, String> {
     match s.to_ascii_lowercase().as_str() {
         "yes" | "true" | "on" | "1" => Ok(true),
         "no" | "false" | "off" | "0" => Ok(false),
-        _ => Err(format!("'{s}' is not yes or no")),
+        // Redis's text for its yes/no parameters.
+        _ => Err("argument must be 'yes' or 'no'".into()),
     }
 }
 
@@ -325,6 +340,47 @@ fn parse_num<T: std::str::FromStr>(s: &str) -> Result<T, String> {
     s.trim()
         .parse()
         .map_err(|_| format!("'{s}' is not a valid number"))
+}
+
+/// `latency-tracking-info-percentiles`: Redis's reading, words split at every single space
+/// (so doubled spaces make an empty, invalid word) and the whole value empty for none.
+fn parse_percentiles(v: &str) -> Result<Vec<f64>, String> {
+    if v.is_empty() {
+        return Ok(Vec::new());
+    }
+    v.split(' ')
+        .map(|w| {
+            let p = string2d(w).ok_or("Invalid latency-tracking-info-percentiles parameters")?;
+            if !(0.0..=100.0).contains(&p) {
+                return Err(
+                    "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+                        .to_string(),
+                );
+            }
+            Ok(p)
+        })
+        .collect()
+}
+
+/// Redis's `string2d`: the whole text is one number as C's `strtod` reads it (decimal, hex,
+/// `inf`), not starting with a space; NaN, and an overflow or underflow, are refused.
+fn string2d(s: &str) -> Option<f64> {
+    // A number is short; a long word is refused before it is copied.
+    if s.is_empty() || s.len() > 512 || s.as_bytes()[0].is_ascii_whitespace() {
+        return None;
+    }
+    let text = std::ffi::CString::new(s).ok()?;
+    let mut end: *mut libc::c_char = std::ptr::null_mut();
+    // SAFETY: `text` is NUL-terminated and outlives the call; strtod only reads it and
+    // stores a pointer into it in `end`; errno is this thread's.
+    let (value, errno) = unsafe {
+        *libc::__errno_location() = 0;
+        let v = libc::strtod(text.as_ptr(), &mut end);
+        (v, *libc::__errno_location())
+    };
+    let used = (end as usize).wrapping_sub(text.as_ptr() as usize);
+    let range = errno == libc::ERANGE && (value.is_infinite() || value == 0.0);
+    (used == s.len() && !range && !value.is_nan()).then_some(value)
 }
 
 fn parse_nice(s: &str) -> Result<rialto_io::ThreadPriority, String> {
@@ -428,6 +484,8 @@ pub static KEYS: &[Key] = &[
         |c, v| c.protected_mode = parse_bool(v)?, |c| yes_no(c.protected_mode)),
     key!("user", false, "An ACL user, as in Redis ACL SETUSER: 'name on >password ~pattern +@read'. Repeatable (a TOML array in the file).",
         |c, v| c.users.push(v.to_string()), |c| c.users.join("\n")),
+    key!("acllog-max-len", true, "Entries the ACL log keeps (ACL LOG: refused commands, keys and channels, failed authentications; default 128). A shorter value takes effect at the next entry.",
+        |c, v| c.acllog_max_len = parse_num(v)?, |c| c.acllog_max_len.to_string()),
     key!("maxclients", true, "Most simultaneous clients (default 10000); lowered at start to fit the open-file limit.",
         |c, v| c.maxclients = parse_num(v)?, |c| c.maxclients.to_string()),
     key!("timeout", true, "Close a client idle this many seconds (default 0: never).",
@@ -453,6 +511,11 @@ pub static KEYS: &[Key] = &[
         |c| c.databases.to_string()),
     key!("latency-monitor-threshold", true, "Milliseconds from which a command or an expiry pass is recorded by LATENCY LATEST/HISTORY (default 0: off).",
         |c, v| c.latency_monitor_threshold_ms = parse_num(v)?, |c| c.latency_monitor_threshold_ms.to_string()),
+    key!("latency-tracking", true, "Record every call's execution time in its command's latency histogram (LATENCY HISTOGRAM, INFO latencystats; default yes). Costs a call an uncontended lock and a counter increment on its connection thread; no keeps the histograms already recorded.",
+        |c, v| c.latency_tracking = parse_bool(v)?, |c| yes_no(c.latency_tracking)),
+    key!("latency-tracking-info-percentiles", true, "The percentiles of each command's latency that INFO latencystats reports, space-separated, each 0 to 100 (default '50 99 99.9'; '' none).",
+        |c, v| c.latency_tracking_info_percentiles = parse_percentiles(v)?,
+        |c| c.latency_tracking_info_percentiles.iter().map(|&p| crate::latency_histograms::percentile_label(p)).collect::<Vec<_>>().join(" ")),
     key!("hz", true, "Background expiry passes per second (default 10): more passes delete expired keys sooner for more CPU.",
         |c, v| { let n: u32 = parse_num(v)?; c.hz = n.clamp(1, 500) }, |c| c.hz.to_string()),
     key!("active-expire-batch", true, "Most expired keys one pass deletes per database (default 1000).",
@@ -553,9 +616,8 @@ pub static KEYS: &[Key] = &[
     key!("log-format", false, "Log format: text or json (default text).",
         |c, v| { if v != "text" && v != "json" { return Err("must be text or json".into()); } c.log_format = v.to_string() },
         |c| c.log_format.clone()),
-    key!("maxmemory", true, "For Redis tools: always 0. Rialto keeps its data on disk and evicts nothing; its memory is the caches and memtables sized by their own keys.",
-        |_c, v| { if parse_size(v)? != 0 { return Err("Rialto keeps its data on disk and evicts nothing: maxmemory can only be 0".into()); } },
-        |_c| "0".into()),
+    key!("maxmemory", true, "Bytes the allocator may have in use before commands that may grow the data (SET, INCR... Redis's deny-oom commands, and any command queued in MULTI) are refused with Redis's OOM error (default 0: no limit). Nothing is evicted, as with Redis's noeviction policy: Rialto keeps its data on disk, and its memory is the caches and memtables sized by their own keys. The bytes in use are read at most every 100 ms.",
+        |c, v| c.maxmemory = parse_size(v)? as u64, |c| c.maxmemory.to_string()),
     key!("maxmemory-policy", true, "For Redis tools: always noeviction (no key is ever evicted).",
         |_c, v| { if !v.eq_ignore_ascii_case("noeviction") { return Err("no key is ever evicted: the policy can only be noeviction".into()); } },
         |_c| "noeviction".into()),
@@ -740,6 +802,58 @@ mod tests {
         assert!(!local.allows(IpAddr::from([10, 0, 0, 1])));
         assert!(DebugGate::Yes.allows(IpAddr::from([10, 0, 0, 1])));
         assert!(!DebugGate::No.allows(IpAddr::from([127, 0, 0, 1])));
+    }
+
+    #[test]
+    fn latency_percentiles_read_and_print_as_redis() {
+        let mut c = Config::default();
+        assert_eq!(
+            c.get("latency-tracking-info-percentiles").as_deref(),
+            Some("50 99 99.9")
+        );
+        c.set("latency-tracking-info-percentiles", "0.0 50.0 100.0")
+            .unwrap();
+        assert_eq!(
+            c.get("latency-tracking-info-percentiles").as_deref(),
+            Some("0 50 100")
+        );
+        c.set("latency-tracking-info-percentiles", "1e1 0x10 99.99999999")
+            .unwrap();
+        assert_eq!(
+            c.latency_tracking_info_percentiles,
+            vec![10.0, 16.0, 99.99999999]
+        );
+        assert_eq!(
+            c.get("latency-tracking-info-percentiles").as_deref(),
+            Some("10 16 100")
+        );
+        c.set("latency-tracking-info-percentiles", "").unwrap();
+        assert!(c.latency_tracking_info_percentiles.is_empty());
+        assert_eq!(
+            c.get("latency-tracking-info-percentiles").as_deref(),
+            Some("")
+        );
+        for (bad, why) in [
+            ("10.0 50.0 a", "Invalid"),
+            ("  1.5   2  ", "Invalid"),
+            ("1  2", "Invalid"),
+            ("nan", "Invalid"),
+            ("1e999", "Invalid"),
+            ("10.0 50.0 101.0", "should sit between [0.0,100.0]"),
+            ("-1", "should sit between [0.0,100.0]"),
+            ("inf", "should sit between [0.0,100.0]"),
+        ] {
+            let e = c.set("latency-tracking-info-percentiles", bad).unwrap_err();
+            assert!(e.to_string().contains(why), "{bad:?}: {e}");
+        }
+        assert!(c.latency_tracking);
+        let e = c.set("latency-tracking", "maybe").unwrap_err();
+        assert!(
+            e.to_string().ends_with("argument must be 'yes' or 'no'"),
+            "{e}"
+        );
+        c.set("latency-tracking", "no").unwrap();
+        assert_eq!(c.get("latency-tracking").as_deref(), Some("no"));
     }
 
     #[test]

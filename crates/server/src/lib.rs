@@ -6,7 +6,7 @@
 //! keyspace, a write turned into an op the keyspace applies, or a connection or server
 //! command), `command_table` (what reads those declarations: lookup, resolution, arity, keys,
 //! HELP), `expire_pass`, `auth` and `acl` (users), `config` (file, flags and CONFIG
-//! GET/SET), `http` and `ops` (/metrics, /livez, /readyz), `slowlog`, `latency` (the latency monitor), `monitor` (MONITOR), `process` (memory and
+//! GET/SET), `http` and `ops` (/metrics, /livez, /readyz), `slowlog`, `latency` (the latency monitor), `latency_histograms` (LATENCY HISTOGRAM, INFO latencystats), `monitor` (MONITOR), `process` (memory and
 //! CPU figures), `cluster` (cluster mode on
 //! Kafka: the log's state machine and where a command may run). The data model is
 //! `rialto_keyspace`.
@@ -25,6 +25,7 @@ mod expire_pass;
 mod glob;
 mod http;
 mod latency;
+mod latency_histograms;
 mod monitor;
 mod ops;
 mod periodic;

@@ -5,6 +5,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The most bytes in use seen by [`memory`].
 static PEAK: AtomicU64 = AtomicU64::new(0);
+/// Bytes in use when the first server of the process had started ([`mark_startup`]).
+static STARTUP: AtomicU64 = AtomicU64::new(0);
+
+/// Notes the bytes in use once a server has started (MEMORY STATS' `startup.allocated`).
+pub fn mark_startup() {
+    let _ = STARTUP.compare_exchange(0, allocated(), Ordering::Relaxed, Ordering::Relaxed);
+}
+
+/// The bytes in use noted by [`mark_startup`] (0 before).
+pub fn startup_allocated() -> u64 {
+    STARTUP.load(Ordering::Relaxed)
+}
 
 /// Memory figures, bytes.
 pub struct Memory {
@@ -46,6 +58,80 @@ fn allocated() -> u64 {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn allocated() -> u64 {
     0
+}
+
+/// What the allocator took from the system: its arenas and mapped blocks.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub fn allocator_active() -> u64 {
+    // SAFETY: mallinfo2 only reads the allocator's counters.
+    let m = unsafe { libc::mallinfo2() };
+    (m.arena + m.hblkhd) as u64
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn allocator_active() -> u64 {
+    0
+}
+
+/// MEMORY PURGE: gives the allocator's free memory back to the system.
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages of the allocator's own heaps.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// `maxmemory` as Rialto applies it: nothing is evicted (`noeviction`), so while the
+/// allocator's bytes in use exceed the limit, commands that may grow the data are refused
+/// with Redis's OOM error. The bytes are read at most every [`MemoryLimit::RECHECK_MS`]
+/// (reading them takes the allocator's locks); a new limit is checked at once.
+pub struct MemoryLimit {
+    /// Bytes; 0: no limit.
+    limit: AtomicU64,
+    /// Whether the last reading was over the limit.
+    over: std::sync::atomic::AtomicBool,
+    /// Milliseconds since `start` of the last reading (`u64::MAX`: read at the next check).
+    checked_ms: AtomicU64,
+    start: std::time::Instant,
+}
+
+impl Default for MemoryLimit {
+    fn default() -> Self {
+        MemoryLimit {
+            limit: AtomicU64::new(0),
+            over: std::sync::atomic::AtomicBool::new(false),
+            checked_ms: AtomicU64::new(u64::MAX),
+            start: std::time::Instant::now(),
+        }
+    }
+}
+
+impl MemoryLimit {
+    /// The most a reading of the allocator's bytes is reused.
+    pub const RECHECK_MS: u64 = 100;
+
+    /// Applies `maxmemory` (0: none).
+    pub fn set_limit(&self, bytes: u64) {
+        self.limit.store(bytes, Ordering::Relaxed);
+        self.checked_ms.store(u64::MAX, Ordering::Relaxed);
+    }
+
+    /// Whether commands that may grow the data are refused now. One relaxed load when there
+    /// is no limit.
+    pub fn exceeded(&self) -> bool {
+        let limit = self.limit.load(Ordering::Relaxed);
+        if limit == 0 {
+            return false;
+        }
+        let now = self.start.elapsed().as_millis() as u64;
+        let last = self.checked_ms.load(Ordering::Relaxed);
+        if last == u64::MAX || now.saturating_sub(last) >= Self::RECHECK_MS {
+            self.checked_ms.store(now, Ordering::Relaxed);
+            self.over.store(allocated() > limit, Ordering::Relaxed);
+        }
+        self.over.load(Ordering::Relaxed)
+    }
 }
 
 fn page_size() -> u64 {

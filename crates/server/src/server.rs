@@ -73,6 +73,8 @@ pub struct Shared {
     /// The database: keys, stores, pushes, the engine and the merger under them.
     pub keyspace: Arc<Keyspace>,
     pub acl: RwLock<Acl>,
+    /// The latest refusals and failed authentications (ACL LOG).
+    pub acl_log: Mutex<crate::acl::log::AclLog>,
     /// Bumped on every ACL change: connections re-fetch their user when it moves.
     pub acl_generation: Arc<std::sync::atomic::AtomicU64>,
     pub clients: Clients,
@@ -108,6 +110,10 @@ pub struct Shared {
     pub repl_id: Mutex<String>,
     /// LATENCY's samples.
     pub latency: crate::latency::LatencyMonitor,
+    /// Every command's latency histogram (LATENCY HISTOGRAM, INFO latencystats).
+    pub command_latencies: crate::latency_histograms::CommandLatencies,
+    /// `maxmemory`: when commands that may grow the data are refused.
+    pub memory_limit: crate::process::MemoryLimit,
 }
 
 /// 40 random hex digits, as Redis's run and replication ids.
@@ -297,6 +303,12 @@ impl Server {
         ));
         let latency = crate::latency::LatencyMonitor::default();
         latency.set_threshold_ms(cfg.latency_monitor_threshold_ms);
+        let acllog_max_len = cfg.acllog_max_len;
+        let memory_limit = crate::process::MemoryLimit::default();
+        memory_limit.set_limit(cfg.maxmemory);
+        let command_latencies =
+            crate::latency_histograms::CommandLatencies::new(crate::command_table::slot_count());
+        command_latencies.set_enabled(cfg.latency_tracking);
         let monitors = Arc::new(crate::monitor::Monitors::default());
         monitors.set_limit(crate::monitor::limit_of(
             cfg.obuf_normal,
@@ -308,6 +320,7 @@ impl Server {
             keyspace,
             acl_generation: acl.generation(),
             acl: RwLock::new(acl),
+            acl_log: Mutex::new(crate::acl::log::AclLog::new(acllog_max_len)),
             clients: Clients::default(),
             slowlog,
             stats: Stats::default(),
@@ -327,6 +340,8 @@ impl Server {
             active_expire: std::sync::atomic::AtomicBool::new(true),
             repl_id: Mutex::new(random_id()),
             latency,
+            command_latencies,
+            memory_limit,
         });
         crate::tracking::Tracking::install(&shared)
             .map_err(|e| ServerError::Start(format!("tracking thread: {e}")))?;
@@ -340,6 +355,7 @@ impl Server {
             crate::workers::Workers::start(threads, push_nice, Arc::clone(&shared.relay_stats))
                 .map_err(|e| ServerError::Start(format!("connection threads: {e}")))?;
         let _ = shared.bulk.set(workers.bulk_handle());
+        crate::process::mark_startup();
         Ok(Server {
             shared,
             listeners,

@@ -17,11 +17,13 @@
 //! - [`rules`]: reading rules and configuration lines, and the texts of refused ones;
 //! - [`selectors`]: what a rule does to a selector, and a selector's checks and text;
 //! - [`users`]: users, passwords and the user table;
-//! - `catalog`: the declarations indexed for rules.
+//! - `catalog`: the declarations indexed for rules;
+//! - [`log`]: the ACL log of refusals (ACL LOG).
 //!
 //! The `ACL` command itself is [`crate::commands::acl`].
 
 mod catalog;
+pub mod log;
 pub mod rules;
 pub mod selectors;
 pub mod users;

@@ -80,6 +80,52 @@ pub fn lookup_fullname(name: &[u8]) -> Option<&'static CommandSpec> {
     }
 }
 
+/// The first statistics slot of each top-level command: one slot per command and per
+/// subcommand, a command's own first and its subcommands' after it, in declaration order (so a
+/// slot names one `CommandSpec`, as Redis keeps a `redisCommand` per subcommand).
+static SLOT_BASE: [u16; 256] = slot_bases(crate::commands::COMMANDS);
+
+const fn slot_bases(commands: &[CommandSpec]) -> [u16; 256] {
+    // The name index refuses 255 commands or more, so every position fits.
+    let mut bases = [0u16; 256];
+    let mut next = 0usize;
+    let mut i = 0;
+    while i < commands.len() {
+        assert!(next + 1 + commands[i].subcommands.len() <= u16::MAX as usize);
+        bases[i] = next as u16;
+        next += 1 + commands[i].subcommands.len();
+        i += 1;
+    }
+    bases
+}
+
+/// How many statistics slots there are: every command and subcommand.
+pub fn slot_count() -> usize {
+    all().iter().map(|c| 1 + c.subcommands.len()).sum()
+}
+
+/// The statistics slot of `spec`, the command at position `index` in [`all`] or one of its
+/// subcommands. A subcommand is found by identity among its parent's few.
+pub fn slot_of(index: usize, spec: &'static CommandSpec) -> usize {
+    let base = usize::from(SLOT_BASE.get(index).copied().unwrap_or(0));
+    match all().get(index) {
+        Some(top) if !std::ptr::eq(top, spec) => top
+            .subcommands
+            .iter()
+            .position(|s| std::ptr::eq(s, spec))
+            .map_or(base, |i| base + 1 + i),
+        _ => base,
+    }
+}
+
+/// Every command and subcommand with its statistics slot, in slot order.
+pub fn slots() -> impl Iterator<Item = (usize, &'static CommandSpec)> {
+    all()
+        .iter()
+        .flat_map(|c| std::iter::once(c).chain(c.subcommands))
+        .enumerate()
+}
+
 /// Whether `argc` arguments (the name(s) included) suit the command's arity.
 pub fn check_arity(spec: &CommandSpec, argc: usize) -> bool {
     let n = spec.arity.unsigned_abs() as usize;
@@ -212,8 +258,24 @@ mod tests {
             assert_eq!(c.name, c.name.to_ascii_lowercase());
             assert!(seen.insert(c.name), "{} twice", c.name);
         }
-        assert_eq!(all().len(), 91);
-        assert_eq!(seen.len(), 91 + 78 + 12);
+        assert_eq!(all().len(), 92);
+        assert_eq!(seen.len(), 92 + 78 + 12 + 7);
+    }
+
+    #[test]
+    fn every_command_and_subcommand_has_its_own_slot() {
+        let mut seen = 0;
+        for (slot, spec) in slots() {
+            assert_eq!(slot, seen);
+            seen += 1;
+            let top = spec.name.split('|').next().unwrap_or_default();
+            let index = index_of(top.as_bytes()).expect("declared");
+            assert_eq!(slot_of(index, spec), slot, "{}", spec.name);
+        }
+        assert_eq!(seen, slot_count());
+        let config = index_of(b"config").expect("config");
+        let set = lookup_fullname(b"config|set").expect("config|set");
+        assert_ne!(slot_of(config, set), slot_of(config, &all()[config]));
     }
 
     #[test]

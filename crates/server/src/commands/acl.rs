@@ -176,7 +176,7 @@ const ACL_LOG: CommandSpec = cmd(
     doc(
         "server",
         "6.0.0",
-        "Lists the latest commands the ACL refused, or clears the list; this server keeps no such log, so the list is always empty.",
+        "Lists the latest requests the ACL refused and failed authentications, or clears the list.",
         "O(N), N being the number of entries listed.",
     )
     .args(&[arg("operation", OneOf).opt().sub(&[
@@ -254,7 +254,18 @@ pub fn acl_command(acl: &parking_lot::RwLock<crate::acl::Acl>, me: &[u8], args: 
     let base: &'static CommandSpec = &ACL;
     match command_table::resolve_in(base, args) {
         Ok(spec) => match spec.handler {
-            Some(Handler::Acl(f)) => f(&AclCtx { acl, me }, args),
+            Some(Handler::Acl(f)) => {
+                let log = parking_lot::Mutex::new(crate::acl::log::AclLog::new(128));
+                f(
+                    &AclCtx {
+                        acl,
+                        me,
+                        log: &log,
+                        now_ms: 0,
+                    },
+                    args,
+                )
+            }
             // ACL's subcommands are all declared with Acl handlers (tested).
             _ => reply::err_string(format!("ERR '{}' does not run here", spec.name)),
         },
@@ -362,16 +373,22 @@ fn dryrun(ctx: &AclCtx<'_>, args: &[Bytes]) -> Reply {
     }
 }
 
-fn log(_: &AclCtx<'_>, args: &[Bytes]) -> Reply {
-    match args.get(2) {
-        None => Reply::Array(Vec::new()),
-        Some(_) if args.len() > 3 => syntax(args),
-        Some(a) if a.eq_ignore_ascii_case(b"reset") => reply::ok(),
+/// ACL LOG [count | RESET]: the newest refusals (10 without a count; a negative count lists
+/// none, as in Redis), or clears them.
+fn log(ctx: &AclCtx<'_>, args: &[Bytes]) -> Reply {
+    let count = match args.get(2) {
+        None => crate::acl::log::DEFAULT_LISTED,
+        Some(_) if args.len() > 3 => return syntax(args),
+        Some(a) if a.eq_ignore_ascii_case(b"reset") => {
+            ctx.log.lock().reset();
+            return reply::ok();
+        }
         Some(a) => match parse_long(a) {
-            Some(_) => Reply::Array(Vec::new()),
-            None => Reply::error("ERR value is not an integer or out of range"),
+            Some(n) => usize::try_from(n).unwrap_or(0),
+            None => return Reply::error("ERR value is not an integer or out of range"),
         },
-    }
+    };
+    ctx.log.lock().reply(count, ctx.now_ms)
 }
 
 fn no_acl_file(_: &AclCtx<'_>, _: &[Bytes]) -> Reply {

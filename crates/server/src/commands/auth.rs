@@ -41,11 +41,14 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         3 => (Some(&args[1][..]), &args[2]),
         _ => return Outcome::Reply(reply::syntax()),
     };
-    Outcome::Reply(match crate::auth::authenticate(ctx.shared, user, pass) {
-        Ok(u) => {
-            crate::auth::login(ctx.client, u);
-            reply::ok()
-        }
-        Err(r) => r,
-    })
+    let handle = &ctx.client.handle;
+    Outcome::Reply(
+        match crate::auth::authenticate(ctx.shared, handle, &args[0], user, pass) {
+            Ok(u) => {
+                crate::auth::login(ctx.client, u);
+                reply::ok()
+            }
+            Err(r) => r,
+        },
+    )
 }

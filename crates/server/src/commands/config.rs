@@ -112,6 +112,7 @@ fn resetstat(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
         }
     }
     ctx.shared.errors.reset();
+    ctx.shared.command_latencies.reset();
     Outcome::Reply(reply::ok())
 }
 
@@ -140,20 +141,32 @@ fn set_all(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
     if args.is_empty() || !args.len().is_multiple_of(2) {
         return Err(reply::wrong_arity("config|set"));
     }
-    let mut next = ctx.shared.config.read().clone();
+    // Every name is checked before any value, as Redis does: the first unknown, immutable or
+    // repeated one fails the whole call.
+    let mut seen: Vec<&'static str> = Vec::with_capacity(args.len() / 2);
     for pair in args.chunks_exact(2) {
-        let name = String::from_utf8_lossy(&pair[0]).into_owned();
-        let value = String::from_utf8_lossy(&pair[1]).into_owned();
+        let name = String::from_utf8_lossy(&pair[0]);
         let Some(key) = crate::config::key(&name) else {
             return Err(reply::err_string(format!(
                 "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
             )));
         };
-        if !key.mutable {
-            return Err(reply::err_string(format!(
-                "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
-            )));
-        }
+        let why = if !key.mutable {
+            "can't set immutable config"
+        } else if seen.contains(&key.name) {
+            "duplicate parameter"
+        } else {
+            seen.push(key.name);
+            continue;
+        };
+        return Err(reply::err_string(format!(
+            "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+        )));
+    }
+    let mut next = ctx.shared.config.read().clone();
+    for pair in args.chunks_exact(2) {
+        let name = String::from_utf8_lossy(&pair[0]).into_owned();
+        let value = String::from_utf8_lossy(&pair[1]).into_owned();
         if let Err(e) = next.set(&name, &value) {
             let reason = match e {
                 crate::config::ConfigError::Invalid { reason, .. } => reason,
@@ -178,6 +191,11 @@ fn set_all(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
     ctx.shared
         .latency
         .set_threshold_ms(next.latency_monitor_threshold_ms);
+    ctx.shared
+        .command_latencies
+        .set_enabled(next.latency_tracking);
+    ctx.shared.acl_log.lock().set_max_len(next.acllog_max_len);
+    ctx.shared.memory_limit.set_limit(next.maxmemory);
     ctx.shared.monitors.set_limit(crate::monitor::limit_of(
         next.obuf_normal,
         next.output_buffer_limit,

@@ -245,7 +245,7 @@ fn as_int(v: &[u8]) -> Option<i64> {
 }
 
 /// Redis's encoding of a string value: `int`, `embstr` up to 44 bytes, `raw` beyond.
-fn encoding(v: &[u8]) -> &'static str {
+pub(super) fn encoding(v: &[u8]) -> &'static str {
     if as_int(v).is_some() {
         "int"
     } else if v.len() <= 44 {

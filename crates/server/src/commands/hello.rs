@@ -69,7 +69,8 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     while j < args.len() {
         let more = args.len() - 1 - j;
         if is(&args[j], "auth") && more >= 2 {
-            match crate::auth::authenticate(ctx.shared, Some(&args[j + 1]), &args[j + 2]) {
+            let (handle, user) = (&ctx.client.handle, Some(&args[j + 1][..]));
+            match crate::auth::authenticate(ctx.shared, handle, &args[0], user, &args[j + 2]) {
                 Ok(u) => crate::auth::login(ctx.client, u),
                 Err(r) => return Outcome::Reply(r),
             }

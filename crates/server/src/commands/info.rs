@@ -45,6 +45,7 @@ const ALL: &[&str] = &[
     "cpu",
     "commandstats",
     "errorstats",
+    "latencystats",
     "cluster",
     "keyspace",
     "rialto_engine",
@@ -54,7 +55,7 @@ const ALL: &[&str] = &[
     "rialto_stores",
 ];
 /// Sections only `INFO all` / `INFO everything` (or their own name) shows.
-const EXTRA: &[&str] = &["commandstats"];
+const EXTRA: &[&str] = &["commandstats", "latencystats"];
 
 /// `INFO` / `INFO default`: every section but the extra ones.
 fn default_sections() -> impl Iterator<Item = &'static str> {
@@ -143,7 +144,7 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
             let m = crate::process::memory();
             let _ = write!(
                 o,
-                "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\nused_memory_rss:{}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\ntotal_system_memory:{}\r\ntotal_system_memory_human:{}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\n",
+                "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\nused_memory_rss:{}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\ntotal_system_memory:{}\r\ntotal_system_memory_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:noeviction\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\n",
                 m.used,
                 human(m.used),
                 m.rss,
@@ -153,6 +154,8 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
                 if m.peak == 0 { 0.0 } else { m.used as f64 * 100.0 / m.peak as f64 },
                 m.total_system,
                 human(m.total_system),
+                cfg.maxmemory,
+                human(cfg.maxmemory),
                 if m.used == 0 { 0.0 } else { m.rss as f64 / m.used as f64 },
             );
         }
@@ -280,6 +283,21 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
             }
         }
         "rialto_stores" => render_stores(sh, o),
+        "latencystats" => {
+            o.push_str("# Latencystats\r\n");
+            if sh.command_latencies.enabled() {
+                let merged = sh.command_latencies.merged();
+                for (slot, spec) in crate::command_table::slots() {
+                    if let Some(Some(h)) = merged.get(slot) {
+                        let line = crate::latency_histograms::percentiles_line(
+                            h,
+                            &cfg.latency_tracking_info_percentiles,
+                        );
+                        let _ = write!(o, "latency_percentiles_usec_{}:{line}\r\n", spec.name);
+                    }
+                }
+            }
+        }
         "rialto_engine" => {
             let s = sh.keyspace.engine_stats();
             let _ = write!(

@@ -77,6 +77,7 @@ mod hello;
 mod info;
 mod keys;
 mod latency;
+mod memory;
 mod monitor;
 mod multi;
 mod ping;
@@ -186,6 +187,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     debug::DEBUG,
     monitor::MONITOR,
     latency::LATENCY,
+    memory::MEMORY,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
@@ -319,10 +321,13 @@ pub struct Ctx<'a> {
     pub client: &'a mut Client,
 }
 
-/// What an ACL command may use: the users, and the name of the connection's user (WHOAMI).
+/// What an ACL command may use: the users, the name of the connection's user (WHOAMI), and
+/// the log of refusals with the time now (LOG).
 pub struct AclCtx<'a> {
     pub acl: &'a RwLock<Acl>,
     pub me: &'a [u8],
+    pub log: &'a parking_lot::Mutex<crate::acl::log::AclLog>,
+    pub now_ms: i64,
 }
 
 /// Runs a handler of the kinds that run on the connection, its pending replies resolved:
@@ -337,6 +342,8 @@ pub fn run_on_connection(handler: Handler, ctx: &mut Ctx<'_>, args: &[Bytes]) ->
                 &AclCtx {
                     acl: &ctx.shared.acl,
                     me,
+                    log: &ctx.shared.acl_log,
+                    now_ms: ctx.shared.now_ms(),
                 },
                 args,
             ))
@@ -397,6 +404,26 @@ impl Default for Registry {
     }
 }
 
+/// Where a call's statistics go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatsAt {
+    /// The top-level command's position in [`command_table::all`]: INFO commandstats and the
+    /// error counters.
+    pub index: usize,
+    /// The command's or subcommand's own statistics slot ([`command_table::slot_of`]): its
+    /// latency histogram.
+    pub slot: usize,
+}
+
+impl StatsAt {
+    pub fn of(index: usize, spec: &'static CommandSpec) -> StatsAt {
+        StatsAt {
+            index,
+            slot: command_table::slot_of(index, spec),
+        }
+    }
+}
+
 /// An admitted request: what runs it, and where its statistics go.
 #[derive(Debug, Clone, Copy)]
 pub struct Admitted {
@@ -415,6 +442,8 @@ pub struct Admitted {
 pub struct Refused {
     pub index: Option<usize>,
     pub reply: Reply,
+    /// What the ACL refused, for the ACL log.
+    pub denied: Option<crate::acl::users::Denied>,
 }
 
 /// Resolves a request and checks what Redis checks before running a command, in Redis's
@@ -424,6 +453,7 @@ pub fn admit(client: &Client, args: &[Bytes]) -> Result<Admitted, Refused> {
     let refused = |reply: Reply, counted: bool| Refused {
         index: known.filter(|_| counted),
         reply,
+        denied: None,
     };
     let (index, spec) = match command_table::resolve(args) {
         Ok(found) => found,
@@ -443,7 +473,11 @@ pub fn admit(client: &Client, args: &[Bytes]) -> Result<Admitted, Refused> {
         }
         None => {}
         Some(_) if client.unrestricted => {}
-        Some(user) => crate::auth::check(user, spec, args).map_err(|r| refused(r, true))?,
+        Some(user) => user.check(spec.name, args).map_err(|d| Refused {
+            reply: d.to_reply(),
+            denied: Some(d),
+            ..refused(Reply::Null, true)
+        })?,
     }
     let Some(handler) = spec.handler else {
         // A container's arity requires a subcommand, so resolution never stops at one.

@@ -23,8 +23,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tracing::{debug, warn};
 
+use crate::acl::log::{Context, Event};
 use crate::client::Client;
-use crate::commands::{At, Ctx, Handler, Outcome, R};
+use crate::commands::{At, Ctx, Handler, Outcome, StatsAt, R};
 use crate::reply;
 use crate::server::Shared;
 
@@ -35,6 +36,8 @@ pub(crate) mod script;
 const MAX_PENDING: usize = 4096;
 /// Reply bytes buffered before they are written even though more requests are buffered.
 const OUT_FLUSH_BYTES: usize = 256 * 1024;
+/// Reply bytes an unauthenticated client may leave unread (Redis 7.0.15's limit).
+const UNAUTHENTICATED_OUT_BYTES: usize = 1024;
 /// Read buffer growth step.
 const READ_CHUNK: usize = 16 * 1024;
 /// Consecutive GET/MGET requests of one read decoded before the first runs, so that the
@@ -59,10 +62,10 @@ pub type BoxReply = Pin<Box<dyn Future<Output = Reply> + Send>>;
 
 enum Pending {
     Ready(Reply),
-    /// With the command's position in the registry, for its statistics.
-    Commit(CommitHandle<Executed>, usize),
+    /// With where the command's statistics go.
+    Commit(CommitHandle<Executed>, StatsAt),
     /// A write on its way through the cluster's log.
-    Remote(Pin<Box<dyn Future<Output = Executed> + Send>>, usize),
+    Remote(Pin<Box<dyn Future<Output = Executed> + Send>>, StatsAt),
 }
 
 struct Queued {
@@ -97,6 +100,8 @@ struct Connection {
     multi: Option<multi::Multi>,
     /// The keys it watches (WATCH), made on first use.
     watch: Option<rialto_keyspace::Watch>,
+    /// The latency histograms of the thread serving the connection.
+    latencies: Arc<crate::latency_histograms::Shard>,
 }
 
 /// Why [`Connection::serve`] returned.
@@ -168,6 +173,7 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
         on_bulk: false,
         multi: None,
         watch: None,
+        latencies: shared.command_latencies.shard_here(),
     };
     serve_and_close(conn).await;
 }
@@ -225,6 +231,7 @@ impl Connection {
                     let conn = Connection {
                         stream,
                         on_bulk: true,
+                        latencies: self.shared.command_latencies.shard_here(),
                         ..self
                     };
                     serve_and_close(conn).await;
@@ -465,6 +472,9 @@ impl Connection {
         if self.out.is_empty() {
             return Ok(());
         }
+        if self.client.user.is_none() && self.out.len() > UNAUTHENTICATED_OUT_BYTES {
+            self.write_unauthenticated()?;
+        }
         if self.client.mailbox.is_some() {
             // A subscriber that stopped reading blocks this write; over its output limit the
             // hub kills it, and the kill must end the write too. Others skip the cost.
@@ -494,6 +504,39 @@ impl Connection {
         Ok(())
     }
 
+    /// An unauthenticated client may leave at most [`UNAUTHENTICATED_OUT_BYTES`] of replies
+    /// unread, as in Redis 7.0.15: what the socket takes now is written, and a longer rest
+    /// closes the connection (a client that sends without reading cannot make the server hold
+    /// its replies).
+    fn write_unauthenticated(&mut self) -> std::io::Result<()> {
+        let mut written = 0;
+        while written < self.out.len() {
+            match self.stream.try_write(&self.out[written..]) {
+                Ok(0) => break,
+                Ok(n) => written += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        self.shared
+            .stats
+            .net_output_bytes
+            .fetch_add(written as u64, Ordering::Relaxed);
+        bytes::Buf::advance(&mut self.out, written);
+        if self.out.len() > UNAUTHENTICATED_OUT_BYTES {
+            warn!(
+                client = self.client.handle.id,
+                bytes = self.out.len(),
+                "closing unauthenticated client that does not read its replies"
+            );
+            self.out.clear();
+            return Err(std::io::Error::other(
+                "unauthenticated client output buffer limit",
+            ));
+        }
+        Ok(())
+    }
+
     /// Resolves pending replies, in order, into the output buffer.
     async fn drain(&mut self) {
         if self.queue_has_commit {
@@ -516,7 +559,7 @@ impl Connection {
                     match outcome {
                         Ok(ex) => {
                             self.record(id, ex.micros, ex.slow_args);
-                            crate::errorstats::ran(&self.shared, id, &ex.reply);
+                            crate::errorstats::ran(&self.shared, id.index, &ex.reply);
                             if ex.track_seq != 0 {
                                 // Its write is published: what it invalidated for this very
                                 // connection follows its reply at once, as Redis 7.0 sends
@@ -533,7 +576,7 @@ impl Connection {
                         }
                         Err(e) => {
                             let r = reply::engine_error(&e);
-                            crate::errorstats::ran(&self.shared, id, &r);
+                            crate::errorstats::ran(&self.shared, id.index, &r);
                             r
                         }
                     }
@@ -544,7 +587,7 @@ impl Connection {
                         self.client.last_write = ex.log_pos;
                     }
                     self.record(id, ex.micros, ex.slow_args);
-                    crate::errorstats::ran(&self.shared, id, &ex.reply);
+                    crate::errorstats::ran(&self.shared, id.index, &ex.reply);
                     ex.reply
                 }
             };
@@ -583,9 +626,12 @@ impl Connection {
         self.push(Pending::Ready(r));
     }
 
-    /// Per-command statistics and the slow log.
-    fn record(&self, id: usize, micros: u64, slow_args: Option<Vec<Bytes>>) {
-        if let Some(entry) = self.shared.registry.entry(id) {
+    /// Per-command statistics, latency histogram and the slow log.
+    fn record(&self, id: StatsAt, micros: u64, slow_args: Option<Vec<Bytes>>) {
+        self.shared
+            .command_latencies
+            .record(&self.latencies, id.slot, micros);
+        if let Some(entry) = self.shared.registry.entry(id.index) {
             entry.calls.fetch_add(1, Ordering::Relaxed);
             entry.micros.fetch_add(micros, Ordering::Relaxed);
             self.shared.latency.observe_with(micros, || {
@@ -674,6 +720,11 @@ impl Connection {
                         }
                     }
                 }
+                if self.shared.memory_limit.exceeded() && self.refused_on_oom(a.spec, &args) {
+                    let r = Reply::error("OOM command not allowed when used memory > 'maxmemory'.");
+                    let r = self.refused_in_multi(&args, r);
+                    return self.reject(Some(a.index), r);
+                }
                 if let (Some(m), Some(slot)) = (self.multi.as_mut(), at_slot) {
                     // A transaction in the cluster is one record of one partition: its keys
                     // share a slot, as Redis Cluster requires.
@@ -691,9 +742,18 @@ impl Connection {
                         Err(runs_now) => args = runs_now,
                     }
                 }
-                (a.index, a.handler, a.spec)
+                (StatsAt::of(a.index, a.spec), a.handler, a.spec)
             }
             Err(refused) => {
+                if let (Some(denied), Some(user)) = (&refused.denied, &self.client.user) {
+                    let context = if self.multi.is_some() {
+                        Context::Multi
+                    } else {
+                        Context::Toplevel
+                    };
+                    let event = Event::denied(denied, context, user.name());
+                    crate::auth::log_refusal(&self.shared, &self.client.handle, event);
+                }
                 let r = self.refused_in_multi(&args, refused.reply);
                 return self.reject(refused.index, r);
             }
@@ -741,7 +801,7 @@ impl Connection {
                 let micros = start.elapsed().as_micros() as u64;
                 let slow = slow(threshold, micros).then_some(args);
                 self.record(id, micros, slow);
-                crate::errorstats::ran(&self.shared, id, &r);
+                crate::errorstats::ran(&self.shared, id.index, &r);
                 self.push(Pending::Ready(r));
             }
             Handler::Read(f) => {
@@ -786,7 +846,7 @@ impl Connection {
                         let micros = start.elapsed().as_micros() as u64;
                         let slow = slow(threshold, micros).then_some(args);
                         self.record(id, micros, slow);
-                        crate::errorstats::ran(&self.shared, id, &r);
+                        crate::errorstats::ran(&self.shared, id.index, &r);
                         return self.push(Pending::Ready(r));
                     }
                 };
@@ -833,7 +893,13 @@ impl Connection {
                 self.push(Pending::Commit(h, id));
             }
             Handler::Script(cmd) => {
+                let start = Instant::now();
                 let pending = self.script_command(cmd, id, args, at_slot);
+                if let Pending::Ready(r) = &pending {
+                    // Refused by its own checks (numkeys, NOSCRIPT): a failed call, as in Redis.
+                    self.record(id, start.elapsed().as_micros() as u64, None);
+                    crate::errorstats::ran(&self.shared, id.index, r);
+                }
                 self.push(pending);
             }
             Handler::Txn(cmd) => {
@@ -841,7 +907,7 @@ impl Connection {
                 let pending = self.transaction_command(cmd, id, args).await;
                 if let Pending::Ready(r) = &pending {
                     self.record(id, start.elapsed().as_micros() as u64, None);
-                    crate::errorstats::ran(&self.shared, id, r);
+                    crate::errorstats::ran(&self.shared, id.index, r);
                 }
                 self.push(pending);
             }
@@ -891,7 +957,7 @@ impl Connection {
                 let micros = start.elapsed().as_micros() as u64;
                 let slow = slow(threshold, micros).then_some(args);
                 self.record(id, micros, slow);
-                crate::errorstats::ran(&self.shared, id, &reply);
+                crate::errorstats::ran(&self.shared, id.index, &reply);
                 if matches!(handler, Handler::Acl(_))
                     && self.shared.acl_generation.load(Ordering::Acquire) != generation
                 {
@@ -900,7 +966,7 @@ impl Connection {
                 // The command may have switched protocol (HELLO) or authenticated.
                 self.decoder.set_pre_auth(self.client.user.is_none());
                 if crate::command_table::all()
-                    .get(id)
+                    .get(id.index)
                     .is_some_and(|c| c.name == "reset")
                 {
                     self.discard();
@@ -927,6 +993,32 @@ impl Connection {
             self.client.db,
             args,
         );
+    }
+
+    /// Whether `spec` is refused while used memory exceeds `maxmemory`, as Redis refuses it with
+    /// nothing to evict: a command that may grow the data (`denyoom`); inside MULTI any but
+    /// the ones that end the transaction or the connection (queueing takes memory too); and a
+    /// script or function that declares flags without `allow-oom` or `no-writes`, as Redis
+    /// takes EVAL's and FCALL's flags from the script's (one without a shebang is checked at
+    /// each call instead, `conn/script.rs`).
+    fn refused_on_oom(&self, spec: &crate::command_table::CommandSpec, args: &[Bytes]) -> bool {
+        if spec.has_flag("denyoom")
+            || (self.multi.is_some() && !matches!(spec.name, "exec" | "discard" | "quit" | "reset"))
+        {
+            return true;
+        }
+        let (scripts, Some(named)) = (&self.shared.scripts, args.get(1)) else {
+            return false;
+        };
+        let declared = match spec.name {
+            "eval" | "eval_ro" => scripts.declared_flags(rialto_scripting::Source::Body(named)),
+            "evalsha" | "evalsha_ro" => {
+                scripts.declared_flags(rialto_scripting::Source::Sha(named))
+            }
+            "fcall" | "fcall_ro" => scripts.function_flags(named),
+            _ => None,
+        };
+        declared.is_some_and(|f| !f.allows_oom())
     }
 
     /// DEBUG's refusal when `enable-debug-command` does not allow it from this connection,

@@ -20,8 +20,9 @@ use rialto_resp::Reply;
 use rialto_txn::CommitHandle;
 
 use super::{Connection, Executed, Pending};
+use crate::acl::log::{Context, Event};
 use crate::command_table::{self, CommandSpec};
-use crate::commands::{self, Admitted, At, Ctx, Handler, Outcome, ReadFn, TxnCmd, R};
+use crate::commands::{self, Admitted, At, Ctx, Handler, Outcome, ReadFn, StatsAt, TxnCmd, R};
 use crate::reply;
 
 /// The transaction being queued.
@@ -138,7 +139,7 @@ impl Connection {
     pub(super) async fn transaction_command(
         &mut self,
         cmd: TxnCmd,
-        id: usize,
+        id: StatsAt,
         args: Vec<Bytes>,
     ) -> Pending {
         Pending::Ready(match cmd {
@@ -197,7 +198,7 @@ impl Connection {
         }
     }
 
-    async fn exec(&mut self, id: usize, exec_args: &[Bytes]) -> Pending {
+    async fn exec(&mut self, id: StatsAt, exec_args: &[Bytes]) -> Pending {
         // Monitors see EXEC after the commands it ran, or alone when it runs none.
         let monitored = self.shared.monitors.active();
         let Some(m) = self.multi.take() else {
@@ -238,7 +239,7 @@ impl Connection {
                 steps.push(Step::Done(denied));
                 continue;
             }
-            self.record(q.index, 0, None);
+            self.record(StatsAt::of(q.index, q.spec), 0, None);
             // Shown once the step is known, in the database it leaves (a SELECT's own line
             // names the database it chose, as Redis shows it after the call).
             let feed = (monitored && super::monitored(q.spec)).then(|| q.args.clone());
@@ -488,6 +489,8 @@ impl Connection {
             return None;
         }
         let denied = user.check(spec.name, args).err()?;
+        let event = Event::denied(&denied, Context::Multi, user.name());
+        crate::auth::log_refusal(&self.shared, &self.client.handle, event);
         Some(reply::err_string(format!(
             "NOPERM ACLs rules changed between the moment the transaction was accumulated and \
              the EXEC call. This command is no longer allowed for the following reason: {}",

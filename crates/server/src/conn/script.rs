@@ -11,9 +11,10 @@ use rialto_resp::Reply;
 use rialto_scripting::{Host, Scripts, Source};
 
 use super::{executed, Connection, Pending};
+use crate::acl::log::{Context, Event};
 use crate::acl::User;
 use crate::command_table::{self, CommandSpec};
-use crate::commands::{self, At, Handler, ScriptCmd, R};
+use crate::commands::{self, At, Handler, ScriptCmd, StatsAt, R};
 use crate::reply;
 
 /// What a script command names.
@@ -76,12 +77,7 @@ impl ScriptRun {
 
     /// Runs the script in `tx`, its commands in database `db` (a SELECT inside moves that).
     pub(super) fn run(self, tx: &mut Transaction<'_, '_>, ctx: &ScriptCtx, db: u8) -> Reply {
-        let mut host = TxHost {
-            tx,
-            ctx,
-            db,
-            read_only: self.read_only,
-        };
+        let mut host = TxHost::new(tx, ctx, db, self.read_only);
         let source = match self.named {
             Named::Body => Source::Body(&self.code),
             Named::Sha => Source::Sha(&self.code),
@@ -110,6 +106,12 @@ pub(crate) struct ScriptCtx {
     replicated: Option<Replicated>,
     /// Where its commands are shown (MONITOR); none for a cluster log's scripts.
     monitors: Option<Arc<crate::monitor::Monitors>>,
+    /// Where a call the ACL refuses is logged (ACL LOG), for the client that runs the script;
+    /// none for a cluster log's scripts, which every replica runs.
+    refusals: Option<(Arc<crate::server::Shared>, Arc<crate::client::ClientHandle>)>,
+    /// Used memory exceeded `maxmemory` when the script started (never for a cluster log's
+    /// scripts: replicas must run them alike).
+    oom: bool,
 }
 
 /// A cluster log's script: it may touch the keys of its partition's slots only, and sees the
@@ -137,6 +139,8 @@ impl ScriptCtx {
             databases: 1,
             replicated: Some(at),
             monitors: None,
+            refusals: None,
+            oom: false,
         }
     }
 }
@@ -152,12 +156,7 @@ pub(crate) fn run_replicated_function(
     max_instructions: u64,
     read_only: bool,
 ) -> Reply {
-    let mut host = TxHost {
-        tx,
-        ctx,
-        db: 0,
-        read_only,
-    };
+    let mut host = TxHost::new(tx, ctx, 0, read_only);
     libs.fcall_replicated(name, keys, argv, read_only, &mut host, max_instructions)
 }
 
@@ -170,12 +169,7 @@ pub(crate) fn run_replicated(
     argv: &[Bytes],
     max_instructions: u64,
 ) -> Reply {
-    let mut host = TxHost {
-        tx,
-        ctx,
-        db: 0,
-        read_only: false,
-    };
+    let mut host = TxHost::new(tx, ctx, 0, false);
     ctx.scripts
         .run_replicated(body, keys, argv, &mut host, max_instructions)
 }
@@ -186,6 +180,23 @@ struct TxHost<'t, 'a, 'c> {
     ctx: &'t ScriptCtx,
     db: u8,
     read_only: bool,
+    /// The script declared `allow-oom` (or `no-writes`).
+    allow_oom: bool,
+    /// The script called a write command.
+    wrote: bool,
+}
+
+impl<'t, 'a, 'c> TxHost<'t, 'a, 'c> {
+    fn new(tx: &'t mut Transaction<'a, 'c>, ctx: &'t ScriptCtx, db: u8, read_only: bool) -> Self {
+        TxHost {
+            tx,
+            ctx,
+            db,
+            read_only,
+            allow_oom: false,
+            wrote: false,
+        }
+    }
 }
 
 fn err(text: &'static str) -> (Reply, bool) {
@@ -217,11 +228,22 @@ impl TxHost<'_, '_, '_> {
             ));
         }
         if let Some(user) = self.ctx.user.as_ref().filter(|_| !self.ctx.unrestricted) {
-            if user.check(spec.name, args).is_err() {
+            if let Err(denied) = user.check(spec.name, args) {
+                if let Some((shared, client)) = &self.ctx.refusals {
+                    let event = Event::denied(&denied, Context::Lua, user.name());
+                    crate::auth::log_refusal(shared, client, event);
+                }
                 return Err(err(
-                    "NOPERM The user executing the script can't run this command or subcommand",
+                    "ERR The user executing the script can't run this command or subcommand",
                 ));
             }
+        }
+        // Redis's rule: over maxmemory when the script started, a script that has not written
+        // yet may not call a command that may grow the data (once it wrote, it must finish).
+        if self.ctx.oom && !self.allow_oom && !self.wrote && spec.has_flag("denyoom") {
+            return Err(err(
+                "OOM command not allowed when used memory > 'maxmemory'.",
+            ));
         }
         Ok(spec)
     }
@@ -315,6 +337,7 @@ impl Host for TxHost<'_, '_, '_> {
             Ok(spec) => spec,
             Err(refused) => return refused,
         };
+        self.wrote |= spec.has_flag("write");
         if let Err(refused) = self.check_replicated(spec, &args) {
             return refused;
         }
@@ -357,6 +380,10 @@ impl Host for TxHost<'_, '_, '_> {
         self.read_only = true;
     }
 
+    fn allow_oom(&mut self) {
+        self.allow_oom = true;
+    }
+
     fn log(&mut self, level: u8, message: &str) {
         match level {
             0 => tracing::debug!(target: "script", "{message}"),
@@ -375,7 +402,7 @@ impl Connection {
         c: Arc<crate::cluster::Cluster>,
         at: Option<(u16, u32)>,
         run: ScriptRun,
-        id: usize,
+        id: StatsAt,
         args: Vec<Bytes>,
     ) -> Pending {
         let body = match run.named {
@@ -451,7 +478,7 @@ impl Connection {
         c: &crate::cluster::Cluster,
         at: Option<(u16, u32)>,
         run: ScriptRun,
-        id: usize,
+        id: StatsAt,
         args: Vec<Bytes>,
     ) -> Pending {
         let p = at.map_or(self.partition, |(_, p)| p);
@@ -511,6 +538,8 @@ impl Connection {
             databases,
             replicated: None,
             monitors: Some(Arc::clone(&self.shared.monitors)),
+            refusals: Some((Arc::clone(&self.shared), Arc::clone(&self.client.handle))),
+            oom: self.shared.memory_limit.exceeded(),
         }
     }
 
@@ -519,7 +548,7 @@ impl Connection {
     pub(super) fn script_command(
         &mut self,
         cmd: ScriptCmd,
-        id: usize,
+        id: StatsAt,
         args: Vec<Bytes>,
         at: Option<(u16, u32)>,
     ) -> Pending {
