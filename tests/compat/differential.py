@@ -43,6 +43,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resp import ConnectionClosed, Connection, ProtocolError, Reply, encode_command  # noqa: E402
 
 SCAN_ALL = b"SCAN*"  # virtual command: a full SCAN iteration, compared as a set of keys
+HSCAN_ALL = b"HSCAN*"  # virtual command: a full HSCAN iteration, compared as a set of pairs
+# Hash fields: a few short ones, and one longer than hash-max-listpack-value (64), which makes
+# the hash a hashtable on both sides.
+FIELDS = [b"f0", b"f1", b"f2", b"f3", b"", b"\x00f\xff", b"x" * 70]
+FIELD_WEIGHTS = [10, 8, 6, 4, 1, 1, 1]
 FUTURE = 4102444800  # 2100-01-01
 
 KEYS = [b"k0", b"k1", b"k2", b"k3", b"k4", b"k5", b"", b"bin\x00\xff", b"two words", b"k*"]
@@ -100,6 +105,10 @@ class Gen:
             (0.2, self.quit), (1, self.server), (1, self.unknown),
             (1.5, self.multi), (1.5, self.exec_), (0.3, self.discard), (1, self.watch), (0.4, self.unwatch),
             (4, self.eval_), (1, self.evalsha), (0.5, self.script),
+            (6, self.hset), (1, self.hmset), (2, self.hsetnx), (5, self.hget), (3, self.hmget),
+            (3, self.hgetall), (3, self.hdel), (2, self.hexists), (2, self.hlen), (2, self.hstrlen),
+            (1, self.hkeys), (1, self.hvals), (3, self.hincrby), (2, self.hincrbyfloat),
+            (2, self.hrandfield), (1, self.hscan), (1, self.hscan_all),
         ]
         # Whether a MULTI is open (as far as the stream knows): whole-keyspace reads, CLIENT,
         # HELLO and server commands are not generated inside one (their replies inside a
@@ -425,12 +434,91 @@ class Gen:
             ]
         )
 
+    def field(self):
+        return self.rng.choices(FIELDS, FIELD_WEIGHTS)[0]
+
+    def hset(self):
+        if self.rng.random() < 0.03:
+            # Past hash-max-listpack-entries (128): a hashtable on both sides.
+            pairs = []
+            for i in range(self.rng.randint(120, 160)):
+                pairs += [b"m%d" % i, self.value()]
+            return [self.ci(b"HSET"), self.key()] + pairs
+        pairs = []
+        for _ in range(self.rng.randint(1, 3)):
+            pairs += [self.field(), self.value()]
+        return [self.ci(b"HSET"), self.key()] + pairs
+
+    def hmset(self):
+        return [self.ci(b"HMSET"), self.key(), self.field(), self.value()]
+
+    def hsetnx(self):
+        return [self.ci(b"HSETNX"), self.key(), self.field(), self.value()]
+
+    def hget(self):
+        return [self.ci(b"HGET"), self.key(), self.field()]
+
+    def hmget(self):
+        return [self.ci(b"HMGET"), self.key()] + [self.field() for _ in range(self.rng.randint(1, 4))]
+
+    def hgetall(self):
+        return [self.ci(b"HGETALL"), self.key()]
+
+    def hdel(self):
+        return [self.ci(b"HDEL"), self.key()] + [self.field() for _ in range(self.rng.randint(1, 3))]
+
+    def hexists(self):
+        return [self.ci(b"HEXISTS"), self.key(), self.field()]
+
+    def hlen(self):
+        return [self.ci(b"HLEN"), self.key()]
+
+    def hstrlen(self):
+        return [self.ci(b"HSTRLEN"), self.key(), self.field()]
+
+    def hkeys(self):
+        return [self.ci(b"HKEYS"), self.key()]
+
+    def hvals(self):
+        return [self.ci(b"HVALS"), self.key()]
+
+    def hincrby(self):
+        by = self.rng.choice([b"1", b"-3", b"100", b"9223372036854775807", b"-9223372036854775808"] + BAD_INTS[:3])
+        return [self.ci(b"HINCRBY"), self.key(), self.field(), by]
+
+    def hincrbyfloat(self):
+        by = self.rng.choice(FLOATS + BAD_FLOATS[:5])
+        return [self.ci(b"HINCRBYFLOAT"), self.key(), self.field(), by]
+
+    def hrandfield(self):
+        args = [self.ci(b"HRANDFIELD"), self.key()]
+        if self.rng.random() < 0.7:
+            args.append(self.rng.choice([b"0", b"1", b"2", b"3", b"200", b"-1", b"-4", b"abc"]))
+            if self.rng.random() < 0.4:
+                args.append(self.rng.choice([b"WITHVALUES", b"withvalues", b"WITHSCORES"]))
+        return args
+
+    def hscan(self):
+        args = [self.ci(b"HSCAN"), self.key(), self.rng.choice([b"0", b"0", b"abc", b""])]
+        if self.rng.random() < 0.4:
+            args += [self.ci(b"MATCH"), self.rng.choice([b"*", b"f*", b"m1*", b"[", b"?"])]
+        if self.rng.random() < 0.4:
+            args += [self.ci(b"COUNT"), self.rng.choice([b"1", b"10", b"0", b"-1", b"abc"])]
+        return args
+
+    def hscan_all(self):
+        args = [HSCAN_ALL, self.key()]
+        if self.rng.random() < 0.4:
+            args += [b"MATCH", self.rng.choice([b"*", b"f*", b"m1*"])]
+        args += [b"COUNT", self.rng.choice([b"1", b"7", b"100"])]
+        return args
+
     def unknown(self):
         return self.rng.choice([[b"NOSUCHCMD"], [b"nosuch", b"a", b"b"], [b"GETT", b"k0"], [b"x" * 60, b"y"]])
 
     def mutate(self, args):
         """Breaks a command: arity, a bad integer, or an extra token."""
-        if args[0] == SCAN_ALL or len(args) < 1:
+        if args[0] in (SCAN_ALL, HSCAN_ALL) or len(args) < 1:
             return args
         args = list(args)
         # Keep the subcommand of container commands (a bare COMMAND lists the whole table, in
@@ -453,7 +541,7 @@ class Gen:
             return [b"HELLO", b"3"]
         while True:
             maker = self.rng.choices(self.makers, self.weights)[0]
-            if not (self.in_multi and maker in (self.keys, self.scan, self.scan_all, self.dbsize, self.randomkey, self.client, self.hello, self.server)):
+            if not (self.in_multi and maker in (self.keys, self.scan, self.scan_all, self.hscan_all, self.dbsize, self.randomkey, self.client, self.hello, self.server)):
                 break
         args = maker()
         if self.rng.random() < 0.07 and args[0].upper() != b"QUIT" and [a.upper() for a in args[:2]] != [b"CLIENT", b"KILL"]:
@@ -645,7 +733,40 @@ def compare(args, a, b):
         return "different reply"
     if name == b"SCAN":
         return None if _scan_shape(ra) and _scan_shape(rb) else "SCAN reply shape differs"
+    if name in (b"HGETALL", b"HKEYS", b"HVALS"):
+        # A hashtable's order is its own on each side.
+        return None if _items(ra) == _items(rb) else f"{name.decode()}: different fields"
+    if name == b"HRANDFIELD":
+        if ra.kind != rb.kind or (ra.value is None) != (rb.value is None):
+            return "different reply type"
+        if ra.kind != "*":
+            return None
+        if len(ra.value) != len(rb.value):
+            return "HRANDFIELD: different counts"
+        count = int(args[2]) if len(args) > 2 and args[2].lstrip(b"-").isdigit() else 0
+        # A count covering the hash returns it whole on both sides.
+        if count >= 200:
+            return None if _items(ra) == _items(rb) else "HRANDFIELD: different fields"
+        return None
+    if name == b"HSCAN":
+        if not (_scan_shape(ra) and _scan_shape(rb)):
+            return "HSCAN reply shape differs"
+        if ra.value[0].value == rb.value[0].value == b"0":
+            return None if _items(ra.value[1]) == _items(rb.value[1]) else "HSCAN: different fields"
+        return None
     return "different reply"
+
+
+def _items(rep):
+    """The items of an array or map reply as a sorted list (nested pairs flattened)."""
+    if rep.kind == "%":
+        return sorted((k.value, v.value) for k, v in rep.value)
+    if rep.kind == "*" and rep.value is not None:
+        flat = []
+        for x in rep.value:
+            flat.extend(y.value for y in x.value) if x.kind == "*" else flat.append(x.value)
+        return sorted(flat, key=lambda v: (v is None, v or b""))
+    return rep.kind
 
 
 # ------------------------------------------------------------------------------------------------
@@ -670,6 +791,8 @@ def fmt_arg(a):
 def fmt_cmd(args):
     if args and args[0] == SCAN_ALL:
         return "SCAN* " + " ".join(fmt_arg(a) for a in args[1:]) + "   # (full SCAN iteration, keys compared as a set)"
+    if args and args[0] == HSCAN_ALL:
+        return "HSCAN* " + " ".join(fmt_arg(a) for a in args[1:]) + "   # (full HSCAN iteration, pairs compared as a set)"
     return " ".join(fmt_arg(a) for a in args)
 
 
@@ -738,6 +861,26 @@ class Side:
         self.connect()
         return res
 
+    def hscan_all(self, args):
+        """Runs HSCAN to completion; the Result lists the pairs found (sorted, unique)."""
+        key, opts = args[1], list(args[2:])
+        cursor, found = b"0", set()
+        for _ in range(100_000):
+            err = self.send_batch([[b"HSCAN", key, cursor] + opts])
+            res = self.read_results(1, err)[0]
+            if res.note or res.reply.is_error:
+                return res
+            rep = res.reply
+            if not _scan_shape(rep) or len(rep.value[1].value) % 2:
+                return Result(res.raw, rep, "malformed HSCAN reply")
+            cursor = rep.value[0].value
+            items = rep.value[1].value
+            found.update((items[i].value, items[i + 1].value) for i in range(0, len(items), 2))
+            if cursor == b"0":
+                pairs = sorted(found)
+                return Result(b"pairs: " + repr(pairs).encode(), Reply("*", [Reply("$", f + b"=" + v) for f, v in pairs]))
+        return Result(note="HSCAN did not finish in 100000 calls")
+
     def scan_all(self, args):
         """Runs SCAN to completion; the Result lists the keys found (sorted, unique)."""
         opts = list(args[1:])
@@ -777,10 +920,12 @@ def run_stream(sides, ops, stop_at_first=True, batch_size=64, max_mismatches=1, 
     i = 0
     while i < len(ops):
         args = ops[i]
-        special = args[0] == SCAN_ALL or args[0].upper() == b"QUIT"
+        special = args[0] in (SCAN_ALL, HSCAN_ALL) or args[0].upper() == b"QUIT"
         if special:
             if args[0] == SCAN_ALL:
                 ra, rb = a.scan_all(args), b.scan_all(args)
+            elif args[0] == HSCAN_ALL:
+                ra, rb = a.hscan_all(args), b.hscan_all(args)
             else:
                 ra, rb = a.quit(args), b.quit(args)
             results = [(i, args, ra, rb)]
@@ -789,7 +934,7 @@ def run_stream(sides, ops, stop_at_first=True, batch_size=64, max_mismatches=1, 
             batch, size = [], 0
             while i + len(batch) < len(ops) and len(batch) < batch_size and size < 32768:
                 nxt = ops[i + len(batch)]
-                if nxt[0] == SCAN_ALL or nxt[0].upper() == b"QUIT":
+                if nxt[0] in (SCAN_ALL, HSCAN_ALL) or nxt[0].upper() == b"QUIT":
                     break
                 batch.append(nxt)
                 size += sum(len(x) for x in nxt) + 16

@@ -327,7 +327,7 @@ fn same(a: &Reply, b: &Reply) -> bool {
         (Reply::Array(x), Reply::Array(y))
         | (Reply::Set(x), Reply::Set(y))
         | (Reply::Push(x), Reply::Push(y)) => lists(x, y),
-        (Reply::Map(x), Reply::Map(y)) => pairs(x, y),
+        (Reply::Map(x), Reply::Map(y)) | (Reply::Pairs(x), Reply::Pairs(y)) => pairs(x, y),
         (
             Reply::Attribute {
                 attrs: a1,

@@ -25,6 +25,10 @@
 //! version count  0x0C 0x03 | id (4, BE) | version (4, BE) | partition (4, BE) -> the same
 //! ```
 //!
+//! The same observer nets, per group, how many records name each large collection's version
+//! (`collections`): a version no record names any more gets its `released` record in the
+//! group, for the reclaim pass to delete its members.
+//!
 //! Threads: moves come from the one thread executing merger groups; `set_version` and
 //! `forget_version` from push and maintenance threads; readers take a snapshot. All under one
 //! mutex held for a few map operations.
@@ -34,6 +38,7 @@ use std::collections::{HashMap, HashSet};
 use parking_lot::Mutex;
 use rialto_txn::WriteObserver;
 
+use crate::collections;
 use crate::layout;
 use crate::stores::catalog::VERSION_DATA;
 
@@ -95,13 +100,25 @@ impl std::hash::Hasher for UnitHasher {
 
 type Fast = std::hash::BuildHasherDefault<UnitHasher>;
 
+/// One observed change.
+#[derive(Debug, Clone, Copy)]
+enum Move {
+    /// A unit's counts move.
+    Count(Unit, Tally),
+    /// One record more (+1) or fewer (-1) names a collection version.
+    Ref(u64, i64),
+}
+
 #[derive(Default)]
 struct Inner {
     live: HashMap<Unit, Tally, Fast>,
     /// Versions whose writes are counted.
     versions: HashSet<(u32, u32), Fast>,
-    /// Moves of the running transaction, not yet in `live`.
-    pending: Vec<(Unit, Tally)>,
+    /// Moves of the running transaction, not yet in `live` (or `refs`).
+    pending: Vec<Move>,
+    /// How many more records name each collection version than before the group (see
+    /// `collections`): a version that ends the group below zero is named by none.
+    refs: HashMap<u64, i64, Fast>,
     /// Units moved since the last group's count records.
     dirty: HashSet<Unit, Fast>,
     /// Count records to delete with the next group (versions forgotten).
@@ -325,6 +342,16 @@ impl WriteObserver for KeyCounts {
     }
 
     fn staged(&self, key: &[u8], old: Option<&[u8]>, new: Option<&[u8]>) {
+        // Large collections live in the default store only.
+        if key.first() == Some(&layout::DATA) {
+            let old_v = old.and_then(collections::version_of_record);
+            let new_v = new.and_then(collections::version_of_record);
+            if old_v != new_v {
+                let mut inner = self.inner.lock();
+                inner.pending.extend(old_v.map(|v| Move::Ref(v, -1)));
+                inner.pending.extend(new_v.map(|v| Move::Ref(v, 1)));
+            }
+        }
         let flag = |r: Option<&[u8]>| (i64::from(r.is_some()), i64::from(r.is_some_and(has_ttl)));
         let (ok, oe) = flag(old);
         let (nk, ne) = flag(new);
@@ -333,7 +360,7 @@ impl WriteObserver for KeyCounts {
         }
         let mut inner = self.inner.lock();
         if let Some(unit) = self.unit_of(key, &inner) {
-            inner.pending.push((
+            inner.pending.push(Move::Count(
                 unit,
                 Tally {
                     keys: nk - ok,
@@ -354,19 +381,29 @@ impl WriteObserver for KeyCounts {
     fn committed(&self) {
         let mut inner = self.inner.lock();
         let inner = &mut *inner;
-        for (unit, d) in inner.pending.drain(..) {
-            inner.live.entry(unit).or_default().add(d);
-            inner.dirty.insert(unit);
+        for m in inner.pending.drain(..) {
+            match m {
+                Move::Count(unit, d) => {
+                    inner.live.entry(unit).or_default().add(d);
+                    inner.dirty.insert(unit);
+                }
+                Move::Ref(v, d) => *inner.refs.entry(v).or_default() += d,
+            }
         }
     }
 
     fn group_writes(&self) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
         let mut inner = self.inner.lock();
-        if inner.dirty.is_empty() && inner.dropped.is_empty() {
+        if inner.dirty.is_empty() && inner.dropped.is_empty() && inner.refs.is_empty() {
             return Vec::new();
         }
         let inner = &mut *inner;
         let mut out = Vec::with_capacity(inner.dirty.len() + 1);
+        for (v, d) in inner.refs.drain() {
+            if d < 0 {
+                out.push((collections::released_key(v), Some(Vec::new())));
+            }
+        }
         for u in inner.dropped.drain(..) {
             out.push((unit_key(&u), None));
         }

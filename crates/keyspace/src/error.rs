@@ -7,6 +7,15 @@ use crate::stores::StoreError;
 /// Why a command's read or write failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The key holds another kind of value than the command works on.
+    #[error("the key holds the wrong kind of value")]
+    WrongType,
+    /// A hash field's value is not an integer (HINCRBY).
+    #[error("hash value is not an integer")]
+    HashNotInteger,
+    /// A hash field's value is not a float (HINCRBYFLOAT).
+    #[error("hash value is not a float")]
+    HashNotFloat,
     /// A stored value is not an integer (or an argument is out of range).
     #[error("value is not an integer or out of range")]
     NotInteger,

@@ -17,6 +17,16 @@ use crate::watch::Watches;
 pub trait RawRead {
     /// The engine value of `key`.
     fn get_raw(&mut self, key: &[u8]) -> rialto_engine::Result<Option<Bytes>>;
+    /// Up to `limit` entries of `[lower, upper)`, in key order.
+    fn scan_raw(
+        &mut self,
+        lower: &[u8],
+        upper: &[u8],
+        limit: usize,
+    ) -> rialto_engine::Result<Vec<(Vec<u8>, Bytes)>>;
+    /// Makes every later read see one state: a command that reads several keys of one
+    /// collection calls it, then reads its header again.
+    fn pin(&mut self);
 }
 
 /// Raw engine writes, staged in a transaction.
@@ -29,12 +39,53 @@ pub trait RawWrite: RawRead {
     fn delete_raw(&mut self, key: &[u8]);
 }
 
-/// Reads the engine's published state: what every acknowledged write left.
-pub struct Published<'a>(pub &'a Db);
+/// Reads the engine's published state: what every acknowledged write left (once pinned, the
+/// state at the pin).
+pub struct Published<'a> {
+    db: &'a Db,
+    snapshot: Option<<Db as KvEngine>::Snapshot>,
+}
+
+impl<'a> Published<'a> {
+    pub fn new(db: &'a Db) -> Published<'a> {
+        Published { db, snapshot: None }
+    }
+}
 
 impl RawRead for Published<'_> {
     fn get_raw(&mut self, key: &[u8]) -> rialto_engine::Result<Option<Bytes>> {
-        self.0.get(key)
+        match &self.snapshot {
+            None => self.db.get(key),
+            Some(s) => self.db.get_at(s, key),
+        }
+    }
+
+    fn scan_raw(
+        &mut self,
+        lower: &[u8],
+        upper: &[u8],
+        limit: usize,
+    ) -> rialto_engine::Result<Vec<(Vec<u8>, Bytes)>> {
+        use rialto_engine::EngineIterator;
+        let mut it = self.db.iter(rialto_engine::IterOptions {
+            lower: Some(lower.to_vec()),
+            upper: Some(upper.to_vec()),
+            snapshot: self.snapshot.clone(),
+        })?;
+        it.seek_to_first();
+        let mut out = Vec::new();
+        while it.valid() && out.len() < limit {
+            out.push((it.key().to_vec(), Bytes::copy_from_slice(it.value())));
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
+    }
+
+    fn pin(&mut self) {
+        if self.snapshot.is_none() {
+            self.snapshot = Some(self.db.snapshot());
+        }
     }
 }
 
@@ -45,6 +96,18 @@ impl<E: PipelinedCommit> RawRead for Txn<'_, '_, E> {
     fn get_raw(&mut self, key: &[u8]) -> rialto_engine::Result<Option<Bytes>> {
         self.0.get(key)
     }
+
+    fn scan_raw(
+        &mut self,
+        lower: &[u8],
+        upper: &[u8],
+        limit: usize,
+    ) -> rialto_engine::Result<Vec<(Vec<u8>, Bytes)>> {
+        self.0.first_entries(lower, upper, limit)
+    }
+
+    /// A transaction sees one state already: nothing else runs while it does.
+    fn pin(&mut self) {}
 }
 
 impl<E: PipelinedCommit> RawWrite for Txn<'_, '_, E> {
@@ -177,9 +240,32 @@ impl<T: RawRead + ?Sized> Keys<'_, T> {
         Ok(Some(Record::decode(raw)?))
     }
 
+    /// The live record of `key` if it holds a string; [`Error::WrongType`] if it holds
+    /// anything else.
+    pub fn get_string(&mut self, key: &[u8]) -> Result<Option<Record>> {
+        match self.get(key)? {
+            Some(r) if !r.is_string() => Err(Error::WrongType),
+            r => Ok(r),
+        }
+    }
+
+    /// The live record of `key` if it holds `kind`; [`Error::WrongType`] if it holds another.
+    pub fn get_kind(&mut self, key: &[u8], kind: layout::Kind) -> Result<Option<Record>> {
+        match self.get(key)? {
+            Some(r) if r.kind != kind => Err(Error::WrongType),
+            r => Ok(r),
+        }
+    }
+
     /// Whether `key` exists (and is not expired).
     pub fn exists(&mut self, key: &[u8]) -> Result<bool> {
         Ok(self.get(key)?.is_some())
+    }
+
+    /// Whether `key` lives in the default store (where collections may keep their members as
+    /// separate keys), not in a store's versions.
+    pub fn in_default_store(&self, key: &[u8]) -> bool {
+        matches!(self.place(key), Place::Default)
     }
 }
 
@@ -193,6 +279,41 @@ impl<T: RawWrite + ?Sized> Keys<'_, T> {
         if let Some(at) = expire_at_ms {
             self.io.put_raw(&layout::expiry_key(self.db, at, key), b"");
         }
+    }
+
+    /// Writes `key`'s record of `kind` (`large`: the payload is a collection header) with the
+    /// given expiry, dropping the expiry key of `old` (its record before) when the time
+    /// changes.
+    pub fn put_record(
+        &mut self,
+        key: &[u8],
+        old: Option<&Record>,
+        kind: layout::Kind,
+        large: bool,
+        payload: &[u8],
+        at: Option<i64>,
+    ) {
+        if let Some(old_at) = old.and_then(|r| r.expire_at_ms) {
+            if Some(old_at) != at {
+                self.io
+                    .delete_raw(&layout::expiry_key(self.db, old_at, key));
+            }
+        }
+        let (head, n) = layout::header(kind, large, at);
+        if large {
+            // Observers judge a value by its first part: a header goes whole.
+            self.write(key, Some(&[&[&head[..n], payload].concat()]));
+        } else {
+            self.write(key, Some(&[&head[..n], payload]));
+        }
+        if let Some(at) = at {
+            self.io.put_raw(&layout::expiry_key(self.db, at, key), b"");
+        }
+    }
+
+    /// Gives `rec` (the live record of `key`) the expiry `at`, whatever it holds.
+    pub fn retime(&mut self, key: &[u8], rec: &Record, at: Option<i64>) {
+        self.put_record(key, Some(rec), rec.kind, rec.large, &rec.value, at);
     }
 
     /// Deletes `key` without reading it (a stale expiry key is left to the expiry pass).
@@ -252,7 +373,8 @@ impl<T: RawWrite + ?Sized> Keys<'_, T> {
         Ok(existed.is_some())
     }
 
-    /// Replaces `key`'s record, dropping the old record's expiry key when its time changes.
+    /// Replaces `key`'s record by the string `value`, dropping the old record's expiry key
+    /// when its time changes.
     pub fn replace(&mut self, key: &[u8], old: Option<&Record>, value: &[u8], at: Option<i64>) {
         if let Some(old_at) = old.and_then(|r| r.expire_at_ms) {
             if Some(old_at) != at {

@@ -18,8 +18,9 @@ use rialto_lsm::triad::TriadStats;
 use rialto_lsm::Db;
 use rialto_txn::{CommitHandle, Merger, MergerOptions, MergerStats, TxnContext};
 
+use crate::collections;
 use crate::error::{Error, Result};
-use crate::keys::{read_keys, Keys, Published, Reader, Txn};
+use crate::keys::{read_keys, Keys, Published, RawRead, Reader, Txn};
 use crate::layout::{self, Record};
 use crate::op::{Op, OpKind};
 use crate::stores::{
@@ -137,7 +138,7 @@ impl Keyspace {
     /// Runs `f` on the keys of database `db` as the published state holds them: every
     /// acknowledged write, judged at `now_ms`.
     pub fn read<T>(&self, db: u8, now_ms: i64, f: impl FnOnce(&mut Reader<'_>) -> T) -> T {
-        let mut io = Published(&self.db);
+        let mut io = Published::new(&self.db);
         let catalog = self.stores.read_catalog();
         let mut k: Reader<'_> = Keys {
             io: &mut io,
@@ -476,6 +477,45 @@ impl Keyspace {
         }
         it.status()?;
         Ok(entries)
+    }
+
+    /// Deletes up to `budget` member keys of released collection versions (a deleted,
+    /// expired or overwritten large collection's), and the `released` record of each version
+    /// left without members; returns how many keys it deleted. Nothing writes a released
+    /// version again, so the deletions are blind.
+    pub fn reclaim_pass(&self, budget: usize) -> Result<u64> {
+        let (lo, hi) = collections::released_range();
+        let released = Published::new(&self.db).scan_raw(&lo, &hi, budget.max(1))?;
+        let mut batch = rialto_engine::WriteBatch::new();
+        let mut deleted = 0u64;
+        for (key, _) in released {
+            let Some(version) = collections::released_version(&key) else {
+                continue;
+            };
+            let left = budget.saturating_sub(deleted as usize);
+            if left == 0 {
+                break;
+            }
+            let (mlo, mhi) = collections::member_range(version);
+            let members = Published::new(&self.db).scan_raw(&mlo, &mhi, left)?;
+            let done = members.len() < left;
+            for (m, _) in members {
+                batch.delete(&m);
+                deleted += 1;
+            }
+            if done {
+                batch.delete(&key);
+            }
+        }
+        if !batch.is_empty() {
+            self.merger.write(batch).wait()?;
+        }
+        Ok(deleted)
+    }
+
+    /// When collections become large (`hash-max-listpack-entries` and the like).
+    pub fn encodings(&self) -> &crate::collections::Encodings {
+        &self.stores.encodings
     }
 
     /// One pass of store upkeep: retired versions removed, real-time logs pruned.

@@ -4,7 +4,13 @@
 //! data key    0x01 | db (1 byte) | user key                 -> value record
 //! expiry key  0x02 | db (1 byte) | at_ms (8 bytes, BE) | key -> empty
 //! value record: flags (1 byte) | [expire_at_ms (8 bytes, LE) if flags & HAS_EXPIRY] | payload
+//! flags: kind (high 4 bits: 0 string, 1 hash, 2 list, 3 set, 4 sorted set) | LARGE (0x02)
+//!        | HAS_EXPIRY (0x01)
 //! ```
+//!
+//! A string's payload is its bytes. A collection's is either *packed* (its members in the
+//! record, see `collections::packed`) or, with LARGE, a header naming the collection version
+//! whose members are separate keys (`collections`).
 //!
 //! Invariants:
 //! - The data record is the truth: a key's expiry is the one in its record. Expiry keys are an
@@ -30,8 +36,51 @@ pub const MAX_USER_KEY_LEN: usize = rialto_engine::MAX_KEY_LEN - 10;
 pub const MAX_USER_VALUE_LEN: usize = rialto_engine::MAX_VALUE_LEN - 9;
 
 pub(crate) const HAS_EXPIRY: u8 = 0x01;
-/// Type bits (flags >> 4). Only strings exist today; others are refused as corrupt.
-const TYPE_STRING: u8 = 0x00;
+/// A collection whose members are separate keys (its payload is a header).
+pub(crate) const LARGE: u8 = 0x02;
+
+/// What a key holds: the record's kind (flags >> 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    String = 0,
+    Hash = 1,
+    List = 2,
+    Set = 3,
+    ZSet = 4,
+}
+
+impl Kind {
+    fn from_bits(b: u8) -> Option<Kind> {
+        Some(match b {
+            0 => Kind::String,
+            1 => Kind::Hash,
+            2 => Kind::List,
+            3 => Kind::Set,
+            4 => Kind::ZSet,
+            _ => return None,
+        })
+    }
+
+    /// The name TYPE replies with.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::String => "string",
+            Kind::Hash => "hash",
+            Kind::List => "list",
+            Kind::Set => "set",
+            Kind::ZSet => "zset",
+        }
+    }
+}
+
+/// The kind and encoding a record's first byte states, if it is one this version writes.
+pub(crate) fn kind_of(flags: u8) -> Option<(Kind, bool)> {
+    let kind = Kind::from_bits(flags >> 4)?;
+    if flags & !(0xf0 | LARGE | HAS_EXPIRY) != 0 || (kind == Kind::String && flags & LARGE != 0) {
+        return None;
+    }
+    Some((kind, flags & LARGE != 0))
+}
 
 /// The engine key of `key` in database `db`.
 pub fn data_key(db: u8, key: &[u8]) -> Vec<u8> {
@@ -99,7 +148,12 @@ pub fn next_prefix(prefix: &[u8]) -> Vec<u8> {
 pub struct Record {
     /// Unix milliseconds at which the key expires, if it has a TTL.
     pub expire_at_ms: Option<i64>,
-    /// The string value (a zero-copy slice of what the engine returned).
+    /// What the key holds.
+    pub kind: Kind,
+    /// A collection whose members are separate keys; `value` is then its header.
+    pub large: bool,
+    /// The payload: a string's bytes, or a collection's packed members or header (a
+    /// zero-copy slice of what the engine returned).
     pub value: Bytes,
 }
 
@@ -110,10 +164,12 @@ pub struct Record {
 pub struct CorruptRecord(pub &'static str);
 
 impl Record {
-    /// A record without expiry.
+    /// A string without expiry.
     pub fn new(value: Bytes) -> Record {
         Record {
             expire_at_ms: None,
+            kind: Kind::String,
+            large: false,
             value,
         }
     }
@@ -123,11 +179,16 @@ impl Record {
         let Some(&flags) = raw.first() else {
             return Err(CorruptRecord("empty"));
         };
-        if flags >> 4 != TYPE_STRING || flags & 0x0e != 0 {
+        let Some((kind, large)) = kind_of(flags) else {
             return Err(CorruptRecord("unknown type or flags"));
-        }
+        };
         if flags & HAS_EXPIRY == 0 {
-            return Ok(Record::new(raw.slice(1..)));
+            return Ok(Record {
+                expire_at_ms: None,
+                kind,
+                large,
+                value: raw.slice(1..),
+            });
         }
         if raw.len() < 9 {
             return Err(CorruptRecord("truncated expiry"));
@@ -136,8 +197,15 @@ impl Record {
         t.copy_from_slice(&raw[1..9]);
         Ok(Record {
             expire_at_ms: Some(i64::from_le_bytes(t)),
+            kind,
+            large,
             value: raw.slice(9..),
         })
+    }
+
+    /// Whether the key holds a string.
+    pub fn is_string(&self) -> bool {
+        self.kind == Kind::String
     }
 
     /// Whether the key is logically gone at `now_ms`. As in Redis, a key whose time is `now`
@@ -148,28 +216,37 @@ impl Record {
 
     /// Encodes the record as the engine value.
     pub fn encode(&self) -> Vec<u8> {
-        encode_record(self.expire_at_ms, &self.value)
+        let (h, n) = header(self.kind, self.large, self.expire_at_ms);
+        let mut out = Vec::with_capacity(n + self.value.len());
+        out.extend_from_slice(&h[..n]);
+        out.extend_from_slice(&self.value);
+        out
     }
 }
 
-/// The header of a record expiring at `expire_at_ms`, and its length; the record is the
-/// header followed by the value.
+/// The header of a string record expiring at `expire_at_ms`, and its length; the record is
+/// the header followed by the value.
 pub fn record_header(expire_at_ms: Option<i64>) -> ([u8; 9], usize) {
+    header(Kind::String, false, expire_at_ms)
+}
+
+/// The header of a record of `kind` (`large`: its members are separate keys) expiring at
+/// `expire_at_ms`, and its length.
+pub fn header(kind: Kind, large: bool, expire_at_ms: Option<i64>) -> ([u8; 9], usize) {
     let mut h = [0u8; 9];
+    h[0] = (kind as u8) << 4 | if large { LARGE } else { 0 };
     match expire_at_ms {
-        None => {
-            h[0] = TYPE_STRING << 4;
-            (h, 1)
-        }
+        None => (h, 1),
         Some(at) => {
-            h[0] = TYPE_STRING << 4 | HAS_EXPIRY;
+            h[0] |= HAS_EXPIRY;
             h[1..9].copy_from_slice(&at.to_le_bytes());
             (h, 9)
         }
     }
 }
 
-/// Encodes a record from its parts without building a [`Record`].
+/// Encodes a string record from its parts without building a [`Record`].
+#[cfg(test)]
 pub fn encode_record(expire_at_ms: Option<i64>, value: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(9 + value.len());
     encode_record_into(&mut out, expire_at_ms, value);
@@ -209,8 +286,26 @@ mod tests {
     fn corrupt_records_are_errors_not_values() {
         assert!(Record::decode(Bytes::new()).is_err());
         assert!(Record::decode(Bytes::from_static(&[0x01, 1, 2])).is_err());
-        assert!(Record::decode(Bytes::from_static(&[0x10])).is_err());
+        assert!(Record::decode(Bytes::from_static(&[0x50])).is_err());
         assert!(Record::decode(Bytes::from_static(&[0x02])).is_err());
+        assert!(Record::decode(Bytes::from_static(&[0x14])).is_err());
+    }
+
+    #[test]
+    fn collections_keep_their_kind_and_encoding() {
+        for kind in [Kind::Hash, Kind::List, Kind::Set, Kind::ZSet] {
+            for large in [false, true] {
+                for at in [None, Some(77)] {
+                    let r = Record {
+                        expire_at_ms: at,
+                        kind,
+                        large,
+                        value: Bytes::from_static(b"payload"),
+                    };
+                    assert_eq!(Record::decode(Bytes::from(r.encode())).unwrap(), r);
+                }
+            }
+        }
     }
 
     #[test]
@@ -238,7 +333,7 @@ mod tests {
     fn a_key_exists_during_its_expiry_millisecond() {
         let r = Record {
             expire_at_ms: Some(100),
-            value: Bytes::new(),
+            ..Record::new(Bytes::new())
         };
         assert!(!r.expired(100));
         assert!(r.expired(101));

@@ -14,6 +14,7 @@
 
 mod apply;
 mod chunked;
+mod collections;
 mod counts;
 mod error;
 mod float;
@@ -29,13 +30,16 @@ mod value;
 mod walk;
 mod watch;
 
+pub use collections::hash::Hash;
+pub use collections::Encodings;
 pub use error::{Error, LibraryError, Result};
+pub use float::add as float_add;
 pub use keys::{check_key, check_value_len, Keys, RawRead, Reader};
 pub use keyspace::{KeyCount, Keyspace, KeyspaceOptions, OpenError, Transaction, FLUSH_STEP_KEYS};
-pub use layout::{CorruptRecord, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
+pub use layout::{CorruptRecord, Kind, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
 pub use op::{
-    BadTime, Cond, ExpireCond, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp, RestorePolicy,
-    Set, StoreOp, TtlChange, FORMAT_VERSION,
+    BadTime, Cond, ExpireCond, HashOp, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp,
+    RestorePolicy, Set, StoreOp, TtlChange, FORMAT_VERSION,
 };
 pub use rialto_lsm::Compression;
 pub use rialto_sort::DuplicatePolicy;

@@ -62,6 +62,9 @@ pub enum Reply {
     Array(Vec<Reply>),
     /// `%n` and the key-value pairs; RESP2: an array of 2n elements, keys and values alternating.
     Map(Vec<(Reply, Reply)>),
+    /// Pairs as Redis sends a list of them (HRANDFIELD WITHVALUES, ZRANGE WITHSCORES): RESP3
+    /// an array of two-element arrays; RESP2 a flat array of 2n elements.
+    Pairs(Vec<(Reply, Reply)>),
     /// `~n`; RESP2: an array.
     Set(Vec<Reply>),
     /// `,d`; RESP2: a bulk string of the same text (see [`write_double`]).
@@ -129,6 +132,21 @@ impl Reply {
                     v.encode(proto, buf);
                 }
             }
+            Reply::Pairs(pairs) if proto == Protocol::Resp3 => {
+                write_array_header(buf, proto, pairs.len());
+                for (k, v) in pairs {
+                    write_array_header(buf, proto, 2);
+                    k.encode(proto, buf);
+                    v.encode(proto, buf);
+                }
+            }
+            Reply::Pairs(pairs) => {
+                write_array_header(buf, proto, pairs.len() * 2);
+                for (k, v) in pairs {
+                    k.encode(proto, buf);
+                    v.encode(proto, buf);
+                }
+            }
             Reply::Set(items) => {
                 write_set_header(buf, proto, items.len());
                 items.iter().for_each(|r| r.encode(proto, buf));
@@ -173,6 +191,16 @@ impl Reply {
             Reply::Array(items) => Reply::Array(list(items)),
             Reply::Map(p) if resp3 => Reply::Map(pairs(p)),
             Reply::Map(p) => Reply::Array(
+                p.iter()
+                    .flat_map(|(k, v)| [k.as_received(proto), v.as_received(proto)])
+                    .collect(),
+            ),
+            Reply::Pairs(p) if resp3 => Reply::Array(
+                p.iter()
+                    .map(|(k, v)| Reply::Array(vec![k.as_received(proto), v.as_received(proto)]))
+                    .collect(),
+            ),
+            Reply::Pairs(p) => Reply::Array(
                 p.iter()
                     .flat_map(|(k, v)| [k.as_received(proto), v.as_received(proto)])
                     .collect(),

@@ -49,7 +49,15 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp: u8) -> mlua::Result<Value> {
             }
             field(lua, "map", Value::Table(t))?
         }
-        Reply::Map(pairs) => {
+        Reply::Pairs(pairs) if resp == 3 => {
+            let mut nested = Vec::with_capacity(pairs.len());
+            for (k, v) in pairs {
+                let pair = vec![reply_to_lua(lua, k, resp)?, reply_to_lua(lua, v, resp)?];
+                nested.push(Value::Table(lua.create_sequence_from(pair)?));
+            }
+            Value::Table(lua.create_sequence_from(nested)?)
+        }
+        Reply::Map(pairs) | Reply::Pairs(pairs) => {
             let mut flat = Vec::with_capacity(pairs.len() * 2);
             for (k, v) in pairs {
                 flat.push(reply_to_lua(lua, k, resp)?);

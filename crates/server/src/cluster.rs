@@ -522,6 +522,7 @@ impl Payload {
                 | OpKind::IncrByFloat { key: k, .. }
                 | OpKind::Expire { key: k, .. }
                 | OpKind::Persist { key: k } => key(k),
+                OpKind::Hash(h) => key(h.key()),
                 OpKind::MSet { pairs } | OpKind::MSetNx { pairs } => {
                     pairs.iter().for_each(|(k, _)| key(k))
                 }

@@ -53,6 +53,24 @@ pub fn spawn(shared: Arc<Shared>) -> Periodic {
     )
 }
 
+/// Starts the reclaim pass on its own thread: `hz` times a second it deletes up to
+/// `collection-reclaim-batch` member keys of released large collections
+/// (`Keyspace::reclaim_pass`). Each node reclaims its own: the members are unreachable
+/// already, so the deletions change nothing a read or a replica could see.
+pub fn spawn_reclaim(shared: Arc<Shared>) -> Periodic {
+    let sh = Arc::clone(&shared);
+    Periodic::start(
+        "rialto-reclaim",
+        move || Duration::from_millis(1000 / u64::from(sh.config.read().hz.max(1))),
+        move || {
+            let batch = shared.config.read().collection_reclaim_batch;
+            if let Err(e) = shared.keyspace.reclaim_pass(batch) {
+                warn!(error = %e, "reclaim pass failed; retrying at the next pass");
+            }
+        },
+    )
+}
+
 /// Records the pass's duration as LATENCY's `expire-cycle` when it ends, whichever way.
 struct Timed<'a>(&'a Shared, std::time::Instant);
 

@@ -86,12 +86,20 @@ pub fn keyspace_error(e: &rialto_keyspace::Error) -> Reply {
             Reply::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
         }
         E::NoSuchKey => Reply::error("ERR no such key"),
+        E::WrongType => wrong_type(),
+        E::HashNotInteger => Reply::error("ERR hash value is not an integer"),
+        E::HashNotFloat => Reply::error("ERR hash value is not a float"),
         E::InvalidExpire { command } => invalid_expire(command),
         E::Store(s) => store_error(s),
         E::Library(l) => library_error(l),
         E::Engine(e) => engine_error(e),
         E::Corrupt(_) | E::BadOp(_) | E::CorruptLogState => clean(format!("ERR {e}")),
     }
+}
+
+/// A command on a key holding another kind of value.
+pub fn wrong_type() -> Reply {
+    Reply::error("WRONGTYPE Operation against a key holding the wrong kind of value")
 }
 
 /// A refused function library change, in Redis's words.

@@ -208,6 +208,7 @@ impl Server {
                 OpenError::Stores(e) => ServerError::Start(format!("stores: {e}")),
             })?;
 
+        apply_encodings(&keyspace, &cfg);
         let keyspace = Arc::new(keyspace);
         let mut listeners = Vec::new();
         let mut port = cfg.port;
@@ -407,6 +408,7 @@ impl Server {
             tokio::spawn(crate::http::serve(l, st, shared.shutdown.subscribe()))
         });
         let mut expiry = crate::expire_pass::spawn(Arc::clone(&shared));
+        let mut reclaim = crate::expire_pass::spawn_reclaim(Arc::clone(&shared));
         let mut maintenance = {
             let (sh, cfg) = (Arc::clone(&shared), Arc::clone(&shared));
             crate::periodic::Periodic::start(
@@ -447,6 +449,7 @@ impl Server {
             }
         }
         expiry.stop();
+        reclaim.stop();
         maintenance.stop();
         if let Some(t) = http_task {
             let _ = t.await;
@@ -473,6 +476,13 @@ impl Server {
 
 /// The keyspace options of a server's database: the configured engine sizes, merger and
 /// push settings, on `fs` with `clock`.
+/// Gives the keyspace the collection encoding thresholds of `cfg`.
+pub(crate) fn apply_encodings(keyspace: &Keyspace, cfg: &Config) {
+    let enc = keyspace.encodings();
+    enc.set_hash_max_entries(cfg.hash_max_listpack_entries);
+    enc.set_hash_max_value(cfg.hash_max_listpack_value);
+}
+
 pub fn keyspace_options(
     cfg: &Config,
     fs: rialto_io::FsRef,

@@ -300,17 +300,32 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
     /// engine's applied state, then the writes of earlier transactions of its group, then its
     /// own — in key order.
     pub fn first_keys(&mut self, lower: &[u8], upper: &[u8], limit: usize) -> Result<Vec<Vec<u8>>> {
+        Ok(self
+            .first_entries(lower, upper, limit)?
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect())
+    }
+
+    /// Up to `limit` keys and their values in `[lower, upper)` as this transaction sees them
+    /// (see [`TxnContext::first_keys`]), in key order.
+    pub fn first_entries(
+        &mut self,
+        lower: &[u8],
+        upper: &[u8],
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Bytes)>> {
         use rialto_engine::EngineIterator;
         use std::collections::BTreeMap;
-        // What the group and this transaction wrote in the range: key → exists.
-        let mut written: BTreeMap<Vec<u8>, bool> = BTreeMap::new();
+        // What the group and this transaction wrote in the range: key → value, or deleted.
+        let mut written: BTreeMap<Vec<u8>, Option<Bytes>> = BTreeMap::new();
         for op in self.group.batch.iter() {
             match op {
-                BatchOp::Put(k, _) if k >= lower && k < upper => {
-                    written.insert(k.to_vec(), true);
+                BatchOp::Put(k, v) if k >= lower && k < upper => {
+                    written.insert(k.to_vec(), Some(Bytes::copy_from_slice(v)));
                 }
                 BatchOp::Delete(k) if k >= lower && k < upper => {
-                    written.insert(k.to_vec(), false);
+                    written.insert(k.to_vec(), None);
                 }
                 _ => {}
             }
@@ -331,14 +346,14 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
                 (true, Some((w, _))) => it.key() < w.as_slice(),
             };
             if engine_first {
-                out.push(it.key().to_vec());
+                out.push((it.key().to_vec(), Bytes::copy_from_slice(it.value())));
                 it.next();
-            } else if let Some((k, exists)) = pending.next() {
+            } else if let Some((k, value)) = pending.next() {
                 if it.valid() && it.key() == k.as_slice() {
                     it.next();
                 }
-                if exists {
-                    out.push(k);
+                if let Some(v) = value {
+                    out.push((k, v));
                 }
             }
         }

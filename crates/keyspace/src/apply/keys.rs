@@ -42,7 +42,7 @@ pub(super) fn expire(
     if at <= k.now_ms {
         k.remove(key)?;
     } else {
-        k.replace(key, Some(&rec), &rec.value, Some(at));
+        k.retime(key, &rec, Some(at));
     }
     Ok(Value::Int(1))
 }
@@ -54,7 +54,7 @@ pub(super) fn persist(k: &mut W<'_, '_, '_>, key: &[u8]) -> Result<Value> {
     if rec.expire_at_ms.is_none() {
         return Ok(Value::Int(0));
     }
-    k.replace(key, Some(&rec), &rec.value, None);
+    k.retime(key, &rec, None);
     Ok(Value::Int(1))
 }
 
@@ -77,8 +77,22 @@ pub(super) fn rename(k: &mut W<'_, '_, '_>, src: &[u8], dst: &[u8], nx: bool) ->
     if nx && old_dst.is_some() {
         return Ok(done(false));
     }
+    // A large collection moves as its header (its members are keyed by version), unless it
+    // moves under a store's prefix, where collections are packed.
+    let (large, payload) = if rec.large && !k.in_default_store(dst) {
+        (false, Bytes::from(crate::collections::repack(k, &rec)?))
+    } else {
+        (rec.large, rec.value.clone())
+    };
     k.remove(src)?;
-    k.replace(dst, old_dst.as_ref(), &rec.value, rec.expire_at_ms);
+    k.put_record(
+        dst,
+        old_dst.as_ref(),
+        rec.kind,
+        large,
+        &payload,
+        rec.expire_at_ms,
+    );
     Ok(done(true))
 }
 

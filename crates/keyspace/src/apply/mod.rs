@@ -7,6 +7,7 @@
 //! fails writes nothing, even if it staged writes first.
 
 mod catalog;
+mod hashes;
 mod keys;
 mod strings;
 
@@ -54,7 +55,10 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
                 rt: Some(&stores.rt),
                 watches: Some(&stores.watches),
             };
-            data(&mut k, kind)
+            match kind {
+                OpKind::Hash(h) => hashes::apply(&mut k, &stores.encodings, h),
+                kind => data(&mut k, kind),
+            }
         }
     };
     if r.is_err() {
@@ -85,6 +89,7 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         | OpKind::FlushSlots { .. }
         | OpKind::PartitionLibrary { .. }
         | OpKind::PartitionStore { .. }
+        | OpKind::Hash(_)
         | OpKind::Library(_) => Err(crate::error::Error::BadOp("not a key-level op")),
     }
 }

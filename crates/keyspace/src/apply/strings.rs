@@ -24,7 +24,11 @@ pub(super) fn set(k: &mut W<'_, '_, '_>, s: &Set) -> Result<Value> {
         k.set(&s.key, &s.value, s.expire_at_ms);
         return Ok(Value::Ok);
     }
-    let old = k.get(&s.key)?;
+    let old = if s.get {
+        k.get_string(&s.key)?
+    } else {
+        k.get(&s.key)?
+    };
     let blocked = match s.cond {
         Some(Cond::Nx) => old.is_some(),
         Some(Cond::Xx) => old.is_none(),
@@ -82,7 +86,7 @@ pub(super) fn msetnx(k: &mut W<'_, '_, '_>, pairs: &[(Bytes, Bytes)]) -> Result<
 }
 
 pub(super) fn getdel(k: &mut W<'_, '_, '_>, key: &[u8]) -> Result<Value> {
-    let old = k.get(key)?;
+    let old = k.get_string(key)?;
     if old.is_some() {
         k.remove(key)?;
     }
@@ -91,7 +95,7 @@ pub(super) fn getdel(k: &mut W<'_, '_, '_>, key: &[u8]) -> Result<Value> {
 
 pub(super) fn getex(k: &mut W<'_, '_, '_>, key: &[u8], ttl: TtlChange) -> Result<Value> {
     // As Redis: a missing key answers nil before the expiry is validated.
-    let Some(rec) = k.get(key)? else {
+    let Some(rec) = k.get_string(key)? else {
         return Ok(Value::Null);
     };
     match ttl {
@@ -116,7 +120,7 @@ pub(super) fn getex(k: &mut W<'_, '_, '_>, key: &[u8], ttl: TtlChange) -> Result
 
 pub(super) fn append(k: &mut W<'_, '_, '_>, key: &[u8], tail: &[u8]) -> Result<Value> {
     check_key(key)?;
-    let old = k.get(key)?;
+    let old = k.get_string(key)?;
     let (mut v, at) = match &old {
         Some(r) => {
             check_value_len(r.value.len() + tail.len())?;
@@ -138,7 +142,7 @@ pub(super) fn setrange(
     patch: &[u8],
 ) -> Result<Value> {
     let offset = usize::try_from(offset).map_err(|_| Error::ValueTooLong)?;
-    let old = k.get(key)?;
+    let old = k.get_string(key)?;
     let Some(old_rec) = &old else {
         if patch.is_empty() {
             return Ok(Value::Int(0));
@@ -165,7 +169,7 @@ pub(super) fn setrange(
 
 pub(super) fn incrby(k: &mut W<'_, '_, '_>, key: &[u8], delta: i64) -> Result<Value> {
     check_key(key)?;
-    let old = k.get(key)?;
+    let old = k.get_string(key)?;
     let cur = match &old {
         Some(r) => parse_redis_int(&r.value).ok_or(Error::NotInteger)?,
         None => 0,
@@ -178,7 +182,7 @@ pub(super) fn incrby(k: &mut W<'_, '_, '_>, key: &[u8], delta: i64) -> Result<Va
 
 pub(super) fn incrbyfloat(k: &mut W<'_, '_, '_>, key: &[u8], incr: &[u8]) -> Result<Value> {
     check_key(key)?;
-    let old = k.get(key)?;
+    let old = k.get_string(key)?;
     let cur: &[u8] = old.as_ref().map_or(b"0", |r| &r.value[..]);
     let new = crate::float::add(cur, incr)?;
     let at = old.as_ref().and_then(|r| r.expire_at_ms);

@@ -46,6 +46,12 @@
 //!       6 configure settings
 //!  31 StoreCreateWith name: string | prefix | rewind_ms: u64 | settings
 //!  32 StoreConfigure name: string | settings
+//!  33 Hash         write: u8 | body
+//!       1 set       key | ok: u8 | n: u64 | (field | value)*n
+//!       2 setnx     key | field | value
+//!       3 del       key | n: u64 | field*n
+//!       4 incrby    key | field | delta: i64
+//!       5 incrbyfloat key | field | incr
 //!  library := name: string | n: u64 | function: string * n | code
 //!  settings := n: u8 | (tag: u8 | value) * n   (`stores::StoreSettings`: 1 compression: u8,
 //!              2 keep: u32 LE)
@@ -58,8 +64,8 @@
 use bytes::Bytes;
 
 use super::{
-    BadTime, Cond, ExpireCond, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp, RestorePolicy,
-    Set, StoreOp, TtlChange,
+    BadTime, Cond, ExpireCond, HashOp, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp,
+    RestorePolicy, Set, StoreOp, TtlChange,
 };
 use crate::error::{Error, Result};
 use crate::stores::{StoreSettings, VersionInfo};
@@ -327,6 +333,47 @@ impl Op {
                     }
                 }
             }
+            OpKind::Hash(h) => {
+                w.u8(33);
+                match h {
+                    HashOp::Set { key, pairs, ok } => {
+                        w.u8(1);
+                        w.bytes(key);
+                        w.u8(u8::from(*ok));
+                        w.u64(pairs.len() as u64);
+                        for (f, v) in pairs {
+                            w.bytes(f);
+                            w.bytes(v);
+                        }
+                    }
+                    HashOp::SetNx { key, field, value } => {
+                        w.u8(2);
+                        w.bytes(key);
+                        w.bytes(field);
+                        w.bytes(value);
+                    }
+                    HashOp::Del { key, fields } => {
+                        w.u8(3);
+                        w.bytes(key);
+                        w.u64(fields.len() as u64);
+                        for f in fields {
+                            w.bytes(f);
+                        }
+                    }
+                    HashOp::IncrBy { key, field, delta } => {
+                        w.u8(4);
+                        w.bytes(key);
+                        w.bytes(field);
+                        w.i64(*delta);
+                    }
+                    HashOp::IncrByFloat { key, field, incr } => {
+                        w.u8(5);
+                        w.bytes(key);
+                        w.bytes(field);
+                        w.bytes(incr);
+                    }
+                }
+            }
         }
         w.0
     }
@@ -590,6 +637,43 @@ impl Op {
                 };
                 OpKind::PartitionStore { partition, at, op }
             }
+            33 => OpKind::Hash(match r.u8()? {
+                1 => {
+                    let key = r.bytes()?;
+                    let ok = r.bool()?;
+                    let n = r.count(2)?;
+                    let mut pairs = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        pairs.push((r.bytes()?, r.bytes()?));
+                    }
+                    HashOp::Set { key, pairs, ok }
+                }
+                2 => HashOp::SetNx {
+                    key: r.bytes()?,
+                    field: r.bytes()?,
+                    value: r.bytes()?,
+                },
+                3 => {
+                    let key = r.bytes()?;
+                    let n = r.count(1)?;
+                    let mut fields = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        fields.push(r.bytes()?);
+                    }
+                    HashOp::Del { key, fields }
+                }
+                4 => HashOp::IncrBy {
+                    key: r.bytes()?,
+                    field: r.bytes()?,
+                    delta: r.i64()?,
+                },
+                5 => HashOp::IncrByFloat {
+                    key: r.bytes()?,
+                    field: r.bytes()?,
+                    incr: r.bytes()?,
+                },
+                _ => return Err(Error::BadOp("unknown hash write")),
+            }),
             _ => return Err(Error::BadOp("unknown kind")),
         };
         if !r.0.is_empty() {

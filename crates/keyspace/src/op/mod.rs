@@ -244,6 +244,70 @@ pub enum OpKind {
     },
     /// A change to the stored function libraries (FUNCTION LOAD, DELETE, FLUSH, RESTORE).
     Library(LibraryOp),
+    /// A write to a hash.
+    Hash(HashOp),
+}
+
+impl HashOp {
+    /// The hash it writes.
+    pub fn key(&self) -> &Bytes {
+        match self {
+            HashOp::Set { key, .. }
+            | HashOp::SetNx { key, .. }
+            | HashOp::Del { key, .. }
+            | HashOp::IncrBy { key, .. }
+            | HashOp::IncrByFloat { key, .. } => key,
+        }
+    }
+}
+
+/// A write to a hash: each creates the hash if needed and deletes it with its last field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HashOp {
+    /// HSET (replies how many fields are new) and HMSET (`ok`: replies OK); a later pair for
+    /// the same field wins.
+    Set {
+        /// The key.
+        key: Bytes,
+        /// Fields and values.
+        pairs: Vec<(Bytes, Bytes)>,
+        /// HMSET's reply.
+        ok: bool,
+    },
+    /// HSETNX: 1 if the field was set, 0 if it had a value.
+    SetNx {
+        /// The key.
+        key: Bytes,
+        /// The field.
+        field: Bytes,
+        /// Its value.
+        value: Bytes,
+    },
+    /// HDEL: how many of the fields were removed.
+    Del {
+        /// The key.
+        key: Bytes,
+        /// The fields.
+        fields: Vec<Bytes>,
+    },
+    /// HINCRBY: the field's new value.
+    IncrBy {
+        /// The key.
+        key: Bytes,
+        /// The field.
+        field: Bytes,
+        /// What is added.
+        delta: i64,
+    },
+    /// HINCRBYFLOAT: the field's new value, in C `long double` as Redis computes it.
+    IncrByFloat {
+        /// The key.
+        key: Bytes,
+        /// The field.
+        field: Bytes,
+        /// The increment as given (checked where the command arrived).
+        incr: Bytes,
+    },
 }
 
 /// A change of the store catalog: it runs alone, and reads of the published state see the new

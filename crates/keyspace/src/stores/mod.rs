@@ -368,6 +368,8 @@ pub struct Stores {
     pub(crate) counts: Arc<crate::counts::KeyCounts>,
     /// Each store's compression, for the engine's flushes and compactions.
     codecs: Arc<StoreCodecs>,
+    /// When collections become large.
+    pub(crate) encodings: crate::collections::Encodings,
 }
 
 /// Each store's compression by store id, as the execution-order catalog says: the engine
@@ -610,6 +612,7 @@ impl Stores {
         Ok(Stores {
             counts,
             codecs,
+            encodings: Default::default(),
             watches: Arc::default(),
             exec: ArcSwap::new(Arc::clone(&cat)),
             read: ArcSwap::new(cat),

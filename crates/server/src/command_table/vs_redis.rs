@@ -22,7 +22,7 @@ const EXCEPTION_NOT_IN_7_0: &[&str] = &["client|setinfo"];
 /// compared on its own.
 const EXCEPTION_SUBCOMMAND_SUBSET: &[&str] = &[
     "client", "config", "command", "slowlog", "acl", "cluster", "pubsub", "script", "function",
-    "latency", "memory",
+    "latency", "memory", "object",
 ];
 
 /// Key-spec notes are free text, written in our own words.

@@ -194,8 +194,9 @@ fn replybuffer(what: &[u8], value: &[u8]) -> Option<Reply> {
     None
 }
 
-/// DEBUG OBJECT: Redis's line for a string, its encoding chosen by Redis's rules for a value
-/// as SET stores it (Rialto keeps no encoding: a value APPEND grew is `raw` in Redis).
+/// DEBUG OBJECT: Redis's line for a value, a string's encoding chosen by Redis's rules for a
+/// value as SET stores it (Rialto keeps no encoding: a value APPEND grew is `raw` in Redis);
+/// a collection's serialized length is its record's payload.
 fn object(ctx: &Ctx<'_>, key: &Bytes) -> Reply {
     let now = ctx.shared.now_ms();
     let found = ctx
@@ -208,11 +209,12 @@ fn object(ctx: &Ctx<'_>, key: &Bytes) -> Reply {
         Err(e) => return e,
     };
     let lru = (now / 1000) & ((1 << 24) - 1);
-    let line = format!(
+    let line =
+        format!(
         "Value at:{:#x} refcount:{} encoding:{} serializedlength:{} lru:{lru} lru_seconds_idle:0",
         address(key),
-        refcount(&record.value),
-        encoding(&record.value),
+        if record.is_string() { refcount(&record.value) } else { 1 },
+        super::object::encoding_of(&record),
         serialized_len(&record.value),
     );
     Reply::Simple(line.into())
@@ -256,7 +258,7 @@ pub(super) fn encoding(v: &[u8]) -> &'static str {
 }
 
 /// Redis shares the integers 0 to 9999 (refcount `INT_MAX`).
-fn refcount(v: &[u8]) -> i64 {
+pub(super) fn refcount(v: &[u8]) -> i64 {
     match as_int(v) {
         Some(n) if (0..10_000).contains(&n) => i64::from(i32::MAX),
         _ => 1,
@@ -365,12 +367,56 @@ fn mix_digest(digest: &mut [u8; 20], bytes: &[u8]) {
 
 /// Redis's digest of a string value (`xorObjectDigest`): its type (0, string), its bytes, and
 /// whether it expires (not when).
-fn value_digest(digest: &mut [u8; 20], record: &rialto_keyspace::Record) {
-    mix_digest(digest, &0u32.to_be_bytes());
-    mix_digest(digest, &record.value);
+/// Redis's digest of a value: its type's number, then a string's bytes, or each hash
+/// field's digest of the field and its value xored in (order does not matter); an expiry
+/// marks it. `fields` are the hash's fields (empty for a string).
+fn value_digest(
+    digest: &mut [u8; 20],
+    record: &rialto_keyspace::Record,
+    fields: &[(Bytes, Bytes)],
+) {
+    use rialto_keyspace::Kind;
+    // Redis's type numbers (OBJ_STRING, OBJ_LIST, OBJ_SET, OBJ_ZSET, OBJ_HASH).
+    let type_number: u32 = match record.kind {
+        Kind::String => 0,
+        Kind::List => 1,
+        Kind::Set => 2,
+        Kind::ZSet => 3,
+        Kind::Hash => 4,
+    };
+    mix_digest(digest, &type_number.to_be_bytes());
+    if record.kind == Kind::String {
+        mix_digest(digest, &record.value);
+    }
+    for (f, v) in fields {
+        let mut ele = [0u8; 20];
+        mix_digest(&mut ele, f);
+        mix_digest(&mut ele, v);
+        xor_digest(digest, &ele);
+    }
     if record.expire_at_ms.is_some() {
         xor_digest(digest, b"!!expire!!");
     }
+}
+
+/// The fields of the hash at `key` of database `db` (none for another kind).
+fn hash_fields(
+    shared: &crate::server::Shared,
+    db: u8,
+    now: i64,
+    key: &[u8],
+    record: &rialto_keyspace::Record,
+) -> Result<Vec<(Bytes, Bytes)>, Reply> {
+    if record.kind != rialto_keyspace::Kind::Hash {
+        return Ok(Vec::new());
+    }
+    shared.keyspace.read(db, now, |k| {
+        let mut r = R::new(k);
+        match r.hash(key)? {
+            Some(h) => crate::commands::util::checked(h.entries(r.keys())),
+            None => Ok(Vec::new()),
+        }
+    })
 }
 
 fn hex(digest: &[u8; 20]) -> Reply {
@@ -392,7 +438,15 @@ fn digest(ctx: &Ctx<'_>) -> Outcome {
             let mut total = [0u8; 20];
             for db in 0..dbs {
                 let mut first = true;
+                let mut failed = None;
                 let walked = shared.keyspace.walk_keys(db as u8, None, now, |k, rec| {
+                    let fields = match hash_fields(&shared, db as u8, now, k, rec) {
+                        Ok(f) => f,
+                        Err(e) => {
+                            failed = Some(e);
+                            return false;
+                        }
+                    };
                     if first {
                         // The database's number, so the same data elsewhere differs.
                         mix_digest(&mut total, &(db as u32).to_be_bytes());
@@ -400,12 +454,15 @@ fn digest(ctx: &Ctx<'_>) -> Outcome {
                     }
                     let mut d = [0u8; 20];
                     mix_digest(&mut d, k);
-                    value_digest(&mut d, rec);
+                    value_digest(&mut d, rec, &fields);
                     xor_digest(&mut total, &d);
                     true
                 });
                 if let Err(e) = walked {
                     return reply::keyspace_error(&e);
+                }
+                if let Some(e) = failed {
+                    return e;
                 }
             }
             hex(&total)
@@ -426,7 +483,13 @@ fn digest_value(ctx: &Ctx<'_>, keys: &[Bytes]) -> Reply {
             .read(ctx.client.db, now, |k| R::new(k).get(key));
         let mut d = [0u8; 20];
         match found {
-            Ok(Some(rec)) => value_digest(&mut d, &rec),
+            Ok(Some(rec)) => {
+                let fields = match hash_fields(ctx.shared, ctx.client.db, now, key, &rec) {
+                    Ok(f) => f,
+                    Err(e) => return e,
+                };
+                value_digest(&mut d, &rec, &fields);
+            }
             Ok(None) => {}
             Err(e) => return e,
         }
@@ -516,12 +579,12 @@ mod tests {
     fn digests_are_redis_s() {
         let rec = |v: &'static [u8], ttl: bool| rialto_keyspace::Record {
             expire_at_ms: ttl.then_some(1),
-            value: Bytes::from_static(v),
+            ..rialto_keyspace::Record::new(Bytes::from_static(v))
         };
         let one = |key: &[u8], r: &rialto_keyspace::Record| {
             let mut d = [0u8; 20];
             mix_digest(&mut d, key);
-            value_digest(&mut d, r);
+            value_digest(&mut d, r, &[]);
             d
         };
         let show = |d: &[u8; 20]| match hex(d) {
@@ -536,10 +599,10 @@ mod tests {
         assert_eq!(show(&total), "943d800368fb9c0e951138f1bc0e313ac769d91f");
         // DIGEST-VALUE a, and c=x with a TTL.
         let mut d = [0u8; 20];
-        value_digest(&mut d, &rec(b"1", false));
+        value_digest(&mut d, &rec(b"1", false), &[]);
         assert_eq!(show(&d), "b4fc66738120fba0b5aa500ab5c2bf89cea1c5da");
         let mut d = [0u8; 20];
-        value_digest(&mut d, &rec(b"x", true));
+        value_digest(&mut d, &rec(b"x", true), &[]);
         assert_eq!(show(&d), "0745672cb1bf060476eedeb8a28f5ffe1ff5a2be");
     }
 }

@@ -28,7 +28,7 @@ pub const GET: CommandSpec = cmd(
 .handler(Handler::Read(run));
 
 pub fn run(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
-    Ok(match k.get(&args[1])? {
+    Ok(match k.get_string(&args[1])? {
         Some(rec) => Reply::Bulk(rec.value),
         None => Reply::Null,
     })

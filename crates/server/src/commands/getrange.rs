@@ -48,7 +48,7 @@ pub const SUBSTR: CommandSpec = cmd("substr", 4, &["readonly"], &["@read", "@str
 pub fn run(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
     let mut start = reply::int_arg(&args[2])?;
     let mut end = reply::int_arg(&args[3])?;
-    let Some(rec) = k.get(&args[1])? else {
+    let Some(rec) = k.get_string(&args[1])? else {
         return Ok(Reply::Bulk(Bytes::new()));
     };
     let len = rec.value.len() as i64;

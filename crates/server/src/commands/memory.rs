@@ -326,9 +326,39 @@ fn usage(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
         j += 2;
     }
     Ok(match k.get(&args[2])? {
-        Some(r) => Reply::Integer(string_usage(&args[2], &r.value) as i64),
+        Some(r) if r.is_string() => Reply::Integer(string_usage(&args[2], &r.value) as i64),
+        Some(r) => Reply::Integer(collection_usage(k, &args[2], &r)? as i64),
         None => Reply::Null,
     })
+}
+
+/// MEMORY USAGE of a collection: the key's share as for a string, plus its members' bytes —
+/// the packed record's payload, or for a large hash its field and value bytes with a
+/// `dictEntry` and two `sds` headers each, as Redis's hash table holds them.
+fn collection_usage(
+    k: &mut R<'_, '_>,
+    key: &[u8],
+    rec: &rialto_keyspace::Record,
+) -> CmdResult<usize> {
+    const ROBJ: usize = 16;
+    const DICT_ENTRY: usize = 24;
+    let key_bytes = size_class(sds_header(key.len(), true) + key.len() + 1) + DICT_ENTRY + ROBJ;
+    if !rec.large {
+        return Ok(key_bytes + size_class(rec.value.len()));
+    }
+    let Some(h) = k.hash(key)? else {
+        return Ok(key_bytes);
+    };
+    let fields = super::util::checked(h.entries(k.keys()))?;
+    let members: usize = fields
+        .iter()
+        .map(|(f, v)| {
+            DICT_ENTRY
+                + size_class(sds_header(f.len(), false) + f.len() + 1)
+                + size_class(sds_header(v.len(), false) + v.len() + 1)
+        })
+        .sum();
+    Ok(key_bytes + members)
 }
 
 /// jemalloc's size class of an allocation of `n` bytes: 8, 16, then steps of 16 up to 128,

@@ -31,9 +31,10 @@ pub const MGET: CommandSpec = cmd(
 pub fn run(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
     let mut out = Vec::with_capacity(args.len() - 1);
     for key in &args[1..] {
+        // As Redis: a key of another kind reads as nil here, not as an error.
         out.push(match k.get(key)? {
-            Some(rec) => Reply::Bulk(rec.value),
-            None => Reply::Null,
+            Some(rec) if rec.is_string() => Reply::Bulk(rec.value),
+            _ => Reply::Null,
         });
     }
     Ok(Reply::Array(out))

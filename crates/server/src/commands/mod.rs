@@ -44,6 +44,22 @@ mod getdel;
 mod getex;
 mod getrange;
 mod getset;
+mod hdel;
+mod hexists;
+mod hget;
+mod hgetall;
+mod hincrby;
+mod hincrbyfloat;
+mod hkeys;
+mod hlen;
+mod hmget;
+mod hmset;
+mod hrandfield;
+mod hscan;
+mod hset;
+mod hsetnx;
+mod hstrlen;
+mod hvals;
 mod incr;
 pub mod incrbyfloat;
 mod mget;
@@ -80,6 +96,7 @@ mod latency;
 mod memory;
 mod monitor;
 mod multi;
+mod object;
 mod ping;
 pub mod pubsub;
 mod push;
@@ -114,6 +131,22 @@ pub static COMMANDS: &[CommandSpec] = &[
     getex::GETEX,
     mget::MGET,
     mset::MSET,
+    hdel::HDEL,
+    hexists::HEXISTS,
+    hget::HGET,
+    hgetall::HGETALL,
+    hincrby::HINCRBY,
+    hincrbyfloat::HINCRBYFLOAT,
+    hkeys::HKEYS,
+    hlen::HLEN,
+    hmget::HMGET,
+    hmset::HMSET,
+    hrandfield::HRANDFIELD,
+    hscan::HSCAN,
+    hset::HSET,
+    hsetnx::HSETNX,
+    hstrlen::HSTRLEN,
+    hvals::HVALS,
     mset::MSETNX,
     del::DEL,
     del::UNLINK,
@@ -188,6 +221,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     monitor::MONITOR,
     latency::LATENCY,
     memory::MEMORY,
+    object::OBJECT,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
@@ -209,6 +243,24 @@ impl<'a, 'k> R<'a, 'k> {
     /// Whether `key` exists (and is not expired).
     pub fn exists(&mut self, key: &[u8]) -> CmdResult<bool> {
         self.keys.exists(key).map_err(|e| reply::keyspace_error(&e))
+    }
+
+    /// The live record of `key` if it holds a string (WRONGTYPE if it holds another kind).
+    pub fn get_string(&mut self, key: &[u8]) -> CmdResult<Option<Record>> {
+        self.keys
+            .get_string(key)
+            .map_err(|e| reply::keyspace_error(&e))
+    }
+
+    /// The hash at `key` (WRONGTYPE if it holds another kind); its fields are read through
+    /// [`R::keys`].
+    pub fn hash(&mut self, key: &[u8]) -> CmdResult<Option<rialto_keyspace::Hash>> {
+        rialto_keyspace::Hash::load(self.keys, key).map_err(|e| reply::keyspace_error(&e))
+    }
+
+    /// The keyspace's view, for reads of a collection's members.
+    pub fn keys(&mut self) -> &mut Reader<'k> {
+        self.keys
     }
 
     /// The instant expiry is judged against, Unix milliseconds.

@@ -75,7 +75,7 @@ impl Cursors {
 }
 
 /// A cursor as Redis parses it (`strtoull`): empty is 0, a leading `-` wraps around.
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
+pub(crate) fn parse_cursor(arg: &[u8]) -> Option<u64> {
     let (neg, digits) = match arg {
         [b'-', rest @ ..] => (true, rest),
         [b'+', rest @ ..] => (false, rest),
@@ -102,7 +102,7 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> reply::CmdResult {
     let cursor = parse_cursor(&args[1]).ok_or_else(|| Reply::error("ERR invalid cursor"))?;
     let mut pattern: Option<&Bytes> = None;
     let mut count: usize = 10;
-    let mut strings_only = true;
+    let mut kind: Option<&Bytes> = None;
     let mut i = 2;
     while i < args.len() {
         let Some(v) = args.get(i + 1) else {
@@ -117,7 +117,7 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> reply::CmdResult {
         } else if is(&args[i], "match") {
             pattern = Some(v);
         } else if is(&args[i], "type") {
-            strings_only = is(v, "string");
+            kind = Some(v);
         } else {
             return Err(reply::syntax());
         }
@@ -146,8 +146,8 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> reply::CmdResult {
             db,
             from.as_deref(),
             ctx.shared.now_ms(),
-            |k, _| {
-                if strings_only
+            |k, rec| {
+                if kind.is_none_or(|t| is(t, rec.kind.name()))
                     && scope.covers(k)
                     && (match_all || pattern.is_some_and(|p| crate::glob::glob_match(p, k, false)))
                 {

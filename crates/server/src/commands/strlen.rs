@@ -28,6 +28,6 @@ pub const STRLEN: CommandSpec = cmd(
 .handler(Handler::Read(run));
 
 pub fn run(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
-    let len = k.get(&args[1])?.map_or(0, |r| r.value.len());
+    let len = k.get_string(&args[1])?.map_or(0, |r| r.value.len());
     Ok(Reply::Integer(len as i64))
 }

@@ -28,9 +28,8 @@ pub const TYPE: CommandSpec = cmd(
 .handler(Handler::Read(run));
 
 pub fn run(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
-    Ok(if k.exists(&args[1])? {
-        Reply::simple("string")
-    } else {
-        Reply::simple("none")
-    })
+    Ok(Reply::simple(match k.get(&args[1])? {
+        Some(rec) => rec.kind.name(),
+        None => "none",
+    }))
 }

@@ -1,0 +1,305 @@
+//! Collections (hashes today) on the engine's ordered keyspace, in one of two encodings, as
+//! Redis keeps small collections in one allocation and large ones in a table:
+//!
+//! - *packed*: the members are in the key's record itself ([`packed`]). A read of any number
+//!   of fields is one point read; a write rewrites the record. Used while the collection is
+//!   small ([`Encodings`]), and always under a store's prefix, whose versions are loaded by
+//!   pushes and must not share members.
+//! - *large*: the record holds a header (collection version and member count) and each member
+//!   is a key of its own under the version:
+//!
+//! ```text
+//! header        version (u64 LE) | count (u64 LE)
+//! member key    0x0D | version (u64 BE) | h (u64 BE) | field  -> value  (hash)
+//! next version  0x0E 0x00                              -> u64 LE
+//! released      0x0E 0x01 | version (u64 BE)           -> empty
+//! ```
+//!
+//! `h` is the field's xxh3-64 (0 taken as 1): members sort by it, so a scan's cursor is the
+//! `h` to resume from and needs no state on the server (HSCAN), and a field is found by one
+//! point read all the same.
+//!
+//! Invariants:
+//! - A collection version is never used twice: versions come from the counter `next version`,
+//!   bumped in the transaction that creates one. Member keys hold no user key, so RENAME and
+//!   MOVE move the header alone.
+//! - At any time a version is named by at most one record. Deleting, expiring, overwriting or
+//!   flushing a large collection therefore leaves its members unreachable at once (O(1) for
+//!   the client): the write observer (`counts`) sees every record a write replaces, nets the
+//!   versions each group stops naming, and writes a `released` record for each in that group.
+//!   The reclaim pass ([`crate::Keyspace::reclaim_pass`]) deletes a released version's members
+//!   in bounded steps, then its `released` record. Nothing writes a released version again.
+//! - A collection is never empty: the write that removes its last member deletes the key.
+//! - Encoding moves one way, packed to large (as Redis's), when an entry count or an entry's
+//!   length passes the thresholds.
+
+pub mod hash;
+pub(crate) mod packed;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::error::{Error, Result};
+use crate::layout::{self, CorruptRecord};
+
+/// Prefix of member keys.
+pub const MEMBERS: u8 = 0x0D;
+/// Prefix of collection bookkeeping: the version counter and released versions.
+pub const BOOKKEEPING: u8 = 0x0E;
+const COUNTER_TAG: u8 = 0x00;
+const RELEASED_TAG: u8 = 0x01;
+
+/// The key of member `sub` of collection version `version`.
+pub fn member_key(version: u64, sub: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9 + sub.len());
+    k.push(MEMBERS);
+    k.extend_from_slice(&version.to_be_bytes());
+    k.extend_from_slice(sub);
+    k
+}
+
+/// Where a field sorts among its collection's members (never 0: cursor 0 means "start").
+pub fn field_hash(field: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(field).max(1)
+}
+
+/// The member key of `field` in collection version `version`, ordered by its hash.
+pub fn field_key(version: u64, field: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(17 + field.len());
+    k.push(MEMBERS);
+    k.extend_from_slice(&version.to_be_bytes());
+    k.extend_from_slice(&field_hash(field).to_be_bytes());
+    k.extend_from_slice(field);
+    k
+}
+
+/// The hash and the field of a member key of `version` made by [`field_key`].
+pub fn field_of(version: u64, key: &[u8]) -> Option<(u64, &[u8])> {
+    let rest = member_of(version, key)?;
+    let h = u64::from_be_bytes(rest.get(..8)?.try_into().ok()?);
+    Some((h, &rest[8..]))
+}
+
+/// `[lower, upper)` of every member key of `version`.
+pub fn member_range(version: u64) -> (Vec<u8>, Vec<u8>) {
+    let lower = member_key(version, b"");
+    let upper = layout::next_prefix(&lower);
+    (lower, upper)
+}
+
+/// The member part of a member key of `version`.
+pub fn member_of(version: u64, key: &[u8]) -> Option<&[u8]> {
+    (key.len() >= 9 && key[0] == MEMBERS && key[1..9] == version.to_be_bytes()).then(|| &key[9..])
+}
+
+/// The counter's key.
+pub fn counter_key() -> Vec<u8> {
+    vec![BOOKKEEPING, COUNTER_TAG]
+}
+
+/// The `released` record of `version`.
+pub fn released_key(version: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(10);
+    k.push(BOOKKEEPING);
+    k.push(RELEASED_TAG);
+    k.extend_from_slice(&version.to_be_bytes());
+    k
+}
+
+/// `[lower, upper)` of every `released` record.
+pub fn released_range() -> (Vec<u8>, Vec<u8>) {
+    (
+        vec![BOOKKEEPING, RELEASED_TAG],
+        vec![BOOKKEEPING, RELEASED_TAG + 1],
+    )
+}
+
+/// The version a `released` record names.
+pub fn released_version(key: &[u8]) -> Option<u64> {
+    match key {
+        [BOOKKEEPING, RELEASED_TAG, v @ ..] => v.try_into().ok().map(u64::from_be_bytes),
+        _ => None,
+    }
+}
+
+/// A large collection's header: its version and member count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub version: u64,
+    pub count: u64,
+}
+
+impl Header {
+    pub const LEN: usize = 16;
+
+    pub fn decode(payload: &[u8]) -> Result<Header, CorruptRecord> {
+        if payload.len() != Self::LEN {
+            return Err(CorruptRecord("collection header"));
+        }
+        let le = |b: &[u8]| b.try_into().map(u64::from_le_bytes).unwrap_or_default();
+        Ok(Header {
+            version: le(&payload[..8]),
+            count: le(&payload[8..16]),
+        })
+    }
+
+    pub fn encode(&self) -> [u8; Self::LEN] {
+        let mut h = [0u8; Self::LEN];
+        h[..8].copy_from_slice(&self.version.to_le_bytes());
+        h[8..].copy_from_slice(&self.count.to_le_bytes());
+        h
+    }
+}
+
+/// The version named by a large collection's engine record (flags, expiry, header), if it is
+/// one: the write observer's view of a record.
+pub fn version_of_record(raw: &[u8]) -> Option<u64> {
+    let flags = *raw.first()?;
+    let (kind, large) = layout::kind_of(flags)?;
+    if !large || kind == layout::Kind::String {
+        return None;
+    }
+    let at = if flags & layout::HAS_EXPIRY != 0 {
+        9
+    } else {
+        1
+    };
+    raw.get(at..at + 8)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes)
+}
+
+/// Takes a new collection version in transaction `io`.
+pub(crate) fn next_version<T: crate::keys::RawWrite + ?Sized>(io: &mut T) -> Result<u64> {
+    let key = counter_key();
+    let v = match io.get_raw(&key)? {
+        None => 1,
+        Some(b) => {
+            let b: [u8; 8] = b[..]
+                .try_into()
+                .map_err(|_| Error::Corrupt(CorruptRecord("collection version counter")))?;
+            u64::from_le_bytes(b)
+        }
+    };
+    io.put_raw(&key, &(v + 1).to_le_bytes());
+    Ok(v)
+}
+
+/// The packed payload holding the members of the large collection `rec` (a move under a
+/// store's prefix, where collections are packed).
+pub(crate) fn repack<T: crate::keys::RawRead + ?Sized>(
+    k: &mut crate::keys::Keys<'_, T>,
+    rec: &layout::Record,
+) -> Result<Vec<u8>> {
+    match rec.kind {
+        layout::Kind::Hash => hash::repack(k, rec),
+        _ => Err(Error::Corrupt(CorruptRecord("unknown collection"))),
+    }
+}
+
+/// When a packed collection becomes large: Redis's `*-max-listpack-entries` and
+/// `*-max-listpack-value`, settable at run time (CONFIG SET). Encoding is not content: nodes
+/// with different thresholds hold the same data and give the same replies, except for
+/// OBJECT ENCODING and the order HGETALL returns a hash's fields in.
+#[derive(Debug)]
+pub struct Encodings {
+    hash_max_entries: AtomicUsize,
+    hash_max_value: AtomicUsize,
+}
+
+impl Default for Encodings {
+    fn default() -> Encodings {
+        Encodings {
+            hash_max_entries: AtomicUsize::new(128),
+            hash_max_value: AtomicUsize::new(64),
+        }
+    }
+}
+
+impl Encodings {
+    /// Most fields a packed hash holds.
+    pub fn hash_max_entries(&self) -> usize {
+        self.hash_max_entries.load(Ordering::Relaxed)
+    }
+
+    /// Longest field or value a packed hash holds.
+    pub fn hash_max_value(&self) -> usize {
+        self.hash_max_value.load(Ordering::Relaxed)
+    }
+
+    pub fn set_hash_max_entries(&self, n: usize) {
+        self.hash_max_entries.store(n, Ordering::Relaxed);
+    }
+
+    pub fn set_hash_max_value(&self, n: usize) {
+        self.hash_max_value.store(n, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn member_keys_of_a_version_stay_in_its_range() {
+        let (lo, hi) = member_range(7);
+        for sub in [&b""[..], b"a", &[0xff; 40][..]] {
+            let k = member_key(7, sub);
+            assert!(k >= lo && k < hi);
+            assert_eq!(member_of(7, &k), Some(sub));
+            assert_eq!(member_of(8, &k), None);
+        }
+        assert!(member_key(8, b"") >= hi);
+        assert!(member_key(6, &[0xff; 9]) < lo);
+    }
+
+    #[test]
+    fn field_keys_sort_by_hash_and_give_their_field_back() {
+        let (lo, hi) = member_range(3);
+        let k = field_key(3, b"name");
+        assert!(k >= lo && k < hi);
+        assert_eq!(field_of(3, &k), Some((field_hash(b"name"), &b"name"[..])));
+        assert_eq!(field_of(4, &k), None);
+        assert!(field_hash(b"") >= 1);
+        // The on-disk order depends on this function: it must never change.
+        assert_eq!(
+            field_hash(b"name"),
+            xxhash_rust::xxh3::xxh3_64(b"name").max(1)
+        );
+    }
+
+    #[test]
+    fn headers_and_released_records_round_trip() {
+        let h = Header {
+            version: 1 << 40,
+            count: 3,
+        };
+        assert_eq!(Header::decode(&h.encode()), Ok(h));
+        assert!(Header::decode(&h.encode()[..15]).is_err());
+        assert_eq!(released_version(&released_key(99)), Some(99));
+        let (lo, hi) = released_range();
+        assert!(released_key(0) >= lo && released_key(u64::MAX) < hi);
+        assert!(counter_key() < lo);
+    }
+
+    #[test]
+    fn the_observer_reads_versions_from_large_records_only() {
+        let rec = |kind, large, at| {
+            let (h, n) = layout::header(kind, large, at);
+            [
+                &h[..n],
+                &Header {
+                    version: 42,
+                    count: 1,
+                }
+                .encode()[..],
+            ]
+            .concat()
+        };
+        use layout::Kind;
+        assert_eq!(version_of_record(&rec(Kind::Hash, true, None)), Some(42));
+        assert_eq!(version_of_record(&rec(Kind::Hash, true, Some(5))), Some(42));
+        assert_eq!(version_of_record(&rec(Kind::Hash, false, None)), None);
+        assert_eq!(version_of_record(&rec(Kind::String, false, None)), None);
+        assert_eq!(version_of_record(b""), None);
+    }
+}
