@@ -28,6 +28,11 @@
 #   publish       PUBLISH of a -d byte message to a channel 10 redis-cli subscribers listen on,
 #                 on the everysec servers (PUBLISH touches no data: the durability mode does not
 #                 matter); the subscribers share the machine too
+#   hset-always   HSET myhash element:__rand_int__ <value> (redis-benchmark's hset test: one hash
+#                 growing to up to -r fields of -d bytes, a hashtable on both sides), appendfsync
+#                 always, on the set-always servers after their SETs
+#   hset-always-p16  the same with -P 16
+#   hset-everysec the same, appendfsync everysec, on the everysec servers
 #   ping          PING (-t ping_mbulk), -P 1, on the everysec servers before their SETs: a
 #                 command that does nothing, so its rate is what this client, the loopback and
 #                 the two cores carry at -P 1 whatever the server does (a reference, no target)
@@ -67,7 +72,7 @@ repo=$PWD
 rounds=3
 settle=true
 requests=200000
-all_cases=(get-p1 get-p16 set-always set-always-p16 multi-always evalsha-always set-everysec multi-everysec evalsha-everysec publish ping)
+all_cases=(get-p1 get-p16 set-always set-always-p16 multi-always evalsha-always hset-always hset-always-p16 set-everysec multi-everysec evalsha-everysec hset-everysec publish ping)
 cases=(get-p1 get-p16 set-always set-everysec ping)
 against=
 clients=50
@@ -326,8 +331,8 @@ paired_ratio() {
 declare -A ops p99 scpu ccpu
 groups=()
 { want get-p1 || want get-p16; } && groups+=(get)
-{ want set-always || want set-always-p16 || want multi-always || want evalsha-always; } && groups+=(set-always)
-{ want set-everysec || want ping || want multi-everysec || want evalsha-everysec || want publish; } && groups+=(set-everysec)
+{ want set-always || want set-always-p16 || want multi-always || want evalsha-always || want hset-always || want hset-always-p16; } && groups+=(set-always)
+{ want set-everysec || want ping || want multi-everysec || want evalsha-everysec || want publish || want hset-everysec; } && groups+=(set-everysec)
 
 log "== $rounds round(s), redis-benchmark -n $requests -c $clients -d $data_size -r $keyspace; data in $bench_dir ($fstype)"
 for ((round = 1; round <= rounds; round++)); do
@@ -358,11 +363,14 @@ for ((round = 1; round <= rounds; round++)); do
                 want multi-everysec && runs+=("multi-everysec multi 1")
                 want evalsha-everysec && runs+=("evalsha-everysec evalsha 1")
                 want publish && runs+=("publish publish 1")
+                want hset-everysec && runs+=("hset-everysec hset 1")
             else
                 want set-always && runs+=("set-always set 1")
                 want set-always-p16 && runs+=("set-always-p16 set 16")
                 want multi-always && runs+=("multi-always multi 1")
                 want evalsha-always && runs+=("evalsha-always evalsha 1")
+                want hset-always && runs+=("hset-always hset 1")
+                want hset-always-p16 && runs+=("hset-always-p16 hset 16")
             fi
             for r in "${runs[@]}"; do
                 read -r case test pipeline <<<"$r"
@@ -394,6 +402,9 @@ label() {
         evalsha-everysec) echo "EVALSHA (2 INCRs), appendfsync everysec" ;;
         publish) echo "PUBLISH to 10 subscribers" ;;
         ping) echo "PING (no-op reference)" ;;
+        hset-always) echo "HSET, appendfsync always" ;;
+        hset-always-p16) echo "HSET -P 16, appendfsync always" ;;
+        hset-everysec) echo "HSET, appendfsync everysec" ;;
     esac
 }
 min_ratio() {
