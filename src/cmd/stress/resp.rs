@@ -1,5 +1,10 @@
 //! RESP mode: the same writers and checks over the Redis protocol against a `rialto serve`
 //! process, which is what the driver kills.
+//!
+//! Four keys in ten (those whose last byte is a multiple of 3) hold hashes instead of strings: the checked value is the hash's field
+//! `v`, written with HSET next to two padding fields, which the server (started with
+//! `hash-max-listpack-entries 2`) keeps as keys of their own. Overwrites, deletions and the
+//! background reclaim of deleted hashes' fields are then in every kill's way.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -23,8 +28,32 @@ pub struct RespTarget {
     groups: u64,
 }
 
-/// The script of a multi-key write: every key set to its value, in one EVAL.
-const SET_ALL: &str = "for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[i]) end return #KEYS";
+/// The script of a multi-key write: every key set to its value, in one EVAL (ARGV[n + i] is
+/// `h` for a hash key).
+const SET_ALL: &str = "local n = #KEYS \
+    for i = 1, n do \
+      if ARGV[n + i] == 'h' then \
+        redis.call('HSET', KEYS[i], 'v', ARGV[i], 'pad1', ARGV[i], 'pad2', 'x') \
+      else \
+        redis.call('SET', KEYS[i], ARGV[i]) \
+      end \
+    end \
+    return n";
+
+/// Whether `key` holds a hash (four keys in ten, by their last byte).
+fn is_hash_key(key: &[u8]) -> bool {
+    key.last().is_some_and(|b| b % 3 == 0)
+}
+
+/// The command that writes `value` under `key`: SET, or HSET of the checked field `v` and
+/// two padding fields.
+fn put_args<'a>(key: &'a [u8], value: &'a [u8]) -> Vec<&'a [u8]> {
+    if is_hash_key(key) {
+        vec![b"HSET", key, b"v", value, b"pad1", value, b"pad2", b"x"]
+    } else {
+        vec![b"SET", key, value]
+    }
+}
 
 impl RespTarget {
     /// Connects to `127.0.0.1:port`.
@@ -52,9 +81,9 @@ impl RespTarget {
 
 impl Target for RespTarget {
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
-        match self.conn.call(&[&b"SET"[..], key, value]) {
-            Ok(Reply::Simple(_)) => Ok(()),
-            Ok(other) => Err(format!("SET replied {other:?}")),
+        match self.conn.call(&put_args(key, value)) {
+            Ok(Reply::Simple(_) | Reply::Integer(_)) => Ok(()),
+            Ok(other) => Err(format!("a write replied {other:?}")),
             Err(e) => Err(e.to_string()),
         }
     }
@@ -76,6 +105,11 @@ impl Target for RespTarget {
             let mut args: Vec<&[u8]> = vec![b"EVAL", SET_ALL.as_bytes(), n.as_bytes()];
             args.extend(pairs.iter().map(|(k, _)| &k[..]));
             args.extend(pairs.iter().map(|(_, v)| &v[..]));
+            args.extend(
+                pairs
+                    .iter()
+                    .map(|(k, _)| if is_hash_key(k) { &b"h"[..] } else { b"s" }),
+            );
             return match self.conn.call(&args) {
                 Ok(Reply::Integer(got)) if got as usize == pairs.len() => Ok(()),
                 Ok(other) => Err(format!("EVAL replied {other:?}")),
@@ -84,7 +118,7 @@ impl Target for RespTarget {
         }
         self.conn.send(&[&b"MULTI"[..]]);
         for (k, v) in pairs {
-            self.conn.send(&[&b"SET"[..], k, v]);
+            self.conn.send(&put_args(k, v));
         }
         self.conn.send(&[&b"EXEC"[..]]);
         self.conn.flush().map_err(|e| e.to_string())?;
@@ -96,14 +130,17 @@ impl Target for RespTarget {
         for _ in pairs {
             match recv()? {
                 Reply::Simple(_) => {}
-                other => return Err(format!("a queued SET replied {other:?}")),
+                other => return Err(format!("a queued write replied {other:?}")),
             }
         }
         match recv()? {
             Reply::Array(items) if items.len() == pairs.len() => {
-                match items.iter().find(|r| !matches!(r, Reply::Simple(_))) {
+                match items
+                    .iter()
+                    .find(|r| !matches!(r, Reply::Simple(_) | Reply::Integer(_)))
+                {
                     None => Ok(()),
-                    Some(bad) => Err(format!("a SET in EXEC replied {bad:?}")),
+                    Some(bad) => Err(format!("a write in EXEC replied {bad:?}")),
                 }
             }
             other => Err(format!("EXEC replied {other:?}")),
@@ -112,14 +149,18 @@ impl Target for RespTarget {
 
     fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, String> {
         for k in keys {
-            self.conn.send(&[&b"GET"[..], k]);
+            if is_hash_key(k) {
+                self.conn.send(&[&b"HGET"[..], k, b"v"]);
+            } else {
+                self.conn.send(&[&b"GET"[..], k]);
+            }
         }
         self.conn.flush().map_err(|e| e.to_string())?;
         keys.iter()
             .map(|_| match self.conn.recv() {
                 Ok(Reply::Bulk(b)) => Ok(Some(b.to_vec())),
                 Ok(Reply::Null) => Ok(None),
-                Ok(other) => Err(format!("GET replied {other:?}")),
+                Ok(other) => Err(format!("a read replied {other:?}")),
                 Err(e) => Err(e.to_string()),
             })
             .collect()
@@ -161,6 +202,7 @@ impl Server {
             .args(["--appendfsync", spec.durability])
             .args(["--write-buffer-size", &spec.write_buffer_size.to_string()])
             .args(["--triad", spec.triad])
+            .args(["--hash-max-listpack-entries", "2"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());

@@ -72,6 +72,7 @@ mod setex;
 mod setnx;
 mod setrange;
 mod strlen;
+mod touch;
 mod ttl;
 mod type_;
 
@@ -151,6 +152,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     del::DEL,
     del::UNLINK,
     exists::EXISTS,
+    touch::TOUCH,
     type_::TYPE,
     strlen::STRLEN,
     append::APPEND,
