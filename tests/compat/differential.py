@@ -6,8 +6,8 @@ sockets, every reply compared byte for byte.
 
 Both servers must be running on --host (127.0.0.1) without a password; both are FLUSHALLed. Two
 streams run per seed: one in RESP2 and one that starts with HELLO 3. Commands come from a small
-key space (so they collide) and cover the string, key, connection and server commands Rialto
-implements, with random valid and invalid arguments (wrong arity, bad integers and floats, syntax
+key space (so they collide) and cover the string, hash, key, connection and server commands
+Rialto implements, with random valid and invalid arguments (wrong arity, bad integers and floats, syntax
 errors, conflicting options, odd casing, unknown commands and subcommands).
 
 Replies are compared byte for byte, except where Redis itself is not deterministic, which are
@@ -109,6 +109,7 @@ class Gen:
             (3, self.hgetall), (3, self.hdel), (2, self.hexists), (2, self.hlen), (2, self.hstrlen),
             (1, self.hkeys), (1, self.hvals), (3, self.hincrby), (2, self.hincrbyfloat),
             (2, self.hrandfield), (1, self.hscan), (1, self.hscan_all),
+            (2, self.copy), (2, self.move), (1, self.touch),
         ]
         # Whether a MULTI is open (as far as the stream knows): whole-keyspace reads, CLIENT,
         # HELLO and server commands are not generated inside one (their replies inside a
@@ -433,6 +434,25 @@ class Gen:
                 [b"SCRIPT", self.ci(b"FLUSH")],
             ]
         )
+
+    def db_arg(self):
+        return self.rng.choice([b"0", b"1", b"2", b"15", b"16", b"-1", b"abc", b"99999999999"])
+
+    def copy(self):
+        args = [self.ci(b"COPY"), self.key(), self.key()]
+        if self.rng.random() < 0.5:
+            args += [self.ci(b"DB"), self.db_arg()]
+        if self.rng.random() < 0.5:
+            args.append(self.ci(b"REPLACE"))
+        if self.rng.random() < 0.05:
+            args.append(self.rng.choice([b"DB", b"extra"]))
+        return args
+
+    def move(self):
+        return [self.ci(b"MOVE"), self.key(), self.db_arg()]
+
+    def touch(self):
+        return [self.ci(b"TOUCH")] + self.keys_()
 
     def field(self):
         return self.rng.choices(FIELDS, FIELD_WEIGHTS)[0]

@@ -155,6 +155,9 @@ fn kind() -> impl Strategy<Value = OpKind> {
             }),
         1 => key().prop_map(|key| OpKind::Persist { key }),
         1 => (key(), key(), any::<bool>()).prop_map(|(src, dst, nx)| OpKind::Rename { src, dst, nx }),
+        1 => (key(), key(), 0u8..2, any::<bool>())
+            .prop_map(|(src, dst, dst_db, replace)| OpKind::Copy { src, dst, dst_db, replace }),
+        1 => (key(), 0u8..2).prop_map(|(key, dst_db)| OpKind::Move { key, dst_db }),
         1 => Just(OpKind::ExpireDue { entries: Vec::new() }),
         1 => (any::<bool>(), 1u64..4).prop_map(|(all, limit)| OpKind::FlushStep { all, limit }),
         1 => (0u16..16384, 0u16..8192, prop::option::of(key()), 1u64..4).prop_map(|(first, span, from, limit)| {

@@ -1,5 +1,5 @@
 //! Hashes against an in-memory model: random hash writes (packed ones growing large past
-//! small thresholds), deletions, expiry, renames and overwrites by strings, with reopens and
+//! small thresholds), deletions, expiry, renames, copies and overwrites by strings, with reopens and
 //! reclaim passes between them, and memtables small enough that the data is flushed and
 //! compacted as it goes. After every step each key reads as the model says (HLEN, every
 //! field, WRONGTYPE for a string); at the end, with every key deleted and the reclaim pass
@@ -69,6 +69,8 @@ fn step() -> impl Strategy<Value = Step> {
         1 => key().prop_map(|key| Step::Op(OpKind::Del { keys: vec![key] })),
         1 => key().prop_map(|key| Step::Op(OpKind::Expire { key, at_ms: 1, cond: ExpireCond::default() })),
         1 => (key(), key()).prop_map(|(src, dst)| Step::Op(OpKind::Rename { src, dst, nx: false })),
+        1 => (key(), key(), any::<bool>()).prop_filter("COPY to itself is refused before the op", |(s, d, _)| s != d)
+            .prop_map(|(src, dst, replace)| Step::Op(OpKind::Copy { src, dst, dst_db: 0, replace })),
         1 => key().prop_map(|key| Step::Op(OpKind::Set(Set {
             key,
             value: Bytes::from_static(b"str"),
@@ -166,6 +168,18 @@ fn model_apply(m: &mut BTreeMap<Bytes, Model>, kind: &OpKind) -> String {
                 format!("{:?}", Value::Ok)
             }
         },
+        OpKind::Copy {
+            src, dst, replace, ..
+        } => {
+            let Some(v) = m.get(src).cloned() else {
+                return format!("{:?}", Value::Int(0));
+            };
+            if m.contains_key(dst) && !replace {
+                return format!("{:?}", Value::Int(0));
+            }
+            m.insert(dst.clone(), v);
+            format!("{:?}", Value::Int(1))
+        }
         OpKind::Set(s) => {
             m.insert(s.key.clone(), Model::Str);
             format!("{:?}", Value::Ok)

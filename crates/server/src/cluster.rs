@@ -527,10 +527,11 @@ impl Payload {
                     pairs.iter().for_each(|(k, _)| key(k))
                 }
                 OpKind::Del { keys: ks } => ks.iter().for_each(|k| key(k)),
-                OpKind::Rename { src, dst, .. } => {
+                OpKind::Rename { src, dst, .. } | OpKind::Copy { src, dst, .. } => {
                     key(src);
                     key(dst);
                 }
+                OpKind::Move { key: k, .. } => key(k),
                 OpKind::ExpireDue { entries } => {
                     for (db, _, k) in entries {
                         keys.push(key_hash(*db, k));
@@ -723,6 +724,12 @@ fn unavailable(spec: &CommandSpec, handler: Handler, args: &[Bytes]) -> Option<R
         "store|create" | "store|config" | "store|delete" | "store|rollback" | "push|begin"
         | "push|add" | "push|commit" | "push|abort" => false,
         "select" => args.get(1).is_some_and(|db| &db[..] != b"0"),
+        "move" => true,
+        // COPY ... DB n names another database.
+        "copy" => args
+            .windows(2)
+            .skip(3)
+            .any(|w| w[0].eq_ignore_ascii_case(b"db") && &w[1][..] != b"0"),
         // Through the log, a partition's slots at a time (`flush_partition`).
         "flushdb" | "flushall" => false,
         // Records of the address's partition (`commands::function`).
@@ -734,6 +741,14 @@ fn unavailable(spec: &CommandSpec, handler: Handler, args: &[Bytes]) -> Option<R
     }
     if name == "select" {
         return Some(Reply::error("ERR SELECT is not allowed in cluster mode"));
+    }
+    if name == "move" {
+        return Some(Reply::error("ERR MOVE is not allowed in cluster mode"));
+    }
+    if name == "copy" {
+        return Some(Reply::error(
+            "ERR Copying to another database is not allowed in cluster mode",
+        ));
     }
     Some(crate::reply::err_string(format!(
         "ERR '{}' is not available in cluster mode",

@@ -96,6 +96,87 @@ pub(super) fn rename(k: &mut W<'_, '_, '_>, src: &[u8], dst: &[u8], nx: bool) ->
     Ok(done(true))
 }
 
+/// The view of database `db` through `k`'s transaction.
+fn in_db<'a, 'b, 'c, 'd>(k: &'d mut W<'a, 'b, 'c>, db: u8) -> W<'d, 'b, 'c>
+where
+    'a: 'd,
+{
+    Keys {
+        io: &mut *k.io,
+        db,
+        now_ms: k.now_ms,
+        stores: k.stores,
+        rt: k.rt,
+        watches: k.watches,
+    }
+}
+
+/// The payload and encoding `rec` (the record of `src` in `k`'s database) takes as a new
+/// record at `dst` of `d`'s database: a string or a packed collection as it is; a large
+/// collection's members copied under a new version (`copy`), or kept (`!copy`: a move);
+/// packed on the way under a store's prefix, where collections are packed.
+fn payload_at(
+    k: &mut W<'_, '_, '_>,
+    rec: &crate::Record,
+    dst_db: u8,
+    dst: &[u8],
+    copy: bool,
+) -> Result<(bool, Bytes)> {
+    if !rec.large {
+        return Ok((false, rec.value.clone()));
+    }
+    if !in_db(k, dst_db).in_default_store(dst) {
+        return Ok((false, Bytes::from(crate::collections::repack(k, rec)?)));
+    }
+    if !copy {
+        return Ok((true, rec.value.clone()));
+    }
+    Ok((
+        true,
+        Bytes::from(crate::collections::copy_large(k.io, &rec.value)?),
+    ))
+}
+
+pub(super) fn copy(
+    k: &mut W<'_, '_, '_>,
+    src: &[u8],
+    dst: &[u8],
+    dst_db: u8,
+    replace: bool,
+) -> Result<Value> {
+    let Some(rec) = k.get(src)? else {
+        return Ok(Value::Int(0));
+    };
+    check_key(dst)?;
+    let old = in_db(k, dst_db).get(dst)?;
+    if old.is_some() && !replace {
+        return Ok(Value::Int(0));
+    }
+    let (large, payload) = payload_at(k, &rec, dst_db, dst, true)?;
+    in_db(k, dst_db).put_record(
+        dst,
+        old.as_ref(),
+        rec.kind,
+        large,
+        &payload,
+        rec.expire_at_ms,
+    );
+    Ok(Value::Int(1))
+}
+
+pub(super) fn move_to(k: &mut W<'_, '_, '_>, key: &[u8], dst_db: u8) -> Result<Value> {
+    let Some(rec) = k.get(key)? else {
+        return Ok(Value::Int(0));
+    };
+    if in_db(k, dst_db).exists(key)? {
+        return Ok(Value::Int(0));
+    }
+    let (large, payload) = payload_at(k, &rec, dst_db, key, false)?;
+    k.remove(key)?;
+    in_db(k, dst_db).put_record(key, None, rec.kind, large, &payload, rec.expire_at_ms);
+    Ok(Value::Int(1))
+}
+
 /// Deletes each key whose record still carries the entry's exact time and has expired (a
 /// newer SET, PERSIST or EXPIRE made the entry stale), and removes every entry.
 pub(super) fn expire_due(k: &mut W<'_, '_, '_>, entries: &[(u8, i64, Bytes)]) -> Result<Value> {

@@ -83,6 +83,13 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         OpKind::Expire { key, at_ms, cond } => keys::expire(k, key, *at_ms, *cond),
         OpKind::Persist { key } => keys::persist(k, key),
         OpKind::Rename { src, dst, nx } => keys::rename(k, src, dst, *nx),
+        OpKind::Copy {
+            src,
+            dst,
+            dst_db,
+            replace,
+        } => keys::copy(k, src, dst, *dst_db, *replace),
+        OpKind::Move { key, dst_db } => keys::move_to(k, key, *dst_db),
         OpKind::ExpireDue { entries } => keys::expire_due(k, entries),
         OpKind::Store(_)
         | OpKind::FlushStep { .. }

@@ -196,6 +196,32 @@ pub(crate) fn repack<T: crate::keys::RawRead + ?Sized>(
     }
 }
 
+/// Copies the members of the large collection whose payload is `payload` under a new version,
+/// in transaction `io`; the new payload (the same header but for the version). O(members).
+pub(crate) fn copy_large<T: crate::keys::RawWrite + ?Sized>(
+    io: &mut T,
+    payload: &[u8],
+) -> Result<Vec<u8>> {
+    let old = Header::decode(payload)?.version;
+    let new = next_version(io)?;
+    let (mut from, upper) = member_range(old);
+    loop {
+        let chunk = io.scan_raw(&from, &upper, 1024)?;
+        let n = chunk.len();
+        for (key, value) in &chunk {
+            let sub = member_of(old, key).ok_or(CorruptRecord("member key"))?;
+            io.put_raw(&member_key(new, sub), value);
+        }
+        match chunk.last() {
+            Some((key, _)) if n == 1024 => from = [&key[..], &[0]].concat(),
+            _ => break,
+        }
+    }
+    let mut out = payload.to_vec();
+    out[..8].copy_from_slice(&new.to_le_bytes());
+    Ok(out)
+}
+
 /// When a packed collection becomes large: Redis's `*-max-listpack-entries` and
 /// `*-max-listpack-value`, settable at run time (CONFIG SET). Encoding is not content: nodes
 /// with different thresholds hold the same data and give the same replies, except for

@@ -46,6 +46,8 @@
 //!       6 configure settings
 //!  31 StoreCreateWith name: string | prefix | rewind_ms: u64 | settings
 //!  32 StoreConfigure name: string | settings
+//!  36 Copy         src | dst | dst_db: u8 | replace: u8
+//!  37 Move         key | dst_db: u8
 //!  33 Hash         write: u8 | body
 //!       1 set       key | ok: u8 | n: u64 | (field | value)*n
 //!       2 setnx     key | field | value
@@ -332,6 +334,23 @@ impl Op {
                         w.u64(*from);
                     }
                 }
+            }
+            OpKind::Copy {
+                src,
+                dst,
+                dst_db,
+                replace,
+            } => {
+                w.u8(36);
+                w.bytes(src);
+                w.bytes(dst);
+                w.u8(*dst_db);
+                w.u8(u8::from(*replace));
+            }
+            OpKind::Move { key, dst_db } => {
+                w.u8(37);
+                w.bytes(key);
+                w.u8(*dst_db);
             }
             OpKind::Hash(h) => {
                 w.u8(33);
@@ -637,6 +656,16 @@ impl Op {
                 };
                 OpKind::PartitionStore { partition, at, op }
             }
+            36 => OpKind::Copy {
+                src: r.bytes()?,
+                dst: r.bytes()?,
+                dst_db: r.u8()?,
+                replace: r.bool()?,
+            },
+            37 => OpKind::Move {
+                key: r.bytes()?,
+                dst_db: r.u8()?,
+            },
             33 => OpKind::Hash(match r.u8()? {
                 1 => {
                     let key = r.bytes()?;

@@ -246,6 +246,25 @@ pub enum OpKind {
     Library(LibraryOp),
     /// A write to a hash.
     Hash(HashOp),
+    /// COPY source destination [DB db] [REPLACE]: 1 if copied, 0 if the source is missing or
+    /// the destination exists without `replace`.
+    Copy {
+        /// The key copied (in the op's database).
+        src: Bytes,
+        /// The new key.
+        dst: Bytes,
+        /// The destination's database.
+        dst_db: u8,
+        /// REPLACE: an existing destination is overwritten.
+        replace: bool,
+    },
+    /// MOVE key db: 1 if moved, 0 if missing here or present there.
+    Move {
+        /// The key.
+        key: Bytes,
+        /// The database it moves to.
+        dst_db: u8,
+    },
 }
 
 impl HashOp {

@@ -442,9 +442,11 @@ fn list_clients(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
     } else if args.len() > 3 && is(&args[2], "id") {
         let mut v = Vec::new();
         for a in &args[3..] {
+            // Any integer is taken (none is below 1, so those match no client), as Redis 7.0.
             match reply::parse_i64(a) {
                 Some(n) if n > 0 => v.push(n as u64),
-                _ => return Err(Reply::error("ERR Invalid client ID")),
+                Some(_) => {}
+                None => return Err(Reply::error("ERR Invalid client ID")),
             }
         }
         ids = Some(v);

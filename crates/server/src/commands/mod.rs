@@ -36,6 +36,7 @@ pub mod util;
 mod util_opts;
 
 mod append;
+mod copy;
 mod del;
 mod exists;
 mod expire;
@@ -63,6 +64,7 @@ mod hvals;
 mod incr;
 pub mod incrbyfloat;
 mod mget;
+mod move_;
 mod mset;
 mod persist;
 mod rename;
@@ -178,6 +180,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     randomkey::RANDOMKEY,
     rename::RENAME,
     rename::RENAMENX,
+    copy::COPY,
+    move_::MOVE,
     flushdb::FLUSHDB,
     flushdb::FLUSHALL,
     info::INFO,
@@ -279,6 +283,8 @@ pub struct At {
     pub db: u8,
     /// Unix milliseconds.
     pub now_ms: i64,
+    /// How many databases there are (`databases`), for commands that name one.
+    pub databases: usize,
 }
 
 impl At {

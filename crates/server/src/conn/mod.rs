@@ -839,6 +839,7 @@ impl Connection {
                 let at = At {
                     db: self.client.db,
                     now_ms: self.shared.now_ms(),
+                    databases: self.shared.config.read().databases,
                 };
                 let op = match f(at, &args) {
                     Ok(op) => op,

@@ -250,7 +250,11 @@ impl Connection {
                 )));
                 continue;
             }
-            let at = At { db, now_ms };
+            let at = At {
+                db,
+                now_ms,
+                databases,
+            };
             let step = match q.handler {
                 Handler::Write(f) => match f(at, &q.args) {
                     Ok(op) => Step::Op(op),

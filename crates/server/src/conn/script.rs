@@ -349,6 +349,7 @@ impl Host for TxHost<'_, '_, '_> {
         let at = At {
             db: self.db,
             now_ms: self.tx.now_ms(),
+            databases: self.ctx.databases,
         };
         match spec.handler {
             Some(Handler::Write(f)) => match f(at, &args) {
