@@ -6,8 +6,8 @@ sockets, every reply compared byte for byte.
 
 Both servers must be running on --host (127.0.0.1) without a password; both are FLUSHALLed. Two
 streams run per seed: one in RESP2 and one that starts with HELLO 3. Commands come from a small
-key space (so they collide) and cover the string, hash, key, connection and server commands
-Rialto implements, with random valid and invalid arguments (wrong arity, bad integers and floats, syntax
+key space (so they collide) and cover the string, bitmap, hash, key, connection and server
+commands Rialto implements, with random valid and invalid arguments (wrong arity, bad integers and floats, syntax
 errors, conflicting options, odd casing, unknown commands and subcommands).
 
 Replies are compared byte for byte, except where Redis itself is not deterministic, which are
@@ -110,6 +110,8 @@ class Gen:
             (1, self.hkeys), (1, self.hvals), (3, self.hincrby), (2, self.hincrbyfloat),
             (2, self.hrandfield), (1, self.hscan), (1, self.hscan_all),
             (2, self.copy), (2, self.move), (1, self.touch),
+            (3, self.setbit), (2, self.getbit), (2, self.bitcount), (2, self.bitpos), (2, self.bitop),
+            (3, self.bitfield), (1, self.bitfield_ro),
         ]
         # Whether a MULTI is open (as far as the stream knows): whole-keyspace reads, CLIENT,
         # HELLO and server commands are not generated inside one (their replies inside a
@@ -450,6 +452,58 @@ class Gen:
 
     def move(self):
         return [self.ci(b"MOVE"), self.key(), self.db_arg()]
+
+    def bit_offset(self):
+        return self.rng.choice([b"0", b"1", b"7", b"8", b"13", b"63", b"100", b"200", b"-1", b"4294967296", b"x"])
+
+    def setbit(self):
+        return [self.ci(b"SETBIT"), self.key(), self.bit_offset(), self.rng.choice([b"0", b"1", b"1", b"2", b"x"])]
+
+    def getbit(self):
+        return [self.ci(b"GETBIT"), self.key(), self.bit_offset()]
+
+    def bit_range(self, n):
+        idx = [b"0", b"1", b"2", b"-1", b"-2", b"5", b"100", b"-100", b"x"]
+        args = [self.rng.choice(idx) for _ in range(n)]
+        if n and self.rng.random() < 0.4:
+            args.append(self.rng.choice([b"BYTE", b"BIT", b"bit", b"BITS"]))
+        return args
+
+    def bitcount(self):
+        return [self.ci(b"BITCOUNT"), self.key()] + self.bit_range(self.rng.choice([0, 2, 2, 1]))
+
+    def bitpos(self):
+        bit = self.rng.choice([b"0", b"1", b"1", b"2"])
+        return [self.ci(b"BITPOS"), self.key(), bit] + self.bit_range(self.rng.choice([0, 1, 2, 2]))
+
+    def bitop(self):
+        op = self.rng.choice([b"AND", b"OR", b"XOR", b"NOT", b"not", b"NAND"])
+        return [self.ci(b"BITOP"), op, self.key()] + self.keys_(1, 3)
+
+    def field_sub(self, write):
+        ty = self.rng.choice([b"i8", b"u8", b"i1", b"u1", b"i5", b"u63", b"i64", b"u64", b"i65", b"x8"])
+        off = self.rng.choice([b"0", b"3", b"8", b"#1", b"#2", b"100", b"-1", b"x"])
+        val = self.rng.choice([b"1", b"-1", b"100", b"300", b"-200", b"9223372036854775807", b"x"])
+        r = self.rng.random()
+        if not write or r < 0.35:
+            return [b"GET", ty, off]
+        if r < 0.6:
+            return [b"SET", ty, off, val]
+        if r < 0.85:
+            return [b"INCRBY", ty, off, val]
+        return [b"OVERFLOW", self.rng.choice([b"WRAP", b"SAT", b"FAIL", b"fail", b"NOPE"])]
+
+    def bitfield(self):
+        args = [self.ci(b"BITFIELD"), self.key()]
+        for _ in range(self.rng.randint(0, 3)):
+            args += self.field_sub(True)
+        return args
+
+    def bitfield_ro(self):
+        args = [self.ci(b"BITFIELD_RO"), self.key()]
+        for _ in range(self.rng.randint(0, 2)):
+            args += self.field_sub(self.rng.random() < 0.2)
+        return args
 
     def touch(self):
         return [self.ci(b"TOUCH")] + self.keys_()

@@ -13,6 +13,7 @@
 //!   [`Error`]. Two databases that apply the same ops hold the same contents.
 
 mod apply;
+pub mod bits;
 mod chunked;
 mod collections;
 mod counts;
@@ -38,7 +39,7 @@ pub use keys::{check_key, check_value_len, Keys, RawRead, Reader};
 pub use keyspace::{KeyCount, Keyspace, KeyspaceOptions, OpenError, Transaction, FLUSH_STEP_KEYS};
 pub use layout::{CorruptRecord, Kind, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
 pub use op::{
-    BadTime, Cond, ExpireCond, HashOp, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp,
+    BadTime, Cond, ExpireCond, FieldSub, HashOp, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp,
     RestorePolicy, Set, StoreOp, TtlChange, FORMAT_VERSION,
 };
 pub use rialto_lsm::Compression;

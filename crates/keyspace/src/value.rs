@@ -18,4 +18,6 @@ pub enum Value {
     Bulk(Bytes),
     /// A store as a catalog change left it.
     Store(Box<StoreMeta>),
+    /// Several replies in order (BITFIELD's).
+    Array(Vec<Value>),
 }

@@ -12,10 +12,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use proptest::prelude::*;
 use rialto_io::{Clock, Fs, MemFs, SystemClock};
+use rialto_keyspace::bits::{BitOp, FieldType, Overflow};
 use rialto_keyspace::{
-    Compression, Cond, ExpireCond, HashOp, Keyspace, KeyspaceOptions, LibraryOp, LibrarySource, Op,
-    OpKind, RestorePolicy, Set, StoreOp, StoreOptions, StoreSettings, TtlChange, Value,
-    VersionInfo,
+    Compression, Cond, ExpireCond, FieldSub, HashOp, Keyspace, KeyspaceOptions, LibraryOp,
+    LibrarySource, Op, OpKind, RestorePolicy, Set, StoreOp, StoreOptions, StoreSettings, TtlChange,
+    Value, VersionInfo,
 };
 
 const KEYS: &[&str] = &["a", "b", "c", "n", "s:x", "s:y", "t:z"];
@@ -158,6 +159,22 @@ fn kind() -> impl Strategy<Value = OpKind> {
         1 => (key(), key(), 0u8..2, any::<bool>())
             .prop_map(|(src, dst, dst_db, replace)| OpKind::Copy { src, dst, dst_db, replace }),
         1 => (key(), 0u8..2).prop_map(|(key, dst_db)| OpKind::Move { key, dst_db }),
+        1 => (key(), 0u64..40, any::<bool>()).prop_map(|(key, offset, on)| OpKind::SetBit { key, offset, on }),
+        1 => (prop::sample::select(&[BitOp::And, BitOp::Or, BitOp::Xor, BitOp::Not][..]), key(), prop::collection::vec(key(), 1..3))
+            .prop_map(|(op, dst, mut keys)| {
+                if op == BitOp::Not {
+                    keys.truncate(1);
+                }
+                OpKind::BitOp { op, dst, keys }
+            }),
+        1 => (key(), 0u64..30, -300i64..300, prop::sample::select(&[Overflow::Wrap, Overflow::Sat, Overflow::Fail][..]))
+            .prop_map(|(key, offset, incr, overflow)| OpKind::BitField {
+                key,
+                subs: vec![
+                    FieldSub::IncrBy { ty: FieldType { signed: true, bits: 8 }, offset, incr, overflow },
+                    FieldSub::Get { ty: FieldType { signed: false, bits: 5 }, offset },
+                ],
+            }),
         1 => Just(OpKind::ExpireDue { entries: Vec::new() }),
         1 => (any::<bool>(), 1u64..4).prop_map(|(all, limit)| OpKind::FlushStep { all, limit }),
         1 => (0u16..16384, 0u16..8192, prop::option::of(key()), 1u64..4).prop_map(|(first, span, from, limit)| {

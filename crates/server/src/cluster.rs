@@ -531,7 +531,13 @@ impl Payload {
                     key(src);
                     key(dst);
                 }
-                OpKind::Move { key: k, .. } => key(k),
+                OpKind::Move { key: k, .. }
+                | OpKind::SetBit { key: k, .. }
+                | OpKind::BitField { key: k, .. } => key(k),
+                OpKind::BitOp { dst, keys: ks, .. } => {
+                    key(dst);
+                    ks.iter().for_each(|k| key(k));
+                }
                 OpKind::ExpireDue { entries } => {
                     for (db, _, k) in entries {
                         keys.push(key_hash(*db, k));

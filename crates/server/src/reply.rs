@@ -134,6 +134,7 @@ pub fn value(v: rialto_keyspace::Value) -> Reply {
         V::Int(n) => Reply::Integer(n),
         V::Bulk(b) => Reply::Bulk(b),
         V::Store(m) => crate::commands::store::describe(&m),
+        V::Array(items) => Reply::Array(items.into_iter().map(value).collect()),
     }
 }
 

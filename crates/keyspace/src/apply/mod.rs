@@ -6,6 +6,7 @@
 //! function of the database's contents and the ops applied since it was loaded. An op that
 //! fails writes nothing, even if it staged writes first.
 
+mod bitmaps;
 mod catalog;
 mod hashes;
 mod keys;
@@ -90,6 +91,9 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
             replace,
         } => keys::copy(k, src, dst, *dst_db, *replace),
         OpKind::Move { key, dst_db } => keys::move_to(k, key, *dst_db),
+        OpKind::SetBit { key, offset, on } => bitmaps::setbit(k, key, *offset, *on),
+        OpKind::BitOp { op, dst, keys } => bitmaps::bitop(k, *op, dst, keys),
+        OpKind::BitField { key, subs } => bitmaps::bitfield(k, key, subs),
         OpKind::ExpireDue { entries } => keys::expire_due(k, entries),
         OpKind::Store(_)
         | OpKind::FlushStep { .. }

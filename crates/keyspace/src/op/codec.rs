@@ -48,6 +48,11 @@
 //!  32 StoreConfigure name: string | settings
 //!  36 Copy         src | dst | dst_db: u8 | replace: u8
 //!  37 Move         key | dst_db: u8
+//!  38 SetBit       key | offset: u64 | on: u8
+//!  39 BitOp        op: u8 (0 AND, 1 OR, 2 XOR, 3 NOT) | dst | n: u64 | key*n
+//!  40 BitField     key | n: u64 | sub*n
+//!       sub := what: u8 (0 GET, 1 SET, 2 INCRBY) | signed: u8 | bits: u8 | offset: u64
+//!              | [value: i64 | overflow: u8 (0 WRAP, 1 SAT, 2 FAIL) if SET or INCRBY]
 //!  33 Hash         write: u8 | body
 //!       1 set       key | ok: u8 | n: u64 | (field | value)*n
 //!       2 setnx     key | field | value
@@ -66,9 +71,10 @@
 use bytes::Bytes;
 
 use super::{
-    BadTime, Cond, ExpireCond, HashOp, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp,
+    BadTime, Cond, ExpireCond, FieldSub, HashOp, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp,
     RestorePolicy, Set, StoreOp, TtlChange,
 };
+use crate::bits::{BitOp, FieldType, Overflow};
 use crate::error::{Error, Result};
 use crate::stores::{StoreSettings, VersionInfo};
 
@@ -351,6 +357,60 @@ impl Op {
                 w.u8(37);
                 w.bytes(key);
                 w.u8(*dst_db);
+            }
+            OpKind::SetBit { key, offset, on } => {
+                w.u8(38);
+                w.bytes(key);
+                w.u64(*offset);
+                w.u8(u8::from(*on));
+            }
+            OpKind::BitOp { op, dst, keys } => {
+                w.u8(39);
+                w.u8(match op {
+                    BitOp::And => 0,
+                    BitOp::Or => 1,
+                    BitOp::Xor => 2,
+                    BitOp::Not => 3,
+                });
+                w.bytes(dst);
+                w.u64(keys.len() as u64);
+                for k in keys {
+                    w.bytes(k);
+                }
+            }
+            OpKind::BitField { key, subs } => {
+                w.u8(40);
+                w.bytes(key);
+                w.u64(subs.len() as u64);
+                for s in subs {
+                    let (what, ty, offset, rest) = match *s {
+                        FieldSub::Get { ty, offset } => (0, ty, offset, None),
+                        FieldSub::Set {
+                            ty,
+                            offset,
+                            value,
+                            overflow,
+                        } => (1, ty, offset, Some((value, overflow))),
+                        FieldSub::IncrBy {
+                            ty,
+                            offset,
+                            incr,
+                            overflow,
+                        } => (2, ty, offset, Some((incr, overflow))),
+                    };
+                    w.u8(what);
+                    w.u8(u8::from(ty.signed));
+                    w.u8(ty.bits);
+                    w.u64(offset);
+                    if let Some((v, o)) = rest {
+                        w.i64(v);
+                        w.u8(match o {
+                            Overflow::Wrap => 0,
+                            Overflow::Sat => 1,
+                            Overflow::Fail => 2,
+                        });
+                    }
+                }
             }
             OpKind::Hash(h) => {
                 w.u8(33);
@@ -666,6 +726,79 @@ impl Op {
                 key: r.bytes()?,
                 dst_db: r.u8()?,
             },
+            38 => OpKind::SetBit {
+                key: r.bytes()?,
+                offset: r.u64()?,
+                on: r.bool()?,
+            },
+            39 => {
+                let op = match r.u8()? {
+                    0 => BitOp::And,
+                    1 => BitOp::Or,
+                    2 => BitOp::Xor,
+                    3 => BitOp::Not,
+                    _ => return Err(Error::BadOp("unknown BITOP operation")),
+                };
+                let dst = r.bytes()?;
+                let n = r.count(1)?;
+                let mut keys = Vec::with_capacity(n);
+                for _ in 0..n {
+                    keys.push(r.bytes()?);
+                }
+                OpKind::BitOp { op, dst, keys }
+            }
+            40 => {
+                let key = r.bytes()?;
+                // Each takes at least 4 bytes (a GET at a small offset).
+                let n = r.count(4)?;
+                let mut subs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let what = r.u8()?;
+                    let signed = r.bool()?;
+                    let bits = r.u8()?;
+                    let ty = FieldType { signed, bits };
+                    if FieldType::parse(
+                        format!("{}{bits}", if signed { 'i' } else { 'u' }).as_bytes(),
+                    ) != Some(ty)
+                    {
+                        return Err(Error::BadOp("bad BITFIELD type"));
+                    }
+                    let offset = r.u64()?;
+                    let mut rest = || -> Result<(i64, Overflow)> {
+                        let v = r.i64()?;
+                        let o = match r.u8()? {
+                            0 => Overflow::Wrap,
+                            1 => Overflow::Sat,
+                            2 => Overflow::Fail,
+                            _ => return Err(Error::BadOp("bad BITFIELD overflow")),
+                        };
+                        Ok((v, o))
+                    };
+                    subs.push(match what {
+                        0 => FieldSub::Get { ty, offset },
+                        1 => {
+                            let (value, overflow) = rest()?;
+                            FieldSub::Set {
+                                ty,
+                                offset,
+                                value,
+                                overflow,
+                            }
+                        }
+                        2 => {
+                            let (incr, overflow) = rest()?;
+                            FieldSub::IncrBy {
+                                ty,
+                                offset,
+                                incr,
+                                overflow,
+                            }
+                        }
+                        _ => return Err(Error::BadOp("bad BITFIELD operation")),
+                    });
+                }
+                OpKind::BitField { key, subs }
+            }
             33 => OpKind::Hash(match r.u8()? {
                 1 => {
                     let key = r.bytes()?;

@@ -258,12 +258,61 @@ pub enum OpKind {
         /// REPLACE: an existing destination is overwritten.
         replace: bool,
     },
+    /// SETBIT key offset value: the bit's old value (the string grows with zero bytes).
+    SetBit {
+        /// The key.
+        key: Bytes,
+        /// The bit, from the first byte's most significant.
+        offset: u64,
+        /// Set or clear.
+        on: bool,
+    },
+    /// BITOP op destkey key...: the destination's new length (0: deleted).
+    BitOp {
+        /// The operation.
+        op: crate::bits::BitOp,
+        /// Where the result goes.
+        dst: Bytes,
+        /// The sources (one for NOT).
+        keys: Vec<Bytes>,
+    },
+    /// BITFIELD key with at least one SET or INCRBY: a reply per GET, SET and INCRBY.
+    BitField {
+        /// The key.
+        key: Bytes,
+        /// What to do, in order.
+        subs: Vec<FieldSub>,
+    },
     /// MOVE key db: 1 if moved, 0 if missing here or present there.
     Move {
         /// The key.
         key: Bytes,
         /// The database it moves to.
         dst_db: u8,
+    },
+}
+
+/// One operation of BITFIELD, with the overflow policy in force where it appears.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldSub {
+    /// GET type offset.
+    Get {
+        ty: crate::bits::FieldType,
+        offset: u64,
+    },
+    /// SET type offset value: replies the old value.
+    Set {
+        ty: crate::bits::FieldType,
+        offset: u64,
+        value: i64,
+        overflow: crate::bits::Overflow,
+    },
+    /// INCRBY type offset increment: replies the new value.
+    IncrBy {
+        ty: crate::bits::FieldType,
+        offset: u64,
+        incr: i64,
+        overflow: crate::bits::Overflow,
     },
 }
 

@@ -36,11 +36,17 @@ pub mod util;
 mod util_opts;
 
 mod append;
+mod bitcount;
+mod bitfield;
+mod bitfield_ro;
+mod bitop;
+mod bitpos;
 mod copy;
 mod del;
 mod exists;
 mod expire;
 mod get;
+mod getbit;
 mod getdel;
 mod getex;
 mod getrange;
@@ -70,6 +76,7 @@ mod persist;
 mod rename;
 mod role;
 mod set;
+mod setbit;
 mod setex;
 mod setnx;
 mod setrange;
@@ -134,6 +141,13 @@ pub static COMMANDS: &[CommandSpec] = &[
     getex::GETEX,
     mget::MGET,
     mset::MSET,
+    setbit::SETBIT,
+    getbit::GETBIT,
+    bitcount::BITCOUNT,
+    bitpos::BITPOS,
+    bitop::BITOP,
+    bitfield::BITFIELD,
+    bitfield_ro::BITFIELD_RO,
     hdel::HDEL,
     hexists::HEXISTS,
     hget::HGET,
