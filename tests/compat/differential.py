@@ -111,7 +111,7 @@ class Gen:
             (2, self.hrandfield), (1, self.hscan), (1, self.hscan_all),
             (2, self.copy), (2, self.move), (1, self.touch),
             (3, self.setbit), (2, self.getbit), (2, self.bitcount), (2, self.bitpos), (2, self.bitop),
-            (3, self.bitfield), (1, self.bitfield_ro),
+            (3, self.bitfield), (1, self.bitfield_ro), (2, self.lcs),
         ]
         # Whether a MULTI is open (as far as the stream knows): whole-keyspace reads, CLIENT,
         # HELLO and server commands are not generated inside one (their replies inside a
@@ -503,6 +503,12 @@ class Gen:
         args = [self.ci(b"BITFIELD_RO"), self.key()]
         for _ in range(self.rng.randint(0, 2)):
             args += self.field_sub(self.rng.random() < 0.2)
+        return args
+
+    def lcs(self):
+        args = [self.ci(b"LCS"), self.key(), self.key()]
+        for _ in range(self.rng.randint(0, 3)):
+            args += self.rng.choice([[b"LEN"], [b"IDX"], [b"WITHMATCHLEN"], [b"MINMATCHLEN", self.rng.choice([b"0", b"2", b"-1", b"x"])], [b"MINMATCHLEN"], [b"nope"]])
         return args
 
     def touch(self):

@@ -103,6 +103,7 @@ mod hello;
 mod info;
 mod keys;
 mod latency;
+mod lcs;
 mod memory;
 mod monitor;
 mod multi;
@@ -143,6 +144,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     mset::MSET,
     setbit::SETBIT,
     getbit::GETBIT,
+    lcs::LCS,
     bitcount::BITCOUNT,
     bitpos::BITPOS,
     bitop::BITOP,
