@@ -361,16 +361,20 @@ impl<T: RawWrite + ?Sized> Keys<'_, T> {
         }
     }
 
-    /// Deletes `key` and reports whether it existed.
+    /// Deletes `key` and reports whether it existed. A record whose time has passed is
+    /// deleted too (reported as absent), as Redis expires a key a write command finds.
     pub fn remove(&mut self, key: &[u8]) -> Result<bool> {
-        let existed = self.get(key)?;
-        if let Some(rec) = &existed {
+        if key.len() > layout::MAX_USER_KEY_LEN {
+            return Ok(false);
+        }
+        let found = self.get_including_expired(key)?;
+        if let Some(rec) = &found {
             self.delete(key);
             if let Some(at) = rec.expire_at_ms {
                 self.io.delete_raw(&layout::expiry_key(self.db, at, key));
             }
         }
-        Ok(existed.is_some())
+        Ok(found.is_some_and(|r| !r.expired(self.now_ms)))
     }
 
     /// Replaces `key`'s record by the string `value`, dropping the old record's expiry key

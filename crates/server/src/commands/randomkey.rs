@@ -1,6 +1,8 @@
-//! RANDOMKEY — seeks to a random point of the key order and returns the next live key
-//! (wrapping once). Keys after large gaps in the key space are more likely than others; Redis
-//! gives no uniformity promise either.
+//! RANDOMKEY — uniform over the keys while the database holds at most `UNIFORM_MAX` of them
+//! (by its maintained count): they are walked and one is drawn. Beyond, a walk would cost too
+//! much for one call: it seeks to a random point of the key order and returns the next live
+//! key (wrapping once), where keys after large gaps in the key space are more likely than
+//! others.
 
 use bytes::Bytes;
 use rialto_resp::Reply;
@@ -24,12 +26,36 @@ pub const RANDOMKEY: CommandSpec = cmd(
 ))
 .handler(Handler::Conn(run));
 
+/// Most keys RANDOMKEY walks to draw one uniformly.
+const UNIFORM_MAX: u64 = 10_000;
+
 pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     let db = ctx.client.db;
     let now = ctx.shared.now_ms();
+    let scope = crate::cluster::KeyScope::of(ctx.shared, ctx.client);
+    let part = ctx.shared.cluster.is_some().then(|| scope.partition());
+    if ctx.shared.keyspace.key_count(db, part).keys <= UNIFORM_MAX {
+        let mut keys = Vec::new();
+        let r = ctx
+            .shared
+            .keyspace
+            .walk_keys_in(scope.partition(), db, None, now, |k, _| {
+                if scope.covers(k) {
+                    keys.push(Bytes::copy_from_slice(k));
+                }
+                keys.len() as u64 <= UNIFORM_MAX
+            });
+        if let Err(e) = r {
+            return Outcome::Reply(reply::keyspace_error(&e));
+        }
+        if keys.len() as u64 <= UNIFORM_MAX {
+            use rand::seq::SliceRandom;
+            let picked = keys.choose(&mut rand::thread_rng()).cloned();
+            return Outcome::Reply(picked.map_or(Reply::Null, Reply::Bulk));
+        }
+    }
     let start: [u8; 8] = rand::random();
     let mut found = None;
-    let scope = crate::cluster::KeyScope::of(ctx.shared, ctx.client);
     for from in [Some(&start[..]), None] {
         let r = ctx
             .shared
