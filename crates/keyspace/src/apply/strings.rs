@@ -87,9 +87,8 @@ pub(super) fn msetnx(k: &mut W<'_, '_, '_>, pairs: &[(Bytes, Bytes)]) -> Result<
 
 pub(super) fn getdel(k: &mut W<'_, '_, '_>, key: &[u8]) -> Result<Value> {
     let old = k.get_string(key)?;
-    if old.is_some() {
-        k.remove(key)?;
-    }
+    // Also deletes a record whose time has passed.
+    k.remove(key)?;
     Ok(old_value(&old))
 }
 
