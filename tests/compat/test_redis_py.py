@@ -1315,3 +1315,39 @@ def test_client_list_shows_the_query_buffer_and_the_subcommand(r):
     me = r.client_id()
     mine = [c for c in r.client_list() if str(c["id"]) == str(me)]
     assert len(mine) == 1 and mine[0]["cmd"] == "client|list" and str(mine[0]["qbuf"]) == "26", mine
+
+
+def test_feature_store_hashes_written_and_read_in_pipelines(r):
+    # One hash per entity, 20 features, written with HSET plus EXPIRE in pipelines and read
+    # back with pipelined HMGET of a few features, as a feature store serving a model does.
+    entities, features = 300, [f"f{i:02d}" for i in range(20)]
+    rng = random.Random(7)
+    truth = {}
+    for start in range(0, entities, 50):
+        pipe = r.pipeline(transaction=False)
+        for e in range(start, start + 50):
+            row = {f: f"{rng.random():.6f}" for f in features}
+            # Some rows with a long value: their hashes keep fields as keys of their own.
+            if e % 7 == 0:
+                row["f19"] = "x" * 100
+            truth[e] = row
+            pipe.hset(f"user:{e}", mapping=row)
+            pipe.expire(f"user:{e}", 3600)
+        assert pipe.execute() == [20, True] * 50
+    wanted = ["f03", "f07", "f11", "f19", "missing"]
+    pipe = r.pipeline(transaction=False)
+    for e in range(entities):
+        pipe.hmget(f"user:{e}", wanted)
+    for e, got in enumerate(pipe.execute()):
+        want = [truth[e].get(f) for f in wanted]
+        assert [s(v) for v in got] == want, e
+    assert r.hlen("user:0") == 20 and 3500 < r.ttl("user:0") <= 3600
+    assert r.object("encoding", "user:1") == b"listpack"
+    assert r.object("encoding", "user:0") == b"hashtable"
+    assert r.dbsize() == entities
+    # An update of one feature keeps the others and the TTL.
+    r.hset("user:5", "f03", "updated")
+    assert s(r.hmget("user:5", "f03", "f04")) == ["updated", truth[5]["f04"]]
+    assert r.ttl("user:5") > 3500
+    assert r.delete(*[f"user:{e}" for e in range(entities)]) == entities
+    assert r.dbsize() == 0
