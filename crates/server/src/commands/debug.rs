@@ -604,5 +604,19 @@ mod tests {
         let mut d = [0u8; 20];
         value_digest(&mut d, &rec(b"x", true), &[]);
         assert_eq!(show(&d), "0745672cb1bf060476eedeb8a28f5ffe1ff5a2be");
+        // DIGEST-VALUE of the hash {a: 1, b: 2, c: 3}, its fields in any order.
+        let hash = rialto_keyspace::Record {
+            kind: rialto_keyspace::Kind::Hash,
+            ..rec(b"", false)
+        };
+        let b = |x: &'static [u8]| Bytes::from_static(x);
+        for fields in [
+            [(b(b"a"), b(b"1")), (b(b"b"), b(b"2")), (b(b"c"), b(b"3"))],
+            [(b(b"c"), b(b"3")), (b(b"a"), b(b"1")), (b(b"b"), b(b"2"))],
+        ] {
+            let mut d = [0u8; 20];
+            value_digest(&mut d, &hash, &fields);
+            assert_eq!(show(&d), "b60c36e529712296d694f27b5914cbe84950995e");
+        }
     }
 }
