@@ -56,6 +56,11 @@ pub struct Config {
     /// `hash-max-listpack-entries` and `-value`: when a hash stops being packed.
     pub hash_max_listpack_entries: usize,
     pub hash_max_listpack_value: usize,
+    /// `set-max-intset-entries`, `set-max-listpack-entries` and `-value`: when a set stops
+    /// being packed.
+    pub set_max_intset_entries: usize,
+    pub set_max_listpack_entries: usize,
+    pub set_max_listpack_value: usize,
     pub slowlog_log_slower_than: i64,
     pub slowlog_max_len: usize,
     /// `latency-monitor-threshold`: milliseconds from which LATENCY records an event; 0 off.
@@ -173,6 +178,9 @@ impl Default for Config {
             collection_reclaim_batch: 10_000,
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            set_max_listpack_entries: 128,
+            set_max_listpack_value: 64,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
             latency_monitor_threshold_ms: 0,
@@ -539,6 +547,12 @@ pub static KEYS: &[Key] = &[
         |c, v| c.hash_max_listpack_value = parse_num(v)?, |c| c.hash_max_listpack_value.to_string()),
     key!("hash-max-ziplist-value", true, "The same setting as hash-max-listpack-value.",
         |c, v| c.hash_max_listpack_value = parse_num(v)?, |c| c.hash_max_listpack_value.to_string()),
+    key!("set-max-intset-entries", true, "Most members a set of integers keeps packed in its one record (default 512; OBJECT ENCODING intset, members in numeric order). A member that is no integer, or more members, end intset mode for good; the set then stays packed within set-max-listpack-entries and set-max-listpack-value, else its members become keys of their own (OBJECT ENCODING hashtable either way, as Redis 7.0 names every set that is no intset). A set never goes back. Under a store's prefix sets are always packed.",
+        |c, v| c.set_max_intset_entries = parse_num(v)?, |c| c.set_max_intset_entries.to_string()),
+    key!("set-max-listpack-entries", true, "Most members a packed set that is no intset holds (default 128); see set-max-intset-entries.",
+        |c, v| c.set_max_listpack_entries = parse_num(v)?, |c| c.set_max_listpack_entries.to_string()),
+    key!("set-max-listpack-value", true, "Longest member, in bytes, a packed set that is no intset holds (default 64); see set-max-intset-entries.",
+        |c, v| c.set_max_listpack_value = parse_num(v)?, |c| c.set_max_listpack_value.to_string()),
     key!("slowlog-log-slower-than", true, "Log commands slower than this many microseconds (default 10000; 0 all; negative none).",
         |c, v| c.slowlog_log_slower_than = parse_num(v)?, |c| c.slowlog_log_slower_than.to_string()),
     key!("slowlog-max-len", true, "Entries kept in the slow log (default 128).",

@@ -246,6 +246,8 @@ pub enum OpKind {
     Library(LibraryOp),
     /// A write to a hash.
     Hash(HashOp),
+    /// A write to a set (`Set` is SET's).
+    Sets(SetOp),
 }
 
 impl HashOp {
@@ -308,6 +310,66 @@ pub enum HashOp {
         /// The increment as given (checked where the command arrived).
         incr: Bytes,
     },
+}
+
+/// A write to sets: each creates a set if needed and deletes it with its last member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetOp {
+    /// SADD: how many members are new.
+    Add {
+        /// The key.
+        key: Bytes,
+        /// The members.
+        members: Vec<Bytes>,
+    },
+    /// SREM: how many members were removed.
+    Rem {
+        /// The key.
+        key: Bytes,
+        /// The members.
+        members: Vec<Bytes>,
+    },
+    /// SPOP: one member (no count) or up to `count`, picked by `seed` so that every node
+    /// applying the op pops the same ones.
+    Pop {
+        /// The key.
+        key: Bytes,
+        /// SPOP's count, if given.
+        count: Option<u64>,
+        /// Chosen where the command arrived.
+        seed: u64,
+    },
+    /// SMOVE: 1 if the member moved (or is in `src` when `src` is `dst`).
+    Move {
+        /// The source set.
+        src: Bytes,
+        /// The destination set.
+        dst: Bytes,
+        /// The member.
+        member: Bytes,
+    },
+    /// SINTERSTORE, SUNIONSTORE, SDIFFSTORE: the result's size; the result replaces `dst`.
+    Store {
+        /// Which algebra.
+        algebra: SetAlgebra,
+        /// The destination.
+        dst: Bytes,
+        /// The sets read.
+        keys: Vec<Bytes>,
+    },
+}
+
+pub use crate::collections::set::Algebra as SetAlgebra;
+
+impl SetOp {
+    /// Every key it reads or writes.
+    pub fn keys(&self) -> Vec<&Bytes> {
+        match self {
+            SetOp::Add { key, .. } | SetOp::Rem { key, .. } | SetOp::Pop { key, .. } => vec![key],
+            SetOp::Move { src, dst, .. } => vec![src, dst],
+            SetOp::Store { dst, keys, .. } => std::iter::once(dst).chain(keys).collect(),
+        }
+    }
 }
 
 /// A change of the store catalog: it runs alone, and reads of the published state see the new

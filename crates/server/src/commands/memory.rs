@@ -334,7 +334,8 @@ fn usage(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
 
 /// MEMORY USAGE of a collection: the key's share as for a string, plus its members' bytes —
 /// the packed record's payload, or for a large hash its field and value bytes with a
-/// `dictEntry` and two `sds` headers each, as Redis's hash table holds them.
+/// `dictEntry` and two `sds` headers each, as Redis's hash table holds them (a large set's
+/// members with one `dictEntry` and `sds` header each).
 fn collection_usage(
     k: &mut R<'_, '_>,
     key: &[u8],
@@ -345,6 +346,15 @@ fn collection_usage(
     let key_bytes = size_class(sds_header(key.len(), true) + key.len() + 1) + DICT_ENTRY + ROBJ;
     if !rec.large {
         return Ok(key_bytes + size_class(rec.value.len()));
+    }
+    let sds = |b: &Bytes| size_class(sds_header(b.len(), false) + b.len() + 1);
+    if rec.kind == rialto_keyspace::Kind::Set {
+        // A set's table holds each member as a `dictEntry` key alone.
+        let Some(s) = k.set(key)? else {
+            return Ok(key_bytes);
+        };
+        let members = super::util::checked(s.members(k.keys()))?;
+        return Ok(key_bytes + members.iter().map(|m| DICT_ENTRY + sds(m)).sum::<usize>());
     }
     let Some(h) = k.hash(key)? else {
         return Ok(key_bytes);

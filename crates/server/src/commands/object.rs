@@ -134,7 +134,9 @@ pub fn encoding_of(rec: &Record) -> &'static str {
         (Kind::String, _) => super::debug::encoding(&rec.value),
         (Kind::Hash, false) => "listpack",
         (Kind::Hash, true) => "hashtable",
-        (Kind::Set, false) => "listpack",
+        // Redis 7.0 keeps a small set as an intset or a hash table.
+        (Kind::Set, false) if rialto_keyspace::is_intset_record(rec) => "intset",
+        (Kind::Set, false) => "hashtable",
         (Kind::Set, true) => "hashtable",
         (Kind::ZSet, false) => "listpack",
         (Kind::ZSet, true) => "skiplist",
