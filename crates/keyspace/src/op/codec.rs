@@ -982,6 +982,56 @@ mod tests {
     use super::*;
 
     #[test]
+    fn set_writes_round_trip_and_spop_is_laid_out_as_documented() {
+        let b = |s: &'static str| Bytes::from_static(s.as_bytes());
+        for op in [
+            SetOp::Add {
+                key: b("k"),
+                members: vec![b("1"), b("a")],
+            },
+            SetOp::Rem {
+                key: b("k"),
+                members: vec![b("")],
+            },
+            SetOp::Pop {
+                key: b("k"),
+                count: None,
+                seed: u64::MAX,
+            },
+            SetOp::Pop {
+                key: b("k"),
+                count: Some(3),
+                seed: 0,
+            },
+            SetOp::Move {
+                src: b("a"),
+                dst: b("b"),
+                member: b("m"),
+            },
+            SetOp::Store {
+                algebra: SetAlgebra::Diff,
+                dst: b("d"),
+                keys: vec![b("a"), b("b")],
+            },
+        ] {
+            let op = Op::new(1, 2, OpKind::Sets(op));
+            assert_eq!(Op::decode(&op.encode()).unwrap(), op);
+        }
+        let op = Op::new(
+            0,
+            0,
+            OpKind::Sets(SetOp::Pop {
+                key: b("k"),
+                count: Some(5),
+                seed: 1,
+            }),
+        );
+        let enc = op.encode();
+        // kind 34, write 3, key, seed (varint), has_count, count (varint).
+        assert!(enc.ends_with(&[34, 3, 1, b'k', 1, 1, 5]), "{enc:?}");
+    }
+
+    #[test]
     fn a_set_is_laid_out_as_documented() {
         let op = Op::new(
             3,
