@@ -537,7 +537,7 @@ pub static KEYS: &[Key] = &[
         |c, v| { let n: u32 = parse_num(v)?; c.hz = n.clamp(1, 500) }, |c| c.hz.to_string()),
     key!("active-expire-batch", true, "Most expired keys one pass deletes per database (default 1000).",
         |c, v| c.active_expire_batch = parse_num::<usize>(v)?.max(1), |c| c.active_expire_batch.to_string()),
-    key!("collection-reclaim-batch", true, "Most member keys of deleted, expired or overwritten large collections (hashes) one background pass deletes; passes run hz times a second (default 10000). The client's DEL is O(1) whatever the size: the members become unreachable at once and their space is reclaimed by these passes.",
+    key!("collection-reclaim-batch", true, "Most member keys of deleted, expired or overwritten large collections (hashes, sets) one background pass deletes; passes run hz times a second (default 10000). The client's DEL is O(1) whatever the size: the members become unreachable at once and their space is reclaimed by these passes.",
         |c, v| c.collection_reclaim_batch = parse_num::<usize>(v)?.max(1), |c| c.collection_reclaim_batch.to_string()),
     key!("hash-max-listpack-entries", true, "Most fields a hash keeps packed in its one record (default 128): a read of any fields is one point read, a write rewrites the record. Beyond it, or beyond hash-max-listpack-value, the hash's fields become keys of their own (OBJECT ENCODING hashtable); a hash never goes back. Under a store's prefix hashes are always packed. Also named hash-max-ziplist-entries.",
         |c, v| c.hash_max_listpack_entries = parse_num(v)?, |c| c.hash_max_listpack_entries.to_string()),

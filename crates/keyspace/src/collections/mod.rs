@@ -202,7 +202,8 @@ pub(crate) fn repack<T: crate::keys::RawRead + ?Sized>(
 /// When a packed collection becomes large: Redis's `*-max-listpack-entries` and
 /// `*-max-listpack-value`, settable at run time (CONFIG SET). Encoding is not content: nodes
 /// with different thresholds hold the same data and give the same replies, except for
-/// OBJECT ENCODING and the order HGETALL returns a hash's fields in.
+/// OBJECT ENCODING and the order HGETALL (SMEMBERS) returns a hash's fields (a set's members)
+/// in.
 #[derive(Debug)]
 pub struct Encodings {
     hash_max_entries: AtomicUsize,
