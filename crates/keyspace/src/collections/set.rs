@@ -27,7 +27,7 @@ const MODE_INTSET: u8 = 0;
 const MODE_LISTPACK: u8 = 1;
 
 /// A set's members as its record holds them.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 enum Members {
     /// In the record: `intset` mode (integers sorted by value) or insertion order.
     Packed { intset: bool, items: Vec<Bytes> },
@@ -130,16 +130,7 @@ impl SetValue {
 
     /// Every member: a packed set's in its order, a large one's in the order of their hashes.
     pub fn members<T: RawRead + ?Sized>(&self, k: &mut Keys<'_, T>) -> Result<Vec<Bytes>> {
-        let mut out = Vec::with_capacity(self.len().min(1 << 20) as usize);
-        let mut cursor = 0;
-        loop {
-            let (page, next) = self.page(k, cursor, SCAN_CHUNK)?;
-            out.extend(page);
-            if next == 0 {
-                return Ok(out);
-            }
-            cursor = next;
-        }
+        all_of(&self.members, k)
     }
 
     /// About `count` members from `cursor` on (0: the start), and the cursor of the next page
@@ -152,55 +143,81 @@ impl SetValue {
         cursor: u64,
         count: usize,
     ) -> Result<(Vec<Bytes>, u64)> {
-        let h = match &self.members {
-            Members::Packed { items, .. } => return Ok((items.clone(), 0)),
-            Members::Large(h) => h,
-        };
-        let (_, upper) = member_range(h.version);
-        let lower = member_key(h.version, &cursor.to_be_bytes());
-        let count = count.max(1);
-        let mut raw = k.io.scan_raw(&lower, &upper, count + 1)?;
-        let mut next = 0;
-        if raw.len() > count {
-            let (after, _) = field_of(h.version, &raw[count].0).ok_or_else(bad_member)?;
-            next = after;
-            // Members sharing the next page's hash go with it.
-            while raw
-                .last()
-                .and_then(|(key, _)| field_of(h.version, key))
-                .is_some_and(|(mh, _)| mh == after)
-            {
-                raw.pop();
-            }
-            if raw.is_empty() {
-                // More than `count` members share one hash: they go together.
-                let mut from = member_key(h.version, &after.to_be_bytes());
-                next = 0;
-                'all: loop {
-                    let more = k.io.scan_raw(&from, &upper, SCAN_CHUNK)?;
-                    let n = more.len();
-                    for (key, value) in more {
-                        let (mh, _) = field_of(h.version, &key).ok_or_else(bad_member)?;
-                        if mh != after {
-                            next = mh;
-                            break 'all;
-                        }
-                        from = [&key[..], &[0]].concat();
-                        raw.push((key, value));
+        page_of(&self.members, k, cursor, count)
+    }
+}
+
+fn all_of<T: RawRead + ?Sized>(members: &Members, k: &mut Keys<'_, T>) -> Result<Vec<Bytes>> {
+    let len = match members {
+        Members::Packed { items, .. } => return Ok(items.clone()),
+        Members::Large(h) => h.count,
+    };
+    let mut out = Vec::with_capacity(len.min(1 << 20) as usize);
+    let mut cursor = 0;
+    loop {
+        let (page, next) = page_of(members, k, cursor, SCAN_CHUNK)?;
+        out.extend(page);
+        if next == 0 {
+            return Ok(out);
+        }
+        cursor = next;
+    }
+}
+
+fn page_of<T: RawRead + ?Sized>(
+    members: &Members,
+    k: &mut Keys<'_, T>,
+    cursor: u64,
+    count: usize,
+) -> Result<(Vec<Bytes>, u64)> {
+    let h = match members {
+        Members::Packed { items, .. } => return Ok((items.clone(), 0)),
+        Members::Large(h) => h,
+    };
+    let (_, upper) = member_range(h.version);
+    let lower = member_key(h.version, &cursor.to_be_bytes());
+    let count = count.max(1);
+    let mut raw = k.io.scan_raw(&lower, &upper, count + 1)?;
+    let mut next = 0;
+    if raw.len() > count {
+        let (after, _) = field_of(h.version, &raw[count].0).ok_or_else(bad_member)?;
+        next = after;
+        // Members sharing the next page's hash go with it.
+        while raw
+            .last()
+            .and_then(|(key, _)| field_of(h.version, key))
+            .is_some_and(|(mh, _)| mh == after)
+        {
+            raw.pop();
+        }
+        if raw.is_empty() {
+            // More than `count` members share one hash: they go together.
+            let mut from = member_key(h.version, &after.to_be_bytes());
+            next = 0;
+            'all: loop {
+                let more = k.io.scan_raw(&from, &upper, SCAN_CHUNK)?;
+                let n = more.len();
+                for (key, value) in more {
+                    let (mh, _) = field_of(h.version, &key).ok_or_else(bad_member)?;
+                    if mh != after {
+                        next = mh;
+                        break 'all;
                     }
-                    if n < SCAN_CHUNK {
-                        break;
-                    }
+                    from = [&key[..], &[0]].concat();
+                    raw.push((key, value));
+                }
+                if n < SCAN_CHUNK {
+                    break;
                 }
             }
         }
-        let mut out = Vec::with_capacity(raw.len());
-        for (key, _) in raw {
-            let (_, m) = field_of(h.version, &key).ok_or_else(bad_member)?;
-            out.push(Bytes::copy_from_slice(m));
-        }
-        Ok((out, next))
     }
+    let mut out = Vec::with_capacity(raw.len());
+    for (key, _) in raw {
+        let (_, m) = field_of(h.version, &key).ok_or_else(bad_member)?;
+        out.push(Bytes::copy_from_slice(m));
+    }
+    Ok((out, next))
 }
 
 fn contains<T: RawRead + ?Sized>(
@@ -390,18 +407,6 @@ impl<'e> Writer<'e> {
         }
     }
 
-    /// Every member (for a pop of the whole set).
-    fn all<T: RawWrite + ?Sized>(&self, k: &mut Keys<'_, T>) -> Result<Vec<Bytes>> {
-        match &self.members {
-            Members::Packed { items, .. } => Ok(items.clone()),
-            Members::Large(_) => SetValue {
-                rec: self.old.clone().ok_or_else(bad_member)?,
-                members: self.members.clone(),
-            }
-            .members(k),
-        }
-    }
-
     /// Writes the set's record (and, when it becomes large, its members); deletes the key if
     /// no member is left.
     fn finish<T: RawWrite + ?Sized>(
@@ -544,7 +549,7 @@ pub(crate) fn pop<T: RawWrite + ?Sized>(
         None => Popped::One(w.pop_one(k, &mut rng)?),
         Some(n) if n >= w.len() => {
             // The whole set: the key goes (a large set's members are reclaimed later).
-            let all = w.all(k)?;
+            let all = all_of(&w.members, k)?;
             k.remove(key)?;
             return Ok(Popped::Many(all));
         }
