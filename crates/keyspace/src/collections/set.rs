@@ -18,6 +18,7 @@ use super::{
 use crate::error::{Error, Result};
 use crate::keys::{check_key, check_value_len, Keys, RawRead, RawWrite};
 use crate::layout::{CorruptRecord, Kind, Record};
+use crate::op::SetAlgebra;
 
 /// Members read from a large set per engine scan.
 const SCAN_CHUNK: usize = 1024;
@@ -597,14 +598,6 @@ pub(crate) fn smove<T: RawWrite + ?Sized>(
     Ok(true)
 }
 
-/// Which set algebra.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Algebra {
-    Inter,
-    Union,
-    Diff,
-}
-
 /// The sets at `keys` (`None` for a missing key), every key's kind checked first.
 fn load_all<T: RawRead + ?Sized>(
     k: &mut Keys<'_, T>,
@@ -697,14 +690,14 @@ pub fn union_or_diff<T: RawRead + ?Sized>(
 pub(crate) fn store<T: RawWrite + ?Sized>(
     k: &mut Keys<'_, T>,
     enc: &Encodings,
-    algebra: Algebra,
+    algebra: SetAlgebra,
     dst: &[u8],
     keys: &[Bytes],
 ) -> Result<i64> {
     let result = match algebra {
-        Algebra::Inter => inter(k, keys, None)?,
-        Algebra::Union => union_or_diff(k, keys, false)?,
-        Algebra::Diff => union_or_diff(k, keys, true)?,
+        SetAlgebra::Inter => inter(k, keys, None)?,
+        SetAlgebra::Union => union_or_diff(k, keys, false)?,
+        SetAlgebra::Diff => union_or_diff(k, keys, true)?,
     };
     let old = k.get(dst)?;
     if result.is_empty() {

@@ -359,7 +359,16 @@ pub enum SetOp {
     },
 }
 
-pub use crate::collections::set::Algebra as SetAlgebra;
+/// Which set algebra a STORE form computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetAlgebra {
+    /// SINTERSTORE: the members every set has.
+    Inter,
+    /// SUNIONSTORE: the members of any set.
+    Union,
+    /// SDIFFSTORE: the members of the first set no other has.
+    Diff,
+}
 
 impl SetOp {
     /// Every key it reads or writes.
