@@ -15,8 +15,10 @@ compared structurally: TTL/PTTL/EXPIRETIME/PEXPIRETIME (within 2 s), TIME, RANDO
 CLIENT ID/LIST/INFO (type; name, db and resp fields), INFO (type; keyspace keys and expires),
 HELLO (fields other than id/server/version), COMMAND COUNT/INFO (arity and key positions),
 SLOWLOG GET/LEN (type), KEYS (as a sorted list), single SCAN calls (shape), and full SCAN
-iterations (the set of keys found; shown as `SCAN* MATCH p COUNT n` in reports). Errors are always
-compared exactly.
+iterations (the set of keys found; shown as `SCAN* MATCH p COUNT n` in reports); a hash's or a
+set's members as sorted lists (HGETALL, SMEMBERS, SINTER, SUNION, SDIFF, SPOP of a whole set),
+random picks (HRANDFIELD, SRANDMEMBER) by count, and a string's OBJECT ENCODING by being one.
+Errors are always compared exactly. SPOP is only sent with counts whose outcome is not random.
 
 On the first mismatch it prints the seed, stream, command index, command and both replies, then
 shrinks the stream (delta debugging, replaying from an empty database each time) to a short
@@ -112,6 +114,10 @@ class Gen:
             (2, self.copy), (2, self.move), (1, self.touch),
             (3, self.setbit), (2, self.getbit), (2, self.bitcount), (2, self.bitpos), (2, self.bitop),
             (3, self.bitfield), (1, self.bitfield_ro), (2, self.lcs),
+            (6, self.sadd), (3, self.srem), (3, self.sismember), (2, self.smismember),
+            (3, self.smembers), (2, self.scard), (1.5, self.spop), (2, self.srandmember),
+            (2, self.smove), (2, self.sinter), (1, self.sintercard), (2, self.sunion),
+            (2, self.sdiff), (2, self.sstore), (1, self.sscan), (1, self.object_encoding),
         ]
         # Whether a MULTI is open (as far as the stream knows): whole-keyspace reads, CLIENT,
         # HELLO and server commands are not generated inside one (their replies inside a
@@ -593,12 +599,87 @@ class Gen:
         args += [b"COUNT", self.rng.choice([b"1", b"7", b"100"])]
         return args
 
+    def member(self):
+        """A set member: integers (an intset on both sides while all are) or strings."""
+        return self.rng.choice([b"1", b"2", b"3", b"-5", b"10", b"01", b"a", b"b", b"", b"x" * 70])
+
+    def sadd(self):
+        r = self.rng.random()
+        if r < 0.03:
+            # Past set-max-listpack-entries (128) or set-max-intset-entries (512).
+            n = self.rng.choice([140, 530])
+            fmt = b"%d" if n == 530 else b"m%d"
+            return [self.ci(b"SADD"), self.key()] + [fmt % i for i in range(n)]
+        return [self.ci(b"SADD"), self.key()] + [self.member() for _ in range(self.rng.randint(1, 4))]
+
+    def srem(self):
+        return [self.ci(b"SREM"), self.key()] + [self.member() for _ in range(self.rng.randint(1, 3))]
+
+    def sismember(self):
+        return [self.ci(b"SISMEMBER"), self.key(), self.member()]
+
+    def smismember(self):
+        return [self.ci(b"SMISMEMBER"), self.key()] + [self.member() for _ in range(self.rng.randint(1, 3))]
+
+    def smembers(self):
+        return [self.ci(b"SMEMBERS"), self.key()]
+
+    def scard(self):
+        return [self.ci(b"SCARD"), self.key()]
+
+    def spop(self):
+        # Only pops whose outcome is not random: the whole set, none, or an error.
+        return [self.ci(b"SPOP"), self.key(), self.rng.choice([b"1000", b"0", b"-1", b"abc"])]
+
+    def srandmember(self):
+        args = [self.ci(b"SRANDMEMBER"), self.key()]
+        if self.rng.random() < 0.8:
+            args.append(self.rng.choice([b"0", b"1", b"3", b"1000", b"-1", b"-4", b"abc", b"-9223372036854775808"]))
+        return args
+
+    def smove(self):
+        return [self.ci(b"SMOVE"), self.key(), self.key(), self.member()]
+
+    def sinter(self):
+        return [self.ci(b"SINTER")] + self.keys_(1, 3)
+
+    def sintercard(self):
+        keys = self.keys_(1, 3)
+        args = [self.ci(b"SINTERCARD"), self.rng.choice([b"%d" % len(keys)] * 4 + [b"0", b"9", b"abc"])] + keys
+        if self.rng.random() < 0.4:
+            args += [self.ci(b"LIMIT"), self.rng.choice([b"0", b"1", b"2", b"-1", b"abc"])]
+        return args
+
+    def sunion(self):
+        return [self.ci(b"SUNION")] + self.keys_(1, 3)
+
+    def sdiff(self):
+        return [self.ci(b"SDIFF")] + self.keys_(1, 3)
+
+    def sstore(self):
+        name = self.rng.choice([b"SINTERSTORE", b"SUNIONSTORE", b"SDIFFSTORE"])
+        return [self.ci(name), self.key()] + self.keys_(1, 3)
+
+    def sscan(self):
+        args = [self.ci(b"SSCAN"), self.key(), self.rng.choice([b"0", b"0", b"abc", b""])]
+        if self.rng.random() < 0.4:
+            args += [self.ci(b"MATCH"), self.rng.choice([b"*", b"1*", b"m1*", b"[", b"?"])]
+        if self.rng.random() < 0.4:
+            args += [self.ci(b"COUNT"), self.rng.choice([b"1", b"10", b"0", b"-1", b"abc"])]
+        return args
+
+    def object_encoding(self):
+        return [self.ci(b"OBJECT"), self.ci(b"ENCODING"), self.key()]
+
     def unknown(self):
         return self.rng.choice([[b"NOSUCHCMD"], [b"nosuch", b"a", b"b"], [b"GETT", b"k0"], [b"x" * 60, b"y"]])
 
     def mutate(self, args):
         """Breaks a command: arity, a bad integer, or an extra token."""
         if args[0] in (SCAN_ALL, HSCAN_ALL) or len(args) < 1:
+            return args
+        if args[0].upper() == b"SPOP":
+            # A mutated SPOP could pop at random, and the sides would then hold different sets.
             return args
         args = list(args)
         # Keep the subcommand of container commands (a bare COMMAND lists the whole table, in
@@ -828,6 +909,34 @@ def compare(args, a, b):
         if count >= 200:
             return None if _items(ra) == _items(rb) else "HRANDFIELD: different fields"
         return None
+    if name == b"OBJECT" and sub == b"ENCODING":
+        # A string's encoding is Redis's rule for its value here; Redis's also depends on how
+        # it was written (APPEND makes it raw). Collections' encodings are compared exactly.
+        strings = (b"int", b"embstr", b"raw")
+        return None if ra.value in strings and rb.value in strings else "different encoding"
+    if name in (b"SMEMBERS", b"SINTER", b"SUNION", b"SDIFF", b"SPOP"):
+        # A set's order is its own on each side (an intset's is the same, numeric).
+        if ra.kind != rb.kind:
+            return "different reply type"
+        return None if _items(ra) == _items(rb) else f"{name.decode()}: different members"
+    if name == b"SRANDMEMBER":
+        if ra.kind != rb.kind or (ra.value is None) != (rb.value is None):
+            return "different reply type"
+        if ra.kind != "*":
+            return None
+        if len(ra.value) != len(rb.value):
+            return "SRANDMEMBER: different counts"
+        count = int(args[2]) if len(args) > 2 and args[2].lstrip(b"-").isdigit() else 0
+        # A count covering the set returns it whole on both sides.
+        if count >= 1000:
+            return None if _items(ra) == _items(rb) else "SRANDMEMBER: different members"
+        return None
+    if name == b"SSCAN":
+        if not (_scan_shape(ra) and _scan_shape(rb)):
+            return "SSCAN reply shape differs"
+        if ra.value[0].value == rb.value[0].value == b"0":
+            return None if _items(ra.value[1]) == _items(rb.value[1]) else "SSCAN: different members"
+        return None
     if name == b"HSCAN":
         if not (_scan_shape(ra) and _scan_shape(rb)):
             return "HSCAN reply shape differs"
@@ -841,7 +950,7 @@ def _items(rep):
     """The items of an array or map reply as a sorted list (nested pairs flattened)."""
     if rep.kind == "%":
         return sorted((k.value, v.value) for k, v in rep.value)
-    if rep.kind == "*" and rep.value is not None:
+    if rep.kind in ("*", "~") and rep.value is not None:
         flat = []
         for x in rep.value:
             flat.extend(y.value for y in x.value) if x.kind == "*" else flat.append(x.value)

@@ -4,7 +4,7 @@ replies compared byte for byte (RESP2, and RESP3 after HELLO 3).
 COMPAT_DIFF_SEEDS (default "1,2,3,4") and COMPAT_DIFF_COMMANDS (default 10000) scale it; for long runs
 use the CLI (`differential.py --seed N --commands 100000 --redis-port P --rialto-port Q`).
 
-The last test checks the harness itself: a proxy that plants a bug (APPEND to k3 lands on another
+The last test checks the harness itself: a proxy that plants a bug (SET of k3 lands on another
 key) must be caught and shrunk to a reproducer of a few commands.
 """
 
@@ -107,7 +107,7 @@ def test_harness_catches_and_shrinks_a_planted_bug(start_server):
     ref, other = start_server("redis"), start_server("redis")
 
     def plant(args):
-        if args[0].upper() == b"APPEND" and len(args) > 1 and args[1] == b"k3":
+        if args[0].upper() == b"SET" and len(args) > 1 and args[1] == b"k3":
             return [args[0], b"planted"] + args[2:]
         return args
 
@@ -124,4 +124,4 @@ def test_harness_catches_and_shrinks_a_planted_bug(start_server):
     _, mismatch, repro = found[0]
     assert "MISMATCH seed=1 stream=resp2 command #" in report
     assert repro is not None and 1 <= len(repro) <= 3, report
-    assert any(c[0].upper() == b"APPEND" and c[1] == b"k3" for c in repro), report
+    assert any(c[0].upper() == b"SET" and c[1] == b"k3" for c in repro), report

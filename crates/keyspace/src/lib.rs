@@ -32,6 +32,9 @@ mod walk;
 mod watch;
 
 pub use collections::hash::Hash;
+pub use collections::set::{
+    inter as set_inter, is_intset_record, union_or_diff as set_union_or_diff, SetValue,
+};
 pub use collections::Encodings;
 pub use error::{Error, LibraryError, Result};
 pub use float::add as float_add;
@@ -40,7 +43,7 @@ pub use keyspace::{KeyCount, Keyspace, KeyspaceOptions, OpenError, Transaction, 
 pub use layout::{CorruptRecord, Kind, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
 pub use op::{
     BadTime, Cond, ExpireCond, FieldSub, HashOp, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp,
-    RestorePolicy, Set, StoreOp, TtlChange, FORMAT_VERSION,
+    RestorePolicy, Set, SetAlgebra, SetOp, StoreOp, TtlChange, FORMAT_VERSION,
 };
 pub use rialto_lsm::Compression;
 pub use rialto_sort::DuplicatePolicy;

@@ -16,6 +16,8 @@ pub enum Value {
     Int(i64),
     /// A string.
     Bulk(Bytes),
+    /// Set members (SPOP with a count): a RESP3 set.
+    Members(Vec<Bytes>),
     /// A store as a catalog change left it.
     Store(Box<StoreMeta>),
     /// Several replies in order (BITFIELD's).

@@ -15,8 +15,8 @@ use rialto_io::{Clock, Fs, MemFs, SystemClock};
 use rialto_keyspace::bits::{BitOp, FieldType, Overflow};
 use rialto_keyspace::{
     Compression, Cond, ExpireCond, FieldSub, HashOp, Keyspace, KeyspaceOptions, LibraryOp,
-    LibrarySource, Op, OpKind, RestorePolicy, Set, StoreOp, StoreOptions, StoreSettings, TtlChange,
-    Value, VersionInfo,
+    LibrarySource, Op, OpKind, RestorePolicy, Set, SetAlgebra, SetOp, StoreOp, StoreOptions,
+    StoreSettings, TtlChange, Value, VersionInfo,
 };
 
 const KEYS: &[&str] = &["a", "b", "c", "n", "s:x", "s:y", "t:z"];
@@ -50,9 +50,12 @@ fn open(fs: &MemFs) -> Keyspace {
         },
     )
     .inspect(|ks| {
-        // Small thresholds, so that hashes become large within a few writes.
+        // Small thresholds, so that hashes and sets become large within a few writes.
         ks.encodings().set_hash_max_entries(3);
         ks.encodings().set_hash_max_value(8);
+        ks.encodings().set_set_max_intset_entries(4);
+        ks.encodings().set_set_max_listpack_entries(3);
+        ks.encodings().set_set_max_listpack_value(8);
     })
     .unwrap()
 }
@@ -103,6 +106,22 @@ fn hash_op() -> impl Strategy<Value = OpKind> {
     ]
 }
 
+fn set_op() -> impl Strategy<Value = OpKind> {
+    let members = || prop::collection::vec(prop_oneof![value(), field()], 1..5);
+    let algebra =
+        prop::sample::select(&[SetAlgebra::Inter, SetAlgebra::Union, SetAlgebra::Diff][..]);
+    prop_oneof![
+        3 => (key(), members()).prop_map(|(key, members)| OpKind::Sets(SetOp::Add { key, members })),
+        2 => (key(), members()).prop_map(|(key, members)| OpKind::Sets(SetOp::Rem { key, members })),
+        2 => (key(), prop::option::of(0u64..4), any::<u64>())
+            .prop_map(|(key, count, seed)| OpKind::Sets(SetOp::Pop { key, count, seed })),
+        1 => (key(), key(), value())
+            .prop_map(|(src, dst, member)| OpKind::Sets(SetOp::Move { src, dst, member })),
+        1 => (algebra, key(), prop::collection::vec(key(), 1..4))
+            .prop_map(|(algebra, dst, keys)| OpKind::Sets(SetOp::Store { algebra, dst, keys })),
+    ]
+}
+
 fn store() -> impl Strategy<Value = String> {
     prop::sample::select(&["s", "t", "u"][..]).prop_map(str::to_string)
 }
@@ -131,6 +150,7 @@ fn kind() -> impl Strategy<Value = OpKind> {
     prop_oneof![
         4 => set,
         4 => hash_op(),
+        4 => set_op(),
         1 => (key(), value()).prop_map(|(key, value)| OpKind::SetNx { key, value }),
         1 => pairs().prop_map(|pairs| OpKind::MSet { pairs }),
         1 => pairs().prop_map(|pairs| OpKind::MSetNx { pairs }),

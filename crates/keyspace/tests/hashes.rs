@@ -342,3 +342,29 @@ fn a_deleted_large_hash_is_gone_at_once_and_reclaimed_in_steps() {
     };
     assert_eq!(h.get(&b"field1"[..]).map(|v| &v[..]), Some(&b"new"[..]));
 }
+
+/// As Redis converts before it writes: a value past hash-max-listpack-value makes the hash
+/// large even when a later pair of the same HSET overwrites it.
+#[test]
+fn a_long_value_overwritten_in_the_same_hset_still_makes_the_hash_large() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    let f = Bytes::from_static(b"f");
+    ks.execute(Op::new(
+        0,
+        ks.now_ms(),
+        OpKind::Hash(HashOp::Set {
+            key: Bytes::from_static(b"h"),
+            pairs: vec![
+                (f.clone(), Bytes::from(vec![b'x'; 100])),
+                (f, Bytes::from_static(b"short")),
+            ],
+            ok: false,
+        }),
+    ))
+    .unwrap();
+    let large = ks.read(0, ks.now_ms(), |k| {
+        Hash::load(k, b"h").unwrap().unwrap().is_large()
+    });
+    assert!(large);
+}

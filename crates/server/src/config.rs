@@ -56,6 +56,11 @@ pub struct Config {
     /// `hash-max-listpack-entries` and `-value`: when a hash stops being packed.
     pub hash_max_listpack_entries: usize,
     pub hash_max_listpack_value: usize,
+    /// `set-max-intset-entries`, `set-max-listpack-entries` and `-value`: when a set stops
+    /// being packed.
+    pub set_max_intset_entries: usize,
+    pub set_max_listpack_entries: usize,
+    pub set_max_listpack_value: usize,
     pub slowlog_log_slower_than: i64,
     pub slowlog_max_len: usize,
     /// `latency-monitor-threshold`: milliseconds from which LATENCY records an event; 0 off.
@@ -173,6 +178,9 @@ impl Default for Config {
             collection_reclaim_batch: 10_000,
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            set_max_listpack_entries: 128,
+            set_max_listpack_value: 64,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
             latency_monitor_threshold_ms: 0,
@@ -529,7 +537,7 @@ pub static KEYS: &[Key] = &[
         |c, v| { let n: u32 = parse_num(v)?; c.hz = n.clamp(1, 500) }, |c| c.hz.to_string()),
     key!("active-expire-batch", true, "Most expired keys one pass deletes per database (default 1000).",
         |c, v| c.active_expire_batch = parse_num::<usize>(v)?.max(1), |c| c.active_expire_batch.to_string()),
-    key!("collection-reclaim-batch", true, "Most member keys of deleted, expired or overwritten large collections (hashes) one background pass deletes; passes run hz times a second (default 10000). The client's DEL is O(1) whatever the size: the members become unreachable at once and their space is reclaimed by these passes.",
+    key!("collection-reclaim-batch", true, "Most member keys of deleted, expired or overwritten large collections (hashes, sets) one background pass deletes; passes run hz times a second (default 10000). The client's DEL is O(1) whatever the size: the members become unreachable at once and their space is reclaimed by these passes.",
         |c, v| c.collection_reclaim_batch = parse_num::<usize>(v)?.max(1), |c| c.collection_reclaim_batch.to_string()),
     key!("hash-max-listpack-entries", true, "Most fields a hash keeps packed in its one record (default 128): a read of any fields is one point read, a write rewrites the record. Beyond it, or beyond hash-max-listpack-value, the hash's fields become keys of their own (OBJECT ENCODING hashtable); a hash never goes back. Under a store's prefix hashes are always packed. Also named hash-max-ziplist-entries.",
         |c, v| c.hash_max_listpack_entries = parse_num(v)?, |c| c.hash_max_listpack_entries.to_string()),
@@ -539,6 +547,12 @@ pub static KEYS: &[Key] = &[
         |c, v| c.hash_max_listpack_value = parse_num(v)?, |c| c.hash_max_listpack_value.to_string()),
     key!("hash-max-ziplist-value", true, "The same setting as hash-max-listpack-value.",
         |c, v| c.hash_max_listpack_value = parse_num(v)?, |c| c.hash_max_listpack_value.to_string()),
+    key!("set-max-intset-entries", true, "Most members a set of integers keeps packed in its one record (default 512; OBJECT ENCODING intset, members in numeric order). A member that is no integer, or more members, end intset mode for good; the set then stays packed within set-max-listpack-entries and set-max-listpack-value, else its members become keys of their own (OBJECT ENCODING hashtable either way, as Redis 7.0 names every set that is no intset). A set never goes back. Under a store's prefix sets are always packed.",
+        |c, v| c.set_max_intset_entries = parse_num(v)?, |c| c.set_max_intset_entries.to_string()),
+    key!("set-max-listpack-entries", true, "Most members a packed set that is no intset holds (default 128); see set-max-intset-entries.",
+        |c, v| c.set_max_listpack_entries = parse_num(v)?, |c| c.set_max_listpack_entries.to_string()),
+    key!("set-max-listpack-value", true, "Longest member, in bytes, a packed set that is no intset holds (default 64); see set-max-intset-entries.",
+        |c, v| c.set_max_listpack_value = parse_num(v)?, |c| c.set_max_listpack_value.to_string()),
     key!("slowlog-log-slower-than", true, "Log commands slower than this many microseconds (default 10000; 0 all; negative none).",
         |c, v| c.slowlog_log_slower_than = parse_num(v)?, |c| c.slowlog_log_slower_than.to_string()),
     key!("slowlog-max-len", true, "Entries kept in the slow log (default 128).",

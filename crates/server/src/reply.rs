@@ -133,6 +133,7 @@ pub fn value(v: rialto_keyspace::Value) -> Reply {
         V::Null => Reply::Null,
         V::Int(n) => Reply::Integer(n),
         V::Bulk(b) => Reply::Bulk(b),
+        V::Members(ms) => Reply::Set(ms.into_iter().map(Reply::Bulk).collect()),
         V::Store(m) => crate::commands::store::describe(&m),
         V::Array(items) => Reply::Array(items.into_iter().map(value).collect()),
     }

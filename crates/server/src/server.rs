@@ -481,6 +481,9 @@ pub(crate) fn apply_encodings(keyspace: &Keyspace, cfg: &Config) {
     let enc = keyspace.encodings();
     enc.set_hash_max_entries(cfg.hash_max_listpack_entries);
     enc.set_hash_max_value(cfg.hash_max_listpack_value);
+    enc.set_set_max_intset_entries(cfg.set_max_intset_entries);
+    enc.set_set_max_listpack_entries(cfg.set_max_listpack_entries);
+    enc.set_set_max_listpack_value(cfg.set_max_listpack_value);
 }
 
 pub fn keyspace_options(

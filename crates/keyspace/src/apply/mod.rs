@@ -10,6 +10,7 @@ mod bitmaps;
 mod catalog;
 mod hashes;
 mod keys;
+mod sets;
 mod strings;
 
 use rialto_lsm::Db;
@@ -58,6 +59,7 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
             };
             match kind {
                 OpKind::Hash(h) => hashes::apply(&mut k, &stores.encodings, h),
+                OpKind::Sets(o) => sets::apply(&mut k, &stores.encodings, o),
                 kind => data(&mut k, kind),
             }
         }
@@ -101,6 +103,7 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         | OpKind::PartitionLibrary { .. }
         | OpKind::PartitionStore { .. }
         | OpKind::Hash(_)
+        | OpKind::Sets(_)
         | OpKind::Library(_) => Err(crate::error::Error::BadOp("not a key-level op")),
     }
 }

@@ -189,6 +189,9 @@ struct Writer<'e> {
     enc: &'e Encodings,
     /// Whether the hash may become large (outside every store).
     may_grow: bool,
+    /// An argument was past `hash-max-listpack-value`: large even if a later pair of the same
+    /// write overwrote it, as Redis converts before it writes.
+    long_argument: bool,
 }
 
 impl<'e> Writer<'e> {
@@ -204,12 +207,14 @@ impl<'e> Writer<'e> {
                 fields: h.fields,
                 enc,
                 may_grow,
+                long_argument: false,
             },
             None => Writer {
                 old: None,
                 fields: Fields::Packed(Vec::new()),
                 enc,
                 may_grow,
+                long_argument: false,
             },
         })
     }
@@ -278,7 +283,8 @@ impl<'e> Writer<'e> {
         };
         let max = self.enc.hash_max_value();
         self.may_grow
-            && (p.len() > self.enc.hash_max_entries()
+            && (self.long_argument
+                || p.len() > self.enc.hash_max_entries()
                 || p.iter().any(|(f, v)| f.len() > max || v.len() > max))
     }
 
@@ -341,6 +347,8 @@ pub(crate) fn set<T: RawWrite + ?Sized>(
     check_key(key)?;
     check_pairs(pairs)?;
     let mut w = Writer::open(k, enc, key)?;
+    let max = enc.hash_max_value();
+    w.long_argument = pairs.iter().any(|(f, v)| f.len() > max || v.len() > max);
     let mut added = 0;
     for (f, v) in pairs {
         added += i64::from(w.put(k, f, v)?);

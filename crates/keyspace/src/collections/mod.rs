@@ -1,4 +1,4 @@
-//! Collections (hashes today) on the engine's ordered keyspace, in one of two encodings, as
+//! Collections (hashes and sets) on the engine's ordered keyspace, in one of two encodings, as
 //! Redis keeps small collections in one allocation and large ones in a table:
 //!
 //! - *packed*: the members are in the key's record itself ([`packed`]). A read of any number
@@ -11,6 +11,7 @@
 //! ```text
 //! header        version (u64 LE) | count (u64 LE)
 //! member key    0x0D | version (u64 BE) | h (u64 BE) | field  -> value  (hash)
+//! member key    0x0D | version (u64 BE) | h (u64 BE) | member -> empty  (set)
 //! next version  0x0E 0x00                              -> u64 LE
 //! released      0x0E 0x01 | version (u64 BE)           -> empty
 //! ```
@@ -35,6 +36,7 @@
 
 pub mod hash;
 pub(crate) mod packed;
+pub mod set;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -192,6 +194,7 @@ pub(crate) fn repack<T: crate::keys::RawRead + ?Sized>(
 ) -> Result<Vec<u8>> {
     match rec.kind {
         layout::Kind::Hash => hash::repack(k, rec),
+        layout::Kind::Set => set::repack(k, rec),
         _ => Err(Error::Corrupt(CorruptRecord("unknown collection"))),
     }
 }
@@ -225,11 +228,15 @@ pub(crate) fn copy_large<T: crate::keys::RawWrite + ?Sized>(
 /// When a packed collection becomes large: Redis's `*-max-listpack-entries` and
 /// `*-max-listpack-value`, settable at run time (CONFIG SET). Encoding is not content: nodes
 /// with different thresholds hold the same data and give the same replies, except for
-/// OBJECT ENCODING and the order HGETALL returns a hash's fields in.
+/// OBJECT ENCODING and the order HGETALL (SMEMBERS) returns a hash's fields (a set's members)
+/// in.
 #[derive(Debug)]
 pub struct Encodings {
     hash_max_entries: AtomicUsize,
     hash_max_value: AtomicUsize,
+    set_max_intset_entries: AtomicUsize,
+    set_max_listpack_entries: AtomicUsize,
+    set_max_listpack_value: AtomicUsize,
 }
 
 impl Default for Encodings {
@@ -237,6 +244,9 @@ impl Default for Encodings {
         Encodings {
             hash_max_entries: AtomicUsize::new(128),
             hash_max_value: AtomicUsize::new(64),
+            set_max_intset_entries: AtomicUsize::new(512),
+            set_max_listpack_entries: AtomicUsize::new(128),
+            set_max_listpack_value: AtomicUsize::new(64),
         }
     }
 }
@@ -258,6 +268,33 @@ impl Encodings {
 
     pub fn set_hash_max_value(&self, n: usize) {
         self.hash_max_value.store(n, Ordering::Relaxed);
+    }
+
+    /// Most members a packed set of integers holds (Redis's intset).
+    pub fn set_max_intset_entries(&self) -> usize {
+        self.set_max_intset_entries.load(Ordering::Relaxed)
+    }
+
+    /// Most members a packed set holds once one is no integer.
+    pub fn set_max_listpack_entries(&self) -> usize {
+        self.set_max_listpack_entries.load(Ordering::Relaxed)
+    }
+
+    /// Longest member a packed set holds once one is no integer.
+    pub fn set_max_listpack_value(&self) -> usize {
+        self.set_max_listpack_value.load(Ordering::Relaxed)
+    }
+
+    pub fn set_set_max_intset_entries(&self, n: usize) {
+        self.set_max_intset_entries.store(n, Ordering::Relaxed);
+    }
+
+    pub fn set_set_max_listpack_entries(&self, n: usize) {
+        self.set_max_listpack_entries.store(n, Ordering::Relaxed);
+    }
+
+    pub fn set_set_max_listpack_value(&self, n: usize) {
+        self.set_max_listpack_value.store(n, Ordering::Relaxed);
     }
 }
 

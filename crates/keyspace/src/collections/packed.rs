@@ -4,6 +4,8 @@
 //! packed   := n (varint) | item * n
 //! item     := len (varint) | bytes
 //! hash     := items field, value, field, value, ... in insertion order (n = 2 × fields)
+//! set      := mode (1 byte: 0 intset, members sorted by value; 1 listpack, insertion
+//!             order) | items member, member, ...
 //! ```
 //!
 //! Varints are LEB128. Decoding checks every length against the bytes left, so a damaged

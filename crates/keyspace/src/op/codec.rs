@@ -59,6 +59,12 @@
 //!       3 del       key | n: u64 | field*n
 //!       4 incrby    key | field | delta: i64
 //!       5 incrbyfloat key | field | incr
+//!  34 Set          write: u8 | body
+//!       1 sadd      key | n: u64 | member*n
+//!       2 srem      key | n: u64 | member*n
+//!       3 spop      key | seed: u64 | has_count: u8 | [count: u64]
+//!       4 smove     src | dst | member
+//!       5 store     algebra: u8 (1 inter | 2 union | 3 diff) | dst | n: u64 | key*n
 //!  library := name: string | n: u64 | function: string * n | code
 //!  settings := n: u8 | (tag: u8 | value) * n   (`stores::StoreSettings`: 1 compression: u8,
 //!              2 keep: u32 LE)
@@ -72,7 +78,7 @@ use bytes::Bytes;
 
 use super::{
     BadTime, Cond, ExpireCond, FieldSub, HashOp, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp,
-    RestorePolicy, Set, StoreOp, TtlChange,
+    RestorePolicy, Set, SetAlgebra, SetOp, StoreOp, TtlChange,
 };
 use crate::bits::{BitOp, FieldType, Overflow};
 use crate::error::{Error, Result};
@@ -450,6 +456,52 @@ impl Op {
                         w.bytes(key);
                         w.bytes(field);
                         w.bytes(incr);
+                    }
+                }
+            }
+            OpKind::Sets(o) => {
+                w.u8(34);
+                let list = |w: &mut Writer, items: &[Bytes]| {
+                    w.u64(items.len() as u64);
+                    for i in items {
+                        w.bytes(i);
+                    }
+                };
+                match o {
+                    SetOp::Add { key, members } => {
+                        w.u8(1);
+                        w.bytes(key);
+                        list(&mut w, members);
+                    }
+                    SetOp::Rem { key, members } => {
+                        w.u8(2);
+                        w.bytes(key);
+                        list(&mut w, members);
+                    }
+                    SetOp::Pop { key, count, seed } => {
+                        w.u8(3);
+                        w.bytes(key);
+                        w.u64(*seed);
+                        w.u8(u8::from(count.is_some()));
+                        if let Some(n) = count {
+                            w.u64(*n);
+                        }
+                    }
+                    SetOp::Move { src, dst, member } => {
+                        w.u8(4);
+                        w.bytes(src);
+                        w.bytes(dst);
+                        w.bytes(member);
+                    }
+                    SetOp::Store { algebra, dst, keys } => {
+                        w.u8(5);
+                        w.u8(match algebra {
+                            SetAlgebra::Inter => 1,
+                            SetAlgebra::Union => 2,
+                            SetAlgebra::Diff => 3,
+                        });
+                        w.bytes(dst);
+                        list(&mut w, keys);
                     }
                 }
             }
@@ -836,6 +888,51 @@ impl Op {
                 },
                 _ => return Err(Error::BadOp("unknown hash write")),
             }),
+            34 => {
+                let list = |r: &mut Reader| -> Result<Vec<Bytes>> {
+                    let n = r.count(1)?;
+                    let mut items = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        items.push(r.bytes()?);
+                    }
+                    Ok(items)
+                };
+                OpKind::Sets(match r.u8()? {
+                    1 => SetOp::Add {
+                        key: r.bytes()?,
+                        members: list(&mut r)?,
+                    },
+                    2 => SetOp::Rem {
+                        key: r.bytes()?,
+                        members: list(&mut r)?,
+                    },
+                    3 => {
+                        let key = r.bytes()?;
+                        let seed = r.u64()?;
+                        let count = if r.bool()? { Some(r.u64()?) } else { None };
+                        SetOp::Pop { key, count, seed }
+                    }
+                    4 => SetOp::Move {
+                        src: r.bytes()?,
+                        dst: r.bytes()?,
+                        member: r.bytes()?,
+                    },
+                    5 => {
+                        let algebra = match r.u8()? {
+                            1 => SetAlgebra::Inter,
+                            2 => SetAlgebra::Union,
+                            3 => SetAlgebra::Diff,
+                            _ => return Err(Error::BadOp("unknown set algebra")),
+                        };
+                        SetOp::Store {
+                            algebra,
+                            dst: r.bytes()?,
+                            keys: list(&mut r)?,
+                        }
+                    }
+                    _ => return Err(Error::BadOp("unknown set write")),
+                })
+            }
             _ => return Err(Error::BadOp("unknown kind")),
         };
         if !r.0.is_empty() {
@@ -1045,6 +1142,56 @@ impl Reader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn set_writes_round_trip_and_spop_is_laid_out_as_documented() {
+        let b = |s: &'static str| Bytes::from_static(s.as_bytes());
+        for op in [
+            SetOp::Add {
+                key: b("k"),
+                members: vec![b("1"), b("a")],
+            },
+            SetOp::Rem {
+                key: b("k"),
+                members: vec![b("")],
+            },
+            SetOp::Pop {
+                key: b("k"),
+                count: None,
+                seed: u64::MAX,
+            },
+            SetOp::Pop {
+                key: b("k"),
+                count: Some(3),
+                seed: 0,
+            },
+            SetOp::Move {
+                src: b("a"),
+                dst: b("b"),
+                member: b("m"),
+            },
+            SetOp::Store {
+                algebra: SetAlgebra::Diff,
+                dst: b("d"),
+                keys: vec![b("a"), b("b")],
+            },
+        ] {
+            let op = Op::new(1, 2, OpKind::Sets(op));
+            assert_eq!(Op::decode(&op.encode()).unwrap(), op);
+        }
+        let op = Op::new(
+            0,
+            0,
+            OpKind::Sets(SetOp::Pop {
+                key: b("k"),
+                count: Some(5),
+                seed: 1,
+            }),
+        );
+        let enc = op.encode();
+        // kind 34, write 3, key, seed (varint), has_count, count (varint).
+        assert!(enc.ends_with(&[34, 3, 1, b'k', 1, 1, 5]), "{enc:?}");
+    }
 
     #[test]
     fn a_set_is_laid_out_as_documented() {

@@ -290,6 +290,8 @@ pub enum OpKind {
         /// The database it moves to.
         dst_db: u8,
     },
+    /// A write to a set (`Set` is SET's).
+    Sets(SetOp),
 }
 
 /// One operation of BITFIELD, with the overflow policy in force where it appears.
@@ -376,6 +378,75 @@ pub enum HashOp {
         /// The increment as given (checked where the command arrived).
         incr: Bytes,
     },
+}
+
+/// A write to sets: each creates a set if needed and deletes it with its last member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetOp {
+    /// SADD: how many members are new.
+    Add {
+        /// The key.
+        key: Bytes,
+        /// The members.
+        members: Vec<Bytes>,
+    },
+    /// SREM: how many members were removed.
+    Rem {
+        /// The key.
+        key: Bytes,
+        /// The members.
+        members: Vec<Bytes>,
+    },
+    /// SPOP: one member (no count) or up to `count`, picked by `seed` so that every node
+    /// applying the op pops the same ones.
+    Pop {
+        /// The key.
+        key: Bytes,
+        /// SPOP's count, if given.
+        count: Option<u64>,
+        /// Chosen where the command arrived.
+        seed: u64,
+    },
+    /// SMOVE: 1 if the member moved (or is in `src` when `src` is `dst`).
+    Move {
+        /// The source set.
+        src: Bytes,
+        /// The destination set.
+        dst: Bytes,
+        /// The member.
+        member: Bytes,
+    },
+    /// SINTERSTORE, SUNIONSTORE, SDIFFSTORE: the result's size; the result replaces `dst`.
+    Store {
+        /// Which algebra.
+        algebra: SetAlgebra,
+        /// The destination.
+        dst: Bytes,
+        /// The sets read.
+        keys: Vec<Bytes>,
+    },
+}
+
+/// Which set algebra a STORE form computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetAlgebra {
+    /// SINTERSTORE: the members every set has.
+    Inter,
+    /// SUNIONSTORE: the members of any set.
+    Union,
+    /// SDIFFSTORE: the members of the first set no other has.
+    Diff,
+}
+
+impl SetOp {
+    /// Every key it reads or writes.
+    pub fn keys(&self) -> Vec<&Bytes> {
+        match self {
+            SetOp::Add { key, .. } | SetOp::Rem { key, .. } | SetOp::Pop { key, .. } => vec![key],
+            SetOp::Move { src, dst, .. } => vec![src, dst],
+            SetOp::Store { dst, keys, .. } => std::iter::once(dst).chain(keys).collect(),
+        }
+    }
 }
 
 /// A change of the store catalog: it runs alone, and reads of the published state see the new

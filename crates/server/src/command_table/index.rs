@@ -8,11 +8,11 @@ use super::CommandSpec;
 pub const MAX_NAME: usize = 24;
 
 /// Slots of the table: a power of two, at least twice the number of commands.
-const SLOTS: usize = 256;
+const SLOTS: usize = 1024;
 
 /// Slot values are a position in the declarations plus one; 0 is an empty slot.
 pub struct NameIndex {
-    slots: [u8; SLOTS],
+    slots: [u16; SLOTS],
 }
 
 /// The slot of a name: FNV-1a over its bytes with the ASCII case bit set, so `GET`, `get` and
@@ -46,8 +46,8 @@ impl NameIndex {
     /// Indexes `commands` by name. Fails the build on a name that is not lowercase, holds a
     /// `|`, is longer than [`MAX_NAME`], or is declared twice.
     pub const fn build(commands: &[CommandSpec]) -> NameIndex {
-        assert!(commands.len() * 2 <= SLOTS && commands.len() < u8::MAX as usize);
-        let mut slots = [0u8; SLOTS];
+        assert!(commands.len() * 2 <= SLOTS && commands.len() < u16::MAX as usize);
+        let mut slots = [0u16; SLOTS];
         let mut i = 0;
         while i < commands.len() {
             let name = commands[i].name.as_bytes();
@@ -69,7 +69,7 @@ impl NameIndex {
                 assert!(!same(other, name), "command declared twice");
                 s = (s + 1) & (SLOTS - 1);
             }
-            slots[s] = i as u8 + 1;
+            slots[s] = i as u16 + 1;
             i += 1;
         }
         NameIndex { slots }

@@ -388,6 +388,16 @@ fn value_digest(
     if record.kind == Kind::String {
         mix_digest(digest, &record.value);
     }
+    if record.kind == Kind::Set {
+        // A set's members (paired with nothing): each one's digest xored in.
+        for (m, _) in fields {
+            xor_digest(digest, m);
+        }
+        if record.expire_at_ms.is_some() {
+            xor_digest(digest, b"!!expire!!");
+        }
+        return;
+    }
     for (f, v) in fields {
         let mut ele = [0u8; 20];
         mix_digest(&mut ele, f);
@@ -399,7 +409,8 @@ fn value_digest(
     }
 }
 
-/// The fields of the hash at `key` of database `db` (none for another kind).
+/// The fields of the hash at `key` of database `db`, or the members of the set there
+/// (paired with nothing); none for another kind.
 fn hash_fields(
     shared: &crate::server::Shared,
     db: u8,
@@ -407,6 +418,16 @@ fn hash_fields(
     key: &[u8],
     record: &rialto_keyspace::Record,
 ) -> Result<Vec<(Bytes, Bytes)>, Reply> {
+    if record.kind == rialto_keyspace::Kind::Set {
+        return shared.keyspace.read(db, now, |k| {
+            let mut r = R::new(k);
+            match r.set(key)? {
+                Some(s) => crate::commands::util::checked(s.members(r.keys()))
+                    .map(|ms| ms.into_iter().map(|m| (m, Bytes::new())).collect()),
+                None => Ok(Vec::new()),
+            }
+        });
+    }
     if record.kind != rialto_keyspace::Kind::Hash {
         return Ok(Vec::new());
     }

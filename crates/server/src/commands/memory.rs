@@ -334,7 +334,8 @@ fn usage(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
 
 /// MEMORY USAGE of a collection: the key's share as for a string, plus its members' bytes —
 /// the packed record's payload, or for a large hash its field and value bytes with a
-/// `dictEntry` and two `sds` headers each, as Redis's hash table holds them.
+/// `dictEntry` and two `sds` headers each, as Redis's hash table holds them. A set is sized
+/// as Redis 7.0 holds it whatever its encoding here: an intset, or a hash table.
 fn collection_usage(
     k: &mut R<'_, '_>,
     key: &[u8],
@@ -343,6 +344,37 @@ fn collection_usage(
     const ROBJ: usize = 16;
     const DICT_ENTRY: usize = 24;
     let key_bytes = size_class(sds_header(key.len(), true) + key.len() + 1) + DICT_ENTRY + ROBJ;
+    let sds = |b: &Bytes| size_class(sds_header(b.len(), false) + b.len() + 1);
+    if rec.kind == rialto_keyspace::Kind::Set {
+        let Some(s) = k.set(key)? else {
+            return Ok(key_bytes);
+        };
+        let members = super::util::checked(s.members(k.keys()))?;
+        if s.is_intset() {
+            // An intset: an 8-byte header and 2, 4 or 8 bytes a member, as its widest needs.
+            let width = members
+                .iter()
+                .filter_map(|m| rialto_resp::parse_redis_int(m))
+                .map(|n| {
+                    if i16::try_from(n).is_ok() {
+                        2
+                    } else if i32::try_from(n).is_ok() {
+                        4
+                    } else {
+                        8
+                    }
+                })
+                .max()
+                .unwrap_or(2);
+            return Ok(key_bytes + size_class(8 + width * members.len()));
+        }
+        // Redis 7.0's hash table: the dict, a slot per power of two of members (4 at least),
+        // and a `dictEntry` and `sds` a member.
+        const DICT: usize = 56;
+        let slots = members.len().next_power_of_two().max(4);
+        let entries: usize = members.iter().map(|m| DICT_ENTRY + sds(m)).sum();
+        return Ok(key_bytes + DICT + 8 * slots + entries);
+    }
     if !rec.large {
         return Ok(key_bytes + size_class(rec.value.len()));
     }

@@ -114,12 +114,29 @@ mod push;
 mod quit;
 mod randomkey;
 mod reset;
+mod sadd;
 pub mod scan;
+mod scard;
 pub mod script;
+mod sdiff;
+mod sdiffstore;
 pub mod select;
 mod shutdown;
+mod sinter;
+mod sintercard;
+mod sinterstore;
+mod sismember;
 mod slowlog;
+mod smembers;
+mod smismember;
+mod smove;
+mod spop;
+mod srandmember;
+mod srem;
+mod sscan;
 pub mod store;
+mod sunion;
+mod sunionstore;
 mod time;
 
 /// Every top-level command, in the order `COMMAND` lists them.
@@ -244,6 +261,23 @@ pub static COMMANDS: &[CommandSpec] = &[
     latency::LATENCY,
     memory::MEMORY,
     object::OBJECT,
+    sadd::SADD,
+    scard::SCARD,
+    sdiff::SDIFF,
+    sdiffstore::SDIFFSTORE,
+    sinter::SINTER,
+    sintercard::SINTERCARD,
+    sinterstore::SINTERSTORE,
+    sismember::SISMEMBER,
+    smembers::SMEMBERS,
+    smismember::SMISMEMBER,
+    smove::SMOVE,
+    spop::SPOP,
+    srandmember::SRANDMEMBER,
+    srem::SREM,
+    sscan::SSCAN,
+    sunion::SUNION,
+    sunionstore::SUNIONSTORE,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
@@ -278,6 +312,12 @@ impl<'a, 'k> R<'a, 'k> {
     /// [`R::keys`].
     pub fn hash(&mut self, key: &[u8]) -> CmdResult<Option<rialto_keyspace::Hash>> {
         rialto_keyspace::Hash::load(self.keys, key).map_err(|e| reply::keyspace_error(&e))
+    }
+
+    /// The set at `key` (WRONGTYPE if it holds another kind); its members are read through
+    /// [`R::keys`].
+    pub fn set(&mut self, key: &[u8]) -> CmdResult<Option<rialto_keyspace::SetValue>> {
+        rialto_keyspace::SetValue::load(self.keys, key).map_err(|e| reply::keyspace_error(&e))
     }
 
     /// The keyspace's view, for reads of a collection's members.

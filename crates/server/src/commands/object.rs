@@ -1,7 +1,9 @@
 //! OBJECT ENCODING | FREQ | IDLETIME | REFCOUNT | HELP: what Redis tools ask of a key's value,
 //! as far as it means something here. The encoding follows Redis's names: a string's by
 //! Redis's rules for its value (`int`, `embstr`, `raw`), a hash `listpack` while it is
-//! packed in its record and `hashtable` once its fields are keys of their own. Access times
+//! packed in its record and `hashtable` once its fields are keys of their own, a set `intset`
+//! while it is packed in intset mode and `hashtable` otherwise (Redis 7.0 has no other set
+//! encoding). Access times
 //! and frequencies are not tracked: Rialto evicts nothing (IDLETIME answers 0, FREQ what
 //! Redis answers without an LFU policy).
 
@@ -134,7 +136,9 @@ pub fn encoding_of(rec: &Record) -> &'static str {
         (Kind::String, _) => super::debug::encoding(&rec.value),
         (Kind::Hash, false) => "listpack",
         (Kind::Hash, true) => "hashtable",
-        (Kind::Set, false) => "listpack",
+        // Redis 7.0 keeps a small set as an intset or a hash table.
+        (Kind::Set, false) if rialto_keyspace::is_intset_record(rec) => "intset",
+        (Kind::Set, false) => "hashtable",
         (Kind::Set, true) => "hashtable",
         (Kind::ZSet, false) => "listpack",
         (Kind::ZSet, true) => "skiplist",

@@ -184,6 +184,8 @@ struct TxHost<'t, 'a, 'c> {
     allow_oom: bool,
     /// The script called a write command.
     wrote: bool,
+    /// Seeded writes (SPOP) the script made so far.
+    seeded: u64,
 }
 
 impl<'t, 'a, 'c> TxHost<'t, 'a, 'c> {
@@ -195,6 +197,7 @@ impl<'t, 'a, 'c> TxHost<'t, 'a, 'c> {
             read_only,
             allow_oom: false,
             wrote: false,
+            seeded: 0,
         }
     }
 }
@@ -318,6 +321,30 @@ impl TxHost<'_, '_, '_> {
         Ok(())
     }
 
+    /// A cluster log's script runs again on every replica: a write that carries a seed (SPOP)
+    /// takes one derived from what they all share (the record's time, the key, how many such
+    /// writes came before), so that each pops the same members. FNV-1a: fixed across builds.
+    fn replayable_seed(&mut self, mut op: rialto_keyspace::Op) -> rialto_keyspace::Op {
+        use rialto_keyspace::{OpKind, SetOp};
+        if self.ctx.replicated.is_none() {
+            return op;
+        }
+        if let OpKind::Sets(SetOp::Pop { key, seed, .. }) = &mut op.kind {
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+            let parts = [
+                &op.now_ms.to_le_bytes()[..],
+                &self.seeded.to_le_bytes(),
+                key,
+            ];
+            for b in parts.iter().flat_map(|p| p.iter()) {
+                h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+            }
+            *seed = h;
+            self.seeded += 1;
+        }
+        op
+    }
+
     /// An op the script's call made, as the cluster runs it (a flush covers the partition).
     fn cluster_op(&self, op: rialto_keyspace::Op) -> rialto_keyspace::Op {
         match self.ctx.replicated {
@@ -352,7 +379,7 @@ impl Host for TxHost<'_, '_, '_> {
             databases: self.ctx.databases,
         };
         match spec.handler {
-            Some(Handler::Write(f)) => match f(at, &args) {
+            Some(Handler::Write(f)) => match f(at, &args).map(|op| self.replayable_seed(op)) {
                 Ok(op) => match self.tx.apply(&op) {
                     Ok(v) => (reply::value(v), true),
                     Err(e) => (reply::keyspace_error(&e), false),

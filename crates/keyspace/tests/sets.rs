@@ -1,0 +1,411 @@
+//! Sets against an in-memory model: random set writes (packed ones leaving intset mode and
+//! growing large past small thresholds), pops, moves, the STORE forms, deletions, expiry,
+//! renames and overwrites by strings, with reopens and reclaim passes between them. After
+//! every step each key reads as the model says (SCARD, every member, a paged scan, WRONGTYPE
+//! for a string); at the end, with every key deleted and the reclaim pass run to its end, the
+//! engine holds no member key and no released record.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bytes::Bytes;
+use common::options;
+use proptest::prelude::*;
+use rialto_engine::{EngineIterator, IterOptions, KvEngine};
+use rialto_io::MemFs;
+use rialto_keyspace::{ExpireCond, Keyspace, Op, OpKind, Set, SetAlgebra, SetOp, SetValue, Value};
+
+const KEYS: &[&str] = &["a", "b", "c"];
+const MEMBERS: &[&str] = &["1", "2", "3", "-7", "10", "x", "y", "long-member"];
+
+fn open(fs: &MemFs) -> Keyspace {
+    let ks = Keyspace::open(std::path::Path::new("/ks/db"), options(fs)).unwrap();
+    let e = ks.encodings();
+    e.set_set_max_intset_entries(4);
+    e.set_set_max_listpack_entries(3);
+    e.set_set_max_listpack_value(5);
+    ks
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    Op(OpKind),
+    Reopen,
+    Reclaim(usize),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Model {
+    Str,
+    Set(BTreeSet<Bytes>),
+}
+
+fn key() -> impl Strategy<Value = Bytes> {
+    prop::sample::select(KEYS).prop_map(|k| Bytes::from_static(k.as_bytes()))
+}
+
+fn member() -> impl Strategy<Value = Bytes> {
+    prop::sample::select(MEMBERS).prop_map(|m| Bytes::from_static(m.as_bytes()))
+}
+
+fn members() -> impl Strategy<Value = Vec<Bytes>> {
+    prop::collection::vec(member(), 1..5)
+}
+
+fn algebra() -> impl Strategy<Value = SetAlgebra> {
+    prop::sample::select(&[SetAlgebra::Inter, SetAlgebra::Union, SetAlgebra::Diff][..])
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        6 => (key(), members()).prop_map(|(key, members)| Step::Op(OpKind::Sets(SetOp::Add { key, members }))),
+        3 => (key(), members()).prop_map(|(key, members)| Step::Op(OpKind::Sets(SetOp::Rem { key, members }))),
+        2 => (key(), prop::option::of(0u64..5), any::<u64>())
+            .prop_map(|(key, count, seed)| Step::Op(OpKind::Sets(SetOp::Pop { key, count, seed }))),
+        2 => (key(), key(), member())
+            .prop_map(|(src, dst, member)| Step::Op(OpKind::Sets(SetOp::Move { src, dst, member }))),
+        2 => (algebra(), key(), prop::collection::vec(key(), 1..4))
+            .prop_map(|(algebra, dst, keys)| Step::Op(OpKind::Sets(SetOp::Store { algebra, dst, keys }))),
+        1 => key().prop_map(|key| Step::Op(OpKind::Del { keys: vec![key] })),
+        1 => key().prop_map(|key| Step::Op(OpKind::Expire { key, at_ms: 1, cond: ExpireCond::default() })),
+        1 => (key(), key()).prop_map(|(src, dst)| Step::Op(OpKind::Rename { src, dst, nx: false })),
+        1 => key().prop_map(|key| Step::Op(OpKind::Set(Set {
+            key,
+            value: Bytes::from_static(b"str"),
+            expire_at_ms: None,
+            keep_ttl: false,
+            cond: None,
+            get: false,
+        }))),
+        1 => Just(Step::Reopen),
+        1 => (1usize..20).prop_map(Step::Reclaim),
+    ]
+}
+
+const WRONG: &str = "error: the key holds the wrong kind of value";
+
+/// The set at `key` in the model: `Err` for a string.
+fn set_of(m: &BTreeMap<Bytes, Model>, key: &Bytes) -> Result<Option<BTreeSet<Bytes>>, ()> {
+    match m.get(key) {
+        None => Ok(None),
+        Some(Model::Str) => Err(()),
+        Some(Model::Set(s)) => Ok(Some(s.clone())),
+    }
+}
+
+fn put(m: &mut BTreeMap<Bytes, Model>, key: &Bytes, s: BTreeSet<Bytes>) {
+    if s.is_empty() {
+        m.remove(key);
+    } else {
+        m.insert(key.clone(), Model::Set(s));
+    }
+}
+
+/// Applies `kind` to the model given the keyspace's reply `got` (for SPOP, whose members the
+/// seed picks); the reply the keyspace must give.
+fn model_apply(
+    m: &mut BTreeMap<Bytes, Model>,
+    kind: &OpKind,
+    got: &Result<Value, String>,
+) -> String {
+    let int = |n: usize| format!("{:?}", Value::Int(n as i64));
+    match kind {
+        OpKind::Sets(SetOp::Add { key, members }) => {
+            let Ok(s) = set_of(m, key) else {
+                return WRONG.into();
+            };
+            let mut s = s.unwrap_or_default();
+            let n = members.iter().filter(|x| s.insert((*x).clone())).count();
+            put(m, key, s);
+            int(n)
+        }
+        OpKind::Sets(SetOp::Rem { key, members }) => {
+            let Ok(s) = set_of(m, key) else {
+                return WRONG.into();
+            };
+            let mut s = s.unwrap_or_default();
+            let n = members.iter().filter(|x| s.remove(*x)).count();
+            put(m, key, s);
+            int(n)
+        }
+        OpKind::Sets(SetOp::Pop { key, count, .. }) => {
+            let Ok(s) = set_of(m, key) else {
+                return WRONG.into();
+            };
+            let mut s = s.unwrap_or_default();
+            let popped: Vec<Bytes> = match got {
+                Ok(Value::Bulk(b)) => vec![b.clone()],
+                Ok(Value::Members(ms)) => ms.clone(),
+                _ => Vec::new(),
+            };
+            let want_n = match count {
+                None => s.len().min(1),
+                Some(n) => s.len().min(*n as usize),
+            };
+            assert_eq!(popped.len(), want_n, "SPOP's count");
+            for p in &popped {
+                assert!(s.remove(p), "SPOP gave {p:?}, not a member");
+            }
+            put(m, key, s);
+            match (count, popped.first()) {
+                (None, None) => format!("{:?}", Value::Null),
+                (None, Some(b)) => format!("{:?}", Value::Bulk(b.clone())),
+                (Some(_), _) => format!("{:?}", Value::Members(popped)),
+            }
+        }
+        OpKind::Sets(SetOp::Move { src, dst, member }) => {
+            let Ok(from) = set_of(m, src) else {
+                return WRONG.into();
+            };
+            let Some(mut from) = from else { return int(0) };
+            let Ok(to) = set_of(m, dst) else {
+                return WRONG.into();
+            };
+            if src == dst {
+                return int(usize::from(from.contains(member)));
+            }
+            if !from.remove(member) {
+                return int(0);
+            }
+            let mut to = to.unwrap_or_default();
+            to.insert(member.clone());
+            put(m, src, from);
+            put(m, dst, to);
+            int(1)
+        }
+        OpKind::Sets(SetOp::Store { algebra, dst, keys }) => {
+            let mut sets = Vec::new();
+            for k in keys {
+                match set_of(m, k) {
+                    Err(()) => return WRONG.into(),
+                    Ok(s) => sets.push(s),
+                }
+            }
+            let result: BTreeSet<Bytes> = match algebra {
+                SetAlgebra::Inter => {
+                    if sets.iter().any(|s| s.is_none()) {
+                        BTreeSet::new()
+                    } else {
+                        let mut it = sets.into_iter().flatten();
+                        let first = it.next().unwrap_or_default();
+                        it.fold(first, |acc, s| acc.intersection(&s).cloned().collect())
+                    }
+                }
+                SetAlgebra::Union => sets.into_iter().flatten().flatten().collect(),
+                SetAlgebra::Diff => {
+                    let mut it = sets.into_iter();
+                    let first = it.next().flatten().unwrap_or_default();
+                    it.flatten()
+                        .fold(first, |acc, s| acc.difference(&s).cloned().collect())
+                }
+            };
+            let n = result.len();
+            m.remove(dst);
+            put(m, dst, result);
+            int(n)
+        }
+        OpKind::Del { keys } => int(keys.iter().filter(|k| m.remove(*k).is_some()).count()),
+        OpKind::Expire { key, .. } => int(usize::from(m.remove(key).is_some())),
+        OpKind::Rename { src, dst, .. } => match m.remove(src) {
+            None => "error: no such key".into(),
+            Some(v) => {
+                m.insert(dst.clone(), v);
+                format!("{:?}", Value::Ok)
+            }
+        },
+        OpKind::Set(s) => {
+            m.insert(s.key.clone(), Model::Str);
+            format!("{:?}", Value::Ok)
+        }
+        other => unreachable!("not generated: {other:?}"),
+    }
+}
+
+fn shown(r: &Result<Value, String>) -> String {
+    match r {
+        Ok(v) => format!("{v:?}"),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// What the keyspace holds at `key`, read as a client reads it.
+fn read(ks: &Keyspace, key: &[u8]) -> Option<Model> {
+    ks.read(0, ks.now_ms(), |k| match SetValue::load(k, key) {
+        Err(rialto_keyspace::Error::WrongType) => Some(Model::Str),
+        Err(e) => panic!("read failed: {e}"),
+        Ok(None) => None,
+        Ok(Some(s)) => {
+            let members = s.members(k).expect("members");
+            assert_eq!(s.len(), members.len() as u64, "SCARD against the members");
+            for m in &members {
+                assert!(s.contains(k, m).expect("contains"));
+            }
+            assert!(!s.contains(k, b"absent").expect("contains"));
+            if s.is_intset() {
+                let ints: Vec<i64> = members
+                    .iter()
+                    .map(|m| std::str::from_utf8(m).unwrap().parse().unwrap())
+                    .collect();
+                assert!(ints.windows(2).all(|w| w[0] < w[1]), "an intset is sorted");
+            }
+            // A scan a page at a time gives every member once.
+            let (mut paged, mut cursor) = (Vec::new(), 0);
+            loop {
+                let (page, next) = s.page(k, cursor, 2).expect("page");
+                paged.extend(page);
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+            paged.sort();
+            let mut sorted = members.clone();
+            sorted.sort();
+            assert_eq!(paged, sorted, "SSCAN's pages");
+            Some(Model::Set(members.into_iter().collect()))
+        }
+    })
+}
+
+/// Engine keys under `prefix` (read from a closed keyspace's directory).
+fn keys_under(fs: &MemFs, prefix: &[u8]) -> usize {
+    let db = rialto_lsm::Db::open(std::path::Path::new("/ks/db"), options(fs).engine).unwrap();
+    let mut upper = prefix.to_vec();
+    *upper.last_mut().unwrap() += 1;
+    let mut it = db
+        .iter(IterOptions {
+            lower: Some(prefix.to_vec()),
+            upper: Some(upper),
+            snapshot: None,
+        })
+        .unwrap();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    n
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn sets_match_a_model(steps in prop::collection::vec(step(), 1..80)) {
+        let fs = MemFs::new();
+        let mut ks = open(&fs);
+        let mut model = BTreeMap::new();
+        for (i, step) in steps.iter().enumerate() {
+            match step {
+                Step::Op(kind) => {
+                    let got = ks
+                        .execute(Op::new(0, ks.now_ms(), kind.clone()))
+                        .map_err(|e| e.to_string());
+                    let want = model_apply(&mut model, kind, &got);
+                    prop_assert_eq!(shown(&got), want, "step {}: {:?}", i, kind);
+                }
+                Step::Reopen => {
+                    ks.close().unwrap();
+                    drop(ks);
+                    ks = open(&fs);
+                }
+                Step::Reclaim(budget) => {
+                    ks.reclaim_pass(*budget).unwrap();
+                }
+            }
+            for k in KEYS {
+                prop_assert_eq!(read(&ks, k.as_bytes()), model.get(k.as_bytes()).cloned(), "step {}, key {}", i, k);
+            }
+        }
+        let keys = KEYS.iter().map(|k| Bytes::from_static(k.as_bytes())).collect();
+        ks.execute(Op::new(0, ks.now_ms(), OpKind::Del { keys })).unwrap();
+        while ks.reclaim_pass(7).unwrap() > 0 {}
+        ks.close().unwrap();
+        drop(ks);
+        prop_assert_eq!(keys_under(&fs, &[0x0D]), 0, "member keys left");
+        prop_assert_eq!(keys_under(&fs, &[0x0E, 0x01]), 0, "released records left");
+    }
+}
+
+fn exec(ks: &Keyspace, kind: OpKind) -> Value {
+    ks.execute(Op::new(0, ks.now_ms(), kind)).unwrap()
+}
+
+/// The same op with the same seed pops the same members from the same set: every node
+/// applying it agrees.
+#[test]
+fn spop_is_a_function_of_its_seed() {
+    let popped = |seed| {
+        let fs = MemFs::new();
+        let ks = open(&fs);
+        let members = (0..50).map(|i| Bytes::from(format!("m{i}"))).collect();
+        let key = Bytes::from_static(b"s");
+        exec(
+            &ks,
+            OpKind::Sets(SetOp::Add {
+                key: key.clone(),
+                members,
+            }),
+        );
+        exec(
+            &ks,
+            OpKind::Sets(SetOp::Pop {
+                key,
+                count: Some(10),
+                seed,
+            }),
+        )
+    };
+    assert_eq!(popped(7), popped(7));
+    assert_ne!(popped(7), popped(8));
+}
+
+/// A set's encoding follows Redis 7.0's: intset while every member is an integer and there
+/// are few, never intset again once left.
+#[test]
+fn intset_mode_is_left_for_good() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    let key = Bytes::from_static(b"s");
+    let load = |f: &dyn Fn(&SetValue)| {
+        ks.read(0, ks.now_ms(), |k| {
+            f(&SetValue::load(k, b"s").unwrap().unwrap())
+        })
+    };
+    let add = |m: &[&'static str]| {
+        exec(
+            &ks,
+            OpKind::Sets(SetOp::Add {
+                key: key.clone(),
+                members: m.iter().map(|m| Bytes::from_static(m.as_bytes())).collect(),
+            }),
+        )
+    };
+    add(&["3", "1", "2", "-1"]);
+    load(&|s| assert!(s.is_intset() && !s.is_large()));
+    exec(
+        &ks,
+        OpKind::Sets(SetOp::Rem {
+            key: key.clone(),
+            members: vec![Bytes::from_static(b"-1"), Bytes::from_static(b"3")],
+        }),
+    );
+    load(&|s| assert!(s.is_intset() && s.len() == 2));
+    add(&["x"]);
+    load(&|s| assert!(!s.is_intset() && !s.is_large()));
+    exec(
+        &ks,
+        OpKind::Sets(SetOp::Rem {
+            key: key.clone(),
+            members: vec![Bytes::from_static(b"x")],
+        }),
+    );
+    load(&|s| assert!(!s.is_intset()));
+    // Past set-max-listpack-entries (3): large.
+    add(&["4"]);
+    load(&|s| assert!(!s.is_intset() && !s.is_large()));
+    add(&["5"]);
+    load(&|s| assert!(s.is_large() && s.len() == 4));
+}

@@ -1,0 +1,42 @@
+//! SINTERSTORE destination key [key ...]
+
+use bytes::Bytes;
+use rialto_keyspace::{Op, OpKind, SetAlgebra, SetOp};
+
+use super::{At, Handler};
+use crate::command_table::ArgType::Key;
+use crate::command_table::{arg, cmd, doc, CommandSpec, KeySpec};
+use crate::reply::CmdResult;
+
+pub const SINTERSTORE: CommandSpec = cmd(
+    "sinterstore",
+    -3,
+    &["write", "denyoom"],
+    &["@write", "@set", "@slow"],
+)
+.keys(1, -1, 1)
+.key_specs(&[
+    KeySpec::single(1, &["RW", "update"]),
+    KeySpec::range(2, -1, 1, 0, &["RO", "access"]),
+])
+.docs(
+    doc(
+        "set",
+        "1.0.0",
+        "Stores the members every given set has in a key, replacing what it held.",
+        "O(N*M) at worst, for the smallest set of N members and M sets.",
+    )
+    .args(&[
+        arg("destination", Key).key(0),
+        arg("key", Key).key(1).multi(),
+    ]),
+)
+.handler(Handler::Write(run));
+
+pub fn run(at: At, args: &[Bytes]) -> CmdResult<Op> {
+    Ok(at.op(OpKind::Sets(SetOp::Store {
+        algebra: SetAlgebra::Inter,
+        dst: args[1].clone(),
+        keys: args[2..].to_vec(),
+    })))
+}
