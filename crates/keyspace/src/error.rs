@@ -16,6 +16,9 @@ pub enum Error {
     /// A hash field's value is not a float (HINCRBYFLOAT).
     #[error("hash value is not a float")]
     HashNotFloat,
+    /// A sorted-set increment made a score NaN (`inf` plus `-inf`).
+    #[error("resulting score is not a number")]
+    ScoreNaN,
     /// A stored value is not an integer (or an argument is out of range).
     #[error("value is not an integer or out of range")]
     NotInteger,

@@ -31,6 +31,7 @@ mod walk;
 mod watch;
 
 pub use collections::hash::Hash;
+pub use collections::zset::ZSet;
 pub use collections::Encodings;
 pub use error::{Error, LibraryError, Result};
 pub use float::add as float_add;
@@ -41,6 +42,7 @@ pub use op::{
     BadTime, Cond, ExpireCond, HashOp, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp,
     RestorePolicy, Set, StoreOp, TtlChange, FORMAT_VERSION,
 };
+pub use op::{LexBound, LexRange, ScoreRange, ZAddFlags, ZRange, ZSetOp};
 pub use rialto_lsm::Compression;
 pub use rialto_sort::DuplicatePolicy;
 pub use stores::settings::DEFAULT_KEEP as DEFAULT_STORE_KEEP;
@@ -51,5 +53,5 @@ pub use stores::{
     SortedRecords, Staged, StoreError, StoreMeta, StoreOptions, StoreResult, StoreSettings,
     VersionInfo,
 };
-pub use value::Value;
+pub use value::{Score, Value};
 pub use watch::{KeyEvents, Watch};

@@ -265,7 +265,10 @@ mod tests {
         assert_eq!(out(|b| write_map_header(b, R3, 2)), b"%2\r\n");
         assert_eq!(out(|b| write_set_header(b, R3, 2)), b"~2\r\n");
         assert_eq!(out(|b| write_push_header(b, R3, 3)), b">3\r\n");
-        assert_eq!(out(|b| write_double(b, R3, 0.1)), b",0.10000000000000001\r\n");
+        assert_eq!(
+            out(|b| write_double(b, R3, 0.1)),
+            b",0.10000000000000001\r\n"
+        );
         assert_eq!(
             out(|b| write_double(b, R3, f64::NEG_INFINITY)),
             b",-inf\r\n"

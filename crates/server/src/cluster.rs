@@ -523,6 +523,7 @@ impl Payload {
                 | OpKind::Expire { key: k, .. }
                 | OpKind::Persist { key: k } => key(k),
                 OpKind::Hash(h) => key(h.key()),
+                OpKind::ZSet(z) => z.keys().into_iter().for_each(|k| key(k)),
                 OpKind::MSet { pairs } | OpKind::MSetNx { pairs } => {
                     pairs.iter().for_each(|(k, _)| key(k))
                 }

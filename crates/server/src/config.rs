@@ -56,6 +56,9 @@ pub struct Config {
     /// `hash-max-listpack-entries` and `-value`: when a hash stops being packed.
     pub hash_max_listpack_entries: usize,
     pub hash_max_listpack_value: usize,
+    /// `zset-max-listpack-entries` and `-value`: when a sorted set stops being packed.
+    pub zset_max_listpack_entries: usize,
+    pub zset_max_listpack_value: usize,
     pub slowlog_log_slower_than: i64,
     pub slowlog_max_len: usize,
     /// `latency-monitor-threshold`: milliseconds from which LATENCY records an event; 0 off.
@@ -173,6 +176,8 @@ impl Default for Config {
             collection_reclaim_batch: 10_000,
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
             latency_monitor_threshold_ms: 0,
@@ -539,6 +544,14 @@ pub static KEYS: &[Key] = &[
         |c, v| c.hash_max_listpack_value = parse_num(v)?, |c| c.hash_max_listpack_value.to_string()),
     key!("hash-max-ziplist-value", true, "The same setting as hash-max-listpack-value.",
         |c, v| c.hash_max_listpack_value = parse_num(v)?, |c| c.hash_max_listpack_value.to_string()),
+    key!("zset-max-listpack-entries", true, "Most members a sorted set keeps packed in its one record (default 128), in score order: a read is one point read, a write rewrites the record. Beyond it, or beyond zset-max-listpack-value, each member becomes two keys of its own, one by member and one in score order (OBJECT ENCODING skiplist); a sorted set never goes back. Under a store's prefix sorted sets are always packed. Also named zset-max-ziplist-entries.",
+        |c, v| c.zset_max_listpack_entries = parse_num(v)?, |c| c.zset_max_listpack_entries.to_string()),
+    key!("zset-max-ziplist-entries", true, "The same setting as zset-max-listpack-entries.",
+        |c, v| c.zset_max_listpack_entries = parse_num(v)?, |c| c.zset_max_listpack_entries.to_string()),
+    key!("zset-max-listpack-value", true, "Longest member, in bytes, a packed sorted set holds (default 64); see zset-max-listpack-entries. Also named zset-max-ziplist-value.",
+        |c, v| c.zset_max_listpack_value = parse_num(v)?, |c| c.zset_max_listpack_value.to_string()),
+    key!("zset-max-ziplist-value", true, "The same setting as zset-max-listpack-value.",
+        |c, v| c.zset_max_listpack_value = parse_num(v)?, |c| c.zset_max_listpack_value.to_string()),
     key!("slowlog-log-slower-than", true, "Log commands slower than this many microseconds (default 10000; 0 all; negative none).",
         |c, v| c.slowlog_log_slower_than = parse_num(v)?, |c| c.slowlog_log_slower_than.to_string()),
     key!("slowlog-max-len", true, "Entries kept in the slow log (default 128).",

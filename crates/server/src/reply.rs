@@ -89,6 +89,7 @@ pub fn keyspace_error(e: &rialto_keyspace::Error) -> Reply {
         E::WrongType => wrong_type(),
         E::HashNotInteger => Reply::error("ERR hash value is not an integer"),
         E::HashNotFloat => Reply::error("ERR hash value is not a float"),
+        E::ScoreNaN => Reply::error("ERR resulting score is not a number (NaN)"),
         E::InvalidExpire { command } => invalid_expire(command),
         E::Store(s) => store_error(s),
         E::Library(l) => library_error(l),
@@ -134,6 +135,24 @@ pub fn value(v: rialto_keyspace::Value) -> Reply {
         V::Int(n) => Reply::Integer(n),
         V::Bulk(b) => Reply::Bulk(b),
         V::Store(m) => crate::commands::store::describe(&m),
+        V::Score(s) => Reply::Double(s.0),
+        V::Scored { items, nested } => {
+            if nested {
+                Reply::Pairs(
+                    items
+                        .into_iter()
+                        .map(|(m, s)| (Reply::Bulk(m), Reply::Double(s.0)))
+                        .collect(),
+                )
+            } else {
+                Reply::Array(
+                    items
+                        .into_iter()
+                        .flat_map(|(m, s)| [Reply::Bulk(m), Reply::Double(s.0)])
+                        .collect(),
+                )
+            }
+        }
     }
 }
 

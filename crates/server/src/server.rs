@@ -481,6 +481,8 @@ pub(crate) fn apply_encodings(keyspace: &Keyspace, cfg: &Config) {
     let enc = keyspace.encodings();
     enc.set_hash_max_entries(cfg.hash_max_listpack_entries);
     enc.set_hash_max_value(cfg.hash_max_listpack_value);
+    enc.set_zset_max_entries(cfg.zset_max_listpack_entries);
+    enc.set_zset_max_value(cfg.zset_max_listpack_value);
 }
 
 pub fn keyspace_options(

@@ -10,6 +10,7 @@ mod catalog;
 mod hashes;
 mod keys;
 mod strings;
+mod zsets;
 
 use rialto_lsm::Db;
 use rialto_txn::TxnContext;
@@ -57,6 +58,7 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
             };
             match kind {
                 OpKind::Hash(h) => hashes::apply(&mut k, &stores.encodings, h),
+                OpKind::ZSet(z) => zsets::apply(&mut k, &stores.encodings, z),
                 kind => data(&mut k, kind),
             }
         }
@@ -90,6 +92,7 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         | OpKind::PartitionLibrary { .. }
         | OpKind::PartitionStore { .. }
         | OpKind::Hash(_)
+        | OpKind::ZSet(_)
         | OpKind::Library(_) => Err(crate::error::Error::BadOp("not a key-level op")),
     }
 }

@@ -11,6 +11,9 @@
 //! ```text
 //! header        version (u64 LE) | count (u64 LE)
 //! member key    0x0D | version (u64 BE) | h (u64 BE) | field  -> value  (hash)
+//!               0x0D | version (u64 BE) | 0x00 | h | member -> score,
+//!               0x0D | version (u64 BE) | 0x01 | sortable score | member -> empty
+//!                                                               (sorted set, see [`zset`])
 //! next version  0x0E 0x00                              -> u64 LE
 //! released      0x0E 0x01 | version (u64 BE)           -> empty
 //! ```
@@ -35,6 +38,7 @@
 
 pub mod hash;
 pub(crate) mod packed;
+pub mod zset;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -192,6 +196,7 @@ pub(crate) fn repack<T: crate::keys::RawRead + ?Sized>(
 ) -> Result<Vec<u8>> {
     match rec.kind {
         layout::Kind::Hash => hash::repack(k, rec),
+        layout::Kind::ZSet => zset::repack(k, rec),
         _ => Err(Error::Corrupt(CorruptRecord("unknown collection"))),
     }
 }
@@ -204,6 +209,8 @@ pub(crate) fn repack<T: crate::keys::RawRead + ?Sized>(
 pub struct Encodings {
     hash_max_entries: AtomicUsize,
     hash_max_value: AtomicUsize,
+    zset_max_entries: AtomicUsize,
+    zset_max_value: AtomicUsize,
 }
 
 impl Default for Encodings {
@@ -211,6 +218,8 @@ impl Default for Encodings {
         Encodings {
             hash_max_entries: AtomicUsize::new(128),
             hash_max_value: AtomicUsize::new(64),
+            zset_max_entries: AtomicUsize::new(128),
+            zset_max_value: AtomicUsize::new(64),
         }
     }
 }
@@ -232,6 +241,24 @@ impl Encodings {
 
     pub fn set_hash_max_value(&self, n: usize) {
         self.hash_max_value.store(n, Ordering::Relaxed);
+    }
+
+    /// Most members a packed sorted set holds.
+    pub fn zset_max_entries(&self) -> usize {
+        self.zset_max_entries.load(Ordering::Relaxed)
+    }
+
+    /// Longest member a packed sorted set holds.
+    pub fn zset_max_value(&self) -> usize {
+        self.zset_max_value.load(Ordering::Relaxed)
+    }
+
+    pub fn set_zset_max_entries(&self, n: usize) {
+        self.zset_max_entries.store(n, Ordering::Relaxed);
+    }
+
+    pub fn set_zset_max_value(&self, n: usize) {
+        self.zset_max_value.store(n, Ordering::Relaxed);
     }
 }
 

@@ -21,6 +21,7 @@ use bytes::Bytes;
 pub use codec::FORMAT_VERSION;
 
 use crate::stores::{StoreSettings, VersionInfo};
+pub use crate::value::Score;
 
 /// One write operation: where and when it runs, and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -246,6 +247,8 @@ pub enum OpKind {
     Library(LibraryOp),
     /// A write to a hash.
     Hash(HashOp),
+    /// A write to a sorted set.
+    ZSet(ZSetOp),
 }
 
 impl HashOp {
@@ -307,6 +310,115 @@ pub enum HashOp {
         field: Bytes,
         /// The increment as given (checked where the command arrived).
         incr: Bytes,
+    },
+}
+
+impl ZSetOp {
+    /// The keys it reads or writes.
+    pub fn keys(&self) -> Vec<&Bytes> {
+        match self {
+            ZSetOp::Add { key, .. }
+            | ZSetOp::Rem { key, .. }
+            | ZSetOp::RemRange { key, .. }
+            | ZSetOp::Pop { key, .. } => vec![key],
+        }
+    }
+}
+
+/// ZADD's options, checked for compatibility where the command arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ZAddFlags {
+    /// Only add new members.
+    pub nx: bool,
+    /// Only update existing members.
+    pub xx: bool,
+    /// Only update when the new score is greater.
+    pub gt: bool,
+    /// Only update when the new score is less.
+    pub lt: bool,
+    /// Count changed members too in the reply.
+    pub ch: bool,
+    /// Add the score to the current one and reply the result (one pair only).
+    pub incr: bool,
+}
+
+/// A score interval of ZRANGEBYSCORE and its kin (`(` makes a bound exclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScoreRange {
+    pub min: Score,
+    pub max: Score,
+    pub min_ex: bool,
+    pub max_ex: bool,
+}
+
+/// One end of a ZRANGEBYLEX interval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LexBound {
+    /// `-`: before every member.
+    Min,
+    /// `+`: after every member.
+    Max,
+    /// `[member`.
+    Incl(Bytes),
+    /// `(member`.
+    Excl(Bytes),
+}
+
+/// A member interval of ZRANGEBYLEX and its kin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LexRange {
+    pub min: LexBound,
+    pub max: LexBound,
+}
+
+/// Which members a range removal covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ZRange {
+    /// By rank, as given (negative counts from the end).
+    Rank(i64, i64),
+    /// By score.
+    Score(ScoreRange),
+    /// By member, for members of equal scores.
+    Lex(LexRange),
+}
+
+/// A write to a sorted set: each creates the set if needed and deletes it with its last
+/// member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ZSetOp {
+    /// ZADD and ZINCRBY (`flags.incr`): scores and members in order, a later pair for the same
+    /// member winning. Replies how many were added (changed too, with CH), or with INCR the
+    /// new score (null if a condition refused it).
+    Add {
+        /// The key.
+        key: Bytes,
+        /// The options.
+        flags: ZAddFlags,
+        /// Scores and members.
+        items: Vec<(Score, Bytes)>,
+    },
+    /// ZREM: how many of the members were removed.
+    Rem {
+        /// The key.
+        key: Bytes,
+        /// The members.
+        members: Vec<Bytes>,
+    },
+    /// ZREMRANGEBYRANK, ZREMRANGEBYSCORE, ZREMRANGEBYLEX: how many members were removed.
+    RemRange {
+        /// The key.
+        key: Bytes,
+        /// Which members.
+        range: ZRange,
+    },
+    /// ZPOPMIN (`max` false) and ZPOPMAX: removes and replies the lowest (highest) members.
+    Pop {
+        /// The key.
+        key: Bytes,
+        /// From the highest scores.
+        max: bool,
+        /// How many; `None`: one, replied flat.
+        count: Option<u64>,
     },
 }
 

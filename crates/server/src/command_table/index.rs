@@ -8,7 +8,7 @@ use super::CommandSpec;
 pub const MAX_NAME: usize = 24;
 
 /// Slots of the table: a power of two, at least twice the number of commands.
-const SLOTS: usize = 256;
+const SLOTS: usize = 512;
 
 /// Slot values are a position in the declarations plus one; 0 is an empty slot.
 pub struct NameIndex {

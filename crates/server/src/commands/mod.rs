@@ -74,6 +74,20 @@ mod setrange;
 mod strlen;
 mod ttl;
 mod type_;
+mod zadd;
+mod zcard;
+mod zcount;
+mod zincrby;
+mod zlexcount;
+mod zmscore;
+mod zpop;
+mod zrange;
+mod zrank;
+mod zrem;
+mod zremrange;
+mod zscan;
+mod zscore;
+mod zset_util;
 
 pub mod acl;
 mod applied;
@@ -222,6 +236,28 @@ pub static COMMANDS: &[CommandSpec] = &[
     latency::LATENCY,
     memory::MEMORY,
     object::OBJECT,
+    zadd::ZADD,
+    zcard::ZCARD,
+    zcount::ZCOUNT,
+    zincrby::ZINCRBY,
+    zlexcount::ZLEXCOUNT,
+    zmscore::ZMSCORE,
+    zpop::ZPOPMIN,
+    zpop::ZPOPMAX,
+    zrange::ZRANGE,
+    zrange::ZRANGEBYSCORE,
+    zrange::ZREVRANGEBYSCORE,
+    zrange::ZRANGEBYLEX,
+    zrange::ZREVRANGEBYLEX,
+    zrange::ZREVRANGE,
+    zrank::ZRANK,
+    zrank::ZREVRANK,
+    zrem::ZREM,
+    zremrange::ZREMRANGEBYRANK,
+    zremrange::ZREMRANGEBYSCORE,
+    zremrange::ZREMRANGEBYLEX,
+    zscan::ZSCAN,
+    zscore::ZSCORE,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
@@ -256,6 +292,12 @@ impl<'a, 'k> R<'a, 'k> {
     /// [`R::keys`].
     pub fn hash(&mut self, key: &[u8]) -> CmdResult<Option<rialto_keyspace::Hash>> {
         rialto_keyspace::Hash::load(self.keys, key).map_err(|e| reply::keyspace_error(&e))
+    }
+
+    /// The sorted set at `key` (WRONGTYPE if it holds another kind); its members are read
+    /// through [`R::keys`].
+    pub fn zset(&mut self, key: &[u8]) -> CmdResult<Option<rialto_keyspace::ZSet>> {
+        rialto_keyspace::ZSet::load(self.keys, key).map_err(|e| reply::keyspace_error(&e))
     }
 
     /// The keyspace's view, for reads of a collection's members.
