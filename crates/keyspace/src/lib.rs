@@ -31,7 +31,7 @@ mod walk;
 mod watch;
 
 pub use collections::hash::Hash;
-pub use collections::zset::ZSet;
+pub use collections::zset::{combine as zset_combine, select as zset_select, ZSet};
 pub use collections::Encodings;
 pub use error::{Error, LibraryError, Result};
 pub use float::add as float_add;
@@ -39,10 +39,12 @@ pub use keys::{check_key, check_value_len, Keys, RawRead, Reader};
 pub use keyspace::{KeyCount, Keyspace, KeyspaceOptions, OpenError, Transaction, FLUSH_STEP_KEYS};
 pub use layout::{CorruptRecord, Kind, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
 pub use op::{
+    Aggregate, Combine, LateError, LexBound, LexRange, ScoreRange, ZAddFlags, ZRange, ZSetOp,
+};
+pub use op::{
     BadTime, Cond, ExpireCond, HashOp, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp,
     RestorePolicy, Set, StoreOp, TtlChange, FORMAT_VERSION,
 };
-pub use op::{LexBound, LexRange, ScoreRange, ZAddFlags, ZRange, ZSetOp};
 pub use rialto_lsm::Compression;
 pub use rialto_sort::DuplicatePolicy;
 pub use stores::settings::DEFAULT_KEEP as DEFAULT_STORE_KEEP;

@@ -68,7 +68,8 @@ fn flags() -> impl Strategy<Value = ZAddFlags> {
         })
         // The compatibility rules are checked where the command arrives.
         .prop_filter("compatible", |f| {
-            !(f.nx && f.xx) && !((f.gt || f.lt) && f.nx) && !(f.gt && f.lt)
+            let nx_alone = !f.nx || !(f.xx || f.gt || f.lt);
+            nx_alone && !(f.gt && f.lt)
         })
 }
 

@@ -90,6 +90,8 @@ pub fn keyspace_error(e: &rialto_keyspace::Error) -> Reply {
         E::HashNotInteger => Reply::error("ERR hash value is not an integer"),
         E::HashNotFloat => Reply::error("ERR hash value is not a float"),
         E::ScoreNaN => Reply::error("ERR resulting score is not a number (NaN)"),
+        E::Syntax => syntax(),
+        E::WeightNotFloat => Reply::error("ERR weight value is not a float"),
         E::InvalidExpire { command } => invalid_expire(command),
         E::Store(s) => store_error(s),
         E::Library(l) => library_error(l),

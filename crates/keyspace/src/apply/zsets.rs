@@ -25,5 +25,23 @@ pub(super) fn apply(k: &mut W<'_, '_, '_>, enc: &Encodings, op: &ZSetOp) -> Resu
                 nested: count.is_some(),
             }
         }
+        ZSetOp::RangeStore {
+            dst,
+            src,
+            range,
+            rev,
+            limit,
+        } => Value::Int(zset::range_store(k, enc, dst, src, range, *rev, *limit)?),
+        ZSetOp::Store {
+            dst,
+            op,
+            keys,
+            weights,
+            aggregate,
+            late,
+        } => {
+            let items = zset::combine(k, *op, keys, weights, *aggregate, *late)?;
+            Value::Int(zset::store(k, enc, dst, items)?)
+        }
     })
 }

@@ -27,7 +27,7 @@ use super::{field_hash, member_key, next_version, packed, Encodings, Header};
 use crate::error::{Error, Result};
 use crate::keys::{check_key, check_value_len, Keys, RawRead, RawWrite};
 use crate::layout::{self, CorruptRecord, Kind, Record};
-use crate::op::{LexBound, LexRange, ScoreRange, ZAddFlags, ZRange};
+use crate::op::{Aggregate, Combine, LateError, LexBound, LexRange, ScoreRange, ZAddFlags, ZRange};
 use crate::value::Score;
 
 /// Keys read from a large set per engine scan.
@@ -942,6 +942,185 @@ pub(crate) fn pop<T: RawWrite + ?Sized>(
         w.finish(k, key)?;
     }
     Ok(popped)
+}
+
+/// Redis's `zunionInterAggregate`: a sum of `inf` and `-inf` is 0; a NaN `val` leaves MIN
+/// and MAX unchanged.
+fn aggregate(target: &mut f64, val: f64, how: Aggregate) {
+    match how {
+        Aggregate::Sum => {
+            *target += val;
+            if target.is_nan() {
+                *target = 0.0;
+            }
+        }
+        Aggregate::Min => {
+            if val < *target {
+                *target = val;
+            }
+        }
+        Aggregate::Max => {
+            if val > *target {
+                *target = val;
+            }
+        }
+    }
+}
+
+/// ZUNION, ZINTER, ZDIFF (and their STORE forms, ZINTERCARD) as Redis computes them: every
+/// input is looked up first (a missing key is empty; another kind is WRONGTYPE), then `late`
+/// is reported; union and intersection take the inputs from the smallest (ties in the order
+/// given), which decides the order scores are summed in. The result is in (score, member)
+/// order.
+pub fn combine<T: RawRead + ?Sized>(
+    k: &mut Keys<'_, T>,
+    op: Combine,
+    keys: &[Bytes],
+    weights: &[Score],
+    how: Aggregate,
+    late: Option<LateError>,
+) -> Result<Vec<(Bytes, f64)>> {
+    let mut inputs = Vec::with_capacity(keys.len());
+    for (i, key) in keys.iter().enumerate() {
+        let members = match ZSet::load(k, key)? {
+            Some(z) => z.entries(k)?,
+            None => Vec::new(),
+        };
+        inputs.push((members, weights.get(i).map_or(1.0, |w| w.0)));
+    }
+    match late {
+        Some(LateError::Syntax) => return Err(Error::Syntax),
+        Some(LateError::WeightNotFloat) => return Err(Error::WeightNotFloat),
+        None => {}
+    }
+    if op != Combine::Diff {
+        inputs.sort_by_key(|(m, _)| m.len());
+    }
+    let Some(((first, w0), rest)) = inputs.split_first() else {
+        return Ok(Vec::new());
+    };
+    let lookup: Vec<(std::collections::HashMap<&[u8], f64>, f64)> = rest
+        .iter()
+        .map(|(m, w)| (m.iter().map(|(x, s)| (&x[..], *s)).collect(), *w))
+        .collect();
+    let weighted = |w: f64, s: f64| {
+        let v = w * s;
+        if v.is_nan() {
+            0.0
+        } else {
+            v
+        }
+    };
+    let mut out: Vec<(Bytes, f64)> = Vec::new();
+    match op {
+        Combine::Inter => {
+            'members: for (m, s) in first {
+                let mut score = weighted(*w0, *s);
+                for (other, w) in &lookup {
+                    match other.get(&m[..]) {
+                        Some(v) => aggregate(&mut score, v * w, how),
+                        None => continue 'members,
+                    }
+                }
+                out.push((m.clone(), score));
+            }
+        }
+        Combine::Diff => {
+            for (m, s) in first {
+                if !lookup.iter().any(|(other, _)| other.contains_key(&m[..])) {
+                    out.push((m.clone(), *s));
+                }
+            }
+        }
+        Combine::Union => {
+            let mut at: std::collections::HashMap<Bytes, usize> = std::collections::HashMap::new();
+            for (members, w) in &inputs {
+                for (m, s) in members {
+                    let score = weighted(*w, *s);
+                    match at.get(m) {
+                        Some(&i) => aggregate(&mut out[i].1, score, how),
+                        None => {
+                            at.insert(m.clone(), out.len());
+                            out.push((m.clone(), score));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| cmp_entry((a.1, &a.0), (b.1, &b.0)));
+    Ok(out)
+}
+
+/// Makes `dst` (whatever it held) the sorted set of `items` (distinct members), or deletes it
+/// when there are none; how many members it holds. Packed as Redis packs a result: when it
+/// has few and short enough members (ZUNIONSTORE and its kin, ZRANGESTORE).
+pub(crate) fn store<T: RawWrite + ?Sized>(
+    k: &mut Keys<'_, T>,
+    enc: &Encodings,
+    dst: &[u8],
+    items: Vec<(Bytes, f64)>,
+) -> Result<i64> {
+    check_key(dst)?;
+    k.remove(dst)?;
+    if items.is_empty() {
+        return Ok(0);
+    }
+    let mut w = Writer {
+        old: None,
+        items: Items::Packed(Vec::new()),
+        enc,
+        may_grow: k.in_default_store(dst),
+    };
+    let too_long = items.iter().any(|(m, _)| m.len() > enc.zset_max_value());
+    if w.may_grow && (items.len() > enc.zset_max_entries() || too_long) {
+        w.grow(k)?;
+    }
+    let n = items.len() as i64;
+    for (m, s) in &items {
+        w.put(k, m, *s)?;
+    }
+    w.finish(k, dst)?;
+    Ok(n)
+}
+
+/// The members of `z` a ZRANGE-style selection takes: a rank range (from the highest with
+/// `rev`), or a score or lex range with LIMIT's offset and count (a negative offset takes
+/// nothing, a negative count everything, as Redis's walk does).
+pub fn select<T: RawRead + ?Sized>(
+    z: &ZSet,
+    k: &mut Keys<'_, T>,
+    range: &ZRange,
+    rev: bool,
+    limit: Option<(i64, i64)>,
+) -> Result<Vec<(Bytes, f64)>> {
+    let (offset, count) = match limit {
+        None => (0, None),
+        Some((o, _)) if o < 0 && !matches!(range, ZRange::Rank(..)) => return Ok(Vec::new()),
+        Some((o, c)) => (o.max(0) as u64, (c >= 0).then_some(c as u64)),
+    };
+    match range {
+        ZRange::Rank(a, b) => z.range_by_rank(k, *a, *b, rev),
+        ZRange::Score(r) => z.range_by_score(k, r, rev, offset, count),
+        ZRange::Lex(r) => z.range_by_lex(k, r, rev, offset, count),
+    }
+}
+
+/// ZRANGESTORE.
+pub(crate) fn range_store<T: RawWrite + ?Sized>(
+    k: &mut Keys<'_, T>,
+    enc: &Encodings,
+    dst: &[u8],
+    src: &[u8],
+    range: &ZRange,
+    rev: bool,
+    limit: Option<(i64, i64)>,
+) -> Result<i64> {
+    let items = match ZSet::load(k, src)? {
+        Some(z) => select(&z, k, range, rev, limit)?,
+        None => Vec::new(),
+    };
+    store(k, enc, dst, items)
 }
 
 /// The packed payload of a large set's members (for a move under a store's prefix).

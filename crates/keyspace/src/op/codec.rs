@@ -58,6 +58,10 @@
 //!       2 rem       key | n: u64 | member*n
 //!       3 remrange  key | zrange
 //!       4 pop       key | max: u8 | counted: u8 | [count: u64 if counted]
+//!       5 rangestore dst | src | zrange | rev: u8 | limited: u8 | [offset: i64 | count: i64]
+//!       6 store     dst | op: u8 (0 union, 1 inter, 2 diff) | n: u64 | key*n | m: u64 | score*m
+//!                   | aggregate: u8 (0 sum, 1 min, 2 max) | late: u8 (0 none, 1 syntax,
+//!                   2 weight not a float)
 //!  score := f64 LE (never NaN)
 //!  zrange := 1 start: i64 | stop: i64  (rank)
 //!          | 2 min: score | max: score | ex: u8 (bits: 1 min, 2 max)
@@ -75,9 +79,9 @@
 use bytes::Bytes;
 
 use super::{
-    BadTime, Cond, ExpireCond, HashOp, LexBound, LexRange, LibraryOp, LibrarySource, Op, OpKind,
-    PartStoreOp, RestorePolicy, Score, ScoreRange, Set, StoreOp, TtlChange, ZAddFlags, ZRange,
-    ZSetOp,
+    Aggregate, BadTime, Combine, Cond, ExpireCond, HashOp, LateError, LexBound, LexRange,
+    LibraryOp, LibrarySource, Op, OpKind, PartStoreOp, RestorePolicy, Score, ScoreRange, Set,
+    StoreOp, TtlChange, ZAddFlags, ZRange, ZSetOp,
 };
 use crate::error::{Error, Result};
 use crate::stores::{StoreSettings, VersionInfo};
@@ -425,6 +429,58 @@ impl Op {
                             w.u64(*n);
                         }
                     }
+                    ZSetOp::RangeStore {
+                        dst,
+                        src,
+                        range,
+                        rev,
+                        limit,
+                    } => {
+                        w.u8(5);
+                        w.bytes(dst);
+                        w.bytes(src);
+                        w.zrange(range);
+                        w.u8(u8::from(*rev));
+                        w.u8(u8::from(limit.is_some()));
+                        if let Some((o, c)) = limit {
+                            w.i64(*o);
+                            w.i64(*c);
+                        }
+                    }
+                    ZSetOp::Store {
+                        dst,
+                        op,
+                        keys,
+                        weights,
+                        aggregate,
+                        late,
+                    } => {
+                        w.u8(6);
+                        w.bytes(dst);
+                        w.u8(match op {
+                            Combine::Union => 0,
+                            Combine::Inter => 1,
+                            Combine::Diff => 2,
+                        });
+                        w.u64(keys.len() as u64);
+                        for k in keys {
+                            w.bytes(k);
+                        }
+                        w.u64(weights.len() as u64);
+                        for s in weights {
+                            w.score(*s);
+                        }
+                        w.u8(match aggregate {
+                            Aggregate::Sum => 0,
+                            Aggregate::Min => 1,
+                            Aggregate::Max => 2,
+                        });
+                        w.u8(match late {
+                            None => 0,
+                            Some(LateError::Syntax) => 1,
+                            Some(LateError::WeightNotFloat) => 2,
+                        });
+                    }
                 }
             }
         }
@@ -768,6 +824,63 @@ impl Op {
                     let max = r.bool()?;
                     let count = if r.bool()? { Some(r.u64()?) } else { None };
                     ZSetOp::Pop { key, max, count }
+                }
+                5 => {
+                    let dst = r.bytes()?;
+                    let src = r.bytes()?;
+                    let range = r.zrange()?;
+                    let rev = r.bool()?;
+                    let limit = if r.bool()? {
+                        Some((r.i64()?, r.i64()?))
+                    } else {
+                        None
+                    };
+                    ZSetOp::RangeStore {
+                        dst,
+                        src,
+                        range,
+                        rev,
+                        limit,
+                    }
+                }
+                6 => {
+                    let dst = r.bytes()?;
+                    let op = match r.u8()? {
+                        0 => Combine::Union,
+                        1 => Combine::Inter,
+                        2 => Combine::Diff,
+                        _ => return Err(Error::BadOp("bad combination")),
+                    };
+                    let n = r.count(1)?;
+                    let mut keys = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        keys.push(r.bytes()?);
+                    }
+                    let m = r.count(8)?;
+                    let mut weights = Vec::with_capacity(m);
+                    for _ in 0..m {
+                        weights.push(r.score()?);
+                    }
+                    let aggregate = match r.u8()? {
+                        0 => Aggregate::Sum,
+                        1 => Aggregate::Min,
+                        2 => Aggregate::Max,
+                        _ => return Err(Error::BadOp("bad aggregate")),
+                    };
+                    let late = match r.u8()? {
+                        0 => None,
+                        1 => Some(LateError::Syntax),
+                        2 => Some(LateError::WeightNotFloat),
+                        _ => return Err(Error::BadOp("bad flag")),
+                    };
+                    ZSetOp::Store {
+                        dst,
+                        op,
+                        keys,
+                        weights,
+                        aggregate,
+                        late,
+                    }
                 }
                 _ => return Err(Error::BadOp("unknown sorted set write")),
             }),
@@ -1199,6 +1312,21 @@ mod tests {
                 key: b("z"),
                 max: false,
                 count: None,
+            },
+            ZSetOp::RangeStore {
+                dst: b("d"),
+                src: b("z"),
+                range: ZRange::Rank(0, -1),
+                rev: true,
+                limit: Some((1, -1)),
+            },
+            ZSetOp::Store {
+                dst: b("d"),
+                op: Combine::Inter,
+                keys: vec![b("z"), b("y")],
+                weights: vec![Score(2.0), Score(-0.5)],
+                aggregate: Aggregate::Max,
+                late: Some(LateError::WeightNotFloat),
             },
         ];
         for op in ops {

@@ -321,6 +321,8 @@ impl ZSetOp {
             | ZSetOp::Rem { key, .. }
             | ZSetOp::RemRange { key, .. }
             | ZSetOp::Pop { key, .. } => vec![key],
+            ZSetOp::RangeStore { dst, src, .. } => vec![dst, src],
+            ZSetOp::Store { dst, keys, .. } => std::iter::once(dst).chain(keys).collect(),
         }
     }
 }
@@ -382,6 +384,33 @@ pub enum ZRange {
     Lex(LexRange),
 }
 
+/// How ZUNION, ZINTER and ZDIFF combine their inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Combine {
+    Union,
+    Inter,
+    Diff,
+}
+
+/// How ZUNION and ZINTER merge one member's weighted scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Aggregate {
+    #[default]
+    Sum,
+    Min,
+    Max,
+}
+
+/// An option of ZUNIONSTORE and its kin that Redis refuses only after it has looked the input
+/// keys up (so a WRONGTYPE comes first, as there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LateError {
+    /// An unknown or misplaced option.
+    Syntax,
+    /// A weight that is not a float.
+    WeightNotFloat,
+}
+
 /// A write to a sorted set: each creates the set if needed and deletes it with its last
 /// member.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -419,6 +448,36 @@ pub enum ZSetOp {
         max: bool,
         /// How many; `None`: one, replied flat.
         count: Option<u64>,
+    },
+    /// ZRANGESTORE: `dst` becomes the selected members of `src` (deleted when none); replies
+    /// how many.
+    RangeStore {
+        /// Where the result goes.
+        dst: Bytes,
+        /// The sorted set read.
+        src: Bytes,
+        /// Which members (a rank range counted from the highest with `rev`).
+        range: ZRange,
+        /// From the highest scores (a score or lex range's bounds are then max, min).
+        rev: bool,
+        /// LIMIT offset count of a score or lex range (a negative count: no limit).
+        limit: Option<(i64, i64)>,
+    },
+    /// ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE: `dst` becomes the combination of `keys` (deleted
+    /// when empty); replies its size.
+    Store {
+        /// Where the result goes.
+        dst: Bytes,
+        /// How the inputs combine.
+        op: Combine,
+        /// The inputs.
+        keys: Vec<Bytes>,
+        /// One per input (empty: all 1).
+        weights: Vec<Score>,
+        /// How scores merge.
+        aggregate: Aggregate,
+        /// An option error to reply once the inputs are checked.
+        late: Option<LateError>,
     },
 }
 

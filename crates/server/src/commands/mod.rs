@@ -76,18 +76,22 @@ mod ttl;
 mod type_;
 mod zadd;
 mod zcard;
+mod zcombine;
 mod zcount;
 mod zincrby;
 mod zlexcount;
 mod zmscore;
 mod zpop;
+mod zrandmember;
 mod zrange;
+mod zrangestore;
 mod zrank;
 mod zrem;
 mod zremrange;
 mod zscan;
 mod zscore;
 mod zset_util;
+mod zstore;
 
 pub mod acl;
 mod applied;
@@ -258,6 +262,15 @@ pub static COMMANDS: &[CommandSpec] = &[
     zremrange::ZREMRANGEBYLEX,
     zscan::ZSCAN,
     zscore::ZSCORE,
+    zrandmember::ZRANDMEMBER,
+    zrangestore::ZRANGESTORE,
+    zcombine::ZUNION,
+    zcombine::ZINTER,
+    zcombine::ZDIFF,
+    zcombine::ZINTERCARD,
+    zstore::ZUNIONSTORE,
+    zstore::ZINTERSTORE,
+    zstore::ZDIFFSTORE,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.

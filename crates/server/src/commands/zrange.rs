@@ -7,7 +7,7 @@
 //! its end (O(start + count)); a score range seeks to its first score.
 
 use bytes::Bytes;
-use rialto_keyspace::{LexRange, ScoreRange};
+use rialto_keyspace::{LexRange, ScoreRange, ZRange};
 use rialto_resp::Reply;
 
 use super::util::{checked, is};
@@ -290,17 +290,18 @@ pub fn select(k: &mut R<'_, '_>, key: &[u8], req: &Request) -> CmdResult<Vec<(By
     let Some(z) = k.zset(key)? else {
         return Ok(Vec::new());
     };
-    let (offset, limit) = match req.limit {
-        None => (0, None),
-        // Redis's walk steps past the end on a negative offset.
-        Some((o, _)) if o < 0 && !matches!(req.by, Spec::Rank(..)) => return Ok(Vec::new()),
-        Some((o, c)) => (o.max(0) as u64, (c >= 0).then_some(c as u64)),
+    let range = match &req.by {
+        Spec::Rank(a, b) => ZRange::Rank(*a, *b),
+        Spec::Score(r) => ZRange::Score(*r),
+        Spec::Lex(r) => ZRange::Lex(r.clone()),
     };
-    checked(match &req.by {
-        Spec::Rank(a, b) => z.range_by_rank(k.keys(), *a, *b, req.rev),
-        Spec::Score(r) => z.range_by_score(k.keys(), r, req.rev, offset, limit),
-        Spec::Lex(r) => z.range_by_lex(k.keys(), r, req.rev, offset, limit),
-    })
+    checked(rialto_keyspace::zset_select(
+        &z,
+        k.keys(),
+        &range,
+        req.rev,
+        req.limit,
+    ))
 }
 
 fn range(k: &mut R<'_, '_>, args: &[Bytes], by: Option<By>, rev: Option<bool>) -> CmdResult {
