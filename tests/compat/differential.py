@@ -129,6 +129,7 @@ class Gen:
             (2, self.zcard), (5, self.zrange), (2, self.zrangebyscore), (2, self.zrangebylex),
             (1, self.zrevrange), (2, self.zrank), (2, self.zcount), (2, self.zlexcount),
             (2, self.zpop), (2, self.zremrange), (1, self.zscan),
+            (1, self.zrandmember), (1, self.zrangestore), (2, self.zcombine), (2, self.zstore),
         ]
         # Whether a MULTI is open (as far as the stream knows): whole-keyspace reads, CLIENT,
         # HELLO and server commands are not generated inside one (their replies inside a
@@ -656,6 +657,47 @@ class Gen:
             args += [self.ci(b"COUNT"), self.rng.choice([b"1", b"10", b"0", b"abc"])]
         return args
 
+    def zrandmember(self):
+        args = [self.ci(b"ZRANDMEMBER"), self.key()]
+        if self.rng.random() < 0.7:
+            args.append(self.rng.choice([b"0", b"1", b"2", b"200", b"-1", b"-3", b"abc"]))
+            if self.rng.random() < 0.4:
+                args.append(self.rng.choice([b"WITHSCORES", b"withscores", b"WITHVALUES"]))
+        return args
+
+    def zrangestore(self):
+        if self.rng.random() < 0.5:
+            args = [self.ci(b"ZRANGESTORE"), self.key(), self.key(), self.rng.choice([b"0", b"1", b"-2"]), self.rng.choice([b"-1", b"2"])]
+        else:
+            args = [self.ci(b"ZRANGESTORE"), self.key(), self.key(), self.rscore(), self.rscore(), self.ci(b"BYSCORE")]
+        return args + self.zrange_opts(withscores=self.rng.random() < 0.05)
+
+    def zcombine_args(self, store, card=False):
+        n = self.rng.randint(1, 3)
+        keys = [self.rng.choice([self.key(), self.key(), LEX_KEYS[0]]) for _ in range(n)]
+        num = str(n).encode() if self.rng.random() < 0.95 else self.rng.choice([b"0", b"-1", b"5", b"abc"])
+        opts = []
+        if card:
+            if self.rng.random() < 0.4:
+                opts += [self.ci(b"LIMIT"), self.rng.choice([b"0", b"1", b"2", b"-1", b"abc"])]
+        else:
+            if self.rng.random() < 0.3:
+                opts += [self.ci(b"WEIGHTS")] + [self.rng.choice([b"1", b"2", b"-1.5", b"0", b"inf", b"0.1", b"abc"]) for _ in range(n)]
+            if self.rng.random() < 0.3:
+                opts += [self.ci(b"AGGREGATE"), self.rng.choice([b"SUM", b"min", b"MAX", b"avg"])]
+            if not store and self.rng.random() < 0.5:
+                opts.append(self.ci(b"WITHSCORES"))
+        return [num] + keys + opts
+
+    def zcombine(self):
+        name = self.rng.choice([b"ZUNION", b"ZINTER", b"ZDIFF", b"ZINTERCARD"])
+        return [self.ci(name)] + self.zcombine_args(False, name == b"ZINTERCARD")
+
+    def zstore(self):
+        name = self.rng.choice([b"ZUNIONSTORE", b"ZINTERSTORE", b"ZDIFFSTORE"])
+        # (Never into a lex key: a union of other keys would give it different scores.)
+        return [self.ci(name), self.key()] + self.zcombine_args(True)
+
     def unknown(self):
         return self.rng.choice([[b"NOSUCHCMD"], [b"nosuch", b"a", b"b"], [b"GETT", b"k0"], [b"x" * 60, b"y"]])
 
@@ -882,6 +924,17 @@ def compare(args, a, b):
     if name in (b"HGETALL", b"HKEYS", b"HVALS"):
         # A hashtable's order is its own on each side.
         return None if _items(ra) == _items(rb) else f"{name.decode()}: different fields"
+    if name == b"ZRANDMEMBER":
+        if ra.kind != rb.kind or (ra.value is None) != (rb.value is None):
+            return "different reply type"
+        if ra.kind != "*":
+            return None
+        if len(ra.value) != len(rb.value):
+            return "ZRANDMEMBER: different counts"
+        count = int(args[2]) if len(args) > 2 and args[2].lstrip(b"-").isdigit() else 0
+        if count >= 200:
+            return None if _items(ra) == _items(rb) else "ZRANDMEMBER: different members"
+        return None
     if name == b"HRANDFIELD":
         if ra.kind != rb.kind or (ra.value is None) != (rb.value is None):
             return "different reply type"

@@ -13,11 +13,13 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use rialto_io::{Clock, Fs, MemFs, SystemClock};
 use rialto_keyspace::{
+    Aggregate, Combine, LexBound, LexRange, Score, ScoreRange, ZAddFlags, ZRange, ZSetOp,
+};
+use rialto_keyspace::{
     Compression, Cond, ExpireCond, HashOp, Keyspace, KeyspaceOptions, LibraryOp, LibrarySource, Op,
     OpKind, RestorePolicy, Set, StoreOp, StoreOptions, StoreSettings, TtlChange, Value,
     VersionInfo,
 };
-use rialto_keyspace::{LexBound, LexRange, Score, ScoreRange, ZAddFlags, ZRange, ZSetOp};
 
 const KEYS: &[&str] = &["a", "b", "c", "n", "s:x", "s:y", "t:z"];
 
@@ -155,6 +157,32 @@ fn zset_op() -> impl Strategy<Value = OpKind> {
         1 => (key(), range).prop_map(|(key, range)| OpKind::ZSet(ZSetOp::RemRange { key, range })),
         1 => (key(), any::<bool>(), prop::option::of(0u64..4))
             .prop_map(|(key, max, count)| OpKind::ZSet(ZSetOp::Pop { key, max, count })),
+        1 => (key(), key(), -2i64..3, any::<bool>()).prop_map(|(dst, src, start, rev)| {
+            OpKind::ZSet(ZSetOp::RangeStore {
+                dst,
+                src,
+                range: ZRange::Rank(start, -1),
+                rev,
+                limit: None,
+            })
+        }),
+        1 => (key(), prop::collection::vec(key(), 1..4), 0u8..3, any::<bool>()).prop_map(
+            |(dst, keys, op, weighted)| {
+                let weights = if weighted {
+                    keys.iter().map(|_| Score(-1.5)).collect()
+                } else {
+                    Vec::new()
+                };
+                OpKind::ZSet(ZSetOp::Store {
+                    dst,
+                    op: [Combine::Union, Combine::Inter, Combine::Diff][op as usize],
+                    keys,
+                    weights,
+                    aggregate: Aggregate::Sum,
+                    late: None,
+                })
+            }
+        ),
     ]
 }
 
