@@ -2,14 +2,15 @@
 //!
 //! As HSCAN: a large set's members are ordered by their hash and the cursor is the hash to
 //! resume from, so no state is kept between calls; a packed set is returned whole with
-//! cursor 0. Scores are strings, as Redis sends them here whatever the protocol.
+//! cursor 0. Scores are strings, as Redis sends them here whatever the protocol (a packed
+//! set's integral ones as integers, as a listpack stores them).
 
 use bytes::Bytes;
 use rialto_resp::Reply;
 
 use super::scan::parse_cursor;
 use super::util::{checked, is};
-use super::zset_util::score_text;
+use super::zset_util::{packed_score_text, score_text};
 use super::{Handler, R};
 use crate::command_table::ArgType::{Integer, Key, Pattern};
 use crate::command_table::{arg, cmd, doc, CommandSpec, KeySpec};
@@ -72,12 +73,18 @@ pub fn run(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
         i += 2;
     }
     let (page, next) = checked(z.page(k.keys(), cursor, count.min(MAX_PAGE)))?;
+    // A packed set's scores as a listpack holds them (integers where they can be).
+    let text = if z.is_large() {
+        score_text
+    } else {
+        packed_score_text
+    };
     let match_all = pattern.is_none_or(|p| &p[..] == b"*");
     let mut out = Vec::with_capacity(page.len() * 2);
     for (m, s) in page {
         if match_all || pattern.is_some_and(|p| crate::glob::glob_match(p, &m, false)) {
             out.push(Reply::Bulk(m));
-            out.push(Reply::Bulk(score_text(s)));
+            out.push(Reply::Bulk(text(s)));
         }
     }
     Ok(Reply::Array(vec![

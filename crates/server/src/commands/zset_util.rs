@@ -110,6 +110,17 @@ pub fn score_text(s: f64) -> Bytes {
     }
 }
 
+/// A score as a listpack holds it, which ZSCAN of a packed set returns: an integral score
+/// within ±(2^63 - 1) / 2 is stored as an integer (Redis's `double2ll`), any other as
+/// [`score_text`].
+pub fn packed_score_text(s: f64) -> Bytes {
+    let bound = (i64::MAX / 2) as f64;
+    if (-bound..=bound).contains(&s) && (s as i64) as f64 == s {
+        return Bytes::from((s as i64).to_string());
+    }
+    score_text(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +167,17 @@ mod tests {
         assert_eq!(lex_item(b"+a"), None);
         assert_eq!(lex_item(b"a"), None);
         assert_eq!(lex_item(b""), None);
+    }
+
+    #[test]
+    fn packed_scores_print_as_a_listpack_holds_them() {
+        assert_eq!(
+            packed_score_text(123456789012345678.0),
+            Bytes::from("123456789012345680")
+        );
+        assert_eq!(packed_score_text(1e20), Bytes::from("1e+20"));
+        assert_eq!(packed_score_text(1.5), Bytes::from("1.5"));
+        assert_eq!(packed_score_text(3.0), Bytes::from("3"));
     }
 
     #[test]
