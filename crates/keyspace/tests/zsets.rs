@@ -1,5 +1,6 @@
-//! Sorted sets against an in-memory model: random ZADD (every option), ZREM, range removals
-//! and pops (packed sets growing large past small thresholds), deletions, expiry, renames and
+//! Sorted sets against an in-memory model: random ZADD (every option), ZREM, range removals,
+//! pops, ZRANGESTORE and the STORE combinations (packed sets growing large past small
+//! thresholds), deletions, expiry, renames and
 //! overwrites by strings, with reopens and reclaim passes between them, and memtables small
 //! enough that the data is flushed and compacted as it goes. After every step each key reads
 //! as the model says: every member in (score, member) order both ways, each member's score
@@ -16,8 +17,8 @@ use proptest::prelude::*;
 use rialto_engine::{EngineIterator, IterOptions, KvEngine};
 use rialto_io::MemFs;
 use rialto_keyspace::{
-    ExpireCond, Keyspace, Op, OpKind, Score, ScoreRange, Set, Value, ZAddFlags, ZRange, ZSet,
-    ZSetOp,
+    Aggregate, Combine, ExpireCond, Keyspace, Op, OpKind, Score, ScoreRange, Set, Value, ZAddFlags,
+    ZRange, ZSet, ZSetOp,
 };
 
 const KEYS: &[&str] = &["a", "b", "c"];
@@ -101,6 +102,27 @@ fn zop() -> impl Strategy<Value = OpKind> {
         2 => (key(), range()).prop_map(|(key, range)| OpKind::ZSet(ZSetOp::RemRange { key, range })),
         2 => (key(), any::<bool>(), prop::option::of(0u64..5))
             .prop_map(|(key, max, count)| OpKind::ZSet(ZSetOp::Pop { key, max, count })),
+        1 => (key(), key(), -3i64..3, -3i64..3, any::<bool>()).prop_map(|(dst, src, a, b, rev)| {
+            OpKind::ZSet(ZSetOp::RangeStore { dst, src, range: ZRange::Rank(a, b), rev, limit: None })
+        }),
+        2 => (
+            key(),
+            prop::collection::vec(key(), 1..4),
+            0usize..3,
+            prop::option::of(prop::sample::select(&[2.0, -1.0, 0.0][..])),
+            0usize..3,
+        )
+            .prop_map(|(dst, keys, op, weight, how)| {
+                let weights = weight.map_or_else(Vec::new, |w| keys.iter().map(|_| Score(w)).collect());
+                OpKind::ZSet(ZSetOp::Store {
+                    dst,
+                    op: [Combine::Union, Combine::Inter, Combine::Diff][op],
+                    keys,
+                    weights,
+                    aggregate: [Aggregate::Sum, Aggregate::Min, Aggregate::Max][how],
+                    late: None,
+                })
+            }),
     ]
 }
 
@@ -262,6 +284,112 @@ fn model_apply(m: &mut BTreeMap<Bytes, Model>, kind: &OpKind) -> String {
                 }
             )
         }
+        OpKind::ZSet(ZSetOp::RangeStore {
+            dst,
+            src,
+            range,
+            rev,
+            ..
+        }) => {
+            let all = match m.get(src) {
+                None => Vec::new(),
+                Some(Model::Str) => return wrong(),
+                Some(Model::ZSet(z)) => ordered(z),
+            };
+            let mut all = all;
+            if *rev {
+                all.reverse();
+            }
+            let len = all.len();
+            let picked: BTreeMap<Bytes, f64> = all
+                .into_iter()
+                .enumerate()
+                .filter(|(i, (_, s))| in_range(range, len, *i, *s))
+                .map(|(_, x)| x)
+                .collect();
+            let n = picked.len();
+            m.remove(dst);
+            if n > 0 {
+                m.insert(dst.clone(), Model::ZSet(picked));
+            }
+            format!("{:?}", Value::Int(n as i64))
+        }
+        OpKind::ZSet(ZSetOp::Store {
+            dst,
+            op,
+            keys,
+            weights,
+            aggregate,
+            ..
+        }) => {
+            let mut inputs = Vec::new();
+            for (i, k) in keys.iter().enumerate() {
+                let w = weights.get(i).map_or(1.0, |w| w.0);
+                match m.get(k) {
+                    None => inputs.push((Vec::new(), w)),
+                    Some(Model::Str) => return wrong(),
+                    Some(Model::ZSet(z)) => inputs.push((ordered(z), w)),
+                }
+            }
+            if *op != Combine::Diff {
+                inputs.sort_by_key(|(x, _)| x.len());
+            }
+            let agg = |t: &mut f64, v: f64| match aggregate {
+                Aggregate::Sum => {
+                    *t += v;
+                    if t.is_nan() {
+                        *t = 0.0;
+                    }
+                }
+                Aggregate::Min => *t = if v < *t { v } else { *t },
+                Aggregate::Max => *t = if v > *t { v } else { *t },
+            };
+            let weighted = |w: f64, s: f64| if (w * s).is_nan() { 0.0 } else { w * s };
+            let mut out: BTreeMap<Bytes, f64> = BTreeMap::new();
+            let (first, w0) = inputs[0].clone();
+            let has =
+                |x: &[(Bytes, f64)], mem: &Bytes| x.iter().find(|(y, _)| y == mem).map(|(_, s)| *s);
+            match op {
+                Combine::Union => {
+                    for (x, w) in &inputs {
+                        for (mem, s) in x {
+                            let v = weighted(*w, *s);
+                            match out.get_mut(mem) {
+                                Some(t) => agg(t, v),
+                                None => {
+                                    out.insert(mem.clone(), v);
+                                }
+                            }
+                        }
+                    }
+                }
+                Combine::Inter => {
+                    'each: for (mem, s) in &first {
+                        let mut t = weighted(w0, *s);
+                        for (x, w) in &inputs[1..] {
+                            match has(x, mem) {
+                                Some(v) => agg(&mut t, v * w),
+                                None => continue 'each,
+                            }
+                        }
+                        out.insert(mem.clone(), t);
+                    }
+                }
+                Combine::Diff => {
+                    for (mem, s) in &first {
+                        if inputs[1..].iter().all(|(x, _)| has(x, mem).is_none()) {
+                            out.insert(mem.clone(), *s);
+                        }
+                    }
+                }
+            }
+            let n = out.len();
+            m.remove(dst);
+            if n > 0 {
+                m.insert(dst.clone(), Model::ZSet(out));
+            }
+            format!("{:?}", Value::Int(n as i64))
+        }
         OpKind::Del { keys } => {
             let n = keys.iter().filter(|k| m.remove(*k).is_some()).count();
             format!("{:?}", Value::Int(n as i64))
@@ -378,8 +506,11 @@ proptest! {
         for (i, step) in steps.iter().enumerate() {
             match step {
                 Step::Op(kind) => {
-                    let want = model_apply(&mut model, kind);
-                    let got = shown(ks.execute(Op::new(0, ks.now_ms(), kind.clone())));
+                    // A packed set reads -0 back as 0, as a listpack does; the model does not
+                    // track encodings.
+                    let zero = |r: String| r.replace("Score(-0.0)", "Score(0.0)");
+                    let want = zero(model_apply(&mut model, kind));
+                    let got = zero(shown(ks.execute(Op::new(0, ks.now_ms(), kind.clone()))));
                     prop_assert_eq!(got, want, "step {}: {:?}", i, kind);
                 }
                 Step::Reopen => {
