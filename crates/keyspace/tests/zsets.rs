@@ -1,8 +1,8 @@
 //! Sorted sets against an in-memory model: random ZADD (every option), ZREM, range removals,
 //! pops, ZRANGESTORE and the STORE combinations (packed sets growing large past small
-//! thresholds), deletions, expiry, renames and
-//! overwrites by strings, with reopens and reclaim passes between them, and memtables small
-//! enough that the data is flushed and compacted as it goes. After every step each key reads
+//! thresholds), deletions, expiry, renames and overwrites by strings, with reopens and reclaim
+//! passes between them, and memtables small enough that the data is flushed and compacted as
+//! it goes. After every step each key reads
 //! as the model says: every member in (score, member) order both ways, each member's score
 //! and ranks, score ranges; at the end, with every key deleted and the reclaim pass run to its
 //! end, the engine holds no member key and no released record.
