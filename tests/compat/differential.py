@@ -6,7 +6,8 @@ sockets, every reply compared byte for byte.
 
 Both servers must be running on --host (127.0.0.1) without a password; both are FLUSHALLed. Two
 streams run per seed: one in RESP2 and one that starts with HELLO 3. Commands come from a small
-key space (so they collide) and cover the string, bitmap, hash, key, connection and server
+key space (so they collide) and cover the string, bitmap, hash, set, sorted-set, key, connection
+and server
 commands Rialto implements, with random valid and invalid arguments (wrong arity, bad integers and floats, syntax
 errors, conflicting options, odd casing, unknown commands and subcommands).
 
@@ -16,9 +17,11 @@ CLIENT ID/LIST/INFO (type; name, db and resp fields), INFO (type; keyspace keys 
 HELLO (fields other than id/server/version), COMMAND COUNT/INFO (arity and key positions),
 SLOWLOG GET/LEN (type), KEYS (as a sorted list), single SCAN calls (shape), and full SCAN
 iterations (the set of keys found; shown as `SCAN* MATCH p COUNT n` in reports); a hash's or a
-set's members as sorted lists (HGETALL, SMEMBERS, SINTER, SUNION, SDIFF, SPOP of a whole set),
-random picks (HRANDFIELD, SRANDMEMBER) by count, and a string's OBJECT ENCODING by being one.
-Errors are always compared exactly. SPOP is only sent with counts whose outcome is not random.
+set's members as sorted lists (HGETALL, HKEYS, HVALS, SMEMBERS, SINTER, SUNION, SDIFF, SPOP of a
+whole set), whole HSCAN, SSCAN and ZSCAN pages as sets, random picks (HRANDFIELD, SRANDMEMBER) by
+count, and a string's OBJECT ENCODING by being one. Errors are always compared exactly. SPOP is
+only sent with counts whose outcome is not random. Sorted sets' lex ranges run on keys whose
+members all have score 0 (`z:lex*`): Redis leaves a lex range over different scores unspecified.
 
 On the first mismatch it prints the seed, stream, command index, command and both replies, then
 shrinks the stream (delta debugging, replaying from an empty database each time) to a short
@@ -50,6 +53,20 @@ HSCAN_ALL = b"HSCAN*"  # virtual command: a full HSCAN iteration, compared as a 
 # the hash a hashtable on both sides.
 FIELDS = [b"f0", b"f1", b"f2", b"f3", b"", b"\x00f\xff", b"x" * 70]
 FIELD_WEIGHTS = [10, 8, 6, 4, 1, 1, 1]
+# Sorted-set members: a few short ones, and one longer than zset-max-listpack-value (64), which
+# makes the set a skiplist on both sides.
+MEMBERS = [b"a", b"b", b"c", b"d", b"e", b"", b"\x00m\xff", b"y" * 70]
+MEMBER_WEIGHTS = [10, 9, 8, 6, 4, 1, 1, 1]
+SCORES = [
+    b"0", b"1", b"-1", b"2", b"2.5", b"0.1", b"-0.25", b"1e20", b"1e-7", b"inf", b"-inf", b"+inf",
+    b"-0", b"3.0", b"10", b"123456789012345678", b"0x10", b"0.30000000000000004",
+]
+BAD_SCORES = [b"nan", b"abc", b"", b" 1", b"1 ", b"1e400", b"(1"]
+RANGE_SCORES = [b"-inf", b"+inf", b"0", b"1", b"(1", b"2.5", b"(2.5", b"-1", b"(0", b"10", b"", b"(", b"abc", b"nan", b" 1", b"1e400"]
+LEX_BOUNDS = [b"-", b"+", b"[a", b"(a", b"[c", b"(c", b"[e", b"[", b"(", b"a", b"", b"+x", b"[y"]
+# Keys whose members all have score 0, for the lex-range commands (Redis leaves a lex range
+# over members of different scores unspecified: its skiplist answers by its random levels).
+LEX_KEYS = [b"z:lex0", b"z:lex1"]
 FUTURE = 4102444800  # 2100-01-01
 
 KEYS = [b"k0", b"k1", b"k2", b"k3", b"k4", b"k5", b"", b"bin\x00\xff", b"two words", b"k*"]
@@ -118,6 +135,11 @@ class Gen:
             (3, self.smembers), (2, self.scard), (1.5, self.spop), (2, self.srandmember),
             (2, self.smove), (2, self.sinter), (1, self.sintercard), (2, self.sunion),
             (2, self.sdiff), (2, self.sstore), (1, self.sscan), (1, self.object_encoding),
+            (7, self.zadd), (2, self.zincrby), (3, self.zrem), (3, self.zscore), (2, self.zmscore),
+            (2, self.zcard), (5, self.zrange), (2, self.zrangebyscore), (2, self.zrangebylex),
+            (1, self.zrevrange), (2, self.zrank), (2, self.zcount), (2, self.zlexcount),
+            (2, self.zpop), (2, self.zremrange), (1, self.zscan),
+            (1, self.zrandmember), (1, self.zrangestore), (2, self.zcombine), (2, self.zstore),
         ]
         # Whether a MULTI is open (as far as the stream knows): whole-keyspace reads, CLIENT,
         # HELLO and server commands are not generated inside one (their replies inside a
@@ -670,6 +692,168 @@ class Gen:
 
     def object_encoding(self):
         return [self.ci(b"OBJECT"), self.ci(b"ENCODING"), self.key()]
+        return self.rng.choices(MEMBERS, MEMBER_WEIGHTS)[0]
+
+    def score(self):
+        return self.rng.choice(BAD_SCORES) if self.rng.random() < 0.03 else self.rng.choice(SCORES)
+
+    def rscore(self):
+        return self.rng.choice(RANGE_SCORES)
+
+    def lex(self):
+        return self.rng.choice(LEX_BOUNDS)
+
+    def zadd(self):
+        lex = self.rng.random() < 0.25
+        key = self.rng.choice(LEX_KEYS) if lex else self.key()
+        opts = []
+        for o in (b"NX", b"XX", b"GT", b"LT", b"CH", b"INCR"):
+            if self.rng.random() < (0.02 if lex and o == b"INCR" else 0.12):
+                opts.append(self.ci(o))
+        if lex:
+            opts = [o for o in opts if o.upper() != b"INCR"]
+        score = (lambda: b"0") if lex else self.score
+        if self.rng.random() < 0.03:
+            # Past zset-max-listpack-entries (128): a skiplist on both sides.
+            items = []
+            for i in range(self.rng.randint(120, 160)):
+                items += [score(), b"m%d" % i]
+            return [self.ci(b"ZADD"), key] + opts + items
+        items = []
+        for _ in range(1 if self.rng.random() < 0.5 else self.rng.randint(1, 3)):
+            items += [score(), self.member()]
+        return [self.ci(b"ZADD"), key] + opts + items
+
+    def zincrby(self):
+        return [self.ci(b"ZINCRBY"), self.key(), self.score(), self.member()]
+
+    def zrem(self):
+        return [self.ci(b"ZREM"), self.key()] + [self.member() for _ in range(self.rng.randint(1, 3))]
+
+    def zscore(self):
+        return [self.ci(b"ZSCORE"), self.key(), self.member()]
+
+    def zmscore(self):
+        return [self.ci(b"ZMSCORE"), self.key()] + [self.member() for _ in range(self.rng.randint(1, 3))]
+
+    def zcard(self):
+        return [self.ci(b"ZCARD"), self.rng.choice([self.key()] + LEX_KEYS)]
+
+    def zrange_opts(self, by_allowed=True, rev_allowed=True, withscores=True):
+        opts = []
+        if self.rng.random() < 0.3:
+            opts += [self.ci(b"LIMIT"), self.rng.choice([b"0", b"1", b"2", b"-1", b"5"]), self.rng.choice([b"1", b"2", b"-1", b"0", b"10", b"-3"])]
+        if withscores and self.rng.random() < 0.4:
+            opts.append(self.ci(b"WITHSCORES"))
+        if rev_allowed and self.rng.random() < 0.1:
+            opts.append(self.ci(b"REV"))
+        self.rng.shuffle(opts)
+        return opts
+
+    def zrange(self):
+        r = self.rng.random()
+        if r < 0.4:
+            args = [self.ci(b"ZRANGE"), self.key(), self.rng.choice([b"0", b"1", b"-1", b"-2", b"3", b"-100"]), self.rng.choice([b"-1", b"0", b"2", b"100", b"-3"])]
+            opts = self.zrange_opts()
+            if self.rng.random() < 0.3:
+                # LIMIT with a rank range is an error, except Redis's "no limit" count of -1.
+                opts = [o for o in opts if o.upper() != b"LIMIT"]
+        elif r < 0.8:
+            args = [self.ci(b"ZRANGE"), self.key(), self.rscore(), self.rscore(), self.ci(b"BYSCORE")]
+            opts = self.zrange_opts()
+        else:
+            args = [self.ci(b"ZRANGE"), self.rng.choice(LEX_KEYS), self.lex(), self.lex(), self.ci(b"BYLEX")]
+            opts = self.zrange_opts(withscores=self.rng.random() < 0.1)
+        args += opts
+        if self.rng.random() < 0.1:
+            args.insert(self.rng.randrange(4, len(args) + 1), self.rng.choice([b"BYSCORE", b"BYLEX", b"REV"]))
+        return args
+
+    def zrangebyscore(self):
+        name = self.rng.choice([b"ZRANGEBYSCORE", b"ZREVRANGEBYSCORE"])
+        return [self.ci(name), self.key(), self.rscore(), self.rscore()] + self.zrange_opts(rev_allowed=False)
+
+    def zrangebylex(self):
+        name = self.rng.choice([b"ZRANGEBYLEX", b"ZREVRANGEBYLEX"])
+        return [self.ci(name), self.rng.choice(LEX_KEYS), self.lex(), self.lex()] + self.zrange_opts(rev_allowed=False, withscores=self.rng.random() < 0.1)
+
+    def zrevrange(self):
+        args = [self.ci(b"ZREVRANGE"), self.key(), self.rng.choice([b"0", b"1", b"-2"]), self.rng.choice([b"-1", b"1", b"5"])]
+        if self.rng.random() < 0.5:
+            args.append(self.ci(b"WITHSCORES"))
+        return args
+
+    def zrank(self):
+        return [self.ci(self.rng.choice([b"ZRANK", b"ZREVRANK"])), self.rng.choice([self.key(), self.key(), LEX_KEYS[0]]), self.member()]
+
+    def zcount(self):
+        return [self.ci(b"ZCOUNT"), self.key(), self.rscore(), self.rscore()]
+
+    def zlexcount(self):
+        return [self.ci(b"ZLEXCOUNT"), self.rng.choice(LEX_KEYS), self.lex(), self.lex()]
+
+    def zpop(self):
+        args = [self.ci(self.rng.choice([b"ZPOPMIN", b"ZPOPMAX"])), self.rng.choice([self.key(), self.key(), LEX_KEYS[1]])]
+        if self.rng.random() < 0.5:
+            args.append(self.rng.choice([b"0", b"1", b"2", b"5", b"-1", b"abc"]))
+        return args
+
+    def zremrange(self):
+        r = self.rng.random()
+        if r < 0.35:
+            return [self.ci(b"ZREMRANGEBYRANK"), self.key(), self.rng.choice([b"0", b"1", b"-1", b"5", b"abc"]), self.rng.choice([b"0", b"-1", b"2", b"-3"])]
+        if r < 0.7:
+            return [self.ci(b"ZREMRANGEBYSCORE"), self.key(), self.rscore(), self.rscore()]
+        return [self.ci(b"ZREMRANGEBYLEX"), self.rng.choice(LEX_KEYS), self.lex(), self.lex()]
+
+    def zscan(self):
+        args = [self.ci(b"ZSCAN"), self.rng.choice([self.key(), LEX_KEYS[0]]), self.rng.choice([b"0", b"0", b"abc"])]
+        if self.rng.random() < 0.4:
+            args += [self.ci(b"MATCH"), self.rng.choice([b"*", b"a*", b"m1*", b"["])]
+        if self.rng.random() < 0.4:
+            args += [self.ci(b"COUNT"), self.rng.choice([b"1", b"10", b"0", b"abc"])]
+        return args
+
+    def zrandmember(self):
+        args = [self.ci(b"ZRANDMEMBER"), self.key()]
+        if self.rng.random() < 0.7:
+            args.append(self.rng.choice([b"0", b"1", b"2", b"200", b"-1", b"-3", b"abc"]))
+            if self.rng.random() < 0.4:
+                args.append(self.rng.choice([b"WITHSCORES", b"withscores", b"WITHVALUES"]))
+        return args
+
+    def zrangestore(self):
+        if self.rng.random() < 0.5:
+            args = [self.ci(b"ZRANGESTORE"), self.key(), self.key(), self.rng.choice([b"0", b"1", b"-2"]), self.rng.choice([b"-1", b"2"])]
+        else:
+            args = [self.ci(b"ZRANGESTORE"), self.key(), self.key(), self.rscore(), self.rscore(), self.ci(b"BYSCORE")]
+        return args + self.zrange_opts(withscores=self.rng.random() < 0.05)
+
+    def zcombine_args(self, store, card=False):
+        n = self.rng.randint(1, 3)
+        keys = [self.rng.choice([self.key(), self.key(), LEX_KEYS[0]]) for _ in range(n)]
+        num = str(n).encode() if self.rng.random() < 0.95 else self.rng.choice([b"0", b"-1", b"5", b"abc"])
+        opts = []
+        if card:
+            if self.rng.random() < 0.4:
+                opts += [self.ci(b"LIMIT"), self.rng.choice([b"0", b"1", b"2", b"-1", b"abc"])]
+        else:
+            if self.rng.random() < 0.3:
+                opts += [self.ci(b"WEIGHTS")] + [self.rng.choice([b"1", b"2", b"-1.5", b"0", b"inf", b"0.1", b"abc"]) for _ in range(n)]
+            if self.rng.random() < 0.3:
+                opts += [self.ci(b"AGGREGATE"), self.rng.choice([b"SUM", b"min", b"MAX", b"avg"])]
+            if not store and self.rng.random() < 0.5:
+                opts.append(self.ci(b"WITHSCORES"))
+        return [num] + keys + opts
+
+    def zcombine(self):
+        name = self.rng.choice([b"ZUNION", b"ZINTER", b"ZDIFF", b"ZINTERCARD"])
+        return [self.ci(name)] + self.zcombine_args(False, name == b"ZINTERCARD")
+
+    def zstore(self):
+        name = self.rng.choice([b"ZUNIONSTORE", b"ZINTERSTORE", b"ZDIFFSTORE"])
+        # (Never into a lex key: a union of other keys would give it different scores.)
+        return [self.ci(name), self.key()] + self.zcombine_args(True)
 
     def unknown(self):
         return self.rng.choice([[b"NOSUCHCMD"], [b"nosuch", b"a", b"b"], [b"GETT", b"k0"], [b"x" * 60, b"y"]])
@@ -680,6 +864,9 @@ class Gen:
             return args
         if args[0].upper() == b"SPOP":
             # A mutated SPOP could pop at random, and the sides would then hold different sets.
+            return args
+        if len(args) > 1 and args[1] in LEX_KEYS:
+            # A broken ZADD could give a lex key's members different scores.
             return args
         args = list(args)
         # Keep the subcommand of container commands (a bare COMMAND lists the whole table, in
@@ -897,6 +1084,17 @@ def compare(args, a, b):
     if name in (b"HGETALL", b"HKEYS", b"HVALS"):
         # A hashtable's order is its own on each side.
         return None if _items(ra) == _items(rb) else f"{name.decode()}: different fields"
+    if name == b"ZRANDMEMBER":
+        if ra.kind != rb.kind or (ra.value is None) != (rb.value is None):
+            return "different reply type"
+        if ra.kind != "*":
+            return None
+        if len(ra.value) != len(rb.value):
+            return "ZRANDMEMBER: different counts"
+        count = int(args[2]) if len(args) > 2 and args[2].lstrip(b"-").isdigit() else 0
+        if count >= 200:
+            return None if _items(ra) == _items(rb) else "ZRANDMEMBER: different members"
+        return None
     if name == b"HRANDFIELD":
         if ra.kind != rb.kind or (ra.value is None) != (rb.value is None):
             return "different reply type"
@@ -937,13 +1135,20 @@ def compare(args, a, b):
         if ra.value[0].value == rb.value[0].value == b"0":
             return None if _items(ra.value[1]) == _items(rb.value[1]) else "SSCAN: different members"
         return None
-    if name == b"HSCAN":
+    if name in (b"HSCAN", b"ZSCAN"):
         if not (_scan_shape(ra) and _scan_shape(rb)):
-            return "HSCAN reply shape differs"
+            return f"{name.decode()} reply shape differs"
         if ra.value[0].value == rb.value[0].value == b"0":
-            return None if _items(ra.value[1]) == _items(rb.value[1]) else "HSCAN: different fields"
+            return None if _pairs_of(ra.value[1]) == _pairs_of(rb.value[1]) else f"{name.decode()}: different items"
         return None
     return "different reply"
+
+
+def _pairs_of(rep):
+    """A flat array of field-value pairs as a sorted list of pairs."""
+    if rep.kind != "*" or rep.value is None or len(rep.value) % 2:
+        return rep.kind
+    return sorted((rep.value[i].value, rep.value[i + 1].value) for i in range(0, len(rep.value), 2))
 
 
 def _items(rep):

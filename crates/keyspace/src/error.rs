@@ -16,6 +16,16 @@ pub enum Error {
     /// A hash field's value is not a float (HINCRBYFLOAT).
     #[error("hash value is not a float")]
     HashNotFloat,
+    /// A sorted-set increment made a score NaN (`inf` plus `-inf`).
+    #[error("resulting score is not a number")]
+    ScoreNaN,
+    /// An option of the command is unknown or misplaced (found only after the keys were
+    /// checked, as Redis finds it).
+    #[error("syntax error")]
+    Syntax,
+    /// A weight of ZUNIONSTORE or ZINTERSTORE is not a float.
+    #[error("weight value is not a float")]
+    WeightNotFloat,
     /// A stored value is not an integer (or an argument is out of range).
     #[error("value is not an integer or out of range")]
     NotInteger,

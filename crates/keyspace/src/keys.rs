@@ -24,6 +24,13 @@ pub trait RawRead {
         upper: &[u8],
         limit: usize,
     ) -> rialto_engine::Result<Vec<(Vec<u8>, Bytes)>>;
+    /// Up to `limit` entries of `[lower, upper)`, in descending key order.
+    fn scan_raw_rev(
+        &mut self,
+        lower: &[u8],
+        upper: &[u8],
+        limit: usize,
+    ) -> rialto_engine::Result<Vec<(Vec<u8>, Bytes)>>;
     /// Makes every later read see one state: a command that reads several keys of one
     /// collection calls it, then reads its header again.
     fn pin(&mut self);
@@ -82,6 +89,28 @@ impl RawRead for Published<'_> {
         Ok(out)
     }
 
+    fn scan_raw_rev(
+        &mut self,
+        lower: &[u8],
+        upper: &[u8],
+        limit: usize,
+    ) -> rialto_engine::Result<Vec<(Vec<u8>, Bytes)>> {
+        use rialto_engine::EngineIterator;
+        let mut it = self.db.iter(rialto_engine::IterOptions {
+            lower: Some(lower.to_vec()),
+            upper: Some(upper.to_vec()),
+            snapshot: self.snapshot.clone(),
+        })?;
+        it.seek_to_last();
+        let mut out = Vec::new();
+        while it.valid() && out.len() < limit {
+            out.push((it.key().to_vec(), Bytes::copy_from_slice(it.value())));
+            it.prev();
+        }
+        it.status()?;
+        Ok(out)
+    }
+
     fn pin(&mut self) {
         if self.snapshot.is_none() {
             self.snapshot = Some(self.db.snapshot());
@@ -104,6 +133,15 @@ impl<E: PipelinedCommit> RawRead for Txn<'_, '_, E> {
         limit: usize,
     ) -> rialto_engine::Result<Vec<(Vec<u8>, Bytes)>> {
         self.0.first_entries(lower, upper, limit)
+    }
+
+    fn scan_raw_rev(
+        &mut self,
+        lower: &[u8],
+        upper: &[u8],
+        limit: usize,
+    ) -> rialto_engine::Result<Vec<(Vec<u8>, Bytes)>> {
+        self.0.last_entries(lower, upper, limit)
     }
 
     /// A transaction sees one state already: nothing else runs while it does.

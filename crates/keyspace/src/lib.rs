@@ -35,6 +35,7 @@ pub use collections::hash::Hash;
 pub use collections::set::{
     inter as set_inter, is_intset_record, union_or_diff as set_union_or_diff, SetValue,
 };
+pub use collections::zset::{combine as zset_combine, select as zset_select, ZSet};
 pub use collections::Encodings;
 pub use error::{Error, LibraryError, Result};
 pub use float::add as float_add;
@@ -42,8 +43,9 @@ pub use keys::{check_key, check_value_len, Keys, RawRead, Reader};
 pub use keyspace::{KeyCount, Keyspace, KeyspaceOptions, OpenError, Transaction, FLUSH_STEP_KEYS};
 pub use layout::{CorruptRecord, Kind, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
 pub use op::{
-    BadTime, Cond, ExpireCond, FieldSub, HashOp, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp,
-    RestorePolicy, Set, SetAlgebra, SetOp, StoreOp, TtlChange, FORMAT_VERSION,
+    Aggregate, BadTime, Combine, Cond, ExpireCond, FieldSub, HashOp, LateError, LexBound, LexRange,
+    LibraryOp, LibrarySource, Op, OpKind, PartStoreOp, RestorePolicy, ScoreRange, Set, SetAlgebra,
+    SetOp, StoreOp, TtlChange, ZAddFlags, ZRange, ZSetOp, FORMAT_VERSION,
 };
 pub use rialto_lsm::Compression;
 pub use rialto_sort::DuplicatePolicy;
@@ -55,5 +57,5 @@ pub use stores::{
     SortedRecords, Staged, StoreError, StoreMeta, StoreOptions, StoreResult, StoreSettings,
     VersionInfo,
 };
-pub use value::Value;
+pub use value::{Score, Value};
 pub use watch::{KeyEvents, Watch};

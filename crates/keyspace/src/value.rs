@@ -22,4 +22,21 @@ pub enum Value {
     Store(Box<StoreMeta>),
     /// Several replies in order (BITFIELD's).
     Array(Vec<Value>),
+    /// A sorted-set score (ZADD INCR, ZINCRBY).
+    Score(Score),
+    /// Members and their scores (ZPOPMIN, ZPOPMAX): `nested` sends them as pairs, else as
+    /// one flat list.
+    Scored {
+        /// Members and scores, in reply order.
+        items: Vec<(Bytes, Score)>,
+        /// Pairs (a count was given) rather than a flat list.
+        nested: bool,
+    },
 }
+
+/// A sorted-set score: a double that is never NaN (parsing refuses it, arithmetic that makes
+/// one fails), so equality is total.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Score(pub f64);
+
+impl Eq for Score {}

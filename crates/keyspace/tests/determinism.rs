@@ -1,8 +1,8 @@
 //! `apply` is deterministic: random sequences of ops — strings, expiry (with the clock moving
 //! past expiry times), the expiry pass's deletions, stores, streamed writes landing on a
 //! store's versions and real-time log during a push, the push's swap and abort, rollbacks,
-//! FLUSHDB and FLUSHALL steps, function library changes, hash writes (packed, made large past
-//! small thresholds, deleted, expired, renamed, overwritten), and ops that fail — applied to
+//! FLUSHDB and FLUSHALL steps, function library changes, hash, set and sorted-set writes (packed,
+//! made large past small thresholds, deleted, expired, renamed, overwritten), and ops that fail — applied to
 //! two fresh keyspaces give the same replies and the same content digest, also after the
 //! reclaim pass; and each op, encoded to bytes and decoded, applies as the original did.
 //! After every step the maintained key counts equal a walk's, and a reopen reads them back.
@@ -13,6 +13,9 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use rialto_io::{Clock, Fs, MemFs, SystemClock};
 use rialto_keyspace::bits::{BitOp, FieldType, Overflow};
+use rialto_keyspace::{
+    Aggregate, Combine, LexBound, LexRange, Score, ScoreRange, ZAddFlags, ZRange, ZSetOp,
+};
 use rialto_keyspace::{
     Compression, Cond, ExpireCond, FieldSub, HashOp, Keyspace, KeyspaceOptions, LibraryOp,
     LibrarySource, Op, OpKind, RestorePolicy, Set, SetAlgebra, SetOp, StoreOp, StoreOptions,
@@ -56,6 +59,8 @@ fn open(fs: &MemFs) -> Keyspace {
         ks.encodings().set_set_max_intset_entries(4);
         ks.encodings().set_set_max_listpack_entries(3);
         ks.encodings().set_set_max_listpack_value(8);
+        ks.encodings().set_zset_max_entries(3);
+        ks.encodings().set_zset_max_value(8);
     })
     .unwrap()
 }
@@ -106,6 +111,85 @@ fn hash_op() -> impl Strategy<Value = OpKind> {
     ]
 }
 
+fn zset_op() -> impl Strategy<Value = OpKind> {
+    let score = || {
+        prop::sample::select(&[f64::NEG_INFINITY, -0.0, 0.5, 1.0, 3.0, f64::INFINITY][..])
+            .prop_map(Score)
+    };
+    let member = || {
+        prop::sample::select(&["m", "n", "o", "p", "a long member"][..])
+            .prop_map(|m| Bytes::from_static(m.as_bytes()))
+    };
+    let range = prop_oneof![
+        (-3i64..3, -3i64..3).prop_map(|(a, b)| ZRange::Rank(a, b)),
+        (score(), score(), any::<bool>()).prop_map(|(min, max, ex)| ZRange::Score(ScoreRange {
+            min,
+            max,
+            min_ex: ex,
+            max_ex: false,
+        })),
+        prop::sample::select(&["-", "[m", "(n", "+"][..]).prop_map(|b| ZRange::Lex(LexRange {
+            min: match b {
+                "-" => LexBound::Min,
+                "+" => LexBound::Max,
+                b if b.starts_with('[') =>
+                    LexBound::Incl(Bytes::copy_from_slice(&b.as_bytes()[1..])),
+                b => LexBound::Excl(Bytes::copy_from_slice(&b.as_bytes()[1..])),
+            },
+            max: LexBound::Max,
+        })),
+    ];
+    prop_oneof![
+        3 => (key(), 0u8..64, prop::collection::vec((score(), member()), 1..4)).prop_map(
+            |(key, b, mut items)| {
+                let flags = ZAddFlags {
+                    nx: b & 1 != 0,
+                    xx: b & 2 != 0 && b & 1 == 0,
+                    gt: b & 4 != 0 && b & 1 == 0,
+                    lt: b & 8 != 0 && b & 4 == 0 && b & 1 == 0,
+                    ch: b & 16 != 0,
+                    incr: b & 32 != 0,
+                };
+                if flags.incr {
+                    items.truncate(1);
+                }
+                OpKind::ZSet(ZSetOp::Add { key, flags, items })
+            }
+        ),
+        1 => (key(), prop::collection::vec(member(), 1..3))
+            .prop_map(|(key, members)| OpKind::ZSet(ZSetOp::Rem { key, members })),
+        1 => (key(), range).prop_map(|(key, range)| OpKind::ZSet(ZSetOp::RemRange { key, range })),
+        1 => (key(), any::<bool>(), prop::option::of(0u64..4))
+            .prop_map(|(key, max, count)| OpKind::ZSet(ZSetOp::Pop { key, max, count })),
+        1 => (key(), key(), -2i64..3, any::<bool>()).prop_map(|(dst, src, start, rev)| {
+            OpKind::ZSet(ZSetOp::RangeStore {
+                dst,
+                src,
+                range: ZRange::Rank(start, -1),
+                rev,
+                limit: None,
+            })
+        }),
+        1 => (key(), prop::collection::vec(key(), 1..4), 0u8..3, any::<bool>()).prop_map(
+            |(dst, keys, op, weighted)| {
+                let weights = if weighted {
+                    keys.iter().map(|_| Score(-1.5)).collect()
+                } else {
+                    Vec::new()
+                };
+                OpKind::ZSet(ZSetOp::Store {
+                    dst,
+                    op: [Combine::Union, Combine::Inter, Combine::Diff][op as usize],
+                    keys,
+                    weights,
+                    aggregate: Aggregate::Sum,
+                    late: None,
+                })
+            }
+        ),
+    ]
+}
+
 fn set_op() -> impl Strategy<Value = OpKind> {
     let members = || prop::collection::vec(prop_oneof![value(), field()], 1..5);
     let algebra =
@@ -151,6 +235,7 @@ fn kind() -> impl Strategy<Value = OpKind> {
         4 => set,
         4 => hash_op(),
         4 => set_op(),
+        4 => zset_op(),
         1 => (key(), value()).prop_map(|(key, value)| OpKind::SetNx { key, value }),
         1 => pairs().prop_map(|pairs| OpKind::MSet { pairs }),
         1 => pairs().prop_map(|pairs| OpKind::MSetNx { pairs }),

@@ -121,10 +121,9 @@ pub fn write_attribute_header(buf: &mut BytesMut, proto: Protocol, pairs: usize)
     }
 }
 
-/// A double: RESP3 `,1.5\r\n`, RESP2 the bulk string `$3\r\n1.5\r\n`. Formatted as Redis 7.2's
-/// `d2string`: `inf`, `-inf`, `nan`, `-0`; integral values within ±2^62 as integers
-/// (`3`, not `3.0`); otherwise the shortest digits that read back exactly, as `0.1`,
-/// `123.456`, `1.5e-7` or `1e+20`.
+/// A double: RESP3 `,1.5\r\n`, RESP2 the bulk string `$3\r\n1.5\r\n`. Formatted as Redis 7.0's
+/// `addReplyDouble`: `inf`, `-inf`, `nan`, otherwise C's `%.17g` (`3`, `-0`,
+/// `0.10000000000000001`, `1e+20`).
 pub fn write_double(buf: &mut BytesMut, proto: Protocol, d: f64) {
     let mut text = [0u8; DOUBLE_BUF];
     let n = format_double(d, &mut text);
@@ -266,7 +265,10 @@ mod tests {
         assert_eq!(out(|b| write_map_header(b, R3, 2)), b"%2\r\n");
         assert_eq!(out(|b| write_set_header(b, R3, 2)), b"~2\r\n");
         assert_eq!(out(|b| write_push_header(b, R3, 3)), b">3\r\n");
-        assert_eq!(out(|b| write_double(b, R3, 0.1)), b",0.1\r\n");
+        assert_eq!(
+            out(|b| write_double(b, R3, 0.1)),
+            b",0.10000000000000001\r\n"
+        );
         assert_eq!(
             out(|b| write_double(b, R3, f64::NEG_INFINITY)),
             b",-inf\r\n"

@@ -94,100 +94,84 @@ pub(crate) fn put_line_len(buf: &mut BytesMut, prefix: u8, len: usize) {
 /// Room for any double Redis formats: "-" + 17 digits + "." + "e-308" and change.
 pub(crate) const DOUBLE_BUF: usize = 32;
 
-/// Formats `d` as Redis 7.2's `d2string` does: `nan`, `inf`, `-inf`, `0`, `-0`; integral values
-/// within ±2^62 as integers; otherwise the shortest digits that read back as `d`, laid out by
-/// the rules of Redis's `fpconv_dtoa` (plain when the exponent is small, else `1.5e-7`,
-/// `1e+20`). Returns the length written into `out`.
+/// Formats `d` as Redis 7.0's `addReplyDouble` does: `inf`, `-inf`, `nan`, and otherwise C's
+/// `%.17g` (17 significant digits, trailing zeros dropped; plain when the exponent is in
+/// -4..17, else `1.5e-07`, `1e+20`): `3`, `-0`, `0.10000000000000001`. Returns the length
+/// written into `out`.
 ///
-/// Redis 7.0 printed the last case with `%.17g` (`0.10000000000000001` where 7.2 prints `0.1`).
-/// Redis's grisu2 almost always finds the shortest digits too; where it does not, the strings
-/// differ but both read back as the same double.
+/// Redis 7.2 switched to the shortest round-trip digits (`0.1`); both read back as `d`.
 pub(crate) fn format_double(d: f64, out: &mut [u8; DOUBLE_BUF]) -> usize {
     let mut w = Cursor { out, len: 0 };
     if d.is_nan() {
         w.put(b"nan");
     } else if d.is_infinite() {
         w.put(if d < 0.0 { b"-inf" } else { b"inf" });
-    } else if d == 0.0 {
-        w.put(if d.is_sign_negative() { b"-0" } else { b"0" });
-    } else if let Some(v) = exact_i64(d) {
-        let mut digits = [0u8; 20];
-        let start = format_i64(v, &mut digits);
-        w.put(&digits[start..]);
     } else {
-        format_shortest(d, &mut w);
+        format_g17(d, &mut w);
     }
     w.len
 }
 
-/// Redis's `double2ll`: `d` as an `i64` when it is integral and within ±(i64::MAX / 2).
-fn exact_i64(d: f64) -> Option<i64> {
-    let bound = (i64::MAX / 2) as f64;
-    if !(-bound..=bound).contains(&d) {
-        return None;
-    }
-    let v = d as i64;
-    (v as f64 == d).then_some(v)
-}
-
-/// Lays out the shortest round-trip digits of finite, non-zero `d` like `fpconv_dtoa`'s
-/// `emit_digits`.
-fn format_shortest(d: f64, w: &mut Cursor<'_>) {
+/// C's `%.17g` of finite `d`.
+fn format_g17(d: f64, w: &mut Cursor<'_>) {
     use std::io::Write as _;
-    // Rust's `{:e}` gives the shortest round-trip digits as `-d.ddde-7`.
-    let mut sci = [0u8; DOUBLE_BUF];
+    const PRECISION: i64 = 17;
+    // `{:.16e}` rounds to 17 significant digits exactly as printf does: `-d.dddde-7`.
+    let mut sci = [0u8; DOUBLE_BUF + 8];
     let sci_len = {
         let mut slice = &mut sci[..];
         let before = slice.len();
-        if write!(slice, "{d:e}").is_err() {
+        if write!(slice, "{d:.16e}").is_err() {
             return;
         }
         before - slice.len()
     };
     let sci = &sci[..sci_len];
-    let (mantissa, exponent) = match sci.iter().position(|&b| b == b'e') {
-        Some(e) => (&sci[..e], &sci[e + 1..]),
-        None => (sci, &b"0"[..]),
+    let Some(e_at) = sci.iter().position(|&b| b == b'e') else {
+        return;
     };
+    let (mantissa, exponent) = (&sci[..e_at], &sci[e_at + 1..]);
     let exponent = parse_resp_int(exponent).unwrap_or(0);
     let (negative, mantissa) = match mantissa.split_first() {
         Some((b'-', rest)) => (true, rest),
         _ => (false, mantissa),
     };
-    let mut digits = [0u8; 24];
-    let mut ndigits = 0usize;
+    let mut digits = [0u8; PRECISION as usize];
+    let mut n = 0usize;
     for &c in mantissa.iter().filter(|c| c.is_ascii_digit()) {
-        if ndigits < digits.len() {
-            digits[ndigits] = c;
-            ndigits += 1;
+        if n < digits.len() {
+            digits[n] = c;
+            n += 1;
         }
     }
-    let digits = &digits[..ndigits];
-    let n = ndigits as i64;
-    // value = digits × 10^k
-    let k = exponent - n + 1;
-    let exp = exponent.abs();
+    // %g drops trailing zeros (the first digit stays: it is nonzero unless `d` is zero).
+    while n > 1 && digits[n - 1] == b'0' {
+        n -= 1;
+    }
+    let digits = &digits[..n];
     if negative {
         w.put(b"-");
     }
-    if k >= 0 && exp < n + 7 {
-        w.put(digits);
-        for _ in 0..k {
-            w.put(b"0");
-        }
-    } else if k < 0 && (k > -7 || exp < 4) {
-        let offset = n + k;
-        if offset <= 0 {
+    if (-4..PRECISION).contains(&exponent) {
+        if exponent < 0 {
             w.put(b"0.");
-            for _ in 0..-offset {
+            for _ in 0..(-exponent - 1) {
                 w.put(b"0");
             }
             w.put(digits);
         } else {
-            let (int, frac) = digits.split_at(offset as usize);
-            w.put(int);
-            w.put(b".");
-            w.put(frac);
+            let int_len = exponent as usize + 1;
+            if digits.len() <= int_len {
+                w.put(digits);
+                for _ in digits.len()..int_len {
+                    w.put(b"0");
+                }
+            } else {
+                let (int, frac) = digits.split_at(int_len);
+                w.put(int);
+                w.put(b".");
+                w.put(frac);
+            }
         }
     } else {
         let (first, rest) = digits.split_at(1.min(digits.len()));
@@ -197,6 +181,10 @@ fn format_shortest(d: f64, w: &mut Cursor<'_>) {
             w.put(rest);
         }
         w.put(if exponent < 0 { b"e-" } else { b"e+" });
+        let exp = exponent.abs();
+        if exp < 10 {
+            w.put(b"0");
+        }
         let mut e = [0u8; 20];
         let start = format_i64(exp, &mut e);
         w.put(&e[start..]);
@@ -271,7 +259,7 @@ mod tests {
     }
 
     #[test]
-    fn doubles_like_redis_7_2() {
+    fn doubles_like_redis_7_0() {
         let cases: &[(f64, &str)] = &[
             (f64::NAN, "nan"),
             (f64::INFINITY, "inf"),
@@ -281,24 +269,23 @@ mod tests {
             (1.0, "1"),
             (-42.0, "-42"),
             (1.5, "1.5"),
-            (0.1, "0.1"),
+            (0.1, "0.10000000000000001"),
+            (0.30000000000000004, "0.30000000000000004"),
             (-0.001, "-0.001"),
-            (2.5e-3, "0.0025"),
-            (1e-7, "1e-7"),
-            (1.5e-7, "1.5e-7"),
-            (1.234e-10, "1.234e-10"),
+            (2.5e-3, "0.0025000000000000001"),
+            (1e-4, "0.0001"),
+            (1e-7, "9.9999999999999995e-08"),
+            (1.5e-7, "1.4999999999999999e-07"),
             (1e20, "1e+20"),
-            (1.2345e19, "1.2345e+19"),
-            (5e18, "5e+18"),
-            (4611686018427387904.0, "4611686018427387904"),
-            (9.223372036854776e18, "9223372036854776000"),
-            (1e300, "1e+300"),
-            (-2.5e-300, "-2.5e-300"),
-            (1234.0000000001, "1234.0000000001"),
+            (1e17, "1e+17"),
+            (12345678901234567.0, "12345678901234568"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (4611686018427387904.0, "4.6116860184273879e+18"),
+            (1e300, "1.0000000000000001e+300"),
             (123456.7, "123456.7"),
             (f64::MAX, "1.7976931348623157e+308"),
             (f64::MIN_POSITIVE, "2.2250738585072014e-308"),
-            (5e-324, "5e-324"),
+            (5e-324, "4.9406564584124654e-324"),
         ];
         for &(d, want) in cases {
             assert_eq!(double(d), want, "{d:e}");

@@ -66,7 +66,11 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp: u8) -> mlua::Result<Value> {
             Value::Table(lua.create_sequence_from(flat)?)
         }
         Reply::Double(d) if resp == 3 => field(lua, "double", Value::Number(*d))?,
-        Reply::Double(d) => Value::String(lua.create_string(d.to_string())?),
+        // What a RESP2 client reads: the bulk string Redis formats the double as.
+        Reply::Double(d) => match Reply::Double(*d).as_received(rialto_resp::Protocol::Resp2) {
+            Reply::Bulk(text) => Value::String(lua.create_string(&text[..])?),
+            _ => Value::String(lua.create_string(d.to_string())?),
+        },
         Reply::Boolean(b) if resp == 3 => Value::Boolean(*b),
         Reply::Boolean(b) => Value::Number(if *b { 1.0 } else { 0.0 }),
         Reply::BigNumber(n) if resp == 3 => {

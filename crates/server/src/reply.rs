@@ -89,6 +89,9 @@ pub fn keyspace_error(e: &rialto_keyspace::Error) -> Reply {
         E::WrongType => wrong_type(),
         E::HashNotInteger => Reply::error("ERR hash value is not an integer"),
         E::HashNotFloat => Reply::error("ERR hash value is not a float"),
+        E::ScoreNaN => Reply::error("ERR resulting score is not a number (NaN)"),
+        E::Syntax => syntax(),
+        E::WeightNotFloat => Reply::error("ERR weight value is not a float"),
         E::InvalidExpire { command } => invalid_expire(command),
         E::Store(s) => store_error(s),
         E::Library(l) => library_error(l),
@@ -136,6 +139,24 @@ pub fn value(v: rialto_keyspace::Value) -> Reply {
         V::Members(ms) => Reply::Set(ms.into_iter().map(Reply::Bulk).collect()),
         V::Store(m) => crate::commands::store::describe(&m),
         V::Array(items) => Reply::Array(items.into_iter().map(value).collect()),
+        V::Score(s) => Reply::Double(s.0),
+        V::Scored { items, nested } => {
+            if nested {
+                Reply::Pairs(
+                    items
+                        .into_iter()
+                        .map(|(m, s)| (Reply::Bulk(m), Reply::Double(s.0)))
+                        .collect(),
+                )
+            } else {
+                Reply::Array(
+                    items
+                        .into_iter()
+                        .flat_map(|(m, s)| [Reply::Bulk(m), Reply::Double(s.0)])
+                        .collect(),
+                )
+            }
+        }
     }
 }
 

@@ -484,6 +484,8 @@ pub(crate) fn apply_encodings(keyspace: &Keyspace, cfg: &Config) {
     enc.set_set_max_intset_entries(cfg.set_max_intset_entries);
     enc.set_set_max_listpack_entries(cfg.set_max_listpack_entries);
     enc.set_set_max_listpack_value(cfg.set_max_listpack_value);
+    enc.set_zset_max_entries(cfg.zset_max_listpack_entries);
+    enc.set_zset_max_value(cfg.zset_max_listpack_value);
 }
 
 pub fn keyspace_options(

@@ -361,6 +361,59 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
         Ok(out)
     }
 
+    /// Up to `limit` keys and their values in `[lower, upper)` as this transaction sees them,
+    /// in descending key order: [`TxnContext::first_entries`] from the other end.
+    pub fn last_entries(
+        &mut self,
+        lower: &[u8],
+        upper: &[u8],
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Bytes)>> {
+        use rialto_engine::EngineIterator;
+        use std::collections::BTreeMap;
+        let mut written: BTreeMap<Vec<u8>, Option<Bytes>> = BTreeMap::new();
+        for op in self.group.batch.iter() {
+            match op {
+                BatchOp::Put(k, v) if k >= lower && k < upper => {
+                    written.insert(k.to_vec(), Some(Bytes::copy_from_slice(v)));
+                }
+                BatchOp::Delete(k) if k >= lower && k < upper => {
+                    written.insert(k.to_vec(), None);
+                }
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        let mut it = self
+            .engine
+            .iter_applied(Some(lower.to_vec()), Some(upper.to_vec()))?;
+        it.seek_to_last();
+        let mut pending = written.into_iter().rev().peekable();
+        while out.len() < limit {
+            // The larger of the engine's next key and the next written one; a written key
+            // decides for the engine's equal one.
+            let engine_first = match (it.valid(), pending.peek()) {
+                (false, None) => break,
+                (true, None) => true,
+                (false, Some(_)) => false,
+                (true, Some((w, _))) => it.key() > w.as_slice(),
+            };
+            if engine_first {
+                out.push((it.key().to_vec(), Bytes::copy_from_slice(it.value())));
+                it.prev();
+            } else if let Some((k, value)) = pending.next() {
+                if it.valid() && it.key() == k.as_slice() {
+                    it.prev();
+                }
+                if let Some(v) = value {
+                    out.push((k, v));
+                }
+            }
+        }
+        it.status()?;
+        Ok(out)
+    }
+
     /// The engine, for reads the context does not cover (iteration reads the published state).
     pub fn engine(&self) -> &E {
         self.engine

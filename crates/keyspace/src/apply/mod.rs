@@ -12,6 +12,7 @@ mod hashes;
 mod keys;
 mod sets;
 mod strings;
+mod zsets;
 
 use rialto_lsm::Db;
 use rialto_txn::TxnContext;
@@ -60,6 +61,7 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
             match kind {
                 OpKind::Hash(h) => hashes::apply(&mut k, &stores.encodings, h),
                 OpKind::Sets(o) => sets::apply(&mut k, &stores.encodings, o),
+                OpKind::ZSet(z) => zsets::apply(&mut k, &stores.encodings, z),
                 kind => data(&mut k, kind),
             }
         }
@@ -104,6 +106,7 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         | OpKind::PartitionStore { .. }
         | OpKind::Hash(_)
         | OpKind::Sets(_)
+        | OpKind::ZSet(_)
         | OpKind::Library(_) => Err(crate::error::Error::BadOp("not a key-level op")),
     }
 }

@@ -12,6 +12,9 @@
 //! header        version (u64 LE) | count (u64 LE)
 //! member key    0x0D | version (u64 BE) | h (u64 BE) | field  -> value  (hash)
 //! member key    0x0D | version (u64 BE) | h (u64 BE) | member -> empty  (set)
+//!               0x0D | version (u64 BE) | 0x00 | h | member -> score,
+//!               0x0D | version (u64 BE) | 0x01 | sortable score | member -> empty
+//!                                                               (sorted set, see [`zset`])
 //! next version  0x0E 0x00                              -> u64 LE
 //! released      0x0E 0x01 | version (u64 BE)           -> empty
 //! ```
@@ -37,6 +40,7 @@
 pub mod hash;
 pub(crate) mod packed;
 pub mod set;
+pub mod zset;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -195,6 +199,7 @@ pub(crate) fn repack<T: crate::keys::RawRead + ?Sized>(
     match rec.kind {
         layout::Kind::Hash => hash::repack(k, rec),
         layout::Kind::Set => set::repack(k, rec),
+        layout::Kind::ZSet => zset::repack(k, rec),
         _ => Err(Error::Corrupt(CorruptRecord("unknown collection"))),
     }
 }
@@ -237,6 +242,8 @@ pub struct Encodings {
     set_max_intset_entries: AtomicUsize,
     set_max_listpack_entries: AtomicUsize,
     set_max_listpack_value: AtomicUsize,
+    zset_max_entries: AtomicUsize,
+    zset_max_value: AtomicUsize,
 }
 
 impl Default for Encodings {
@@ -247,6 +254,8 @@ impl Default for Encodings {
             set_max_intset_entries: AtomicUsize::new(512),
             set_max_listpack_entries: AtomicUsize::new(128),
             set_max_listpack_value: AtomicUsize::new(64),
+            zset_max_entries: AtomicUsize::new(128),
+            zset_max_value: AtomicUsize::new(64),
         }
     }
 }
@@ -295,6 +304,24 @@ impl Encodings {
 
     pub fn set_set_max_listpack_value(&self, n: usize) {
         self.set_max_listpack_value.store(n, Ordering::Relaxed);
+    }
+
+    /// Most members a packed sorted set holds.
+    pub fn zset_max_entries(&self) -> usize {
+        self.zset_max_entries.load(Ordering::Relaxed)
+    }
+
+    /// Longest member a packed sorted set holds.
+    pub fn zset_max_value(&self) -> usize {
+        self.zset_max_value.load(Ordering::Relaxed)
+    }
+
+    pub fn set_zset_max_entries(&self, n: usize) {
+        self.zset_max_entries.store(n, Ordering::Relaxed);
+    }
+
+    pub fn set_zset_max_value(&self, n: usize) {
+        self.zset_max_value.store(n, Ordering::Relaxed);
     }
 }
 

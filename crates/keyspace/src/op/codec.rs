@@ -65,6 +65,21 @@
 //!       3 spop      key | seed: u64 | has_count: u8 | [count: u64]
 //!       4 smove     src | dst | member
 //!       5 store     algebra: u8 (1 inter | 2 union | 3 diff) | dst | n: u64 | key*n
+//!  35 ZSet         write: u8 | body
+//!       1 add       key | flags: u8 (bits: 1 NX, 2 XX, 4 GT, 8 LT, 16 CH, 32 INCR) | n: u64
+//!                   | (score | member)*n
+//!       2 rem       key | n: u64 | member*n
+//!       3 remrange  key | zrange
+//!       4 pop       key | max: u8 | counted: u8 | [count: u64 if counted]
+//!       5 rangestore dst | src | zrange | rev: u8 | limited: u8 | [offset: i64 | count: i64]
+//!       6 store     dst | op: u8 (0 union, 1 inter, 2 diff) | n: u64 | key*n | m: u64 | score*m
+//!                   | aggregate: u8 (0 sum, 1 min, 2 max) | late: u8 (0 none, 1 syntax,
+//!                   2 weight not a float)
+//!  score := f64 LE (never NaN)
+//!  zrange := 1 start: i64 | stop: i64  (rank)
+//!          | 2 min: score | max: score | ex: u8 (bits: 1 min, 2 max)
+//!          | 3 lexbound | lexbound (min, max)
+//!  lexbound := 0 (`-`) | 1 (`+`) | 2 member (`[`) | 3 member (`(`)
 //!  library := name: string | n: u64 | function: string * n | code
 //!  settings := n: u8 | (tag: u8 | value) * n   (`stores::StoreSettings`: 1 compression: u8,
 //!              2 keep: u32 LE)
@@ -77,8 +92,9 @@
 use bytes::Bytes;
 
 use super::{
-    BadTime, Cond, ExpireCond, FieldSub, HashOp, LibraryOp, LibrarySource, Op, OpKind, PartStoreOp,
-    RestorePolicy, Set, SetAlgebra, SetOp, StoreOp, TtlChange,
+    Aggregate, BadTime, Combine, Cond, ExpireCond, FieldSub, HashOp, LateError, LexBound, LexRange,
+    LibraryOp, LibrarySource, Op, OpKind, PartStoreOp, RestorePolicy, Score, ScoreRange, Set,
+    SetAlgebra, SetOp, StoreOp, TtlChange, ZAddFlags, ZRange, ZSetOp,
 };
 use crate::bits::{BitOp, FieldType, Overflow};
 use crate::error::{Error, Result};
@@ -456,6 +472,99 @@ impl Op {
                         w.bytes(key);
                         w.bytes(field);
                         w.bytes(incr);
+                    }
+                }
+            }
+            OpKind::ZSet(z) => {
+                w.u8(35);
+                match z {
+                    ZSetOp::Add { key, flags, items } => {
+                        w.u8(1);
+                        w.bytes(key);
+                        let bits = [flags.nx, flags.xx, flags.gt, flags.lt, flags.ch, flags.incr];
+                        w.u8(bits
+                            .iter()
+                            .enumerate()
+                            .fold(0, |acc, (i, b)| acc | (u8::from(*b) << i)));
+                        w.u64(items.len() as u64);
+                        for (score, member) in items {
+                            w.score(*score);
+                            w.bytes(member);
+                        }
+                    }
+                    ZSetOp::Rem { key, members } => {
+                        w.u8(2);
+                        w.bytes(key);
+                        w.u64(members.len() as u64);
+                        for m in members {
+                            w.bytes(m);
+                        }
+                    }
+                    ZSetOp::RemRange { key, range } => {
+                        w.u8(3);
+                        w.bytes(key);
+                        w.zrange(range);
+                    }
+                    ZSetOp::Pop { key, max, count } => {
+                        w.u8(4);
+                        w.bytes(key);
+                        w.u8(u8::from(*max));
+                        w.u8(u8::from(count.is_some()));
+                        if let Some(n) = count {
+                            w.u64(*n);
+                        }
+                    }
+                    ZSetOp::RangeStore {
+                        dst,
+                        src,
+                        range,
+                        rev,
+                        limit,
+                    } => {
+                        w.u8(5);
+                        w.bytes(dst);
+                        w.bytes(src);
+                        w.zrange(range);
+                        w.u8(u8::from(*rev));
+                        w.u8(u8::from(limit.is_some()));
+                        if let Some((o, c)) = limit {
+                            w.i64(*o);
+                            w.i64(*c);
+                        }
+                    }
+                    ZSetOp::Store {
+                        dst,
+                        op,
+                        keys,
+                        weights,
+                        aggregate,
+                        late,
+                    } => {
+                        w.u8(6);
+                        w.bytes(dst);
+                        w.u8(match op {
+                            Combine::Union => 0,
+                            Combine::Inter => 1,
+                            Combine::Diff => 2,
+                        });
+                        w.u64(keys.len() as u64);
+                        for k in keys {
+                            w.bytes(k);
+                        }
+                        w.u64(weights.len() as u64);
+                        for s in weights {
+                            w.score(*s);
+                        }
+                        w.u8(match aggregate {
+                            Aggregate::Sum => 0,
+                            Aggregate::Min => 1,
+                            Aggregate::Max => 2,
+                        });
+                        w.u8(match late {
+                            None => 0,
+                            Some(LateError::Syntax) => 1,
+                            Some(LateError::WeightNotFloat) => 2,
+                        });
                     }
                 }
             }
@@ -888,6 +997,107 @@ impl Op {
                 },
                 _ => return Err(Error::BadOp("unknown hash write")),
             }),
+            35 => OpKind::ZSet(match r.u8()? {
+                1 => {
+                    let key = r.bytes()?;
+                    let f = r.u8()?;
+                    if f >= 64 {
+                        return Err(Error::BadOp("bad flag"));
+                    }
+                    let bit = |i: u8| f & (1 << i) != 0;
+                    let flags = ZAddFlags {
+                        nx: bit(0),
+                        xx: bit(1),
+                        gt: bit(2),
+                        lt: bit(3),
+                        ch: bit(4),
+                        incr: bit(5),
+                    };
+                    let n = r.count(9)?;
+                    let mut items = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        items.push((r.score()?, r.bytes()?));
+                    }
+                    ZSetOp::Add { key, flags, items }
+                }
+                2 => {
+                    let key = r.bytes()?;
+                    let n = r.count(1)?;
+                    let mut members = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        members.push(r.bytes()?);
+                    }
+                    ZSetOp::Rem { key, members }
+                }
+                3 => ZSetOp::RemRange {
+                    key: r.bytes()?,
+                    range: r.zrange()?,
+                },
+                4 => {
+                    let key = r.bytes()?;
+                    let max = r.bool()?;
+                    let count = if r.bool()? { Some(r.u64()?) } else { None };
+                    ZSetOp::Pop { key, max, count }
+                }
+                5 => {
+                    let dst = r.bytes()?;
+                    let src = r.bytes()?;
+                    let range = r.zrange()?;
+                    let rev = r.bool()?;
+                    let limit = if r.bool()? {
+                        Some((r.i64()?, r.i64()?))
+                    } else {
+                        None
+                    };
+                    ZSetOp::RangeStore {
+                        dst,
+                        src,
+                        range,
+                        rev,
+                        limit,
+                    }
+                }
+                6 => {
+                    let dst = r.bytes()?;
+                    let op = match r.u8()? {
+                        0 => Combine::Union,
+                        1 => Combine::Inter,
+                        2 => Combine::Diff,
+                        _ => return Err(Error::BadOp("bad combination")),
+                    };
+                    let n = r.count(1)?;
+                    let mut keys = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        keys.push(r.bytes()?);
+                    }
+                    let m = r.count(8)?;
+                    let mut weights = Vec::with_capacity(m);
+                    for _ in 0..m {
+                        weights.push(r.score()?);
+                    }
+                    let aggregate = match r.u8()? {
+                        0 => Aggregate::Sum,
+                        1 => Aggregate::Min,
+                        2 => Aggregate::Max,
+                        _ => return Err(Error::BadOp("bad aggregate")),
+                    };
+                    let late = match r.u8()? {
+                        0 => None,
+                        1 => Some(LateError::Syntax),
+                        2 => Some(LateError::WeightNotFloat),
+                        _ => return Err(Error::BadOp("bad flag")),
+                    };
+                    ZSetOp::Store {
+                        dst,
+                        op,
+                        keys,
+                        weights,
+                        aggregate,
+                        late,
+                    }
+                }
+                _ => return Err(Error::BadOp("unknown sorted set write")),
+            }),
             34 => {
                 let list = |r: &mut Reader| -> Result<Vec<Bytes>> {
                     let n = r.count(1)?;
@@ -963,6 +1173,46 @@ impl Writer {
             v >>= 7;
         }
         self.0.push(v as u8);
+    }
+
+    fn score(&mut self, s: Score) {
+        self.0.extend_from_slice(&s.0.to_le_bytes());
+    }
+
+    fn lex_bound(&mut self, b: &LexBound) {
+        match b {
+            LexBound::Min => self.u8(0),
+            LexBound::Max => self.u8(1),
+            LexBound::Incl(m) => {
+                self.u8(2);
+                self.bytes(m);
+            }
+            LexBound::Excl(m) => {
+                self.u8(3);
+                self.bytes(m);
+            }
+        }
+    }
+
+    fn zrange(&mut self, r: &ZRange) {
+        match r {
+            ZRange::Rank(start, stop) => {
+                self.u8(1);
+                self.i64(*start);
+                self.i64(*stop);
+            }
+            ZRange::Score(r) => {
+                self.u8(2);
+                self.score(r.min);
+                self.score(r.max);
+                self.u8(u8::from(r.min_ex) | (u8::from(r.max_ex) << 1));
+            }
+            ZRange::Lex(r) => {
+                self.u8(3);
+                self.lex_bound(&r.min);
+                self.lex_bound(&r.max);
+            }
+        }
     }
 
     fn bytes(&mut self, b: &[u8]) {
@@ -1079,6 +1329,48 @@ impl Reader<'_> {
             return Err(Error::BadOp("count larger than the op"));
         }
         Ok(n as usize)
+    }
+
+    fn score(&mut self) -> Result<Score> {
+        let s = f64::from_bits(self.i64()? as u64);
+        if s.is_nan() {
+            return Err(Error::BadOp("score is NaN"));
+        }
+        Ok(Score(s))
+    }
+
+    fn lex_bound(&mut self) -> Result<LexBound> {
+        Ok(match self.u8()? {
+            0 => LexBound::Min,
+            1 => LexBound::Max,
+            2 => LexBound::Incl(self.bytes()?),
+            3 => LexBound::Excl(self.bytes()?),
+            _ => return Err(Error::BadOp("bad lex bound")),
+        })
+    }
+
+    fn zrange(&mut self) -> Result<ZRange> {
+        Ok(match self.u8()? {
+            1 => ZRange::Rank(self.i64()?, self.i64()?),
+            2 => {
+                let (min, max) = (self.score()?, self.score()?);
+                let ex = self.u8()?;
+                if ex > 3 {
+                    return Err(Error::BadOp("bad flag"));
+                }
+                ZRange::Score(ScoreRange {
+                    min,
+                    max,
+                    min_ex: ex & 1 != 0,
+                    max_ex: ex & 2 != 0,
+                })
+            }
+            3 => ZRange::Lex(LexRange {
+                min: self.lex_bound()?,
+                max: self.lex_bound()?,
+            }),
+            _ => return Err(Error::BadOp("bad range")),
+        })
     }
 
     fn bytes(&mut self) -> Result<Bytes> {
@@ -1279,6 +1571,96 @@ mod tests {
         let mut empty = old.clone();
         empty.push(0);
         assert!(Op::decode(&empty).is_err());
+    }
+
+    #[test]
+    fn sorted_set_writes_round_trip_and_refuse_nan() {
+        let b = |s: &str| Bytes::copy_from_slice(s.as_bytes());
+        let ops = [
+            ZSetOp::Add {
+                key: b("z"),
+                flags: ZAddFlags {
+                    xx: true,
+                    gt: true,
+                    ch: true,
+                    incr: true,
+                    ..ZAddFlags::default()
+                },
+                items: vec![(Score(-0.0), b("a")), (Score(f64::INFINITY), b(""))],
+            },
+            ZSetOp::Rem {
+                key: b("z"),
+                members: vec![b("a"), b("b")],
+            },
+            ZSetOp::RemRange {
+                key: b("z"),
+                range: ZRange::Rank(-3, i64::MAX),
+            },
+            ZSetOp::RemRange {
+                key: b("z"),
+                range: ZRange::Score(ScoreRange {
+                    min: Score(f64::NEG_INFINITY),
+                    max: Score(2.5),
+                    min_ex: false,
+                    max_ex: true,
+                }),
+            },
+            ZSetOp::RemRange {
+                key: b("z"),
+                range: ZRange::Lex(LexRange {
+                    min: LexBound::Excl(b("a")),
+                    max: LexBound::Max,
+                }),
+            },
+            ZSetOp::Pop {
+                key: b("z"),
+                max: true,
+                count: Some(3),
+            },
+            ZSetOp::Pop {
+                key: b("z"),
+                max: false,
+                count: None,
+            },
+            ZSetOp::RangeStore {
+                dst: b("d"),
+                src: b("z"),
+                range: ZRange::Rank(0, -1),
+                rev: true,
+                limit: Some((1, -1)),
+            },
+            ZSetOp::Store {
+                dst: b("d"),
+                op: Combine::Inter,
+                keys: vec![b("z"), b("y")],
+                weights: vec![Score(2.0), Score(-0.5)],
+                aggregate: Aggregate::Max,
+                late: Some(LateError::WeightNotFloat),
+            },
+        ];
+        for op in ops {
+            let op = Op::new(1, 2, OpKind::ZSet(op));
+            let bytes = op.encode();
+            assert_eq!(Op::decode(&bytes).unwrap(), op);
+            for cut in 0..bytes.len() {
+                assert!(Op::decode(&bytes[..cut]).is_err());
+            }
+        }
+        let nan = Op::new(
+            0,
+            0,
+            OpKind::ZSet(ZSetOp::Add {
+                key: b("z"),
+                flags: ZAddFlags::default(),
+                items: vec![(Score(1.0), b("a"))],
+            }),
+        )
+        .encode();
+        let mut bad = nan.clone();
+        let at = bad.len() - 10;
+        bad[at..at + 8].copy_from_slice(&f64::NAN.to_le_bytes());
+        assert!(Op::decode(&bad).is_err());
+        assert!(Op::decode(&nan).is_ok());
     }
 
     #[test]

@@ -21,6 +21,7 @@ use bytes::Bytes;
 pub use codec::FORMAT_VERSION;
 
 use crate::stores::{StoreSettings, VersionInfo};
+pub use crate::value::Score;
 
 /// One write operation: where and when it runs, and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -292,6 +293,8 @@ pub enum OpKind {
     },
     /// A write to a set (`Set` is SET's).
     Sets(SetOp),
+    /// A write to a sorted set.
+    ZSet(ZSetOp),
 }
 
 /// One operation of BITFIELD, with the overflow policy in force where it appears.
@@ -315,6 +318,174 @@ pub enum FieldSub {
         offset: u64,
         incr: i64,
         overflow: crate::bits::Overflow,
+    },
+}
+
+impl ZSetOp {
+    /// The keys it reads or writes.
+    pub fn keys(&self) -> Vec<&Bytes> {
+        match self {
+            ZSetOp::Add { key, .. }
+            | ZSetOp::Rem { key, .. }
+            | ZSetOp::RemRange { key, .. }
+            | ZSetOp::Pop { key, .. } => vec![key],
+            ZSetOp::RangeStore { dst, src, .. } => vec![dst, src],
+            ZSetOp::Store { dst, keys, .. } => std::iter::once(dst).chain(keys).collect(),
+        }
+    }
+}
+
+/// ZADD's options, checked for compatibility where the command arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ZAddFlags {
+    /// Only add new members.
+    pub nx: bool,
+    /// Only update existing members.
+    pub xx: bool,
+    /// Only update when the new score is greater.
+    pub gt: bool,
+    /// Only update when the new score is less.
+    pub lt: bool,
+    /// Count changed members too in the reply.
+    pub ch: bool,
+    /// Add the score to the current one and reply the result (one pair only).
+    pub incr: bool,
+}
+
+/// A score interval of ZRANGEBYSCORE and its kin (`(` makes a bound exclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScoreRange {
+    pub min: Score,
+    pub max: Score,
+    pub min_ex: bool,
+    pub max_ex: bool,
+}
+
+/// One end of a ZRANGEBYLEX interval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LexBound {
+    /// `-`: before every member.
+    Min,
+    /// `+`: after every member.
+    Max,
+    /// `[member`.
+    Incl(Bytes),
+    /// `(member`.
+    Excl(Bytes),
+}
+
+/// A member interval of ZRANGEBYLEX and its kin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LexRange {
+    pub min: LexBound,
+    pub max: LexBound,
+}
+
+/// Which members a range removal covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ZRange {
+    /// By rank, as given (negative counts from the end).
+    Rank(i64, i64),
+    /// By score.
+    Score(ScoreRange),
+    /// By member, for members of equal scores.
+    Lex(LexRange),
+}
+
+/// How ZUNION, ZINTER and ZDIFF combine their inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Combine {
+    Union,
+    Inter,
+    Diff,
+}
+
+/// How ZUNION and ZINTER merge one member's weighted scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Aggregate {
+    #[default]
+    Sum,
+    Min,
+    Max,
+}
+
+/// An option of ZUNIONSTORE and its kin that Redis refuses only after it has looked the input
+/// keys up (so a WRONGTYPE comes first, as there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LateError {
+    /// An unknown or misplaced option.
+    Syntax,
+    /// A weight that is not a float.
+    WeightNotFloat,
+}
+
+/// A write to a sorted set: each creates the set if needed and deletes it with its last
+/// member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ZSetOp {
+    /// ZADD and ZINCRBY (`flags.incr`): scores and members in order, a later pair for the same
+    /// member winning. Replies how many were added (changed too, with CH), or with INCR the
+    /// new score (null if a condition refused it).
+    Add {
+        /// The key.
+        key: Bytes,
+        /// The options.
+        flags: ZAddFlags,
+        /// Scores and members.
+        items: Vec<(Score, Bytes)>,
+    },
+    /// ZREM: how many of the members were removed.
+    Rem {
+        /// The key.
+        key: Bytes,
+        /// The members.
+        members: Vec<Bytes>,
+    },
+    /// ZREMRANGEBYRANK, ZREMRANGEBYSCORE, ZREMRANGEBYLEX: how many members were removed.
+    RemRange {
+        /// The key.
+        key: Bytes,
+        /// Which members.
+        range: ZRange,
+    },
+    /// ZPOPMIN (`max` false) and ZPOPMAX: removes and replies the lowest (highest) members.
+    Pop {
+        /// The key.
+        key: Bytes,
+        /// From the highest scores.
+        max: bool,
+        /// How many; `None`: one, replied flat.
+        count: Option<u64>,
+    },
+    /// ZRANGESTORE: `dst` becomes the selected members of `src` (deleted when none); replies
+    /// how many.
+    RangeStore {
+        /// Where the result goes.
+        dst: Bytes,
+        /// The sorted set read.
+        src: Bytes,
+        /// Which members (a rank range counted from the highest with `rev`).
+        range: ZRange,
+        /// From the highest scores (a score or lex range's bounds are then max, min).
+        rev: bool,
+        /// LIMIT offset count of a score or lex range (a negative count: no limit).
+        limit: Option<(i64, i64)>,
+    },
+    /// ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE: `dst` becomes the combination of `keys` (deleted
+    /// when empty); replies its size.
+    Store {
+        /// Where the result goes.
+        dst: Bytes,
+        /// How the inputs combine.
+        op: Combine,
+        /// The inputs.
+        keys: Vec<Bytes>,
+        /// One per input (empty: all 1).
+        weights: Vec<Score>,
+        /// How scores merge.
+        aggregate: Aggregate,
+        /// An option error to reply once the inputs are checked.
+        late: Option<LateError>,
     },
 }
 

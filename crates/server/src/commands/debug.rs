@@ -368,8 +368,8 @@ fn mix_digest(digest: &mut [u8; 20], bytes: &[u8]) {
 /// Redis's digest of a string value (`xorObjectDigest`): its type (0, string), its bytes, and
 /// whether it expires (not when).
 /// Redis's digest of a value: its type's number, then a string's bytes, or each hash
-/// field's digest of the field and its value xored in (order does not matter); an expiry
-/// marks it. `fields` are the hash's fields (empty for a string).
+/// field's (sorted-set member's) digest of the field and its value (score) xored in (order
+/// does not matter); an expiry marks it. `fields` are the collection's (empty for a string).
 fn value_digest(
     digest: &mut [u8; 20],
     record: &rialto_keyspace::Record,
@@ -409,16 +409,18 @@ fn value_digest(
     }
 }
 
-/// The fields of the hash at `key` of database `db`, or the members of the set there
-/// (paired with nothing); none for another kind.
-fn hash_fields(
+/// What a collection's digest mixes in for each member: a hash's fields and values, a set's
+/// members (paired with nothing), a sorted set's members and their scores as Redis prints
+/// them (`%.17g`); none for a string.
+fn members_of(
     shared: &crate::server::Shared,
     db: u8,
     now: i64,
     key: &[u8],
     record: &rialto_keyspace::Record,
 ) -> Result<Vec<(Bytes, Bytes)>, Reply> {
-    if record.kind == rialto_keyspace::Kind::Set {
+    use rialto_keyspace::Kind;
+    if record.kind == Kind::Set {
         return shared.keyspace.read(db, now, |k| {
             let mut r = R::new(k);
             match r.set(key)? {
@@ -428,11 +430,20 @@ fn hash_fields(
             }
         });
     }
-    if record.kind != rialto_keyspace::Kind::Hash {
+    if !matches!(record.kind, Kind::Hash | Kind::ZSet) {
         return Ok(Vec::new());
     }
     shared.keyspace.read(db, now, |k| {
         let mut r = R::new(k);
+        if record.kind == Kind::ZSet {
+            return match r.zset(key)? {
+                Some(z) => Ok(crate::commands::util::checked(z.entries(r.keys()))?
+                    .into_iter()
+                    .map(|(m, s)| (m, super::zset_util::score_text(s)))
+                    .collect()),
+                None => Ok(Vec::new()),
+            };
+        }
         match r.hash(key)? {
             Some(h) => crate::commands::util::checked(h.entries(r.keys())),
             None => Ok(Vec::new()),
@@ -461,7 +472,7 @@ fn digest(ctx: &Ctx<'_>) -> Outcome {
                 let mut first = true;
                 let mut failed = None;
                 let walked = shared.keyspace.walk_keys(db as u8, None, now, |k, rec| {
-                    let fields = match hash_fields(&shared, db as u8, now, k, rec) {
+                    let fields = match members_of(&shared, db as u8, now, k, rec) {
                         Ok(f) => f,
                         Err(e) => {
                             failed = Some(e);
@@ -505,7 +516,7 @@ fn digest_value(ctx: &Ctx<'_>, keys: &[Bytes]) -> Reply {
         let mut d = [0u8; 20];
         match found {
             Ok(Some(rec)) => {
-                let fields = match hash_fields(ctx.shared, ctx.client.db, now, key, &rec) {
+                let fields = match members_of(ctx.shared, ctx.client.db, now, key, &rec) {
                     Ok(f) => f,
                     Err(e) => return e,
                 };

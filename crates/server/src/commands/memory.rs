@@ -334,8 +334,9 @@ fn usage(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
 
 /// MEMORY USAGE of a collection: the key's share as for a string, plus its members' bytes —
 /// the packed record's payload, or for a large hash its field and value bytes with a
-/// `dictEntry` and two `sds` headers each, as Redis's hash table holds them. A set is sized
-/// as Redis 7.0 holds it whatever its encoding here: an intset, or a hash table.
+/// `dictEntry` and two `sds` headers each, as Redis's hash table holds them (for a large
+/// sorted set, each member's `sds`, `dictEntry` and skiplist node). A set is sized as Redis
+/// 7.0 holds it whatever its encoding here: an intset, or a hash table.
 fn collection_usage(
     k: &mut R<'_, '_>,
     key: &[u8],
@@ -377,6 +378,22 @@ fn collection_usage(
     }
     if !rec.large {
         return Ok(key_bytes + size_class(rec.value.len()));
+    }
+    if rec.kind == rialto_keyspace::Kind::ZSet {
+        // Redis's skiplist encoding: per member a dictEntry, the member's sds and a skiplist
+        // node (score, backward link, and on average 4/3 levels of link and span).
+        const NODE: usize = 8 + 8 + 8 + 16 * 4 / 3;
+        let Some(z) = k.zset(key)? else {
+            return Ok(key_bytes);
+        };
+        let members = super::util::checked(z.entries(k.keys()))?;
+        let total: usize = members
+            .iter()
+            .map(|(m, _)| {
+                DICT_ENTRY + size_class(sds_header(m.len(), false) + m.len() + 1) + size_class(NODE)
+            })
+            .sum();
+        return Ok(key_bytes + total);
     }
     let Some(h) = k.hash(key)? else {
         return Ok(key_bytes);

@@ -84,6 +84,24 @@ mod strlen;
 mod touch;
 mod ttl;
 mod type_;
+mod zadd;
+mod zcard;
+mod zcombine;
+mod zcount;
+mod zincrby;
+mod zlexcount;
+mod zmscore;
+mod zpop;
+mod zrandmember;
+mod zrange;
+mod zrangestore;
+mod zrank;
+mod zrem;
+mod zremrange;
+mod zscan;
+mod zscore;
+mod zset_util;
+mod zstore;
 
 pub mod acl;
 mod applied;
@@ -278,6 +296,37 @@ pub static COMMANDS: &[CommandSpec] = &[
     sscan::SSCAN,
     sunion::SUNION,
     sunionstore::SUNIONSTORE,
+    zadd::ZADD,
+    zcard::ZCARD,
+    zcount::ZCOUNT,
+    zincrby::ZINCRBY,
+    zlexcount::ZLEXCOUNT,
+    zmscore::ZMSCORE,
+    zpop::ZPOPMIN,
+    zpop::ZPOPMAX,
+    zrange::ZRANGE,
+    zrange::ZRANGEBYSCORE,
+    zrange::ZREVRANGEBYSCORE,
+    zrange::ZRANGEBYLEX,
+    zrange::ZREVRANGEBYLEX,
+    zrange::ZREVRANGE,
+    zrank::ZRANK,
+    zrank::ZREVRANK,
+    zrem::ZREM,
+    zremrange::ZREMRANGEBYRANK,
+    zremrange::ZREMRANGEBYSCORE,
+    zremrange::ZREMRANGEBYLEX,
+    zscan::ZSCAN,
+    zscore::ZSCORE,
+    zrandmember::ZRANDMEMBER,
+    zrangestore::ZRANGESTORE,
+    zcombine::ZUNION,
+    zcombine::ZINTER,
+    zcombine::ZDIFF,
+    zcombine::ZINTERCARD,
+    zstore::ZUNIONSTORE,
+    zstore::ZINTERSTORE,
+    zstore::ZDIFFSTORE,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
@@ -318,6 +367,12 @@ impl<'a, 'k> R<'a, 'k> {
     /// [`R::keys`].
     pub fn set(&mut self, key: &[u8]) -> CmdResult<Option<rialto_keyspace::SetValue>> {
         rialto_keyspace::SetValue::load(self.keys, key).map_err(|e| reply::keyspace_error(&e))
+    }
+
+    /// The sorted set at `key` (WRONGTYPE if it holds another kind); its members are read
+    /// through [`R::keys`].
+    pub fn zset(&mut self, key: &[u8]) -> CmdResult<Option<rialto_keyspace::ZSet>> {
+        rialto_keyspace::ZSet::load(self.keys, key).map_err(|e| reply::keyspace_error(&e))
     }
 
     /// The keyspace's view, for reads of a collection's members.

@@ -502,6 +502,45 @@ fn first_keys_sees_applied_group_and_own_writes() {
     assert_eq!(names(two), ["k1", "k2"]);
 }
 
+/// The reverse walk sees the same state as the forward one, from the other end.
+#[test]
+fn last_entries_sees_applied_group_and_own_writes() {
+    let (_fs, dynfs) = mem();
+    let db = open(dynfs);
+    let m = merger(
+        &db,
+        MergerOptions {
+            inline_execution: true,
+            ..MergerOptions::default()
+        },
+    );
+    for k in [b"a0", b"k1", b"k3", b"k5", b"z9"] {
+        m.write(one_put(k, b"v")).wait().unwrap();
+    }
+    let a = m.enqueue(|tx| {
+        tx.put(b"k2", b"v");
+        tx.delete(b"k3");
+        Ok(())
+    });
+    let b = m.enqueue(|tx| {
+        tx.put(b"k4", b"w");
+        tx.delete(b"k5");
+        let all = tx.last_entries(b"k", b"l", 100)?;
+        let two = tx.last_entries(b"k", b"l", 2)?;
+        Ok((all, two))
+    });
+    m.run_queued();
+    a.wait().unwrap();
+    let (all, two) = b.wait().unwrap();
+    let names = |v: Vec<(Vec<u8>, rialto_engine::Bytes)>| {
+        v.into_iter()
+            .map(|(k, _)| String::from_utf8(k).unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(all), ["k4", "k2", "k1"]);
+    assert_eq!(names(two), ["k4", "k2"]);
+}
+
 #[test]
 fn groups_respect_the_size_bound() {
     let (gate, db) = gated();

@@ -1,0 +1,47 @@
+//! Sorted-set writes.
+
+use super::W;
+use crate::collections::{zset, Encodings};
+use crate::error::Result;
+use crate::op::ZSetOp;
+use crate::value::{Score, Value};
+
+pub(super) fn apply(k: &mut W<'_, '_, '_>, enc: &Encodings, op: &ZSetOp) -> Result<Value> {
+    Ok(match op {
+        ZSetOp::Add { key, flags, items } => {
+            let (n, score) = zset::add(k, enc, key, *flags, items)?;
+            match (flags.incr, score) {
+                (false, _) => Value::Int(n),
+                (true, Some(s)) => Value::Score(Score(s)),
+                (true, None) => Value::Null,
+            }
+        }
+        ZSetOp::Rem { key, members } => Value::Int(zset::rem(k, enc, key, members)?),
+        ZSetOp::RemRange { key, range } => Value::Int(zset::rem_range(k, enc, key, range)?),
+        ZSetOp::Pop { key, max, count } => {
+            let popped = zset::pop(k, enc, key, *max, count.unwrap_or(1))?;
+            Value::Scored {
+                items: popped.into_iter().map(|(m, s)| (m, Score(s))).collect(),
+                nested: count.is_some(),
+            }
+        }
+        ZSetOp::RangeStore {
+            dst,
+            src,
+            range,
+            rev,
+            limit,
+        } => Value::Int(zset::range_store(k, enc, dst, src, range, *rev, *limit)?),
+        ZSetOp::Store {
+            dst,
+            op,
+            keys,
+            weights,
+            aggregate,
+            late,
+        } => {
+            let items = zset::combine(k, *op, keys, weights, *aggregate, *late)?;
+            Value::Int(zset::store(k, enc, dst, items)?)
+        }
+    })
+}
