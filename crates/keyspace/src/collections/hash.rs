@@ -4,14 +4,12 @@
 use bytes::Bytes;
 
 use super::{
-    field_key, field_of, member_key, member_range, next_version, packed, Encodings, Header,
+    field_key, field_of, hash_page, member_key, member_range, next_version, packed, Encodings,
+    Header, SCAN_CHUNK,
 };
 use crate::error::{Error, Result};
 use crate::keys::{check_key, check_value_len, Keys, RawRead, RawWrite};
 use crate::layout::{CorruptRecord, Kind, Record};
-
-/// Members read from a large hash per engine scan.
-const SCAN_CHUNK: usize = 1024;
 
 /// A hash's fields as its record holds them.
 #[derive(Debug)]
@@ -131,55 +129,16 @@ impl Hash {
             Fields::Packed(p) => return Ok((p.clone(), 0)),
             Fields::Large(h) => h,
         };
-        let (_, upper) = member_range(h.version);
-        let lower = member_key(h.version, &cursor.to_be_bytes());
-        let count = count.max(1);
-        let mut raw = k.io.scan_raw(&lower, &upper, count + 1)?;
-        let mut next = 0;
-        if raw.len() > count {
-            let (after, _) = field_of(h.version, &raw[count].0).ok_or_else(bad_member)?;
-            next = after;
-            // Fields sharing the next page's hash go with it.
-            while raw
-                .last()
-                .and_then(|(key, _)| field_of(h.version, key))
-                .is_some_and(|(fh, _)| fh == after)
-            {
-                raw.pop();
-            }
-            if raw.is_empty() {
-                // More than `count` fields share one hash: they go together.
-                let mut from = member_key(h.version, &after.to_be_bytes());
-                next = 0;
-                'all: loop {
-                    let more = k.io.scan_raw(&from, &upper, SCAN_CHUNK)?;
-                    let n = more.len();
-                    for (key, value) in more {
-                        let (fh, _) = field_of(h.version, &key).ok_or_else(bad_member)?;
-                        if fh != after {
-                            next = fh;
-                            break 'all;
-                        }
-                        from = [&key[..], &[0]].concat();
-                        raw.push((key, value));
-                    }
-                    if n < SCAN_CHUNK {
-                        break;
-                    }
-                }
-            }
-        }
-        let mut out = Vec::with_capacity(raw.len());
-        for (key, value) in raw {
-            let (_, field) = field_of(h.version, &key).ok_or_else(bad_member)?;
-            out.push((Bytes::copy_from_slice(field), value));
-        }
-        Ok((out, next))
+        let v = h.version;
+        hash_page(
+            k,
+            |c| member_key(v, &c.to_be_bytes()),
+            &member_range(v).1,
+            |key| field_of(v, key),
+            cursor,
+            count,
+        )
     }
-}
-
-fn bad_member() -> Error {
-    Error::Corrupt(CorruptRecord("hash member key"))
 }
 
 /// Writes of one hash inside a merger transaction.

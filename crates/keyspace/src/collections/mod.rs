@@ -204,6 +204,46 @@ pub(crate) fn repack<T: crate::keys::RawRead + ?Sized>(
     }
 }
 
+/// Member keys read from a large collection per engine scan.
+pub(crate) const SCAN_CHUNK: usize = 1024;
+
+/// A page of a hash-ordered member family: about `count` entries from cursor `cursor` on (the
+/// member hash to resume from; 0 the start), each as its member and its value, and the next
+/// page's cursor (0: none). `start(c)` is the first key of the family at hash `c`, `upper` the
+/// end of the family, `split` a key's hash and member. A page ends between hashes, never inside
+/// one, so a member present from the first page to the last is returned exactly once and no
+/// state is kept between calls.
+pub(crate) fn hash_page<T: crate::keys::RawRead + ?Sized>(
+    k: &mut crate::keys::Keys<'_, T>,
+    start: impl Fn(u64) -> Vec<u8>,
+    upper: &[u8],
+    split: impl Fn(&[u8]) -> Option<(u64, &[u8])>,
+    cursor: u64,
+    count: usize,
+) -> Result<(Vec<(bytes::Bytes, bytes::Bytes)>, u64)> {
+    let bad = || Error::Corrupt(CorruptRecord("member key"));
+    let count = count.max(1);
+    let mut out = Vec::with_capacity(count.min(SCAN_CHUNK));
+    let mut from = start(cursor);
+    let mut last_hash = None;
+    loop {
+        let chunk = k.io.scan_raw(&from, upper, SCAN_CHUNK)?;
+        let n = chunk.len();
+        for (key, value) in chunk {
+            let (h, member) = split(&key).ok_or_else(bad)?;
+            if out.len() >= count && last_hash != Some(h) {
+                return Ok((out, h));
+            }
+            last_hash = Some(h);
+            out.push((bytes::Bytes::copy_from_slice(member), value));
+            from = [&key[..], &[0]].concat();
+        }
+        if n < SCAN_CHUNK {
+            return Ok((out, 0));
+        }
+    }
+}
+
 /// Copies the members of the large collection whose payload is `payload` under a new version,
 /// in transaction `io`; the new payload (the same header but for the version). O(members).
 pub(crate) fn copy_large<T: crate::keys::RawWrite + ?Sized>(

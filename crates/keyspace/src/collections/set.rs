@@ -13,15 +13,13 @@ use std::collections::HashSet;
 use bytes::Bytes;
 
 use super::{
-    field_key, field_of, member_key, member_range, next_version, packed, Encodings, Header,
+    field_key, field_of, hash_page, member_key, member_range, next_version, packed, Encodings,
+    Header, SCAN_CHUNK,
 };
 use crate::error::{Error, Result};
 use crate::keys::{check_key, check_value_len, Keys, RawRead, RawWrite};
 use crate::layout::{CorruptRecord, Kind, Record};
 use crate::op::SetAlgebra;
-
-/// Members read from a large set per engine scan.
-const SCAN_CHUNK: usize = 1024;
 
 /// The first byte of a packed set's payload.
 const MODE_INTSET: u8 = 0;
@@ -175,50 +173,16 @@ fn page_of<T: RawRead + ?Sized>(
         Members::Packed { items, .. } => return Ok((items.clone(), 0)),
         Members::Large(h) => h,
     };
-    let (_, upper) = member_range(h.version);
-    let lower = member_key(h.version, &cursor.to_be_bytes());
-    let count = count.max(1);
-    let mut raw = k.io.scan_raw(&lower, &upper, count + 1)?;
-    let mut next = 0;
-    if raw.len() > count {
-        let (after, _) = field_of(h.version, &raw[count].0).ok_or_else(bad_member)?;
-        next = after;
-        // Members sharing the next page's hash go with it.
-        while raw
-            .last()
-            .and_then(|(key, _)| field_of(h.version, key))
-            .is_some_and(|(mh, _)| mh == after)
-        {
-            raw.pop();
-        }
-        if raw.is_empty() {
-            // More than `count` members share one hash: they go together.
-            let mut from = member_key(h.version, &after.to_be_bytes());
-            next = 0;
-            'all: loop {
-                let more = k.io.scan_raw(&from, &upper, SCAN_CHUNK)?;
-                let n = more.len();
-                for (key, value) in more {
-                    let (mh, _) = field_of(h.version, &key).ok_or_else(bad_member)?;
-                    if mh != after {
-                        next = mh;
-                        break 'all;
-                    }
-                    from = [&key[..], &[0]].concat();
-                    raw.push((key, value));
-                }
-                if n < SCAN_CHUNK {
-                    break;
-                }
-            }
-        }
-    }
-    let mut out = Vec::with_capacity(raw.len());
-    for (key, _) in raw {
-        let (_, m) = field_of(h.version, &key).ok_or_else(bad_member)?;
-        out.push(Bytes::copy_from_slice(m));
-    }
-    Ok((out, next))
+    let v = h.version;
+    let (page, next) = hash_page(
+        k,
+        |c| member_key(v, &c.to_be_bytes()),
+        &member_range(v).1,
+        |key| field_of(v, key),
+        cursor,
+        count,
+    )?;
+    Ok((page.into_iter().map(|(m, _)| m).collect(), next))
 }
 
 fn contains<T: RawRead + ?Sized>(

@@ -631,39 +631,25 @@ impl ZSet {
             Items::Packed(p) => return Ok((p.clone(), 0)),
             Items::Large(h) => h,
         };
-        let (_, upper) = family(h.version, SCORES);
-        let start = |c: u64| member_key(h.version, &[&[SCORES][..], &c.to_be_bytes()].concat());
-        let hash_of = |key: &[u8]| -> Result<(u64, Bytes)> {
-            match super::member_of(h.version, key) {
-                Some([SCORES, rest @ ..]) if rest.len() >= 8 => Ok((
-                    u64::from_be_bytes(rest[..8].try_into().map_err(|_| bad_member())?),
-                    Bytes::copy_from_slice(&rest[8..]),
-                )),
-                _ => Err(bad_member()),
-            }
-        };
-        let count = count.max(1);
-        let mut out = Vec::with_capacity(count);
-        let mut from = start(cursor);
-        let mut last_hash = None;
-        loop {
-            let chunk = k.io.scan_raw(&from, &upper, SCAN_CHUNK)?;
-            let n = chunk.len();
-            for (key, value) in chunk {
-                let (hh, m) = hash_of(&key)?;
-                // A page ends between hashes, never inside one: members sharing a hash go
-                // together.
-                if out.len() >= count && last_hash != Some(hh) {
-                    return Ok((out, hh));
+        let v = h.version;
+        let (page, next) = super::hash_page(
+            k,
+            |c| member_key(v, &[&[SCORES][..], &c.to_be_bytes()].concat()),
+            &family(v, SCORES).1,
+            |key| match super::member_of(v, key) {
+                Some([SCORES, rest @ ..]) if rest.len() >= 8 => {
+                    Some((u64::from_be_bytes(rest[..8].try_into().ok()?), &rest[8..]))
                 }
-                last_hash = Some(hh);
-                out.push((m, decode_score(&value)?));
-                from = [&key[..], &[0]].concat();
-            }
-            if n < SCAN_CHUNK {
-                return Ok((out, 0));
-            }
+                _ => None,
+            },
+            cursor,
+            count,
+        )?;
+        let mut out = Vec::with_capacity(page.len());
+        for (m, value) in page {
+            out.push((m, decode_score(&value)?));
         }
+        Ok((out, next))
     }
 }
 
