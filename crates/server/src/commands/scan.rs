@@ -94,35 +94,71 @@ pub(crate) fn parse_cursor(arg: &[u8]) -> Option<u64> {
     Some(if neg { v.wrapping_neg() } else { v })
 }
 
+/// The options of the SCAN family, as Redis parses them: MATCH, COUNT (default 10, at least
+/// 1) and, for SCAN, TYPE.
+pub(crate) struct ScanOptions<'a> {
+    pub pattern: Option<&'a Bytes>,
+    pub count: usize,
+    pub kind: Option<&'a Bytes>,
+}
+
+impl ScanOptions<'_> {
+    /// Parses `args[from..]`; TYPE only `with_type`.
+    pub(crate) fn parse(
+        args: &[Bytes],
+        from: usize,
+        with_type: bool,
+    ) -> reply::CmdResult<ScanOptions<'_>> {
+        let mut o = ScanOptions {
+            pattern: None,
+            count: 10,
+            kind: None,
+        };
+        let mut i = from;
+        while i < args.len() {
+            let Some(v) = args.get(i + 1) else {
+                return Err(reply::syntax());
+            };
+            if is(&args[i], "count") {
+                let n = reply::int_arg(v)?;
+                if n < 1 {
+                    return Err(reply::syntax());
+                }
+                o.count = n as usize;
+            } else if is(&args[i], "match") {
+                o.pattern = Some(v);
+            } else if with_type && is(&args[i], "type") {
+                o.kind = Some(v);
+            } else {
+                return Err(reply::syntax());
+            }
+            i += 2;
+        }
+        Ok(o)
+    }
+
+    /// Whether `item` passes MATCH.
+    pub(crate) fn matches(&self, item: &[u8]) -> bool {
+        match self.pattern {
+            None => true,
+            Some(p) => &p[..] == b"*" || crate::glob::glob_match(p, item, false),
+        }
+    }
+}
+
+/// The reply of a scan of a missing key: cursor 0, nothing.
+pub(crate) fn empty_page() -> Reply {
+    Reply::Array(vec![Reply::bulk("0"), Reply::Array(Vec::new())])
+}
+
 pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::from(scan(ctx, args))
 }
 
 fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> reply::CmdResult {
     let cursor = parse_cursor(&args[1]).ok_or_else(|| Reply::error("ERR invalid cursor"))?;
-    let mut pattern: Option<&Bytes> = None;
-    let mut count: usize = 10;
-    let mut kind: Option<&Bytes> = None;
-    let mut i = 2;
-    while i < args.len() {
-        let Some(v) = args.get(i + 1) else {
-            return Err(reply::syntax());
-        };
-        if is(&args[i], "count") {
-            let n = reply::int_arg(v)?;
-            if n < 1 {
-                return Err(reply::syntax());
-            }
-            count = n as usize;
-        } else if is(&args[i], "match") {
-            pattern = Some(v);
-        } else if is(&args[i], "type") {
-            kind = Some(v);
-        } else {
-            return Err(reply::syntax());
-        }
-        i += 2;
-    }
+    let o = ScanOptions::parse(args, 2, true)?;
+    let (count, kind) = (o.count, o.kind);
     let db = ctx.client.db;
     let from = if cursor == 0 {
         None
@@ -136,7 +172,6 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> reply::CmdResult {
     let budget = count.min(1_000_000);
     let mut seen = 0usize;
     let mut keys = Vec::new();
-    let match_all = pattern.is_none_or(|p| &p[..] == b"*");
     let scope = crate::cluster::KeyScope::of(ctx.shared, ctx.client);
     let resume = ctx
         .shared
@@ -147,10 +182,7 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> reply::CmdResult {
             from.as_deref(),
             ctx.shared.now_ms(),
             |k, rec| {
-                if kind.is_none_or(|t| is(t, rec.kind.name()))
-                    && scope.covers(k)
-                    && (match_all || pattern.is_some_and(|p| crate::glob::glob_match(p, k, false)))
-                {
+                if kind.is_none_or(|t| is(t, rec.kind.name())) && scope.covers(k) && o.matches(k) {
                     keys.push(Reply::bulk(k));
                 }
                 seen += 1;

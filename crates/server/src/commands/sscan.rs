@@ -7,12 +7,12 @@
 use bytes::Bytes;
 use rialto_resp::Reply;
 
-use super::scan::parse_cursor;
-use super::util::{checked, is};
+use super::scan::{empty_page, parse_cursor, ScanOptions};
+use super::util::checked;
 use super::{Handler, R};
 use crate::command_table::ArgType::{Integer, Key, Pattern};
 use crate::command_table::{arg, cmd, doc, CommandSpec, KeySpec};
-use crate::reply::{self, CmdResult};
+use crate::reply::CmdResult;
 
 pub const SSCAN: CommandSpec = cmd("sscan", -3, &["readonly"], &["@read", "@set", "@slow"])
     .keys(1, 1, 1)
@@ -42,36 +42,13 @@ pub fn run(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
     // WRONGTYPE), then the options.
     let cursor = parse_cursor(&args[2]).ok_or_else(|| Reply::error("ERR invalid cursor"))?;
     let Some(s) = k.set(&args[1])? else {
-        return Ok(Reply::Array(vec![
-            Reply::bulk("0"),
-            Reply::Array(Vec::new()),
-        ]));
+        return Ok(empty_page());
     };
-    let mut pattern: Option<&Bytes> = None;
-    let mut count: usize = 10;
-    let mut i = 3;
-    while i < args.len() {
-        let Some(v) = args.get(i + 1) else {
-            return Err(reply::syntax());
-        };
-        if is(&args[i], "count") {
-            let n = reply::int_arg(v)?;
-            if n < 1 {
-                return Err(reply::syntax());
-            }
-            count = n as usize;
-        } else if is(&args[i], "match") {
-            pattern = Some(v);
-        } else {
-            return Err(reply::syntax());
-        }
-        i += 2;
-    }
-    let (page, next) = checked(s.page(k.keys(), cursor, count.min(MAX_PAGE)))?;
-    let match_all = pattern.is_none_or(|p| &p[..] == b"*");
+    let o = ScanOptions::parse(args, 3, false)?;
+    let (page, next) = checked(s.page(k.keys(), cursor, o.count.min(MAX_PAGE)))?;
     let out = page
         .into_iter()
-        .filter(|m| match_all || pattern.is_some_and(|p| crate::glob::glob_match(p, m, false)))
+        .filter(|m| o.matches(m))
         .map(Reply::Bulk)
         .collect();
     Ok(Reply::Array(vec![

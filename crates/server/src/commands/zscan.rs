@@ -8,13 +8,13 @@
 use bytes::Bytes;
 use rialto_resp::Reply;
 
-use super::scan::parse_cursor;
-use super::util::{checked, is};
+use super::scan::{empty_page, parse_cursor, ScanOptions};
+use super::util::checked;
 use super::zset_util::{packed_score_text, score_text};
 use super::{Handler, R};
 use crate::command_table::ArgType::{Integer, Key, Pattern};
 use crate::command_table::{arg, cmd, doc, CommandSpec, KeySpec};
-use crate::reply::{self, CmdResult};
+use crate::reply::CmdResult;
 
 pub const ZSCAN: CommandSpec = cmd(
     "zscan",
@@ -47,42 +47,19 @@ const MAX_PAGE: usize = 100_000;
 pub fn run(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
     let cursor = parse_cursor(&args[2]).ok_or_else(|| Reply::error("ERR invalid cursor"))?;
     let Some(z) = k.zset(&args[1])? else {
-        return Ok(Reply::Array(vec![
-            Reply::bulk("0"),
-            Reply::Array(Vec::new()),
-        ]));
+        return Ok(empty_page());
     };
-    let mut pattern: Option<&Bytes> = None;
-    let mut count: usize = 10;
-    let mut i = 3;
-    while i < args.len() {
-        let Some(v) = args.get(i + 1) else {
-            return Err(reply::syntax());
-        };
-        if is(&args[i], "count") {
-            let n = reply::int_arg(v)?;
-            if n < 1 {
-                return Err(reply::syntax());
-            }
-            count = n as usize;
-        } else if is(&args[i], "match") {
-            pattern = Some(v);
-        } else {
-            return Err(reply::syntax());
-        }
-        i += 2;
-    }
-    let (page, next) = checked(z.page(k.keys(), cursor, count.min(MAX_PAGE)))?;
+    let o = ScanOptions::parse(args, 3, false)?;
+    let (page, next) = checked(z.page(k.keys(), cursor, o.count.min(MAX_PAGE)))?;
     // A packed set's scores as a listpack holds them (integers where they can be).
     let text = if z.is_large() {
         score_text
     } else {
         packed_score_text
     };
-    let match_all = pattern.is_none_or(|p| &p[..] == b"*");
     let mut out = Vec::with_capacity(page.len() * 2);
     for (m, s) in page {
-        if match_all || pattern.is_some_and(|p| crate::glob::glob_match(p, &m, false)) {
+        if o.matches(&m) {
             out.push(Reply::Bulk(m));
             out.push(Reply::Bulk(text(s)));
         }
