@@ -7,62 +7,38 @@
 //! reclaim pass; and each op, encoded to bytes and decoded, applies as the original did.
 //! After every step the maintained key counts equal a walk's, and a reopen reads them back.
 
-use std::sync::Arc;
+mod common;
 
 use bytes::Bytes;
 use proptest::prelude::*;
-use rialto_io::{Clock, Fs, MemFs, SystemClock};
+use rialto_io::MemFs;
 use rialto_keyspace::bits::{BitOp, FieldType, Overflow};
 use rialto_keyspace::{
     Aggregate, Combine, LexBound, LexRange, Score, ScoreRange, ZAddFlags, ZRange, ZSetOp,
 };
 use rialto_keyspace::{
-    Compression, Cond, ExpireCond, FieldSub, HashOp, Keyspace, KeyspaceOptions, LibraryOp,
-    LibrarySource, Op, OpKind, RestorePolicy, Set, SetAlgebra, SetOp, StoreOp, StoreOptions,
-    StoreSettings, TtlChange, Value, VersionInfo,
+    Compression, Cond, ExpireCond, FieldSub, HashOp, Keyspace, LibraryOp, LibrarySource, Op,
+    OpKind, RestorePolicy, Set, SetAlgebra, SetOp, StoreOp, StoreSettings, TtlChange, Value,
+    VersionInfo,
 };
 
 const KEYS: &[&str] = &["a", "b", "c", "n", "s:x", "s:y", "t:z"];
 
 fn open(fs: &MemFs) -> Keyspace {
-    let fsref: rialto_io::FsRef = Arc::new(fs.clone());
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    fs.create_dir_all(std::path::Path::new("/ks")).unwrap();
-    Keyspace::open(
-        std::path::Path::new("/ks/db"),
-        KeyspaceOptions {
-            engine: rialto_lsm::Options {
-                fs: fsref,
-                clock,
-                write_buffer_size: 64 << 10,
-                ..rialto_lsm::Options::default()
-            },
-            merger: rialto_txn::MergerOptions {
-                inline_execution: true,
-                ..rialto_txn::MergerOptions::default()
-            },
-            stores: StoreOptions {
-                push_memory_limit: 1 << 20,
-                push_tmp_dir: "/ks/push-tmp".into(),
-                push_threads: 1,
-                push_nice: rialto_io::ThreadPriority::Nice(0),
-                push_page_cache: rialto_keyspace::PushPageCache::All,
-                push_guard: rialto_keyspace::PushGuard::default(),
-                partitions: 1,
-            },
-        },
-    )
-    .inspect(|ks| {
-        // Small thresholds, so that hashes and sets become large within a few writes.
-        ks.encodings().set_hash_max_entries(3);
-        ks.encodings().set_hash_max_value(8);
-        ks.encodings().set_set_max_intset_entries(4);
-        ks.encodings().set_set_max_listpack_entries(3);
-        ks.encodings().set_set_max_listpack_value(8);
-        ks.encodings().set_zset_max_entries(3);
-        ks.encodings().set_zset_max_value(8);
-    })
-    .unwrap()
+    let mut o = common::options(fs);
+    o.engine.write_buffer_size = 64 << 10;
+    Keyspace::open(std::path::Path::new("/ks/db"), o)
+        .inspect(|ks| {
+            // Small thresholds, so that hashes and sets become large within a few writes.
+            ks.encodings().set_hash_max_entries(3);
+            ks.encodings().set_hash_max_value(8);
+            ks.encodings().set_set_max_intset_entries(4);
+            ks.encodings().set_set_max_listpack_entries(3);
+            ks.encodings().set_set_max_listpack_value(8);
+            ks.encodings().set_zset_max_entries(3);
+            ks.encodings().set_zset_max_value(8);
+        })
+        .unwrap()
 }
 
 /// One step: an op kind, and how far the clock moves before it (ms).

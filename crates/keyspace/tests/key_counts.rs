@@ -3,47 +3,29 @@
 //! mode; they survive a reopen; and a database written before counts were kept is counted by
 //! a walk at its first open.
 
+mod common;
+
 use std::path::Path;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use rialto_engine::KvEngine;
-use rialto_io::{Clock, Fs, MemFs, SystemClock};
+use rialto_io::MemFs;
 use rialto_keyspace::{
     slot, Compression, DuplicatePolicy, KeyCount, Keyspace, KeyspaceOptions, Op, OpKind,
-    PartStoreOp, PushGuard, Set, SortedRecords, StoreOptions, StoreSettings, VersionInfo,
+    PartStoreOp, PushGuard, Set, SortedRecords, StoreSettings, VersionInfo,
 };
 
 const NOW: i64 = 1_700_000_000_000;
 
 fn options(fs: &MemFs, partitions: u32) -> KeyspaceOptions {
-    let fsref: rialto_io::FsRef = Arc::new(fs.clone());
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    fs.create_dir_all(Path::new("/ks")).unwrap();
-    KeyspaceOptions {
-        engine: rialto_lsm::Options {
-            fs: fsref,
-            clock,
-            write_buffer_size: 64 << 10,
-            ..rialto_lsm::Options::default()
-        },
-        merger: rialto_txn::MergerOptions {
-            inline_execution: true,
-            ..rialto_txn::MergerOptions::default()
-        },
-        stores: StoreOptions {
-            push_memory_limit: 1 << 20,
-            push_tmp_dir: "/ks/push-tmp".into(),
-            push_threads: 1,
-            push_nice: rialto_io::ThreadPriority::Nice(0),
-            push_page_cache: rialto_keyspace::PushPageCache::All,
-            push_guard: PushGuard {
-                min_records: 0,
-                ..PushGuard::default()
-            },
-            partitions,
-        },
-    }
+    let mut o = common::options(fs);
+    o.engine.write_buffer_size = 64 << 10;
+    o.stores.push_guard = PushGuard {
+        min_records: 0,
+        ..PushGuard::default()
+    };
+    o.stores.partitions = partitions;
+    o
 }
 
 fn open(fs: &MemFs, partitions: u32) -> Keyspace {

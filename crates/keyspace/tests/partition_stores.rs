@@ -4,47 +4,23 @@
 //! streamed writes made during a partition's push are replayed onto the new version at that
 //! partition's swap, and a version's data goes only once every partition has retired it.
 
-use std::sync::Arc;
+mod common;
 
 use bytes::Bytes;
-use rialto_io::{Clock, Fs, MemFs, SystemClock};
+use rialto_io::MemFs;
 use rialto_keyspace::{
-    slot, Compression, Keyspace, KeyspaceOptions, Op, OpKind, PartStoreOp, Set, SortedRecords,
-    StoreOptions, StoreSettings, Value, VersionInfo,
+    slot, Compression, Keyspace, Op, OpKind, PartStoreOp, Set, SortedRecords, StoreSettings, Value,
+    VersionInfo,
 };
 
 const PARTS: u32 = 3;
 const ID: u32 = 5;
 
 fn open(fs: &MemFs) -> Keyspace {
-    let fsref: rialto_io::FsRef = Arc::new(fs.clone());
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    fs.create_dir_all(std::path::Path::new("/ks")).unwrap();
-    Keyspace::open(
-        std::path::Path::new("/ks/db"),
-        KeyspaceOptions {
-            engine: rialto_lsm::Options {
-                fs: fsref,
-                clock,
-                write_buffer_size: 64 << 10,
-                ..rialto_lsm::Options::default()
-            },
-            merger: rialto_txn::MergerOptions {
-                inline_execution: true,
-                ..rialto_txn::MergerOptions::default()
-            },
-            stores: StoreOptions {
-                push_memory_limit: 1 << 20,
-                push_tmp_dir: "/ks/push-tmp".into(),
-                push_threads: 1,
-                push_nice: rialto_io::ThreadPriority::Nice(0),
-                push_page_cache: rialto_keyspace::PushPageCache::All,
-                push_guard: rialto_keyspace::PushGuard::default(),
-                partitions: PARTS,
-            },
-        },
-    )
-    .unwrap()
+    let mut o = common::options(fs);
+    o.engine.write_buffer_size = 64 << 10;
+    o.stores.partitions = PARTS;
+    Keyspace::open(std::path::Path::new("/ks/db"), o).unwrap()
 }
 
 /// Records already in key order.

@@ -2,37 +2,17 @@
 //! command, a failed command keeps the others' writes, and a change to a watched key — a write,
 //! a flush, a store's catalog change — makes the transaction yield nothing.
 
-use std::sync::Arc;
+mod common;
 
 use bytes::Bytes;
-use rialto_io::{Clock, Fs, MemFs, SystemClock};
-use rialto_keyspace::{Keyspace, KeyspaceOptions, Op, OpKind, Set, StoreOptions, Value};
+use rialto_io::MemFs;
+use rialto_keyspace::{Keyspace, Op, OpKind, Set, Value};
 
 fn open(fs: &MemFs) -> Keyspace {
-    let fsref: rialto_io::FsRef = Arc::new(fs.clone());
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    fs.create_dir_all(std::path::Path::new("/ks")).unwrap();
-    Keyspace::open(
-        std::path::Path::new("/ks/db"),
-        KeyspaceOptions {
-            engine: rialto_lsm::Options {
-                fs: fsref,
-                clock,
-                ..rialto_lsm::Options::default()
-            },
-            merger: rialto_txn::MergerOptions::default(),
-            stores: StoreOptions {
-                push_memory_limit: 1 << 20,
-                push_tmp_dir: "/ks/push-tmp".into(),
-                push_threads: 1,
-                push_nice: rialto_io::ThreadPriority::Nice(0),
-                push_page_cache: rialto_keyspace::PushPageCache::All,
-                push_guard: rialto_keyspace::PushGuard::default(),
-                partitions: 1,
-            },
-        },
-    )
-    .unwrap()
+    let mut o = common::options(fs);
+    o.engine.write_buffer_size = rialto_lsm::Options::default().write_buffer_size;
+    o.merger = rialto_txn::MergerOptions::default();
+    Keyspace::open(std::path::Path::new("/ks/db"), o).unwrap()
 }
 
 fn b(s: &str) -> Bytes {
