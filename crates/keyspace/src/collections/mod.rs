@@ -1,4 +1,4 @@
-//! Collections (hashes and sets) on the engine's ordered keyspace, in one of two encodings, as
+//! Collections (hashes, sets and sorted sets) on the engine's ordered keyspace, in one of two encodings, as
 //! Redis keeps small collections in one allocation and large ones in a table:
 //!
 //! - *packed*: the members are in the key's record itself ([`packed`]). A read of any number
@@ -19,9 +19,9 @@
 //! released      0x0E 0x01 | version (u64 BE)           -> empty
 //! ```
 //!
-//! `h` is the field's xxh3-64 (0 taken as 1): members sort by it, so a scan's cursor is the
-//! `h` to resume from and needs no state on the server (HSCAN), and a field is found by one
-//! point read all the same.
+//! `h` is the member's xxh3-64 (0 taken as 1): members sort by it, so a scan's cursor is the
+//! `h` to resume from and needs no state on the server (HSCAN, SSCAN, ZSCAN: `hash_page`),
+//! and a member is found by one point read all the same.
 //!
 //! Invariants:
 //! - A collection version is never used twice: versions come from the counter `next version`,
