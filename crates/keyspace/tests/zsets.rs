@@ -14,7 +14,6 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use common::options;
 use proptest::prelude::*;
-use rialto_engine::{EngineIterator, IterOptions, KvEngine};
 use rialto_io::MemFs;
 use rialto_keyspace::{
     Aggregate, Combine, ExpireCond, Keyspace, Op, OpKind, Score, ScoreRange, Set, Value, ZAddFlags,
@@ -474,27 +473,6 @@ fn read(ks: &Keyspace, key: &[u8]) -> Option<Model> {
     })
 }
 
-/// Engine keys under `prefix` (read from a closed keyspace's directory).
-fn keys_under(fs: &MemFs, prefix: &[u8]) -> usize {
-    let db = rialto_lsm::Db::open(std::path::Path::new("/ks/db"), options(fs).engine).unwrap();
-    let mut upper = prefix.to_vec();
-    *upper.last_mut().unwrap() += 1;
-    let mut it = db
-        .iter(IterOptions {
-            lower: Some(prefix.to_vec()),
-            upper: Some(upper),
-            snapshot: None,
-        })
-        .unwrap();
-    it.seek_to_first();
-    let mut n = 0;
-    while it.valid() {
-        n += 1;
-        it.next();
-    }
-    n
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
@@ -532,8 +510,8 @@ proptest! {
         prop_assert_eq!(ks.reclaim_pass(7).unwrap(), 0);
         ks.close().unwrap();
         drop(ks);
-        prop_assert_eq!(keys_under(&fs, &[0x0D]), 0, "member keys left");
-        prop_assert_eq!(keys_under(&fs, &[0x0E, 0x01]), 0, "released records left");
+        prop_assert_eq!(common::keys_under(&fs, &[0x0D]), 0, "member keys left");
+        prop_assert_eq!(common::keys_under(&fs, &[0x0E, 0x01]), 0, "released records left");
     }
 }
 

@@ -33,3 +33,27 @@ pub fn options(fs: &MemFs) -> KeyspaceOptions {
         },
     }
 }
+
+/// Engine keys under `prefix` in the closed keyspace of `/ks/db` on `fs` (members or
+/// bookkeeping records a test expects gone).
+#[allow(dead_code)] // Not every test crate that shares this module calls it.
+pub fn keys_under(fs: &MemFs, prefix: &[u8]) -> usize {
+    use rialto_engine::{EngineIterator, IterOptions, KvEngine};
+    let db = rialto_lsm::Db::open(std::path::Path::new("/ks/db"), options(fs).engine).unwrap();
+    let mut upper = prefix.to_vec();
+    *upper.last_mut().unwrap() += 1;
+    let mut it = db
+        .iter(IterOptions {
+            lower: Some(prefix.to_vec()),
+            upper: Some(upper),
+            snapshot: None,
+        })
+        .unwrap();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    n
+}
