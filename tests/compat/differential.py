@@ -140,6 +140,10 @@ class Gen:
             (1, self.zrevrange), (2, self.zrank), (2, self.zcount), (2, self.zlexcount),
             (2, self.zpop), (2, self.zremrange), (1, self.zscan),
             (1, self.zrandmember), (1, self.zrangestore), (2, self.zcombine), (2, self.zstore),
+            (1, self.zmpop),
+            (7, self.lpush), (3, self.lpop), (4, self.lrange), (2, self.lindex), (2, self.llen),
+            (2, self.lset), (2, self.linsert), (2, self.lrem), (2, self.ltrim), (2, self.lpos),
+            (2, self.lmove), (1, self.lmpop),
         ]
         # Whether a MULTI is open (as far as the stream knows): whole-keyspace reads, CLIENT,
         # HELLO and server commands are not generated inside one (their replies inside a
@@ -796,6 +800,84 @@ class Gen:
         args = [self.ci(self.rng.choice([b"ZPOPMIN", b"ZPOPMAX"])), self.rng.choice([self.key(), self.key(), LEX_KEYS[1]])]
         if self.rng.random() < 0.5:
             args.append(self.rng.choice([b"0", b"1", b"2", b"5", b"-1", b"abc"]))
+        return args
+
+    def zmpop(self):
+        args = [self.ci(b"ZMPOP")]
+        keys = self.keys_(1, 3)
+        args.append(self.rng.choice([str(len(keys)).encode()] * 8 + [b"0", b"9", b"x"]))
+        args += keys
+        args.append(self.ci(self.rng.choice([b"MIN", b"MAX", b"MIN", b"MAX", b"UP"])))
+        if self.rng.random() < 0.5:
+            args += [self.ci(b"COUNT"), self.rng.choice([b"1", b"2", b"10", b"0", b"-1", b"x"])]
+        return args
+
+    # --- lists
+
+    def element(self):
+        if self.rng.random() < 0.02:
+            # Past list-max-listpack-size's 8 KiB: a large list on Rialto's side.
+            return b"e" * self.rng.randint(8000, 9000)
+        return self.rng.choice([b"a", b"b", b"c", b"1", b"22", b""]) if self.rng.random() < 0.7 else self.value()
+
+    def index(self):
+        return self.rng.choice([b"0", b"1", b"2", b"-1", b"-2", b"5", b"-7", b"100", b"x", b"9223372036854775807", b"-9223372036854775808"])
+
+    def lpush(self):
+        cmd = self.rng.choice([b"LPUSH", b"RPUSH", b"LPUSH", b"RPUSH", b"LPUSHX", b"RPUSHX"])
+        n = self.rng.randint(1, 5) if self.rng.random() < 0.97 else self.rng.randint(200, 300)
+        return [self.ci(cmd), self.key()] + [self.element() for _ in range(n)]
+
+    def lpop(self):
+        args = [self.ci(self.rng.choice([b"LPOP", b"RPOP"])), self.key()]
+        if self.rng.random() < 0.5:
+            args.append(self.rng.choice([b"0", b"1", b"2", b"5", b"-1", b"abc", b"1000"]))
+        return args
+
+    def lrange(self):
+        return [self.ci(b"LRANGE"), self.key(), self.index(), self.index()]
+
+    def lindex(self):
+        return [self.ci(b"LINDEX"), self.key(), self.index()]
+
+    def llen(self):
+        return [self.ci(b"LLEN"), self.key()]
+
+    def lset(self):
+        return [self.ci(b"LSET"), self.key(), self.index(), self.element()]
+
+    def linsert(self):
+        return [self.ci(b"LINSERT"), self.key(), self.ci(self.rng.choice([b"BEFORE", b"AFTER", b"AROUND"])), self.element(), self.element()]
+
+    def lrem(self):
+        return [self.ci(b"LREM"), self.key(), self.rng.choice([b"0", b"1", b"-1", b"2", b"-3", b"x"]), self.element()]
+
+    def ltrim(self):
+        return [self.ci(b"LTRIM"), self.key(), self.index(), self.index()]
+
+    def lpos(self):
+        args = [self.ci(b"LPOS"), self.key(), self.element()]
+        for opt, vals in ((b"RANK", [b"1", b"2", b"-1", b"-2", b"0", b"x"]), (b"COUNT", [b"0", b"1", b"3", b"-1"]), (b"MAXLEN", [b"0", b"2", b"-1"])):
+            if self.rng.random() < 0.3:
+                args += [self.ci(opt), self.rng.choice(vals)]
+        if self.rng.random() < 0.03:
+            args.append(b"BOGUS")
+        return args
+
+    def lmove(self):
+        if self.rng.random() < 0.3:
+            return [self.ci(b"RPOPLPUSH"), self.key(), self.key()]
+        side = lambda: self.ci(self.rng.choice([b"LEFT", b"RIGHT", b"LEFT", b"RIGHT", b"MIDDLE"]))
+        return [self.ci(b"LMOVE"), self.key(), self.key(), side(), side()]
+
+    def lmpop(self):
+        args = [self.ci(b"LMPOP")]
+        keys = self.keys_(1, 3)
+        args.append(self.rng.choice([str(len(keys)).encode()] * 8 + [b"0", b"9", b"x"]))
+        args += keys
+        args.append(self.ci(self.rng.choice([b"LEFT", b"RIGHT", b"LEFT", b"RIGHT", b"UP"])))
+        if self.rng.random() < 0.5:
+            args += [self.ci(b"COUNT"), self.rng.choice([b"1", b"2", b"10", b"0", b"-1", b"x"])]
         return args
 
     def zremrange(self):

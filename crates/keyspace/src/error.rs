@@ -55,6 +55,9 @@ pub enum Error {
     /// The key a command needs does not exist (RENAME).
     #[error("no such key")]
     NoSuchKey,
+    /// An element index past either end of a list (LSET).
+    #[error("index out of range")]
+    IndexOutOfRange,
     /// An expiry time given to `command` is out of range (checked only once the key exists,
     /// as Redis does for GETEX).
     #[error("invalid expire time in '{command}' command")]

@@ -32,6 +32,7 @@ mod walk;
 mod watch;
 
 pub use collections::hash::Hash;
+pub use collections::list::{position as list_position, span as list_span, List};
 pub use collections::set::{
     inter as set_inter, is_intset_record, union_or_diff as set_union_or_diff, SetValue,
 };
@@ -44,8 +45,8 @@ pub use keyspace::{KeyCount, Keyspace, KeyspaceOptions, OpenError, Transaction, 
 pub use layout::{CorruptRecord, Kind, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
 pub use op::{
     Aggregate, BadTime, Combine, Cond, ExpireCond, FieldSub, HashOp, LateError, LexBound, LexRange,
-    LibraryOp, LibrarySource, Op, OpKind, PartStoreOp, RestorePolicy, ScoreRange, Set, SetAlgebra,
-    SetOp, StoreOp, TtlChange, ZAddFlags, ZRange, ZSetOp, FORMAT_VERSION,
+    LibraryOp, LibrarySource, ListOp, Op, OpKind, PartStoreOp, RestorePolicy, ScoreRange, Set,
+    SetAlgebra, SetOp, StoreOp, TtlChange, ZAddFlags, ZRange, ZSetOp, FORMAT_VERSION,
 };
 pub use rialto_lsm::Compression;
 pub use rialto_sort::DuplicatePolicy;

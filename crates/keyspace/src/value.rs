@@ -12,6 +12,8 @@ pub enum Value {
     Ok,
     /// Nothing (a missing key, a refused conditional write).
     Null,
+    /// No array (a pop with a count from a missing key).
+    NullArray,
     /// An integer.
     Int(i64),
     /// A string.
@@ -32,6 +34,8 @@ pub enum Value {
         /// Pairs (a count was given) rather than a flat list.
         nested: bool,
     },
+    /// Members and their scores as [member, score] pairs in every protocol (ZMPOP).
+    ScoredPairs(Vec<(Bytes, Score)>),
 }
 
 /// A sorted-set score: a double that is never NaN (parsing refuses it, arithmetic that makes

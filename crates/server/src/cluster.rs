@@ -525,6 +525,7 @@ impl Payload {
                 OpKind::Hash(h) => key(h.key()),
                 OpKind::Sets(o) => o.keys().into_iter().for_each(|k| key(k)),
                 OpKind::ZSet(z) => z.keys().into_iter().for_each(|k| key(k)),
+                OpKind::List(l) => l.keys().into_iter().for_each(|k| key(k)),
                 OpKind::MSet { pairs } | OpKind::MSetNx { pairs } => {
                     pairs.iter().for_each(|(k, _)| key(k))
                 }

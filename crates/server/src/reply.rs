@@ -86,6 +86,7 @@ pub fn keyspace_error(e: &rialto_keyspace::Error) -> Reply {
             Reply::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
         }
         E::NoSuchKey => Reply::error("ERR no such key"),
+        E::IndexOutOfRange => Reply::error("ERR index out of range"),
         E::WrongType => wrong_type(),
         E::HashNotInteger => Reply::error("ERR hash value is not an integer"),
         E::HashNotFloat => Reply::error("ERR hash value is not a float"),
@@ -134,12 +135,19 @@ pub fn value(v: rialto_keyspace::Value) -> Reply {
     match v {
         V::Ok => ok(),
         V::Null => Reply::Null,
+        V::NullArray => Reply::NullArray,
         V::Int(n) => Reply::Integer(n),
         V::Bulk(b) => Reply::Bulk(b),
         V::Members(ms) => Reply::Set(ms.into_iter().map(Reply::Bulk).collect()),
         V::Store(m) => crate::commands::store::describe(&m),
         V::Array(items) => Reply::Array(items.into_iter().map(value).collect()),
         V::Score(s) => Reply::Double(s.0),
+        V::ScoredPairs(items) => Reply::Array(
+            items
+                .into_iter()
+                .map(|(m, s)| Reply::Array(vec![Reply::Bulk(m), Reply::Double(s.0)]))
+                .collect(),
+        ),
         V::Scored { items, nested } => {
             if nested {
                 Reply::Pairs(

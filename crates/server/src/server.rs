@@ -486,6 +486,7 @@ pub(crate) fn apply_encodings(keyspace: &Keyspace, cfg: &Config) {
     enc.set_set_max_listpack_value(cfg.set_max_listpack_value);
     enc.set_zset_max_entries(cfg.zset_max_listpack_entries);
     enc.set_zset_max_value(cfg.zset_max_listpack_value);
+    enc.set_list_max_size(cfg.list_max_listpack_size);
 }
 
 pub fn keyspace_options(

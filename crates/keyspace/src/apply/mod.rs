@@ -10,6 +10,7 @@ mod bitmaps;
 mod catalog;
 mod hashes;
 mod keys;
+mod lists;
 mod sets;
 mod strings;
 mod zsets;
@@ -62,6 +63,7 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
                 OpKind::Hash(h) => hashes::apply(&mut k, &stores.encodings, h),
                 OpKind::Sets(o) => sets::apply(&mut k, &stores.encodings, o),
                 OpKind::ZSet(z) => zsets::apply(&mut k, &stores.encodings, z),
+                OpKind::List(l) => lists::apply(&mut k, &stores.encodings, l),
                 kind => data(&mut k, kind),
             }
         }
@@ -107,6 +109,7 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         | OpKind::Hash(_)
         | OpKind::Sets(_)
         | OpKind::ZSet(_)
+        | OpKind::List(_)
         | OpKind::Library(_) => Err(crate::error::Error::BadOp("not a key-level op")),
     }
 }

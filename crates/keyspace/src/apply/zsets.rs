@@ -25,6 +25,19 @@ pub(super) fn apply(k: &mut W<'_, '_, '_>, enc: &Encodings, op: &ZSetOp) -> Resu
                 nested: count.is_some(),
             }
         }
+        ZSetOp::MPop { keys, max, count } => {
+            for key in keys {
+                let popped = zset::pop(k, enc, key, *max, *count)?;
+                if !popped.is_empty() {
+                    let items = popped.into_iter().map(|(m, s)| (m, Score(s))).collect();
+                    return Ok(Value::Array(vec![
+                        Value::Bulk(key.clone()),
+                        Value::ScoredPairs(items),
+                    ]));
+                }
+            }
+            Value::NullArray
+        }
         ZSetOp::RangeStore {
             dst,
             src,

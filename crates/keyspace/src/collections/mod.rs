@@ -1,4 +1,4 @@
-//! Collections (hashes, sets and sorted sets) on the engine's ordered keyspace, in one of two encodings, as
+//! Collections (hashes, lists, sets and sorted sets) on the engine's ordered keyspace, in one of two encodings, as
 //! Redis keeps small collections in one allocation and large ones in a table:
 //!
 //! - *packed*: the members are in the key's record itself ([`packed`]). A read of any number
@@ -15,6 +15,8 @@
 //!               0x0D | version (u64 BE) | 0x00 | h | member -> score,
 //!               0x0D | version (u64 BE) | 0x01 | sortable score | member -> empty
 //!                                                               (sorted set, see [`zset`])
+//! element key   0x0D | version (u64 BE) | index (u64 BE) -> element  (list, see [`list`];
+//!               its header adds the head index)
 //! next version  0x0E 0x00                              -> u64 LE
 //! released      0x0E 0x01 | version (u64 BE)           -> empty
 //! ```
@@ -38,11 +40,12 @@
 //!   length passes the thresholds.
 
 pub mod hash;
+pub mod list;
 pub(crate) mod packed;
 pub mod set;
 pub mod zset;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 use crate::error::{Error, Result};
 use crate::layout::{self, CorruptRecord};
@@ -200,6 +203,7 @@ pub(crate) fn repack<T: crate::keys::RawRead + ?Sized>(
         layout::Kind::Hash => hash::repack(k, rec),
         layout::Kind::Set => set::repack(k, rec),
         layout::Kind::ZSet => zset::repack(k, rec),
+        layout::Kind::List => list::repack(k, rec),
         _ => Err(Error::Corrupt(CorruptRecord("unknown collection"))),
     }
 }
@@ -250,7 +254,12 @@ pub(crate) fn copy_large<T: crate::keys::RawWrite + ?Sized>(
     io: &mut T,
     payload: &[u8],
 ) -> Result<Vec<u8>> {
-    let old = Header::decode(payload)?.version;
+    // Every large header begins with its version (a list's goes on with its head).
+    let old = payload
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes)
+        .ok_or(CorruptRecord("collection header"))?;
     let new = next_version(io)?;
     let (mut from, upper) = member_range(old);
     loop {
@@ -284,6 +293,7 @@ pub struct Encodings {
     set_max_listpack_value: AtomicUsize,
     zset_max_entries: AtomicUsize,
     zset_max_value: AtomicUsize,
+    list_max_size: AtomicI64,
 }
 
 impl Default for Encodings {
@@ -296,6 +306,7 @@ impl Default for Encodings {
             set_max_listpack_value: AtomicUsize::new(64),
             zset_max_entries: AtomicUsize::new(128),
             zset_max_value: AtomicUsize::new(64),
+            list_max_size: AtomicI64::new(-2),
         }
     }
 }
@@ -362,6 +373,16 @@ impl Encodings {
 
     pub fn set_zset_max_value(&self, n: usize) {
         self.zset_max_value.store(n, Ordering::Relaxed);
+    }
+
+    /// `list-max-listpack-size`: most elements of a packed list when positive, its size
+    /// class when negative (see [`list::packed_fits`]).
+    pub fn list_max_size(&self) -> i64 {
+        self.list_max_size.load(Ordering::Relaxed)
+    }
+
+    pub fn set_list_max_size(&self, n: i64) {
+        self.list_max_size.store(n, Ordering::Relaxed);
     }
 }
 

@@ -75,6 +75,16 @@
 //!       6 store     dst | op: u8 (0 union, 1 inter, 2 diff) | n: u64 | key*n | m: u64 | score*m
 //!                   | aggregate: u8 (0 sum, 1 min, 2 max) | late: u8 (0 none, 1 syntax,
 //!                   2 weight not a float)
+//!       7 mpop      max: u8 | count: u64 | n: u64 | key*n
+//!  41 List         write: u8 | body
+//!       1 push      key | left: u8 | existing: u8 | n: u64 | element*n
+//!       2 pop       key | left: u8 | counted: u8 | [count: u64 if counted]
+//!       3 set       key | index | value
+//!       4 insert    key | before: u8 | pivot | value
+//!       5 rem       key | count: i64 | value
+//!       6 trim      key | start: i64 | stop: i64
+//!       7 move      src | dst | from_left: u8 | to_left: u8
+//!       8 mpop      left: u8 | count: u64 | n: u64 | key*n
 //!  score := f64 LE (never NaN)
 //!  zrange := 1 start: i64 | stop: i64  (rank)
 //!          | 2 min: score | max: score | ex: u8 (bits: 1 min, 2 max)
@@ -93,8 +103,8 @@ use bytes::Bytes;
 
 use super::{
     Aggregate, BadTime, Combine, Cond, ExpireCond, FieldSub, HashOp, LateError, LexBound, LexRange,
-    LibraryOp, LibrarySource, Op, OpKind, PartStoreOp, RestorePolicy, Score, ScoreRange, Set,
-    SetAlgebra, SetOp, StoreOp, TtlChange, ZAddFlags, ZRange, ZSetOp,
+    LibraryOp, LibrarySource, ListOp, Op, OpKind, PartStoreOp, RestorePolicy, Score, ScoreRange,
+    Set, SetAlgebra, SetOp, StoreOp, TtlChange, ZAddFlags, ZRange, ZSetOp,
 };
 use crate::bits::{BitOp, FieldType, Overflow};
 use crate::error::{Error, Result};
@@ -514,6 +524,15 @@ impl Op {
                             w.u64(*n);
                         }
                     }
+                    ZSetOp::MPop { keys, max, count } => {
+                        w.u8(7);
+                        w.u8(u8::from(*max));
+                        w.u64(*count);
+                        w.u64(keys.len() as u64);
+                        for k in keys {
+                            w.bytes(k);
+                        }
+                    }
                     ZSetOp::RangeStore {
                         dst,
                         src,
@@ -565,6 +584,86 @@ impl Op {
                             Some(LateError::Syntax) => 1,
                             Some(LateError::WeightNotFloat) => 2,
                         });
+                    }
+                }
+            }
+            OpKind::List(l) => {
+                w.u8(41);
+                match l {
+                    ListOp::Push {
+                        key,
+                        left,
+                        existing,
+                        items,
+                    } => {
+                        w.u8(1);
+                        w.bytes(key);
+                        w.u8(u8::from(*left));
+                        w.u8(u8::from(*existing));
+                        w.u64(items.len() as u64);
+                        for i in items {
+                            w.bytes(i);
+                        }
+                    }
+                    ListOp::Pop { key, left, count } => {
+                        w.u8(2);
+                        w.bytes(key);
+                        w.u8(u8::from(*left));
+                        w.u8(u8::from(count.is_some()));
+                        if let Some(n) = count {
+                            w.u64(*n);
+                        }
+                    }
+                    ListOp::Set { key, index, value } => {
+                        w.u8(3);
+                        w.bytes(key);
+                        w.bytes(index);
+                        w.bytes(value);
+                    }
+                    ListOp::Insert {
+                        key,
+                        before,
+                        pivot,
+                        value,
+                    } => {
+                        w.u8(4);
+                        w.bytes(key);
+                        w.u8(u8::from(*before));
+                        w.bytes(pivot);
+                        w.bytes(value);
+                    }
+                    ListOp::Rem { key, count, value } => {
+                        w.u8(5);
+                        w.bytes(key);
+                        w.i64(*count);
+                        w.bytes(value);
+                    }
+                    ListOp::Trim { key, start, stop } => {
+                        w.u8(6);
+                        w.bytes(key);
+                        w.i64(*start);
+                        w.i64(*stop);
+                    }
+                    ListOp::Move {
+                        src,
+                        dst,
+                        from_left,
+                        to_left,
+                    } => {
+                        w.u8(7);
+                        w.bytes(src);
+                        w.bytes(dst);
+                        w.u8(u8::from(*from_left));
+                        w.u8(u8::from(*to_left));
+                    }
+                    ListOp::MPop { keys, left, count } => {
+                        w.u8(8);
+                        w.u8(u8::from(*left));
+                        w.u64(*count);
+                        w.u64(keys.len() as u64);
+                        for k in keys {
+                            w.bytes(k);
+                        }
                     }
                 }
             }
@@ -1096,7 +1195,79 @@ impl Op {
                         late,
                     }
                 }
+                7 => {
+                    let max = r.bool()?;
+                    let count = r.u64()?;
+                    let n = r.count(1)?;
+                    let mut keys = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        keys.push(r.bytes()?);
+                    }
+                    ZSetOp::MPop { keys, max, count }
+                }
                 _ => return Err(Error::BadOp("unknown sorted set write")),
+            }),
+            41 => OpKind::List(match r.u8()? {
+                1 => {
+                    let key = r.bytes()?;
+                    let left = r.bool()?;
+                    let existing = r.bool()?;
+                    let n = r.count(1)?;
+                    let mut items = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        items.push(r.bytes()?);
+                    }
+                    ListOp::Push {
+                        key,
+                        left,
+                        existing,
+                        items,
+                    }
+                }
+                2 => {
+                    let key = r.bytes()?;
+                    let left = r.bool()?;
+                    let count = if r.bool()? { Some(r.u64()?) } else { None };
+                    ListOp::Pop { key, left, count }
+                }
+                3 => ListOp::Set {
+                    key: r.bytes()?,
+                    index: r.bytes()?,
+                    value: r.bytes()?,
+                },
+                4 => ListOp::Insert {
+                    key: r.bytes()?,
+                    before: r.bool()?,
+                    pivot: r.bytes()?,
+                    value: r.bytes()?,
+                },
+                5 => ListOp::Rem {
+                    key: r.bytes()?,
+                    count: r.i64()?,
+                    value: r.bytes()?,
+                },
+                6 => ListOp::Trim {
+                    key: r.bytes()?,
+                    start: r.i64()?,
+                    stop: r.i64()?,
+                },
+                7 => ListOp::Move {
+                    src: r.bytes()?,
+                    dst: r.bytes()?,
+                    from_left: r.bool()?,
+                    to_left: r.bool()?,
+                },
+                8 => {
+                    let left = r.bool()?;
+                    let count = r.u64()?;
+                    let n = r.count(1)?;
+                    let mut keys = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        keys.push(r.bytes()?);
+                    }
+                    ListOp::MPop { keys, left, count }
+                }
+                _ => return Err(Error::BadOp("unknown list write")),
             }),
             34 => {
                 let list = |r: &mut Reader| -> Result<Vec<Bytes>> {
@@ -1483,6 +1654,75 @@ mod tests {
         let enc = op.encode();
         // kind 34, write 3, key, seed (varint), has_count, count (varint).
         assert!(enc.ends_with(&[34, 3, 1, b'k', 1, 1, 5]), "{enc:?}");
+    }
+
+    #[test]
+    fn list_writes_and_zmpop_round_trip() {
+        let b = |s: &'static str| Bytes::from_static(s.as_bytes());
+        let lists = [
+            ListOp::Push {
+                key: b("k"),
+                left: true,
+                existing: false,
+                items: vec![b("a"), b("")],
+            },
+            ListOp::Pop {
+                key: b("k"),
+                left: false,
+                count: Some(0),
+            },
+            ListOp::Pop {
+                key: b("k"),
+                left: true,
+                count: None,
+            },
+            ListOp::Set {
+                key: b("k"),
+                index: b("-1"),
+                value: b("v"),
+            },
+            ListOp::Insert {
+                key: b("k"),
+                before: true,
+                pivot: b("p"),
+                value: b("v"),
+            },
+            ListOp::Rem {
+                key: b("k"),
+                count: i64::MIN,
+                value: b("v"),
+            },
+            ListOp::Trim {
+                key: b("k"),
+                start: 1,
+                stop: -2,
+            },
+            ListOp::Move {
+                src: b("a"),
+                dst: b("b"),
+                from_left: false,
+                to_left: true,
+            },
+            ListOp::MPop {
+                keys: vec![b("a"), b("b")],
+                left: true,
+                count: 10,
+            },
+        ];
+        for op in lists {
+            let op = Op::new(1, 2, OpKind::List(op));
+            assert_eq!(Op::decode(&op.encode()).unwrap(), op);
+        }
+        let op = Op::new(
+            1,
+            2,
+            OpKind::ZSet(ZSetOp::MPop {
+                keys: vec![b("z")],
+                max: true,
+                count: 3,
+            }),
+        );
+        assert_eq!(Op::decode(&op.encode()).unwrap(), op);
     }
 
     #[test]

@@ -295,6 +295,113 @@ pub enum OpKind {
     Sets(SetOp),
     /// A write to a sorted set.
     ZSet(ZSetOp),
+    /// A write to a list.
+    List(ListOp),
+}
+
+/// A write to a list: each creates the list if needed (pushes) and deletes it with its last
+/// element.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListOp {
+    /// LPUSH, RPUSH (`left` false), LPUSHX and RPUSHX (`existing`): the new length (0 when
+    /// `existing` and there is no list).
+    Push {
+        /// The key.
+        key: Bytes,
+        /// At the head.
+        left: bool,
+        /// Only onto a list that exists.
+        existing: bool,
+        /// The elements, pushed one by one.
+        items: Vec<Bytes>,
+    },
+    /// LPOP, RPOP: one element (no count), or up to `count` (null array when there is no
+    /// list).
+    Pop {
+        /// The key.
+        key: Bytes,
+        /// From the head.
+        left: bool,
+        /// How many; `None`: one, replied as a string.
+        count: Option<u64>,
+    },
+    /// LSET: OK, or no such key, or index out of range.
+    Set {
+        /// The key.
+        key: Bytes,
+        /// The element's index (negative: from the tail), as given: it is parsed once the key
+        /// is found to hold a list, as Redis does.
+        index: Bytes,
+        /// Its new value.
+        value: Bytes,
+    },
+    /// LINSERT: the new length, -1 without the pivot, 0 without the list.
+    Insert {
+        /// The key.
+        key: Bytes,
+        /// Before the pivot (else after).
+        before: bool,
+        /// The element to insert next to (its first occurrence from the head).
+        pivot: Bytes,
+        /// The element inserted.
+        value: Bytes,
+    },
+    /// LREM: how many elements equal to `value` were removed: `count` of them from the head
+    /// (negative: from the tail; 0: all).
+    Rem {
+        /// The key.
+        key: Bytes,
+        /// How many and from which end.
+        count: i64,
+        /// The element removed.
+        value: Bytes,
+    },
+    /// LTRIM: keeps elements `start..=stop` (Redis's index rules).
+    Trim {
+        /// The key.
+        key: Bytes,
+        /// First kept.
+        start: i64,
+        /// Last kept.
+        stop: i64,
+    },
+    /// LMOVE and RPOPLPUSH: pops from `src` and pushes onto `dst`; the element, or null.
+    Move {
+        /// The list popped.
+        src: Bytes,
+        /// The list pushed.
+        dst: Bytes,
+        /// Pop at the head of `src`.
+        from_left: bool,
+        /// Push at the head of `dst`.
+        to_left: bool,
+    },
+    /// LMPOP: up to `count` elements of the first of `keys` that is a non-empty list, with
+    /// its name; a null array when none is.
+    MPop {
+        /// The lists, in order.
+        keys: Vec<Bytes>,
+        /// From the head.
+        left: bool,
+        /// How many.
+        count: u64,
+    },
+}
+
+impl ListOp {
+    /// The keys it reads or writes.
+    pub fn keys(&self) -> Vec<&Bytes> {
+        match self {
+            ListOp::Push { key, .. }
+            | ListOp::Pop { key, .. }
+            | ListOp::Set { key, .. }
+            | ListOp::Insert { key, .. }
+            | ListOp::Rem { key, .. }
+            | ListOp::Trim { key, .. } => vec![key],
+            ListOp::Move { src, dst, .. } => vec![src, dst],
+            ListOp::MPop { keys, .. } => keys.iter().collect(),
+        }
+    }
 }
 
 /// One operation of BITFIELD, with the overflow policy in force where it appears.
@@ -330,6 +437,7 @@ impl ZSetOp {
             | ZSetOp::RemRange { key, .. }
             | ZSetOp::Pop { key, .. } => vec![key],
             ZSetOp::RangeStore { dst, src, .. } => vec![dst, src],
+            ZSetOp::MPop { keys, .. } => keys.iter().collect(),
             ZSetOp::Store { dst, keys, .. } => std::iter::once(dst).chain(keys).collect(),
         }
     }
@@ -456,6 +564,16 @@ pub enum ZSetOp {
         max: bool,
         /// How many; `None`: one, replied flat.
         count: Option<u64>,
+    },
+    /// ZMPOP: up to `count` of the lowest (highest) members of the first of `keys` that is a
+    /// non-empty sorted set, with its name; a null array when none is.
+    MPop {
+        /// The sorted sets, in order.
+        keys: Vec<Bytes>,
+        /// From the highest scores.
+        max: bool,
+        /// How many.
+        count: u64,
     },
     /// ZRANGESTORE: `dst` becomes the selected members of `src` (deleted when none); replies
     /// how many.

@@ -388,6 +388,16 @@ fn value_digest(
     if record.kind == Kind::String {
         mix_digest(digest, &record.value);
     }
+    if record.kind == Kind::List {
+        // A list's elements, in order, each mixed into the value's digest itself.
+        for (e, _) in fields {
+            mix_digest(digest, e);
+        }
+        if record.expire_at_ms.is_some() {
+            xor_digest(digest, b"!!expire!!");
+        }
+        return;
+    }
     if record.kind == Kind::Set {
         // A set's members (paired with nothing): each one's digest xored in.
         for (m, _) in fields {
@@ -426,6 +436,16 @@ fn members_of(
             match r.set(key)? {
                 Some(s) => crate::commands::util::checked(s.members(r.keys()))
                     .map(|ms| ms.into_iter().map(|m| (m, Bytes::new())).collect()),
+                None => Ok(Vec::new()),
+            }
+        });
+    }
+    if record.kind == Kind::List {
+        return shared.keyspace.read(db, now, |k| {
+            let mut r = R::new(k);
+            match r.list(key)? {
+                Some(l) => crate::commands::util::checked(l.all(r.keys()))
+                    .map(|es| es.into_iter().map(|e| (e, Bytes::new())).collect()),
                 None => Ok(Vec::new()),
             }
         });

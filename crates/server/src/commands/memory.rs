@@ -379,6 +379,17 @@ fn collection_usage(
     if !rec.large {
         return Ok(key_bytes + size_class(rec.value.len()));
     }
+    if rec.kind == rialto_keyspace::Kind::List {
+        // Redis's quicklist: listpacks of up to 8 KiB (an entry's bytes and two of framing
+        // each), a 32-byte node per listpack and the quicklist itself.
+        let Some(l) = k.list(key)? else {
+            return Ok(key_bytes);
+        };
+        let items = super::util::checked(l.all(k.keys()))?;
+        let bytes: usize = items.iter().map(|e| e.len() + 2).sum();
+        let nodes = bytes.div_ceil(8192).max(1);
+        return Ok(key_bytes + 40 + nodes * 32 + size_class(bytes.div_ceil(nodes) + 7) * nodes);
+    }
     if rec.kind == rialto_keyspace::Kind::ZSet {
         // Redis's skiplist encoding: per member a dictEntry, the member's sds and a skiplist
         // node (score, backward link, and on average 4/3 levels of link and span).

@@ -75,6 +75,7 @@ mod mset;
 mod persist;
 mod rename;
 mod role;
+mod rpoplpush;
 mod set;
 mod setbit;
 mod setex;
@@ -90,6 +91,7 @@ mod zcombine;
 mod zcount;
 mod zincrby;
 mod zlexcount;
+mod zmpop;
 mod zmscore;
 mod zpop;
 mod zrandmember;
@@ -122,6 +124,20 @@ mod info;
 mod keys;
 mod latency;
 mod lcs;
+mod lindex;
+mod linsert;
+mod list_util;
+mod llen;
+mod lmove;
+mod lmpop;
+mod lpop;
+mod lpos;
+mod lpush;
+mod lpushx;
+mod lrange;
+mod lrem;
+mod lset;
+mod ltrim;
 mod memory;
 mod monitor;
 mod multi;
@@ -201,6 +217,23 @@ pub static COMMANDS: &[CommandSpec] = &[
     hsetnx::HSETNX,
     hstrlen::HSTRLEN,
     hvals::HVALS,
+    lindex::LINDEX,
+    linsert::LINSERT,
+    llen::LLEN,
+    lmove::LMOVE,
+    lmpop::LMPOP,
+    lpop::LPOP,
+    lpop::RPOP,
+    lpos::LPOS,
+    lpush::LPUSH,
+    lpush::RPUSH,
+    lpushx::LPUSHX,
+    lpushx::RPUSHX,
+    lrange::LRANGE,
+    lrem::LREM,
+    lset::LSET,
+    ltrim::LTRIM,
+    rpoplpush::RPOPLPUSH,
     mset::MSETNX,
     del::DEL,
     del::UNLINK,
@@ -304,6 +337,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     zmscore::ZMSCORE,
     zpop::ZPOPMIN,
     zpop::ZPOPMAX,
+    zmpop::ZMPOP,
     zrange::ZRANGE,
     zrange::ZRANGEBYSCORE,
     zrange::ZREVRANGEBYSCORE,
@@ -367,6 +401,12 @@ impl<'a, 'k> R<'a, 'k> {
     /// [`R::keys`].
     pub fn set(&mut self, key: &[u8]) -> CmdResult<Option<rialto_keyspace::SetValue>> {
         rialto_keyspace::SetValue::load(self.keys, key).map_err(|e| reply::keyspace_error(&e))
+    }
+
+    /// The list at `key` (WRONGTYPE if it holds another kind); its elements are read through
+    /// [`R::keys`].
+    pub fn list(&mut self, key: &[u8]) -> CmdResult<Option<rialto_keyspace::List>> {
+        rialto_keyspace::List::load(self.keys, key).map_err(|e| reply::keyspace_error(&e))
     }
 
     /// The sorted set at `key` (WRONGTYPE if it holds another kind); its members are read

@@ -1,0 +1,90 @@
+//! What the list commands and the blocking pops parse alike.
+
+use bytes::Bytes;
+use rialto_resp::Reply;
+
+use super::util::is;
+use crate::reply::{self, CmdResult};
+
+/// LEFT (true) or RIGHT.
+pub fn side(arg: &[u8]) -> CmdResult<bool> {
+    if is(arg, "left") {
+        Ok(true)
+    } else if is(arg, "right") {
+        Ok(false)
+    } else {
+        Err(reply::syntax())
+    }
+}
+
+/// An integer argument, Redis's "not an integer or out of range" otherwise.
+pub fn int(arg: &[u8]) -> CmdResult<i64> {
+    reply::parse_i64(arg).ok_or_else(reply::not_integer)
+}
+
+/// The optional count of LPOP and RPOP.
+pub fn pop_count(arg: Option<&Bytes>) -> CmdResult<Option<u64>> {
+    match arg {
+        None => Ok(None),
+        Some(c) => match reply::parse_i64(c) {
+            Some(n) if n >= 0 => Ok(Some(n as u64)),
+            _ => Err(Reply::error("ERR value is out of range, must be positive")),
+        },
+    }
+}
+
+/// LMPOP and ZMPOP's arguments from `args[at]` (numkeys) on: the keys, the word after them
+/// (parsed by `side`) and COUNT (default 1).
+pub fn mpop_args<T>(
+    args: &[Bytes],
+    at: usize,
+    side: impl Fn(&[u8]) -> CmdResult<T>,
+) -> CmdResult<(Vec<Bytes>, T, u64)> {
+    let numkeys = reply::parse_i64(&args[at])
+        .filter(|&n| n > 0)
+        .ok_or_else(|| Reply::error("ERR numkeys should be greater than 0"))?;
+    let first = at + 1;
+    if numkeys >= (args.len() - first) as i64 {
+        return Err(reply::syntax());
+    }
+    let end = first + numkeys as usize;
+    let keys = args[first..end].to_vec();
+    let which = side(args.get(end).ok_or_else(reply::syntax)?)?;
+    let mut count = None;
+    let mut i = end + 1;
+    while i < args.len() {
+        if is(&args[i], "count") && count.is_none() && i + 1 < args.len() {
+            count = Some(
+                reply::parse_i64(&args[i + 1])
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| Reply::error("ERR count should be greater than 0"))?
+                    as u64,
+            );
+            i += 2;
+        } else {
+            return Err(reply::syntax());
+        }
+    }
+    for k in &keys {
+        super::util::checked(rialto_keyspace::check_key(k))?;
+    }
+    Ok((keys, which, count.unwrap_or(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mpop_arguments_are_checked_in_redis_order() {
+        let a =
+            |s: &str| -> Vec<Bytes> { s.split(' ').map(|w| Bytes::from(w.to_string())).collect() };
+        let (keys, left, n) = mpop_args(&a("lmpop 2 a b LEFT COUNT 3"), 1, side).unwrap();
+        assert_eq!((keys.len(), left, n), (2, true, 3));
+        assert!(mpop_args(&a("lmpop 0 a LEFT"), 1, side).is_err());
+        assert!(mpop_args(&a("lmpop 3 a b"), 1, side).is_err());
+        assert!(mpop_args(&a("lmpop 1 a UP"), 1, side).is_err());
+        assert!(mpop_args(&a("lmpop 1 a LEFT COUNT 0"), 1, side).is_err());
+        assert!(mpop_args(&a("lmpop 1 a LEFT COUNT 1 COUNT 2"), 1, side).is_err());
+    }
+}
