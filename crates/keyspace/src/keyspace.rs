@@ -18,6 +18,7 @@ use rialto_lsm::triad::TriadStats;
 use rialto_lsm::Db;
 use rialto_txn::{CommitHandle, Merger, MergerOptions, MergerStats, TxnContext};
 
+use crate::blocking::{Served, WaiterId};
 use crate::collections;
 use crate::error::{Error, Result};
 use crate::keys::{read_keys, Keys, Published, RawRead, Reader, Txn};
@@ -187,8 +188,57 @@ impl Keyspace {
         self.merger.enqueue(move |tx| {
             let start = Instant::now();
             let r = crate::apply::apply(tx, &stores, &op);
-            Ok(done(r, start.elapsed()))
+            let out = done(r, start.elapsed());
+            crate::blocking::serve(tx, &stores, op.now_ms);
+            Ok(out)
         })
+    }
+
+    /// Runs a blocking command's pop `op` (see [`crate::blocking`]) in the merger's order;
+    /// if it took nothing, the same transaction registers a waiter on `keys` of the op's
+    /// database, whose pop (retargeted to the key that becomes ready) is handed to `deliver`
+    /// once durable. `done` gets the pop's result and the waiter's id if one was registered.
+    pub fn block<T, F>(&self, op: Op, keys: Vec<Bytes>, deliver: Served, done: F) -> CommitHandle<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Result<Value>, Option<WaiterId>) -> T + Send + 'static,
+    {
+        let stores = Arc::clone(&self.stores);
+        self.merger.enqueue(move |tx| {
+            let r = crate::apply::apply(tx, &stores, &op);
+            let waiter = match &r {
+                Ok(v) if !crate::blocking::took(v) => Some(crate::blocking::register(
+                    &stores,
+                    op.db,
+                    keys,
+                    Some(op.kind.clone()),
+                    deliver,
+                )),
+                _ => None,
+            };
+            let out = done(r, waiter);
+            crate::blocking::serve(tx, &stores, op.now_ms);
+            Ok(out)
+        })
+    }
+
+    /// Registers a waiter on `keys` of database `db` that is only told (with a null value)
+    /// when one of them is written: where the pop itself must go through a log (a cluster
+    /// node), the caller registers first, then pops, and waits for this if it took nothing.
+    pub fn notify_on_write(&self, db: u8, keys: Vec<Bytes>, deliver: Served) -> WaiterId {
+        crate::blocking::register(&self.stores, db, keys, None, deliver)
+    }
+
+    /// Withdraws a waiter (timeout, disconnection, CLIENT UNBLOCK): `true` if it was still
+    /// waiting, `false` if it was served and its value is on its way to its `deliver`.
+    pub fn unblock(&self, id: WaiterId) -> bool {
+        self.stores.watches.blocked.cancel(id)
+    }
+
+    /// Clients waiting in blocking pops, and the distinct keys they wait on.
+    pub fn blocked(&self) -> (usize, usize) {
+        let b = &self.stores.watches.blocked;
+        (b.waiting(), b.keys())
     }
 
     /// [`Keyspace::enqueue`] for client `origin`: the key-change sink hears which client
@@ -202,7 +252,9 @@ impl Keyspace {
         self.merger.enqueue(move |tx| {
             let start = Instant::now();
             let r = crate::watch::with_origin(origin, || crate::apply::apply(tx, &stores, &op));
-            Ok(done(r, start.elapsed()))
+            let out = done(r, start.elapsed());
+            crate::watch::with_origin(origin, || crate::blocking::serve(tx, &stores, op.now_ms));
+            Ok(out)
         })
     }
 
@@ -214,9 +266,11 @@ impl Keyspace {
         }
         let catalog = matches!(op.kind, OpKind::PartitionStore { .. });
         let stores = Arc::clone(&self.stores);
-        let r = self
-            .merger
-            .submit_and_wait(move |tx| Ok(crate::apply::apply(tx, &stores, &op)))?;
+        let r = self.merger.submit_and_wait(move |tx| {
+            let r = crate::apply::apply(tx, &stores, &op);
+            crate::blocking::serve(tx, &stores, op.now_ms);
+            Ok(r)
+        })?;
         if catalog {
             self.stores.publish(&self.db);
         }
@@ -306,26 +360,24 @@ impl Keyspace {
     {
         let stores = Arc::clone(&self.stores);
         self.merger.enqueue(move |tx| {
-            if let Some(origin) = origin {
-                return crate::watch::with_origin(origin, || {
-                    let mut t = Transaction {
-                        tx,
-                        stores: &stores,
-                        now_ms,
-                    };
-                    let intact = watch.as_ref().is_none_or(|w| t.watch_intact(&w.share()));
-                    drop(watch);
-                    Ok(if intact { f(Some(&mut t)) } else { f(None) })
-                });
-            }
-            let mut t = Transaction {
-                tx,
-                stores: &stores,
-                now_ms,
+            let run = |tx: &mut TxnContext<'_, Db>| {
+                let mut t = Transaction {
+                    tx,
+                    stores: &stores,
+                    now_ms,
+                };
+                let intact = watch.as_ref().is_none_or(|w| t.watch_intact(&w.share()));
+                drop(watch);
+                let out = if intact { f(Some(&mut t)) } else { f(None) };
+                // Blocked clients are served after the whole transaction, as Redis serves
+                // them after EXEC or a script.
+                crate::blocking::serve(tx, &stores, now_ms);
+                Ok(out)
             };
-            let intact = watch.as_ref().is_none_or(|w| t.watch_intact(&w.share()));
-            drop(watch);
-            Ok(if intact { f(Some(&mut t)) } else { f(None) })
+            match origin {
+                Some(origin) => crate::watch::with_origin(origin, || run(tx)),
+                None => run(tx),
+            }
         })
     }
 

@@ -14,6 +14,7 @@
 
 mod apply;
 pub mod bits;
+mod blocking;
 mod chunked;
 mod collections;
 mod counts;
@@ -31,6 +32,7 @@ mod value;
 mod walk;
 mod watch;
 
+pub use blocking::{Served, WaiterId};
 pub use collections::hash::Hash;
 pub use collections::list::{position as list_position, span as list_span, List};
 pub use collections::set::{

@@ -65,6 +65,8 @@ pub struct Watches {
     state: AtomicUsize,
     table: Mutex<HashMap<Vec<u8>, Vec<Entry>>>,
     events: std::sync::OnceLock<Arc<dyn KeyEvents>>,
+    /// Clients blocked on keys: a write readies the keys they wait on.
+    pub(crate) blocked: crate::blocking::Blocked,
 }
 
 struct Entry {
@@ -131,6 +133,9 @@ impl Watches {
     pub(crate) fn touch(&self, db: u8, key: &[u8], deleted: bool) {
         if self.any() {
             self.touch_slow(db, key, deleted);
+        }
+        if !deleted {
+            self.blocked.signal(db, key);
         }
     }
 

@@ -53,6 +53,12 @@ pub struct ClientHandle {
     pub redir: AtomicI64,
     /// In MONITOR mode (flag `O`).
     pub monitor: AtomicBool,
+    /// Waiting in a blocking pop (flag `b`; CLIENT UNBLOCK's target).
+    pub blocked: AtomicBool,
+    /// CLIENT UNBLOCK asked this client to stop waiting: with an error (`Some(true)`) or as
+    /// if its time ran out.
+    pub unblock: Mutex<Option<bool>>,
+    pub unblock_notify: Notify,
 }
 
 /// Tracking is on (`t`).
@@ -110,6 +116,9 @@ impl ClientHandle {
         }
         if sub + psub + ssub > 0 {
             flags.push('P');
+        }
+        if self.blocked.load(Ordering::Relaxed) {
+            flags.push('b');
         }
         // OPTIN and OPTOUT have no letter in Redis 7.0 (`O` is a monitor).
         for (bit, c) in [
@@ -224,6 +233,9 @@ impl Clients {
             tracking_flags: AtomicU32::new(0),
             redir: AtomicI64::new(-1),
             monitor: AtomicBool::new(false),
+            blocked: AtomicBool::new(false),
+            unblock: Mutex::new(None),
+            unblock_notify: Notify::new(),
         });
         self.accepted.fetch_add(1, Ordering::Relaxed);
         self.map.lock().insert(id, Arc::clone(&h));
@@ -233,6 +245,11 @@ impl Clients {
     /// Removes a closed connection.
     pub fn unregister(&self, id: u64) {
         self.map.lock().remove(&id);
+    }
+
+    /// Client `id`, if connected.
+    pub fn get(&self, id: u64) -> Option<Arc<ClientHandle>> {
+        self.map.lock().get(&id).cloned()
     }
 
     /// Whether client `id` is connected.

@@ -743,7 +743,7 @@ fn unavailable(spec: &CommandSpec, handler: Handler, args: &[Bytes]) -> Option<R
         "flushdb" | "flushall" => false,
         // Records of the address's partition (`commands::function`).
         "function|load" | "function|delete" | "function|flush" | "function|restore" => false,
-        _ => spec.has_flag("write") && !matches!(handler, Handler::Write(_)),
+        _ => spec.has_flag("write") && !matches!(handler, Handler::Write(_) | Handler::Block(_)),
     };
     if !refused {
         return None;

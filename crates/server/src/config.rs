@@ -679,9 +679,14 @@ pub static KEYS: &[Key] = &[
         |_c| "noeviction".into()),
     Key {
         name: "save",
-        mutable: false,
-        doc: "Read-only, for Redis tools: Rialto persists every write; there are no snapshots.",
-        set: |_, _| Err("Rialto persists every write; snapshots do not exist".into()),
+        mutable: true,
+        doc: "For Redis tools: always empty (no snapshots; Rialto persists every write). Setting it to the empty string, as tools and test harnesses do to turn snapshots off, succeeds; any schedule is refused.",
+        set: |_, v| {
+            if !v.trim().is_empty() {
+                return Err("Rialto persists every write; snapshots do not exist".into());
+            }
+            Ok(())
+        },
         get: |_| String::new(),
     },
     Key {

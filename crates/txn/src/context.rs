@@ -137,7 +137,11 @@ fn op_value(op: BatchOp<'_>) -> Option<Bytes> {
 
 /// A position in a transaction's staged writes (see [`TxnContext::savepoint`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Savepoint(BatchMark, usize);
+pub struct Savepoint(BatchMark, usize, usize);
+
+/// Work a transaction leaves for when its group is durable: called with `None` then, or with
+/// the error that kept the group from being durable.
+pub type AfterCommit = Box<dyn FnOnce(Option<&rialto_engine::Error>) + Send>;
 
 /// A transaction's view: reads see the newest state, including writes that are executed but
 /// not yet durable (read-modify-write such as INCR builds on them); writes are staged and
@@ -155,6 +159,8 @@ pub struct TxnContext<'a, E: PipelinedCommit> {
     observed_from: usize,
     /// A read the observer needed failed: the transaction fails at its commit.
     observe_failed: Option<rialto_engine::Error>,
+    /// What to run once its group is durable (see [`TxnContext::after_commit`]).
+    after: Vec<AfterCommit>,
 }
 
 impl<E: PipelinedCommit> Drop for TxnContext<'_, E> {
@@ -183,6 +189,7 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
             observer,
             observed_from,
             observe_failed: None,
+            after: Vec::new(),
         }
     }
 
@@ -276,15 +283,26 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
         Savepoint(
             self.group.batch.mark(),
             self.observer.map_or(0, |o| o.mark()),
+            self.after.len(),
         )
     }
 
-    /// Drops the writes staged since `at`, taken from this transaction.
+    /// Drops the writes staged since `at`, taken from this transaction, and the work left for
+    /// its commit since then (dropped, never called).
     pub fn rollback_to(&mut self, at: Savepoint) {
         self.group.rollback(at.0);
         if let Some(o) = self.observer {
             o.cut(at.1);
         }
+        self.after.truncate(at.2);
+    }
+
+    /// Leaves `f` to run once this transaction's group is durable (or has failed), after the
+    /// transaction's own handle resolves: for an outcome this transaction decided for someone
+    /// else, which must not be seen before it is durable. Dropped, never called, if this
+    /// transaction fails or rolls back past it.
+    pub fn after_commit(&mut self, f: AfterCommit) {
+        self.after.push(f);
     }
 
     /// Drops the writes staged so far (the transaction decided not to write).
@@ -417,6 +435,11 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
     /// The engine, for reads the context does not cover (iteration reads the published state).
     pub fn engine(&self) -> &E {
         self.engine
+    }
+
+    /// The work left for the commit, taken out (see [`TxnContext::after_commit`]).
+    pub(crate) fn take_after(&mut self) -> Vec<AfterCommit> {
+        std::mem::take(&mut self.after)
     }
 
     /// Validates the staged writes and makes them part of the group (on error they are cut).

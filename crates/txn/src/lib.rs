@@ -33,7 +33,7 @@ mod options;
 mod poll;
 mod stats;
 
-pub use context::{Savepoint, TxnContext};
+pub use context::{AfterCommit, Savepoint, TxnContext};
 pub use handle::CommitHandle;
 pub use merger::Merger;
 pub use observer::WriteObserver;

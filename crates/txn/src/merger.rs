@@ -37,7 +37,7 @@ use parking_lot::{Condvar, Mutex};
 use rialto_engine::{CommitPoint, Error, IoStats, PipelinedCommit, Result, WriteBatch};
 use rialto_io::Clock;
 
-use crate::context::{Group, TxnContext};
+use crate::context::{AfterCommit, Group, TxnContext};
 use crate::handle::{this_thread_helps, CommitHandle, Helping, Notifier, Slot, SyncHelper};
 use crate::observer::WriteObserver;
 use crate::options::{Durability, MergerOptions};
@@ -57,6 +57,7 @@ trait Job<E: PipelinedCommit>: Send {
 struct ClosureJob<F, T> {
     f: Option<F>,
     outcome: Option<Result<T>>,
+    after: Vec<AfterCommit>,
     slot: Arc<Slot<T>>,
     submitted_micros: u64,
 }
@@ -74,7 +75,14 @@ where
         let mut ctx = TxnContext::new(engine, group, observer);
         self.outcome = Some(match f(&mut ctx) {
             // A failed transaction's staged writes are dropped with its context.
-            Ok(v) => ctx.commit().map(|()| v),
+            Ok(v) => {
+                let after = ctx.take_after();
+                let r = ctx.commit().map(|()| v);
+                if r.is_ok() {
+                    self.after = after;
+                }
+                r
+            }
             Err(e) => Err(e),
         });
     }
@@ -85,6 +93,9 @@ where
             None => self.outcome.take().unwrap_or(Err(Error::Closed)),
         };
         self.slot.fulfil(outcome);
+        for f in self.after.drain(..) {
+            f(failure);
+        }
     }
 
     fn submitted_micros(&self) -> u64 {
@@ -298,6 +309,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
         let job: BoxedJob<E> = Box::new(ClosureJob {
             f: Some(f),
             outcome: None,
+            after: Vec::new(),
             slot: Arc::clone(&slot),
             submitted_micros: self.shared.clock.now_micros(),
         });

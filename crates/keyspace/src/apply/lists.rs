@@ -108,12 +108,16 @@ pub(super) fn apply(k: &mut W<'_, '_, '_>, enc: &Encodings, op: &ListOp) -> Resu
                 let Some(mut w) = Writer::open(k, max, key)? else {
                     continue;
                 };
-                let popped = w.pop(k, *left, *count)?;
+                let popped = w.pop(k, *left, count.unwrap_or(1))?;
                 w.finish(k, key)?;
-                return Ok(Value::Array(vec![
-                    Value::Bulk(key.clone()),
-                    Value::Array(popped.into_iter().map(Value::Bulk).collect()),
-                ]));
+                let mut out = vec![Value::Bulk(key.clone())];
+                match count {
+                    Some(_) => {
+                        out.push(Value::Array(popped.into_iter().map(Value::Bulk).collect()))
+                    }
+                    None => out.extend(popped.into_iter().map(Value::Bulk)),
+                }
+                return Ok(Value::Array(out));
             }
             Value::NullArray
         }

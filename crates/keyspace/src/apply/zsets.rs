@@ -27,13 +27,21 @@ pub(super) fn apply(k: &mut W<'_, '_, '_>, enc: &Encodings, op: &ZSetOp) -> Resu
         }
         ZSetOp::MPop { keys, max, count } => {
             for key in keys {
-                let popped = zset::pop(k, enc, key, *max, *count)?;
+                let popped = zset::pop(k, enc, key, *max, count.unwrap_or(1))?;
                 if !popped.is_empty() {
-                    let items = popped.into_iter().map(|(m, s)| (m, Score(s))).collect();
-                    return Ok(Value::Array(vec![
-                        Value::Bulk(key.clone()),
-                        Value::ScoredPairs(items),
-                    ]));
+                    let mut out = vec![Value::Bulk(key.clone())];
+                    match count {
+                        Some(_) => out.push(Value::ScoredPairs(
+                            popped.into_iter().map(|(m, s)| (m, Score(s))).collect(),
+                        )),
+                        None => {
+                            for (m, s) in popped {
+                                out.push(Value::Bulk(m));
+                                out.push(Value::Score(Score(s)));
+                            }
+                        }
+                    }
+                    return Ok(Value::Array(out));
                 }
             }
             Value::NullArray

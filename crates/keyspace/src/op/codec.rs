@@ -75,7 +75,7 @@
 //!       6 store     dst | op: u8 (0 union, 1 inter, 2 diff) | n: u64 | key*n | m: u64 | score*m
 //!                   | aggregate: u8 (0 sum, 1 min, 2 max) | late: u8 (0 none, 1 syntax,
 //!                   2 weight not a float)
-//!       7 mpop      max: u8 | count: u64 | n: u64 | key*n
+//!       7 mpop      max: u8 | counted: u8 | [count: u64 if counted] | n: u64 | key*n
 //!  41 List         write: u8 | body
 //!       1 push      key | left: u8 | existing: u8 | n: u64 | element*n
 //!       2 pop       key | left: u8 | counted: u8 | [count: u64 if counted]
@@ -84,7 +84,7 @@
 //!       5 rem       key | count: i64 | value
 //!       6 trim      key | start: i64 | stop: i64
 //!       7 move      src | dst | from_left: u8 | to_left: u8
-//!       8 mpop      left: u8 | count: u64 | n: u64 | key*n
+//!       8 mpop      left: u8 | counted: u8 | [count: u64 if counted] | n: u64 | key*n
 //!  score := f64 LE (never NaN)
 //!  zrange := 1 start: i64 | stop: i64  (rank)
 //!          | 2 min: score | max: score | ex: u8 (bits: 1 min, 2 max)
@@ -527,7 +527,10 @@ impl Op {
                     ZSetOp::MPop { keys, max, count } => {
                         w.u8(7);
                         w.u8(u8::from(*max));
-                        w.u64(*count);
+                        w.u8(u8::from(count.is_some()));
+                        if let Some(n) = count {
+                            w.u64(*n);
+                        }
                         w.u64(keys.len() as u64);
                         for k in keys {
                             w.bytes(k);
@@ -659,7 +662,10 @@ impl Op {
                     ListOp::MPop { keys, left, count } => {
                         w.u8(8);
                         w.u8(u8::from(*left));
-                        w.u64(*count);
+                        w.u8(u8::from(count.is_some()));
+                        if let Some(n) = count {
+                            w.u64(*n);
+                        }
                         w.u64(keys.len() as u64);
                         for k in keys {
                             w.bytes(k);
@@ -1197,7 +1203,7 @@ impl Op {
                 }
                 7 => {
                     let max = r.bool()?;
-                    let count = r.u64()?;
+                    let count = if r.bool()? { Some(r.u64()?) } else { None };
                     let n = r.count(1)?;
                     let mut keys = Vec::with_capacity(n);
                     for _ in 0..n {
@@ -1259,7 +1265,7 @@ impl Op {
                 },
                 8 => {
                     let left = r.bool()?;
-                    let count = r.u64()?;
+                    let count = if r.bool()? { Some(r.u64()?) } else { None };
                     let n = r.count(1)?;
                     let mut keys = Vec::with_capacity(n);
                     for _ in 0..n {
@@ -1706,7 +1712,12 @@ mod tests {
             ListOp::MPop {
                 keys: vec![b("a"), b("b")],
                 left: true,
-                count: 10,
+                count: Some(10),
+            },
+            ListOp::MPop {
+                keys: vec![b("a")],
+                left: false,
+                count: None,
             },
         ];
         for op in lists {
@@ -1719,7 +1730,7 @@ mod tests {
             OpKind::ZSet(ZSetOp::MPop {
                 keys: vec![b("z")],
                 max: true,
-                count: 3,
+                count: None,
             }),
         );
         assert_eq!(Op::decode(&op.encode()).unwrap(), op);

@@ -376,15 +376,16 @@ pub enum ListOp {
         /// Push at the head of `dst`.
         to_left: bool,
     },
-    /// LMPOP: up to `count` elements of the first of `keys` that is a non-empty list, with
-    /// its name; a null array when none is.
+    /// LMPOP: up to `count` elements of the first of `keys` that is a non-empty list, as its
+    /// name and an array of them; without a count (BLPOP, BRPOP), one element, as the name
+    /// and the element. A null array when no list has any.
     MPop {
         /// The lists, in order.
         keys: Vec<Bytes>,
         /// From the head.
         left: bool,
-        /// How many.
-        count: u64,
+        /// How many; `None`: one, replied flat.
+        count: Option<u64>,
     },
 }
 
@@ -566,14 +567,15 @@ pub enum ZSetOp {
         count: Option<u64>,
     },
     /// ZMPOP: up to `count` of the lowest (highest) members of the first of `keys` that is a
-    /// non-empty sorted set, with its name; a null array when none is.
+    /// non-empty sorted set, as its name and [member, score] pairs; without a count (BZPOPMIN,
+    /// BZPOPMAX), one, as the name, the member and the score. A null array when none has any.
     MPop {
         /// The sorted sets, in order.
         keys: Vec<Bytes>,
         /// From the highest scores.
         max: bool,
-        /// How many.
-        count: u64,
+        /// How many; `None`: one, replied flat.
+        count: Option<u64>,
     },
     /// ZRANGESTORE: `dst` becomes the selected members of `src` (deleted when none); replies
     /// how many.

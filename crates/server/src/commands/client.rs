@@ -190,6 +190,29 @@ const CLIENT_KILL: CommandSpec = cmd(
 )
 .handler(Handler::Conn(kill));
 
+const CLIENT_UNBLOCK: CommandSpec = cmd(
+    "client|unblock",
+    -3,
+    &["admin", "noscript", "loading", "stale"],
+    &["@admin", "@slow", "@dangerous", "@connection"],
+)
+.docs(
+    doc(
+        "connection",
+        "5.0.0",
+        "Ends another client's wait in a blocking command, as a timeout or with an error.",
+        "O(log N), N being the number of client connections.",
+    )
+    .args(&[
+        arg("client-id", Integer),
+        arg("timeout_error", OneOf).opt().sub(&[
+            arg("timeout", PureToken).token("TIMEOUT"),
+            arg("error", PureToken).token("ERROR"),
+        ]),
+    ]),
+)
+.handler(Handler::Conn(unblock));
+
 const CLIENT_REPLY: CommandSpec = cmd(
     "client|reply",
     3,
@@ -322,6 +345,7 @@ pub const CLIENT: CommandSpec = cmd("client", -2, &[], &["@slow"])
         CLIENT_INFO,
         CLIENT_SETINFO,
         CLIENT_KILL,
+        CLIENT_UNBLOCK,
         CLIENT_REPLY,
         CLIENT_TRACKING,
         CLIENT_CACHING,
@@ -403,6 +427,37 @@ fn setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         info.lib_ver = v;
     }
     Outcome::Reply(reply::ok())
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if the client was waiting in a blocking command (it
+/// then answers as if its time ran out, or with an UNBLOCKED error), else 0.
+fn unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let Some(id) = reply::parse_i64(&args[2]) else {
+        return Outcome::Reply(reply::not_integer());
+    };
+    let error = match args.get(3) {
+        None => false,
+        Some(a) if a.eq_ignore_ascii_case(b"timeout") => false,
+        Some(a) if a.eq_ignore_ascii_case(b"error") => true,
+        Some(_) => {
+            return Outcome::Reply(Reply::error(
+                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ))
+        }
+    };
+    if args.len() > 4 {
+        return Outcome::Reply(reply::syntax());
+    }
+    let target = u64::try_from(id)
+        .ok()
+        .and_then(|id| ctx.shared.clients.get(id))
+        .filter(|h| h.blocked.load(Ordering::Acquire));
+    let Some(h) = target else {
+        return Outcome::Reply(Reply::Integer(0));
+    };
+    *h.unblock.lock() = Some(error);
+    h.unblock_notify.notify_one();
+    Outcome::Reply(Reply::Integer(1))
 }
 
 fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {

@@ -537,6 +537,7 @@ mod tests {
                 info(command_table::lookup_fullname(b"client|info").expect("info")),
                 info(command_table::lookup_fullname(b"client|setinfo").expect("setinfo")),
                 info(command_table::lookup_fullname(b"client|kill").expect("kill")),
+                info(command_table::lookup_fullname(b"client|unblock").expect("unblock")),
                 info(command_table::lookup_fullname(b"client|reply").expect("reply")),
                 info(command_table::lookup_fullname(b"client|tracking").expect("tracking")),
                 info(command_table::lookup_fullname(b"client|caching").expect("caching")),

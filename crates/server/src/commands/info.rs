@@ -133,9 +133,10 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
         "clients" => {
             let _ = write!(
                 o,
-                "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\ntracking_clients:{}\r\n",
+                "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\n",
                 sh.clients.len(),
                 cfg.maxclients,
+                sh.keyspace.blocked().0,
                 sh.tracking.clients(),
             );
         }

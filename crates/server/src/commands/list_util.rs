@@ -33,6 +33,26 @@ pub fn pop_count(arg: Option<&Bytes>) -> CmdResult<Option<u64>> {
     }
 }
 
+/// A blocking command's timeout in seconds (a float since Redis 6.0; 0 waits forever), as
+/// milliseconds.
+pub fn timeout_ms(arg: &[u8]) -> CmdResult<Option<u64>> {
+    let secs = std::str::from_utf8(arg)
+        .ok()
+        .filter(|s| !s.is_empty() && !s.starts_with(char::is_whitespace))
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|v| !v.is_nan())
+        .ok_or_else(|| Reply::error("ERR timeout is not a float or out of range"))?;
+    if secs < 0.0 {
+        return Err(Reply::error("ERR timeout is negative"));
+    }
+    let ms = (secs * 1000.0).ceil();
+    // Redis adds the deadline to the current time and refuses what would overflow.
+    if ms >= i64::MAX as f64 / 2.0 {
+        return Err(Reply::error("ERR timeout is out of range"));
+    }
+    Ok((ms > 0.0).then_some(ms as u64))
+}
+
 /// LMPOP and ZMPOP's arguments from `args[at]` (numkeys) on: the keys, the word after them
 /// (parsed by `side`) and COUNT (default 1).
 pub fn mpop_args<T>(
@@ -74,6 +94,26 @@ pub fn mpop_args<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn err(r: CmdResult<Option<u64>>) -> String {
+        match r {
+            Err(Reply::Error(e)) => String::from_utf8_lossy(&e).into_owned(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn timeouts_parse_as_redis_does() {
+        assert_eq!(timeout_ms(b"0").unwrap(), None);
+        assert_eq!(timeout_ms(b"0.1").unwrap(), Some(100));
+        assert_eq!(timeout_ms(b"1").unwrap(), Some(1000));
+        assert_eq!(timeout_ms(b"0.0001").unwrap(), Some(1));
+        assert!(err(timeout_ms(b"-1")).contains("negative"));
+        assert!(err(timeout_ms(b"abc")).contains("not a float"));
+        assert!(err(timeout_ms(b"inf")).contains("out of range"));
+        assert!(err(timeout_ms(b"nan")).contains("not a float"));
+        assert!(err(timeout_ms(b"1e300")).contains("out of range"));
+    }
 
     #[test]
     fn mpop_arguments_are_checked_in_redis_order() {

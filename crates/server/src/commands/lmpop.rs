@@ -48,5 +48,9 @@ pub const LMPOP: CommandSpec = cmd(
 
 pub fn run(at: At, args: &[Bytes]) -> CmdResult<Op> {
     let (keys, left, count) = mpop_args(args, 1, side)?;
-    Ok(at.op(OpKind::List(ListOp::MPop { keys, left, count })))
+    Ok(at.op(OpKind::List(ListOp::MPop {
+        keys,
+        left,
+        count: Some(count),
+    })))
 }

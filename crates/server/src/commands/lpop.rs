@@ -25,7 +25,10 @@ pub const LPOP: CommandSpec = cmd(
         "O(N) for N elements popped.",
     )
     .history(&[("6.2.0", "Added the `count` argument.")])
-    .args(&[arg("key", Key).key(0), arg("count", Integer).since("6.2.0").opt()]),
+    .args(&[
+        arg("key", Key).key(0),
+        arg("count", Integer).since("6.2.0").opt(),
+    ]),
 )
 .handler(Handler::Write(run_left));
 
@@ -45,7 +48,10 @@ pub const RPOP: CommandSpec = cmd(
         "O(N) for N elements popped.",
     )
     .history(&[("6.2.0", "Added the `count` argument.")])
-    .args(&[arg("key", Key).key(0), arg("count", Integer).since("6.2.0").opt()]),
+    .args(&[
+        arg("key", Key).key(0),
+        arg("count", Integer).since("6.2.0").opt(),
+    ]),
 )
 .handler(Handler::Write(run_right));
 

@@ -8,6 +8,9 @@
 //! - [`Handler::Write`]: turns the request into an [`Op`] (parsing and checking what Redis
 //!   checks before looking at a key); the keyspace applies it in the merger's order and the
 //!   reply is sent once it is durable. A failed op writes nothing.
+//! - [`Handler::Block`]: a blocking pop (BLPOP and kin): its pop runs as a write; if it took
+//!   nothing, the same transaction makes the connection a waiter on its keys (see the
+//!   keyspace's `blocking`). Inside MULTI or a script it is the pop alone.
 //! - [`Handler::Conn`]: everything else (connection state, server state, whole-keyspace
 //!   scans). Runs on the connection after its pending replies are resolved.
 //! - [`Handler::Meta`] (COMMAND) and [`Handler::Acl`] (ACL): like `Conn`, but they need only
@@ -41,6 +44,12 @@ mod bitfield;
 mod bitfield_ro;
 mod bitop;
 mod bitpos;
+mod blmove;
+mod blmpop;
+mod blpop;
+mod brpoplpush;
+mod bzmpop;
+mod bzpop;
 mod copy;
 mod del;
 mod exists;
@@ -234,6 +243,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     lset::LSET,
     ltrim::LTRIM,
     rpoplpush::RPOPLPUSH,
+    blpop::BLPOP,
+    blpop::BRPOP,
+    blmove::BLMOVE,
+    brpoplpush::BRPOPLPUSH,
+    blmpop::BLMPOP,
     mset::MSETNX,
     del::DEL,
     del::UNLINK,
@@ -338,6 +352,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     zpop::ZPOPMIN,
     zpop::ZPOPMAX,
     zmpop::ZMPOP,
+    bzpop::BZPOPMIN,
+    bzpop::BZPOPMAX,
+    bzmpop::BZMPOP,
     zrange::ZRANGE,
     zrange::ZRANGEBYSCORE,
     zrange::ZREVRANGEBYSCORE,
@@ -459,11 +476,28 @@ pub type MetaFn = fn(&[Bytes]) -> Reply;
 /// An ACL command: the users and who asks.
 pub type AclFn = fn(&AclCtx<'_>, &[Bytes]) -> Reply;
 
+/// A blocking pop's request, parsed (see [`Handler::Block`]).
+pub struct BlockingPop {
+    /// The pop over every key, as it runs when it need not wait (and inside MULTI or a
+    /// script, where it never waits).
+    pub op: Op,
+    /// The keys it waits on.
+    pub keys: Vec<Bytes>,
+    /// How long it waits (`None`: until served).
+    pub timeout_ms: Option<u64>,
+    /// Its reply when the time runs out.
+    pub timed_out: Reply,
+}
+
+/// A blocking pop.
+pub type BlockFn = fn(At, &[Bytes]) -> CmdResult<BlockingPop>;
+
 /// How a command runs; see the module docs.
 #[derive(Clone, Copy)]
 pub enum Handler {
     Read(ReadFn),
     Write(WriteFn),
+    Block(BlockFn),
     Conn(ConnFn),
     Meta(MetaFn),
     Acl(AclFn),
@@ -497,6 +531,7 @@ impl std::fmt::Debug for Handler {
         f.write_str(match self {
             Handler::Read(_) => "Read",
             Handler::Write(_) => "Write",
+            Handler::Block(_) => "Block",
             Handler::Conn(_) => "Conn",
             Handler::Meta(_) => "Meta",
             Handler::Acl(_) => "Acl",
@@ -560,7 +595,11 @@ pub fn run_on_connection(handler: Handler, ctx: &mut Ctx<'_>, args: &[Bytes]) ->
             ))
         }
         // The connection runs these itself, on the keyspace; never handed here.
-        Handler::Read(_) | Handler::Write(_) | Handler::Txn(_) | Handler::Script(_) => {
+        Handler::Read(_)
+        | Handler::Write(_)
+        | Handler::Block(_)
+        | Handler::Txn(_)
+        | Handler::Script(_) => {
             Outcome::Reply(Reply::error("ERR command cannot run on the connection"))
         }
     }

@@ -56,5 +56,9 @@ pub const ZMPOP: CommandSpec = cmd(
 
 pub fn run(at: At, args: &[Bytes]) -> CmdResult<Op> {
     let (keys, max, count) = mpop_args(args, 1, min_max)?;
-    Ok(at.op(OpKind::ZSet(ZSetOp::MPop { keys, max, count })))
+    Ok(at.op(OpKind::ZSet(ZSetOp::MPop {
+        keys,
+        max,
+        count: Some(count),
+    })))
 }

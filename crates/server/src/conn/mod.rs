@@ -29,6 +29,7 @@ use crate::commands::{At, Ctx, Handler, Outcome, StatsAt, R};
 use crate::reply;
 use crate::server::Shared;
 
+mod block;
 mod multi;
 pub(crate) mod script;
 
@@ -892,6 +893,29 @@ impl Connection {
                     None => self.shared.keyspace.enqueue(op, done),
                 };
                 self.push(Pending::Commit(h, id));
+            }
+            Handler::Block(f) => {
+                let start = Instant::now();
+                let at = At {
+                    db: self.client.db,
+                    now_ms: self.shared.now_ms(),
+                    databases: self.shared.config.read().databases,
+                };
+                let reply = match f(at, &args) {
+                    Ok(pop) => {
+                        // Its reply comes after those pending, and nothing after it runs until
+                        // it is answered.
+                        if !self.queue.is_empty() {
+                            self.drain().await;
+                        }
+                        self.blocking_pop(pop, at_slot).await
+                    }
+                    Err(r) => r,
+                };
+                let micros = start.elapsed().as_micros() as u64;
+                self.record(id, micros, slow(threshold, micros).then_some(args));
+                crate::errorstats::ran(&self.shared, id.index, &reply);
+                self.push(Pending::Ready(reply));
             }
             Handler::Script(cmd) => {
                 let start = Instant::now();

@@ -260,6 +260,11 @@ impl Connection {
                     Ok(op) => Step::Op(op),
                     Err(r) => Step::Done(r),
                 },
+                // Inside a transaction a blocking pop never waits: it is its pop.
+                Handler::Block(f) => match f(at, &q.args) {
+                    Ok(b) => Step::Op(b.op),
+                    Err(r) => Step::Done(r),
+                },
                 Handler::Read(f) => {
                     // CLIENT CACHING holds for the whole transaction, as in Redis.
                     let keys = if self.client.tracking.as_ref().is_some_and(|t| t.remembers()) {

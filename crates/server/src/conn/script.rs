@@ -386,6 +386,14 @@ impl Host for TxHost<'_, '_, '_> {
                 },
                 Err(r) => (r, false),
             },
+            // A script never waits: a blocking pop allowed in scripts is its pop.
+            Some(Handler::Block(f)) => match f(at, &args) {
+                Ok(b) => match self.tx.apply(&b.op) {
+                    Ok(v) => (reply::value(v), true),
+                    Err(e) => (reply::keyspace_error(&e), false),
+                },
+                Err(r) => (r, false),
+            },
             Some(Handler::Read(f)) => (
                 self.tx
                     .read(self.db, |k| f(&mut R::new(k), &args))
