@@ -1,8 +1,8 @@
 //! Sorted sets against an in-memory model: random ZADD (every option), ZREM, range removals,
-//! pops, ZRANGESTORE and the STORE combinations (packed sets growing large past small
-//! thresholds), deletions, expiry, renames and overwrites by strings, with reopens and reclaim
-//! passes between them, and memtables small enough that the data is flushed and compacted as
-//! it goes. After every step each key reads
+//! pops, ZMPOP (over missing and wrong-typed keys), ZRANGESTORE and the STORE combinations
+//! (packed sets growing large past small thresholds), deletions, expiry, renames and
+//! overwrites by strings, with reopens and reclaim passes between them, and memtables small
+//! enough that the data is flushed and compacted as it goes. After every step each key reads
 //! as the model says: every member in (score, member) order both ways, each member's score
 //! and ranks, score ranges; at the end, with every key deleted and the reclaim pass run to its
 //! end, the engine holds no member key and no released record.
@@ -101,6 +101,8 @@ fn zop() -> impl Strategy<Value = OpKind> {
         2 => (key(), range()).prop_map(|(key, range)| OpKind::ZSet(ZSetOp::RemRange { key, range })),
         2 => (key(), any::<bool>(), prop::option::of(0u64..5))
             .prop_map(|(key, max, count)| OpKind::ZSet(ZSetOp::Pop { key, max, count })),
+        2 => (prop::collection::vec(key(), 1..4), any::<bool>(), 1u64..5)
+            .prop_map(|(keys, max, count)| OpKind::ZSet(ZSetOp::MPop { keys, max, count })),
         1 => (key(), key(), -3i64..3, -3i64..3, any::<bool>()).prop_map(|(dst, src, a, b, rev)| {
             OpKind::ZSet(ZSetOp::RangeStore { dst, src, range: ZRange::Rank(a, b), rev, limit: None })
         }),
@@ -281,6 +283,30 @@ fn model_apply(m: &mut BTreeMap<Bytes, Model>, kind: &OpKind) -> String {
                     items: items.into_iter().map(|(m, s)| (m, Score(s))).collect(),
                     nested: count.is_some(),
                 }
+            )
+        }
+        OpKind::ZSet(ZSetOp::MPop { keys, max, count }) => {
+            // The first key holding a sorted set (never empty); a string before it fails.
+            let Some(key) = keys.iter().find(|k| m.contains_key(*k)) else {
+                return format!("{:?}", Value::NullArray);
+            };
+            let Some(Model::ZSet(z)) = m.get_mut(key) else {
+                return wrong();
+            };
+            let mut all = ordered(z);
+            if *max {
+                all.reverse();
+            }
+            all.truncate(*count as usize);
+            for (mem, _) in &all {
+                z.remove(mem);
+            }
+            format!(
+                "{:?}",
+                Value::Array(vec![
+                    Value::Bulk(key.clone()),
+                    Value::ScoredPairs(all.into_iter().map(|(m, s)| (m, Score(s))).collect()),
+                ])
             )
         }
         OpKind::ZSet(ZSetOp::RangeStore {
