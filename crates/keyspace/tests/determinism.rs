@@ -1,8 +1,9 @@
 //! `apply` is deterministic: random sequences of ops — strings, expiry (with the clock moving
 //! past expiry times), the expiry pass's deletions, stores, streamed writes landing on a
 //! store's versions and real-time log during a push, the push's swap and abort, rollbacks,
-//! FLUSHDB and FLUSHALL steps, function library changes, hash, set and sorted-set writes (packed,
-//! made large past small thresholds, deleted, expired, renamed, overwritten), and ops that fail — applied to
+//! FLUSHDB and FLUSHALL steps, function library changes, hash, set, sorted-set and list writes
+//! (packed, made large past small thresholds, deleted, expired, renamed, overwritten), and ops
+//! that fail — applied to
 //! two fresh keyspaces give the same replies and the same content digest, also after the
 //! reclaim pass; and each op, encoded to bytes and decoded, applies as the original did.
 //! After every step the maintained key counts equal a walk's, and a reopen reads them back.
@@ -17,8 +18,8 @@ use rialto_keyspace::{
     Aggregate, Combine, LexBound, LexRange, Score, ScoreRange, ZAddFlags, ZRange, ZSetOp,
 };
 use rialto_keyspace::{
-    Compression, Cond, ExpireCond, FieldSub, HashOp, Keyspace, LibraryOp, LibrarySource, Op,
-    OpKind, RestorePolicy, Set, SetAlgebra, SetOp, StoreOp, StoreSettings, TtlChange, Value,
+    Compression, Cond, ExpireCond, FieldSub, HashOp, Keyspace, LibraryOp, LibrarySource, ListOp,
+    Op, OpKind, RestorePolicy, Set, SetAlgebra, SetOp, StoreOp, StoreSettings, TtlChange, Value,
     VersionInfo,
 };
 
@@ -37,6 +38,7 @@ fn open(fs: &MemFs) -> Keyspace {
             ks.encodings().set_set_max_listpack_value(8);
             ks.encodings().set_zset_max_entries(3);
             ks.encodings().set_zset_max_value(8);
+            ks.encodings().set_list_max_size(3);
         })
         .unwrap()
 }
@@ -137,6 +139,8 @@ fn zset_op() -> impl Strategy<Value = OpKind> {
         1 => (key(), range).prop_map(|(key, range)| OpKind::ZSet(ZSetOp::RemRange { key, range })),
         1 => (key(), any::<bool>(), prop::option::of(0u64..4))
             .prop_map(|(key, max, count)| OpKind::ZSet(ZSetOp::Pop { key, max, count })),
+        1 => (prop::collection::vec(key(), 1..3), any::<bool>(), 1u64..4)
+            .prop_map(|(keys, max, count)| OpKind::ZSet(ZSetOp::MPop { keys, max, count })),
         1 => (key(), key(), -2i64..3, any::<bool>()).prop_map(|(dst, src, start, rev)| {
             OpKind::ZSet(ZSetOp::RangeStore {
                 dst,
@@ -164,6 +168,30 @@ fn zset_op() -> impl Strategy<Value = OpKind> {
             }
         ),
     ]
+}
+
+fn list_op() -> impl Strategy<Value = OpKind> {
+    let items = || prop::collection::vec(prop_oneof![value(), field()], 1..5);
+    let index = prop_oneof![
+        (-4i64..4).prop_map(|i| Bytes::from(i.to_string())),
+        Just(Bytes::from_static(b"x")),
+    ];
+    let list = prop_oneof![
+        3 => (key(), any::<bool>(), any::<bool>(), items())
+            .prop_map(|(key, left, existing, items)| ListOp::Push { key, left, existing, items }),
+        2 => (key(), any::<bool>(), prop::option::of(0u64..4))
+            .prop_map(|(key, left, count)| ListOp::Pop { key, left, count }),
+        1 => (key(), index, value()).prop_map(|(key, index, value)| ListOp::Set { key, index, value }),
+        1 => (key(), any::<bool>(), value(), value())
+            .prop_map(|(key, before, pivot, value)| ListOp::Insert { key, before, pivot, value }),
+        1 => (key(), -2i64..3, value()).prop_map(|(key, count, value)| ListOp::Rem { key, count, value }),
+        1 => (key(), -4i64..4, -4i64..4).prop_map(|(key, start, stop)| ListOp::Trim { key, start, stop }),
+        1 => (key(), key(), any::<bool>(), any::<bool>())
+            .prop_map(|(src, dst, from_left, to_left)| ListOp::Move { src, dst, from_left, to_left }),
+        1 => (prop::collection::vec(key(), 1..3), any::<bool>(), 1u64..4)
+            .prop_map(|(keys, left, count)| ListOp::MPop { keys, left, count }),
+    ];
+    list.prop_map(OpKind::List)
 }
 
 fn set_op() -> impl Strategy<Value = OpKind> {
@@ -212,6 +240,7 @@ fn kind() -> impl Strategy<Value = OpKind> {
         4 => hash_op(),
         4 => set_op(),
         4 => zset_op(),
+        4 => list_op(),
         1 => (key(), value()).prop_map(|(key, value)| OpKind::SetNx { key, value }),
         1 => pairs().prop_map(|pairs| OpKind::MSet { pairs }),
         1 => pairs().prop_map(|pairs| OpKind::MSetNx { pairs }),
