@@ -139,7 +139,7 @@ fn zset_op() -> impl Strategy<Value = OpKind> {
         1 => (key(), range).prop_map(|(key, range)| OpKind::ZSet(ZSetOp::RemRange { key, range })),
         1 => (key(), any::<bool>(), prop::option::of(0u64..4))
             .prop_map(|(key, max, count)| OpKind::ZSet(ZSetOp::Pop { key, max, count })),
-        1 => (prop::collection::vec(key(), 1..3), any::<bool>(), 1u64..4)
+        1 => (prop::collection::vec(key(), 1..3), any::<bool>(), prop::option::of(1u64..4))
             .prop_map(|(keys, max, count)| OpKind::ZSet(ZSetOp::MPop { keys, max, count })),
         1 => (key(), key(), -2i64..3, any::<bool>()).prop_map(|(dst, src, start, rev)| {
             OpKind::ZSet(ZSetOp::RangeStore {
@@ -188,7 +188,7 @@ fn list_op() -> impl Strategy<Value = OpKind> {
         1 => (key(), -4i64..4, -4i64..4).prop_map(|(key, start, stop)| ListOp::Trim { key, start, stop }),
         1 => (key(), key(), any::<bool>(), any::<bool>())
             .prop_map(|(src, dst, from_left, to_left)| ListOp::Move { src, dst, from_left, to_left }),
-        1 => (prop::collection::vec(key(), 1..3), any::<bool>(), 1u64..4)
+        1 => (prop::collection::vec(key(), 1..3), any::<bool>(), prop::option::of(1u64..4))
             .prop_map(|(keys, left, count)| ListOp::MPop { keys, left, count }),
     ];
     list.prop_map(OpKind::List)

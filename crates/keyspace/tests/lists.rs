@@ -124,7 +124,7 @@ fn list_op() -> impl Strategy<Value = ListOp> {
         1 => (key(), bound(), bound()).prop_map(|(key, start, stop)| ListOp::Trim { key, start, stop }),
         2 => (key(), key(), any::<bool>(), any::<bool>())
             .prop_map(|(src, dst, from_left, to_left)| ListOp::Move { src, dst, from_left, to_left }),
-        2 => (prop::collection::vec(key(), 1..4), any::<bool>(), 1u64..6)
+        2 => (prop::collection::vec(key(), 1..4), any::<bool>(), prop::option::of(1u64..6))
             .prop_map(|(keys, left, count)| ListOp::MPop { keys, left, count }),
     ]
 }
@@ -390,8 +390,14 @@ fn model_list(m: &mut BTreeMap<Bytes, Model>, op: &ListOp) -> String {
                 match m.get_mut(key) {
                     None => continue,
                     Some(Model::List(l)) => {
-                        let popped = pop_n(l, *left, *count);
-                        return show(Value::Array(vec![Value::Bulk(key.clone()), bulks(popped)]));
+                        let popped = pop_n(l, *left, count.unwrap_or(1));
+                        // Without a count (BLPOP, BRPOP): the key and the element, flat.
+                        let mut out = vec![Value::Bulk(key.clone())];
+                        match count {
+                            Some(_) => out.push(bulks(popped)),
+                            None => out.extend(popped.into_iter().map(Value::Bulk)),
+                        }
+                        return show(Value::Array(out));
                     }
                     Some(_) => return wrong(),
                 }
@@ -801,7 +807,7 @@ fn lists_longer_than_a_scan_match_the_model() {
         OpKind::List(ListOp::MPop {
             keys: vec![Bytes::from_static(b"c"), key()],
             left: false,
-            count: 1100,
+            count: Some(1100),
         }),
     ]);
     let probes: Vec<Probe> = [

@@ -101,7 +101,7 @@ fn zop() -> impl Strategy<Value = OpKind> {
         2 => (key(), range()).prop_map(|(key, range)| OpKind::ZSet(ZSetOp::RemRange { key, range })),
         2 => (key(), any::<bool>(), prop::option::of(0u64..5))
             .prop_map(|(key, max, count)| OpKind::ZSet(ZSetOp::Pop { key, max, count })),
-        2 => (prop::collection::vec(key(), 1..4), any::<bool>(), 1u64..5)
+        2 => (prop::collection::vec(key(), 1..4), any::<bool>(), prop::option::of(1u64..5))
             .prop_map(|(keys, max, count)| OpKind::ZSet(ZSetOp::MPop { keys, max, count })),
         1 => (key(), key(), -3i64..3, -3i64..3, any::<bool>()).prop_map(|(dst, src, a, b, rev)| {
             OpKind::ZSet(ZSetOp::RangeStore { dst, src, range: ZRange::Rank(a, b), rev, limit: None })
@@ -297,17 +297,24 @@ fn model_apply(m: &mut BTreeMap<Bytes, Model>, kind: &OpKind) -> String {
             if *max {
                 all.reverse();
             }
-            all.truncate(*count as usize);
+            all.truncate(count.unwrap_or(1) as usize);
             for (mem, _) in &all {
                 z.remove(mem);
             }
-            format!(
-                "{:?}",
-                Value::Array(vec![
-                    Value::Bulk(key.clone()),
-                    Value::ScoredPairs(all.into_iter().map(|(m, s)| (m, Score(s))).collect()),
-                ])
-            )
+            // Without a count (BZPOPMIN, BZPOPMAX): the key, the member and its score, flat.
+            let mut out = vec![Value::Bulk(key.clone())];
+            match count {
+                Some(_) => out.push(Value::ScoredPairs(
+                    all.into_iter().map(|(m, s)| (m, Score(s))).collect(),
+                )),
+                None => {
+                    for (m, s) in all {
+                        out.push(Value::Bulk(m));
+                        out.push(Value::Score(Score(s)));
+                    }
+                }
+            }
+            format!("{:?}", Value::Array(out))
         }
         OpKind::ZSet(ZSetOp::RangeStore {
             dst,
