@@ -27,6 +27,8 @@ use rialto_lsm::Db;
 use rialto_txn::TxnContext;
 
 use crate::error::Error;
+use crate::keys::{Keys, Txn};
+use crate::layout::Kind;
 use crate::op::{ListOp, Op, OpKind, ZSetOp};
 use crate::stores::Stores;
 use crate::value::Value;
@@ -206,6 +208,37 @@ fn retarget(op: &OpKind, key: &Bytes) -> OpKind {
     }
 }
 
+/// Whether `key` holds the kind `op` pops from (a list, or a sorted set for the ZSet pops).
+/// A read that fails counts as a fit: the pop then reports the failure to its waiter.
+fn source_fits(
+    tx: &mut TxnContext<'_, Db>,
+    stores: &Stores,
+    db: u8,
+    now_ms: i64,
+    key: &[u8],
+    op: &OpKind,
+) -> bool {
+    let want = match op {
+        OpKind::ZSet(_) => Kind::ZSet,
+        _ => Kind::List,
+    };
+    let catalog = stores.exec_catalog();
+    let mut io = Txn(tx);
+    let mut k = Keys {
+        io: &mut io,
+        db,
+        now_ms,
+        stores: &catalog,
+        rt: None,
+        watches: None,
+    };
+    match k.get(key) {
+        Ok(Some(rec)) => rec.kind == want,
+        Ok(None) => false,
+        Err(_) => true,
+    }
+}
+
 /// Whether a pop's value took something (a pop that found nothing replies null).
 pub(crate) fn took(v: &Value) -> bool {
     !matches!(v, Value::Null | Value::NullArray)
@@ -234,18 +267,24 @@ pub(crate) fn serve(tx: &mut TxnContext<'_, Db>, stores: &Stores, now_ms: i64) {
                 }
                 continue;
             };
+            // A key that now holds another kind serves nobody (they keep waiting), as in Redis.
+            if !source_fits(tx, stores, slot.0, now_ms, &slot.1, &kind) {
+                break;
+            }
             let op = Op::new(slot.0, now_ms, kind);
-            match crate::apply::apply(tx, stores, &op) {
-                Ok(v) if took(&v) => {
-                    if let Some(deliver) = blocked.take_served(id) {
-                        tx.after_commit(Box::new(move |failure| match failure {
-                            None => deliver(Ok(v)),
-                            Some(e) => deliver(Err(Error::Engine(e.duplicate()))),
-                        }));
-                    }
-                }
-                // Nothing left (or no longer a list): the rest keep waiting.
-                _ => break,
+            let result = match crate::apply::apply(tx, stores, &op) {
+                Ok(v) if took(&v) => Ok(v),
+                // Nothing left: the rest keep waiting.
+                Ok(_) => break,
+                // The pop could not finish (BLMOVE's destination holds another kind): this
+                // waiter gets the error and the element stays, for the next one.
+                Err(e) => Err(e),
+            };
+            if let Some(deliver) = blocked.take_served(id) {
+                tx.after_commit(Box::new(move |failure| match failure {
+                    None => deliver(result),
+                    Some(e) => deliver(Err(Error::Engine(e.duplicate()))),
+                }));
             }
         }
     }

@@ -1,6 +1,7 @@
 //! DEBUG — Redis 7.0's subcommands that mean something for Rialto: HELP, SLEEP,
 //! SET-ACTIVE-EXPIRE, OBJECT, PROTOCOL, LOG, CHANGE-REPL-ID, DIGEST, DIGEST-VALUE,
-//! STRINGMATCH-TEST, REPLYBUFFER. Every other one (RELOAD, JMAP, POPULATE, SEGFAULT...) gets
+//! STRINGMATCH-TEST, REPLYBUFFER, QUICKLIST-PACKED-THRESHOLD (accepted; it changes nothing).
+//! Every other one (RELOAD, JMAP, POPULATE, SEGFAULT...) gets
 //! Redis's unknown-subcommand error. Who may run DEBUG at all is `enable-debug-command`,
 //! checked by the connection before admission, where Redis checks it.
 
@@ -59,6 +60,9 @@ const HELP: &[&str] = &[
     "    Stop the server for <seconds>. Decimals allowed.",
     "STRINGMATCH-TEST",
     "    Run a fuzz tester against the stringmatchlen() function.",
+    "QUICKLIST-PACKED-THRESHOLD <size>",
+    "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+    "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
     "REPLYBUFFER PEAK-RESET-TIME <NEVER||RESET|time>",
     "    Sets the time (in milliseconds) to wait between client reply buffer peak resets.",
     "    In case NEVER is provided the last observed peak will never be reset",
@@ -120,6 +124,20 @@ fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     if is(sub, "stringmatch-test") && n == 2 {
         return stringmatch_test();
+    }
+    if is(sub, "quicklist-packed-threshold") && n == 3 {
+        // Redis's size above which a list element gets a quicklist node of its own. Rialto's
+        // lists have no such nodes (an element is a key of a large list whatever its size):
+        // the value is checked as Redis checks it and changes nothing.
+        let ok = std::str::from_utf8(&args[2])
+            .ok()
+            .and_then(|v| crate::config::parse_size(v).ok())
+            .is_some_and(|b| b <= u32::MAX as usize);
+        return Outcome::Reply(if ok {
+            reply::ok()
+        } else {
+            Reply::error("ERR argument must be a memory value bigger than 1 and smaller than 4gb")
+        });
     }
     if is(sub, "replybuffer") && n == 4 {
         if let Some(r) = replybuffer(&args[2], &args[3]) {
