@@ -143,7 +143,7 @@ class Gen:
             (1, self.zmpop),
             (7, self.lpush), (3, self.lpop), (4, self.lrange), (2, self.lindex), (2, self.llen),
             (2, self.lset), (2, self.linsert), (2, self.lrem), (2, self.ltrim), (2, self.lpos),
-            (2, self.lmove), (1, self.lmpop),
+            (2, self.lmove), (1, self.lmpop), (1, self.bpop),
         ]
         # Whether a MULTI is open (as far as the stream knows): whole-keyspace reads, CLIENT,
         # HELLO and server commands are not generated inside one (their replies inside a
@@ -878,6 +878,27 @@ class Gen:
         args.append(self.ci(self.rng.choice([b"LEFT", b"RIGHT", b"LEFT", b"RIGHT", b"UP"])))
         if self.rng.random() < 0.5:
             args += [self.ci(b"COUNT"), self.rng.choice([b"1", b"2", b"10", b"0", b"-1", b"x"])]
+        return args
+
+    def bpop(self):
+        # Short timeouts only: a pop that waits replies null on both sides after it.
+        timeout = self.rng.choice([b"0.01", b"0.02", b"0.01", b"-1", b"x"])
+        r = self.rng.random()
+        if r < 0.3:
+            return [self.ci(self.rng.choice([b"BLPOP", b"BRPOP"]))] + self.keys_(1, 3) + [timeout]
+        if r < 0.5:
+            return [self.ci(self.rng.choice([b"BZPOPMIN", b"BZPOPMAX"]))] + self.keys_(1, 3) + [timeout]
+        if r < 0.7:
+            side = lambda: self.ci(self.rng.choice([b"LEFT", b"RIGHT"]))
+            return [self.ci(b"BLMOVE"), self.key(), self.key(), side(), side(), timeout]
+        if r < 0.8:
+            return [self.ci(b"BRPOPLPUSH"), self.key(), self.key(), timeout]
+        keys = self.keys_(1, 3)
+        which = self.rng.choice([b"BLMPOP", b"BZMPOP"])
+        where = self.rng.choice([b"LEFT", b"RIGHT"] if which == b"BLMPOP" else [b"MIN", b"MAX"])
+        args = [self.ci(which), timeout, str(len(keys)).encode()] + keys + [self.ci(where)]
+        if self.rng.random() < 0.5:
+            args += [self.ci(b"COUNT"), self.rng.choice([b"1", b"3", b"0"])]
         return args
 
     def zremrange(self):

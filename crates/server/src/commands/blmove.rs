@@ -51,7 +51,8 @@ pub fn blocking_move(
         op: super::lmove::move_op(at, src, dst, ends.0, ends.1)?,
         keys: vec![src.clone()],
         timeout_ms,
-        timed_out: Reply::Null,
+        // Redis 7.0 answers a timed-out BLMOVE with a null array, not a null string.
+        timed_out: Reply::NullArray,
     })
 }
 

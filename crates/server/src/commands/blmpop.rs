@@ -35,8 +35,9 @@ pub const BLMPOP: CommandSpec = cmd(
 .handler(Handler::Block(run));
 
 pub fn run(at: At, args: &[Bytes]) -> CmdResult<BlockingPop> {
-    let timeout_ms = timeout_ms(&args[1])?;
+    // Redis reads the timeout after the other arguments.
     let (keys, left, count) = mpop_args(args, 2, side)?;
+    let timeout_ms = timeout_ms(&args[1])?;
     Ok(BlockingPop {
         op: at.op(OpKind::List(ListOp::MPop {
             keys: keys.clone(),

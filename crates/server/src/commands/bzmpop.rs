@@ -36,8 +36,9 @@ pub const BZMPOP: CommandSpec = cmd(
 .handler(Handler::Block(run));
 
 pub fn run(at: At, args: &[Bytes]) -> CmdResult<BlockingPop> {
-    let timeout_ms = timeout_ms(&args[1])?;
+    // Redis reads the timeout after the other arguments.
     let (keys, max, count) = mpop_args(args, 2, min_max)?;
+    let timeout_ms = timeout_ms(&args[1])?;
     Ok(BlockingPop {
         op: at.op(OpKind::ZSet(ZSetOp::MPop {
             keys: keys.clone(),
