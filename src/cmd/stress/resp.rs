@@ -3,8 +3,12 @@
 //!
 //! Four keys in ten (those whose last byte is a multiple of 3) hold hashes instead of strings: the checked value is the hash's field
 //! `v`, written with HSET next to two padding fields, which the server (started with
-//! `hash-max-listpack-entries 2`) keeps as keys of their own. Overwrites, deletions and the
-//! background reclaim of deleted hashes' fields are then in every kill's way.
+//! `hash-max-listpack-entries 2`) keeps as keys of their own. Three in ten (last byte 1 more
+//! than a multiple of 3) hold lists: a write pushes the value at the head (LPUSH; the script
+//! of a multi-key write also trims the list to 50 elements) and the checked value is the head
+//! (LINDEX 0); with `list-max-listpack-size 2` they are large lists, an element a key.
+//! Overwrites, deletions, trims and the background reclaim of deleted collections' members are
+//! then in every kill's way.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -29,11 +33,14 @@ pub struct RespTarget {
 }
 
 /// The script of a multi-key write: every key set to its value, in one EVAL (ARGV[n + i] is
-/// `h` for a hash key).
+/// `h` for a hash key, `l` for a list key).
 const SET_ALL: &str = "local n = #KEYS \
     for i = 1, n do \
       if ARGV[n + i] == 'h' then \
         redis.call('HSET', KEYS[i], 'v', ARGV[i], 'pad1', ARGV[i], 'pad2', 'x') \
+      elseif ARGV[n + i] == 'l' then \
+        redis.call('LPUSH', KEYS[i], ARGV[i]) \
+        redis.call('LTRIM', KEYS[i], 0, 49) \
       else \
         redis.call('SET', KEYS[i], ARGV[i]) \
       end \
@@ -45,11 +52,18 @@ fn is_hash_key(key: &[u8]) -> bool {
     key.last().is_some_and(|b| b % 3 == 0)
 }
 
-/// The command that writes `value` under `key`: SET, or HSET of the checked field `v` and
-/// two padding fields.
+/// Whether `key` holds a list (three keys in ten, by their last byte).
+fn is_list_key(key: &[u8]) -> bool {
+    key.last().is_some_and(|b| b % 3 == 1)
+}
+
+/// The command that writes `value` under `key`: SET, HSET of the checked field `v` and two
+/// padding fields, or LPUSH.
 fn put_args<'a>(key: &'a [u8], value: &'a [u8]) -> Vec<&'a [u8]> {
     if is_hash_key(key) {
         vec![b"HSET", key, b"v", value, b"pad1", value, b"pad2", b"x"]
+    } else if is_list_key(key) {
+        vec![b"LPUSH", key, value]
     } else {
         vec![b"SET", key, value]
     }
@@ -108,7 +122,11 @@ impl Target for RespTarget {
             args.extend(
                 pairs
                     .iter()
-                    .map(|(k, _)| if is_hash_key(k) { &b"h"[..] } else { b"s" }),
+                    .map(|(k, _)| match (is_hash_key(k), is_list_key(k)) {
+                        (true, _) => &b"h"[..],
+                        (_, true) => b"l",
+                        _ => b"s",
+                    }),
             );
             return match self.conn.call(&args) {
                 Ok(Reply::Integer(got)) if got as usize == pairs.len() => Ok(()),
@@ -151,6 +169,8 @@ impl Target for RespTarget {
         for k in keys {
             if is_hash_key(k) {
                 self.conn.send(&[&b"HGET"[..], k, b"v"]);
+            } else if is_list_key(k) {
+                self.conn.send(&[&b"LINDEX"[..], k, b"0"]);
             } else {
                 self.conn.send(&[&b"GET"[..], k]);
             }
@@ -203,6 +223,7 @@ impl Server {
             .args(["--write-buffer-size", &spec.write_buffer_size.to_string()])
             .args(["--triad", spec.triad])
             .args(["--hash-max-listpack-entries", "2"])
+            .args(["--list-max-listpack-size", "2"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
