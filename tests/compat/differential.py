@@ -128,7 +128,7 @@ class Gen:
             (3, self.hgetall), (3, self.hdel), (2, self.hexists), (2, self.hlen), (2, self.hstrlen),
             (1, self.hkeys), (1, self.hvals), (3, self.hincrby), (2, self.hincrbyfloat),
             (2, self.hrandfield), (1, self.hscan), (1, self.hscan_all),
-            (2, self.copy), (2, self.move), (1, self.touch),
+            (2, self.copy), (2, self.move), (1, self.touch), (0.7, self.swapdb),
             (3, self.setbit), (2, self.getbit), (2, self.bitcount), (2, self.bitpos), (2, self.bitop),
             (3, self.bitfield), (1, self.bitfield_ro), (2, self.lcs),
             (6, self.sadd), (3, self.srem), (3, self.sismember), (2, self.smismember),
@@ -484,6 +484,10 @@ class Gen:
 
     def move(self):
         return [self.ci(b"MOVE"), self.key(), self.db_arg()]
+
+    def swapdb(self):
+        pick = lambda: self.rng.choices([b"0", b"1", b"2", b"16", b"-1", b"x"], [40, 40, 10, 2, 1, 1])[0]
+        return [self.ci(b"SWAPDB"), pick(), pick()]
 
     def bit_offset(self):
         return self.rng.choice([b"0", b"1", b"7", b"8", b"13", b"63", b"100", b"200", b"-1", b"4294967296", b"x"])

@@ -79,7 +79,22 @@ impl Blocked {
         self.any.load(Ordering::Acquire)
     }
 
-    /// `key` of database `db` was written: ready if someone waits on it.
+    /// Every key waited on in logical database `db` may have changed (SWAPDB): ready.
+    pub(crate) fn signal_db(&self, db: u8) {
+        if !self.any() {
+            return;
+        }
+        let mut inner = self.inner.lock();
+        let keys: Vec<(u8, Bytes)> = inner.queues.keys().filter(|s| s.0 == db).cloned().collect();
+        for slot in keys {
+            if inner.ready_set.insert(slot.clone()) {
+                inner.ready.push_back(slot);
+                self.has_ready.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// `key` of logical database `db` was written: ready if someone waits on it.
     pub(crate) fn signal(&self, db: u8, key: &[u8]) {
         if !self.any() {
             return;
@@ -208,7 +223,7 @@ fn retarget(op: &OpKind, key: &Bytes) -> OpKind {
     }
 }
 
-/// Whether `key` holds the kind `op` pops from (a list, or a sorted set for the ZSet pops).
+/// Whether `key` of logical database `db` holds the kind `op` pops from (a list, or a sorted set for the ZSet pops).
 /// A read that fails counts as a fit: the pop then reports the failure to its waiter.
 fn source_fits(
     tx: &mut TxnContext<'_, Db>,
@@ -226,7 +241,7 @@ fn source_fits(
     let mut io = Txn(tx);
     let mut k = Keys {
         io: &mut io,
-        db,
+        db: stores.dbs.physical(db),
         now_ms,
         stores: &catalog,
         rt: None,

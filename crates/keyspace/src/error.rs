@@ -55,6 +55,10 @@ pub enum Error {
     /// The key a command needs does not exist (RENAME).
     #[error("no such key")]
     NoSuchKey,
+    /// SWAPDB of database 0 while it holds stores (they stay with database 0's number), or a
+    /// store created while database 0 is swapped.
+    #[error("database 0 holds stores: it cannot be swapped, nor stores created while it is")]
+    StoresPinDatabaseZero,
     /// An element index past either end of a list (LSET).
     #[error("index out of range")]
     IndexOutOfRange,

@@ -143,7 +143,7 @@ impl Keyspace {
         let catalog = self.stores.read_catalog();
         let mut k: Reader<'_> = Keys {
             io: &mut io,
-            db,
+            db: self.stores.dbs.read_physical(db),
             now_ms,
             stores: &catalog,
             rt: None,
@@ -166,7 +166,7 @@ impl Keyspace {
             let catalog = stores.exec_catalog();
             let mut k: Reader<'_> = Keys {
                 io: &mut io,
-                db,
+                db: stores.dbs.physical(db),
                 now_ms: clock.unix_millis() as i64,
                 stores: &catalog,
                 rt: None,
@@ -393,7 +393,7 @@ impl Keyspace {
         let catalog = self.stores.read_catalog();
         let (buf, ends) = read_keys(
             &catalog,
-            db,
+            self.stores.dbs.read_physical(db),
             keys.into_iter().take(rialto_lsm::PREFETCH_MAX),
         );
         let mut refs: Vec<&[u8]> = Vec::with_capacity(ends.len());
@@ -436,8 +436,9 @@ impl Keyspace {
                 }
             }
         }
+        let physical = self.stores.dbs.read_physical(db);
         let t = self.stores.counts().sum(|u| match *u {
-            Unit::Db { db: d, part: p } => d == db && part.is_none_or(|q| q == p),
+            Unit::Db { db: d, part: p } => d == physical && part.is_none_or(|q| q == p),
             Unit::Version {
                 id,
                 version,
@@ -464,7 +465,7 @@ impl Keyspace {
             &self.db,
             &self.stores.read_catalog(),
             part,
-            db,
+            self.stores.dbs.read_physical(db),
             from,
             now_ms,
             visit,
@@ -915,7 +916,7 @@ impl Transaction<'_, '_> {
         let mut io = Txn(&mut *self.tx);
         let mut k: Reader<'_> = Keys {
             io: &mut io,
-            db,
+            db: self.stores.dbs.physical(db),
             now_ms: self.now_ms,
             stores: &catalog,
             rt: None,

@@ -18,6 +18,7 @@ mod blocking;
 mod chunked;
 mod collections;
 mod counts;
+mod dbmap;
 mod error;
 mod float;
 mod keys;

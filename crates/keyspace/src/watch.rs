@@ -67,6 +67,9 @@ pub struct Watches {
     events: std::sync::OnceLock<Arc<dyn KeyEvents>>,
     /// Clients blocked on keys: a write readies the keys they wait on.
     pub(crate) blocked: crate::blocking::Blocked,
+    /// Writes name physical databases; the table and the blocked clients' queues hold the
+    /// logical ones clients named (so SWAPDB leaves them with the clients' databases).
+    dbs: Arc<crate::dbmap::DbMap>,
 }
 
 struct Entry {
@@ -128,14 +131,22 @@ impl Watches {
         }
     }
 
-    /// `key` of database `db` changed; `deleted` when the change removed it.
+    /// The table over the database map `dbs`.
+    pub(crate) fn with_dbs(dbs: Arc<crate::dbmap::DbMap>) -> Watches {
+        Watches {
+            dbs,
+            ..Watches::default()
+        }
+    }
+
+    /// `key` of physical database `db` changed; `deleted` when the change removed it.
     #[inline]
     pub(crate) fn touch(&self, db: u8, key: &[u8], deleted: bool) {
         if self.any() {
             self.touch_slow(db, key, deleted);
         }
-        if !deleted {
-            self.blocked.signal(db, key);
+        if !deleted && self.blocked.any() {
+            self.blocked.signal(self.dbs.logical(db), key);
         }
     }
 
@@ -143,19 +154,38 @@ impl Watches {
     /// once; WATCH hears each key deleted ([`Watches::touch_watched`]).
     pub(crate) fn flushed(&self, db: u8, all: bool) {
         if let Some(e) = self.sink() {
-            e.flushed(db, all);
+            e.flushed(self.dbs.logical(db), all);
         }
     }
 
     /// Like [`Watches::touch`], for WATCH alone (a flush tells the sink once, not per key).
     pub(crate) fn touch_watched(&self, db: u8, key: &[u8], deleted: bool) {
         if self.watched() {
-            self.touch_table(db, key, deleted);
+            self.touch_table(self.dbs.logical(db), key, deleted);
         }
+    }
+
+    /// The keys watched in logical database `db` (SWAPDB decides which it touches).
+    pub(crate) fn watched_in(&self, db: u8) -> Vec<Bytes> {
+        if !self.watched() {
+            return Vec::new();
+        }
+        let table = self.table.lock();
+        table
+            .keys()
+            .filter(|k| k[0] == db)
+            .map(|k| Bytes::copy_from_slice(&k[1..]))
+            .collect()
+    }
+
+    /// Touches `key` of logical database `db` for WATCH alone (see [`Watches::touch_table`]).
+    pub(crate) fn touch_logical(&self, db: u8, key: &[u8], deleted: bool) {
+        self.touch_table(db, key, deleted);
     }
 
     #[cold]
     fn touch_slow(&self, db: u8, key: &[u8], deleted: bool) {
+        let db = self.dbs.logical(db);
         if let Some(e) = self.sink() {
             e.changed(db, key, ORIGIN.with(|o| o.get()));
         }

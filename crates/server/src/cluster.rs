@@ -526,6 +526,7 @@ impl Payload {
                 OpKind::Sets(o) => o.keys().into_iter().for_each(|k| key(k)),
                 OpKind::ZSet(z) => z.keys().into_iter().for_each(|k| key(k)),
                 OpKind::List(l) => l.keys().into_iter().for_each(|k| key(k)),
+                OpKind::SwapDb { .. } => {}
                 OpKind::MSet { pairs } | OpKind::MSetNx { pairs } => {
                     pairs.iter().for_each(|(k, _)| key(k))
                 }
@@ -733,7 +734,7 @@ fn unavailable(spec: &CommandSpec, handler: Handler, args: &[Bytes]) -> Option<R
         "store|create" | "store|config" | "store|delete" | "store|rollback" | "push|begin"
         | "push|add" | "push|commit" | "push|abort" => false,
         "select" => args.get(1).is_some_and(|db| &db[..] != b"0"),
-        "move" => true,
+        "move" | "swapdb" => true,
         // COPY ... DB n names another database.
         "copy" => args
             .windows(2)
@@ -753,6 +754,9 @@ fn unavailable(spec: &CommandSpec, handler: Handler, args: &[Bytes]) -> Option<R
     }
     if name == "move" {
         return Some(Reply::error("ERR MOVE is not allowed in cluster mode"));
+    }
+    if name == "swapdb" {
+        return Some(Reply::error("ERR SWAPDB is not allowed in cluster mode"));
     }
     if name == "copy" {
         return Some(Reply::error(

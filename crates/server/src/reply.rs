@@ -87,6 +87,9 @@ pub fn keyspace_error(e: &rialto_keyspace::Error) -> Reply {
         }
         E::NoSuchKey => Reply::error("ERR no such key"),
         E::IndexOutOfRange => Reply::error("ERR index out of range"),
+        E::StoresPinDatabaseZero => Reply::error(
+            "ERR database 0 holds stores: SWAPDB cannot move it, nor can a store be created while it is swapped",
+        ),
         E::WrongType => wrong_type(),
         E::HashNotInteger => Reply::error("ERR hash value is not an integer"),
         E::HashNotFloat => Reply::error("ERR hash value is not a float"),

@@ -368,6 +368,10 @@ fn create(
     if cat.get(name).is_some() {
         return Err(StoreError::Exists(name.to_string()).into());
     }
+    // Stores live in database 0 as stored (see `dbmap`).
+    if stores.dbs.physical(0) != 0 {
+        return Err(crate::error::Error::StoresPinDatabaseZero);
+    }
     if let Some(other) = cat.prefix_conflict(prefix) {
         return Err(StoreError::PrefixOverlaps {
             store: other.name.clone(),

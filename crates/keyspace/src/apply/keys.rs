@@ -300,3 +300,43 @@ fn watched_key_of(engine_key: &[u8]) -> Option<(u8, &[u8])> {
         _ => None,
     }
 }
+
+/// SWAPDB a b: the two logical databases exchange their contents, O(1): the database map
+/// changes (and is written), the data does not. As Redis: a watched key of either database
+/// that exists (even expired) on either side is touched — an expired one only if the other
+/// side has the key, else it just stays stale — and every blocked client of either database
+/// is served if its key now holds something. Database 0 holding stores cannot move.
+pub(super) fn swap_db(tx: &mut TxnContext<'_, Db>, stores: &Stores, a: u8, b: u8) -> Result<Value> {
+    if a == b {
+        return Ok(Value::Ok);
+    }
+    if (a == 0 || b == 0) && !stores.exec_catalog().is_empty() {
+        return Err(Error::StoresPinDatabaseZero);
+    }
+    let (pa, pb) = (stores.dbs.physical(a), stores.dbs.physical(b));
+    // Which watched keys exist where, read before the map changes.
+    let mut touches = Vec::new();
+    for (logical, from, to) in [(a, pa, pb), (b, pb, pa)] {
+        for key in stores.watches.watched_in(logical) {
+            let here = tx.get(&layout::data_key(from, &key))?.is_some();
+            let there = tx.get(&layout::data_key(to, &key))?.is_some();
+            if here || there {
+                touches.push((logical, key, !there));
+            }
+        }
+    }
+    let record = stores.dbs.swap(a, b);
+    tx.put(&[crate::dbmap::DB_MAP], &record);
+    let dbs = std::sync::Arc::clone(&stores.dbs);
+    tx.after_commit(Box::new(move |failure| {
+        if failure.is_none() {
+            dbs.publish(&record);
+        }
+    }));
+    for (logical, key, deleted) in touches {
+        stores.watches.touch_logical(logical, &key, deleted);
+    }
+    stores.watches.blocked.signal_db(a);
+    stores.watches.blocked.signal_db(b);
+    Ok(Value::Ok)
+}

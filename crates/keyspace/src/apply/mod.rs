@@ -37,7 +37,10 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
         OpKind::PartitionStore { partition, at, op } => {
             catalog::apply_part(tx, stores, *partition, *at, op)
         }
-        OpKind::FlushStep { all, limit } => keys::flush_step(tx, stores, op.db, *all, *limit),
+        OpKind::FlushStep { all, limit } => {
+            keys::flush_step(tx, stores, stores.dbs.physical(op.db), *all, *limit)
+        }
+        OpKind::SwapDb { a, b } => keys::swap_db(tx, stores, *a, *b),
         OpKind::FlushSlots {
             first,
             last,
@@ -53,13 +56,22 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
             let mut io = Txn(&mut *tx);
             let mut k = Keys {
                 io: &mut io,
-                db: op.db,
+                db: stores.dbs.physical(op.db),
                 now_ms: op.now_ms,
                 stores: &catalog,
                 rt: Some(&stores.rt),
                 watches: Some(&stores.watches),
             };
             match kind {
+                OpKind::Copy {
+                    src,
+                    dst,
+                    dst_db,
+                    replace,
+                } => keys::copy(&mut k, src, dst, stores.dbs.physical(*dst_db), *replace),
+                OpKind::Move { key, dst_db } => {
+                    keys::move_to(&mut k, key, stores.dbs.physical(*dst_db))
+                }
                 OpKind::Hash(h) => hashes::apply(&mut k, &stores.encodings, h),
                 OpKind::Sets(o) => sets::apply(&mut k, &stores.encodings, o),
                 OpKind::ZSet(z) => zsets::apply(&mut k, &stores.encodings, z),
@@ -90,13 +102,6 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         OpKind::Expire { key, at_ms, cond } => keys::expire(k, key, *at_ms, *cond),
         OpKind::Persist { key } => keys::persist(k, key),
         OpKind::Rename { src, dst, nx } => keys::rename(k, src, dst, *nx),
-        OpKind::Copy {
-            src,
-            dst,
-            dst_db,
-            replace,
-        } => keys::copy(k, src, dst, *dst_db, *replace),
-        OpKind::Move { key, dst_db } => keys::move_to(k, key, *dst_db),
         OpKind::SetBit { key, offset, on } => bitmaps::setbit(k, key, *offset, *on),
         OpKind::BitOp { op, dst, keys } => bitmaps::bitop(k, *op, dst, keys),
         OpKind::BitField { key, subs } => bitmaps::bitfield(k, key, subs),
@@ -110,6 +115,9 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         | OpKind::Sets(_)
         | OpKind::ZSet(_)
         | OpKind::List(_)
+        | OpKind::Copy { .. }
+        | OpKind::Move { .. }
+        | OpKind::SwapDb { .. }
         | OpKind::Library(_) => Err(crate::error::Error::BadOp("not a key-level op")),
     }
 }

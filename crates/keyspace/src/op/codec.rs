@@ -48,6 +48,7 @@
 //!  32 StoreConfigure name: string | settings
 //!  36 Copy         src | dst | dst_db: u8 | replace: u8
 //!  37 Move         key | dst_db: u8
+//!  43 SwapDb       a: u8 | b: u8
 //!  38 SetBit       key | offset: u64 | on: u8
 //!  39 BitOp        op: u8 (0 AND, 1 OR, 2 XOR, 3 NOT) | dst | n: u64 | key*n
 //!  40 BitField     key | n: u64 | sub*n
@@ -589,6 +590,11 @@ impl Op {
                         });
                     }
                 }
+            }
+            OpKind::SwapDb { a, b } => {
+                w.u8(43);
+                w.u8(*a);
+                w.u8(*b);
             }
             OpKind::List(l) => {
                 w.u8(41);
@@ -1213,6 +1219,10 @@ impl Op {
                 }
                 _ => return Err(Error::BadOp("unknown sorted set write")),
             }),
+            43 => OpKind::SwapDb {
+                a: r.u8()?,
+                b: r.u8()?,
+            },
             41 => OpKind::List(match r.u8()? {
                 1 => {
                     let key = r.bytes()?;
@@ -1724,6 +1734,8 @@ mod tests {
             let op = Op::new(1, 2, OpKind::List(op));
             assert_eq!(Op::decode(&op.encode()).unwrap(), op);
         }
+        let op = Op::new(1, 2, OpKind::SwapDb { a: 0, b: 15 });
+        assert_eq!(Op::decode(&op.encode()).unwrap(), op);
         let op = Op::new(
             1,
             2,

@@ -284,6 +284,13 @@ pub enum OpKind {
         /// What to do, in order.
         subs: Vec<FieldSub>,
     },
+    /// SWAPDB a b: the two databases exchange their contents (OK).
+    SwapDb {
+        /// One database.
+        a: u8,
+        /// The other.
+        b: u8,
+    },
     /// MOVE key db: 1 if moved, 0 if missing here or present there.
     Move {
         /// The key.

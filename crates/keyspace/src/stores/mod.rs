@@ -370,6 +370,8 @@ pub struct Stores {
     codecs: Arc<StoreCodecs>,
     /// When collections become large.
     pub(crate) encodings: crate::collections::Encodings,
+    /// Which stored database each database number names (SWAPDB).
+    pub(crate) dbs: Arc<crate::dbmap::DbMap>,
 }
 
 /// Each store's compression by store id, as the execution-order catalog says: the engine
@@ -602,6 +604,9 @@ impl Stores {
                 }
             }
         }
+        let dbs = Arc::new(
+            crate::dbmap::DbMap::load(db).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        );
         let counts = Arc::new(crate::counts::KeyCounts::new(partitions));
         if !counts.load(read_counts(db)?) {
             counts.reset(walk_counts(db, &cat, &counts)?);
@@ -609,11 +614,13 @@ impl Stores {
         codecs.follow(&cat);
         let cat = Arc::new(cat);
         let threads = opts.push_threads.max(1);
+        let watches = Arc::new(crate::watch::Watches::with_dbs(Arc::clone(&dbs)));
         Ok(Stores {
+            dbs,
             counts,
             codecs,
             encodings: Default::default(),
-            watches: Arc::default(),
+            watches,
             exec: ArcSwap::new(Arc::clone(&cat)),
             read: ArcSwap::new(cat),
             rt,

@@ -258,8 +258,8 @@ mod tests {
             assert_eq!(c.name, c.name.to_ascii_lowercase());
             assert!(seen.insert(c.name), "{} twice", c.name);
         }
-        assert_eq!(all().len(), 194);
-        assert_eq!(seen.len(), 194 + 79 + 12 + 7 + 5);
+        assert_eq!(all().len(), 195);
+        assert_eq!(seen.len(), 195 + 79 + 12 + 7 + 5);
     }
 
     #[test]

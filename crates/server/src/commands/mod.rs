@@ -180,6 +180,7 @@ mod sscan;
 pub mod store;
 mod sunion;
 mod sunionstore;
+mod swapdb;
 mod time;
 
 /// Every top-level command, in the order `COMMAND` lists them.
@@ -280,6 +281,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     rename::RENAMENX,
     copy::COPY,
     move_::MOVE,
+    swapdb::SWAPDB,
     flushdb::FLUSHDB,
     flushdb::FLUSHALL,
     info::INFO,
