@@ -1,0 +1,185 @@
+//! What the values of a push are: strings, or hashes. A push declares its layout when it
+//! begins (`PUSH BEGIN ... LAYOUT HASH`); every value it is given is checked against it before
+//! the sorter takes it, so no client can make the push store a record that does not decode.
+//!
+//! A hash value is the payload of a packed hash record (`collections::packed`): the record a
+//! push writes is the hash's flags byte followed by the value, exactly what HSET writes for a
+//! hash under a store's prefix (always packed there), so every hash command reads it.
+//!
+//! ```text
+//! hash value := n (varint, 2 × fields) | (len (varint) | bytes) * n   field, value, field, value...
+//! ```
+//!
+//! Checked: the payload decodes to the last byte, holds pairs, at least one (a hash is never
+//! empty), and no field twice (HLEN counts what the record holds).
+
+use std::collections::HashSet;
+
+use bytes::Bytes;
+
+use crate::collections::packed;
+use crate::layout::Kind;
+
+/// Fields up to which duplicates are looked for pair by pair; above, with a set.
+const QUADRATIC_FIELDS: usize = 32;
+
+/// What each value of a push is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum PushLayout {
+    /// A string: the value's bytes.
+    #[default]
+    String,
+    /// A hash: the value is a packed hash payload ([`encode_hash_payload`]).
+    Hash,
+}
+
+impl PushLayout {
+    /// The kind of the records the push writes.
+    pub fn kind(self) -> Kind {
+        match self {
+            PushLayout::String => Kind::String,
+            PushLayout::Hash => Kind::Hash,
+        }
+    }
+
+    /// The name PUSH BEGIN's `LAYOUT` takes (upper case on the wire, any case accepted).
+    pub fn name(self) -> &'static str {
+        match self {
+            PushLayout::String => "string",
+            PushLayout::Hash => "hash",
+        }
+    }
+
+    /// Whether `value` may be stored under this layout.
+    pub fn check(self, value: &[u8]) -> Result<(), HashPayloadError> {
+        match self {
+            PushLayout::String => Ok(()),
+            PushLayout::Hash => check_hash_payload(value),
+        }
+    }
+}
+
+/// Why a value is not a hash payload.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HashPayloadError {
+    /// A length runs past the end, or bytes are left after the last item.
+    #[error("it does not decode as a packed hash")]
+    Malformed,
+    /// Fields and values go in pairs.
+    #[error("it holds {0} items, an odd number: fields and values go in pairs")]
+    OddItems(usize),
+    /// A hash is never empty.
+    #[error("it has no field")]
+    Empty,
+    /// A field given twice (shown lossily, at most 64 bytes).
+    #[error("field '{0}' is given twice")]
+    DuplicateField(String),
+}
+
+/// The packed payload of a hash of `fields`, in order, appended to `out`: the value a push
+/// with the hash layout takes for a key.
+pub fn encode_hash_payload(fields: &[(&[u8], &[u8])], out: &mut Vec<u8>) {
+    out.extend_from_slice(&packed::encode(fields.iter().flat_map(|&(f, v)| [f, v])));
+}
+
+/// Checks that `value` is a packed hash payload with at least one field and no field twice.
+pub fn check_hash_payload(value: &[u8]) -> Result<(), HashPayloadError> {
+    let items =
+        packed::decode(&Bytes::copy_from_slice(value)).map_err(|_| HashPayloadError::Malformed)?;
+    if items.is_empty() {
+        return Err(HashPayloadError::Empty);
+    }
+    if items.len() % 2 != 0 {
+        return Err(HashPayloadError::OddItems(items.len()));
+    }
+    let fields = items.iter().step_by(2);
+    let twice = |f: &Bytes| {
+        let shown = &f[..f.len().min(64)];
+        HashPayloadError::DuplicateField(String::from_utf8_lossy(shown).into_owned())
+    };
+    if items.len() / 2 <= QUADRATIC_FIELDS {
+        for (i, f) in fields.clone().enumerate() {
+            if fields.clone().take(i).any(|g| g == f) {
+                return Err(twice(f));
+            }
+        }
+    } else {
+        let mut seen = HashSet::with_capacity(items.len() / 2);
+        for f in fields {
+            if !seen.insert(&f[..]) {
+                return Err(twice(f));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn payload(fields: &[(&str, &str)]) -> Vec<u8> {
+        let pairs: Vec<(&[u8], &[u8])> = fields
+            .iter()
+            .map(|(f, v)| (f.as_bytes(), v.as_bytes()))
+            .collect();
+        let mut out = Vec::new();
+        encode_hash_payload(&pairs, &mut out);
+        out
+    }
+
+    #[test]
+    fn an_encoded_hash_passes_and_decodes_to_its_fields_in_order() {
+        let p = payload(&[("b", "2"), ("a", ""), ("", "empty field name")]);
+        assert_eq!(PushLayout::Hash.check(&p), Ok(()));
+        let items = packed::decode(&Bytes::from(p)).unwrap();
+        let items: Vec<&[u8]> = items.iter().map(|b| &b[..]).collect();
+        assert_eq!(
+            items,
+            vec![&b"b"[..], b"2", b"a", b"", b"", b"empty field name"]
+        );
+    }
+
+    #[test]
+    fn values_that_are_no_hash_are_refused() {
+        let h = PushLayout::Hash;
+        assert_eq!(h.check(b""), Err(HashPayloadError::Malformed));
+        assert_eq!(h.check(b"plain text"), Err(HashPayloadError::Malformed));
+        assert_eq!(h.check(&payload(&[])), Err(HashPayloadError::Empty));
+        let three = packed::encode([&b"a"[..], b"1", b"b"]);
+        assert_eq!(h.check(&three), Err(HashPayloadError::OddItems(3)));
+        let mut trailing = payload(&[("a", "1")]);
+        trailing.push(0);
+        assert_eq!(h.check(&trailing), Err(HashPayloadError::Malformed));
+        let p = payload(&[("a", "1"), ("b", "2")]);
+        for cut in 0..p.len() {
+            assert!(h.check(&p[..cut]).is_err(), "cut at {cut}");
+        }
+        assert_eq!(
+            h.check(&payload(&[("a", "1"), ("b", "2"), ("a", "3")])),
+            Err(HashPayloadError::DuplicateField("a".into()))
+        );
+        // Strings take any bytes.
+        assert_eq!(PushLayout::String.check(b""), Ok(()));
+    }
+
+    #[test]
+    fn duplicates_are_found_in_wide_hashes_too() {
+        let names: Vec<String> = (0..200).map(|i| format!("f{i}")).collect();
+        let mut fields: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "v")).collect();
+        assert_eq!(PushLayout::Hash.check(&payload(&fields)), Ok(()));
+        fields.push(("f150", "again"));
+        assert_eq!(
+            PushLayout::Hash.check(&payload(&fields)),
+            Err(HashPayloadError::DuplicateField("f150".into()))
+        );
+    }
+
+    #[test]
+    fn the_layout_names_the_record_kind() {
+        assert_eq!(PushLayout::default(), PushLayout::String);
+        assert_eq!(PushLayout::String.kind(), Kind::String);
+        assert_eq!(PushLayout::Hash.kind(), Kind::Hash);
+        assert_eq!(PushLayout::Hash.name(), "hash");
+    }
+}
