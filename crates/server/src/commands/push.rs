@@ -324,3 +324,34 @@ fn later(
         }
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(args: &[&str]) -> Result<PushOptions, Reply> {
+        let args: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
+        begin_options(&args, PushGuard::default())
+    }
+
+    #[test]
+    fn begin_takes_a_layout_in_any_case_and_defaults_to_strings() {
+        assert_eq!(opts(&[]).unwrap().layout, PushLayout::String);
+        assert_eq!(opts(&["LAYOUT", "HASH"]).unwrap().layout, PushLayout::Hash);
+        assert_eq!(opts(&["layout", "hash"]).unwrap().layout, PushLayout::Hash);
+        let o = opts(&[
+            "MIN-RECORDS",
+            "0",
+            "LAYOUT",
+            "STRING",
+            "DUPLICATES",
+            "LAST-WINS",
+        ])
+        .unwrap();
+        assert_eq!(o.layout, PushLayout::String);
+        assert_eq!(o.duplicates, DuplicatePolicy::LastWins);
+        assert_eq!(o.guard.map(|g| g.min_records), Some(0));
+        assert!(opts(&["LAYOUT", "LIST"]).is_err());
+        assert!(opts(&["LAYOUT"]).is_err());
+    }
+}
