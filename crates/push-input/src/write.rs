@@ -203,7 +203,7 @@ fn feature_batch(
     n: u64,
 ) -> Result<RecordBatch, arrow_schema::ArrowError> {
     let rows = first..first + n;
-    let null = |i: u64, j: usize| t.null_every > 0 && (i + j as u64) % t.null_every == 0;
+    let null = |i: u64, j: usize| t.null_every > 0 && (i + j as u64).is_multiple_of(t.null_every);
     let mut cols: Vec<(String, ArrayRef)> = vec![(
         names[0].clone(),
         Arc::new(StringArray::from_iter_values(
@@ -227,7 +227,7 @@ fn feature_batch(
             )),
             3 => Arc::new(BooleanArray::from_iter(
                 rows.clone()
-                    .map(|i| some(i).then_some((i + j as u64) % 2 == 0)),
+                    .map(|i| some(i).then_some((i + j as u64).is_multiple_of(2))),
             )),
             4 => Arc::new(
                 TimestampMillisecondArray::from_iter(

@@ -89,7 +89,7 @@ pub fn check_hash_payload(value: &[u8]) -> Result<(), HashPayloadError> {
     if items.is_empty() {
         return Err(HashPayloadError::Empty);
     }
-    if items.len() % 2 != 0 {
+    if !items.len().is_multiple_of(2) {
         return Err(HashPayloadError::OddItems(items.len()));
     }
     let fields = items.iter().step_by(2);
