@@ -35,8 +35,8 @@ impl fmt::Debug for RowEncoding {
     }
 }
 
-/// What a null field does (Parquet nulls, JSON `null`, a JSONL field missing from its line;
-/// CSV has no nulls: an empty field is an empty string).
+/// What a null value or field does (a Parquet null, a JSON `null`, and for a row's fields a
+/// JSONL field missing from its line; CSV has no nulls: an empty field is an empty string).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Nulls {
     /// Left out: the hash has no such field, the JSON object no such member; a row whose

@@ -4,8 +4,9 @@
 //!   every record to this node's [`CatalogState`] (see [`crate::catalog`]).
 //! - **Loader**: loads each version a push sends (and each version a partition's swap record
 //!   needs, for a node that missed the push) from its version topic into tables of its own
-//!   (`Keyspace::stage_sorted_as`, as records of the layout its start markers name), checking every partition's count and checksum against
-//!   its end marker, then reports the version ready (or failed) in the catalog topic.
+//!   (`Keyspace::stage_sorted_as`, as records of the layout its start markers name),
+//!   checking every partition's count and checksum against its end marker, then reports the
+//!   version ready (or failed) in the catalog topic.
 //! - **Swap barrier**: the applier does not apply a swap record before its version is loaded
 //!   here (see `wait_for_versions`): every replica switches at the record's offset with the
 //!   version's data in place.
