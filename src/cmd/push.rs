@@ -845,6 +845,60 @@ fn send(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> Args {
+        let base = ["rialto", "push", "--store", "s", "--input", "x.parquet"];
+        match crate::Cli::try_parse_from(base.iter().chain(extra)) {
+            Ok(crate::Cli {
+                command: crate::Command::Push(a),
+            }) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn options(extra: &[&str]) -> Result<(PushLayout, Option<RowSpec>, Nulls), String> {
+        value_options(&args(extra)).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn layouts_value_formats_fields_and_nulls_combine_as_documented() {
+        let (layout, row, nulls) = options(&[]).unwrap();
+        assert_eq!(
+            (layout, row.is_none(), nulls),
+            (PushLayout::String, true, Nulls::Error)
+        );
+        let (layout, row, nulls) = options(&["--layout", "hash"]).unwrap();
+        let row = row.unwrap();
+        assert_eq!(
+            (layout, row.fields, nulls),
+            (PushLayout::Hash, None, Nulls::Skip)
+        );
+        assert!(matches!(row.encoding, RowEncoding::Hash(_)));
+        let (layout, row, _) = options(&["--value-format", "json", "--fields", "b,a"]).unwrap();
+        let row = row.unwrap();
+        assert_eq!(layout, PushLayout::String);
+        assert_eq!(row.fields, Some(vec!["b".to_string(), "a".to_string()]));
+        assert!(matches!(row.encoding, RowEncoding::Json));
+        let (_, _, nulls) = options(&["--nulls", "empty"]).unwrap();
+        assert_eq!(nulls, Nulls::Empty);
+        let (_, _, nulls) = options(&["--layout", "hash", "--nulls", "error"]).unwrap();
+        assert_eq!(nulls, Nulls::Error);
+        for (extra, says) in [
+            (
+                &["--layout", "hash", "--value-format", "json"][..],
+                "--value-format json",
+            ),
+            (&["--fields", "a"][..], "--fields needs"),
+            (
+                &["--value-format", "json", "--value-field", "v"][..],
+                "--value-field",
+            ),
+        ] {
+            let e = options(extra).unwrap_err();
+            assert!(e.contains(says), "{extra:?}: {e}");
+        }
+    }
 
     #[test]
     fn ctrl_c_during_a_commit_says_what_happens_where_the_commit_runs() {
