@@ -15,8 +15,6 @@
 
 use std::collections::HashSet;
 
-use bytes::Bytes;
-
 use crate::collections::packed;
 use crate::layout::Kind;
 
@@ -83,30 +81,51 @@ pub fn encode_hash_payload(fields: &[(&[u8], &[u8])], out: &mut Vec<u8>) {
 }
 
 /// Checks that `value` is a packed hash payload with at least one field and no field twice.
+/// Reads the items in place (a push checks every value it takes); `packed::decode` reads the
+/// same layout, which a test checks this against.
 pub fn check_hash_payload(value: &[u8]) -> Result<(), HashPayloadError> {
-    let items =
-        packed::decode(&Bytes::copy_from_slice(value)).map_err(|_| HashPayloadError::Malformed)?;
-    if items.is_empty() {
+    let mut at = 0;
+    let n = varint(value, &mut at)?;
+    // Each item takes a byte at least: a larger count is damage.
+    if n > value.len() as u64 {
+        return Err(HashPayloadError::Malformed);
+    }
+    let n = n as usize;
+    let mut fields: Vec<&[u8]> = Vec::with_capacity(n / 2 + 1);
+    for i in 0..n {
+        let len = varint(value, &mut at)?;
+        let end = (at as u64)
+            .checked_add(len)
+            .filter(|&e| e <= value.len() as u64)
+            .ok_or(HashPayloadError::Malformed)? as usize;
+        if i.is_multiple_of(2) {
+            fields.push(&value[at..end]);
+        }
+        at = end;
+    }
+    if at != value.len() {
+        return Err(HashPayloadError::Malformed);
+    }
+    if n == 0 {
         return Err(HashPayloadError::Empty);
     }
-    if !items.len().is_multiple_of(2) {
-        return Err(HashPayloadError::OddItems(items.len()));
+    if !n.is_multiple_of(2) {
+        return Err(HashPayloadError::OddItems(n));
     }
-    let fields = items.iter().step_by(2);
-    let twice = |f: &Bytes| {
+    let twice = |f: &[u8]| {
         let shown = &f[..f.len().min(64)];
         HashPayloadError::DuplicateField(String::from_utf8_lossy(shown).into_owned())
     };
-    if items.len() / 2 <= QUADRATIC_FIELDS {
-        for (i, f) in fields.clone().enumerate() {
-            if fields.clone().take(i).any(|g| g == f) {
+    if fields.len() <= QUADRATIC_FIELDS {
+        for (i, f) in fields.iter().enumerate() {
+            if fields[..i].contains(f) {
                 return Err(twice(f));
             }
         }
     } else {
-        let mut seen = HashSet::with_capacity(items.len() / 2);
-        for f in fields {
-            if !seen.insert(&f[..]) {
+        let mut seen = HashSet::with_capacity(fields.len());
+        for f in &fields {
+            if !seen.insert(*f) {
                 return Err(twice(f));
             }
         }
@@ -114,9 +133,24 @@ pub fn check_hash_payload(value: &[u8]) -> Result<(), HashPayloadError> {
     Ok(())
 }
 
+/// A LEB128 varint at `at`, as `packed` writes them.
+fn varint(b: &[u8], at: &mut usize) -> Result<u64, HashPayloadError> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *b.get(*at).ok_or(HashPayloadError::Malformed)?;
+        *at += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err(HashPayloadError::Malformed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     fn payload(fields: &[(&str, &str)]) -> Vec<u8> {
         let pairs: Vec<(&[u8], &[u8])> = fields
@@ -146,6 +180,9 @@ mod tests {
         assert_eq!(h.check(b""), Err(HashPayloadError::Malformed));
         assert_eq!(h.check(b"plain text"), Err(HashPayloadError::Malformed));
         assert_eq!(h.check(&payload(&[])), Err(HashPayloadError::Empty));
+        // Regression (found by the agreement test): no items, then a byte: damage, as the
+        // decoder says, not an empty hash.
+        assert_eq!(h.check(&[0, 0]), Err(HashPayloadError::Malformed));
         let three = packed::encode([&b"a"[..], b"1", b"b"]);
         assert_eq!(h.check(&three), Err(HashPayloadError::OddItems(3)));
         let mut trailing = payload(&[("a", "1")]);
@@ -173,6 +210,36 @@ mod tests {
             PushLayout::Hash.check(&payload(&fields)),
             Err(HashPayloadError::DuplicateField("f150".into()))
         );
+    }
+
+    proptest::proptest! {
+        /// The check reads the layout `packed::decode` reads: whatever bytes, it passes
+        /// exactly what decodes to pairs, at least one, of distinct fields.
+        #[test]
+        fn the_check_agrees_with_the_decoder(
+            raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..48),
+            items in proptest::collection::vec(
+                proptest::collection::vec(0u8..3, 0..3), 0..9),
+        ) {
+            let encoded = packed::encode(items.iter().map(|i| &i[..]));
+            for bytes in [raw, encoded] {
+                let want = match packed::decode(&Bytes::from(bytes.clone())) {
+                    Err(_) => Err(HashPayloadError::Malformed),
+                    Ok(items) if items.is_empty() => Err(HashPayloadError::Empty),
+                    Ok(items) if !items.len().is_multiple_of(2) => Err(HashPayloadError::OddItems(items.len())),
+                    Ok(items) => {
+                        let fields: Vec<&Bytes> = items.iter().step_by(2).collect();
+                        match fields.iter().enumerate().find(|(i, f)| fields[..*i].contains(f)) {
+                            Some((_, f)) => Err(HashPayloadError::DuplicateField(
+                                String::from_utf8_lossy(f).into_owned(),
+                            )),
+                            None => Ok(()),
+                        }
+                    }
+                };
+                proptest::prop_assert_eq!(check_hash_payload(&bytes), want);
+            }
+        }
     }
 
     #[test]
