@@ -126,8 +126,13 @@ impl ParquetReader {
                 dt => dt,
             };
             if !supported(dt) {
+                // Taken by default as one of every column: say how to leave it out.
+                let hint = match spec.row.as_ref().map(|r| &r.fields) {
+                    Some(None) if role == "field" => "; name the fields to load with --fields",
+                    _ => "",
+                };
                 return Err(at_open(format!(
-                    "{role} column \"{}\" has unsupported type {}",
+                    "{role} column \"{}\" has unsupported type {}{hint}",
                     field.name(),
                     field.data_type()
                 )));

@@ -495,6 +495,29 @@ fn chosen_fields_go_in_the_order_named_and_nulls_follow_the_policy() {
     assert!(e.ends_with("field \"x\" is listed twice"), "{e}");
     let e = read(&p, &hash_spec("id", Some(&["w"]), Nulls::Skip)).unwrap_err();
     assert!(e.contains("field column \"w\" not found"), "{e}");
+
+    // A column of a type no value takes: refused at open, unless left out.
+    let p = parquet(
+        &dir,
+        "d.parquet",
+        vec![
+            ("id", Arc::new(StringArray::from(vec!["a"])) as ArrayRef),
+            ("x", Arc::new(Int64Array::from(vec![1]))),
+            (
+                "d",
+                Arc::new(arrow_array::DurationSecondArray::from(vec![5])),
+            ),
+        ],
+    );
+    let e = read(&p, &hash_spec("id", None, Nulls::Skip)).unwrap_err();
+    assert!(
+        e.ends_with(
+            "d.parquet: field column \"d\" has unsupported type Duration(s); name the fields to load with --fields"
+        ),
+        "{e}"
+    );
+    let (recs, _) = read(&p, &hash_spec("id", Some(&["x"]), Nulls::Skip)).unwrap();
+    assert_eq!(recs, [("a".into(), "x=1\n".into())]);
 }
 
 #[test]
