@@ -41,6 +41,9 @@ enum Command {
     /// Benchmark a batch push against RocksDB's random-put and SstFileWriter+ingest loads of
     /// the same file (RocksDB needs a build with `--features rocksdb`).
     BenchPush(cmd::bench_push::Args),
+    /// Write a table of typed features (Parquet, CSV or JSONL) for push benchmarks and tests.
+    #[command(hide = true)]
+    GenTable(cmd::gen_table::Args),
     /// Crash-test: kill the engine (or a server) at random moments, restart it and verify
     /// that nothing acknowledged was lost and nothing never written appeared.
     Stress(cmd::stress::Args),
@@ -71,6 +74,12 @@ fn main() -> ExitCode {
         }
         Command::BenchPush(args) => {
             return match cmd::bench_push::run(args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => cli::fail(&e),
+            }
+        }
+        Command::GenTable(args) => {
+            return match cmd::gen_table::run(args) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => cli::fail(&e),
             }

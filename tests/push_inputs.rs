@@ -343,3 +343,273 @@ fn bad_inputs_are_refused_with_one_line() {
     ]);
     assert!(stdout.contains("records: 0"), "{stdout}");
 }
+
+/// The fields of hash `key`, in order (HGETALL).
+fn hgetall(port: u16, key: &str) -> Vec<(String, String)> {
+    let flat = common::array(port, &["HGETALL".into(), key.into()]);
+    flat.chunks(2)
+        .map(|p| (p[0].clone().unwrap(), p[1].clone().unwrap()))
+        .collect()
+}
+
+/// A typed Parquet table of 20 feature columns pushed with `--layout hash`: every key a
+/// hash of every column but the key, each field the text the table's CSV holds (the
+/// rendering of each type); `--fields` picks and orders them; a JSON value push of the same
+/// file; nulls skipped, written empty, or refused with one line and the version serving.
+#[test]
+fn a_typed_table_pushes_as_hashes_and_json_through_a_server() {
+    let t = tempfile::tempdir().unwrap();
+    let db = t.path().join("db");
+    let table = |name: &str, nulls: &str| {
+        let p = t.path().join(name);
+        ok(&[
+            "gen-table",
+            "--rows",
+            "300",
+            "--columns",
+            "20",
+            "--null-every",
+            nulls,
+            "--out",
+            s(&p),
+        ]);
+        p
+    };
+    let parquet = table("t.parquet", "0");
+    let csv = table("t.csv", "0");
+    ok(&["store", "--dir", s(&db), "create", "f"]);
+    let server = serve(&db);
+    let addr = format!("127.0.0.1:{}", server.port);
+    let push = |input: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "push",
+            "--server",
+            &addr,
+            "--store",
+            "f",
+            "--input",
+            s(input),
+            "--key-field",
+            "id",
+        ];
+        args.extend_from_slice(extra);
+        rialto(&args)
+    };
+    let out = push(&parquet, &["--layout", "hash"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("records: 300\n") && stdout.contains("skipped-rows: 0\n"),
+        "{stdout}"
+    );
+
+    // The CSV holds each field as the hash push renders it.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    for i in [0usize, 1, 7, 299] {
+        let want: Vec<(String, String)> = header[1..]
+            .iter()
+            .zip(&rows[i][1..])
+            .map(|(h, v)| (h.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(hgetall(server.port, &format!("f:{}", rows[i][0])), want);
+    }
+    assert_eq!(
+        common::array(
+            server.port,
+            &[
+                "HMGET".into(),
+                "f:e00000005".into(),
+                "f00".into(),
+                "f01".into(),
+                "f03".into(),
+                "f04".into(),
+                "f05".into(),
+                "nope".into()
+            ]
+        ),
+        [
+            Some("-345".to_string()),
+            Some("2.25".to_string()),
+            Some("true".to_string()),
+            Some("2023-11-14T22:13:25.004Z".to_string()),
+            Some("5.05".to_string()),
+            None
+        ]
+    );
+
+    // Chosen fields, in the order named, and a JSON value.
+    let out = push(&parquet, &["--layout", "hash", "--fields", "f05,f00"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        hgetall(server.port, "f:e00000002"),
+        [
+            ("f05".to_string(), "2.05".to_string()),
+            ("f00".to_string(), "-438".to_string())
+        ]
+    );
+    let out = push(
+        &parquet,
+        &["--value-format", "json", "--fields", "f02,f01,f03,f05"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        mget(server.port, &["f:e00000002".to_string()]),
+        [Some(
+            r#"{"f02":"s2-2","f01":1.5,"f03":false,"f05":"2.05"}"#.to_string()
+        )]
+    );
+
+    // Nulls: skipped by default (the field absent), empty when asked.
+    let nully = table("n.parquet", "4");
+    let out = push(&nully, &["--layout", "hash", "--fields", "f00,f01,f02"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Row 3: (3 + 1) % 4 == 0, f01 null.
+    assert_eq!(
+        hgetall(server.port, "f:e00000003"),
+        [
+            ("f00".to_string(), "-407".to_string()),
+            ("f02".to_string(), "s3-2".to_string())
+        ]
+    );
+    let out = push(
+        &nully,
+        &[
+            "--layout", "hash", "--fields", "f00,f01", "--nulls", "empty",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        hgetall(server.port, "f:e00000003"),
+        [
+            ("f00".to_string(), "-407".to_string()),
+            ("f01".to_string(), String::new())
+        ]
+    );
+    // Refused at the first null, with one line naming the row and the field; the version
+    // pushed last serves on.
+    let out = push(&nully, &["--layout", "hash", "--nulls", "error"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| !l.starts_with("push: ")).collect();
+    assert_eq!(
+        lines,
+        [format!(
+            "error: {}: row 1: field \"f00\" is null (--nulls error)",
+            nully.display()
+        )],
+        "{err}"
+    );
+    assert_eq!(
+        hgetall(server.port, "f:e00000003"),
+        [
+            ("f00".to_string(), "-407".to_string()),
+            ("f01".to_string(), String::new())
+        ]
+    );
+    let pushes = common::array(server.port, &["PUSH".into(), "LIST".into()]);
+    assert!(pushes.is_empty(), "the push was aborted: {pushes:?}");
+
+    // Options that do not go together.
+    for (extra, says) in [
+        (
+            &["--layout", "hash", "--value-format", "json"][..],
+            "--value-format json",
+        ),
+        (&["--fields", "f00"][..], "--fields needs --layout hash"),
+        (
+            &["--layout", "hash", "--value-field", "f00"][..],
+            "--value-field names a raw value",
+        ),
+    ] {
+        let out = push(&parquet, extra);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(says),
+            "{extra:?}"
+        );
+    }
+    server.stop();
+}
+
+/// A hash push into a directory (`--dir`), from CSV and JSONL; rows whose every field is
+/// null are skipped and counted.
+#[test]
+fn hash_pushes_into_a_directory_from_csv_and_jsonl() {
+    let t = tempfile::tempdir().unwrap();
+    let db = t.path().join("db");
+    let csv = put(t.path(), "h.csv", "id,a,b\nk1,1,x\nk2,,\n");
+    let jsonl = put(
+        t.path(),
+        "h.jsonl",
+        "{\"id\":\"k1\",\"a\":2.50,\"b\":null}\n{\"id\":\"k2\",\"a\":null}\n{\"id\":\"k3\",\"b\":[1, 2]}\n",
+    );
+    ok(&["store", "--dir", s(&db), "create", "f"]);
+    let (stdout, _) = ok(&[
+        "push",
+        "--dir",
+        s(&db),
+        "--store",
+        "f",
+        "--input",
+        s(&csv),
+        "--key-field",
+        "id",
+        "--layout",
+        "hash",
+    ]);
+    assert!(stdout.contains("records: 2\n"), "{stdout}");
+    let (stdout, stderr) = ok(&[
+        "push",
+        "--dir",
+        s(&db),
+        "--store",
+        "f",
+        "--input",
+        s(&jsonl),
+        "--key-field",
+        "id",
+        "--layout",
+        "hash",
+        "--max-shrink",
+        "100",
+    ]);
+    assert!(
+        stdout.contains("records: 2\n") && stdout.contains("skipped-rows: 1\n"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("note: 1 rows were not loaded"), "{stderr}");
+    let server = serve(&db);
+    assert_eq!(
+        hgetall(server.port, "f:k1"),
+        [("a".to_string(), "2.50".to_string())]
+    );
+    assert_eq!(
+        hgetall(server.port, "f:k3"),
+        [("b".to_string(), "[1,2]".to_string())]
+    );
+    assert!(hgetall(server.port, "f:k2").is_empty());
+    server.stop();
+}

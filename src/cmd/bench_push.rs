@@ -121,7 +121,13 @@ fn run_rialto(
         ..rialto_server::Config::default()
     })?;
     local.create("b", b"b:", 0, rialto_keyspace::StoreSettings::default())?;
-    let id = local.push_begin("b", rialto_sort::DuplicatePolicy::Error, None, Some(100))?;
+    let id = local.push_begin(
+        "b",
+        rialto_sort::DuplicatePolicy::Error,
+        None,
+        Some(100),
+        rialto_keyspace::PushLayout::String,
+    )?;
     let mut r = reader(input)?;
     // As `rialto push --dir` loads: records go from the reader straight to the sorter.
     while local.push_add_with(id, |add| {

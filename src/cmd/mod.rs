@@ -4,6 +4,7 @@ pub mod bench;
 pub mod bench_compare;
 pub mod bench_push;
 pub mod check;
+pub mod gen_table;
 pub mod push;
 pub mod push_progress;
 pub mod serve;

@@ -17,8 +17,10 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use rialto_keyspace::{DuplicatePolicy, StoreError};
-use rialto_push_input::{ExpandOptions, Format, InputError, InputSpec, RecordReader};
+use rialto_keyspace::{DuplicatePolicy, PushLayout, StoreError};
+use rialto_push_input::{
+    ExpandOptions, Format, InputError, InputSpec, Nulls, RecordReader, RowEncoding, RowSpec,
+};
 use rialto_resp::Reply;
 
 use super::push_progress::{self, Figures, Mode, Phase, Reporter};
@@ -53,9 +55,26 @@ pub struct Args {
     /// The field (column) holding keys; a 0-based index for CSV without a header.
     #[arg(long, default_value = "key")]
     pub key_field: String,
-    /// The field (column) holding values.
-    #[arg(long, default_value = "value")]
-    pub value_field: String,
+    /// The field (column) holding values, with a raw value (default: value).
+    #[arg(long)]
+    pub value_field: Option<String>,
+    /// What each key holds: a string (default), or a hash whose fields are the row's --fields,
+    /// each field's value as text.
+    #[arg(long, default_value = "string", value_parser = ["string", "hash"])]
+    pub layout: String,
+    /// A string's value: raw (the --value-field's value, default), or json (the row's
+    /// --fields as one JSON object, typed values as JSON types).
+    #[arg(long, default_value = "raw", value_parser = ["raw", "json"])]
+    pub value_format: String,
+    /// The fields (columns) of a hash or JSON value, in order, comma-separated (default:
+    /// every field but the key).
+    #[arg(long, value_delimiter = ',', num_args = 1.., value_name = "NAME,...")]
+    pub fields: Option<Vec<String>>,
+    /// What a null field or value does: skip it (a row with no field left is not loaded),
+    /// write it empty (a JSON null), or fail the push (default: skip with --layout hash or
+    /// --value-format json, error with a raw value).
+    #[arg(long, value_parser = ["skip", "empty", "error"])]
+    pub nulls: Option<String>,
     /// CSV field delimiter: one byte, \t, or tab, comma, semicolon, pipe; not a double quote,
     /// CR or LF.
     #[arg(long, default_value = ",")]
@@ -188,6 +207,8 @@ fn progress_mode(args: &Args) -> Mode {
 struct Progress {
     records: u64,
     bytes: u64,
+    /// Rows not loaded because their value, or every field of their row, was null.
+    skipped: u64,
     /// Input bytes consumed by finished files, and the total of every input.
     done_input: u64,
     total_input: u64,
@@ -359,14 +380,60 @@ fn server_looker(
     })
 }
 
+/// What the values are made of, from `--layout`, `--value-format`, `--fields`,
+/// `--value-field` and `--nulls`: the push's layout, the reader's row (`None`: one field's
+/// value) and null policy.
+fn value_options(args: &Args) -> Result<(PushLayout, Option<RowSpec>, Nulls), BackendError> {
+    let usage = |s: &str| Err(BackendError::Usage(s.to_string()));
+    let (layout, encoding) = match (args.layout.as_str(), args.value_format.as_str()) {
+        ("hash", "json") => {
+            return usage(
+                "--value-format json makes a string of the row's fields; a hash (--layout hash) holds them as fields",
+            )
+        }
+        ("hash", _) => (
+            PushLayout::Hash,
+            Some(RowEncoding::Hash(rialto_keyspace::encode_hash_payload)),
+        ),
+        (_, "json") => (PushLayout::String, Some(RowEncoding::Json)),
+        _ => (PushLayout::String, None),
+    };
+    let nulls = match &args.nulls {
+        Some(n) => Nulls::parse(n).ok_or_else(|| BackendError::Usage(format!("--nulls {n}")))?,
+        None if encoding.is_some() => Nulls::Skip,
+        None => Nulls::Error,
+    };
+    let row = match encoding {
+        Some(encoding) => {
+            if args.value_field.is_some() {
+                return usage(
+                    "--value-field names a raw value's column; a hash or JSON value is made of --fields",
+                );
+            }
+            Some(RowSpec {
+                fields: args.fields.clone(),
+                encoding,
+            })
+        }
+        None if args.fields.is_some() => {
+            return usage("--fields needs --layout hash or --value-format json")
+        }
+        None => None,
+    };
+    Ok((layout, row, nulls))
+}
+
 /// Runs the push.
 pub fn run(args: Args) -> Result<(), BackendError> {
     let delim = rialto_push_input::parse_csv_delimiter(&args.csv_delimiter)
         .map_err(|e| BackendError::Usage(format!("--csv-delimiter: {e}")))?;
+    let (layout, row, nulls) = value_options(&args)?;
     let spec = InputSpec {
         format: args.format.as_deref().and_then(Format::parse),
         key_field: args.key_field.clone(),
-        value_field: args.value_field.clone(),
+        value_field: args.value_field.clone().unwrap_or_else(|| "value".into()),
+        row,
+        nulls,
         csv_delimiter: delim,
         csv_has_header: !args.no_header,
     };
@@ -402,9 +469,20 @@ pub fn run(args: Args) -> Result<(), BackendError> {
         args.min_records
     };
     let id = match &mut backend {
-        Backend::Local(l) => l.push_begin(&args.store, duplicates, min_records, args.max_shrink)?,
+        Backend::Local(l) => l.push_begin(
+            &args.store,
+            duplicates,
+            min_records,
+            args.max_shrink,
+            layout,
+        )?,
         Backend::Remote(r) => {
             let mut req: Vec<&[u8]> = vec![b"PUSH", b"BEGIN", args.store.as_bytes()];
+            // Sent only when not a string, so that a server from before layouts still takes
+            // every push it can load.
+            if layout == PushLayout::Hash {
+                req.extend([b"LAYOUT".as_slice(), b"HASH"]);
+            }
             if duplicates == DuplicatePolicy::LastWins {
                 req.extend([b"DUPLICATES".as_slice(), b"LAST-WINS"]);
             }
@@ -432,6 +510,7 @@ pub fn run(args: Args) -> Result<(), BackendError> {
     let mut progress = Progress {
         records: 0,
         bytes: 0,
+        skipped: 0,
         done_input: 0,
         total_input: total,
         reporter,
@@ -539,6 +618,13 @@ pub fn run(args: Args) -> Result<(), BackendError> {
     progress.reporter.finish(added, &exact, Instant::now());
     let secs = started.elapsed().as_secs_f64().max(1e-6);
     say!("{report}");
+    say!("skipped-rows: {}", progress.skipped);
+    if progress.skipped > 0 {
+        note!(
+            "note: {} rows were not loaded: their value, or every field of their row, was null (--nulls skip)\n",
+            progress.skipped
+        );
+    }
     say!(
         "elapsed-s: {:.2}\nrecords-per-s: {:.0}\nmb-per-s: {:.1}",
         secs,
@@ -677,6 +763,7 @@ fn load_local(
             }
         }
         progress.done_input += r.total_bytes();
+        progress.skipped += r.skipped();
     }
     Ok(())
 }
@@ -721,6 +808,7 @@ fn load_remote(
             }
         }
         progress.done_input += r.total_bytes();
+        progress.skipped += r.skipped();
     }
     if n > 0 {
         send(remote, id, &keys[..n], &values[..n], WINDOW)?;
@@ -757,6 +845,60 @@ fn send(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> Args {
+        let base = ["rialto", "push", "--store", "s", "--input", "x.parquet"];
+        match crate::Cli::try_parse_from(base.iter().chain(extra)) {
+            Ok(crate::Cli {
+                command: crate::Command::Push(a),
+            }) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn options(extra: &[&str]) -> Result<(PushLayout, Option<RowSpec>, Nulls), String> {
+        value_options(&args(extra)).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn layouts_value_formats_fields_and_nulls_combine_as_documented() {
+        let (layout, row, nulls) = options(&[]).unwrap();
+        assert_eq!(
+            (layout, row.is_none(), nulls),
+            (PushLayout::String, true, Nulls::Error)
+        );
+        let (layout, row, nulls) = options(&["--layout", "hash"]).unwrap();
+        let row = row.unwrap();
+        assert_eq!(
+            (layout, row.fields, nulls),
+            (PushLayout::Hash, None, Nulls::Skip)
+        );
+        assert!(matches!(row.encoding, RowEncoding::Hash(_)));
+        let (layout, row, _) = options(&["--value-format", "json", "--fields", "b,a"]).unwrap();
+        let row = row.unwrap();
+        assert_eq!(layout, PushLayout::String);
+        assert_eq!(row.fields, Some(vec!["b".to_string(), "a".to_string()]));
+        assert!(matches!(row.encoding, RowEncoding::Json));
+        let (_, _, nulls) = options(&["--nulls", "empty"]).unwrap();
+        assert_eq!(nulls, Nulls::Empty);
+        let (_, _, nulls) = options(&["--layout", "hash", "--nulls", "error"]).unwrap();
+        assert_eq!(nulls, Nulls::Error);
+        for (extra, says) in [
+            (
+                &["--layout", "hash", "--value-format", "json"][..],
+                "--value-format json",
+            ),
+            (&["--fields", "a"][..], "--fields needs"),
+            (
+                &["--value-format", "json", "--value-field", "v"][..],
+                "--value-field",
+            ),
+        ] {
+            let e = options(extra).unwrap_err();
+            assert!(e.contains(says), "{extra:?}: {e}");
+        }
+    }
 
     #[test]
     fn ctrl_c_during_a_commit_says_what_happens_where_the_commit_runs() {

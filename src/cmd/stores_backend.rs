@@ -10,7 +10,8 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use rialto_io::{Clock, SystemClock};
 use rialto_keyspace::{
-    DuplicatePolicy, Keyspace, PushGuard, PushReport, StoreError, StoreSettings,
+    DuplicatePolicy, Keyspace, PushGuard, PushLayout, PushOptions, PushReport, StoreError,
+    StoreSettings,
 };
 use rialto_resp::{Reply, ReplyDecoder, ReplyLimits};
 use rialto_server::Config;
@@ -147,13 +148,15 @@ impl Local {
         &self.keyspace
     }
 
-    /// Begins a push; what it must load is the configuration's unless given.
+    /// Begins a push of values of `layout`; what it must load is the configuration's unless
+    /// given.
     pub fn push_begin(
         &self,
         store: &str,
         dup: DuplicatePolicy,
         min_records: Option<u64>,
         max_shrink_percent: Option<u32>,
+        layout: PushLayout,
     ) -> Result<u64, BackendError> {
         let mut guard = self.guard;
         if let Some(n) = min_records {
@@ -162,7 +165,13 @@ impl Local {
         if let Some(p) = max_shrink_percent {
             guard.max_shrink_percent = p;
         }
-        Ok(self.keyspace.push_begin(store, dup, Some(guard), None)?)
+        let opts = PushOptions {
+            duplicates: dup,
+            guard: Some(guard),
+            owner: None,
+            layout,
+        };
+        Ok(self.keyspace.push_begin_with(store, opts)?)
     }
 
     /// Whether push `id` is in progress (a refused record aborts it).

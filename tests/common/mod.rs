@@ -74,18 +74,31 @@ pub fn serve_with(dir: &Path, extra: &[&str]) -> Serve {
 
 /// Values of `keys` through one MGET (`None` for a nil).
 pub fn mget(port: u16, keys: &[String]) -> Vec<Option<String>> {
+    let mut args = vec!["MGET".to_string()];
+    args.extend(keys.iter().cloned());
+    array(port, &args)
+}
+
+/// The reply of a command whose reply is an array of bulk strings (MGET, HMGET, HGETALL in
+/// RESP2), `None` for a nil.
+#[allow(dead_code)]
+pub fn array(port: u16, args: &[String]) -> Vec<Option<String>> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut req = format!("*{}\r\n$4\r\nMGET\r\n", keys.len() + 1);
-    for k in keys {
-        req.push_str(&format!("${}\r\n{k}\r\n", k.len()));
+    let mut req = format!("*{}\r\n", args.len());
+    for a in args {
+        req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
     }
     s.write_all(req.as_bytes()).unwrap();
     let mut r = BufReader::new(s);
     let mut line = String::new();
     r.read_line(&mut line).unwrap();
-    assert_eq!(line.trim_end(), format!("*{}", keys.len()), "MGET reply");
-    (0..keys.len())
+    let n: usize = line
+        .trim_end()
+        .strip_prefix('*')
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{args:?}: not an array reply: {line}"));
+    (0..n)
         .map(|_| {
             line.clear();
             r.read_line(&mut line).unwrap();

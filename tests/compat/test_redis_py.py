@@ -6,15 +6,18 @@ formatting, pipelines) the `pair` fixture runs the same calls against a referenc
 server under test and compares.
 """
 
+import datetime
 import os
 import random
 import signal
+import subprocess
 import time
 
 import pytest
 import redis
 from redis.exceptions import ResponseError
 
+import servers
 from resp import Reply
 
 # ---------------------------------------------------------------------------------------------
@@ -1351,3 +1354,94 @@ def test_feature_store_hashes_written_and_read_in_pipelines(r):
     assert r.ttl("user:5") > 3500
     assert r.delete(*[f"user:{e}" for e in range(entities)]) == entities
     assert r.dbsize() == 0
+
+
+def expected_feature(i, j):
+    """Feature j of entity i of `rialto gen-table` (rialto_push_input::FeatureTable), as a
+    hash push renders it: computed here, independently of Rialto's rendering."""
+    kind = j % 6
+    if kind == 0:
+        return str(31 * i + j - 500)
+    if kind == 1:
+        v = i / 4 + j
+        return str(int(v)) if v == int(v) else repr(v)  # a whole float has no ".0"
+    if kind == 2:
+        return f"s{i}-{j}"
+    if kind == 3:
+        return "true" if (i + j) % 2 == 0 else "false"
+    if kind == 4:
+        ms = 1_700_000_000_000 + 1000 * i + j
+        t = datetime.datetime.fromtimestamp(ms // 1000, tz=datetime.timezone.utc)
+        return t.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+    v = 100 * i + j
+    return f"{v // 100}.{v % 100:02d}"
+
+
+def rialto_cli(*args):
+    return subprocess.run([str(servers.rialto_bin()), *map(str, args)], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_feature_store_table_pushed_as_hashes_then_rolled_back(start_server, tmp_path):
+    # The batch side of the feature store above: a Parquet table of 20 typed feature columns
+    # loaded with `rialto push --layout hash`, each entity a hash read with pipelined HMGET as
+    # HSET-made ones are; a second push, a rollback to the first, and a push refused at a null
+    # under --nulls error, the version serving throughout.
+    srv = start_server("rialto")
+    if not srv.is_rialto:
+        pytest.skip("pushes are Rialto's (COMPAT_TARGET=redis)")
+    r = srv.client()
+    addr = f"{srv.host}:{srv.port}"
+    entities, features = 2000, [f"f{j:02d}" for j in range(20)]
+    first, second, nulls = tmp_path / "v1.parquet", tmp_path / "v2.parquet", tmp_path / "n.parquet"
+    for path, null_every in ((first, 0), (second, 3), (nulls, 5)):
+        out = rialto_cli("gen-table", "--rows", entities, "--columns", 20, "--null-every", null_every,
+                         "--out", path)
+        assert out.returncode == 0, out.stderr
+    assert rialto_cli("store", "create", "feat", "--server", addr).returncode == 0
+
+    def push(path, *extra):
+        return rialto_cli("push", "--server", addr, "--store", "feat", "--input", path, "--key-field", "id",
+                          "--layout", "hash", "-q", *extra)
+
+    out = push(first)
+    assert out.returncode == 0, out.stderr
+    assert "records: 2000\n" in out.stdout, out.stdout
+
+    wanted = ["f00", "f01", "f02", "f03", "f04", "f05", "f13", "f19", "missing"]
+
+    def check(version_nulls):
+        pipe = r.pipeline(transaction=False)
+        for e in range(entities):
+            pipe.hmget(f"feat:e{e:08d}", wanted)
+        for e, got in enumerate(pipe.execute()):
+            want = []
+            for name in wanted:
+                j = int(name[1:]) if name != "missing" else None
+                null = j is None or (version_nulls and (e + j) % version_nulls == 0)
+                want.append(None if null else expected_feature(e, j))
+            assert [s(v) for v in got] == want, e
+
+    check(0)
+    assert r.hlen("feat:e00000000") == 20
+    assert r.type("feat:e00000001") == b"hash"
+    assert r.object("encoding", "feat:e00000001") == b"listpack"
+    got = {k.decode(): v.decode() for k, v in r.hgetall("feat:e00000001").items()}
+    assert got == {f: expected_feature(1, int(f[1:])) for f in features}
+
+    # Nulls are skipped by default: the second version's hashes lack those fields.
+    out = push(second)
+    assert out.returncode == 0, out.stderr
+    check(3)
+    assert r.hlen("feat:e00000000") == 20 - len([j for j in range(20) if j % 3 == 0])
+
+    assert r.execute_command("STORE", "ROLLBACK", "feat")
+    check(0)
+
+    # A null under --nulls error: one line naming the row and the field, exit 2, nothing swapped.
+    out = push(nulls, "--nulls", "error")
+    assert out.returncode == 2
+    errors = [line for line in out.stderr.splitlines() if not line.startswith("push: ")]
+    assert errors == [f'error: {nulls}: row 1: field "f00" is null (--nulls error)'], out.stderr
+    assert r.execute_command("PUSH", "LIST") == []
+    check(0)

@@ -5,11 +5,16 @@
 //! records and a checksum over them, which every node loading the version checks before it
 //! reports the version ready. Records travel packed in batches of about [`BATCH_BYTES`]:
 //! Kafka's cost is per message, and a pushed record is often a hundred bytes. The start markers make the topic self-describing: a node that
-//! loads the version late (it was down during the push) needs nothing else.
+//! loads the version late (it was down during the push) needs nothing else. The layout byte
+//! is written only for a hash push: a node from before layouts finds a start marker longer
+//! than its prefix, refuses it as malformed and fails the load, which aborts the push, where it
+//! would otherwise have written the hashes as strings.
 //!
 //! ```text
 //! record := version: u8 (1) | kind: u8 | body
-//!   3 start last_wins: u8 | prefix_len: u32 LE | prefix     (first record of every partition)
+//!   3 start last_wins: u8 | prefix_len: u32 LE | prefix [| layout: u8]
+//!                                                   (first record of every partition; layout
+//!                                                   1: hash, absent: string)
 //!   1 data  key_len: u32 LE | key (relative to the store's prefix) | value (the rest)
 //!   4 batch (key_len: u32 LE | key | value_len: u32 LE | value) * n   (data records, packed)
 //!   2 end   records: u64 LE | checksum: u64 LE
@@ -17,6 +22,7 @@
 //!             record of the partition, in order
 //! ```
 
+use rialto_keyspace::PushLayout;
 use xxhash_rust::xxh3::Xxh3;
 
 const FORMAT: u8 = 1;
@@ -24,6 +30,8 @@ const DATA: u8 = 1;
 const END: u8 = 2;
 const START: u8 = 3;
 const BATCH: u8 = 4;
+/// The start marker's layout byte of a hash push.
+const LAYOUT_HASH: u8 = 1;
 
 /// About how many bytes of records one batch message carries (Kafka's default largest
 /// message is 1 MiB).
@@ -100,14 +108,18 @@ pub fn topic(log_topic: &str, id: u32, version: u32) -> String {
     format!("{log_topic}.push.{id}.{version}")
 }
 
-/// A start marker's bytes: how duplicates are resolved and the store's prefix.
-pub fn start(last_wins: bool, prefix: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(7 + prefix.len());
+/// A start marker's bytes: how duplicates are resolved, the store's prefix and what the
+/// values are.
+pub fn start(last_wins: bool, prefix: &[u8], layout: PushLayout) -> Vec<u8> {
+    let mut v = Vec::with_capacity(8 + prefix.len());
     v.push(FORMAT);
     v.push(START);
     v.push(u8::from(last_wins));
     v.extend_from_slice(&(prefix.len() as u32).to_le_bytes());
     v.extend_from_slice(prefix);
+    if layout == PushLayout::Hash {
+        v.push(LAYOUT_HASH);
+    }
     v
 }
 
@@ -135,10 +147,20 @@ pub fn end(records: u64, checksum: u64) -> Vec<u8> {
 /// A record of a version topic.
 #[derive(Debug, PartialEq, Eq)]
 pub enum VersionRecord<'a> {
-    Start { last_wins: bool, prefix: &'a [u8] },
+    Start {
+        last_wins: bool,
+        prefix: &'a [u8],
+        layout: PushLayout,
+    },
     Batch(BatchRecords<'a>),
-    Data { key: &'a [u8], value: &'a [u8] },
-    End { records: u64, checksum: u64 },
+    Data {
+        key: &'a [u8],
+        value: &'a [u8],
+    },
+    End {
+        records: u64,
+        checksum: u64,
+    },
 }
 
 /// A version record that does not decode.
@@ -172,13 +194,16 @@ pub fn decode(b: &[u8]) -> Result<VersionRecord<'_>, Malformed> {
                 .and_then(|s| s.try_into().ok())
                 .ok_or(Malformed("truncated"))?;
             let n = u32::from_le_bytes(n) as usize;
-            match rest.get(4..) {
-                Some(prefix) if prefix.len() == n => Ok(VersionRecord::Start {
-                    last_wins: *lw == 1,
-                    prefix,
-                }),
-                _ => Err(Malformed("start")),
-            }
+            let (prefix, layout) = match rest.get(4..).map(|r| r.split_at_checked(n)) {
+                Some(Some((prefix, []))) => (prefix, PushLayout::String),
+                Some(Some((prefix, [LAYOUT_HASH]))) => (prefix, PushLayout::Hash),
+                _ => return Err(Malformed("start")),
+            };
+            Ok(VersionRecord::Start {
+                last_wins: *lw == 1,
+                prefix,
+                layout,
+            })
         }
         [FORMAT, ..] => Err(Malformed("unknown kind or length")),
         _ => Err(Malformed("unknown format version")),
@@ -241,16 +266,34 @@ mod tests {
             assert!(decode(&e[..n]).is_err(), "{n}");
         }
         assert!(decode(&[2, 1]).is_err());
-        let st = start(true, b"f:");
+        let st = start(true, b"f:", PushLayout::String);
         assert_eq!(
             decode(&st),
             Ok(VersionRecord::Start {
                 last_wins: true,
-                prefix: b"f:"
+                prefix: b"f:",
+                layout: PushLayout::String,
             })
         );
         for n in 0..st.len() {
             assert!(decode(&st[..n]).is_err(), "{n}");
+        }
+        let hs = start(false, b"f:", PushLayout::Hash);
+        assert_eq!(
+            decode(&hs),
+            Ok(VersionRecord::Start {
+                last_wins: false,
+                prefix: b"f:",
+                layout: PushLayout::Hash,
+            })
+        );
+        // A string push's marker is the one nodes from before layouts read.
+        assert_eq!(st, [&[1u8, 3, 1, 2, 0, 0, 0][..], b"f:"].concat());
+        assert_eq!(hs.len(), st.len() + 1);
+        for bad in [&[2u8][..], &[1, 1]] {
+            let mut b = st.clone();
+            b.extend_from_slice(bad);
+            assert!(decode(&b).is_err(), "{bad:?}");
         }
         assert_eq!(
             decode(&data(b"", b"")),

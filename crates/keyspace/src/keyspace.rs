@@ -656,7 +656,7 @@ impl Keyspace {
         crate::stores::lower_thread_priority(self.stores.push_priority());
     }
 
-    /// Loads version `version` of store `id` from records in key order (see
+    /// Loads version `version` of store `id` from string records in key order (see
     /// `Stores::stage_sorted`).
     pub fn stage_sorted<T: crate::SortedRecords>(
         &self,
@@ -666,6 +666,27 @@ impl Keyspace {
         compression: rialto_lsm::Compression,
         records: &mut T,
     ) -> Result<crate::Staged> {
+        self.stage_sorted_as(
+            id,
+            version,
+            prefix,
+            compression,
+            crate::PushLayout::String,
+            records,
+        )
+    }
+
+    /// Loads version `version` of store `id` from records of `layout` in key order (see
+    /// `Stores::stage_sorted`).
+    pub fn stage_sorted_as<T: crate::SortedRecords>(
+        &self,
+        id: u32,
+        version: u32,
+        prefix: &[u8],
+        compression: rialto_lsm::Compression,
+        layout: crate::PushLayout,
+        records: &mut T,
+    ) -> Result<crate::Staged> {
         Ok(self.stores.stage_sorted(
             &self.db,
             &self.merger,
@@ -673,6 +694,7 @@ impl Keyspace {
             version,
             prefix,
             compression,
+            layout,
             records,
         )?)
     }
@@ -750,8 +772,9 @@ impl Keyspace {
         self.stores.rollback(&self.merger, name, to, self.now_ms())
     }
 
-    /// Begins a push into store `name` (owned by connection `owner`, if any); returns its id.
-    /// `guard` (default: the store options') says what it must load to be swapped in.
+    /// Begins a push of strings into store `name` (owned by connection `owner`, if any);
+    /// returns its id. `guard` (default: the store options') says what it must load to be
+    /// swapped in.
     pub fn push_begin(
         &self,
         name: &str,
@@ -759,13 +782,24 @@ impl Keyspace {
         guard: Option<PushGuard>,
         owner: Option<u64>,
     ) -> StoreResult<u64> {
+        self.push_begin_with(
+            name,
+            crate::PushOptions {
+                duplicates,
+                guard,
+                owner,
+                layout: crate::PushLayout::String,
+            },
+        )
+    }
+
+    /// Begins a push into store `name` as `opts` say (its layout among them); returns its id.
+    pub fn push_begin_with(&self, name: &str, opts: crate::PushOptions) -> StoreResult<u64> {
         self.stores.push_begin(
             &self.merger,
             Arc::clone(&self.fs),
             name,
-            duplicates,
-            guard,
-            owner,
+            opts,
             self.now_ms(),
         )
     }

@@ -253,7 +253,8 @@ pub fn encode_record(expire_at_ms: Option<i64>, value: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Appends the record of `value` (expiring at `expire_at_ms`) to `out`.
+/// Appends the string record of `value` (expiring at `expire_at_ms`) to `out`.
+#[cfg(test)]
 pub fn encode_record_into(out: &mut Vec<u8>, expire_at_ms: Option<i64>, value: &[u8]) {
     let (h, n) = record_header(expire_at_ms);
     out.extend_from_slice(&h[..n]);

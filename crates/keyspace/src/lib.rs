@@ -56,10 +56,10 @@ pub use rialto_sort::DuplicatePolicy;
 pub use stores::settings::DEFAULT_KEEP as DEFAULT_STORE_KEEP;
 pub use stores::MAX_PREFIX_LEN as MAX_STORE_PREFIX_LEN;
 pub use stores::{
-    lower_thread_priority, valid_name as valid_store_name, Catalog, PassReport, PushCounts,
-    PushGuard, PushPageCache, PushPhase, PushRefusal, PushReport, PushStatus, Pushing,
-    SortedRecords, Staged, StoreError, StoreMeta, StoreOptions, StoreResult, StoreSettings,
-    VersionInfo,
+    check_hash_payload, encode_hash_payload, lower_thread_priority, valid_name as valid_store_name,
+    Catalog, HashPayloadError, PassReport, PushCounts, PushGuard, PushLayout, PushOptions,
+    PushPageCache, PushPhase, PushRefusal, PushReport, PushStatus, Pushing, SortedRecords, Staged,
+    StoreError, StoreMeta, StoreOptions, StoreResult, StoreSettings, VersionInfo,
 };
 pub use value::{Score, Value};
 pub use watch::{KeyEvents, Watch};

@@ -296,3 +296,49 @@ fn a_rollback_interrupted_before_it_retired_the_version_left_is_finished_at_the_
     assert_eq!(ks.maintenance_pass().unwrap().ranges_removed, 1);
     ks.close().unwrap();
 }
+
+/// A push with the hash layout takes packed hash payloads only: anything else is refused
+/// with the key named and aborts the push, the current version serving; a good one commits
+/// hashes.
+#[test]
+fn a_hash_push_refuses_a_value_that_is_no_hash_and_loads_those_that_are() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    ks.create_store("h", b"h:", 0).unwrap();
+    push(&ks, "h", "a");
+    let hash = |id: u64| {
+        ks.push_begin_with(
+            "h",
+            rialto_keyspace::PushOptions {
+                layout: rialto_keyspace::PushLayout::Hash,
+                owner: Some(id),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    };
+    let mut good = Vec::new();
+    rialto_keyspace::encode_hash_payload(&[(b"f", b"v")], &mut good);
+    let id = hash(7);
+    let e = ks
+        .push_add(id, Some(7), [(&b"k1"[..], &good[..]), (b"k2", b"text")])
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "push failed: the value of key 'k2' is not a hash: it does not decode as a packed hash"
+    );
+    assert!(ks.pushes().is_empty(), "the push was aborted");
+    assert_eq!(tag_of(&ks, "h").as_deref(), Some("a"));
+
+    let id = hash(8);
+    let recs: Vec<(Vec<u8>, Vec<u8>)> = (0..10)
+        .map(|i| (format!("k{i:05}").into_bytes(), good.clone()))
+        .collect();
+    add(&ks, id, Some(8), &recs);
+    ks.push_commit(id, Some(8)).unwrap();
+    let rec = ks
+        .read(0, ks.now_ms(), |k| k.get(b"h:k00001").unwrap())
+        .unwrap();
+    assert_eq!(rec.kind, rialto_keyspace::Kind::Hash);
+    assert_eq!(&rec.value[..], &good[..]);
+}

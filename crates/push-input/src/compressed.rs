@@ -141,6 +141,10 @@ impl RecordReader for Decompressed {
     fn location(&self) -> Location {
         self.inner.location()
     }
+
+    fn skipped(&self) -> u64 {
+        self.inner.skipped()
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use csv_core::ReadRecordResult;
 
+use crate::rows::{check_unique, RowBuilder};
 use crate::{InputError, InputSpec, Location, Record, RecordReader, Role};
 
 /// Read buffer; large so that a fast disk is not throttled by small reads. A record longer
@@ -58,6 +59,9 @@ pub(crate) struct CsvReader<R = File> {
     fields: Vec<(usize, usize)>,
     key_idx: usize,
     value_idx: usize,
+    /// A row's fields as the value: (name, index) in the order written; `None` until known
+    /// for every column of a file without header (the first row says how many there are).
+    row: Option<CsvRow>,
     /// Fields every row must have: the header's count, or else the first row's (set on reading
     /// it). `None` until known.
     expected_fields: Option<usize>,
@@ -67,6 +71,12 @@ pub(crate) struct CsvReader<R = File> {
     /// First line of the last record returned (0: none yet).
     record_line: u64,
     total: u64,
+}
+
+/// The fields of a row that make its value (see [`crate::RowSpec`]).
+struct CsvRow {
+    fields: Option<Vec<(Vec<u8>, usize)>>,
+    builder: RowBuilder,
 }
 
 impl CsvReader<File> {
@@ -124,6 +134,10 @@ impl<R: Read> CsvReader<R> {
             fields: Vec::new(),
             key_idx: 0,
             value_idx: 0,
+            row: spec.row.as_ref().map(|r| CsvRow {
+                fields: None,
+                builder: RowBuilder::new(r.encoding, spec.nulls),
+            }),
             expected_fields: None,
             has_header: spec.csv_has_header,
             line_at_pos: 1,
@@ -154,7 +168,47 @@ impl<R: Read> CsvReader<R> {
                     })
             };
             r.key_idx = find(Role::Key, &spec.key_field)?;
-            r.value_idx = find(Role::Value, &spec.value_field)?;
+            let json = r.row.as_ref().is_some_and(|row| row.builder.json());
+            match spec.row.as_ref().map(|row| &row.fields) {
+                None => r.value_idx = find(Role::Value, &spec.value_field)?,
+                Some(Some(names)) => {
+                    check_unique(names).map_err(|e| InputError::new(path, line.clone(), e))?;
+                    let fields = names
+                        .iter()
+                        .map(|n| Ok((n.as_bytes().to_vec(), find(Role::Field, n)?)))
+                        .collect::<Result<Vec<_>, InputError>>()?;
+                    r.set_row_fields(fields);
+                }
+                Some(None) => {
+                    let key_idx = r.key_idx;
+                    let fields: Vec<(Vec<u8>, usize)> = header
+                        .iter()
+                        .enumerate()
+                        .filter(|&(i, _)| i != key_idx)
+                        .map(|(i, h)| (h.clone(), i))
+                        .collect();
+                    if fields.is_empty() {
+                        return Err(InputError::new(
+                            path,
+                            line.clone(),
+                            "the header has no column besides the key to make a value of",
+                        ));
+                    }
+                    r.set_row_fields(fields);
+                }
+            }
+            if json {
+                if let Some(h) = header.iter().find(|h| std::str::from_utf8(h).is_err()) {
+                    return Err(InputError::new(
+                        path,
+                        line,
+                        format!(
+                            "column name \"{}\" is not UTF-8, which a JSON member name cannot be",
+                            String::from_utf8_lossy(h)
+                        ),
+                    ));
+                }
+            }
             r.expected_fields = Some(header.len());
         } else {
             let index = |role: Role, field: &str| {
@@ -170,9 +224,27 @@ impl<R: Read> CsvReader<R> {
                 })
             };
             r.key_idx = index(Role::Key, &spec.key_field)?;
-            r.value_idx = index(Role::Value, &spec.value_field)?;
+            match spec.row.as_ref().map(|row| &row.fields) {
+                None => r.value_idx = index(Role::Value, &spec.value_field)?,
+                Some(Some(names)) => {
+                    check_unique(names).map_err(|e| InputError::new(path, Location::None, e))?;
+                    let fields = names
+                        .iter()
+                        .map(|n| Ok((n.as_bytes().to_vec(), index(Role::Field, n)?)))
+                        .collect::<Result<Vec<_>, InputError>>()?;
+                    r.set_row_fields(fields);
+                }
+                // Every column but the key, once the first row says how many there are.
+                Some(None) => {}
+            }
         }
         Ok(r)
+    }
+
+    fn set_row_fields(&mut self, fields: Vec<(Vec<u8>, usize)>) {
+        if let Some(row) = &mut self.row {
+            row.fields = Some(fields);
+        }
     }
 
     /// Field `i` of the record just read.
@@ -418,14 +490,48 @@ impl<R: Read + Send> RecordReader for CsvReader<R> {
         if self.key_idx >= n {
             return Err(missing(Role::Key, self.key_idx));
         }
-        let k = self.field(self.key_idx);
-        if k.is_empty() {
+        if self.field(self.key_idx).is_empty() {
             return Err(err("empty key".to_string()));
         }
-        if self.value_idx >= n {
-            return Err(missing(Role::Value, self.value_idx));
+        if self.row.is_none() {
+            if self.value_idx >= n {
+                return Err(missing(Role::Value, self.value_idx));
+            }
+            return Ok(Some((self.field(self.key_idx), self.field(self.value_idx))));
         }
-        Ok(Some((k, self.field(self.value_idx))))
+        let Some(row) = self.row.as_mut() else {
+            return Ok(None);
+        };
+        let key_idx = self.key_idx;
+        let fields = row.fields.get_or_insert_with(|| {
+            (0..n)
+                .filter(|&i| i != key_idx)
+                .map(|i| (i.to_string().into_bytes(), i))
+                .collect()
+        });
+        if fields.is_empty() {
+            return Err(err(
+                "the row has no field besides the key to make a value of".to_string(),
+            ));
+        }
+        row.builder.begin();
+        for (name, i) in fields.iter() {
+            let Some(&(start, end)) = self.fields.get(*i) else {
+                return Err(missing(Role::Field, *i));
+            };
+            let text = match self.source {
+                Source::Buf => &self.buf[start..end],
+                Source::Parsed => &self.parsed[start..end],
+            };
+            row.builder.text(name, text).map_err(err)?;
+        }
+        row.builder.finish();
+        let (start, end) = self.fields[key_idx];
+        let key = match self.source {
+            Source::Buf => &self.buf[start..end],
+            Source::Parsed => &self.parsed[start..end],
+        };
+        Ok(Some((key, row.builder.value())))
     }
 
     fn bytes_read(&self) -> u64 {

@@ -2,7 +2,11 @@
 //!
 //! Each line is parsed with serde_json into borrowed raw values of just the two fields (other
 //! fields are skipped without being built), so the common record allocates nothing: a string
-//! without escapes, a number or a boolean is copied straight from the line buffer.
+//! without escapes, a number or a boolean is copied straight from the line buffer. A row's
+//! value ([`crate::RowSpec`]) takes every field of the line as a borrowed raw value, then the
+//! ones it writes.
+
+use std::borrow::Cow;
 
 use std::fmt;
 use std::fs::File;
@@ -12,7 +16,8 @@ use std::path::{Path, PathBuf};
 use serde::de::{DeserializeSeed, Deserializer as _, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::{InputError, InputSpec, Location, Record, RecordReader, Role};
+use crate::rows::{check_unique, RowBuilder};
+use crate::{InputError, InputSpec, Location, Nulls, Record, RecordReader, Role};
 
 const BUF_SIZE: usize = 1 << 20;
 
@@ -25,6 +30,12 @@ pub(crate) struct JsonlReader<R = File> {
     value: Vec<u8>,
     key_field: String,
     value_field: String,
+    nulls: Nulls,
+    /// A row's fields as the value: those named (`None`: every field of each line but the
+    /// key), and the value's builder.
+    row: Option<(Option<Vec<String>>, RowBuilder)>,
+    /// Lines whose value was null, or every field of their row, left out.
+    skipped: u64,
     /// Lines read so far, blank ones included: the number of the last one read.
     line: u64,
     /// Line of the last record returned (0: none yet).
@@ -35,8 +46,16 @@ pub(crate) struct JsonlReader<R = File> {
 
 impl<R: Read> JsonlReader<R> {
     /// `total`: the input's size for progress (0 for a stream of unknown size).
-    pub(crate) fn new(path: &Path, input: R, total: u64, spec: &InputSpec) -> Self {
-        JsonlReader {
+    pub(crate) fn new(
+        path: &Path,
+        input: R,
+        total: u64,
+        spec: &InputSpec,
+    ) -> Result<Self, InputError> {
+        if let Some(Some(names)) = spec.row.as_ref().map(|r| &r.fields) {
+            check_unique(names).map_err(|e| InputError::new(path, Location::None, e))?;
+        }
+        Ok(JsonlReader {
             path: path.to_path_buf(),
             rdr: BufReader::with_capacity(BUF_SIZE, input),
             line_buf: Vec::new(),
@@ -44,11 +63,17 @@ impl<R: Read> JsonlReader<R> {
             value: Vec::new(),
             key_field: spec.key_field.clone(),
             value_field: spec.value_field.clone(),
+            nulls: spec.nulls,
+            row: spec
+                .row
+                .as_ref()
+                .map(|r| (r.fields.clone(), RowBuilder::new(r.encoding, spec.nulls))),
+            skipped: 0,
             line: 0,
             record_line: 0,
             bytes: 0,
             total,
-        }
+        })
     }
 }
 
@@ -84,11 +109,38 @@ impl<R: Read + Send> RecordReader for JsonlReader<R> {
             if text.iter().all(|&b| is_json_ws(b)) {
                 continue;
             }
-            parse_line(text, &self.key_field, &self.value_field, key, value)
-                .map_err(|reason| InputError::new(&self.path, Location::Line(self.line), reason))?;
+            // A line left out (a null value) may have filled them.
+            key.clear();
+            value.clear();
+            let at = |reason| InputError::new(&self.path, Location::Line(self.line), reason);
+            let got = match &mut self.row {
+                None => parse_line(
+                    text,
+                    &self.key_field,
+                    &self.value_field,
+                    self.nulls,
+                    key,
+                    value,
+                ),
+                Some((fields, builder)) => {
+                    parse_row(text, &self.key_field, fields.as_deref(), builder, key)
+                }
+            };
             self.record_line = self.line;
-            return Ok(Some((&key[..], &value[..])));
+            if !got.map_err(at)? {
+                self.skipped += 1;
+                continue;
+            }
+            let value = match &self.row {
+                None => &value[..],
+                Some((_, builder)) => builder.value(),
+            };
+            return Ok(Some((&key[..], value)));
         }
+    }
+
+    fn skipped(&self) -> u64 {
+        self.skipped
     }
 
     fn bytes_read(&self) -> u64 {
@@ -112,14 +164,16 @@ fn is_json_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
-/// Parses one non-blank line into `key` and `value`; the error is the reason, without location.
+/// Parses one non-blank line into `key` and `value`; false if its value is null and left out.
+/// The error is the reason, without location.
 fn parse_line(
     text: &[u8],
     key_field: &str,
     value_field: &str,
+    nulls: Nulls,
     key: &mut Vec<u8>,
     value: &mut Vec<u8>,
-) -> Result<(), String> {
+) -> Result<bool, String> {
     if text.iter().find(|&&b| !is_json_ws(b)) != Some(&b'{') {
         return Err("not a JSON object".to_string());
     }
@@ -140,7 +194,120 @@ fn parse_line(
     if key.is_empty() {
         return Err("empty key".to_string());
     }
-    convert(v, Role::Value, value)
+    match (v.get(), nulls) {
+        ("null", Nulls::Skip) => return Ok(false),
+        ("null", Nulls::Empty) => return Ok(true),
+        _ => {}
+    }
+    convert(v, Role::Value, value)?;
+    Ok(true)
+}
+
+/// Parses one non-blank line into `key` and a row's value in `builder`; false if every field
+/// of the row is null and left out. A field missing from the line is null.
+fn parse_row(
+    text: &[u8],
+    key_field: &str,
+    fields: Option<&[String]>,
+    builder: &mut RowBuilder,
+    key: &mut Vec<u8>,
+) -> Result<bool, String> {
+    if text.iter().find(|&&b| !is_json_ws(b)) != Some(&b'{') {
+        return Err("not a JSON object".to_string());
+    }
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let pairs = de
+        .deserialize_map(RowVisitor)
+        .and_then(|f| de.end().map(|()| f))
+        .map_err(invalid_json)?;
+    // A repeated field: the last one wins, as in most JSON parsers.
+    let last = |name: &str| pairs.iter().rev().find(|(n, _)| n == name).map(|(_, v)| *v);
+    let k = last(key_field).ok_or_else(|| format!("key field \"{key_field}\" missing"))?;
+    convert(k, Role::Key, key)?;
+    if key.is_empty() {
+        return Err("empty key".to_string());
+    }
+    builder.begin();
+    let json = builder.json();
+    let mut add = |name: &str, raw: Option<&RawValue>| -> Result<(), String> {
+        match raw {
+            None => builder.null(name.as_bytes()),
+            Some(raw) if raw.get() == "null" => builder.null(name.as_bytes()),
+            Some(raw) => {
+                let out = builder.start_field(name.as_bytes());
+                if json {
+                    minify(raw.get(), out);
+                } else {
+                    convert(raw, Role::Field, out)?;
+                }
+                builder.end_field();
+                Ok(())
+            }
+        }
+    };
+    match fields {
+        Some(names) => {
+            for name in names {
+                add(name, last(name))?;
+            }
+        }
+        None => {
+            for (i, (name, raw)) in pairs.iter().enumerate() {
+                if name == key_field || pairs[i + 1..].iter().any(|(n, _)| n == name) {
+                    continue;
+                }
+                add(name, Some(raw))?;
+            }
+        }
+    }
+    Ok(builder.finish())
+}
+
+/// Every field of a line, in order: its name and raw value.
+struct RowVisitor;
+
+impl<'de> Visitor<'de> for RowVisitor {
+    type Value = Vec<(Cow<'de, str>, &'de RawValue)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(name) = map.next_key_seed(NameSeed)? {
+            out.push((name, map.next_value()?));
+        }
+        Ok(out)
+    }
+}
+
+/// A field name, borrowed from the line unless it has escapes (serde's own `Cow` always
+/// copies).
+struct NameSeed;
+
+impl<'de> DeserializeSeed<'de> for NameSeed {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for NameSeed {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a field name")
+    }
+
+    fn visit_borrowed_str<E: serde::de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(s))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(s.to_string()))
+    }
 }
 
 /// serde_json's message without its "at line 1 column N" (always line 1 here, which would
@@ -285,7 +452,14 @@ mod tests {
 
     fn parse(line: &str) -> Result<(String, String), String> {
         let (mut k, mut v) = (Vec::new(), Vec::new());
-        parse_line(line.as_bytes(), "key", "value", &mut k, &mut v)?;
+        parse_line(
+            line.as_bytes(),
+            "key",
+            "value",
+            Nulls::Error,
+            &mut k,
+            &mut v,
+        )?;
         Ok((String::from_utf8(k).unwrap(), String::from_utf8(v).unwrap()))
     }
 
@@ -330,7 +504,15 @@ mod tests {
     #[test]
     fn same_field_for_key_and_value() {
         let (mut k, mut v) = (Vec::new(), Vec::new());
-        parse_line(br#"{"id":"x1","other":2}"#, "id", "id", &mut k, &mut v).unwrap();
+        parse_line(
+            br#"{"id":"x1","other":2}"#,
+            "id",
+            "id",
+            Nulls::Error,
+            &mut k,
+            &mut v,
+        )
+        .unwrap();
         assert_eq!((&k[..], &v[..]), (&b"x1"[..], &b"x1"[..]));
     }
 
@@ -381,6 +563,7 @@ mod tests {
             b"{\"key\":\"\xff\",\"value\":\"b\"}",
             "key",
             "value",
+            Nulls::Error,
             &mut k,
             &mut v,
         )

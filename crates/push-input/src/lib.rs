@@ -2,7 +2,8 @@
 //!
 //! A batch push loads a whole dataset from files. [`open`] returns a [`RecordReader`] that yields
 //! one `(key, value)` pair of byte strings per record, taken from two fields named in the
-//! [`InputSpec`] (`key` and `value` by default). The format comes from the spec or from the file
+//! [`InputSpec`] (`key` and `value` by default), or with a [`RowSpec`], the value built from
+//! several fields of the row: a hash payload or a JSON object. The format comes from the spec or from the file
 //! extension (see [`Format::from_path`]). CSV and JSONL files may be gzip or zstd compressed
 //! (`day1.csv.gz`, see [`Compression`]); they are decoded as they are read. [`expand_inputs`]
 //! turns a push's input arguments (files, output directories of part files, glob patterns)
@@ -19,14 +20,22 @@
 //!   skipped. A string field gives its UTF-8 bytes (escapes decoded); a number or boolean gives
 //!   its JSON text as written (`42`, `3.50`, `true`); an object or array gives its JSON text with
 //!   the whitespace outside strings removed (key order and number spelling are kept).
-//! - **Parquet**: only the two columns are decoded. Strings and binaries (any width, views,
-//!   dictionary-encoded) give their bytes; integers give decimal text; floats give Rust's
-//!   shortest round-trip text (`3.5`, `1e-7`, `NaN`, `inf`); booleans give `true`/`false`. Any
-//!   other column type is refused when the file is opened.
+//! - **Parquet**: only the columns used are decoded. Typed values are rendered as the table in
+//!   `render.rs` says: strings and binaries (any width, views, dictionary-encoded) give their
+//!   bytes; integers decimal text; floats their shortest round-trip text (`3.5`, `1e-7`,
+//!   `NaN`, `inf`); booleans `true`/`false`; decimals exact; dates, times and timestamps ISO
+//!   8601 / RFC 3339 text; lists, structs and maps JSON. Any other column type (durations,
+//!   intervals, unions) is refused when the file is opened.
 //!
-//! In every format a null or missing field is an error, and so is an empty key (almost always a
-//! data bug upstream); an empty value is allowed. Errors name the file and the line (CSV, JSONL)
-//! or row (Parquet), see [`InputError`]. Malformed input never panics.
+//! Several fields ([`RowSpec`]): a hash takes each field's text as above (a JSONL field: a
+//! string's text, anything else its compact JSON); a JSON object takes each field's JSON
+//! value (Parquet: numbers stay numbers, decimals, dates and times are strings, binaries
+//! base64; CSV: strings; JSONL: the value as written, compacted).
+//!
+//! A null or missing key is an error, and so is an empty key (almost always a data bug
+//! upstream). A null value or field does what [`InputSpec::nulls`] says (by default, an error);
+//! an empty value is allowed. Errors name the file and the line (CSV, JSONL) or row
+//! (Parquet), see [`InputError`]. Malformed input never panics.
 
 use std::fmt;
 use std::fs::File;
@@ -37,12 +46,16 @@ mod csv_input;
 mod expand;
 mod jsonl_input;
 mod parquet_input;
+mod render;
+mod rows;
 mod write;
 
 pub use compressed::Compression;
 pub use csv_input::{parse_csv_delimiter, DelimiterError};
 pub use expand::{expand_inputs, ExpandError, ExpandOptions};
-pub use write::write_dataset;
+pub use render::{float as format_float, Float};
+pub use rows::{HashEncoder, Nulls, RowEncoding, RowSpec};
+pub use write::{write_dataset, write_feature_table, FeatureTable};
 
 /// An input file format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -107,8 +120,13 @@ pub struct InputSpec {
     /// Field holding the key: a column or JSON field name, or a 0-based column index for CSV
     /// without header. Default `"key"`.
     pub key_field: String,
-    /// Field holding the value, like `key_field`. Default `"value"`.
+    /// Field holding the value, like `key_field`. Default `"value"`. Not read with `row`.
     pub value_field: String,
+    /// `Some`: the value is built from several fields of the row rather than taken from
+    /// `value_field`. Default `None`.
+    pub row: Option<RowSpec>,
+    /// What a null value (or field of a row) does. Default [`Nulls::Error`].
+    pub nulls: Nulls,
     /// CSV field delimiter. Default `b','`. A quote, `\r` or `\n` is refused when the file is
     /// opened.
     pub csv_delimiter: u8,
@@ -122,6 +140,8 @@ impl Default for InputSpec {
             format: None,
             key_field: "key".to_string(),
             value_field: "value".to_string(),
+            row: None,
+            nulls: Nulls::Error,
             csv_delimiter: b',',
             csv_has_header: true,
         }
@@ -162,6 +182,11 @@ pub trait RecordReader: Send {
     /// Where the last returned record came from: 1-based line (CSV, JSONL; for a CSV record
     /// spanning lines, its first line) or 1-based row (Parquet).
     fn location(&self) -> Location;
+    /// Rows read and not returned because their value was null, or every field of their row
+    /// (with [`Nulls::Skip`]).
+    fn skipped(&self) -> u64 {
+        0
+    }
 }
 
 /// Opens `path` for reading records as `spec` says. Errors in the spec (unknown format, missing
@@ -190,7 +215,7 @@ pub fn open(path: &Path, spec: &InputSpec) -> Result<Box<dyn RecordReader>, Inpu
     let Some(compression) = compression else {
         return Ok(match format {
             Format::Csv => Box::new(csv_input::CsvReader::new(path, file, total, spec)?),
-            Format::Jsonl => Box::new(jsonl_input::JsonlReader::new(path, file, total, spec)),
+            Format::Jsonl => Box::new(jsonl_input::JsonlReader::new(path, file, total, spec)?),
             Format::Parquet => {
                 Box::new(parquet_input::ParquetReader::new(path, file, total, spec)?)
             }
@@ -217,7 +242,7 @@ pub fn open(path: &Path, spec: &InputSpec) -> Result<Box<dyn RecordReader>, Inpu
             let inner: Box<dyn RecordReader> = if format == Format::Csv {
                 Box::new(csv_input::CsvReader::from_stream(path, stream, spec)?)
             } else {
-                Box::new(jsonl_input::JsonlReader::new(path, stream, 0, spec))
+                Box::new(jsonl_input::JsonlReader::new(path, stream, 0, spec)?)
             };
             Box::new(compressed::Decompressed {
                 inner,
@@ -295,6 +320,8 @@ impl std::error::Error for InputError {}
 pub(crate) enum Role {
     Key,
     Value,
+    /// One of a row's fields ([`RowSpec`]).
+    Field,
 }
 
 impl Role {
@@ -302,6 +329,7 @@ impl Role {
         match self {
             Role::Key => "key",
             Role::Value => "value",
+            Role::Field => "field",
         }
     }
 }

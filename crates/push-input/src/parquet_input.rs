@@ -1,18 +1,11 @@
-//! Parquet input: the Arrow record-batch reader, projected to the key and value columns.
+//! Parquet input: the Arrow record-batch reader, projected to the columns used (the key and
+//! the value, or the key and a row's fields), each value rendered by `render`.
 
 use std::fs::File;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::types::{
-    Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type,
-    UInt64Type, UInt8Type,
-};
-use arrow_array::{
-    Array, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, FixedSizeBinaryArray,
-    LargeBinaryArray, LargeStringArray, PrimitiveArray, RecordBatch, StringArray, StringViewArray,
-};
+use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
@@ -20,27 +13,43 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 
-use crate::{InputError, InputSpec, Location, Record, RecordReader, Role};
+use crate::render::{supported, Col};
+use crate::rows::{check_unique, RowBuilder};
+use crate::{InputError, InputSpec, Location, Nulls, Record, RecordReader};
 
-/// Rows per decoded batch: big enough to amortize per-batch work, small enough (with two
-/// columns) to stay in cache.
+/// Rows per decoded batch: big enough to amortize per-batch work, small enough to stay in
+/// cache.
 const BATCH_ROWS: usize = 8192;
 const MAX_LISTED_COLUMNS: usize = 40;
+
+/// What a record's value is made of.
+enum Value {
+    /// One column, at this position of a projected batch.
+    Column(usize),
+    /// A row's fields: names and positions, in the order they are written.
+    Row {
+        fields: Vec<(String, usize)>,
+        builder: Box<RowBuilder>,
+    },
+}
 
 pub(crate) struct ParquetReader {
     path: PathBuf,
     reader: ParquetRecordBatchReader,
-    /// Positions of the key and value columns in a projected batch.
+    /// Position of the key column in a projected batch.
     key_pos: usize,
-    value_pos: usize,
-    batch: Option<(Col, Col)>,
-    /// The key or value just read, when it is a number written as text.
+    value: Value,
+    nulls: Nulls,
+    /// The projected batch's columns.
+    cols: Vec<Col>,
+    /// The key or value just read, when it is not a string or binary.
     key_scratch: Vec<u8>,
     value_scratch: Vec<u8>,
     batch_len: usize,
     batch_next: usize,
-    /// Rows returned so far, which is the 1-based number of the last one.
+    /// Rows read so far, which is the 1-based number of the last one.
     row: u64,
+    skipped: u64,
     /// Per row group: (rows, compressed bytes), for progress.
     groups: Vec<(u64, u64)>,
     group: usize,
@@ -61,18 +70,47 @@ impl ParquetReader {
         let mut meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
             .map_err(|e| at_open(format!("cannot read Parquet metadata: {e}")))?;
         let schema = meta.schema().clone();
-        let find = |role: Role, name: &str| {
+        let find = |role: &str, name: &str| {
             let idx = schema.fields().iter().position(|f| f.name() == name);
             idx.ok_or_else(|| at_open(missing_column(role, name, &schema)))
         };
-        let key_idx = find(Role::Key, &spec.key_field)?;
-        let value_idx = find(Role::Value, &spec.value_field)?;
+        let key_idx = find("key", &spec.key_field)?;
+        // The columns of the value: (name, index in the file).
+        let value_cols: Vec<(String, usize)> = match &spec.row {
+            None => vec![(spec.value_field.clone(), find("value", &spec.value_field)?)],
+            Some(row) => match &row.fields {
+                Some(names) => {
+                    check_unique(names).map_err(at_open)?;
+                    names
+                        .iter()
+                        .map(|n| Ok((n.clone(), find("field", n)?)))
+                        .collect::<Result<_, InputError>>()?
+                }
+                None => schema
+                    .fields()
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| i != key_idx)
+                    .map(|(i, f)| (f.name().clone(), i))
+                    .collect(),
+            },
+        };
+        if value_cols.is_empty() {
+            return Err(at_open(
+                "the file has no column besides the key to make a value of".to_string(),
+            ));
+        }
 
         // Dictionary-typed columns (as pandas writes categoricals) are read as their plain value
-        // type instead, through a schema hint, so that conversion only knows plain arrays.
+        // type instead, through a schema hint, so that rendering only knows plain arrays.
         let mut plain: Vec<Arc<Field>> = schema.fields().iter().cloned().collect();
         let mut hinted = false;
-        for (role, idx) in [(Role::Key, key_idx), (Role::Value, value_idx)] {
+        let used = std::iter::once(("key", key_idx)).chain(
+            value_cols
+                .iter()
+                .map(|(_, i)| (if spec.row.is_some() { "field" } else { "value" }, *i)),
+        );
+        for (role, idx) in used {
             let field = &schema.fields()[idx];
             let dt = match field.data_type() {
                 DataType::Dictionary(_, inner) => {
@@ -88,9 +126,13 @@ impl ParquetReader {
                 dt => dt,
             };
             if !supported(dt) {
+                // Taken by default as one of every column: say how to leave it out.
+                let hint = match spec.row.as_ref().map(|r| &r.fields) {
+                    Some(None) if role == "field" => "; name the fields to load with --fields",
+                    _ => "",
+                };
                 return Err(at_open(format!(
-                    "{} column \"{}\" has unsupported type {}",
-                    role.name(),
+                    "{role} column \"{}\" has unsupported type {}{hint}",
                     field.name(),
                     field.data_type()
                 )));
@@ -120,29 +162,42 @@ impl ParquetReader {
                 )
             })
             .collect();
-        let mask = ProjectionMask::roots(meta.parquet_schema(), [key_idx, value_idx]);
+        // Projected columns keep file order: a column's position is its rank among them.
+        let mut projected: Vec<usize> = std::iter::once(key_idx)
+            .chain(value_cols.iter().map(|(_, i)| *i))
+            .collect();
+        projected.sort_unstable();
+        projected.dedup();
+        let pos = |idx: usize| projected.binary_search(&idx).unwrap_or(0);
+        let mask = ProjectionMask::roots(meta.parquet_schema(), projected.iter().copied());
         let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
             .with_projection(mask)
             .with_batch_size(BATCH_ROWS)
             .build()
             .map_err(|e| at_open(format!("cannot read Parquet file: {e}")))?;
-        // Projected columns keep file order.
-        let (key_pos, value_pos) = match key_idx.cmp(&value_idx) {
-            std::cmp::Ordering::Less => (0, 1),
-            std::cmp::Ordering::Equal => (0, 0),
-            std::cmp::Ordering::Greater => (1, 0),
+        let value = match &spec.row {
+            None => Value::Column(pos(value_cols[0].1)),
+            Some(row) => Value::Row {
+                fields: value_cols
+                    .iter()
+                    .map(|(n, i)| (n.clone(), pos(*i)))
+                    .collect(),
+                builder: Box::new(RowBuilder::new(row.encoding, spec.nulls)),
+            },
         };
         Ok(ParquetReader {
             path: path.to_path_buf(),
             reader,
-            key_pos,
-            value_pos,
-            batch: None,
+            key_pos: pos(key_idx),
+            value,
+            nulls: spec.nulls,
+            cols: Vec::new(),
             key_scratch: Vec::new(),
             value_scratch: Vec::new(),
             batch_len: 0,
             batch_next: 0,
             row: 0,
+            skipped: 0,
             groups,
             group: 0,
             group_first_row: 0,
@@ -165,34 +220,57 @@ impl ParquetReader {
             if batch.num_rows() == 0 {
                 continue;
             }
-            let key = self.column(&batch, self.key_pos)?;
-            let value = self.column(&batch, self.value_pos)?;
+            self.cols = self.columns(&batch)?;
             self.batch_len = batch.num_rows();
             self.batch_next = 0;
-            self.batch = Some((key, value));
             return Ok(true);
         }
     }
 
-    fn column(&self, batch: &RecordBatch, pos: usize) -> Result<Col, InputError> {
-        let array = batch.columns().get(pos);
-        // Types were checked at open, so this is a reader inconsistency, reported not panicked.
-        array.and_then(Col::new).ok_or_else(|| {
-            let dt = array.map_or_else(|| "none".to_string(), |a| a.data_type().to_string());
-            self.error(
-                self.row + 1,
-                format!("unexpected column type {dt} in a decoded batch"),
-            )
-        })
+    fn columns(&self, batch: &RecordBatch) -> Result<Vec<Col>, InputError> {
+        batch
+            .columns()
+            .iter()
+            .map(|array| {
+                // Types were checked at open, so this is a reader inconsistency, reported not
+                // panicked.
+                Col::new(array).ok_or_else(|| {
+                    self.error(
+                        self.row + 1,
+                        format!(
+                            "unexpected column type {} in a decoded batch",
+                            array.data_type()
+                        ),
+                    )
+                })
+            })
+            .collect()
     }
 
     fn error(&self, row: u64, reason: String) -> InputError {
         InputError::new(&self.path, Location::Row(row), reason)
     }
+
+    /// Moves to the next row; false at end of input.
+    fn advance(&mut self) -> Result<bool, InputError> {
+        if self.batch_next >= self.batch_len && (self.done || !self.next_batch()?) {
+            return Ok(false);
+        }
+        self.batch_next += 1;
+        self.row += 1;
+        while self.group < self.groups.len()
+            && self.row > self.group_first_row + self.groups[self.group].0
+        {
+            self.group_first_row += self.groups[self.group].0;
+            self.group_first_byte += self.groups[self.group].1;
+            self.group += 1;
+        }
+        Ok(true)
+    }
 }
 
-fn missing_column(role: Role, name: &str, schema: &Schema) -> String {
-    let mut msg = format!("{} column \"{name}\" not found; the file has:", role.name());
+fn missing_column(role: &str, name: &str, schema: &Schema) -> String {
+    let mut msg = format!("{role} column \"{name}\" not found; the file has:");
     for (i, f) in schema.fields().iter().enumerate() {
         if i == MAX_LISTED_COLUMNS {
             msg.push_str(&format!(" ... ({} columns)", schema.fields().len()));
@@ -206,162 +284,78 @@ fn missing_column(role: Role, name: &str, schema: &Schema) -> String {
     msg
 }
 
-fn supported(dt: &DataType) -> bool {
-    use DataType::*;
-    matches!(
-        dt,
-        Utf8 | LargeUtf8
-            | Utf8View
-            | Binary
-            | LargeBinary
-            | BinaryView
-            | FixedSizeBinary(_)
-            | Int8
-            | Int16
-            | Int32
-            | Int64
-            | UInt8
-            | UInt16
-            | UInt32
-            | UInt64
-            | Float32
-            | Float64
-            | Boolean
-    )
-}
-
-/// A decoded column of a supported type, downcast once per batch rather than once per value.
-enum Col {
-    Utf8(StringArray),
-    LargeUtf8(LargeStringArray),
-    Utf8View(StringViewArray),
-    Binary(BinaryArray),
-    LargeBinary(LargeBinaryArray),
-    BinaryView(BinaryViewArray),
-    FixedBinary(FixedSizeBinaryArray),
-    I8(PrimitiveArray<Int8Type>),
-    I16(PrimitiveArray<Int16Type>),
-    I32(PrimitiveArray<Int32Type>),
-    I64(PrimitiveArray<Int64Type>),
-    U8(PrimitiveArray<UInt8Type>),
-    U16(PrimitiveArray<UInt16Type>),
-    U32(PrimitiveArray<UInt32Type>),
-    U64(PrimitiveArray<UInt64Type>),
-    F32(PrimitiveArray<Float32Type>),
-    F64(PrimitiveArray<Float64Type>),
-    Bool(BooleanArray),
-}
-
-impl Col {
-    fn new(a: &ArrayRef) -> Option<Col> {
-        fn cast<T: Clone + 'static>(a: &ArrayRef) -> Option<T> {
-            a.as_any().downcast_ref::<T>().cloned()
-        }
-        Some(match a.data_type() {
-            DataType::Utf8 => Col::Utf8(cast(a)?),
-            DataType::LargeUtf8 => Col::LargeUtf8(cast(a)?),
-            DataType::Utf8View => Col::Utf8View(cast(a)?),
-            DataType::Binary => Col::Binary(cast(a)?),
-            DataType::LargeBinary => Col::LargeBinary(cast(a)?),
-            DataType::BinaryView => Col::BinaryView(cast(a)?),
-            DataType::FixedSizeBinary(_) => Col::FixedBinary(cast(a)?),
-            DataType::Int8 => Col::I8(cast(a)?),
-            DataType::Int16 => Col::I16(cast(a)?),
-            DataType::Int32 => Col::I32(cast(a)?),
-            DataType::Int64 => Col::I64(cast(a)?),
-            DataType::UInt8 => Col::U8(cast(a)?),
-            DataType::UInt16 => Col::U16(cast(a)?),
-            DataType::UInt32 => Col::U32(cast(a)?),
-            DataType::UInt64 => Col::U64(cast(a)?),
-            DataType::Float32 => Col::F32(cast(a)?),
-            DataType::Float64 => Col::F64(cast(a)?),
-            DataType::Boolean => Col::Bool(cast(a)?),
-            _ => return None,
-        })
-    }
-
-    fn array(&self) -> &dyn Array {
-        match self {
-            Col::Utf8(a) => a,
-            Col::LargeUtf8(a) => a,
-            Col::Utf8View(a) => a,
-            Col::Binary(a) => a,
-            Col::LargeBinary(a) => a,
-            Col::BinaryView(a) => a,
-            Col::FixedBinary(a) => a,
-            Col::I8(a) => a,
-            Col::I16(a) => a,
-            Col::I32(a) => a,
-            Col::I64(a) => a,
-            Col::U8(a) => a,
-            Col::U16(a) => a,
-            Col::U32(a) => a,
-            Col::U64(a) => a,
-            Col::F32(a) => a,
-            Col::F64(a) => a,
-            Col::Bool(a) => a,
-        }
-    }
-
-    /// Value `i` as bytes, `None` if it is null: borrowed from the column for strings and
-    /// binaries, or else written into `scratch` (cleared first). `i` is below the batch length.
-    fn bytes<'a>(&'a self, i: usize, scratch: &'a mut Vec<u8>) -> Option<&'a [u8]> {
-        if self.array().is_null(i) {
-            return None;
-        }
-        scratch.clear();
-        // Writing into a Vec cannot fail.
-        let _ = match self {
-            Col::Utf8(a) => return Some(a.value(i).as_bytes()),
-            Col::LargeUtf8(a) => return Some(a.value(i).as_bytes()),
-            Col::Utf8View(a) => return Some(a.value(i).as_bytes()),
-            Col::Binary(a) => return Some(a.value(i)),
-            Col::LargeBinary(a) => return Some(a.value(i)),
-            Col::BinaryView(a) => return Some(a.value(i)),
-            Col::FixedBinary(a) => return Some(a.value(i)),
-            Col::Bool(a) => return Some(if a.value(i) { b"true" } else { b"false" }),
-            Col::I8(a) => write!(scratch, "{}", a.value(i)),
-            Col::I16(a) => write!(scratch, "{}", a.value(i)),
-            Col::I32(a) => write!(scratch, "{}", a.value(i)),
-            Col::I64(a) => write!(scratch, "{}", a.value(i)),
-            Col::U8(a) => write!(scratch, "{}", a.value(i)),
-            Col::U16(a) => write!(scratch, "{}", a.value(i)),
-            Col::U32(a) => write!(scratch, "{}", a.value(i)),
-            Col::U64(a) => write!(scratch, "{}", a.value(i)),
-            Col::F32(a) => write!(scratch, "{}", a.value(i)),
-            Col::F64(a) => write!(scratch, "{}", a.value(i)),
-        };
-        Some(scratch)
-    }
-}
-
 impl RecordReader for ParquetReader {
     fn read_record(&mut self) -> Result<Option<Record<'_>>, InputError> {
-        if self.batch_next >= self.batch_len && (self.done || !self.next_batch()?) {
-            return Ok(None);
-        }
-        let i = self.batch_next;
-        self.batch_next += 1;
-        self.row += 1;
-        while self.group < self.groups.len()
-            && self.row > self.group_first_row + self.groups[self.group].0
-        {
-            self.group_first_row += self.groups[self.group].0;
-            self.group_first_byte += self.groups[self.group].1;
-            self.group += 1;
-        }
-        let Some((k, v)) = &self.batch else {
-            return Ok(None);
+        // The next row with a value (the null policy may skip rows).
+        let i = loop {
+            if !self.advance()? {
+                return Ok(None);
+            }
+            let i = self.batch_next - 1;
+            let error =
+                |reason: String| InputError::new(&self.path, Location::Row(self.row), reason);
+            let Some(k) = self.cols.get(self.key_pos) else {
+                return Ok(None);
+            };
+            if k.is_null(i) {
+                return Err(error("null key".into()));
+            }
+            let keep = match &mut self.value {
+                Value::Column(pos) => match self.cols.get(*pos) {
+                    Some(v) if v.is_null(i) => match self.nulls {
+                        Nulls::Error => return Err(error("null value".into())),
+                        Nulls::Empty => true,
+                        Nulls::Skip => false,
+                    },
+                    _ => true,
+                },
+                Value::Row { fields, builder } => {
+                    builder.begin();
+                    let json = builder.json();
+                    for (name, pos) in fields.iter() {
+                        let Some(col) = self.cols.get(*pos) else {
+                            continue;
+                        };
+                        if col.is_null(i) {
+                            builder.null(name.as_bytes()).map_err(error)?;
+                            continue;
+                        }
+                        let out = builder.start_field(name.as_bytes());
+                        if json {
+                            col.json(i, out);
+                        } else {
+                            col.append_text(i, out);
+                        }
+                        builder.end_field();
+                    }
+                    builder.finish()
+                }
+            };
+            if keep {
+                break i;
+            }
+            self.skipped += 1;
         };
-        let error = |reason: &str| InputError::new(&self.path, Location::Row(self.row), reason);
-        let key = match k.bytes(i, &mut self.key_scratch) {
-            None => return Err(error("null key")),
-            Some([]) => return Err(error("empty key")),
-            Some(key) => key,
+        let key = self
+            .cols
+            .get(self.key_pos)
+            .and_then(|k| k.text(i, &mut self.key_scratch))
+            .unwrap_or_default();
+        if key.is_empty() {
+            return Err(InputError::new(
+                &self.path,
+                Location::Row(self.row),
+                "empty key",
+            ));
+        }
+        let value = match &self.value {
+            Value::Column(pos) => self
+                .cols
+                .get(*pos)
+                .and_then(|v| v.text(i, &mut self.value_scratch))
+                .unwrap_or_default(),
+            Value::Row { builder, .. } => builder.value(),
         };
-        let value = v
-            .bytes(i, &mut self.value_scratch)
-            .ok_or_else(|| error("null value"))?;
         Ok(Some((key, value)))
     }
 
@@ -391,5 +385,9 @@ impl RecordReader for ParquetReader {
         } else {
             Location::Row(self.row)
         }
+    }
+
+    fn skipped(&self) -> u64 {
+        self.skipped
     }
 }

@@ -6,7 +6,11 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, BinaryArray, RecordBatch};
+use arrow_array::types::Decimal128Type;
+use arrow_array::{
+    ArrayRef, BinaryArray, BooleanArray, Float64Array, Int64Array, PrimitiveArray, RecordBatch,
+    StringArray, TimestampMillisecondArray,
+};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
@@ -119,6 +123,173 @@ pub fn write_dataset(
     Ok(n)
 }
 
+/// A table of typed features, one row per entity, for benchmarks and tests of pushes that
+/// load rows as hashes or JSON: column `id` (`e00000042`), then `columns` features `f00`,
+/// `f01`... whose types cycle through int64, float64, string, boolean, timestamp (ms, UTC)
+/// and decimal(12, 2). Row `i`'s feature `j` is, by type: `31 i + j - 500`; `i / 4 + j`;
+/// `s{i}-{j}`; `(i + j)` even; 1,700,000,000,000 ms + `1000 i + j` ms; `(100 i + j)` hundredths.
+/// Null where `null_every > 0` and `(i + j) % null_every == 0`.
+#[derive(Clone, Copy, Debug)]
+pub struct FeatureTable {
+    pub rows: u64,
+    pub columns: usize,
+    pub null_every: u64,
+}
+
+/// Writes `table` to `path` in `format`: Parquet typed (Snappy); CSV as the text a hash push
+/// of the Parquet file stores (a null empty); JSONL with each value as the JSON a JSON push
+/// of it writes (a null `null`). Returns the rows written.
+pub fn write_feature_table(
+    path: &Path,
+    format: Format,
+    table: &FeatureTable,
+) -> std::io::Result<u64> {
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_row_count(Some(ROWS_PER_GROUP))
+        .build();
+    let mut parquet: Option<ArrowWriter<File>> = None;
+    let mut text = match format {
+        Format::Parquet => None,
+        _ => Some(BufWriter::with_capacity(1 << 20, File::create(path)?)),
+    };
+    let names: Vec<String> = std::iter::once("id".to_string())
+        .chain((0..table.columns).map(|j| format!("f{j:02}")))
+        .collect();
+    if let (Some(w), Format::Csv) = (text.as_mut(), format) {
+        w.write_all(names.join(",").as_bytes())?;
+        w.write_all(b"\n")?;
+    }
+    let mut first = 0u64;
+    // One batch at least: a file of no rows still has the columns.
+    loop {
+        let n = (table.rows - first).min(ROWS_PER_GROUP as u64);
+        let batch = feature_batch(table, &names, first, n).map_err(std::io::Error::other)?;
+        match text.as_mut() {
+            None => {
+                if parquet.is_none() {
+                    let w = ArrowWriter::try_new(
+                        File::create(path)?,
+                        batch.schema(),
+                        Some(props.clone()),
+                    )
+                    .map_err(std::io::Error::other)?;
+                    parquet = Some(w);
+                }
+                if let Some(w) = parquet.as_mut() {
+                    w.write(&batch).map_err(std::io::Error::other)?;
+                }
+            }
+            Some(w) => write_text_rows(w, format, &names, &batch)?,
+        }
+        first += n;
+        if first >= table.rows {
+            break;
+        }
+    }
+    if let Some(w) = parquet {
+        w.close().map_err(std::io::Error::other)?;
+    }
+    if let Some(mut w) = text {
+        w.flush()?;
+    }
+    Ok(table.rows)
+}
+
+fn feature_batch(
+    t: &FeatureTable,
+    names: &[String],
+    first: u64,
+    n: u64,
+) -> Result<RecordBatch, arrow_schema::ArrowError> {
+    let rows = first..first + n;
+    let null = |i: u64, j: usize| t.null_every > 0 && (i + j as u64).is_multiple_of(t.null_every);
+    let mut cols: Vec<(String, ArrayRef)> = vec![(
+        names[0].clone(),
+        Arc::new(StringArray::from_iter_values(
+            rows.clone().map(|i| format!("e{i:08}")),
+        )),
+    )];
+    for j in 0..t.columns {
+        let some = |i: u64| !null(i, j);
+        let jj = j as i64;
+        let a: ArrayRef = match j % 6 {
+            0 => Arc::new(Int64Array::from_iter(
+                rows.clone()
+                    .map(|i| some(i).then(|| 31 * i as i64 + jj - 500)),
+            )),
+            1 => Arc::new(Float64Array::from_iter(
+                rows.clone()
+                    .map(|i| some(i).then(|| i as f64 / 4.0 + j as f64)),
+            )),
+            2 => Arc::new(StringArray::from_iter(
+                rows.clone().map(|i| some(i).then(|| format!("s{i}-{j}"))),
+            )),
+            3 => Arc::new(BooleanArray::from_iter(
+                rows.clone()
+                    .map(|i| some(i).then_some((i + j as u64).is_multiple_of(2))),
+            )),
+            4 => Arc::new(
+                TimestampMillisecondArray::from_iter(
+                    rows.clone()
+                        .map(|i| some(i).then(|| 1_700_000_000_000 + 1000 * i as i64 + jj)),
+                )
+                .with_timezone("UTC"),
+            ),
+            _ => Arc::new(
+                PrimitiveArray::<Decimal128Type>::from_iter(
+                    rows.clone()
+                        .map(|i| some(i).then(|| 100 * i as i128 + j as i128)),
+                )
+                .with_precision_and_scale(12, 2)?,
+            ),
+        };
+        cols.push((names[j + 1].clone(), a));
+    }
+    RecordBatch::try_from_iter(cols)
+}
+
+fn write_text_rows(
+    w: &mut impl Write,
+    format: Format,
+    names: &[String],
+    batch: &RecordBatch,
+) -> std::io::Result<()> {
+    let cols: Vec<crate::render::Col> = batch
+        .columns()
+        .iter()
+        .map(|a| crate::render::Col::new(a).ok_or_else(|| std::io::Error::other("column type")))
+        .collect::<Result<_, _>>()?;
+    let mut line = Vec::new();
+    let mut field = Vec::new();
+    for i in 0..batch.num_rows() {
+        line.clear();
+        if format == Format::Jsonl {
+            line.push(b'{');
+        }
+        for (j, col) in cols.iter().enumerate() {
+            if j > 0 {
+                line.push(b',');
+            }
+            if format == Format::Jsonl {
+                crate::render::json_str(&names[j], &mut line);
+                line.push(b':');
+                col.json(i, &mut line);
+            } else {
+                field.clear();
+                col.append_text(i, &mut field);
+                csv_field(&mut line, &field)?;
+            }
+        }
+        if format == Format::Jsonl {
+            line.push(b'}');
+        }
+        line.push(b'\n');
+        w.write_all(&line)?;
+    }
+    Ok(())
+}
+
 fn csv_field(w: &mut impl Write, f: &[u8]) -> std::io::Result<()> {
     if f.iter().any(|&c| matches!(c, b',' | b'"' | b'\n' | b'\r')) {
         w.write_all(b"\"")?;
@@ -190,6 +361,43 @@ mod tests {
                 got.push((k.clone(), v.clone()));
             }
             assert_eq!(got, recs, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_feature_table_reads_back_in_every_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = FeatureTable {
+            rows: 10,
+            columns: 7,
+            null_every: 5,
+        };
+        for (f, name) in [
+            (Format::Csv, "t.csv"),
+            (Format::Jsonl, "t.jsonl"),
+            (Format::Parquet, "t.parquet"),
+        ] {
+            let path = dir.path().join(name);
+            assert_eq!(write_feature_table(&path, f, &t).unwrap(), 10);
+            let spec = crate::InputSpec {
+                key_field: "id".into(),
+                value_field: "f02".into(),
+                nulls: crate::Nulls::Empty,
+                ..crate::InputSpec::default()
+            };
+            let mut r = crate::open(&path, &spec).unwrap();
+            let (mut k, mut v) = (Vec::new(), Vec::new());
+            let mut got = Vec::new();
+            while r.next_record(&mut k, &mut v).unwrap() {
+                got.push((
+                    String::from_utf8(k.clone()).unwrap(),
+                    String::from_utf8(v.clone()).unwrap(),
+                ));
+            }
+            assert_eq!(got.len(), 10, "{name}");
+            assert_eq!(got[1], ("e00000001".into(), "s1-2".into()), "{name}");
+            // (3 + 2) % 5 == 0: null, read as empty.
+            assert_eq!(got[3].1, "", "{name}");
         }
     }
 }

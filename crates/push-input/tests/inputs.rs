@@ -7,9 +7,10 @@ use std::sync::Arc;
 use arrow_array::builder::{FixedSizeBinaryBuilder, StringDictionaryBuilder};
 use arrow_array::types::Int32Type;
 use arrow_array::{
-    ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, Date32Array, Float32Array, Float64Array,
-    Int16Array, Int32Array, Int64Array, Int8Array, LargeBinaryArray, LargeStringArray, ListArray,
-    RecordBatch, StringArray, StringViewArray, UInt16Array, UInt32Array, UInt64Array, UInt8Array,
+    ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, DurationSecondArray, Float32Array,
+    Float64Array, Int16Array, Int32Array, Int64Array, Int8Array, LargeBinaryArray,
+    LargeStringArray, ListArray, RecordBatch, StringArray, StringViewArray, UInt16Array,
+    UInt32Array, UInt64Array, UInt8Array,
 };
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, GzipLevel, ZstdLevel};
@@ -135,6 +136,7 @@ fn csv_without_header_and_other_delimiter() {
         value_field: "0".into(),
         csv_delimiter: b';',
         csv_has_header: false,
+        ..InputSpec::default()
     };
     let recs = read_all(&p, &spec).unwrap();
     assert_eq!(pairs(&recs), [("x", "a"), ("y", "b")]);
@@ -575,7 +577,7 @@ fn parquet_column_types() {
         (
             "f64",
             Arc::new(Float64Array::from(vec![3.5, 1e-7])),
-            [b"3.5", b"0.0000001"],
+            [b"3.5", b"1e-7"],
         ),
         (
             "f64x",
@@ -692,25 +694,28 @@ fn parquet_open_errors() {
     let list = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![Some(vec![Some(1)])]);
     let b = batch(vec![
         ("key", Arc::new(StringArray::from(vec!["a"])) as ArrayRef),
-        ("day", Arc::new(Date32Array::from(vec![19000]))),
+        ("dur", Arc::new(DurationSecondArray::from(vec![19000]))),
         ("list", Arc::new(list)),
     ]);
     let p = write_parquet(&dir, "t.parquet", &[b], None);
-    let e = open(&p, &fields("key", "day")).err().unwrap();
+    let e = open(&p, &fields("key", "dur")).err().unwrap();
     assert_eq!(e.location, Location::None);
     assert_eq!(
         msg(&e, &dir),
-        "t.parquet: value column \"day\" has unsupported type Date32"
+        "t.parquet: value column \"dur\" has unsupported type Duration(s)"
     );
-    let e = open(&p, &fields("list", "key")).err().unwrap();
+    let e = open(&p, &fields("dur", "key")).err().unwrap();
     assert!(
-        msg(&e, &dir).starts_with("t.parquet: key column \"list\" has unsupported type List("),
+        msg(&e, &dir).starts_with("t.parquet: key column \"dur\" has unsupported type Duration"),
         "{e}"
     );
+    // A list is its JSON text, as a key too.
+    let recs = read_all(&p, &fields("list", "key")).unwrap();
+    assert_eq!(recs[0].0, b"[1]");
     let e = open(&p, &InputSpec::default()).err().unwrap();
     assert_eq!(
         msg(&e, &dir),
-        "t.parquet: value column \"value\" not found; the file has: \"key\", \"day\", \"list\""
+        "t.parquet: value column \"value\" not found; the file has: \"key\", \"dur\", \"list\""
     );
 
     let p = write(&dir, "bad.parquet", b"key,value\na,b\n");

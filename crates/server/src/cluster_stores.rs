@@ -22,7 +22,8 @@ use rialto_cluster::kafka::Delivery;
 use rialto_cluster::versions::{self, Tally};
 use rialto_cluster::{slot, WriteError};
 use rialto_keyspace::{
-    Keyspace, Op, OpKind, PartStoreOp, PushGuard, PushRefusal, StoreError, StoreMeta, StoreSettings,
+    DuplicatePolicy, Keyspace, Op, OpKind, PartStoreOp, PushGuard, PushLayout, PushOptions,
+    PushRefusal, StoreError, StoreMeta, StoreSettings,
 };
 use tracing::{info, warn};
 
@@ -43,6 +44,8 @@ struct Session {
     topic: String,
     owner: Option<u64>,
     guard: PushGuard,
+    /// What every value is: checked as records are added, and named by the start markers.
+    layout: PushLayout,
     /// The records, keyed by their partition (u16 BE) then key: sorted once here, so each
     /// partition of the version topic is in key order and every node merges, not sorts.
     sorter: Option<rialto_sort::Sorter>,
@@ -394,18 +397,19 @@ impl Pushes {
 }
 
 /// PUSH BEGIN in cluster mode: the catalog gives the version; its topic is made and each of
-/// its partitions opened with a start marker.
-#[allow(clippy::too_many_arguments)]
+/// its partitions opened with a start marker, which names the push's layout for every node
+/// that loads it.
 pub fn push_begin(
     c: &Cluster,
     ks: &Keyspace,
     name: &str,
-    last_wins: bool,
-    guard: PushGuard,
-    owner: Option<u64>,
+    opts: PushOptions,
     memory_limit: usize,
     tmp_dir: &std::path::Path,
 ) -> Result<u64, StoreError> {
+    let last_wins = opts.duplicates == DuplicatePolicy::LastWins;
+    let guard = opts.guard.unwrap_or_default();
+    let (owner, layout) = (opts.owner, opts.layout);
     let change = Change::Begin {
         started_ms: ks.now_ms(),
         last_wins,
@@ -426,7 +430,7 @@ pub fn push_begin(
         .create_version_topic(id, version)
         .map_err(kafka_error)
         .and_then(|()| {
-            let start = versions::start(last_wins, &prefix);
+            let start = versions::start(last_wins, &prefix, layout);
             let sent: Result<Vec<Delivery>, _> = (0..c.partitions)
                 .map(|p| c.node.produce(&topic, p, &start))
                 .collect();
@@ -452,11 +456,7 @@ pub fn push_begin(
             rialto_sort::SortOptions {
                 memory_limit,
                 tmp_dir: spill.clone(),
-                duplicates: if last_wins {
-                    rialto_keyspace::DuplicatePolicy::LastWins
-                } else {
-                    rialto_keyspace::DuplicatePolicy::Error
-                },
+                duplicates: opts.duplicates,
                 max_key_len: rialto_keyspace::MAX_USER_KEY_LEN.saturating_sub(prefix.len()) + 2,
                 max_value_len: rialto_keyspace::MAX_USER_VALUE_LEN,
             },
@@ -482,6 +482,7 @@ pub fn push_begin(
         topic,
         owner,
         guard,
+        layout,
         tallies: (0..c.partitions).map(|_| Tally::default()).collect(),
         batches: (0..c.partitions)
             .map(|_| versions::Batch::default())
@@ -494,7 +495,7 @@ pub fn push_begin(
         .0
         .lock()
         .insert(version, Arc::new(Mutex::new(session)));
-    info!(store = name, version, "push begun");
+    info!(store = name, version, layout = layout.name(), "push begun");
     Ok(u64::from(version))
 }
 
@@ -553,7 +554,10 @@ fn add_records(c: &Cluster, s: &mut Session, records: &[Bytes]) -> Result<u64, S
     let mut n = 0u64;
     let committing = StoreError::PushCommitting(u64::from(s.version));
     let Session {
-        sorter, key_buf, ..
+        sorter,
+        key_buf,
+        layout,
+        ..
     } = s;
     let sorter = sorter.as_mut().ok_or(committing)?;
     for pair in records.chunks_exact(2) {
@@ -564,6 +568,10 @@ fn add_records(c: &Cluster, s: &mut Session, records: &[Bytes]) -> Result<u64, S
                 k.len()
             )));
         }
+        // Checked here, once: the nodes load the version topic as this node wrote it.
+        layout
+            .check(v)
+            .map_err(|why| StoreError::not_a_hash(k, why))?;
         full.truncate(s.prefix.len());
         full.extend_from_slice(k);
         let p = slot::key_partition(&full, c.partitions) as u16;

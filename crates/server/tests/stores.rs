@@ -904,3 +904,217 @@ fn a_store_keeps_its_keep_versions_and_rolls_back_to_the_one_named() {
     assert_eq!(c.get::<_, String>("f:user00042").unwrap(), "b-42");
     srv.shutdown().unwrap();
 }
+
+/// A hash value as `PUSH ADD` takes it under `LAYOUT HASH`: the packed payload of `fields`.
+fn hash_value(fields: &[(String, String)]) -> Vec<u8> {
+    let pairs: Vec<(&[u8], &[u8])> = fields
+        .iter()
+        .map(|(f, v)| (f.as_bytes(), v.as_bytes()))
+        .collect();
+    let mut out = Vec::new();
+    rialto_keyspace::encode_hash_payload(&pairs, &mut out);
+    out
+}
+
+/// `n` entities of `width` features each, tagged.
+fn hash_rows(n: usize, width: usize, tag: &str) -> Vec<(String, Vec<(String, String)>)> {
+    (0..n)
+        .map(|i| {
+            let fields = (0..width)
+                .map(|j| (format!("f{j:02}"), format!("{tag}-{i}-{j}")))
+                .collect();
+            (format!("e{i:05}"), fields)
+        })
+        .collect()
+}
+
+/// Pushes hash rows with `LAYOUT HASH`; returns the COMMIT reply.
+fn push_hashes(
+    c: &mut Connection,
+    store: &str,
+    rows: &[(String, Vec<(String, String)>)],
+) -> HashMap<String, Value> {
+    let id = int(&cmd(c, &["PUSH", "BEGIN", store, "LAYOUT", "HASH"]).unwrap());
+    for chunk in rows.chunks(200) {
+        let mut q = redis::cmd("PUSH");
+        q.arg("ADD").arg(id);
+        for (k, fields) in chunk {
+            q.arg(k).arg(hash_value(fields));
+        }
+        let _: i64 = q.query(c).unwrap();
+    }
+    map(cmd(c, &["PUSH", "COMMIT", &id.to_string()]).unwrap())
+}
+
+/// A push with `LAYOUT HASH` loads records every hash command reads as it reads HSET's:
+/// TYPE, OBJECT ENCODING, HGET, HMGET, HGETALL, HLEN, a later HSET; streamed HSETs during
+/// the push are replayed onto it as whole records, and a rollback goes back to the strings.
+#[test]
+fn a_hash_push_loads_hashes_every_hash_command_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    cmd(&mut c, &["STORE", "CREATE", "h"]).unwrap();
+    push(&mut c, "h", &dataset(10, "s"));
+    // Wider than hash-max-listpack-entries: still one packed record under a store.
+    let rows = hash_rows(300, 130, "a");
+    let id = int(&cmd(&mut c, &["PUSH", "BEGIN", "h", "LAYOUT", "HASH"]).unwrap());
+    let mut q = redis::cmd("PUSH");
+    q.arg("ADD").arg(id);
+    for (k, fields) in &rows {
+        q.arg(k).arg(hash_value(fields));
+    }
+    let _: i64 = q.query(&mut c).unwrap();
+    // Streamed during the push onto a key the push loads and one it does not.
+    let _: i64 = c.hset("h:e00007", "f00", "streamed").unwrap();
+    let _: i64 = c.hset("h:new", "x", "1").unwrap();
+    let r = map(cmd(&mut c, &["PUSH", "COMMIT", &id.to_string()]).unwrap());
+    assert_eq!(int(&r["records"]), 300);
+
+    let t: String = redis::cmd("TYPE").arg("h:e00001").query(&mut c).unwrap();
+    assert_eq!(t, "hash");
+    let enc: String = redis::cmd("OBJECT")
+        .arg("ENCODING")
+        .arg("h:e00001")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(enc, "listpack");
+    assert_eq!(c.hlen::<_, i64>("h:e00001").unwrap(), 130);
+    assert_eq!(
+        c.hget::<_, _, String>("h:e00001", "f129").unwrap(),
+        "a-1-129"
+    );
+    let got: Vec<Option<String>> = c.hget("h:e00299", &["f00", "nope", "f42"]).unwrap();
+    assert_eq!(got, [Some("a-299-0".into()), None, Some("a-299-42".into())]);
+    let all: Vec<(String, String)> = c.hgetall("h:e00002").unwrap();
+    assert_eq!(all, rows[2].1, "fields in the order pushed");
+    // A streamed write replaces the pushed record whole (the record it left on the version
+    // that served), as a SET replaces a pushed string.
+    let all: Vec<(String, String)> = c.hgetall("h:e00007").unwrap();
+    assert_eq!(all, [("f00".to_string(), "streamed".to_string())]);
+    assert_eq!(c.hget::<_, _, String>("h:new", "x").unwrap(), "1");
+    // A later HSET updates a pushed hash in place.
+    let _: i64 = c.hset("h:e00003", "f05", "updated").unwrap();
+    let got: Vec<String> = c.hget("h:e00003", &["f05", "f06"]).unwrap();
+    assert_eq!(got, ["updated", "a-3-6"]);
+    let e = c.get::<_, String>("h:e00003").unwrap_err();
+    assert!(e.to_string().contains("WRONGTYPE"), "{e}");
+
+    // Back to the strings. The HSET streamed after the swap wrote the record it made on the
+    // current version to the kept one too, as every streamed write to a store does.
+    cmd(&mut c, &["STORE", "ROLLBACK", "h"]).unwrap();
+    assert_eq!(c.get::<_, String>("h:user00003").unwrap(), "s-3");
+    assert!(!c.exists::<_, bool>("h:e00004").unwrap());
+    let got: Vec<String> = c.hget("h:e00003", &["f05", "f06"]).unwrap();
+    assert_eq!(got, ["updated", "a-3-6"]);
+    // Everything survives a restart.
+    srv.shutdown().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    assert_eq!(c.get::<_, String>("h:user00003").unwrap(), "s-3");
+    push_hashes(&mut c, "h", &hash_rows(20, 3, "b"));
+    assert_eq!(c.hget::<_, _, String>("h:e00019", "f02").unwrap(), "b-19-2");
+    srv.shutdown().unwrap();
+}
+
+/// Under `LAYOUT HASH` a value that is not a packed hash payload is refused with one error
+/// line and aborts the push, the current version serving; a bad LAYOUT is a syntax error; a
+/// PUSH BEGIN without LAYOUT pushes strings as before.
+#[test]
+fn a_hash_push_refuses_values_that_are_no_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    cmd(&mut c, &["STORE", "CREATE", "h"]).unwrap();
+    push_hashes(&mut c, "h", &hash_rows(5, 2, "a"));
+    let e = cmd(&mut c, &["PUSH", "BEGIN", "h", "LAYOUT", "LIST"]).unwrap_err();
+    assert!(e.to_string().contains("syntax error"), "{e}");
+    let good = hash_value(&[("f".into(), "v".into())]);
+    let dup = hash_value(&[("f".into(), "1".into()), ("f".into(), "2".into())]);
+    let cases: [(&[u8], &str); 4] = [
+        (b"plain", "it does not decode as a packed hash"),
+        (&[0], "it has no field"),
+        (&dup, "field 'f' is given twice"),
+        (
+            &good[..good.len() - 1],
+            "it does not decode as a packed hash",
+        ),
+    ];
+    for (bad, why) in cases {
+        let id = int(&cmd(&mut c, &["PUSH", "BEGIN", "h", "LAYOUT", "hash"]).unwrap());
+        let e = redis::cmd("PUSH")
+            .arg("ADD")
+            .arg(id)
+            .arg("ok")
+            .arg(&good)
+            .arg("bad")
+            .arg(bad)
+            .query::<i64>(&mut c)
+            .unwrap_err();
+        let want = format!("push failed: the value of key 'bad' is not a hash: {why}");
+        assert!(e.to_string().ends_with(&want), "{e}");
+        assert_eq!(
+            describe(&mut c, "h")["pushing-version"],
+            Value::Nil,
+            "aborted"
+        );
+        let e = cmd(&mut c, &["PUSH", "COMMIT", &id.to_string()]).unwrap_err();
+        assert!(e.to_string().contains("no push with id"), "{e}");
+        assert_eq!(c.hget::<_, _, String>("h:e00004", "f01").unwrap(), "a-4-1");
+    }
+    // No LAYOUT: strings, whatever their bytes.
+    let plain: Vec<(String, String)> = (0..5).map(|i| (format!("k{i}"), "plain".into())).collect();
+    let r = push(&mut c, "h", &plain);
+    assert_eq!(int(&r["records"]), 5);
+    assert_eq!(c.get::<_, String>("h:k0").unwrap(), "plain");
+    srv.shutdown().unwrap();
+}
+
+/// HMGET of several fields during hash pushes never mixes versions: each key is one record.
+#[test]
+fn hmget_during_hash_pushes_never_mixes_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    cmd(&mut c, &["STORE", "CREATE", "s"]).unwrap();
+    push_hashes(&mut c, "s", &hash_rows(200, 20, "v0"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut readers = Vec::new();
+    for _ in 0..2 {
+        let stop = Arc::clone(&stop);
+        let addr = srv.addr;
+        readers.push(thread::spawn(move || {
+            let mut c = common::client(addr);
+            let fields = ["f00", "f07", "f13", "f19"];
+            let mut last_gen = 0u32;
+            let mut reads = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let mut p = redis::pipe();
+                for i in (0..200).step_by(11) {
+                    p.cmd("HMGET").arg(format!("s:e{i:05}")).arg(&fields[..]);
+                }
+                let rows: Vec<Vec<String>> = p.query(&mut c).unwrap();
+                for vals in &rows {
+                    let gens: Vec<u32> = vals
+                        .iter()
+                        .map(|v| v.split('-').next().unwrap()[1..].parse().unwrap())
+                        .collect();
+                    assert!(gens.iter().all(|g| *g == gens[0]), "mixed: {vals:?}");
+                    assert!(gens[0] >= last_gen, "went back in time");
+                    last_gen = gens[0];
+                }
+                reads += 1;
+            }
+            reads
+        }));
+    }
+    for g in 1..=4 {
+        push_hashes(&mut c, "s", &hash_rows(200, 20, &format!("v{g}")));
+        thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    srv.shutdown().unwrap();
+}

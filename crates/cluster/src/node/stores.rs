@@ -4,8 +4,9 @@
 //!   every record to this node's [`CatalogState`] (see [`crate::catalog`]).
 //! - **Loader**: loads each version a push sends (and each version a partition's swap record
 //!   needs, for a node that missed the push) from its version topic into tables of its own
-//!   (`Keyspace::stage_sorted`), checking every partition's count and checksum against
-//!   its end marker, then reports the version ready (or failed) in the catalog topic.
+//!   (`Keyspace::stage_sorted_as`, as records of the layout its start markers name),
+//!   checking every partition's count and checksum against its end marker, then reports the
+//!   version ready (or failed) in the catalog topic.
 //! - **Swap barrier**: the applier does not apply a swap record before its version is loaded
 //!   here (see `wait_for_versions`): every replica switches at the record's offset with the
 //!   version's data in place.
@@ -192,12 +193,14 @@ fn load<M: StateMachine>(inner: &Inner<M>, id: u32, version: u32) -> Result<Stag
         topic,
         parts: (0..n).map(|_| Cursor::default()).collect(),
         prefix: Vec::new(),
+        layout: rialto_keyspace::PushLayout::String,
         returned: None,
         failed: None,
         checked_at: Instant::now(),
         warned_at: Instant::now() - Duration::from_secs(10),
     };
-    // Every partition opens with its start marker, which names the store's prefix.
+    // Every partition opens with its start marker, which names the store's prefix and the
+    // push's layout.
     for p in 0..n {
         merge.fetch_start(p)?;
     }
@@ -206,7 +209,8 @@ fn load<M: StateMachine>(inner: &Inner<M>, id: u32, version: u32) -> Result<Stag
     }
     let prefix = merge.prefix.clone();
     let compression = version_compression(inner, id, version);
-    let staged = ks.stage_sorted(id, version, &prefix, compression, &mut merge);
+    let layout = merge.layout;
+    let staged = ks.stage_sorted_as(id, version, &prefix, compression, layout, &mut merge);
     let staged = match (staged, merge.failed.take()) {
         (_, Some(e)) => return Err(e),
         (Ok(s), None) => s,
@@ -269,6 +273,8 @@ struct Merge<'a, M: StateMachine> {
     topic: String,
     parts: Vec<Cursor>,
     prefix: Vec<u8>,
+    /// What the records are, as the start markers say (they must agree).
+    layout: rialto_keyspace::PushLayout,
     /// The partition whose head the last call returned: advanced at the next.
     returned: Option<u32>,
     /// Why the merge stopped (the load's error, more precise than the staging's).
@@ -315,10 +321,11 @@ impl<M: StateMachine> Merge<'_, M> {
     fn fetch_start(&mut self, p: u32) -> Result<(), LoadError> {
         let msg = self.next_message(p)?;
         match versions::decode(&msg) {
-            Ok(VersionRecord::Start { prefix, .. }) => {
+            Ok(VersionRecord::Start { prefix, layout, .. }) => {
                 if p == 0 {
                     self.prefix = prefix.to_vec();
-                } else if prefix != self.prefix.as_slice() {
+                    self.layout = layout;
+                } else if prefix != self.prefix.as_slice() || layout != self.layout {
                     return Err(self.bad(p, "start markers disagree"));
                 }
                 Ok(())

@@ -16,6 +16,7 @@ pub(crate) mod catalog;
 pub(crate) mod maintenance;
 mod progress;
 pub(crate) mod push;
+pub(crate) mod push_layout;
 pub(crate) mod settings;
 mod stage;
 mod table_writer;
@@ -38,7 +39,8 @@ use catalog::{rt_number, rt_range};
 pub use catalog::{valid_name, Catalog, Pushing, StoreMeta, VersionInfo, MAX_PREFIX_LEN};
 pub use maintenance::PassReport;
 pub use progress::{PushCounts, PushPhase, PushStatus};
-pub use push::{lower_thread_priority, PushReport};
+pub use push::{lower_thread_priority, PushOptions, PushReport};
+pub use push_layout::{check_hash_payload, encode_hash_payload, HashPayloadError, PushLayout};
 pub use settings::StoreSettings;
 pub use stage::{SortedRecords, Staged};
 
@@ -133,6 +135,14 @@ pub enum StoreError {
         /// The current version.
         current: u32,
     },
+    /// A value of a hash push is not a hash payload ([`PushLayout::Hash`]).
+    #[error("push failed: the value of key '{key}' is not a hash: {why}")]
+    NotAHash {
+        /// The key (relative to the store's prefix, shown lossily, at most 64 bytes).
+        key: String,
+        /// What is wrong with the value.
+        why: HashPayloadError,
+    },
     /// A push's input is wrong (duplicate key, bad record...).
     #[error("push failed: {0}")]
     Input(String),
@@ -145,6 +155,17 @@ pub enum StoreError {
     /// A store record does not decode.
     #[error("{0}")]
     Corrupt(String),
+}
+
+impl StoreError {
+    /// The error of a value under the hash layout that is not a hash payload, naming its key.
+    pub fn not_a_hash(key: &[u8], why: HashPayloadError) -> StoreError {
+        let shown = &key[..key.len().min(64)];
+        StoreError::NotAHash {
+            key: String::from_utf8_lossy(shown).into_owned(),
+            why,
+        }
+    }
 }
 
 /// Result of store operations.

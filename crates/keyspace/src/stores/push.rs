@@ -32,6 +32,7 @@ use rialto_txn::{Merger, TxnContext};
 
 use super::catalog::{rt_key, rt_number, rt_range, version_key, RtEntry};
 use super::progress::{PushCounters, PushCounts, PushPhase, PushProgress, PushStatus};
+use super::push_layout::PushLayout;
 use super::table_writer;
 use super::{PushGuard, Pushing, StoreError, StoreMeta, StoreResult, Stores, VersionInfo};
 use crate::chunked::ChunkedWriter;
@@ -72,11 +73,37 @@ pub struct PushReport {
     pub phases: Vec<(&'static str, Duration)>,
 }
 
+/// How a push begins: what it does with a key given twice, what it must load, who owns it
+/// and what its values are.
+#[derive(Debug, Clone, Copy)]
+pub struct PushOptions {
+    /// A key given twice fails the push, or the last record wins.
+    pub duplicates: DuplicatePolicy,
+    /// What it must load to be swapped in; `None`: the store options'.
+    pub guard: Option<PushGuard>,
+    /// The connection that began it (`None`: in-process): only it may add, commit or abort.
+    pub owner: Option<u64>,
+    /// What every value is; each is checked against it as it is added.
+    pub layout: PushLayout,
+}
+
+impl Default for PushOptions {
+    fn default() -> Self {
+        PushOptions {
+            duplicates: DuplicatePolicy::Error,
+            guard: None,
+            owner: None,
+            layout: PushLayout::String,
+        }
+    }
+}
+
 struct Session {
     store: String,
     meta: StoreMeta,
     pushing: Pushing,
     guard: PushGuard,
+    layout: PushLayout,
     sorter: Option<Sorter>,
     started: Instant,
     progress: Arc<PushProgress>,
@@ -296,19 +323,21 @@ impl Pool {
 }
 
 impl Stores {
-    /// Begins a push into store `name`; returns its id. `guard` (default: the options')
-    /// says what it must load to be swapped in.
-    #[allow(clippy::too_many_arguments)]
+    /// Begins a push into store `name` as `opts` say; returns its id.
     pub fn push_begin(
         self: &Arc<Self>,
         merger: &Merger<Db>,
         fs: rialto_io::FsRef,
         name: &str,
-        duplicates: DuplicatePolicy,
-        guard: Option<PushGuard>,
-        owner: Option<u64>,
+        opts: PushOptions,
         now_ms: i64,
     ) -> StoreResult<u64> {
+        let PushOptions {
+            duplicates,
+            guard,
+            owner,
+            layout,
+        } = opts;
         let meta = self.begin_push(merger, name, now_ms)?;
         let pushing = meta
             .pushing
@@ -341,6 +370,7 @@ impl Stores {
             meta,
             pushing,
             guard: guard.unwrap_or(self.opts.push_guard),
+            layout,
             sorter: Some(sorter),
             started: Instant::now(),
             progress: Arc::clone(&progress),
@@ -360,6 +390,7 @@ impl Stores {
             version = id,
             min_records = g.min_records,
             max_shrink_percent = g.max_shrink_percent,
+            layout = layout.name(),
             client = owner.unwrap_or(0),
             "push begun"
         );
@@ -388,7 +419,8 @@ impl Stores {
     /// Adds to push `id` the records `fill` passes to `add` (keys relative to the store's
     /// prefix), under one hold of the push's lock: a caller reading them from an input hands
     /// each straight to the sorter, without copying it first. Returns what `fill` returns. When
-    /// `add` refuses a record, the push is aborted, and `fill` should return that error.
+    /// `add` refuses a record (a value that does not fit the push's layout, a key too long),
+    /// the push is aborted, and `fill` should return that error.
     pub fn push_add_with<T, E: From<StoreError>>(
         self: &Arc<Self>,
         merger: &Merger<Db>,
@@ -403,7 +435,12 @@ impl Stores {
             let s = &mut *s;
             let sorter = s.sorter.as_mut().ok_or(StoreError::PushCommitting(id))?;
             let mut tally = s.progress.tally();
+            let layout = s.layout;
             fill(&mut |k: &[u8], v: &[u8]| {
+                layout.check(v).map_err(|why| {
+                    refused = true;
+                    StoreError::not_a_hash(k, why)
+                })?;
                 sorter.add(k, v).map_err(|e| {
                     refused = true;
                     StoreError::Input(e.to_string())
@@ -598,8 +635,12 @@ impl Stores {
         })?;
         // Every engine key starts with the version's prefix and the store's.
         let head = version_key(m.id, v, &m.prefix);
-        let written =
-            table_writer::write_sorted(&mut s.progress.counting(&mut sorted), ing, &head)?;
+        let written = table_writer::write_sorted(
+            &mut s.progress.counting(&mut sorted),
+            ing,
+            &head,
+            s.layout.kind(),
+        )?;
         let bytes = written.bytes + written.records * m.prefix.len() as u64;
         let sort_stats = sorted.stats();
         lap("write");

@@ -9,6 +9,7 @@ use rialto_lsm::Db;
 use rialto_txn::Merger;
 
 use super::catalog::{staged_key, version_key, version_range};
+use super::push_layout::PushLayout;
 use super::table_writer;
 use super::{StoreError, StoreResult, Stores};
 
@@ -60,8 +61,9 @@ impl<T: SortedRecords> table_writer::SortedSource for Sorted<'_, T> {
 
 impl Stores {
     /// Loads version `version` of store `id` from records already in key order, straight into
-    /// tables compressed with `compression` (no sort), and records it as staged; nothing
-    /// routes to it yet.
+    /// tables compressed with `compression` (no sort), as records of `layout`'s kind, and
+    /// records it as staged; nothing routes to it yet. The values were checked against
+    /// `layout` where the push took them (its coordinator).
     #[allow(clippy::too_many_arguments)]
     pub fn stage_sorted<T: SortedRecords>(
         &self,
@@ -71,6 +73,7 @@ impl Stores {
         version: u32,
         prefix: &[u8],
         compression: rialto_lsm::Compression,
+        layout: PushLayout,
         records: &mut T,
     ) -> StoreResult<Staged> {
         let page_cache_bytes = self.opts.push_page_cache.budget(rialto_io::mem_available());
@@ -87,7 +90,7 @@ impl Stores {
             user_key: prefix.to_vec(),
             prefix_len: prefix.len(),
         };
-        let written = table_writer::write_sorted(&mut sorted, ing, &head)?;
+        let written = table_writer::write_sorted(&mut sorted, ing, &head, layout.kind())?;
         let bytes = written.bytes + written.records * prefix.len() as u64;
         let ingested = written.sink.finish()?;
         // Counted from here: the marker's write below logs the count with it.

@@ -22,7 +22,7 @@ use rialto_lsm::Ingestion;
 use rialto_sort::Sorted;
 
 use super::{StoreError, StoreResult};
-use crate::layout;
+use crate::layout::{self, Kind};
 
 /// Bytes of records the merging thread packs before handing a batch over.
 pub(super) const BATCH_BYTES: usize = 256 << 10;
@@ -72,11 +72,14 @@ struct Batch {
 }
 
 impl Batch {
-    fn push(&mut self, head: &[u8], key: &[u8], value: &[u8]) {
+    fn push(&mut self, head: &[u8], key: &[u8], kind: Kind, value: &[u8]) {
         self.data.extend_from_slice(head);
         self.data.extend_from_slice(key);
         let key_end = self.data.len();
-        layout::encode_record_into(&mut self.data, None, value);
+        // No expiry: a pushed record is the header byte of its kind, then the value.
+        let (h, n) = layout::header(kind, false, None);
+        self.data.extend_from_slice(&h[..n]);
+        self.data.extend_from_slice(value);
         self.ends.push((key_end, self.data.len()));
     }
 
@@ -100,12 +103,14 @@ impl Batch {
     }
 }
 
-/// Writes every record of `source` to `sink` as the engine entry `head ++ key` →
-/// `record(value)`, merging on this thread and writing on a second one.
+/// Writes every record of `source` to `sink` as the engine entry `head ++ key` → a record of
+/// `kind` holding the value (a string's bytes, a packed collection's payload), merging on
+/// this thread and writing on a second one.
 pub(super) fn write_sorted<S: RecordSink>(
     source: &mut impl SortedSource,
     sink: S,
     head: &[u8],
+    kind: Kind,
 ) -> StoreResult<Written<S>> {
     std::thread::scope(|scope| {
         let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(IN_FLIGHT);
@@ -145,7 +150,7 @@ pub(super) fn write_sorted<S: RecordSink>(
                     break;
                 }
                 Ok(Some((k, v))) => {
-                    batch.push(head, k, v);
+                    batch.push(head, k, kind, v);
                     records += 1;
                     bytes += (k.len() + v.len()) as u64;
                     if batch.data.len() >= BATCH_BYTES {
@@ -261,7 +266,7 @@ mod tests {
         };
         let n = 100_000;
         let mut src = Source::new(n, len);
-        let w = write_sorted(&mut src, Sink::default(), b"v1:").unwrap();
+        let w = write_sorted(&mut src, Sink::default(), b"v1:", Kind::String).unwrap();
         assert_eq!(w.records, n as u64);
         let raw: usize = (0..n).map(|i| 11 + len(i)).sum();
         assert_eq!(w.bytes, raw as u64);
@@ -273,9 +278,23 @@ mod tests {
     }
 
     #[test]
+    fn hash_records_carry_the_hash_kind() {
+        let mut src = Source::new(3, |_| 5);
+        let w = write_sorted(&mut src, Sink::default(), b"h", Kind::Hash).unwrap();
+        for (i, (_, r)) in w.sink.entries.iter().enumerate() {
+            let rec = layout::Record::decode(bytes::Bytes::from(r.clone())).unwrap();
+            assert_eq!(
+                (rec.kind, rec.large, rec.expire_at_ms),
+                (Kind::Hash, false, None)
+            );
+            assert_eq!(&rec.value[..], &vec![(i % 251) as u8; 5][..]);
+        }
+    }
+
+    #[test]
     fn an_empty_stream_writes_nothing() {
         let mut src = Source::new(0, |_| 1);
-        let w = write_sorted(&mut src, Sink::default(), b"h").unwrap();
+        let w = write_sorted(&mut src, Sink::default(), b"h", Kind::String).unwrap();
         assert_eq!((w.records, w.bytes, w.sink.entries.len()), (0, 0, 0));
     }
 
@@ -286,7 +305,9 @@ mod tests {
         let dropped = Arc::new(AtomicBool::new(false));
         let mut sink = Sink::default();
         sink.dropped = Arc::clone(&dropped);
-        let err = write_sorted(&mut src, sink, b"h").err().unwrap();
+        let err = write_sorted(&mut src, sink, b"h", Kind::String)
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("run 3 is corrupt"), "{err}");
         assert!(dropped.load(Ordering::SeqCst));
     }
@@ -296,7 +317,9 @@ mod tests {
         let mut src = Source::new(200_000, |_| 100);
         let mut sink = Sink::default();
         sink.fail_at = Some(10);
-        let err = write_sorted(&mut src, sink, b"h").err().unwrap();
+        let err = write_sorted(&mut src, sink, b"h", Kind::String)
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("injected"), "{err}");
         // The merge stopped within the queue's reach of the failure, not at the end.
         let per_batch = BATCH_BYTES / 100;

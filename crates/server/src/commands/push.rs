@@ -1,16 +1,18 @@
-//! PUSH BEGIN store [DUPLICATES ERROR|LAST-WINS] [MIN-RECORDS n] [MAX-SHRINK percent] |
-//! ADD id key value [key value ...] |
+//! PUSH BEGIN store [DUPLICATES ERROR|LAST-WINS] [MIN-RECORDS n] [MAX-SHRINK percent]
+//! [LAYOUT STRING|HASH] | ADD id key value [key value ...] |
 //! COMMIT id | ABORT id | LIST | HELP — batch pushes over RESP (what `rialto push --server`
 //! sends). A push's id is the number of the version it loads (STORE DESCRIBE's
 //! `pushing-version`). A push belongs to the connection that began it: ADD, COMMIT and ABORT
 //! from another connection are refused, and the push is aborted when its connection closes
 //! before COMMIT. Records are sorted and loaded on the ingestion pool, never on connection
-//! threads.
+//! threads. Under `LAYOUT HASH` each value is a packed hash payload (`rialto_keyspace::
+//! encode_hash_payload`); one that is not is refused and aborts the push, so nothing a client
+//! sends can be stored as a record that does not decode.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rialto_keyspace::{DuplicatePolicy, PushGuard};
+use rialto_keyspace::{DuplicatePolicy, PushGuard, PushLayout, PushOptions};
 use rialto_resp::Reply;
 
 use super::store::error;
@@ -30,7 +32,7 @@ const PUSH_BEGIN: CommandSpec = cmd("push|begin",
     doc(
         "rialto",
         "0.1.0",
-        "Begins a batch push into a store and returns its id, the number of the version it loads; only this connection may add to, commit or abort it. COMMIT refuses it if it loads fewer than MIN-RECORDS records (default push-min-records) or its record count falls more than MAX-SHRINK percent below the current version's (default push-max-shrink).",
+        "Begins a batch push into a store and returns its id, the number of the version it loads; only this connection may add to, commit or abort it. COMMIT refuses it if it loads fewer than MIN-RECORDS records (default push-min-records) or its record count falls more than MAX-SHRINK percent below the current version's (default push-max-shrink). LAYOUT HASH makes every key a hash, each value being a packed hash payload (default STRING).",
         "O(1)",
     )
     .args(&[
@@ -41,6 +43,10 @@ const PUSH_BEGIN: CommandSpec = cmd("push|begin",
         ]),
         arg("n", Integer).token("MIN-RECORDS").opt(),
         arg("percent", Integer).token("MAX-SHRINK").opt(),
+        arg("layout", OneOf).token("LAYOUT").opt().sub(&[
+            arg("string", PureToken).token("STRING"),
+            arg("hash", PureToken).token("HASH"),
+        ]),
     ]),
 )
 .handler(Handler::Conn(begin));
@@ -154,26 +160,22 @@ fn help(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
 fn begin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let name = String::from_utf8_lossy(&args[2]).into_owned();
     let guard = ctx.shared.config.read().push_guard();
-    let (duplicates, guard) = match begin_options(&args[3..], guard) {
+    let mut opts = match begin_options(&args[3..], guard) {
         Ok(o) => o,
         Err(r) => return Outcome::Reply(r),
     };
-    let owner = ctx.client.handle.id;
+    opts.owner = Some(ctx.client.handle.id);
     later(ctx.shared, move |sh| {
         let id = match &sh.cluster {
             Some(c) => crate::cluster_stores::push_begin(
                 c,
                 &sh.keyspace,
                 &name,
-                duplicates == DuplicatePolicy::LastWins,
-                guard,
-                Some(owner),
+                opts,
                 sh.config.read().push_memory_limit,
                 &sh.config.read().dir.join("push-tmp"),
             )?,
-            None => sh
-                .keyspace
-                .push_begin(&name, duplicates, Some(guard), Some(owner))?,
+            None => sh.keyspace.push_begin_with(&name, opts)?,
         };
         Ok(Reply::Integer(id as i64))
     })
@@ -194,6 +196,7 @@ fn add(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             let n = crate::cluster_stores::push_add(c, id, caller, &records)?;
             return Ok(Reply::Integer(n as i64));
         }
+        // Each value is checked against the push's layout as it is added.
         let pairs = records.chunks_exact(2).map(|p| (&p[0][..], &p[1][..]));
         let n = sh.keyspace.push_add(id, caller, pairs)?;
         Ok(Reply::Integer(n as i64))
@@ -265,13 +268,12 @@ fn push_id(arg: &[u8]) -> Result<u64, Reply> {
     }
 }
 
-/// `[DUPLICATES ERROR|LAST-WINS] [MIN-RECORDS n] [MAX-SHRINK percent]`, in any order; what
-/// is not given comes from the server's configuration (`guard`).
-fn begin_options(
-    opts: &[Bytes],
-    mut guard: PushGuard,
-) -> Result<(DuplicatePolicy, PushGuard), Reply> {
+/// `[DUPLICATES ERROR|LAST-WINS] [MIN-RECORDS n] [MAX-SHRINK percent] [LAYOUT STRING|HASH]`,
+/// in any order; the guard's figures not given come from the server's configuration
+/// (`guard`). The owner is left for the caller to set.
+fn begin_options(opts: &[Bytes], mut guard: PushGuard) -> Result<PushOptions, Reply> {
     let mut duplicates = DuplicatePolicy::Error;
+    let mut layout = PushLayout::String;
     for pair in opts.chunks(2) {
         let [name, value] = pair else {
             return Err(reply::syntax());
@@ -284,6 +286,10 @@ fn begin_options(
             guard.min_records = reply::parse_i64(value)
                 .and_then(|n| u64::try_from(n).ok())
                 .ok_or_else(|| Reply::error("ERR MIN-RECORDS must be a non-negative integer"))?;
+        } else if is(name, "layout") && is(value, "string") {
+            layout = PushLayout::String;
+        } else if is(name, "layout") && is(value, "hash") {
+            layout = PushLayout::Hash;
         } else if is(name, "max-shrink") {
             guard.max_shrink_percent = reply::parse_i64(value)
                 .filter(|p| (0..=100).contains(p))
@@ -293,7 +299,12 @@ fn begin_options(
             return Err(reply::syntax());
         }
     }
-    Ok((duplicates, guard))
+    Ok(PushOptions {
+        duplicates,
+        guard: Some(guard),
+        owner: None,
+        layout,
+    })
 }
 
 /// Runs `job` on the ingestion pool and replies with its result.
@@ -312,4 +323,35 @@ fn later(
             Err(_) => Reply::error("ERR the ingestion pool dropped the job"),
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(args: &[&str]) -> Result<PushOptions, Reply> {
+        let args: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
+        begin_options(&args, PushGuard::default())
+    }
+
+    #[test]
+    fn begin_takes_a_layout_in_any_case_and_defaults_to_strings() {
+        assert_eq!(opts(&[]).unwrap().layout, PushLayout::String);
+        assert_eq!(opts(&["LAYOUT", "HASH"]).unwrap().layout, PushLayout::Hash);
+        assert_eq!(opts(&["layout", "hash"]).unwrap().layout, PushLayout::Hash);
+        let o = opts(&[
+            "MIN-RECORDS",
+            "0",
+            "LAYOUT",
+            "STRING",
+            "DUPLICATES",
+            "LAST-WINS",
+        ])
+        .unwrap();
+        assert_eq!(o.layout, PushLayout::String);
+        assert_eq!(o.duplicates, DuplicatePolicy::LastWins);
+        assert_eq!(o.guard.map(|g| g.min_records), Some(0));
+        assert!(opts(&["LAYOUT", "LIST"]).is_err());
+        assert!(opts(&["LAYOUT"]).is_err());
+    }
 }
