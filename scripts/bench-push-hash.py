@@ -14,10 +14,13 @@ For each round, each side in turn (the first alternates every round):
   renders the Parquet file, the server sorts, writes tables and swaps).
 - Redis: a fresh `redis-server` (appendonly yes, appendfsync always: acknowledged is durable,
   as a committed push is), then `redis-cli --pipe` of the HSETs, timed end to end.
-A few keys are read back from each (HGETALL) and compared with the CSV. Each server has a data
-directory of its own under BENCH_DIR, removed when it stops.
+A few keys are read back from each (HGETALL) and compared with the CSV. Then, on the loaded
+server: its resident memory (VmRSS) per entity, and redis-benchmark's HMGET of 5 of the 20
+features of random entities (`-n READS -c 50 -r ROWS`, the entity ids are its `__rand_int__`),
+with the resident memory again after those reads. Each server has a data directory of its own
+under BENCH_DIR, removed when it stops.
 
-Usage: scripts/bench-push-hash.py [--rows 1000000] [--columns 20] [--rounds 3]
+Usage: scripts/bench-push-hash.py [--rows 1000000] [--columns 20] [--rounds 3] [--reads 200000]
 Check the setup quickly: --rows 2000 --rounds 1.
 Environment: RIALTO_BIN (default: target/release/rialto, built here first), REDIS_SERVER
 (default redis-server), BENCH_DIR (default target/bench-push-hash in this repo; on disk, never
@@ -136,6 +139,35 @@ class Server:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def hmget(port, rows, reads, key_prefix):
+    """redis-benchmark HMGET of 5 features of random entities: (requests/s, p99 ms)."""
+    fields = ["f00", "f05", "f10", "f15", "f19"]
+    r = subprocess.run(["redis-benchmark", "-p", str(port), "-n", str(reads), "-c", "50", "-r", str(rows),
+                        "--csv", "hmget", key_prefix + "__rand_int__", *fields],
+                       text=True, capture_output=True)
+    for line in r.stdout.splitlines():
+        if line.lower().startswith('"hmget'):
+            cols = [c.strip('"') for c in line.split('","')]
+            return float(cols[1]), float(cols[6])
+    die(f"redis-benchmark gave no HMGET result: {(r.stdout + r.stderr)[-500:]}")
+
+
+def after_load(srv, rows, reads, key_prefix):
+    """Resident bytes after the load, HMGET figures, resident bytes after the reads."""
+    time.sleep(2)
+    rss_loaded = rss_bytes(srv.proc.pid)
+    rps, p99 = hmget(srv.port, rows, reads, key_prefix) if reads else (0.0, 0.0)
+    return rss_loaded, rps, p99, rss_bytes(srv.proc.pid)
+
+
 def check(port, samples, side):
     for key, want in samples:
         lines = subprocess.run(["redis-cli", "-p", str(port), "hgetall", key], text=True,
@@ -145,7 +177,7 @@ def check(port, samples, side):
             die(f"{side}: {key} does not read back as the CSV holds it: {got}")
 
 
-def run_rialto(rialto, work, port, parquet, samples):
+def run_rialto(rialto, work, port, parquet, samples, rows, reads):
     srv = Server(lambda d: [rialto, "serve", "--dir", str(d / "db"), "--port", str(port)], work, port)
     try:
         if "prefix" not in cli(port, "store", "create", "bench", "prefix", "key:"):
@@ -158,12 +190,12 @@ def run_rialto(rialto, work, port, parquet, samples):
         if r.returncode != 0:
             die(f"the push failed: {r.stderr[-1000:]}")
         check(port, samples, "rialto")
-        return secs
+        return (secs, *after_load(srv, rows, reads, "key:"))
     finally:
         srv.stop()
 
 
-def run_redis(redis_server, work, port, hsets, samples):
+def run_redis(redis_server, work, port, hsets, samples, rows, reads):
     srv = Server(lambda d: [redis_server, "--port", str(port), "--dir", str(d), "--save", "",
                             "--appendonly", "yes", "--appendfsync", "always"], work, port)
     try:
@@ -175,7 +207,7 @@ def run_redis(redis_server, work, port, hsets, samples):
         if r.returncode != 0 or "errors: 0," not in r.stdout:
             die(f"redis-cli --pipe failed: {(r.stdout + r.stderr)[-1000:]}")
         check(port, samples, "redis")
-        return secs
+        return (secs, *after_load(srv, rows, reads, "key:"))
     finally:
         srv.stop()
 
@@ -185,6 +217,7 @@ def main():
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--columns", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reads", type=int, default=200_000, help="HMGETs after each load (0: none)")
     a = ap.parse_args()
     for name in ("rows", "columns", "rounds"):
         if getattr(a, name) < 1:
@@ -215,18 +248,28 @@ def main():
 
     parquet, hsets, samples = make_inputs(rialto, work, a.rows, a.columns)
     sides = {
-        "rialto": lambda: run_rialto(rialto, work, rport, parquet, samples),
-        "redis": lambda: run_redis(redis_server, work, dport, hsets, samples),
+        "rialto": lambda: run_rialto(rialto, work, rport, parquet, samples, a.rows, a.reads),
+        "redis": lambda: run_redis(redis_server, work, dport, hsets, samples, a.rows, a.reads),
     }
     secs = {name: [] for name in sides}
+    rss = {name: [] for name in sides}
+    rss_read = {name: [] for name in sides}
+    reads = {name: [] for name in sides}
+    p99s = {name: [] for name in sides}
     log(f"== {a.rounds} round(s): {a.rows} rows x {a.columns} features, rialto push --layout hash "
         f"against redis-cli --pipe of HSETs")
     for rnd in range(a.rounds):
         order = list(sides) if rnd % 2 == 0 else list(reversed(sides))
         for name in order:
-            s = sides[name]()
+            s, m, rps, p99, m2 = sides[name]()
             secs[name].append(s)
-            log(f"round {rnd + 1}/{a.rounds} {name:>6}: {s:.2f} s ({a.rows / s:,.0f} rows/s)")
+            rss[name].append(m)
+            rss_read[name].append(m2)
+            reads[name].append(rps)
+            p99s[name].append(p99)
+            log(f"round {rnd + 1}/{a.rounds} {name:>6}: {s:.2f} s ({a.rows / s:,.0f} rows/s), "
+                f"RSS {m / a.rows:.0f} B/entity, HMGET {rps:,.0f}/s p99 {p99} ms, RSS after reads "
+                f"{m2 / a.rows:.0f} B/entity")
 
     med = {name: statistics.median(v) for name, v in secs.items()}
     print(f"\n{a.rows} rows x {a.columns} typed features as hashes, median of {a.rounds} round(s)")
@@ -237,6 +280,20 @@ def main():
         print(f"| {label} | {med[name]:.2f} | {a.rows / med[name]:,.0f} |")
     print(f"\nrialto / redis time: {med['rialto'] / med['redis']:.2f}x "
           f"(rows/s: {med['redis'] / med['rialto']:.2f}x redis's)")
+    if a.reads:
+        m = {n: statistics.median(v) for n, v in reads.items()}
+        q = {n: statistics.median(v) for n, v in p99s.items()}
+        r1 = {n: statistics.median(v) / a.rows for n, v in rss.items()}
+        r2 = {n: statistics.median(v) / a.rows for n, v in rss_read.items()}
+        print("\n| after the load | Redis | Rialto | Rialto/Redis |")
+        print("|---|---:|---:|---:|")
+        print(f"| HMGET 5 of {a.columns} fields, random entities, -c 50: requests/s | {m['redis']:,.0f} | "
+              f"{m['rialto']:,.0f} | {m['rialto'] / m['redis']:.2f}x |")
+        print(f"| HMGET p99 ms | {q['redis']} | {q['rialto']} | |")
+        print(f"| resident bytes per entity after the load | {r1['redis']:.0f} | {r1['rialto']:.0f} | "
+              f"{r1['rialto'] / r1['redis']:.2f}x |")
+        print(f"| resident bytes per entity after the reads | {r2['redis']:.0f} | {r2['rialto']:.0f} | "
+              f"{r2['rialto'] / r2['redis']:.2f}x |")
 
 
 if __name__ == "__main__":

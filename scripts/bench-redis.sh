@@ -33,6 +33,13 @@
 #                 always, on the set-always servers after their SETs
 #   hset-always-p16  the same with -P 16
 #   hset-everysec the same, appendfsync everysec, on the everysec servers
+#   T-always, T-always-p16, T-everysec, T-everysec-p16  for each collection test T of
+#                 redis-benchmark (lpush, rpop, lrange_100, sadd, spop, zadd, zpopmin), at -P 1
+#                 and -P 16, on the set-always or set-everysec servers after their SETs, in that
+#                 order: rpop pops what lpush pushed, lrange_100 reads the first 100 elements of
+#                 the list redis-benchmark pushes for it, spop and zpopmin pop what sadd and zadd
+#                 added (one list, set and sorted set, each growing to -r members: large on both
+#                 sides)
 #   ping          PING (-t ping_mbulk), -P 1, on the everysec servers before their SETs: a
 #                 command that does nothing, so its rate is what this client, the loopback and
 #                 the two cores carry at -P 1 whatever the server does (a reference, no target)
@@ -73,6 +80,13 @@ rounds=3
 settle=true
 requests=200000
 all_cases=(get-p1 get-p16 set-always set-always-p16 multi-always evalsha-always hset-always hset-always-p16 set-everysec multi-everysec evalsha-everysec hset-everysec publish ping)
+# The collection tests, each in both durability modes at -P 1 and -P 16 (run in this order).
+coll_tests=(lpush rpop lrange_100 sadd spop zadd zpopmin)
+for t in "${coll_tests[@]}"; do
+    for m in always everysec; do
+        all_cases+=("$t-$m" "$t-$m-p16")
+    done
+done
 cases=(get-p1 get-p16 set-always set-everysec ping)
 against=
 clients=50
@@ -314,6 +328,7 @@ bench() {
     local pattern="^\"$test\","
     [ "$test" = evalsha ] && pattern='^"evalsha '
     [ "$test" = publish ] && pattern='^"publish '
+    [ "$test" = lrange_100 ] && pattern='^"LRANGE_100 '
     line=$(grep -m1 -i "$pattern" <<<"$out") || die "no CSV result line in: $out"
     read -r user sys <"$time_file"
     awk -F, -v c0="$cpu0" -v c1="$cpu1" -v hz="$clk_tck" -v n="$requests" -v cu="$user" -v cs="$sys" \
@@ -331,8 +346,15 @@ paired_ratio() {
 declare -A ops p99 scpu ccpu
 groups=()
 { want get-p1 || want get-p16; } && groups+=(get)
-{ want set-always || want set-always-p16 || want multi-always || want evalsha-always || want hset-always || want hset-always-p16; } && groups+=(set-always)
-{ want set-everysec || want ping || want multi-everysec || want evalsha-everysec || want publish || want hset-everysec; } && groups+=(set-everysec)
+wants_coll() {
+    local t
+    for t in "${coll_tests[@]}"; do
+        { want "$t-$1" || want "$t-$1-p16"; } && return 0
+    done
+    return 1
+}
+{ want set-always || want set-always-p16 || want multi-always || want evalsha-always || want hset-always || want hset-always-p16 || wants_coll always; } && groups+=(set-always)
+{ want set-everysec || want ping || want multi-everysec || want evalsha-everysec || want publish || want hset-everysec || wants_coll everysec; } && groups+=(set-everysec)
 
 log "== $rounds round(s), redis-benchmark -n $requests -c $clients -d $data_size -r $keyspace; data in $bench_dir ($fstype)"
 for ((round = 1; round <= rounds; round++)); do
@@ -364,6 +386,10 @@ for ((round = 1; round <= rounds; round++)); do
                 want evalsha-everysec && runs+=("evalsha-everysec evalsha 1")
                 want publish && runs+=("publish publish 1")
                 want hset-everysec && runs+=("hset-everysec hset 1")
+                for t in "${coll_tests[@]}"; do
+                    want "$t-everysec" && runs+=("$t-everysec $t 1")
+                    want "$t-everysec-p16" && runs+=("$t-everysec-p16 $t 16")
+                done
             else
                 want set-always && runs+=("set-always set 1")
                 want set-always-p16 && runs+=("set-always-p16 set 16")
@@ -371,6 +397,10 @@ for ((round = 1; round <= rounds; round++)); do
                 want evalsha-always && runs+=("evalsha-always evalsha 1")
                 want hset-always && runs+=("hset-always hset 1")
                 want hset-always-p16 && runs+=("hset-always-p16 hset 16")
+                for t in "${coll_tests[@]}"; do
+                    want "$t-always" && runs+=("$t-always $t 1")
+                    want "$t-always-p16" && runs+=("$t-always-p16 $t 16")
+                done
             fi
             for r in "${runs[@]}"; do
                 read -r case test pipeline <<<"$r"
@@ -405,6 +435,8 @@ label() {
         hset-always) echo "HSET, appendfsync always" ;;
         hset-always-p16) echo "HSET -P 16, appendfsync always" ;;
         hset-everysec) echo "HSET, appendfsync everysec" ;;
+        *-p16) local t=${1%-*}; echo "$(tr a-z A-Z <<<"${t%-*}") -P 16, appendfsync ${t##*-}" ;;
+        *) echo "$(tr a-z A-Z <<<"${1%-*}"), appendfsync ${1##*-}" ;;
     esac
 }
 min_ratio() {

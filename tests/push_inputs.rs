@@ -425,7 +425,7 @@ fn a_typed_table_pushes_as_hashes_and_json_through_a_server() {
             server.port,
             &[
                 "HMGET".into(),
-                "f:e00000005".into(),
+                "f:000000000005".into(),
                 "f00".into(),
                 "f01".into(),
                 "f03".into(),
@@ -452,7 +452,7 @@ fn a_typed_table_pushes_as_hashes_and_json_through_a_server() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        hgetall(server.port, "f:e00000002"),
+        hgetall(server.port, "f:000000000002"),
         [
             ("f05".to_string(), "2.05".to_string()),
             ("f00".to_string(), "-438".to_string())
@@ -468,7 +468,7 @@ fn a_typed_table_pushes_as_hashes_and_json_through_a_server() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        mget(server.port, &["f:e00000002".to_string()]),
+        mget(server.port, &["f:000000000002".to_string()]),
         [Some(
             r#"{"f02":"s2-2","f01":1.5,"f03":false,"f05":"2.05"}"#.to_string()
         )]
@@ -484,7 +484,7 @@ fn a_typed_table_pushes_as_hashes_and_json_through_a_server() {
     );
     // Row 3: (3 + 1) % 4 == 0, f01 null.
     assert_eq!(
-        hgetall(server.port, "f:e00000003"),
+        hgetall(server.port, "f:000000000003"),
         [
             ("f00".to_string(), "-407".to_string()),
             ("f02".to_string(), "s3-2".to_string())
@@ -502,7 +502,7 @@ fn a_typed_table_pushes_as_hashes_and_json_through_a_server() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        hgetall(server.port, "f:e00000003"),
+        hgetall(server.port, "f:000000000003"),
         [
             ("f00".to_string(), "-407".to_string()),
             ("f01".to_string(), String::new())
@@ -523,7 +523,7 @@ fn a_typed_table_pushes_as_hashes_and_json_through_a_server() {
         "{err}"
     );
     assert_eq!(
-        hgetall(server.port, "f:e00000003"),
+        hgetall(server.port, "f:000000000003"),
         [
             ("f00".to_string(), "-407".to_string()),
             ("f01".to_string(), String::new())

@@ -12,7 +12,7 @@ use super::stores_backend::BackendError;
 /// Arguments of `rialto gen-table`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Rows (entities `e00000000`, `e00000001`...).
+    /// Rows (entities `000000000000`, `000000000001`...).
     #[arg(long, default_value_t = 1000)]
     pub rows: u64,
     /// Feature columns besides `id`.

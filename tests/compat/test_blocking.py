@@ -166,3 +166,18 @@ def test_commands_pipelined_after_a_blocked_pop_wait_for_it(server, protocol):
     s.close()
     # The pop's reply, then LLEN run after it: one element left.
     assert data.endswith(b":1\r\n") and b"$1\r\na\r\n" in data
+
+
+def test_replies_before_a_blocked_pop_leave_while_it_waits(server, protocol):
+    r = server.client(protocol=protocol)
+    s = socket.create_connection((server.host, server.port))
+    s.settimeout(5)
+    s.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*3\r\n$5\r\nBLPOP\r\n$1\r\nw\r\n$1\r\n0\r\n")
+    assert s.recv(64) == b"+OK\r\n"
+    blocked(r, 1)
+    r.rpush("w", "x")
+    data = b""
+    while data.count(b"\r\n") < 5:
+        data += s.recv(4096)
+    s.close()
+    assert data == b"*2\r\n$1\r\nw\r\n$1\r\nx\r\n"

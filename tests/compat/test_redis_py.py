@@ -1413,7 +1413,7 @@ def test_feature_store_table_pushed_as_hashes_then_rolled_back(start_server, tmp
     def check(version_nulls):
         pipe = r.pipeline(transaction=False)
         for e in range(entities):
-            pipe.hmget(f"feat:e{e:08d}", wanted)
+            pipe.hmget(f"feat:{e:012d}", wanted)
         for e, got in enumerate(pipe.execute()):
             want = []
             for name in wanted:
@@ -1423,17 +1423,17 @@ def test_feature_store_table_pushed_as_hashes_then_rolled_back(start_server, tmp
             assert [s(v) for v in got] == want, e
 
     check(0)
-    assert r.hlen("feat:e00000000") == 20
-    assert r.type("feat:e00000001") == b"hash"
-    assert r.object("encoding", "feat:e00000001") == b"listpack"
-    got = {k.decode(): v.decode() for k, v in r.hgetall("feat:e00000001").items()}
+    assert r.hlen("feat:000000000000") == 20
+    assert r.type("feat:000000000001") == b"hash"
+    assert r.object("encoding", "feat:000000000001") == b"listpack"
+    got = {k.decode(): v.decode() for k, v in r.hgetall("feat:000000000001").items()}
     assert got == {f: expected_feature(1, int(f[1:])) for f in features}
 
     # Nulls are skipped by default: the second version's hashes lack those fields.
     out = push(second)
     assert out.returncode == 0, out.stderr
     check(3)
-    assert r.hlen("feat:e00000000") == 20 - len([j for j in range(20) if j % 3 == 0])
+    assert r.hlen("feat:000000000000") == 20 - len([j for j in range(20) if j % 3 == 0])
 
     assert r.execute_command("STORE", "ROLLBACK", "feat")
     check(0)

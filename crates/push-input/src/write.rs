@@ -124,7 +124,7 @@ pub fn write_dataset(
 }
 
 /// A table of typed features, one row per entity, for benchmarks and tests of pushes that
-/// load rows as hashes or JSON: column `id` (`e00000042`), then `columns` features `f00`,
+/// load rows as hashes or JSON: column `id` (`000000000042`), then `columns` features `f00`,
 /// `f01`... whose types cycle through int64, float64, string, boolean, timestamp (ms, UTC)
 /// and decimal(12, 2). Row `i`'s feature `j` is, by type: `31 i + j - 500`; `i / 4 + j`;
 /// `s{i}-{j}`; `(i + j)` even; 1,700,000,000,000 ms + `1000 i + j` ms; `(100 i + j)` hundredths.
@@ -207,7 +207,8 @@ fn feature_batch(
     let mut cols: Vec<(String, ArrayRef)> = vec![(
         names[0].clone(),
         Arc::new(StringArray::from_iter_values(
-            rows.clone().map(|i| format!("e{i:08}")),
+            // Twelve digits, as redis-benchmark writes `__rand_int__`: its reads can name them.
+            rows.clone().map(|i| format!("{i:012}")),
         )),
     )];
     for j in 0..t.columns {
@@ -395,7 +396,7 @@ mod tests {
                 ));
             }
             assert_eq!(got.len(), 10, "{name}");
-            assert_eq!(got[1], ("e00000001".into(), "s1-2".into()), "{name}");
+            assert_eq!(got[1], ("000000000001".into(), "s1-2".into()), "{name}");
             // (3 + 2) % 5 == 0: null, read as empty.
             assert_eq!(got[3].1, "", "{name}");
         }

@@ -17,7 +17,7 @@
 
 use bytes::Bytes;
 
-use super::{member_key, member_of, member_range, next_version, packed, SCAN_CHUNK};
+use super::{member_key, member_of, next_version, packed, SCAN_CHUNK};
 use crate::error::{Error, Result};
 use crate::keys::{check_key, check_value_len, Keys, RawRead, RawWrite};
 use crate::layout::{CorruptRecord, Kind, Record};
@@ -103,6 +103,9 @@ pub fn position(len: u64, index: i64) -> Option<u64> {
     (0..len as i128).contains(&i).then_some(i as u64)
 }
 
+/// Spans of at most this many elements are read by point reads.
+const POINT_READS: u64 = 4;
+
 /// Elements `from..to` of a large list, in order.
 fn read_span<T: RawRead + ?Sized>(
     io: &mut T,
@@ -111,12 +114,17 @@ fn read_span<T: RawRead + ?Sized>(
     to: u64,
 ) -> Result<Vec<Bytes>> {
     let bad = || Error::Corrupt(CorruptRecord("list element"));
+    if to - from <= POINT_READS {
+        // A pop or a short range: point reads, which skip an iterator's set-up and the
+        // deletions popped elements left next to these.
+        return (from..to)
+            .map(|i| io.get_raw(&h.key(i))?.ok_or_else(bad))
+            .collect();
+    }
     let mut out = Vec::with_capacity((to - from).min(1 << 20) as usize);
-    let upper = if to == h.count {
-        member_range(h.version).1
-    } else {
-        h.key(to)
-    };
+    // Bounded by the span itself, not the version: past the tail lie the deletions of the
+    // elements RPOP took, which a scan to the version's end would walk over at every pop.
+    let upper = h.key(to);
     let mut lower = h.key(from);
     while (out.len() as u64) < to - from {
         let want = ((to - from) as usize - out.len()).min(SCAN_CHUNK);
@@ -574,7 +582,7 @@ mod tests {
 
     #[test]
     fn element_keys_sort_by_index_within_their_version() {
-        let (lo, hi) = member_range(4);
+        let (lo, hi) = super::super::member_range(4);
         let a = element_key(4, FIRST_HEAD - 1);
         let b = element_key(4, FIRST_HEAD);
         assert!(lo <= a && a < b && b < hi);

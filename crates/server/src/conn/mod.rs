@@ -903,10 +903,11 @@ impl Connection {
                 };
                 let reply = match f(at, &args) {
                     Ok(pop) => {
-                        // Its reply comes after those pending, and nothing after it runs until
-                        // it is answered.
-                        if !self.queue.is_empty() {
-                            self.drain().await;
+                        // Its reply comes after those pending, which leave now (a client may
+                        // wait for them before it writes what unblocks it), and nothing after
+                        // it runs until it is answered.
+                        if self.flush().await.is_err() {
+                            self.client.close_after_reply = true;
                         }
                         self.blocking_pop(pop, at_slot).await
                     }
