@@ -145,3 +145,51 @@ fn a_transaction_reads_its_own_writes_through_savepoints_and_sees_many_writes_on
     drop(seen);
     merger.close().unwrap();
 }
+
+#[test]
+fn a_read_before_a_write_serves_the_observer_until_the_key_is_written() {
+    let (_fs, dynfs) = common::mem();
+    let db = common::open(dynfs);
+    let log = Arc::new(Log::default());
+    let observer: Arc<dyn WriteObserver> = log.clone();
+    let merger = Merger::start_observed(
+        Arc::clone(&db),
+        MergerOptions::default(),
+        Arc::new(SystemClock::new()),
+        Some(observer),
+    )
+    .unwrap();
+    merger.submit_and_wait(|tx| {
+        tx.put(b"o1", b"v1");
+        Ok(())
+    })
+    .unwrap();
+    merger
+        .submit_and_wait(|tx| {
+            // Read-modify-write: the observer sees the value read.
+            assert_eq!(tx.get(b"o1")?.as_deref(), Some(&b"v1"[..]));
+            tx.put(b"o1", b"v2");
+            // Written since: the next write replaces v2, not the value read before.
+            tx.put(b"o1", b"v3");
+            // A read of another key does not stand in for this one.
+            tx.get(b"o2")?;
+            tx.delete(b"o1");
+            let sp = tx.savepoint();
+            assert_eq!(tx.get(b"o1")?, None);
+            tx.put(b"o1", b"gone");
+            tx.rollback_to(sp);
+            tx.put(b"o1", b"v4");
+            Ok(())
+        })
+        .unwrap();
+    let seen = log.committed.lock();
+    let olds: Vec<Option<&[u8]>> = seen
+        .iter()
+        .filter(|(k, _, _)| k == b"o1")
+        .map(|(_, old, _)| old.as_deref())
+        .collect();
+    assert_eq!(
+        olds,
+        vec![None, Some(&b"v1"[..]), Some(&b"v2"[..]), Some(&b"v3"[..]), None]
+    );
+}
