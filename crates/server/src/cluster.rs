@@ -228,7 +228,7 @@ impl StateMachine for Machine {
 
 /// A read queued in a transaction, run at its place on the node that answers it.
 fn read_step(t: &mut Transaction<'_, '_>, db: u8, args: &[Bytes]) -> Reply {
-    let f = match crate::command_table::resolve(args).map(|(_, spec)| spec.handler) {
+    let f = match crate::command_table::resolve(args).map(|(_, spec)| spec.handler_for(args)) {
         Ok(Some(Handler::Read(f))) => f,
         Ok(_) => return Reply::error("ERR not a read command"),
         Err(r) => return r,
@@ -527,6 +527,7 @@ impl Payload {
                 OpKind::ZSet(z) => z.keys().into_iter().for_each(|k| key(k)),
                 OpKind::List(l) => l.keys().into_iter().for_each(|k| key(k)),
                 OpKind::SwapDb { .. } => {}
+                OpKind::Sort(st) => key(&st.dst),
                 OpKind::MSet { pairs } | OpKind::MSetNx { pairs } => {
                     pairs.iter().for_each(|(k, _)| key(k))
                 }
@@ -744,6 +745,14 @@ fn unavailable(spec: &CommandSpec, handler: Handler, args: &[Bytes]) -> Option<R
         "flushdb" | "flushall" => false,
         // Records of the address's partition (`commands::function`).
         "function|load" | "function|delete" | "function|flush" | "function|restore" => false,
+        // BY and GET patterns may name keys of other slots, as Redis Cluster refuses them.
+        "sort" | "sort_ro" => {
+            let refuse = crate::commands::sort::Refuse {
+                cluster: true,
+                key_access: false,
+            };
+            return crate::commands::sort::refusal(args, name == "sort_ro", refuse);
+        }
         _ => spec.has_flag("write") && !matches!(handler, Handler::Write(_) | Handler::Block(_)),
     };
     if !refused {

@@ -173,6 +173,8 @@ mod slowlog;
 mod smembers;
 mod smismember;
 mod smove;
+pub mod sort;
+mod sort_ro;
 mod spop;
 mod srandmember;
 mod srem;
@@ -380,17 +382,33 @@ pub static COMMANDS: &[CommandSpec] = &[
     zstore::ZUNIONSTORE,
     zstore::ZINTERSTORE,
     zstore::ZDIFFSTORE,
+    sort::SORT,
+    sort_ro::SORT_RO,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
 pub struct R<'a, 'k> {
     keys: &'a mut Reader<'k>,
+    script: bool,
 }
 
 impl<'a, 'k> R<'a, 'k> {
     /// Wraps the keyspace's view.
     pub fn new(keys: &'a mut Reader<'k>) -> Self {
-        R { keys }
+        R {
+            keys,
+            script: false,
+        }
+    }
+
+    /// Wraps the keyspace's view for a command a script calls.
+    pub fn in_script(keys: &'a mut Reader<'k>) -> Self {
+        R { keys, script: true }
+    }
+
+    /// Whether a script called the command (SORT sorts a set it would leave in its order).
+    pub fn from_script(&self) -> bool {
+        self.script
     }
 
     /// The live record of `key`: `None` if absent or expired.
@@ -731,7 +749,7 @@ pub fn admit(client: &Client, args: &[Bytes]) -> Result<Admitted, Refused> {
             ..refused(Reply::Null, true)
         })?,
     }
-    let Some(handler) = spec.handler else {
+    let Some(handler) = spec.handler_for(args) else {
         // A container's arity requires a subcommand, so resolution never stops at one.
         return Err(refused(reply::wrong_arity(spec.name), true));
     };

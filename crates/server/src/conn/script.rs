@@ -378,7 +378,7 @@ impl Host for TxHost<'_, '_, '_> {
             now_ms: self.tx.now_ms(),
             databases: self.ctx.databases,
         };
-        match spec.handler {
+        match spec.handler_for(&args) {
             Some(Handler::Write(f)) => match f(at, &args).map(|op| self.replayable_seed(op)) {
                 Ok(op) => match self.tx.apply(&op) {
                     Ok(v) => (reply::value(v), true),
@@ -396,7 +396,7 @@ impl Host for TxHost<'_, '_, '_> {
             },
             Some(Handler::Read(f)) => (
                 self.tx
-                    .read(self.db, |k| f(&mut R::new(k), &args))
+                    .read(self.db, |k| f(&mut R::in_script(k), &args))
                     .unwrap_or_else(|e| e),
                 false,
             ),

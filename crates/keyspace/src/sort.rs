@@ -1,0 +1,466 @@
+//! SORT and SORT_RO as Redis 7.0's `sortCommandGeneric` computes them: which elements are
+//! read, how they are weighed (the element, or a string or hash field a pattern names), the
+//! comparison, the sorting algorithm (which decides the order of equal weights), and LIMIT.
+//!
+//! The same function serves the read (SORT, SORT_RO: on the connection or in a transaction)
+//! and the write (SORT ... STORE, inside its op), so both see one computation.
+//!
+//! Redis's choices kept here, each visible to a client:
+//! - A number is read by C's `strtod` over the text up to its first NUL byte (hex, `inf`,
+//!   leading blanks and an empty text, 0, accepted); trailing bytes, NaN or an overflow fail
+//!   the whole sort. A missing weight is 0 (numeric) or sorts first (ALPHA).
+//! - Equal numbers fall back to the elements' bytes; equal ALPHA weights from a pattern do
+//!   not. Without a partial LIMIT the sort is stable (glibc's `qsort` is a merge sort);
+//!   with a BY pattern and a LIMIT short of the whole, Redis runs its partial quicksort
+//!   (`pqsort`, Bentley and McIlroy's), reproduced step for step so that ties come out
+//!   in the same order.
+//! - ALPHA compares as `strcoll` in the C locale (bytes up to the first NUL) for a reply, and
+//!   the whole bytes for STORE.
+//! - `BY` without `*` keeps the stored order: a list's or a sorted set's (by rank, DESC from
+//!   the other end, LIMIT over that order), a set's as it iterates (DESC ignored) — except
+//!   with STORE or in a script, where a set is sorted ALPHA so the result does not depend on
+//!   its layout.
+
+use std::cmp::Ordering;
+
+use bytes::Bytes;
+
+use crate::collections::hash::Hash;
+use crate::collections::list::List;
+use crate::collections::set::SetValue;
+use crate::collections::zset::ZSet;
+use crate::error::{Error, Result};
+use crate::keys::{Keys, RawRead};
+use crate::layout::Kind;
+use crate::op::{SortBy, SortSpec};
+
+/// Where the sort runs, which changes how Redis compares and whether a set keeps its order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SortMode {
+    /// For STORE: ALPHA compares whole bytes, and a set is sorted even under `BY nosort`.
+    pub store: bool,
+    /// Called from a script: a set is sorted even under `BY nosort`.
+    pub script: bool,
+}
+
+/// One element being sorted and its weight.
+struct Item {
+    elem: Bytes,
+    score: f64,
+    /// ALPHA's weight from a BY pattern (`None`: the key or field is missing).
+    cmp: Option<Bytes>,
+}
+
+/// SORT's result, flat: per selected element, the element itself (no GET) or one value per
+/// GET pattern (`None`: missing).
+pub fn sort<T: RawRead + ?Sized>(
+    k: &mut Keys<'_, T>,
+    spec: &SortSpec,
+    mode: SortMode,
+) -> Result<Vec<Option<Bytes>>> {
+    // Every read of the command sees one state.
+    k.io.pin();
+    let src = match k.get(&spec.key)? {
+        None => Source::Missing,
+        Some(r) => match r.kind {
+            Kind::List => List::load(k, &spec.key)?.map_or(Source::Missing, Source::List),
+            Kind::Set => SetValue::load(k, &spec.key)?.map_or(Source::Missing, Source::Set),
+            Kind::ZSet => ZSet::load(k, &spec.key)?.map_or(Source::Missing, Source::ZSet),
+            Kind::String | Kind::Hash => return Err(Error::WrongType),
+        },
+    };
+    let mut alpha = spec.alpha;
+    let mut by = spec.by.clone();
+    if by == SortBy::NoSort && matches!(src, Source::Set(_)) && (mode.store || mode.script) {
+        alpha = true;
+        by = SortBy::Element;
+    }
+    let dontsort = by == SortBy::NoSort;
+    let len = i64::try_from(src.len()).map_err(|_| Error::Overflow)?;
+    let (mut start, mut end) = limits(len, spec.offset, spec.count);
+
+    let mut items: Vec<Item> = Vec::new();
+    if dontsort && !matches!(src, Source::Set(_)) {
+        // Only the span asked for, in stored order from the end DESC names.
+        if end >= start {
+            let (from, to) = if spec.desc {
+                (len - 1 - end, len - 1 - start)
+            } else {
+                (start, end)
+            };
+            let mut elems = src.span(k, from as u64, to as u64)?;
+            if spec.desc {
+                elems.reverse();
+            }
+            items = elems.into_iter().map(item).collect();
+            end -= start;
+            start = 0;
+        }
+    } else {
+        let elems = match &src {
+            Source::Set(s) => s.members(k)?,
+            _ if len == 0 => Vec::new(),
+            _ => src.span(k, 0, len as u64 - 1)?,
+        };
+        items = elems.into_iter().map(item).collect();
+    }
+
+    if !dontsort {
+        weigh(k, &mut items, &by, alpha)?;
+        let cmp = |a: &Item, b: &Item| compare(a, b, alpha, &by, mode.store, spec.desc);
+        let n = items.len() as i64;
+        if matches!(by, SortBy::Pattern(_)) && (start != 0 || end != n - 1) {
+            pqsort(&mut items, &cmp, start as isize, end as isize);
+        } else {
+            items.sort_by(cmp);
+        }
+    }
+
+    let mut out = Vec::new();
+    if end < start {
+        return Ok(out);
+    }
+    for it in &items[start as usize..=end as usize] {
+        if spec.gets.is_empty() {
+            out.push(Some(it.elem.clone()));
+        }
+        for g in &spec.gets {
+            out.push(lookup(k, g, &it.elem)?);
+        }
+    }
+    Ok(out)
+}
+
+fn item(elem: Bytes) -> Item {
+    Item {
+        elem,
+        score: 0.0,
+        cmp: None,
+    }
+}
+
+/// The first and last positions output, Redis 7.0.15's clamping of LIMIT: an empty span is
+/// `end == start - 1`.
+fn limits(len: i64, offset: i64, count: i64) -> (i64, i64) {
+    let mut start = offset.max(0).min(len);
+    let count = count.max(-1).min(len);
+    let mut end = if count < 0 {
+        len - 1
+    } else {
+        start + count - 1
+    };
+    if start >= len {
+        start = len - 1;
+        end = len - 2;
+    }
+    if end >= len {
+        end = len - 1;
+    }
+    (start, end)
+}
+
+/// The collection sorted.
+enum Source {
+    Missing,
+    List(List),
+    Set(SetValue),
+    ZSet(ZSet),
+}
+
+impl Source {
+    fn len(&self) -> u64 {
+        match self {
+            Source::Missing => 0,
+            Source::List(l) => l.len(),
+            Source::Set(s) => s.len(),
+            Source::ZSet(z) => z.len(),
+        }
+    }
+
+    /// Elements `from..=to` (in range) of a list, or of a sorted set by rank, in stored order.
+    fn span<T: RawRead + ?Sized>(
+        &self,
+        k: &mut Keys<'_, T>,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<Bytes>> {
+        match self {
+            Source::List(l) => l.range(k, from, to),
+            Source::ZSet(z) => {
+                let (Ok(a), Ok(b)) = (i64::try_from(from), i64::try_from(to)) else {
+                    return Err(Error::Overflow);
+                };
+                Ok(z.range_by_rank(k, a, b, false)?
+                    .into_iter()
+                    .map(|(m, _)| m)
+                    .collect())
+            }
+            Source::Missing | Source::Set(_) => Ok(Vec::new()),
+        }
+    }
+}
+
+/// Loads each item's weight: a score, or ALPHA's compared bytes from a pattern.
+fn weigh<T: RawRead + ?Sized>(
+    k: &mut Keys<'_, T>,
+    items: &mut [Item],
+    by: &SortBy,
+    alpha: bool,
+) -> Result<()> {
+    if alpha && !matches!(by, SortBy::Pattern(_)) {
+        // ALPHA by the elements compares them directly.
+        return Ok(());
+    }
+    for it in items.iter_mut() {
+        let weight = match by {
+            SortBy::Pattern(p) => match lookup(k, p, &it.elem)? {
+                Some(v) => v,
+                None => continue,
+            },
+            _ => it.elem.clone(),
+        };
+        if alpha {
+            if matches!(by, SortBy::Pattern(_)) {
+                it.cmp = Some(weight);
+            }
+        } else {
+            it.score = parse_weight(&weight).ok_or(Error::SortWeightNotDouble)?;
+        }
+    }
+    Ok(())
+}
+
+/// `sortCompare`: numbers, equal ones by the elements' bytes; ALPHA by a pattern's values (a
+/// missing one first, equal ones tied) or by the elements.
+fn compare(a: &Item, b: &Item, alpha: bool, by: &SortBy, store: bool, desc: bool) -> Ordering {
+    let o = if !alpha {
+        match a.score.partial_cmp(&b.score) {
+            Some(Ordering::Equal) | None => a.elem.cmp(&b.elem),
+            Some(o) => o,
+        }
+    } else if matches!(by, SortBy::Pattern(_)) {
+        match (&a.cmp, &b.cmp) {
+            (None, None) => Ordering::Equal,
+            (None, Some(_)) => Ordering::Less,
+            (Some(_), None) => Ordering::Greater,
+            (Some(x), Some(y)) if store => x.cmp(y),
+            (Some(x), Some(y)) => c_str(x).cmp(c_str(y)),
+        }
+    } else if store {
+        a.elem.cmp(&b.elem)
+    } else {
+        c_str(&a.elem).cmp(c_str(&b.elem))
+    };
+    if desc {
+        o.reverse()
+    } else {
+        o
+    }
+}
+
+/// The bytes C string functions see: up to the first NUL.
+fn c_str(b: &[u8]) -> &[u8] {
+    b.split(|&c| c == 0).next().unwrap_or_default()
+}
+
+extern "C" {
+    fn strtod(s: *const std::os::raw::c_char, end: *mut *mut std::os::raw::c_char) -> f64;
+    fn __errno_location() -> *mut std::os::raw::c_int;
+}
+
+/// `ERANGE`, Linux's value.
+const ERANGE: std::os::raw::c_int = 34;
+
+/// A weight as SORT reads it: `strtod` over the text up to the first NUL, which must take all
+/// of it, without NaN or a range error.
+fn parse_weight(text: &[u8]) -> Option<f64> {
+    let text = c_str(text);
+    let c = std::ffi::CString::new(text).ok()?;
+    let mut end: *mut std::os::raw::c_char = std::ptr::null_mut();
+    // SAFETY: `c` is NUL-terminated and outlives the call; strtod only reads it and stores a
+    // pointer into it in `end`; errno is this thread's.
+    let (v, errno) = unsafe {
+        *__errno_location() = 0;
+        let v = strtod(c.as_ptr(), &mut end);
+        (v, *__errno_location())
+    };
+    let used = (end as usize).wrapping_sub(c.as_ptr() as usize);
+    (used == text.len() && errno != ERANGE && !v.is_nan()).then_some(v)
+}
+
+/// `lookupKeyByPattern`: `#` is the element itself; otherwise the first `*` of the pattern is
+/// replaced by the element and the key read as a string, or with `->field` after the `*` as
+/// a hash's field. No `*`, a missing key or one of another kind: `None`. The pattern is read
+/// as Redis reads it, partly as a C string (up to its first NUL).
+fn lookup<T: RawRead + ?Sized>(
+    k: &mut Keys<'_, T>,
+    pattern: &[u8],
+    elem: &Bytes,
+) -> Result<Option<Bytes>> {
+    let c = c_str(pattern);
+    if c == b"#" {
+        return Ok(Some(elem.clone()));
+    }
+    let Some(star) = c.iter().position(|&b| b == b'*') else {
+        return Ok(None);
+    };
+    // "->" after the `*`, followed by at least one byte before the C string ends.
+    let arrow = c[star + 1..]
+        .windows(2)
+        .position(|w| w == b"->")
+        .map(|i| star + 1 + i)
+        .filter(|&f| f + 2 < c.len());
+    let (postfix_end, field) = match arrow {
+        Some(f) => (f, Some(&pattern[f + 2..])),
+        None => (pattern.len(), None),
+    };
+    let mut key = Vec::with_capacity(pattern.len() + elem.len());
+    key.extend_from_slice(&pattern[..star]);
+    key.extend_from_slice(elem);
+    key.extend_from_slice(&pattern[star + 1..postfix_end]);
+    let Some(rec) = k.get(&key)? else {
+        return Ok(None);
+    };
+    match field {
+        None if rec.kind == Kind::String => Ok(Some(rec.value)),
+        Some(f) if rec.kind == Kind::Hash => match Hash::load(k, &key)? {
+            Some(h) => h.get(k, f),
+            None => Ok(None),
+        },
+        _ => Ok(None),
+    }
+}
+
+/// Redis's `pqsort` (`pqsort.c`, Bentley and McIlroy's quicksort that leaves unsorted the
+/// parts wholly outside positions `lrange..=rrange`), step for step, so that elements the
+/// comparison ties come out where Redis puts them.
+fn pqsort<T>(v: &mut [T], cmp: &impl Fn(&T, &T) -> Ordering, lrange: isize, rrange: isize) {
+    let mut a: isize = 0;
+    let mut n: isize = v.len() as isize;
+    // Indexes are in range by construction; `at` keeps them checked.
+    let c = |v: &[T], x: isize, y: isize| cmp(&v[x as usize], &v[y as usize]);
+    let sw = |v: &mut [T], x: isize, y: isize| v.swap(x as usize, y as usize);
+    // Skip a part lying wholly before or after the range.
+    let outside = |lo: isize, len: isize| {
+        let hi = lo + len - 1;
+        (lrange < lo && rrange < lo) || (lrange > hi && rrange > hi)
+    };
+    loop {
+        if n < 7 {
+            for pm in a + 1..a + n {
+                let mut pl = pm;
+                while pl > a && c(v, pl - 1, pl) == Ordering::Greater {
+                    sw(v, pl, pl - 1);
+                    pl -= 1;
+                }
+            }
+            return;
+        }
+        let mut pm = a + n / 2;
+        if n > 7 {
+            let mut pl = a;
+            let mut pn = a + n - 1;
+            if n > 40 {
+                let d = n / 8;
+                pl = med3(v, &c, pl, pl + d, pl + 2 * d);
+                pm = med3(v, &c, pm - d, pm, pm + d);
+                pn = med3(v, &c, pn - 2 * d, pn - d, pn);
+            }
+            pm = med3(v, &c, pl, pm, pn);
+        }
+        sw(v, a, pm);
+        let (mut pa, mut pb) = (a + 1, a + 1);
+        let (mut pc, mut pd) = (a + n - 1, a + n - 1);
+        loop {
+            while pb <= pc {
+                let r = c(v, pb, a);
+                if r == Ordering::Greater {
+                    break;
+                }
+                if r == Ordering::Equal {
+                    sw(v, pa, pb);
+                    pa += 1;
+                }
+                pb += 1;
+            }
+            while pb <= pc {
+                let r = c(v, pc, a);
+                if r == Ordering::Less {
+                    break;
+                }
+                if r == Ordering::Equal {
+                    sw(v, pc, pd);
+                    pd -= 1;
+                }
+                pc -= 1;
+            }
+            if pb > pc {
+                break;
+            }
+            sw(v, pb, pc);
+            pb += 1;
+            pc -= 1;
+        }
+        let pn = a + n;
+        let r = (pa - a).min(pb - pa);
+        for i in 0..r {
+            sw(v, a + i, pb - r + i);
+        }
+        let r = (pd - pc).min(pn - pd - 1);
+        for i in 0..r {
+            sw(v, pb + i, pn - r + i);
+        }
+        let r = pb - pa;
+        if r > 1 && !outside(a, r) {
+            pqsort_from(v, cmp, a, r, lrange, rrange);
+        }
+        let r = pd - pc;
+        if r <= 1 {
+            return;
+        }
+        a = pn - r;
+        n = r;
+        if outside(a, n) {
+            return;
+        }
+    }
+}
+
+/// [`pqsort`]'s recursion on `v[a..a + n]`.
+fn pqsort_from<T>(
+    v: &mut [T],
+    cmp: &impl Fn(&T, &T) -> Ordering,
+    a: isize,
+    n: isize,
+    lrange: isize,
+    rrange: isize,
+) {
+    let part = &mut v[a as usize..(a + n) as usize];
+    pqsort(part, cmp, lrange - a, rrange - a);
+}
+
+/// The median of three positions, as `pqsort.c`'s `med3` picks it.
+fn med3<T>(
+    v: &[T],
+    c: &impl Fn(&[T], isize, isize) -> Ordering,
+    a: isize,
+    b: isize,
+    d: isize,
+) -> isize {
+    use Ordering::{Greater, Less};
+    if c(v, a, b) == Less {
+        if c(v, b, d) == Less {
+            b
+        } else if c(v, a, d) == Less {
+            d
+        } else {
+            a
+        }
+    } else if c(v, b, d) == Greater {
+        b
+    } else if c(v, a, d) == Less {
+        a
+    } else {
+        d
+    }
+}
