@@ -743,11 +743,16 @@ pub fn admit(client: &Client, args: &[Bytes]) -> Result<Admitted, Refused> {
         }
         None => {}
         Some(_) if client.unrestricted => {}
-        Some(user) => user.check(spec.name, args).map_err(|d| Refused {
-            reply: d.to_reply(),
-            denied: Some(d),
-            ..refused(Reply::Null, true)
-        })?,
+        Some(user) => {
+            user.check(spec.name, args).map_err(|d| Refused {
+                reply: d.to_reply(),
+                denied: Some(d),
+                ..refused(Reply::Null, true)
+            })?;
+            if let Some(r) = sort::acl_refusal(user, spec, args) {
+                return Err(refused(r, true));
+            }
+        }
     }
     let Some(handler) = spec.handler_for(args) else {
         // A container's arity requires a subcommand, so resolution never stops at one.

@@ -228,6 +228,27 @@ pub fn refusal(args: &[Bytes], readonly: bool, refuse: Refuse) -> Option<Reply> 
     }
 }
 
+/// What SORT and SORT_RO answer `user`, who may run them, when a BY or GET pattern would read
+/// keys and the user may not read every key (Redis checks it as it parses the options).
+pub fn acl_refusal(
+    user: &crate::acl::users::User,
+    spec: &CommandSpec,
+    args: &[Bytes],
+) -> Option<Reply> {
+    let readonly = match spec.name {
+        "sort" => false,
+        "sort_ro" => true,
+        _ => return None,
+    };
+    let refuse = Refuse {
+        cluster: false,
+        key_access: true,
+    };
+    // Parsing first: most requests name no pattern, and then the user is not looked at.
+    let r = refusal(args, readonly, refuse)?;
+    (!user.reads_every_key(spec.name, args)).then_some(r)
+}
+
 /// `sortCommandGeneric`'s option parsing (`args[2..]`), in its order: the last of repeated
 /// options wins; any BY without `*` turns sorting off.
 pub(super) fn parse(args: &[Bytes], readonly: bool, refuse: Refuse) -> Result<Parsed, Bad> {

@@ -240,6 +240,9 @@ impl TxHost<'_, '_, '_> {
                     "ERR The user executing the script can't run this command or subcommand",
                 ));
             }
+            if let Some(r) = commands::sort::acl_refusal(user, spec, args) {
+                return Err((r, false));
+            }
         }
         // Redis's rule: over maxmemory when the script started, a script that has not written
         // yet may not call a command that may grow the data (once it wrote, it must finish).
