@@ -288,23 +288,24 @@ fn parse_weight(text: &[u8]) -> Option<f64> {
     (used == text.len() && errno != ERANGE && !v.is_nan()).then_some(v)
 }
 
-/// `lookupKeyByPattern`: `#` is the element itself; otherwise the first `*` of the pattern is
-/// replaced by the element and the key read as a string, or with `->field` after the `*` as
-/// a hash's field. No `*`, a missing key or one of another kind: `None`. The pattern is read
-/// as Redis reads it, partly as a C string (up to its first NUL).
-fn lookup<T: RawRead + ?Sized>(
-    k: &mut Keys<'_, T>,
-    pattern: &[u8],
-    elem: &Bytes,
-) -> Result<Option<Bytes>> {
+/// What a pattern names for an element: the element itself (`#`), or a key and, after
+/// `->`, a hash field; `None` without a `*`.
+#[derive(Debug, PartialEq, Eq)]
+enum Named<'p> {
+    Element,
+    Key(Vec<u8>, Option<&'p [u8]>),
+}
+
+/// `lookupKeyByPattern`'s reading of a pattern: `#` alone is the element; otherwise the first
+/// `*` is replaced by the element, and a `->` after it followed by at least one byte splits
+/// off a hash field. The tests for `#`, `*` and `->` read the pattern as a C string (up to
+/// its first NUL), the key and the field take the bytes after it too.
+fn named<'p>(pattern: &'p [u8], elem: &[u8]) -> Option<Named<'p>> {
     let c = c_str(pattern);
     if c == b"#" {
-        return Ok(Some(elem.clone()));
+        return Some(Named::Element);
     }
-    let Some(star) = c.iter().position(|&b| b == b'*') else {
-        return Ok(None);
-    };
-    // "->" after the `*`, followed by at least one byte before the C string ends.
+    let star = c.iter().position(|&b| b == b'*')?;
     let arrow = c[star + 1..]
         .windows(2)
         .position(|w| w == b"->")
@@ -318,6 +319,22 @@ fn lookup<T: RawRead + ?Sized>(
     key.extend_from_slice(&pattern[..star]);
     key.extend_from_slice(elem);
     key.extend_from_slice(&pattern[star + 1..postfix_end]);
+    Some(Named::Key(key, field))
+}
+
+/// `lookupKeyByPattern`: the value a pattern names for an element (see [`named`]): the key
+/// read as a string, or the field of the key read as a hash. A missing key or field, a key
+/// of another kind, or a pattern without `*`: `None`.
+fn lookup<T: RawRead + ?Sized>(
+    k: &mut Keys<'_, T>,
+    pattern: &[u8],
+    elem: &Bytes,
+) -> Result<Option<Bytes>> {
+    let (key, field) = match named(pattern, elem) {
+        None => return Ok(None),
+        Some(Named::Element) => return Ok(Some(elem.clone())),
+        Some(Named::Key(key, field)) => (key, field),
+    };
     let Some(rec) = k.get(&key)? else {
         return Ok(None);
     };
@@ -462,5 +479,154 @@ fn med3<T>(
         a
     } else {
         d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_clamp_as_redis_7_0_15() {
+        // (len, offset, count) -> (start, end); an empty span ends before it starts.
+        assert_eq!(limits(5, 0, -1), (0, 4));
+        assert_eq!(limits(5, 1, 2), (1, 2));
+        assert_eq!(limits(5, -3, 2), (0, 1));
+        assert_eq!(limits(5, 2, 100), (2, 4));
+        assert_eq!(limits(5, 5, 1), (4, 3));
+        assert_eq!(limits(5, 2, 0), (2, 1));
+        assert_eq!(limits(5, 2, -7), (2, 4));
+        assert_eq!(limits(5, i64::MAX, i64::MAX), (4, 3));
+        assert_eq!(limits(5, 2, i64::MAX), (2, 4));
+        assert_eq!(limits(0, 0, -1), (-1, -2));
+        assert_eq!(limits(0, i64::MIN, i64::MIN), (-1, -2));
+    }
+
+    #[test]
+    fn patterns_name_keys_and_fields_as_redis_reads_them() {
+        let key = |k: &[u8], f: Option<&'static [u8]>| Some(Named::Key(k.to_vec(), f));
+        assert_eq!(named(b"#", b"e"), Some(Named::Element));
+        assert_eq!(named(b"#\0x", b"e"), Some(Named::Element));
+        assert_eq!(named(b"##", b"e"), None);
+        assert_eq!(named(b"nosort", b"e"), None);
+        assert_eq!(named(b"w_*", b"e"), key(b"w_e", None));
+        assert_eq!(named(b"*", b""), key(b"", None));
+        // Only the first `*` is replaced.
+        assert_eq!(named(b"a*b*", b"e"), key(b"aeb*", None));
+        assert_eq!(named(b"h_*->f", b"e"), key(b"h_e", Some(b"f")));
+        assert_eq!(named(b"h_*x->fg->h", b"e"), key(b"h_ex", Some(b"fg->h")));
+        // A `->` ending the pattern, or before the `*`, is part of the key.
+        assert_eq!(named(b"x:*->", b"a"), key(b"x:a->", None));
+        assert_eq!(named(b"a->*", b"e"), key(b"a->e", None));
+        // C-string tests: a `*` or a field after a NUL is not seen, yet the bytes after the
+        // NUL belong to the key (or to the field).
+        assert_eq!(named(b"w_\0*", b"e"), None);
+        assert_eq!(named(b"w_*\0x", b"e"), key(b"w_e\0x", None));
+        assert_eq!(named(b"h_*->\0f", b"e"), key(b"h_e->\0f", None));
+        assert_eq!(named(b"h_*->f\0g", b"e"), key(b"h_e", Some(b"f\0g")));
+    }
+
+    #[test]
+    fn weights_read_as_strtod_reads_them() {
+        assert_eq!(parse_weight(b"1.5"), Some(1.5));
+        assert_eq!(parse_weight(b""), Some(0.0));
+        assert_eq!(parse_weight(b" 7"), Some(7.0));
+        assert_eq!(parse_weight(b"0x10"), Some(16.0));
+        assert_eq!(parse_weight(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_weight(b"5\0junk"), Some(5.0));
+        for bad in [
+            &b"7 "[..],
+            b"x",
+            b"nan",
+            b"1e400",
+            b"-1e400",
+            b"1e-400",
+            b"1,5",
+        ] {
+            assert_eq!(parse_weight(bad), None, "{bad:?}");
+        }
+    }
+
+    fn item(elem: &str, score: f64, cmp: Option<&str>) -> Item {
+        Item {
+            elem: Bytes::copy_from_slice(elem.as_bytes()),
+            score,
+            cmp: cmp.map(|c| Bytes::copy_from_slice(c.as_bytes())),
+        }
+    }
+
+    #[test]
+    fn comparisons_follow_sort_compare() {
+        use Ordering::*;
+        let pat = SortBy::Pattern(Bytes::from_static(b"w_*"));
+        let el = SortBy::Element;
+        // Equal numbers fall back to the elements' bytes, reversed by DESC.
+        let (a, b) = (item("b", 1.0, None), item("a", 1.0, None));
+        assert_eq!(compare(&a, &b, false, &el, false, false), Greater);
+        assert_eq!(compare(&a, &b, false, &el, false, true), Less);
+        // ALPHA by a pattern: a missing weight first, two missing ones tied, no fallback.
+        let (x, y) = (item("a", 0.0, None), item("b", 0.0, Some("")));
+        assert_eq!(compare(&x, &y, true, &pat, false, false), Less);
+        assert_eq!(compare(&x, &x, true, &pat, false, false), Equal);
+        let (x, y) = (item("a", 0.0, Some("k")), item("b", 0.0, Some("k")));
+        assert_eq!(compare(&x, &y, true, &pat, false, false), Equal);
+        // C strings for a reply, whole bytes for STORE.
+        let (x, y) = (item("a\0z", 0.0, None), item("a\0b", 0.0, None));
+        assert_eq!(compare(&x, &y, true, &el, false, false), Equal);
+        assert_eq!(compare(&x, &y, true, &el, true, false), Greater);
+    }
+
+    #[test]
+    fn pqsort_sorts_the_range_asked_for() {
+        // Weights with many ties under a total order of (weight, index): every span is
+        // sorted as a full sort sorts it.
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        for n in [0usize, 1, 6, 7, 8, 40, 41, 100, 333] {
+            for _ in 0..20 {
+                let v: Vec<(usize, usize)> = (0..n).map(|i| (next() % 10, i)).collect();
+                let mut full = v.clone();
+                full.sort();
+                let (l, r) = if n == 0 {
+                    (0, -1)
+                } else {
+                    ((next() % n) as isize, (next() % n) as isize)
+                };
+                let (l, r) = (l.min(r), l.max(r));
+                let mut part = v.clone();
+                pqsort(
+                    &mut part,
+                    &|a: &(usize, usize), b: &(usize, usize)| a.cmp(b),
+                    l,
+                    r,
+                );
+                if n > 0 {
+                    assert_eq!(part[l as usize..=r as usize], full[l as usize..=r as usize]);
+                }
+                let mut sorted = part.clone();
+                sorted.sort();
+                assert_eq!(sorted, full, "a permutation");
+            }
+        }
+    }
+
+    /// Ties keep Redis's `pqsort` order: the permutation below is what `pqsort.c` leaves for
+    /// these keys when only their first element is compared (worked through by hand on its
+    /// insertion sort, n < 7).
+    #[test]
+    fn pqsort_ties_follow_insertion_order_below_seven() {
+        let mut v = vec![(1, 'a'), (0, 'b'), (1, 'c'), (0, 'd'), (1, 'e')];
+        pqsort(
+            &mut v,
+            &|a: &(i32, char), b: &(i32, char)| a.0.cmp(&b.0),
+            0,
+            1,
+        );
+        assert_eq!(v, [(0, 'b'), (0, 'd'), (1, 'a'), (1, 'c'), (1, 'e')]);
     }
 }

@@ -1810,6 +1810,62 @@ mod tests {
     }
 
     #[test]
+    fn sort_stores_round_trip_and_are_laid_out_as_documented() {
+        let b = |s: &'static str| Bytes::from_static(s.as_bytes());
+        let spec = |by, gets| SortSpec {
+            key: b("k"),
+            by,
+            offset: -1,
+            count: i64::MAX,
+            gets,
+            desc: true,
+            alpha: false,
+        };
+        for by in [SortBy::Element, SortBy::Pattern(b("w_*")), SortBy::NoSort] {
+            let op = Op::new(
+                1,
+                2,
+                OpKind::Sort(SortStore {
+                    dst: b("d"),
+                    sort: spec(by, vec![b("#"), b("h_*->f")]),
+                }),
+            );
+            let bytes = op.encode();
+            assert_eq!(Op::decode(&bytes).unwrap(), op);
+            for cut in 0..bytes.len() {
+                assert!(Op::decode(&bytes[..cut]).is_err());
+            }
+        }
+        let op = Op::new(
+            0,
+            0,
+            OpKind::Sort(SortStore {
+                dst: b("d"),
+                sort: SortSpec {
+                    alpha: true,
+                    ..spec(SortBy::Pattern(b("p*")), vec![b("#")])
+                },
+            }),
+        );
+        let enc = op.encode();
+        let body = [
+            &[42, 1, b'd', 1, b'k', 3, 1, 2, b'p', b'*'][..],
+            &(-1i64).to_le_bytes(),
+            &i64::MAX.to_le_bytes(),
+            &[1, 1, b'#'],
+        ]
+        .concat();
+        assert!(enc.ends_with(&body), "{enc:?}");
+        // Unknown flags and orders are refused.
+        let mut bad = enc.clone();
+        bad[10 + 5] = 4;
+        assert!(Op::decode(&bad).is_err());
+        let mut bad = enc;
+        bad[10 + 6] = 3;
+        assert!(Op::decode(&bad).is_err());
+    }
+
+    #[test]
     fn a_set_is_laid_out_as_documented() {
         let op = Op::new(
             3,

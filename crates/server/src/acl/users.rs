@@ -226,12 +226,11 @@ impl User {
     /// access). SORT's BY and GET patterns read keys no key spec names, so they need it.
     pub fn reads_every_key(&self, cmd: &str, args: &[Bytes]) -> bool {
         self.with_parts(cmd, args, |idx, first_arg, keys, channels| {
-            std::iter::once(&self.root)
-                .chain(&self.selectors)
-                .any(|s| {
-                    s.check(&self.catalog, idx, first_arg, keys, channels).is_ok()
-                        && s.reads_every_key()
-                })
+            std::iter::once(&self.root).chain(&self.selectors).any(|s| {
+                s.check(&self.catalog, idx, first_arg, keys, channels)
+                    .is_ok()
+                    && s.reads_every_key()
+            })
         })
     }
 

@@ -159,7 +159,7 @@ pub fn run(at: At, args: &[Bytes]) -> CmdResult<Op> {
 pub(super) fn reply_of(k: &mut R<'_, '_>, spec: &SortSpec) -> CmdResult {
     let mode = SortMode {
         store: false,
-        script: k.from_script(),
+        script: k.called_by_script(),
     };
     let items = checked(rialto_keyspace::sort(k.keys(), spec, mode))?;
     Ok(Reply::Array(
