@@ -1134,6 +1134,40 @@ mod tests {
     }
 
     #[test]
+    fn sort_runs_in_cluster_mode_without_patterns_that_name_keys() {
+        let args = |line: &str| -> Vec<Bytes> {
+            line.split(' ')
+                .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+                .collect()
+        };
+        let check = |line: &str| {
+            let a = args(line);
+            let (_, spec) = crate::command_table::resolve(&a).expect("resolves");
+            let handler = spec.handler_for(&a).expect("handler");
+            unavailable(spec, handler, &a).map(|r| {
+                let mut buf = bytes::BytesMut::new();
+                r.encode(rialto_resp::Protocol::Resp2, &mut buf);
+                String::from_utf8_lossy(&buf).into_owned()
+            })
+        };
+        // The read form of a command flagged write is not refused for it.
+        assert_eq!(check("SORT k LIMIT 0 1 DESC ALPHA"), None);
+        assert_eq!(check("SORT k BY nosort STORE d"), None);
+        assert_eq!(check("SORT_RO k BY nosort"), None);
+        let by = "-ERR BY option of SORT denied in Cluster mode.\r\n";
+        let get = "-ERR GET option of SORT denied in Cluster mode.\r\n";
+        assert_eq!(check("SORT k BY w_*").as_deref(), Some(by));
+        assert_eq!(check("SORT_RO k BY {k}w_*").as_deref(), Some(by));
+        assert_eq!(check("SORT k GET #").as_deref(), Some(get));
+        assert_eq!(
+            check("SORT k BY nosort GET # STORE d").as_deref(),
+            Some(get)
+        );
+        // An earlier syntax error is the command's own reply.
+        assert_eq!(check("SORT k NOSUCH GET #"), None);
+    }
+
+    #[test]
     fn a_script_record_carries_permissions_a_replica_rebuilds_exactly() {
         let mut acl = crate::acl::Acl::new(crate::command_table::all(), None);
         let rules: Vec<&[u8]> = vec![

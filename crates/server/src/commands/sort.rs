@@ -374,6 +374,34 @@ mod tests {
     }
 
     #[test]
+    fn only_a_request_that_stores_runs_as_a_write() {
+        let kind = |line: &str| format!("{:?}", SORT.handler_for(&args(line)).unwrap());
+        assert_eq!(kind("sort k by w_* get #"), "Read");
+        assert_eq!(kind("sort k store d"), "Write");
+        assert_eq!(kind("sort k get store"), "Read");
+        // A syntax error answers the same from either; the write's parser gives it.
+        assert_eq!(kind("sort k store"), "Read");
+    }
+
+    #[test]
+    fn users_who_may_not_read_every_key_are_refused_patterns() {
+        let mut acl = crate::acl::Acl::new(crate::command_table::all(), None);
+        let rules: Vec<&[u8]> = vec![b"on", b"nopass", b"+sort", b"~mylist"];
+        acl.set_user(b"u", &rules).unwrap();
+        let u = acl.user(b"u").unwrap();
+        assert!(acl_refusal(&u, &SORT, &args("sort mylist by v*")).is_some());
+        assert!(acl_refusal(&u, &SORT, &args("sort mylist get #")).is_some());
+        assert!(acl_refusal(&u, &SORT, &args("sort mylist by nosort")).is_none());
+        // Write access to every key is not read access.
+        acl.set_user(b"u", &[b"%W~*"]).unwrap();
+        let u = acl.user(b"u").unwrap();
+        assert!(acl_refusal(&u, &SORT, &args("sort mylist by v*")).is_some());
+        acl.set_user(b"u", &[b"%R~*"]).unwrap();
+        let u = acl.user(b"u").unwrap();
+        assert!(acl_refusal(&u, &SORT, &args("sort mylist by v*")).is_none());
+    }
+
+    #[test]
     fn patterns_naming_keys_are_refused_where_redis_refuses_them() {
         let cluster = Refuse {
             cluster: true,
