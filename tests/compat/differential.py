@@ -977,11 +977,15 @@ class Gen:
 
     def sort(self):
         """SORT and SORT_RO where the result does not depend on how a set happens to iterate:
-        any key sorted by number (ties fall back to the elements' bytes), by ALPHA into STORE
-        (whole bytes); SORT's own keys also ALPHA, by nosort, by ALPHA weights (a list or a set
-        of integers, whose order is Redis's on both sides), and from scripts."""
-        own = self.rng.random() < 0.6
-        key = self.rng.choice(SORT_KEYS) if own else self.key()
+        by number (ties fall back to the elements' bytes), by ALPHA into STORE (whole bytes),
+        ALPHA, by nosort, by ALPHA weights (a list or a set of integers, whose order is Redis's
+        on both sides), and from scripts. The key sorted is one of SORT's own (whose types the
+        stream knows) or, for WRONGTYPE, a weight: never one of the other keys, since Redis
+        converts a sorted set it sorts to a skiplist, which OBJECT ENCODING would show; the
+        other keys are STORE's destinations."""
+        own = self.rng.random() < 0.9
+        weight = self.rng.choice([b"w_", b"h_"]) + self.rng.choice(SORT_NUMBERS)
+        key = self.rng.choice(SORT_KEYS) if own else weight
         ordered = key in (SORT_LIST, SORT_INTS)
         store = self.rng.random() < 0.25
         ro = not store and self.rng.random() < 0.2
@@ -1008,7 +1012,10 @@ class Gen:
         if store:
             opts += [self.ci(b"STORE"), self.rng.choice([self.key(), b"sort:dst"])]
         if self.rng.random() < 0.03:
-            opts.insert(self.rng.randrange(len(opts) + 1), self.rng.choice([b"BY", b"LIMIT", b"GET", b"STORE", b"NOSUCH"]))
+            # A stray option name takes the word after it (a stray BY could make that nosort
+            # over a set of words).
+            stray = [b"LIMIT", b"GET", b"STORE", b"NOSUCH"] + ([b"BY"] if key != SORT_WORDS else [])
+            opts.insert(self.rng.randrange(len(opts) + 1), self.rng.choice(stray))
         if own and not store and self.rng.random() < 0.1:
             # From a script: a set under nosort is sorted ALPHA there.
             body = b"return redis.call('" + self.rng.choice([b"sort", b"sort_ro"]) + b"', KEYS[1], unpack(ARGV))"
