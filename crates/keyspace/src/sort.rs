@@ -31,7 +31,7 @@ use crate::collections::set::SetValue;
 use crate::collections::zset::ZSet;
 use crate::error::{Error, Result};
 use crate::keys::{Keys, RawRead};
-use crate::layout::Kind;
+use crate::layout::{CorruptRecord, Kind};
 use crate::op::{SortBy, SortSpec};
 
 /// Where the sort runs, which changes how Redis compares and whether a set keeps its order.
@@ -120,7 +120,11 @@ pub fn sort<T: RawRead + ?Sized>(
     if end < start {
         return Ok(out);
     }
-    for it in &items[start as usize..=end as usize] {
+    // The collection holds as many elements as its header says (else it is corrupt).
+    let selected = items
+        .get(start as usize..=end as usize)
+        .ok_or(Error::Corrupt(CorruptRecord("collection length")))?;
+    for it in selected {
         if spec.gets.is_empty() {
             out.push(Some(it.elem.clone()));
         }
@@ -354,7 +358,7 @@ fn lookup<T: RawRead + ?Sized>(
 fn pqsort<T>(v: &mut [T], cmp: &impl Fn(&T, &T) -> Ordering, lrange: isize, rrange: isize) {
     let mut a: isize = 0;
     let mut n: isize = v.len() as isize;
-    // Indexes are in range by construction; `at` keeps them checked.
+    // Every index below stays within `v` by construction, as the C code's pointers do.
     let c = |v: &[T], x: isize, y: isize| cmp(&v[x as usize], &v[y as usize]);
     let sw = |v: &mut [T], x: isize, y: isize| v.swap(x as usize, y as usize);
     // Skip a part lying wholly before or after the range.
