@@ -102,6 +102,28 @@ SCRIPTS = [
 ]
 INFO_SECTIONS = [b"keyspace", b"server", b"clients", b"nosuch", b"all", b"default", b"everything", b"KEYSPACE"]
 NAMES = [b"worker", b"w-1", b"", b"has space", b"new\nline", b"x" * 30]
+# SORT's own keys, which only its generators write, so that their types are known: a list
+# (stored order is Redis's), a sorted set, a set of integers (intset: Redis iterates it in
+# order, as Rialto does) and a small set of words (never NUL bytes: ALPHA compares such a set
+# as C strings, where elements equal up to a NUL would tie in an order the layout decides).
+SORT_LIST, SORT_ZSET, SORT_INTS, SORT_WORDS = b"sort:l", b"sort:z", b"sort:i", b"sort:s"
+SORT_KEYS = [SORT_LIST, SORT_ZSET, SORT_INTS, SORT_WORDS]
+# Redis 7.0's SORT judges a number by `errno == ERANGE` after `strtod` without clearing errno
+# first, so a range error left by an earlier command (ZADD k 1e400 ...) fails a later sort of
+# good numbers. Rialto does not keep that state: each SORT the stream sends follows a ZADD of
+# a valid score, whose parse clears errno on Redis's side.
+SORT_ERRNO_RESET = [b"ZADD", b"sort:errno", b"0", b"x"]
+SORT_NUMBERS = [b"1", b"2", b"3", b"10", b"-5", b"1.5", b"0", b"7", b"100", b"-0.5"]
+SORT_WORDS_MIXED = [b"a", b"b", b"c", b"ab", b"B", b"", b"ba"]
+SORT_ODD = [b"inf", b"0x10", b" 7", b"7 ", b"1e400", b"-inf"]
+SORT_INT_ELEMS = [b"1", b"2", b"3", b"10", b"-5", b"0", b"42", b"-100", b"7"]
+SORT_WORD_ELEMS = [b"a", b"b", b"c", b"ab", b"B", b"ba", b"zz", b"A", b"aa"]
+# Weights (`w_<element>` strings, `h_<element>` hashes) and patterns naming them or not.
+SORT_WEIGHTS = [b"1", b"2", b"2", b"10", b"-3", b"0.5", b"1", b"", b"1e5", b"inf", b"0x1p3", b"3", b"b", b"a"]
+SORT_BAD_WEIGHTS = [b"x", b"nan", b"1e400", b"1 "]
+SORT_BY = [b"w_*", b"w_*", b"h_*->f", b"h_*->f", b"h_*->g", b"nosort", b"k*", b"*", b"w_*->", b"#", b"w_*\x00x", b"h_*->"]
+SORT_GET = [b"#", b"#", b"w_*", b"h_*->f", b"h_*->g", b"nosuch", b"k*", b"*->", b"h_*->f\x00", b"w_*->f"]
+SORT_LIMITS = [(b"0", b"1"), (b"1", b"2"), (b"0", b"-1"), (b"-3", b"2"), (b"2", b"100"), (b"5", b"0"), (b"100", b"1"), (b"0", b"0"), (b"1", b"9223372036854775807"), (b"x", b"1")]
 
 
 class Gen:
@@ -112,6 +134,8 @@ class Gen:
         self.resp3 = resp3
         self.i = 0
         self.force_hello = False
+        # A command to send next, before any other (SORT after its errno reset).
+        self.queued = None
         w = [
             (12, self.set_), (10, self.get), (2, self.setnx), (2, self.setex), (2, self.psetex),
             (2, self.getset), (2, self.getdel), (4, self.getex), (3, self.mget), (3, self.mset),
@@ -144,6 +168,7 @@ class Gen:
             (7, self.lpush), (3, self.lpop), (4, self.lrange), (2, self.lindex), (2, self.llen),
             (2, self.lset), (2, self.linsert), (2, self.lrem), (2, self.ltrim), (2, self.lpos),
             (2, self.lmove), (1, self.lmpop), (1, self.bpop),
+            (8, self.sort), (6, self.sort_setup),
         ]
         # Whether a MULTI is open (as far as the stream knows): whole-keyspace reads, CLIENT,
         # HELLO and server commands are not generated inside one (their replies inside a
@@ -905,6 +930,100 @@ class Gen:
             args += [self.ci(b"COUNT"), self.rng.choice([b"1", b"3", b"0"])]
         return args
 
+    # --- SORT
+
+    def sort_elem(self):
+        r = self.rng.random()
+        pool = SORT_NUMBERS if r < 0.6 else SORT_WORDS_MIXED if r < 0.95 else SORT_ODD
+        return self.rng.choice(pool)
+
+    def sort_setup(self):
+        """Writes SORT's keys: its list, sorted set and sets, and the weights its patterns read."""
+        r = self.rng.random()
+        pick = lambda pool, lo, hi: [self.rng.choice(pool) for _ in range(self.rng.randint(lo, hi))]
+        if r < 0.25:
+            # Sometimes long enough for Redis's partial quicksort to pick medians of nine.
+            n = self.rng.randint(1, 6) if self.rng.random() < 0.7 else self.rng.randint(40, 70)
+            theme = self.rng.choice([SORT_NUMBERS, SORT_WORDS_MIXED, None])
+            items = [self.rng.choice(theme) if theme else self.sort_elem() for _ in range(n)]
+            if self.rng.random() < 0.5:
+                # Start over, so that numbers alone are often what it holds.
+                self.queued = [b"RPUSH", SORT_LIST] + items
+                return [b"DEL", SORT_LIST]
+            return [b"RPUSH", SORT_LIST] + items
+        if r < 0.37:
+            items = []
+            # Past zset-max-listpack-entries sometimes: a skiplist on both sides.
+            members = [self.sort_elem() for _ in range(self.rng.randint(1, 5))]
+            if self.rng.random() < 0.1:
+                members = [b"%d" % i for i in range(130)]
+            for m in members:
+                items += [self.rng.choice([b"1", b"2", b"-1", b"0.5", b"3"]), m]
+            return [b"ZADD", SORT_ZSET] + items
+        if r < 0.47:
+            return [b"SADD", SORT_INTS] + pick(SORT_INT_ELEMS, 1, 4)
+        if r < 0.55:
+            return [b"SADD", SORT_WORDS] + pick(SORT_WORD_ELEMS, 1, 4)
+        if r < 0.58:
+            return [b"DEL", self.rng.choice(SORT_KEYS)]
+        elem = self.rng.choice(SORT_NUMBERS + SORT_WORDS_MIXED + SORT_INT_ELEMS + SORT_WORD_ELEMS + [b"5", b"6"])
+        weight = self.rng.choice(SORT_WEIGHTS) if self.rng.random() < 0.95 else self.rng.choice(SORT_BAD_WEIGHTS)
+        if r < 0.8:
+            return [b"SET", b"w_" + elem, weight]
+        if r < 0.97:
+            field = self.rng.choice([b"f", b"f", b"g"])
+            return [b"HSET", b"h_" + elem, field, weight]
+        return [b"DEL", self.rng.choice([b"w_", b"h_"]) + elem]
+
+    def sort(self):
+        """SORT and SORT_RO where the result does not depend on how a set happens to iterate:
+        by number (ties fall back to the elements' bytes), by ALPHA into STORE (whole bytes),
+        ALPHA, by nosort, by ALPHA weights (a list or a set of integers, whose order is Redis's
+        on both sides), and from scripts. The key sorted is one of SORT's own (whose types the
+        stream knows) or, for WRONGTYPE, a weight: never one of the other keys, since Redis
+        converts a sorted set it sorts to a skiplist, which OBJECT ENCODING would show; the
+        other keys are STORE's destinations."""
+        own = self.rng.random() < 0.9
+        weight = self.rng.choice([b"w_", b"h_"]) + self.rng.choice(SORT_NUMBERS)
+        key = self.rng.choice(SORT_KEYS) if own else weight
+        ordered = key in (SORT_LIST, SORT_INTS)
+        store = self.rng.random() < 0.25
+        ro = not store and self.rng.random() < 0.2
+        opts = []
+        alpha = self.rng.random() < 0.5 and (store or own)
+        by = None
+        if self.rng.random() < 0.5:
+            by = self.rng.choice(SORT_BY)
+            nosort = b"*" not in by.split(b"\x00")[0]
+            if nosort and not store and key in (SORT_WORDS,) + tuple(KEYS):
+                by = None  # a set (of words, or any key that may be one) would iterate
+            elif alpha and not nosort and not ordered:
+                by = None  # equal ALPHA weights keep the input order, a set's or a zset's
+        if by is not None:
+            opts += [self.ci(b"BY"), by]
+        if self.rng.random() < 0.4:
+            opts += [self.ci(b"LIMIT"), *self.rng.choice(SORT_LIMITS)]
+        for _ in range(self.rng.choice([0, 0, 1, 1, 2])):
+            opts += [self.ci(b"GET"), self.rng.choice(SORT_GET)]
+        if self.rng.random() < 0.4:
+            opts.append(self.ci(self.rng.choice([b"ASC", b"DESC", b"DESC"])))
+        if alpha:
+            opts.append(self.ci(b"ALPHA"))
+        if store:
+            opts += [self.ci(b"STORE"), self.rng.choice([self.key(), b"sort:dst"])]
+        if self.rng.random() < 0.03:
+            # A stray option name takes the word after it (a stray BY could make that nosort
+            # over a set of words).
+            stray = [b"LIMIT", b"GET", b"STORE", b"NOSUCH"] + ([b"BY"] if key != SORT_WORDS else [])
+            opts.insert(self.rng.randrange(len(opts) + 1), self.rng.choice(stray))
+        if own and not store and self.rng.random() < 0.1:
+            # From a script: a set under nosort is sorted ALPHA there.
+            body = b"return redis.call('" + self.rng.choice([b"sort", b"sort_ro"]) + b"', KEYS[1], unpack(ARGV))"
+            self.queued = [self.ci(b"EVAL"), body, b"1", key] + opts
+        else:
+            self.queued = [self.ci(b"SORT_RO" if ro else b"SORT"), key] + opts
+        return list(SORT_ERRNO_RESET)
+
     def zremrange(self):
         r = self.rng.random()
         if r < 0.35:
@@ -975,6 +1094,9 @@ class Gen:
         if len(args) > 1 and args[1] in LEX_KEYS:
             # A broken ZADD could give a lex key's members different scores.
             return args
+        if len(args) > 1 and args[1] in SORT_KEYS + [SORT_ERRNO_RESET[1]]:
+            # A broken write could make a SORT key's order one the sides keep differently.
+            return args
         args = list(args)
         # Keep the subcommand of container commands (a bare COMMAND lists the whole table, in
         # hash order).
@@ -994,6 +1116,9 @@ class Gen:
         if self.force_hello:
             self.force_hello = False
             return [b"HELLO", b"3"]
+        if self.queued:
+            args, self.queued = self.queued, None
+            return args
         while True:
             maker = self.rng.choices(self.makers, self.weights)[0]
             if not (self.in_multi and maker in (self.keys, self.scan, self.scan_all, self.hscan_all, self.dbsize, self.randomkey, self.client, self.hello, self.server)):

@@ -26,6 +26,9 @@ pub enum Error {
     /// A weight of ZUNIONSTORE or ZINTERSTORE is not a float.
     #[error("weight value is not a float")]
     WeightNotFloat,
+    /// A weight SORT reads (an element, or the value a BY pattern names) is not a number.
+    #[error("one or more scores can't be converted into double")]
+    SortWeightNotDouble,
     /// A stored value is not an integer (or an argument is out of range).
     #[error("value is not an integer or out of range")]
     NotInteger,

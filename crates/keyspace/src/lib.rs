@@ -28,6 +28,7 @@ mod library;
 mod log_state;
 mod op;
 pub mod slot;
+mod sort;
 mod stores;
 mod value;
 mod walk;
@@ -51,8 +52,10 @@ pub use op::{
     LibraryOp, LibrarySource, ListOp, Op, OpKind, PartStoreOp, RestorePolicy, ScoreRange, Set,
     SetAlgebra, SetOp, StoreOp, TtlChange, ZAddFlags, ZRange, ZSetOp, FORMAT_VERSION,
 };
+pub use op::{SortBy, SortSpec, SortStore};
 pub use rialto_lsm::Compression;
 pub use rialto_sort::DuplicatePolicy;
+pub use sort::{sort, SortMode};
 pub use stores::settings::DEFAULT_KEEP as DEFAULT_STORE_KEEP;
 pub use stores::MAX_PREFIX_LEN as MAX_STORE_PREFIX_LEN;
 pub use stores::{

@@ -22,6 +22,7 @@ use rialto_keyspace::{
     Op, OpKind, RestorePolicy, Set, SetAlgebra, SetOp, StoreOp, StoreSettings, TtlChange, Value,
     VersionInfo,
 };
+use rialto_keyspace::{SortBy, SortSpec, SortStore};
 
 const KEYS: &[&str] = &["a", "b", "c", "n", "s:x", "s:y", "t:z"];
 
@@ -210,6 +211,39 @@ fn set_op() -> impl Strategy<Value = OpKind> {
     ]
 }
 
+/// SORT ... STORE over the keys, weighed by the keys its elements name (single letters are
+/// keys here) or their hash fields.
+fn sort_op() -> impl Strategy<Value = OpKind> {
+    let pattern = || {
+        prop::sample::select(&["*", "s:*", "*->f", "s:*->g", "#", "nosort"][..])
+            .prop_map(|p| Bytes::from_static(p.as_bytes()))
+    };
+    let by = prop_oneof![
+        Just(SortBy::Element),
+        pattern().prop_map(SortBy::Pattern),
+        Just(SortBy::NoSort),
+    ];
+    let spec = (
+        key(),
+        by,
+        -2i64..4,
+        -2i64..4,
+        prop::collection::vec(pattern(), 0..3),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(key, by, offset, count, gets, desc, alpha)| SortSpec {
+            key,
+            by,
+            offset,
+            count,
+            gets,
+            desc,
+            alpha,
+        });
+    (key(), spec).prop_map(|(dst, sort)| OpKind::Sort(SortStore { dst, sort }))
+}
+
 fn store() -> impl Strategy<Value = String> {
     prop::sample::select(&["s", "t", "u"][..]).prop_map(str::to_string)
 }
@@ -241,6 +275,7 @@ fn kind() -> impl Strategy<Value = OpKind> {
         4 => set_op(),
         4 => zset_op(),
         4 => list_op(),
+        2 => sort_op(),
         1 => (key(), value()).prop_map(|(key, value)| OpKind::SetNx { key, value }),
         1 => pairs().prop_map(|pairs| OpKind::MSet { pairs }),
         1 => pairs().prop_map(|pairs| OpKind::MSetNx { pairs }),

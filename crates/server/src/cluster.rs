@@ -228,7 +228,7 @@ impl StateMachine for Machine {
 
 /// A read queued in a transaction, run at its place on the node that answers it.
 fn read_step(t: &mut Transaction<'_, '_>, db: u8, args: &[Bytes]) -> Reply {
-    let f = match crate::command_table::resolve(args).map(|(_, spec)| spec.handler) {
+    let f = match crate::command_table::resolve(args).map(|(_, spec)| spec.handler_for(args)) {
         Ok(Some(Handler::Read(f))) => f,
         Ok(_) => return Reply::error("ERR not a read command"),
         Err(r) => return r,
@@ -527,6 +527,7 @@ impl Payload {
                 OpKind::ZSet(z) => z.keys().into_iter().for_each(|k| key(k)),
                 OpKind::List(l) => l.keys().into_iter().for_each(|k| key(k)),
                 OpKind::SwapDb { .. } => {}
+                OpKind::Sort(st) => key(&st.dst),
                 OpKind::MSet { pairs } | OpKind::MSetNx { pairs } => {
                     pairs.iter().for_each(|(k, _)| key(k))
                 }
@@ -744,6 +745,14 @@ fn unavailable(spec: &CommandSpec, handler: Handler, args: &[Bytes]) -> Option<R
         "flushdb" | "flushall" => false,
         // Records of the address's partition (`commands::function`).
         "function|load" | "function|delete" | "function|flush" | "function|restore" => false,
+        // BY and GET patterns may name keys of other slots, as Redis Cluster refuses them.
+        "sort" | "sort_ro" => {
+            let refuse = crate::commands::sort::Refuse {
+                cluster: true,
+                key_access: false,
+            };
+            return crate::commands::sort::refusal(args, name == "sort_ro", refuse);
+        }
         _ => spec.has_flag("write") && !matches!(handler, Handler::Write(_) | Handler::Block(_)),
     };
     if !refused {
@@ -1122,6 +1131,40 @@ mod tests {
         );
         assert_eq!(Payload::One(flush).touches(), Touches::All);
         assert_ne!(key_hash(0, b"a"), key_hash(1, b"a"));
+    }
+
+    #[test]
+    fn sort_runs_in_cluster_mode_without_patterns_that_name_keys() {
+        let args = |line: &str| -> Vec<Bytes> {
+            line.split(' ')
+                .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+                .collect()
+        };
+        let check = |line: &str| {
+            let a = args(line);
+            let (_, spec) = crate::command_table::resolve(&a).expect("resolves");
+            let handler = spec.handler_for(&a).expect("handler");
+            unavailable(spec, handler, &a).map(|r| {
+                let mut buf = bytes::BytesMut::new();
+                r.encode(rialto_resp::Protocol::Resp2, &mut buf);
+                String::from_utf8_lossy(&buf).into_owned()
+            })
+        };
+        // The read form of a command flagged write is not refused for it.
+        assert_eq!(check("SORT k LIMIT 0 1 DESC ALPHA"), None);
+        assert_eq!(check("SORT k BY nosort STORE d"), None);
+        assert_eq!(check("SORT_RO k BY nosort"), None);
+        let by = "-ERR BY option of SORT denied in Cluster mode.\r\n";
+        let get = "-ERR GET option of SORT denied in Cluster mode.\r\n";
+        assert_eq!(check("SORT k BY w_*").as_deref(), Some(by));
+        assert_eq!(check("SORT_RO k BY {k}w_*").as_deref(), Some(by));
+        assert_eq!(check("SORT k GET #").as_deref(), Some(get));
+        assert_eq!(
+            check("SORT k BY nosort GET # STORE d").as_deref(),
+            Some(get)
+        );
+        // An earlier syntax error is the command's own reply.
+        assert_eq!(check("SORT k NOSUCH GET #"), None);
     }
 
     #[test]

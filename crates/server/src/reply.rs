@@ -96,6 +96,9 @@ pub fn keyspace_error(e: &rialto_keyspace::Error) -> Reply {
         E::ScoreNaN => Reply::error("ERR resulting score is not a number (NaN)"),
         E::Syntax => syntax(),
         E::WeightNotFloat => Reply::error("ERR weight value is not a float"),
+        E::SortWeightNotDouble => {
+            Reply::error("ERR One or more scores can't be converted into double")
+        }
         E::InvalidExpire { command } => invalid_expire(command),
         E::Store(s) => store_error(s),
         E::Library(l) => library_error(l),

@@ -12,6 +12,7 @@ mod hashes;
 mod keys;
 mod lists;
 mod sets;
+mod sort_store;
 mod strings;
 mod zsets;
 
@@ -76,6 +77,7 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
                 OpKind::Sets(o) => sets::apply(&mut k, &stores.encodings, o),
                 OpKind::ZSet(z) => zsets::apply(&mut k, &stores.encodings, z),
                 OpKind::List(l) => lists::apply(&mut k, &stores.encodings, l),
+                OpKind::Sort(s) => sort_store::apply(&mut k, &stores.encodings, s),
                 kind => data(&mut k, kind),
             }
         }
@@ -118,6 +120,7 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         | OpKind::Copy { .. }
         | OpKind::Move { .. }
         | OpKind::SwapDb { .. }
+        | OpKind::Sort(_)
         | OpKind::Library(_) => Err(crate::error::Error::BadOp("not a key-level op")),
     }
 }

@@ -54,6 +54,9 @@
 //!  40 BitField     key | n: u64 | sub*n
 //!       sub := what: u8 (0 GET, 1 SET, 2 INCRBY) | signed: u8 | bits: u8 | offset: u64
 //!              | [value: i64 | overflow: u8 (0 WRAP, 1 SAT, 2 FAIL) if SET or INCRBY]
+//!  42 Sort         dst | key | flags: u8 (1 DESC, 2 ALPHA) | by: u8 (0 the elements,
+//!                  1 pattern, 2 nosort) | [pattern if 1] | offset: i64 | count: i64
+//!                  | n: u64 | pattern*n (GET)   (SORT ... STORE)
 //!  33 Hash         write: u8 | body
 //!       1 set       key | ok: u8 | n: u64 | (field | value)*n
 //!       2 setnx     key | field | value
@@ -105,7 +108,8 @@ use bytes::Bytes;
 use super::{
     Aggregate, BadTime, Combine, Cond, ExpireCond, FieldSub, HashOp, LateError, LexBound, LexRange,
     LibraryOp, LibrarySource, ListOp, Op, OpKind, PartStoreOp, RestorePolicy, Score, ScoreRange,
-    Set, SetAlgebra, SetOp, StoreOp, TtlChange, ZAddFlags, ZRange, ZSetOp,
+    Set, SetAlgebra, SetOp, SortBy, SortSpec, SortStore, StoreOp, TtlChange, ZAddFlags, ZRange,
+    ZSetOp,
 };
 use crate::bits::{BitOp, FieldType, Overflow};
 use crate::error::{Error, Result};
@@ -444,6 +448,11 @@ impl Op {
                         });
                     }
                 }
+            }
+            OpKind::Sort(st) => {
+                w.u8(42);
+                w.bytes(&st.dst);
+                w.sort(&st.sort);
             }
             OpKind::Hash(h) => {
                 w.u8(33);
@@ -1071,6 +1080,10 @@ impl Op {
                 }
                 OpKind::BitField { key, subs }
             }
+            42 => OpKind::Sort(SortStore {
+                dst: r.bytes()?,
+                sort: r.sort()?,
+            }),
             33 => OpKind::Hash(match r.u8()? {
                 1 => {
                     let key = r.bytes()?;
@@ -1407,6 +1420,25 @@ impl Writer {
         self.0.extend_from_slice(b);
     }
 
+    fn sort(&mut self, s: &SortSpec) {
+        self.bytes(&s.key);
+        self.u8(u8::from(s.desc) | (u8::from(s.alpha) << 1));
+        match &s.by {
+            SortBy::Element => self.u8(0),
+            SortBy::Pattern(p) => {
+                self.u8(1);
+                self.bytes(p);
+            }
+            SortBy::NoSort => self.u8(2),
+        }
+        self.i64(s.offset);
+        self.i64(s.count);
+        self.u64(s.gets.len() as u64);
+        for g in &s.gets {
+            self.bytes(g);
+        }
+    }
+
     /// A library change as its kind (22 to 25) and body.
     fn library_op(&mut self, op: &LibraryOp) {
         match op {
@@ -1571,6 +1603,35 @@ impl Reader<'_> {
 
     fn settings(&mut self) -> Result<StoreSettings> {
         StoreSettings::decode_from(&mut self.0).map_err(|e| Error::BadOp(e.0))
+    }
+
+    fn sort(&mut self) -> Result<SortSpec> {
+        let key = self.bytes()?;
+        let flags = self.u8()?;
+        if flags > 3 {
+            return Err(Error::BadOp("bad flag"));
+        }
+        let by = match self.u8()? {
+            0 => SortBy::Element,
+            1 => SortBy::Pattern(self.bytes()?),
+            2 => SortBy::NoSort,
+            _ => return Err(Error::BadOp("bad SORT order")),
+        };
+        let (offset, count) = (self.i64()?, self.i64()?);
+        let n = self.count(1)?;
+        let mut gets = Vec::with_capacity(n);
+        for _ in 0..n {
+            gets.push(self.bytes()?);
+        }
+        Ok(SortSpec {
+            key,
+            by,
+            offset,
+            count,
+            gets,
+            desc: flags & 1 != 0,
+            alpha: flags & 2 != 0,
+        })
     }
 
     /// The body of a library change of kind `kind` (22 to 25).
@@ -1746,6 +1807,62 @@ mod tests {
             }),
         );
         assert_eq!(Op::decode(&op.encode()).unwrap(), op);
+    }
+
+    #[test]
+    fn sort_stores_round_trip_and_are_laid_out_as_documented() {
+        let b = |s: &'static str| Bytes::from_static(s.as_bytes());
+        let spec = |by, gets| SortSpec {
+            key: b("k"),
+            by,
+            offset: -1,
+            count: i64::MAX,
+            gets,
+            desc: true,
+            alpha: false,
+        };
+        for by in [SortBy::Element, SortBy::Pattern(b("w_*")), SortBy::NoSort] {
+            let op = Op::new(
+                1,
+                2,
+                OpKind::Sort(SortStore {
+                    dst: b("d"),
+                    sort: spec(by, vec![b("#"), b("h_*->f")]),
+                }),
+            );
+            let bytes = op.encode();
+            assert_eq!(Op::decode(&bytes).unwrap(), op);
+            for cut in 0..bytes.len() {
+                assert!(Op::decode(&bytes[..cut]).is_err());
+            }
+        }
+        let op = Op::new(
+            0,
+            0,
+            OpKind::Sort(SortStore {
+                dst: b("d"),
+                sort: SortSpec {
+                    alpha: true,
+                    ..spec(SortBy::Pattern(b("p*")), vec![b("#")])
+                },
+            }),
+        );
+        let enc = op.encode();
+        let body = [
+            &[42, 1, b'd', 1, b'k', 3, 1, 2, b'p', b'*'][..],
+            &(-1i64).to_le_bytes(),
+            &i64::MAX.to_le_bytes(),
+            &[1, 1, b'#'],
+        ]
+        .concat();
+        assert!(enc.ends_with(&body), "{enc:?}");
+        // Unknown flags and orders are refused.
+        let mut bad = enc.clone();
+        bad[10 + 5] = 4;
+        assert!(Op::decode(&bad).is_err());
+        let mut bad = enc;
+        bad[10 + 6] = 3;
+        assert!(Op::decode(&bad).is_err());
     }
 
     #[test]

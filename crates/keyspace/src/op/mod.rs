@@ -291,6 +291,9 @@ pub enum OpKind {
         /// The other.
         b: u8,
     },
+    /// SORT ... STORE destination: `dst` becomes the sorted elements as a list (deleted when
+    /// there are none); replies how many.
+    Sort(SortStore),
     /// MOVE key db: 1 if moved, 0 if missing here or present there.
     Move {
         /// The key.
@@ -940,4 +943,44 @@ impl Op {
     pub fn changes_catalog(&self) -> bool {
         matches!(self.kind, OpKind::Store(_))
     }
+}
+
+/// What SORT and SORT_RO compute: the options of Redis's `sortCommandGeneric`, parsed and
+/// checked where the command arrived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SortSpec {
+    /// The list, set or sorted set sorted.
+    pub key: Bytes,
+    /// What the elements are ordered by.
+    pub by: SortBy,
+    /// LIMIT's offset and count as given (no LIMIT: 0 and -1); clamped at run time as Redis
+    /// clamps them.
+    pub offset: i64,
+    pub count: i64,
+    /// GET patterns, in order (none: the elements themselves).
+    pub gets: Vec<Bytes>,
+    /// DESC.
+    pub desc: bool,
+    /// ALPHA: byte order instead of numbers.
+    pub alpha: bool,
+}
+
+/// What SORT orders by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SortBy {
+    /// The elements themselves (no BY).
+    Element,
+    /// The values a BY pattern with a `*` names (the last BY given).
+    Pattern(Bytes),
+    /// Nothing: a BY pattern without `*` was given, so the stored order is kept.
+    NoSort,
+}
+
+/// SORT with STORE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SortStore {
+    /// The list written.
+    pub dst: Bytes,
+    /// The sort.
+    pub sort: SortSpec,
 }

@@ -216,6 +216,12 @@ impl Selector {
             })
     }
 
+    /// Whether the selector may read any key: `allkeys`, or a `*` pattern with read access
+    /// (Redis's `ACLSelectorHasUnrestrictedKeyAccess` for reads).
+    pub fn reads_every_key(&self) -> bool {
+        self.all_keys || self.keys.iter().any(|p| p.read && p.pattern == b"*")
+    }
+
     /// Redis's `ACLSelectorCheckCmd`: `keys` holds (position, key, access), `channels`
     /// (position, channel, is a pattern).
     pub fn check(

@@ -216,6 +216,37 @@ impl User {
     /// May this user run `args` as command `cmd` (lowercase full name: `get`, `config|get`;
     /// `args` with the command name first)? Keys are found as the command's declaration says.
     pub fn check(&self, cmd: &str, args: &[Bytes]) -> Result<(), Denied> {
+        self.with_parts(cmd, args, |idx, first_arg, keys, channels| {
+            self.check_parts(cmd, idx, first_arg, keys, channels)
+        })
+    }
+
+    /// Redis's `ACLUserCheckCmdWithUnrestrictedKeyAccess` for reads: whether a selector that
+    /// allows this request may also read every key (`allkeys`, or a `*` pattern with read
+    /// access). SORT's BY and GET patterns read keys no key spec names, so they need it.
+    pub fn reads_every_key(&self, cmd: &str, args: &[Bytes]) -> bool {
+        self.with_parts(cmd, args, |idx, first_arg, keys, channels| {
+            std::iter::once(&self.root).chain(&self.selectors).any(|s| {
+                s.check(&self.catalog, idx, first_arg, keys, channels)
+                    .is_ok()
+                    && s.reads_every_key()
+            })
+        })
+    }
+
+    /// Runs `f` on what a request's check looks at: the command's index, its first argument,
+    /// its keys (position, key, access) and channels (position, channel, is a pattern).
+    fn with_parts<R>(
+        &self,
+        cmd: &str,
+        args: &[Bytes],
+        f: impl FnOnce(
+            Option<usize>,
+            Option<&[u8]>,
+            &[(usize, &[u8], KeyAccess)],
+            &[(usize, &[u8], bool)],
+        ) -> R,
+    ) -> R {
         let idx = self.catalog.lookup(cmd.as_bytes());
         // Finding keys can cost; skip it when every selector allows all keys.
         let need_keys = std::iter::once(&self.root)
@@ -243,7 +274,7 @@ impl User {
         } else {
             Vec::new()
         };
-        self.check_parts(cmd, idx, first_arg, &keys, &channels)
+        f(idx, first_arg, &keys, &channels)
     }
 
     /// Whether any selector allows `channel` (a pattern subscription when `is_pattern`),

@@ -31,6 +31,18 @@ pub struct CommandSpec {
     /// The command's own key finder, for keys its key specs cannot describe exactly (SET's
     /// flags depend on its GET option); used instead of the key specs when set.
     pub getkeys: Option<GetKeysFn>,
+    /// A command that writes only with some arguments (SORT with STORE): the read that runs
+    /// it otherwise, and the test of the arguments that selects `handler`.
+    pub read_form: Option<ReadForm>,
+}
+
+/// See [`CommandSpec::read_form`].
+#[derive(Debug, Clone, Copy)]
+pub struct ReadForm {
+    /// Runs the request when `writes` is false.
+    pub read: crate::commands::ReadFn,
+    /// Whether the request writes (runs as `handler`).
+    pub writes: fn(&[Bytes]) -> bool,
 }
 
 /// A command's own key finder: the keys of a request (command name at 0).
@@ -40,6 +52,15 @@ impl CommandSpec {
     /// Whether the command has this flag, e.g. `"write"`.
     pub fn has_flag(&self, flag: &str) -> bool {
         self.flags.contains(&flag)
+    }
+
+    /// What runs this request: the read form when the command has one and the arguments do
+    /// not write, else the handler.
+    pub fn handler_for(&self, args: &[Bytes]) -> Option<Handler> {
+        match self.read_form {
+            Some(f) if !(f.writes)(args) => Some(Handler::Read(f.read)),
+            _ => self.handler,
+        }
     }
 }
 
@@ -219,6 +240,7 @@ pub const fn cmd(
         docs: NO_DOCS,
         handler: None,
         getkeys: None,
+        read_form: None,
     }
 }
 
@@ -257,6 +279,18 @@ impl CommandSpec {
     pub const fn handler(self, handler: Handler) -> Self {
         CommandSpec {
             handler: Some(handler),
+            ..self
+        }
+    }
+
+    /// The read that runs the request when `writes` says it does not write.
+    pub const fn read_form(
+        self,
+        read: crate::commands::ReadFn,
+        writes: fn(&[Bytes]) -> bool,
+    ) -> Self {
+        CommandSpec {
+            read_form: Some(ReadForm { read, writes }),
             ..self
         }
     }

@@ -240,6 +240,9 @@ impl TxHost<'_, '_, '_> {
                     "ERR The user executing the script can't run this command or subcommand",
                 ));
             }
+            if let Some(r) = commands::sort::acl_refusal(user, spec, args) {
+                return Err((r, false));
+            }
         }
         // Redis's rule: over maxmemory when the script started, a script that has not written
         // yet may not call a command that may grow the data (once it wrote, it must finish).
@@ -378,7 +381,7 @@ impl Host for TxHost<'_, '_, '_> {
             now_ms: self.tx.now_ms(),
             databases: self.ctx.databases,
         };
-        match spec.handler {
+        match spec.handler_for(&args) {
             Some(Handler::Write(f)) => match f(at, &args).map(|op| self.replayable_seed(op)) {
                 Ok(op) => match self.tx.apply(&op) {
                     Ok(v) => (reply::value(v), true),
@@ -396,7 +399,7 @@ impl Host for TxHost<'_, '_, '_> {
             },
             Some(Handler::Read(f)) => (
                 self.tx
-                    .read(self.db, |k| f(&mut R::new(k), &args))
+                    .read(self.db, |k| f(&mut R::in_script(k), &args))
                     .unwrap_or_else(|e| e),
                 false,
             ),
