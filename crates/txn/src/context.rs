@@ -1,7 +1,8 @@
 //! What a transaction sees and does while the merger executes it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
+use std::ops::Bound;
 
 use rialto_engine::{BatchMark, BatchOp, Bytes, PipelinedCommit, Result, WriteBatch};
 
@@ -21,6 +22,11 @@ pub(crate) struct Group {
     /// are staged, and dropped when writes are cut. It copies neither keys nor values; a
     /// lookup checks the key at the offset, and on a hash collision scans.
     overlay: Option<HashMap<u64, usize, BuildHasherDefault<Prehashed>>>,
+    /// Key → offset in `batch` of the latest operation on it, in key order: built on the first
+    /// range read of the group (a scan of the batch for each range read made a pipeline of
+    /// range-reading commands quadratic in the group's size), then kept up to date as writes
+    /// are staged, and dropped when writes are cut, as `overlay`.
+    ordered: Option<BTreeMap<Vec<u8>, usize>>,
 }
 
 /// The hasher of keys that are hashes already.
@@ -55,6 +61,7 @@ impl Group {
             committed: batch.mark(),
             batch,
             overlay: None,
+            ordered: None,
         }
     }
 
@@ -88,6 +95,36 @@ impl Group {
         if let Some(m) = self.overlay.as_mut() {
             m.insert(key_hash(key), at);
         }
+        if let Some(o) = self.ordered.as_mut() {
+            o.insert(key.to_vec(), at);
+        }
+    }
+
+    /// Whether staged writes must be noted in an index.
+    fn indexed(&self) -> bool {
+        self.overlay.is_some() || self.ordered.is_some()
+    }
+
+    /// What the group wrote in `[lower, upper)`: key → value, or `None` for a deletion.
+    fn written_in(&mut self, lower: &[u8], upper: &[u8]) -> BTreeMap<Vec<u8>, Option<Bytes>> {
+        let batch = &self.batch;
+        let ordered = self.ordered.get_or_insert_with(|| {
+            let mut m = BTreeMap::new();
+            for (at, op) in batch.iter_offsets() {
+                m.insert(op_key(op).to_vec(), at);
+            }
+            m
+        });
+        let mut out = BTreeMap::new();
+        if lower >= upper {
+            return out;
+        }
+        for (k, &at) in ordered.range::<[u8], _>((Bound::Included(lower), Bound::Excluded(upper))) {
+            if let Some(op) = batch.op_at(at) {
+                out.insert(k.clone(), op_value(op));
+            }
+        }
+        out
     }
 
     fn put(&mut self, key: &[u8], value: &[u8]) {
@@ -112,6 +149,7 @@ impl Group {
     fn rollback(&mut self, mark: BatchMark) {
         if mark.offset() < self.batch.mark().offset() {
             self.overlay = None;
+            self.ordered = None;
         }
         self.batch.rollback(mark);
     }
@@ -248,7 +286,7 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
         let Some(o) = self.observer else {
             let from = self.group.batch.mark();
             self.group.batch.append(batch);
-            if self.group.overlay.is_some() {
+            if self.group.indexed() {
                 let staged: Vec<(usize, Vec<u8>)> = self
                     .group
                     .batch
@@ -334,20 +372,8 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Bytes)>> {
         use rialto_engine::EngineIterator;
-        use std::collections::BTreeMap;
         // What the group and this transaction wrote in the range: key → value, or deleted.
-        let mut written: BTreeMap<Vec<u8>, Option<Bytes>> = BTreeMap::new();
-        for op in self.group.batch.iter() {
-            match op {
-                BatchOp::Put(k, v) if k >= lower && k < upper => {
-                    written.insert(k.to_vec(), Some(Bytes::copy_from_slice(v)));
-                }
-                BatchOp::Delete(k) if k >= lower && k < upper => {
-                    written.insert(k.to_vec(), None);
-                }
-                _ => {}
-            }
-        }
+        let written = self.group.written_in(lower, upper);
         let mut out = Vec::new();
         let mut it = self
             .engine
@@ -388,19 +414,7 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Bytes)>> {
         use rialto_engine::EngineIterator;
-        use std::collections::BTreeMap;
-        let mut written: BTreeMap<Vec<u8>, Option<Bytes>> = BTreeMap::new();
-        for op in self.group.batch.iter() {
-            match op {
-                BatchOp::Put(k, v) if k >= lower && k < upper => {
-                    written.insert(k.to_vec(), Some(Bytes::copy_from_slice(v)));
-                }
-                BatchOp::Delete(k) if k >= lower && k < upper => {
-                    written.insert(k.to_vec(), None);
-                }
-                _ => {}
-            }
-        }
+        let written = self.group.written_in(lower, upper);
         let mut out = Vec::new();
         let mut it = self
             .engine

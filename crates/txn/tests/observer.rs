@@ -159,11 +159,12 @@ fn a_read_before_a_write_serves_the_observer_until_the_key_is_written() {
         Some(observer),
     )
     .unwrap();
-    merger.submit_and_wait(|tx| {
-        tx.put(b"o1", b"v1");
-        Ok(())
-    })
-    .unwrap();
+    merger
+        .submit_and_wait(|tx| {
+            tx.put(b"o1", b"v1");
+            Ok(())
+        })
+        .unwrap();
     merger
         .submit_and_wait(|tx| {
             // Read-modify-write: the observer sees the value read.
@@ -190,6 +191,12 @@ fn a_read_before_a_write_serves_the_observer_until_the_key_is_written() {
         .collect();
     assert_eq!(
         olds,
-        vec![None, Some(&b"v1"[..]), Some(&b"v2"[..]), Some(&b"v3"[..]), None]
+        vec![
+            None,
+            Some(&b"v1"[..]),
+            Some(&b"v2"[..]),
+            Some(&b"v3"[..]),
+            None
+        ]
     );
 }

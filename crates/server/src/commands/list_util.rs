@@ -34,7 +34,9 @@ pub fn pop_count(arg: Option<&Bytes>) -> CmdResult<Option<u64>> {
 }
 
 /// A blocking command's timeout in seconds (a float since Redis 6.0; 0 waits forever), as
-/// milliseconds.
+/// milliseconds rounded up, with Redis 7.0's errors: its conversion of a value past the 64-bit
+/// range gives a negative number ("timeout is negative"), and a deadline past that range once
+/// the current time is added is "out of range".
 pub fn timeout_ms(arg: &[u8]) -> CmdResult<Option<u64>> {
     let secs = std::str::from_utf8(arg)
         .ok()
@@ -42,12 +44,12 @@ pub fn timeout_ms(arg: &[u8]) -> CmdResult<Option<u64>> {
         .and_then(|s| s.parse::<f64>().ok())
         .filter(|v| !v.is_nan())
         .ok_or_else(|| Reply::error("ERR timeout is not a float or out of range"))?;
-    if secs < 0.0 {
+    let ms = (secs * 1000.0).ceil();
+    if ms < 0.0 || ms >= i64::MAX as f64 {
         return Err(Reply::error("ERR timeout is negative"));
     }
-    let ms = (secs * 1000.0).ceil();
-    // Redis adds the deadline to the current time and refuses what would overflow.
-    if ms >= i64::MAX as f64 / 2.0 {
+    // The current time in milliseconds stays below 2^42 for a century yet.
+    if ms > (i64::MAX - (1 << 42)) as f64 {
         return Err(Reply::error("ERR timeout is out of range"));
     }
     Ok((ms > 0.0).then_some(ms as u64))
@@ -110,9 +112,13 @@ mod tests {
         assert_eq!(timeout_ms(b"0.0001").unwrap(), Some(1));
         assert!(err(timeout_ms(b"-1")).contains("negative"));
         assert!(err(timeout_ms(b"abc")).contains("not a float"));
-        assert!(err(timeout_ms(b"inf")).contains("out of range"));
         assert!(err(timeout_ms(b"nan")).contains("not a float"));
-        assert!(err(timeout_ms(b"1e300")).contains("out of range"));
+        // Past the 64-bit range Redis's conversion turns negative.
+        assert!(err(timeout_ms(b"inf")).contains("negative"));
+        assert!(err(timeout_ms(b"9223372036854775808")).contains("negative"));
+        assert!(err(timeout_ms(b"9223372036854770")).contains("out of range"));
+        // Rounded up, as Redis's ceill: a tiny negative timeout is 0, waiting forever.
+        assert_eq!(timeout_ms(b"-0.0001").unwrap(), None);
     }
 
     #[test]

@@ -502,6 +502,53 @@ fn first_keys_sees_applied_group_and_own_writes() {
     assert_eq!(names(two), ["k1", "k2"]);
 }
 
+/// Range reads after writes staged since the group's first range read, and after a
+/// transaction's writes were cut, see exactly the writes that stand.
+#[test]
+fn range_reads_follow_writes_made_after_them_and_writes_cut() {
+    let (_fs, dynfs) = mem();
+    let db = open(dynfs);
+    let m = merger(
+        &db,
+        MergerOptions {
+            inline_execution: true,
+            ..MergerOptions::default()
+        },
+    );
+    m.write(one_put(b"k1", b"v")).wait().unwrap();
+    let a = m.enqueue(|tx| {
+        let first = tx.first_keys(b"k", b"l", 100)?;
+        tx.put(b"k2", b"v");
+        tx.delete(b"k1");
+        let second = tx.first_keys(b"k", b"l", 100)?;
+        Ok((first, second))
+    });
+    // Fails: its writes are cut from the group.
+    let b = m.enqueue(|tx| {
+        tx.put(b"k0", b"v");
+        tx.first_keys(b"k", b"l", 100)?;
+        Err::<(), _>(rialto_engine::Error::InvalidArgument("no".into()))
+    });
+    let c = m.enqueue(|tx| {
+        let before = tx.first_keys(b"k", b"l", 100)?;
+        let sp = tx.savepoint();
+        tx.put(b"k3", b"v");
+        tx.rollback_to(sp);
+        tx.put(b"k4", b"v");
+        let after = tx.last_entries(b"k", b"l", 100)?;
+        Ok((before, after.into_iter().map(|(k, _)| k).collect::<Vec<_>>()))
+    });
+    m.run_queued();
+    let names = |v: Vec<Vec<u8>>| v.into_iter().map(|k| String::from_utf8(k).unwrap()).collect::<Vec<_>>();
+    let (first, second) = a.wait().unwrap();
+    assert_eq!(names(first), ["k1"]);
+    assert_eq!(names(second), ["k2"]);
+    assert!(b.wait().is_err());
+    let (before, after) = c.wait().unwrap();
+    assert_eq!(names(before), ["k2"]);
+    assert_eq!(names(after), ["k4", "k2"]);
+}
+
 /// The reverse walk sees the same state as the forward one, from the other end.
 #[test]
 fn last_entries_sees_applied_group_and_own_writes() {
