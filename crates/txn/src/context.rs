@@ -335,9 +335,9 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
         self.after.truncate(at.2);
     }
 
-    /// Leaves `f` to run once this transaction's group is durable (or has failed), after the
-    /// transaction's own handle resolves: for an outcome this transaction decided for someone
-    /// else, which must not be seen before it is durable. Dropped, never called, if this
+    /// Leaves `f` to run once this transaction's group is durable (or has failed), just before
+    /// the transaction's own handle resolves: for an outcome this transaction decided for
+    /// someone else, or state readers must see, which must not be seen before it is durable. Dropped, never called, if this
     /// transaction fails or rolls back past it.
     pub fn after_commit(&mut self, f: AfterCommit) {
         self.after.push(f);

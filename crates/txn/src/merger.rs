@@ -92,10 +92,12 @@ where
             Some(e) => Err(e.duplicate()),
             None => self.outcome.take().unwrap_or(Err(Error::Closed)),
         };
-        self.slot.fulfil(outcome);
+        // Before the handle resolves: whoever waits on it (and what it does next) finds the
+        // work done (a SWAPDB's map published before its client's next read).
         for f in self.after.drain(..) {
             f(failure);
         }
+        self.slot.fulfil(outcome);
     }
 
     fn submitted_micros(&self) -> u64 {

@@ -1,4 +1,4 @@
-//! Work a transaction leaves for its commit: run once the group is durable, after the
+//! Work a transaction leaves for its commit: run once the group is durable, just before the
 //! transaction's own handle resolves; dropped, never run, when the transaction fails or rolls
 //! back past it.
 
@@ -42,6 +42,8 @@ fn after_commit_runs_once_durable_and_never_for_what_was_cut() {
         })
         .wait()
         .unwrap();
+    // Done by the time the handle resolves.
+    assert_eq!(*ran.lock(), vec!["kept"]);
     let r = Arc::clone(&ran);
     let failed = merger
         .submit(move |tx| {
