@@ -178,9 +178,38 @@ impl Watches {
             .collect()
     }
 
-    /// Touches `key` of logical database `db` for WATCH alone (see [`Watches::touch_table`]).
-    pub(crate) fn touch_logical(&self, db: u8, key: &[u8], deleted: bool) {
-        self.touch_table(db, key, deleted);
+    /// SWAPDB brought another database's contents under logical database `db`, where `key`
+    /// is watched: `here` whether the key existed in the contents it had (even expired),
+    /// `there` whether the contents it now has hold the key and whether that record has
+    /// expired. Redis 7.0's rules (`touchAllWatchedKeysInDb`): a watch of a key that had
+    /// expired when watched is untouched when the key is gone (it becomes a plain missing key)
+    /// or expired there too; a watch of a missing key that an expired one replaces becomes
+    /// such a watch; any other watch of a key present on either side is touched.
+    pub(crate) fn touch_swapped(&self, db: u8, key: &[u8], here: bool, there: Option<bool>) {
+        if !here && there.is_none() {
+            return;
+        }
+        let mut table = self.table.lock();
+        let Some(list) = table.get_mut(&slot(db, key)) else {
+            return;
+        };
+        for e in list {
+            let touch = match (e.stale, there) {
+                (true, None) => {
+                    e.stale = false;
+                    false
+                }
+                (true, Some(expired)) => !expired,
+                (false, Some(true)) if !here => {
+                    e.stale = true;
+                    false
+                }
+                (false, _) => true,
+            };
+            if touch {
+                e.who.dirty.store(true, Ordering::Release);
+            }
+        }
     }
 
     #[cold]

@@ -302,11 +302,17 @@ fn watched_key_of(engine_key: &[u8]) -> Option<(u8, &[u8])> {
 }
 
 /// SWAPDB a b: the two logical databases exchange their contents, O(1): the database map
-/// changes (and is written), the data does not. As Redis: a watched key of either database
-/// that exists (even expired) on either side is touched — an expired one only if the other
-/// side has the key, else it just stays stale — and every blocked client of either database
-/// is served if its key now holds something. Database 0 holding stores cannot move.
-pub(super) fn swap_db(tx: &mut TxnContext<'_, Db>, stores: &Stores, a: u8, b: u8) -> Result<Value> {
+/// changes (and is written), the data does not. As Redis, the watches of keys of either
+/// database are touched by its rules ([`crate::watch::Watches::touch_swapped`]), and every
+/// blocked client of either database is served if its key now holds something. Database 0
+/// holding stores cannot move.
+pub(super) fn swap_db(
+    tx: &mut TxnContext<'_, Db>,
+    stores: &Stores,
+    now_ms: i64,
+    a: u8,
+    b: u8,
+) -> Result<Value> {
     if a == b {
         return Ok(Value::Ok);
     }
@@ -319,10 +325,11 @@ pub(super) fn swap_db(tx: &mut TxnContext<'_, Db>, stores: &Stores, a: u8, b: u8
     for (logical, from, to) in [(a, pa, pb), (b, pb, pa)] {
         for key in stores.watches.watched_in(logical) {
             let here = tx.get(&layout::data_key(from, &key))?.is_some();
-            let there = tx.get(&layout::data_key(to, &key))?.is_some();
-            if here || there {
-                touches.push((logical, key, !there));
-            }
+            let there = match tx.get(&layout::data_key(to, &key))? {
+                None => None,
+                Some(raw) => Some(layout::Record::decode(raw)?.expired(now_ms)),
+            };
+            touches.push((logical, key, here, there));
         }
     }
     let record = stores.dbs.swap(a, b);
@@ -333,8 +340,8 @@ pub(super) fn swap_db(tx: &mut TxnContext<'_, Db>, stores: &Stores, a: u8, b: u8
             dbs.publish(&record);
         }
     }));
-    for (logical, key, deleted) in touches {
-        stores.watches.touch_logical(logical, &key, deleted);
+    for (logical, key, here, there) in touches {
+        stores.watches.touch_swapped(logical, &key, here, there);
     }
     stores.watches.blocked.signal_db(a);
     stores.watches.blocked.signal_db(b);

@@ -41,7 +41,7 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
         OpKind::FlushStep { all, limit } => {
             keys::flush_step(tx, stores, stores.dbs.physical(op.db), *all, *limit)
         }
-        OpKind::SwapDb { a, b } => keys::swap_db(tx, stores, *a, *b),
+        OpKind::SwapDb { a, b } => keys::swap_db(tx, stores, op.now_ms, *a, *b),
         OpKind::FlushSlots {
             first,
             last,
