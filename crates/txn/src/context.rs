@@ -105,26 +105,37 @@ impl Group {
         self.overlay.is_some() || self.ordered.is_some()
     }
 
-    /// What the group wrote in `[lower, upper)`: key → value, or `None` for a deletion.
-    fn written_in(&mut self, lower: &[u8], upper: &[u8]) -> BTreeMap<Vec<u8>, Option<Bytes>> {
+    /// Builds the ordered index of the batch if there is none yet.
+    fn build_ordered(&mut self) {
         let batch = &self.batch;
-        let ordered = self.ordered.get_or_insert_with(|| {
+        self.ordered.get_or_insert_with(|| {
             let mut m = BTreeMap::new();
             for (at, op) in batch.iter_offsets() {
                 m.insert(op_key(op).to_vec(), at);
             }
             m
         });
-        let mut out = BTreeMap::new();
-        if lower >= upper {
-            return out;
-        }
-        for (k, &at) in ordered.range::<[u8], _>((Bound::Included(lower), Bound::Excluded(upper))) {
-            if let Some(op) = batch.op_at(at) {
-                out.insert(k.clone(), op_value(op));
+    }
+
+    /// What the group wrote in `[lower, upper)`, in key order: each key and its value, or
+    /// `None` for a deletion, a value copied only when its item is taken (a pop reads one
+    /// entry of a range the group may have written thousands of). Requires
+    /// [`Group::build_ordered`].
+    fn written_in<'g>(
+        &'g self,
+        lower: &[u8],
+        upper: &[u8],
+    ) -> impl DoubleEndedIterator<Item = (&'g [u8], Option<Bytes>)> + 'g {
+        let range = match self.ordered.as_ref() {
+            Some(o) if lower < upper => {
+                Some(o.range::<[u8], _>((Bound::Included(lower), Bound::Excluded(upper))))
             }
-        }
-        out
+            _ => None,
+        };
+        range
+            .into_iter()
+            .flatten()
+            .filter_map(move |(k, &at)| self.batch.op_at(at).map(|op| (k.as_slice(), op_value(op))))
     }
 
     fn put(&mut self, key: &[u8], value: &[u8]) {
@@ -373,13 +384,14 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
     ) -> Result<Vec<(Vec<u8>, Bytes)>> {
         use rialto_engine::EngineIterator;
         // What the group and this transaction wrote in the range: key → value, or deleted.
-        let written = self.group.written_in(lower, upper);
+        self.group.build_ordered();
+        let group: &Group = self.group;
         let mut out = Vec::new();
         let mut it = self
             .engine
             .iter_applied(Some(lower.to_vec()), Some(upper.to_vec()))?;
         it.seek_to_first();
-        let mut pending = written.into_iter().peekable();
+        let mut pending = group.written_in(lower, upper).peekable();
         while out.len() < limit {
             // The smaller of the engine's next key and the next written one; a written key
             // decides for the engine's equal one.
@@ -387,17 +399,17 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
                 (false, None) => break,
                 (true, None) => true,
                 (false, Some(_)) => false,
-                (true, Some((w, _))) => it.key() < w.as_slice(),
+                (true, Some((w, _))) => it.key() < *w,
             };
             if engine_first {
                 out.push((it.key().to_vec(), Bytes::copy_from_slice(it.value())));
                 it.next();
             } else if let Some((k, value)) = pending.next() {
-                if it.valid() && it.key() == k.as_slice() {
+                if it.valid() && it.key() == k {
                     it.next();
                 }
                 if let Some(v) = value {
-                    out.push((k, v));
+                    out.push((k.to_vec(), v));
                 }
             }
         }
@@ -414,13 +426,14 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Bytes)>> {
         use rialto_engine::EngineIterator;
-        let written = self.group.written_in(lower, upper);
+        self.group.build_ordered();
+        let group: &Group = self.group;
         let mut out = Vec::new();
         let mut it = self
             .engine
             .iter_applied(Some(lower.to_vec()), Some(upper.to_vec()))?;
         it.seek_to_last();
-        let mut pending = written.into_iter().rev().peekable();
+        let mut pending = group.written_in(lower, upper).rev().peekable();
         while out.len() < limit {
             // The larger of the engine's next key and the next written one; a written key
             // decides for the engine's equal one.
@@ -428,17 +441,17 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
                 (false, None) => break,
                 (true, None) => true,
                 (false, Some(_)) => false,
-                (true, Some((w, _))) => it.key() > w.as_slice(),
+                (true, Some((w, _))) => it.key() > *w,
             };
             if engine_first {
                 out.push((it.key().to_vec(), Bytes::copy_from_slice(it.value())));
                 it.prev();
             } else if let Some((k, value)) = pending.next() {
-                if it.valid() && it.key() == k.as_slice() {
+                if it.valid() && it.key() == k {
                     it.prev();
                 }
                 if let Some(v) = value {
-                    out.push((k, v));
+                    out.push((k.to_vec(), v));
                 }
             }
         }
