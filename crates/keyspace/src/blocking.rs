@@ -15,8 +15,8 @@
 //!
 //! Invariants: a waiter is in the queue of each of its keys exactly while it is registered; it
 //! leaves all of them at once, served (under the lock, in the merger's order) or cancelled
-//! ([`Blocked::cancel`]) — so a cancel that finds it registered means it was not served, and
-//! one that does not means its result is on its way.
+//! ([`Blocked::cancel`]) — so a cancel that finds it registered means it was not served (a pop
+//! already running for it is undone), and one that does not means its result is on its way.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -287,6 +287,7 @@ pub(crate) fn serve(tx: &mut TxnContext<'_, Db>, stores: &Stores, now_ms: i64) {
                 break;
             }
             let op = Op::new(slot.0, now_ms, kind);
+            let before = tx.savepoint();
             let result = match crate::apply::apply(tx, stores, &op) {
                 Ok(v) if took(&v) => Ok(v),
                 // Nothing left: the rest keep waiting.
@@ -295,11 +296,14 @@ pub(crate) fn serve(tx: &mut TxnContext<'_, Db>, stores: &Stores, now_ms: i64) {
                 // waiter gets the error and the element stays, for the next one.
                 Err(e) => Err(e),
             };
-            if let Some(deliver) = blocked.take_served(id) {
-                tx.after_commit(Box::new(move |failure| match failure {
+            match blocked.take_served(id) {
+                Some(deliver) => tx.after_commit(Box::new(move |failure| match failure {
                     None => deliver(result),
                     Some(e) => deliver(Err(Error::Engine(e.duplicate()))),
-                }));
+                })),
+                // It gave up (timeout, disconnection) while its pop ran: the pop is undone,
+                // so no element goes to a client that is no longer waiting.
+                None => tx.rollback_to(before),
             }
         }
     }
