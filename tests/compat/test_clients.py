@@ -74,11 +74,7 @@ GO_SCENARIOS = GO_REDIS
 
 # Scenarios that need what Rialto does not serve yet, with what is missing. Such a scenario is an
 # expected failure on Rialto; once it passes, the test fails until it is removed from here.
-_LISTS = "lists (RPUSH, LRANGE) are not served yet"
-PENDING_ON_RIALTO = {
-    **{s: _LISTS for s in _protocols("jedis_multi")},
-    **{s: _LISTS for s in _protocols("jedis_scripting")},  # its WRONGTYPE check uses LPUSH
-}
+PENDING_ON_RIALTO: dict = {}
 
 
 def _cache_dir():
