@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+import redis
 
 
 def replies(server, protocol, script):
@@ -267,41 +268,108 @@ def test_registered_script_increments_atomically_from_threads(server, protocol):
         c.close()
 
 
-def test_a_busy_read_only_script_gets_busy_replies_and_is_killed(target, start_server, monkeypatch):
-    # Other connections are served while a script runs when scripts do not run on a
-    # connection thread: with the merger on a thread of its own.
-    if target == "rialto":
-        monkeypatch.setenv("RIALTO_ARGS", "--merger-inline no --threads 2")
-    s = start_server(target)
-    runner = s.client()
-    runner.config_set("lua-time-limit", 100)
+def _run_in_thread(client, *command):
+    """Sends `command` on a thread; returns the thread and a dict that gets "reply" or "error"."""
     result = {}
 
     def run():
         try:
-            result["reply"] = runner.eval("local i = 0; while true do i = i + 1 end", 0)
+            result["reply"] = client.execute_command(*command)
         except Exception as e:  # noqa: BLE001 - the error is the point
             result["error"] = str(e)
 
     t = threading.Thread(target=run)
     t.start()
-    other = s.client()
-    deadline = time.time() + 10
-    busy = None
+    return t, result
+
+
+def _wait_busy(client, timeout=10):
+    """PINGs until the server answers BUSY; returns the error text."""
+    deadline = time.time() + timeout
     while time.time() < deadline:
         try:
-            other.ping()
+            client.ping()
         except Exception as e:  # noqa: BLE001
-            busy = str(e)
-            break
+            return str(e)
         time.sleep(0.02)
+    return None
+
+
+def test_a_busy_read_only_script_gets_busy_replies_and_is_killed(server):
+    # With the server's defaults: a script never holds up the threads that serve others.
+    runner = server.client()
+    runner.config_set("lua-time-limit", 100)
+    t, result = _run_in_thread(runner, "EVAL", "local i = 0; while true do i = i + 1 end", 0)
+    other = server.client()
+    busy = _wait_busy(other)
     assert busy is not None and busy.startswith("BUSY"), busy
+    assert "SCRIPT KILL" in busy
+    # FUNCTION STATS and FUNCTION KILL tell of functions only.
+    with pytest.raises(redis.ResponseError, match="^BUSY.*SCRIPT KILL"):
+        other.execute_command("FUNCTION", "STATS")
+    with pytest.raises(redis.ResponseError, match="^BUSY.*SCRIPT KILL"):
+        other.execute_command("FUNCTION", "KILL")
+    with pytest.raises(redis.ResponseError, match="^BUSY"):
+        other.script_load("return 1")
     assert other.script_kill()
     t.join(10)
     assert "Script killed by user with SCRIPT KILL" in result.get("error", ""), result
     assert other.ping()
     runner.close()
     other.close()
+
+
+def test_a_busy_function_is_named_in_busy_replies_and_killed(server):
+    runner = server.client()
+    runner.function_load(
+        "#!lua name=spin\nredis.register_function{function_name='spin', "
+        "callback=function() local a = 1 while true do a = a + 1 end end, flags={'no-writes'}}"
+    )
+    runner.config_set("busy-reply-threshold", 100)
+    t, result = _run_in_thread(runner, "FCALL", "spin", 0)
+    other = server.client()
+    busy = _wait_busy(other)
+    assert busy is not None and "FUNCTION KILL" in busy, busy
+    stats = other.execute_command("FUNCTION", "STATS")
+    running = dict(zip(stats[1][::2], stats[1][1::2]))
+    assert running[b"name"] == b"spin"
+    assert [a.lower() for a in running[b"command"]] == [b"fcall", b"spin", b"0"]
+    assert running[b"duration_ms"] >= 0
+    with pytest.raises(redis.ResponseError, match="^BUSY.*FUNCTION KILL"):
+        other.script_kill()
+    assert other.execute_command("FUNCTION", "KILL") in (b"OK", "OK", True)
+    t.join(10)
+    assert "killed" in result.get("error", ""), result
+    other.close()
+    runner.close()
+
+
+def test_a_busy_script_that_wrote_stops_only_with_shutdown_nosave(target, start_server):
+    s = start_server(target)
+    c = s.client()
+    c.set("k", "before")
+    c.config_set("lua-time-limit", 100)
+    runner = s.client()
+    t, _ = _run_in_thread(runner, "EVAL", "redis.call('set', KEYS[1], 'during') while true do end", 1, "k")
+    other = s.client()
+    busy = _wait_busy(other)
+    assert busy is not None and busy.startswith("BUSY"), busy
+    with pytest.raises(redis.ResponseError, match="^UNKILLABLE"):
+        other.script_kill()
+    with pytest.raises(redis.ResponseError, match="^BUSY"):
+        other.execute_command("SHUTDOWN")
+    with pytest.raises(redis.ConnectionError):
+        other.execute_command("SHUTDOWN", "NOSAVE")
+    assert s.wait_exit(15) == 0 or target == "redis"
+    t.join(10)
+    for cl in (c, runner, other):
+        cl.close()
+    if target == "rialto":
+        # The script's write was dropped with it: a script takes effect whole or not at all.
+        s2 = start_server("rialto", data_dir=s.dir)
+        c2 = s2.client()
+        assert c2.get("k") == b"before"
+        c2.close()
 
 
 def test_function_dump_and_restore_round_trip(r):

@@ -358,8 +358,40 @@ impl Keyspace {
         T: Send + 'static,
         F: FnOnce(Option<&mut Transaction<'_, '_>>) -> T + Send + 'static,
     {
+        self.transaction_in(false, origin, watch, now_ms, f)
+    }
+
+    /// [`Keyspace::transaction_as`] for a transaction that may run for long (a script): no
+    /// thread that submits writes executes it (see `Merger::enqueue_long`), so they go on
+    /// serving meanwhile.
+    pub fn long_transaction_as<T, F>(
+        &self,
+        origin: Option<u64>,
+        watch: Option<Watch>,
+        now_ms: i64,
+        f: F,
+    ) -> CommitHandle<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Option<&mut Transaction<'_, '_>>) -> T + Send + 'static,
+    {
+        self.transaction_in(true, origin, watch, now_ms, f)
+    }
+
+    fn transaction_in<T, F>(
+        &self,
+        long: bool,
+        origin: Option<u64>,
+        watch: Option<Watch>,
+        now_ms: i64,
+        f: F,
+    ) -> CommitHandle<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Option<&mut Transaction<'_, '_>>) -> T + Send + 'static,
+    {
         let stores = Arc::clone(&self.stores);
-        self.merger.enqueue(move |tx| {
+        let job = move |tx: &mut TxnContext<'_, Db>| {
             let run = |tx: &mut TxnContext<'_, Db>| {
                 let mut t = Transaction {
                     tx,
@@ -378,7 +410,12 @@ impl Keyspace {
                 Some(origin) => crate::watch::with_origin(origin, || run(tx)),
                 None => run(tx),
             }
-        })
+        };
+        if long {
+            self.merger.enqueue_long(job)
+        } else {
+            self.merger.enqueue(job)
+        }
     }
 
     /// Executes what is queued on the calling thread when the merger runs groups inline (see
@@ -923,6 +960,17 @@ pub struct Transaction<'t, 'c> {
 }
 
 impl Transaction<'_, '_> {
+    /// Where the transaction stands now: [`Transaction::rollback_to`] drops every write
+    /// made after it.
+    pub fn savepoint(&self) -> rialto_txn::Savepoint {
+        self.tx.savepoint()
+    }
+
+    /// Drops every write made since `at`.
+    pub fn rollback_to(&mut self, at: rialto_txn::Savepoint) {
+        self.tx.rollback_to(at);
+    }
+
     /// Applies `op` as one command of the transaction: if it fails, its own writes are
     /// dropped and those of the commands before it stay. A catalog change is refused (it runs
     /// alone, see [`Keyspace::execute`]); a flush deletes everything it covers in one step.

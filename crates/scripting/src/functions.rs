@@ -268,7 +268,7 @@ impl Scripts {
     /// Checks a library's code (FUNCTION LOAD before it is stored): its name and functions,
     /// or the error reply. Nothing is installed.
     pub fn check_library(&self, code: &[u8]) -> Result<LibraryInfo, Reply> {
-        let mut vm = self.vm.lock();
+        let mut vm = self.lock_vm()?;
         let (name, registered) = vm.load_library(code)?;
         Ok(LibraryInfo {
             name,
@@ -349,8 +349,9 @@ impl Scripts {
     /// The flags function `name` was registered with, if it exists.
     pub fn function_flags(&self, name: &[u8]) -> Option<ScriptFlags> {
         let name = String::from_utf8_lossy(name);
-        self.vm
-            .lock()
+        // Busy: unknown here; the call checks the flags again.
+        self.lock_vm()
+            .ok()?
             .functions
             .get(name.as_ref())
             .map(|(_, flags)| *flags)

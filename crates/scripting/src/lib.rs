@@ -14,4 +14,4 @@ mod vm;
 
 pub use convert::{lua_to_reply, reply_to_lua};
 pub use functions::{dump, undump, FunctionInfo, LibraryInfo};
-pub use vm::{sha1_hex, Host, KillError, ScriptFlags, Scripts, Source};
+pub use vm::{sha1_hex, Host, KillError, ScriptFlags, Scripts, Source, BUSY, BUSY_FUNCTION};

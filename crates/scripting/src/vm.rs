@@ -39,6 +39,13 @@ pub trait Host {
     /// The script declared that it may run while used memory exceeds `maxmemory`
     /// (`allow-oom`, or `no-writes`, which implies it).
     fn allow_oom(&mut self) {}
+    /// The command that runs the script (EVAL and its arguments), for FUNCTION STATS.
+    fn command(&self) -> &[Bytes] {
+        &[]
+    }
+    /// Drops every write the script made: it was stopped by SHUTDOWN NOSAVE, and a script
+    /// takes effect whole or not at all.
+    fn abandon(&mut self) {}
 }
 
 /// What a script's shebang (`#!lua flags=...`) or a function's registration declares.
@@ -83,6 +90,9 @@ pub enum KillError {
     /// The running script has written: killing it would leave half its effects.
     #[error("the running script has already written")]
     Unkillable,
+    /// SCRIPT KILL of a function, or FUNCTION KILL of an EVAL script.
+    #[error("the running script is of the other kind")]
+    OtherKind,
 }
 
 /// The state of the script running now, read by other threads.
@@ -94,6 +104,14 @@ pub(crate) struct Running {
     busy: AtomicBool,
     /// SCRIPT KILL asked it to stop.
     kill: AtomicBool,
+    /// SHUTDOWN NOSAVE asked it to stop, written or not; its writes are dropped.
+    abort: AtomicBool,
+    /// The hook raises the stop on every line until the script ends.
+    stopping: AtomicBool,
+    /// It is a function (FCALL), not an EVAL script.
+    function: AtomicBool,
+    /// Its name (a function's, or `f_` and the script's SHA1) and the command that runs it.
+    current: parking_lot::Mutex<(String, Vec<Bytes>)>,
     /// It has written (SCRIPT KILL refuses).
     wrote: AtomicBool,
     /// Milliseconds since `epoch` when it started.
@@ -146,6 +164,17 @@ pub struct Scripts {
     epoch: Instant,
 }
 
+/// The reply to a command refused while a script is busy (past `lua-time-limit`).
+pub const BUSY: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+/// [`BUSY`] while the busy script is a function.
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+
+/// How long a command that needs the interpreter waits at a time for a running script before
+/// it looks whether the script has become busy.
+const VM_WAIT_STEP: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// The SHA1 of `body` as lowercase hex.
 pub fn sha1_hex(body: &[u8]) -> [u8; 40] {
     let digest = sha1_smol::Sha1::from(body).digest().bytes();
@@ -192,6 +221,21 @@ impl Scripts {
         })
     }
 
+    /// The interpreter, for a command from outside a script (SCRIPT LOAD, FUNCTION LOAD...):
+    /// it waits while a script runs, as every client waits for a script in Redis, and is
+    /// refused with [`BUSY`] once that script runs past `lua-time-limit`, so the caller's
+    /// thread is free again to serve SCRIPT KILL.
+    pub(crate) fn lock_vm(&self) -> Result<parking_lot::MutexGuard<'_, Vm>, Reply> {
+        loop {
+            if let Some(vm) = self.vm.try_lock_for(VM_WAIT_STEP) {
+                return Ok(vm);
+            }
+            if self.busy() {
+                return Err(self.busy_reply());
+            }
+        }
+    }
+
     /// Sets `lua-time-limit`, milliseconds.
     pub fn set_time_limit_ms(&self, ms: u64) {
         self.running.limit_ms.store(ms, Ordering::Relaxed);
@@ -202,10 +246,55 @@ impl Scripts {
         self.running.busy.load(Ordering::Acquire)
     }
 
-    /// SCRIPT KILL: asks the running script to stop, unless it has written.
-    pub fn kill(&self) -> Result<(), KillError> {
+    /// The reply to a command refused while a script is busy.
+    pub fn busy_reply(&self) -> Reply {
+        Reply::error(if self.running.function.load(Ordering::Acquire) {
+            BUSY_FUNCTION
+        } else {
+            BUSY
+        })
+    }
+
+    /// Whether an EVAL script (not a function) runs now.
+    pub fn eval_running(&self) -> bool {
+        self.running.active.load(Ordering::Acquire)
+            && !self.running.function.load(Ordering::Acquire)
+    }
+
+    /// The script running now: its name, the command that runs it, and for how long it has
+    /// run, in milliseconds (FUNCTION STATS).
+    pub fn running(&self) -> Option<(String, Vec<Bytes>, u64)> {
+        let r = &self.running;
+        if !r.active.load(Ordering::Acquire) {
+            return None;
+        }
+        let (name, command) = r.current.lock().clone();
+        let now = self.epoch.elapsed().as_millis() as u64;
+        Some((
+            name,
+            command,
+            now.saturating_sub(r.started_ms.load(Ordering::Relaxed)),
+        ))
+    }
+
+    /// SHUTDOWN NOSAVE: stops the running script, if any, even one that has written, and
+    /// has its writes dropped. Returns whether a script was running.
+    pub fn abort(&self) -> bool {
+        if !self.running.active.load(Ordering::Acquire) {
+            return false;
+        }
+        self.running.abort.store(true, Ordering::Release);
+        true
+    }
+
+    /// SCRIPT KILL (`function` false) or FUNCTION KILL: asks the running script to stop,
+    /// unless it has written or is not of the kind named.
+    pub fn kill(&self, function: bool) -> Result<(), KillError> {
         if !self.running.active.load(Ordering::Acquire) {
             return Err(KillError::NotBusy);
+        }
+        if self.running.function.load(Ordering::Acquire) != function {
+            return Err(KillError::OtherKind);
         }
         if self.running.wrote.load(Ordering::Acquire) {
             return Err(KillError::Unkillable);
@@ -216,20 +305,22 @@ impl Scripts {
 
     /// SCRIPT LOAD: compiles and caches `body`; its SHA1, or the compile error's reply.
     pub fn load(&self, body: &[u8]) -> Result<[u8; 40], Reply> {
-        let mut vm = self.vm.lock();
+        let mut vm = self.lock_vm()?;
         let sha = sha1_hex(body);
         vm.compile(&sha, body)?;
         Ok(sha)
     }
 
-    /// The body of the cached script `sha` (any case).
-    pub fn source(&self, sha: &[u8]) -> Option<Bytes> {
-        let s = lower_sha(sha)?;
-        self.vm
-            .lock()
+    /// The body of the cached script `sha` (any case), if cached.
+    pub fn source(&self, sha: &[u8]) -> Result<Option<Bytes>, Reply> {
+        let Some(s) = lower_sha(sha) else {
+            return Ok(None);
+        };
+        Ok(self
+            .lock_vm()?
             .cache
             .get(&s)
-            .map(|(_, _, body)| body.clone())
+            .map(|(_, _, body)| body.clone()))
     }
 
     /// The flags a script declares in its shebang, without running it: `None` for a script
@@ -241,8 +332,9 @@ impl Scripts {
             Source::Body(_) => None,
             Source::Sha(sha) => {
                 let s = lower_sha(sha)?;
-                self.vm
-                    .lock()
+                // Busy: unknown here; the run checks the flags again.
+                self.lock_vm()
+                    .ok()?
                     .cache
                     .get(&s)
                     .and_then(|(_, flags, _)| *flags)
@@ -251,16 +343,24 @@ impl Scripts {
     }
 
     /// SCRIPT EXISTS for one SHA1 (any case).
-    pub fn exists(&self, sha: &[u8]) -> bool {
-        lower_sha(sha).is_some_and(|s| self.vm.lock().cache.contains_key(&s))
+    pub fn exists(&self, sha: &[u8]) -> Result<bool, Reply> {
+        let Some(s) = lower_sha(sha) else {
+            return Ok(false);
+        };
+        Ok(self.lock_vm()?.cache.contains_key(&s))
     }
 
     /// SCRIPT FLUSH: forgets every cached script (and starts a fresh interpreter, so nothing
     /// a script left in the libraries' tables survives).
-    pub fn flush(&self) -> Result<(), mlua::Error> {
-        let mut fresh = Vm::new(Arc::clone(&self.running), self.epoch, self.memory_limit)?;
+    pub fn flush(&self) -> Result<(), Reply> {
+        let mut fresh =
+            Vm::new(Arc::clone(&self.running), self.epoch, self.memory_limit).map_err(|e| {
+                Reply::Error(Bytes::from(format!(
+                    "ERR cannot start a fresh Lua interpreter: {e}"
+                )))
+            })?;
         self.reinstall(&mut fresh);
-        *self.vm.lock() = fresh;
+        *self.lock_vm()? = fresh;
         Ok(())
     }
 
@@ -356,8 +456,20 @@ impl Scripts {
     ) -> Reply {
         let r = &self.running;
         r.kill.store(false, Ordering::Relaxed);
+        r.abort.store(false, Ordering::Relaxed);
         r.wrote.store(false, Ordering::Relaxed);
         r.busy.store(false, Ordering::Relaxed);
+        r.function.store(as_function, Ordering::Relaxed);
+        {
+            let mut current = r.current.lock();
+            current.0.clear();
+            if !as_function {
+                current.0.push_str("f_");
+            }
+            current.0.push_str(label);
+            current.1.clear();
+            current.1.extend_from_slice(host.command());
+        }
         r.started_ms
             .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
         r.active.store(true, Ordering::Release);
@@ -368,6 +480,12 @@ impl Scripts {
                     "ERR internal error running script: {e}"
                 )))
             });
+        if r.abort.load(Ordering::Acquire) {
+            host.abandon();
+        }
+        if r.stopping.swap(false, Ordering::AcqRel) {
+            install_hook(&vm.lua, Arc::clone(r), self.epoch);
+        }
         r.active.store(false, Ordering::Release);
         r.busy.store(false, Ordering::Release);
         reply
@@ -377,33 +495,56 @@ impl Scripts {
 /// Checks, every [`HOOK_EVERY`] instructions, SCRIPT KILL and the time limit; or, in a
 /// replicated interpreter, the run's instruction budget alone.
 fn install_hook(lua: &Lua, running: Arc<Running>, epoch: Instant) {
-    lua.set_hook(
+    install_hook_on(
+        lua,
+        running,
+        epoch,
         HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-        move |_, _| {
-            if running.replicated {
-                let ticks = running.ticks.fetch_add(1, Ordering::Relaxed) + 1;
-                let budget = running.budget_ticks.load(Ordering::Relaxed);
-                if budget != 0 && ticks >= budget {
-                    return Err(mlua::Error::runtime(
-                        "ERR Script exceeded the instruction budget of a replicated script",
-                    ));
-                }
-                return Ok(VmState::Continue);
-            }
-            if running.kill.load(Ordering::Acquire) {
+    );
+}
+
+/// [`install_hook`] on `triggers`. A stopped script's error is raised again on every line,
+/// so a `pcall` cannot swallow it and go on (as Redis does).
+fn install_hook_on(lua: &Lua, running: Arc<Running>, epoch: Instant, triggers: HookTriggers) {
+    let on = Arc::clone(&running);
+    lua.set_hook(triggers, move |lua, _| {
+        let running = &on;
+        if running.replicated {
+            let ticks = running.ticks.fetch_add(1, Ordering::Relaxed) + 1;
+            let budget = running.budget_ticks.load(Ordering::Relaxed);
+            if budget != 0 && ticks >= budget {
                 return Err(mlua::Error::runtime(
-                    "ERR Script killed by user with SCRIPT KILL...",
+                    "ERR Script exceeded the instruction budget of a replicated script",
                 ));
             }
-            let limit = running.limit_ms.load(Ordering::Relaxed);
-            let now = epoch.elapsed().as_millis() as u64;
-            let started = running.started_ms.load(Ordering::Relaxed);
-            if limit != 0 && now.saturating_sub(started) >= limit {
-                running.busy.store(true, Ordering::Release);
+            return Ok(VmState::Continue);
+        }
+        let stop = if running.abort.load(Ordering::Acquire) {
+            Some("ERR Script killed by SHUTDOWN NOSAVE")
+        } else if running.kill.load(Ordering::Acquire) {
+            Some("ERR Script killed by user with SCRIPT KILL...")
+        } else {
+            None
+        };
+        if let Some(why) = stop {
+            if !running.stopping.swap(true, Ordering::AcqRel) {
+                install_hook_on(
+                    lua,
+                    Arc::clone(running),
+                    epoch,
+                    HookTriggers::new().every_line(),
+                );
             }
-            Ok(VmState::Continue)
-        },
-    );
+            return Err(mlua::Error::runtime(why));
+        }
+        let limit = running.limit_ms.load(Ordering::Relaxed);
+        let now = epoch.elapsed().as_millis() as u64;
+        let started = running.started_ms.load(Ordering::Relaxed);
+        if limit != 0 && now.saturating_sub(started) >= limit {
+            running.busy.store(true, Ordering::Release);
+        }
+        Ok(VmState::Continue)
+    });
 }
 
 /// A script's shebang line (`#!lua flags=no-writes,...`): the flags it declares, or Redis's
@@ -1081,6 +1222,10 @@ mod tests {
             self.1.push(message.to_string());
         }
         fn refuse_writes(&mut self) {}
+        fn abandon(&mut self) {
+            self.0.clear();
+            self.1.push("abandoned".into());
+        }
     }
 
     fn eval(s: &Scripts, host: &mut MapHost, body: &str, keys: &[&str], argv: &[&str]) -> Reply {
@@ -1209,7 +1354,10 @@ mod tests {
         assert_eq!(ra, rb);
         assert!(matches!(&ra, Reply::Array(v) if v.len() == 6), "{ra:?}");
         assert_eq!(a.run_replicated(body, &[], &[], &mut h, 0), ra, "reseeded");
-        assert_eq!(a.source(&sha1_hex(body)).as_deref(), Some(&body[..]));
+        assert_eq!(
+            a.source(&sha1_hex(body)).unwrap().as_deref(),
+            Some(&body[..])
+        );
         let empty = a.run_replicated(b"return math.random(0)", &[], &[], &mut h, 0);
         assert!(matches!(&empty, Reply::Error(e) if e.windows(8).any(|w| w == b"interval")));
     }
@@ -1241,18 +1389,18 @@ mod tests {
         let s = Scripts::new(5000, 64 << 20).unwrap();
         let mut h = MapHost::default();
         let sha = s.load(b"return 'cached'").unwrap();
-        assert!(s.exists(&sha.map(|b| b.to_ascii_uppercase())));
+        assert!(s.exists(&sha.map(|b| b.to_ascii_uppercase())).unwrap());
         assert_eq!(
             s.run(Source::Sha(&sha), &[], &[], &mut h),
             Reply::bulk("cached")
         );
         s.flush().unwrap();
-        assert!(!s.exists(&sha));
+        assert!(!s.exists(&sha).unwrap());
         assert_eq!(
             s.run(Source::Sha(&sha), &[], &[], &mut h),
             Reply::error("NOSCRIPT No matching script. Please use EVAL.")
         );
-        assert_eq!(s.kill(), Err(KillError::NotBusy));
+        assert_eq!(s.kill(false), Err(KillError::NotBusy));
     }
 
     #[test]
@@ -1264,7 +1412,7 @@ mod tests {
                 while !s.busy() {
                     std::thread::yield_now();
                 }
-                s.kill()
+                s.kill(false)
             })
         };
         let mut h = MapHost::default();
@@ -1279,7 +1427,7 @@ mod tests {
                 while !s.busy() {
                     std::thread::yield_now();
                 }
-                let r = s.kill();
+                let r = s.kill(false);
                 // Let it finish: it stops itself after a while.
                 r
             })
@@ -1293,6 +1441,70 @@ mod tests {
         );
         assert_eq!(refused.join().unwrap(), Err(KillError::Unkillable));
         assert_eq!(r, Reply::Integer(30_000_000));
+    }
+
+    #[test]
+    fn a_killed_script_cannot_catch_the_kill_with_pcall() {
+        let s = Arc::new(Scripts::new(10, 64 << 20).unwrap());
+        for _ in 0..2 {
+            let killer = {
+                let s = Arc::clone(&s);
+                std::thread::spawn(move || {
+                    while !s.busy() {
+                        std::thread::yield_now();
+                    }
+                    s.kill(false)
+                })
+            };
+            let mut h = MapHost::default();
+            let body = "local f = function() while 1 do redis.call('get', 'k') end end \
+                        while 1 do pcall(f) end";
+            let r = eval(&s, &mut h, body, &[], &[]);
+            assert_eq!(killer.join().unwrap(), Ok(()));
+            assert!(err(r).contains("Script killed by user with SCRIPT KILL"));
+        }
+        // The next script runs normally: its pcalls catch its own errors again.
+        let mut h = MapHost::default();
+        let body = "local ok = pcall(function() error('x') end) return ok and 1 or 0";
+        assert_eq!(eval(&s, &mut h, body, &[], &[]), Reply::Integer(0));
+    }
+
+    #[test]
+    fn shutdown_stops_a_busy_script_that_wrote_and_its_writes_are_abandoned() {
+        let s = Arc::new(Scripts::new(10, 64 << 20).unwrap());
+        let stopper = {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || {
+                while !s.busy() {
+                    std::thread::yield_now();
+                }
+                let running = s.running().expect("a script runs");
+                let kills = (s.kill(true), s.kill(false));
+                (running, kills, s.abort())
+            })
+        };
+        let mut h = MapHost::default();
+        let r = eval(
+            &s,
+            &mut h,
+            "redis.call('set','w','1') while true do end",
+            &[],
+            &[],
+        );
+        let ((name, _, _), kills, aborted) = stopper.join().unwrap();
+        assert!(name.starts_with("f_"), "{name}");
+        assert_eq!(
+            kills,
+            (Err(KillError::OtherKind), Err(KillError::Unkillable))
+        );
+        assert!(aborted);
+        assert!(err(r).contains("SHUTDOWN NOSAVE"));
+        assert!(
+            h.0.is_empty() && h.1 == ["abandoned"],
+            "its writes are dropped"
+        );
+        assert!(s.running().is_none() && !s.busy() && !s.abort());
+        assert_eq!(s.busy_reply(), Reply::error(BUSY));
     }
 
     #[test]

@@ -20,6 +20,8 @@
 //! time keeps syncs, and so acknowledgements, in log order.
 //!
 //! Invariants:
+//! - Transactions execute in queue order, one executor at a time (the `exec` lock), whichever
+//!   thread executes them; a long one (a script) never on a submitting thread.
 //! - Groups are logged in queue order and acknowledged in log order; a group is released only
 //!   after a sync that began after it was logged returned `Ok` (Durability::Always).
 //! - Readers see a group only after it is durable: the engine publishes it after the sync.
@@ -52,6 +54,8 @@ trait Job<E: PipelinedCommit>: Send {
     fn complete(self: Box<Self>, failure: Option<&Error>);
     /// When it was submitted (µs of the merger's clock).
     fn submitted_micros(&self) -> u64;
+    /// It may run for long (a script): never executed on a submitting thread.
+    fn long(&self) -> bool;
 }
 
 struct ClosureJob<F, T> {
@@ -60,6 +64,7 @@ struct ClosureJob<F, T> {
     after: Vec<AfterCommit>,
     slot: Arc<Slot<T>>,
     submitted_micros: u64,
+    long: bool,
 }
 
 impl<E, F, T> Job<E> for ClosureJob<F, T>
@@ -103,13 +108,30 @@ where
     fn submitted_micros(&self) -> u64 {
         self.submitted_micros
     }
+
+    fn long(&self) -> bool {
+        self.long
+    }
 }
 
 type BoxedJob<E> = Box<dyn Job<E>>;
 
 struct Queue<E: PipelinedCommit> {
     jobs: VecDeque<BoxedJob<E>>,
+    /// How many of `jobs` are long ([`Job::long`]).
+    long: usize,
     closed: bool,
+}
+
+/// What [`Shared::run_group`] did.
+#[derive(PartialEq, Eq)]
+enum Ran {
+    /// Executed and committed a group.
+    Group,
+    /// Nothing was queued.
+    Empty,
+    /// The next job is long and this thread may not run it (see [`Merger::enqueue_long`]).
+    LeftLong,
 }
 
 /// A logged group waiting for its sync.
@@ -136,6 +158,8 @@ struct Shared<E: PipelinedCommit> {
     opts: MergerOptions,
     clock: Arc<dyn Clock>,
     queue: Mutex<Queue<E>>,
+    /// The merger thread sleeps here on an empty queue; with `inline_execution`, the long-job
+    /// executor sleeps here until a long job is queued.
     queue_cv: Condvar,
     /// Held by whoever executes groups: the merger thread, or with `inline_execution` a
     /// submitting thread. One executor at a time keeps groups in queue order.
@@ -204,6 +228,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
             clock,
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
+                long: 0,
                 closed: false,
             }),
             queue_cv: Condvar::new(),
@@ -234,9 +259,20 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
             }),
         });
         let mut threads = Vec::new();
-        if !shared.opts.inline_execution {
+        if shared.opts.inline_execution {
             let s = Arc::clone(&shared);
-            threads.push(spawn("rialto-merger", move || s.merge_loop())?);
+            threads.push(spawn_sized(
+                "rialto-merger-long",
+                Some(EXECUTOR_STACK_BYTES),
+                move || s.long_loop(),
+            )?);
+        } else {
+            let s = Arc::clone(&shared);
+            threads.push(spawn_sized(
+                "rialto-merger",
+                Some(EXECUTOR_STACK_BYTES),
+                move || s.merge_loop(),
+            )?);
         }
         match durability {
             Durability::Always => {
@@ -307,6 +343,28 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
         F: FnOnce(&mut TxnContext<'_, E>) -> Result<T> + Send + 'static,
         T: Send + 'static,
     {
+        self.enqueue_job(f, false)
+    }
+
+    /// [`Merger::enqueue`] for a transaction that may run for long (a script that loops):
+    /// with `inline_execution` no submitting thread executes it, nor anything queued after
+    /// it; a merger thread of its own does, so the submitting threads go on serving what
+    /// needs no write (reads, `BUSY` replies, a request to stop the script). Without
+    /// `inline_execution` the merger thread runs everything anyway. Either way it keeps its
+    /// place in the queue's order.
+    pub fn enqueue_long<T, F>(&self, f: F) -> CommitHandle<T>
+    where
+        F: FnOnce(&mut TxnContext<'_, E>) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.enqueue_job(f, true)
+    }
+
+    fn enqueue_job<T, F>(&self, f: F, long: bool) -> CommitHandle<T>
+    where
+        F: FnOnce(&mut TxnContext<'_, E>) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
         let slot = Slot::new(Arc::clone(&self.shared.notifier));
         let job: BoxedJob<E> = Box::new(ClosureJob {
             f: Some(f),
@@ -314,6 +372,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
             after: Vec::new(),
             slot: Arc::clone(&slot),
             submitted_micros: self.shared.clock.now_micros(),
+            long,
         });
         let mut q = self.shared.queue.lock();
         if q.closed {
@@ -323,13 +382,16 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
             return CommitHandle::ready(Err(e.duplicate()));
         }
         q.jobs.push_back(job);
+        q.long += usize::from(long);
         let first = q.jobs.len() == 1;
         self.shared
             .queued_hint
             .store(q.jobs.len(), Ordering::Release);
         drop(q);
-        if first && !self.shared.opts.inline_execution {
-            // The merger sleeps only on an empty queue.
+        let inline = self.shared.opts.inline_execution;
+        if (first && !inline) || (long && inline) {
+            // The merger sleeps only on an empty queue; the long-job executor until a long
+            // job is queued.
             self.shared.queue_cv.notify_one();
         }
         let helper = (self.shared.opts.durability == Durability::Always)
@@ -398,7 +460,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Merger<E> {
         if self.shared.opts.inline_execution {
             // No merger thread: run what is queued, then let the syncer finish.
             let _exec = self.shared.exec.lock();
-            while self.shared.run_group() {}
+            while self.shared.run_group(false) != Ran::Empty {}
             self.shared.pipe.lock().merger_done = true;
         }
         self.shared.queue_cv.notify_all();
@@ -425,10 +487,25 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Drop for Merger<E> {
     }
 }
 
+/// Stack of the threads that execute transactions: a transaction may run a script, whose
+/// nested tables are converted recursively (up to a thousand deep). Reserved, not resident:
+/// only the pages a deep recursion touches take memory.
+const EXECUTOR_STACK_BYTES: usize = 64 << 20;
+
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name(name.to_string())
-        .spawn(f)
+    spawn_sized(name, None, f)
+}
+
+fn spawn_sized(
+    name: &str,
+    stack: Option<usize>,
+    f: impl FnOnce() + Send + 'static,
+) -> Result<JoinHandle<()>> {
+    let mut b = std::thread::Builder::new().name(name.to_string());
+    if let Some(bytes) = stack {
+        b = b.stack_size(bytes);
+    }
+    b.spawn(f)
         .map_err(|e| Error::io(format!("spawn {name}"), e))
 }
 
@@ -446,7 +523,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
                 }
             }
             let _exec = self.exec.lock();
-            self.run_group();
+            self.run_group(false);
         }
         self.pipe.lock().merger_done = true;
         self.pipe_cv.notify_all();
@@ -462,7 +539,15 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
             let Some(exec) = self.exec.try_lock() else {
                 return; // the executor will see our job
             };
-            while self.run_group() {}
+            loop {
+                match self.run_group(true) {
+                    Ran::Group => {}
+                    Ran::Empty => break,
+                    // The long-job executor, told when the job was queued, takes the queue
+                    // from here.
+                    Ran::LeftLong => return,
+                }
+            }
             drop(exec);
             if self.queued_hint.load(Ordering::Acquire) == 0 {
                 return;
@@ -470,15 +555,50 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
         }
     }
 
-    /// Takes, executes and commits one group. Requires the `exec` lock. Returns `false` when
-    /// the queue was empty.
-    fn run_group(&self) -> bool {
+    /// `inline_execution`: executes the queue whenever it holds a long job (see
+    /// [`Merger::enqueue_long`]), up to its end. A submitting thread that finds the lock
+    /// held leaves its job to this thread, so it looks at the queue again after letting go.
+    fn long_loop(&self) {
+        loop {
+            {
+                let mut q = self.queue.lock();
+                while q.long == 0 && !q.closed {
+                    self.queue_cv.wait(&mut q);
+                }
+                if q.long == 0 {
+                    break; // closed: `close` executes what is left
+                }
+            }
+            loop {
+                let exec = self.exec.lock();
+                while self.run_group(false) != Ran::Empty {}
+                drop(exec);
+                if self.queued_hint.load(Ordering::Acquire) == 0 {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Takes, executes and commits one group. Requires the `exec` lock. A submitting thread
+    /// (`inline`) stops before a long job.
+    fn run_group(&self, inline: bool) -> Ran {
         let mut taken: VecDeque<BoxedJob<E>> = {
             let mut q = self.queue.lock();
             if q.jobs.is_empty() {
-                return false;
+                return Ran::Empty;
             }
-            let n = q.jobs.len().min(self.opts.max_group_txns.max(1));
+            let mut n = q.jobs.len().min(self.opts.max_group_txns.max(1));
+            if q.long > 0 {
+                if inline {
+                    match q.jobs.iter().take(n).position(|j| j.long()) {
+                        Some(0) => return Ran::LeftLong,
+                        Some(i) => n = i,
+                        None => {}
+                    }
+                }
+                q.long -= q.jobs.iter().take(n).filter(|j| j.long()).count();
+            }
             let taken = q.jobs.drain(..n).collect();
             self.queued_hint.store(q.jobs.len(), Ordering::Release);
             taken
@@ -486,7 +606,7 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
         let failed = self.pipe.lock().failed.as_ref().map(Error::duplicate);
         if let Some(e) = failed {
             self.fail_jobs(taken.drain(..), &e);
-            return true;
+            return Ran::Group;
         }
         let mut group = Group::new();
         let mut jobs = Vec::with_capacity(taken.len());
@@ -510,12 +630,13 @@ impl<E: PipelinedCommit + Send + Sync + 'static> Shared<E> {
             // The group is full: the rest goes back to the front, in order.
             let mut q = self.queue.lock();
             while let Some(j) = taken.pop_back() {
+                q.long += usize::from(j.long());
                 q.jobs.push_front(j);
             }
             self.queued_hint.store(q.jobs.len(), Ordering::Release);
         }
         self.commit_group(group, jobs);
-        true
+        Ran::Group
     }
 
     fn commit_group(&self, group: Group, jobs: Vec<BoxedJob<E>>) {

@@ -102,7 +102,9 @@ pub struct MergerOptions {
     /// few cores (a server), at the price that a submitter can be held up by others' work and
     /// by write stalls. Either way a thread blocked in `CommitHandle::wait` syncs when no
     /// other thread is syncing (see `Merger`), so a lone blocking writer with inline
-    /// execution commits without any hand-off.
+    /// execution commits without any hand-off. A transaction queued as long
+    /// (`Merger::enqueue_long`, a script) is the exception: a merger thread kept for them
+    /// executes it and what is queued after it.
     pub inline_execution: bool,
 }
 

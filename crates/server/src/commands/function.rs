@@ -502,11 +502,28 @@ fn list_on(scripts: &Scripts, args: &[Bytes]) -> Reply {
 }
 
 fn stats_on(scripts: &Scripts, _: &[Bytes]) -> Reply {
+    if scripts.eval_running() {
+        // Redis's FUNCTION STATS tells of functions only.
+        return scripts.busy_reply();
+    }
     let libs = scripts.libraries();
     let functions: usize = libs.iter().map(|l| l.functions.len()).sum();
     let bulk = |s: &str| Reply::bulk(s);
     Reply::Map(vec![
-        (bulk("running_script"), Reply::Null),
+        (
+            bulk("running_script"),
+            match scripts.running() {
+                None => Reply::Null,
+                Some((name, command, ms)) => Reply::Map(vec![
+                    (bulk("name"), Reply::bulk(name)),
+                    (
+                        bulk("command"),
+                        Reply::Array(command.into_iter().map(Reply::Bulk).collect()),
+                    ),
+                    (bulk("duration_ms"), Reply::Integer(ms as i64)),
+                ]),
+            },
+        ),
         (
             bulk("engines"),
             Reply::Map(vec![(
@@ -521,8 +538,9 @@ fn stats_on(scripts: &Scripts, _: &[Bytes]) -> Reply {
 }
 
 fn kill_on(scripts: &Scripts, _: &[Bytes]) -> Reply {
-    match scripts.kill() {
+    match scripts.kill(true) {
         Ok(()) => reply::ok(),
+        Err(KillError::OtherKind) => scripts.busy_reply(),
         Err(KillError::NotBusy) => Reply::error("NOTBUSY No scripts in execution right now."),
         Err(KillError::Unkillable) => Reply::error(
             "UNKILLABLE The busy script was sent a write command, it can not be killed.",

@@ -154,12 +154,14 @@ fn load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 fn exists_on(scripts: &Scripts, args: &[Bytes]) -> Reply {
-    Reply::Array(
-        args[2..]
-            .iter()
-            .map(|sha| Reply::Integer(i64::from(scripts.exists(sha))))
-            .collect(),
-    )
+    let mut out = Vec::with_capacity(args.len() - 2);
+    for sha in &args[2..] {
+        match scripts.exists(sha) {
+            Ok(known) => out.push(Reply::Integer(i64::from(known))),
+            Err(busy) => return busy,
+        }
+    }
+    Reply::Array(out)
 }
 
 fn debug(_: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -184,13 +186,14 @@ fn flush_on(scripts: &Scripts, args: &[Bytes]) -> Reply {
     }
     match scripts.flush() {
         Ok(()) => reply::ok(),
-        Err(e) => reply::err_string(format!("ERR cannot start a fresh Lua interpreter: {e}")),
+        Err(r) => r,
     }
 }
 
 fn kill_on(scripts: &Scripts, _: &[Bytes]) -> Reply {
-    match scripts.kill() {
+    match scripts.kill(false) {
         Ok(()) => reply::ok(),
+        Err(KillError::OtherKind) => scripts.busy_reply(),
         Err(KillError::NotBusy) => Reply::error("NOTBUSY No scripts in execution right now."),
         Err(KillError::Unkillable) => Reply::error(
             "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",

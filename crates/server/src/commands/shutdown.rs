@@ -1,6 +1,8 @@
 //! SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT] — a graceful stop: every acknowledged write
 //! is already durable, so SAVE/NOSAVE change nothing; the server finishes in-flight commands,
 //! syncs and flushes, then exits 0. Like Redis, no reply on success: the connection closes.
+//! While a script is busy, only SHUTDOWN NOSAVE is taken: it stops the script, whose writes
+//! are dropped (a script takes effect whole or not at all).
 
 use bytes::Bytes;
 use rialto_resp::Reply;
@@ -65,6 +67,19 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     if abort {
         return Outcome::Reply(Reply::error("ERR No shutdown in progress."));
+    }
+    let scripts = &ctx.shared.scripts;
+    if scripts.busy() {
+        // As in Redis, a busy script leaves only the stop that keeps none of its effects.
+        if !nosave {
+            return Outcome::Reply(scripts.busy_reply());
+        }
+        if scripts.abort() {
+            info!(
+                client = ctx.client.handle.id,
+                "SHUTDOWN NOSAVE stops the busy script; its writes are dropped"
+            );
+        }
     }
     info!(client = ctx.client.handle.id, "SHUTDOWN requested");
     ctx.shared.request_shutdown();

@@ -705,9 +705,9 @@ impl Connection {
             Ok(a) => {
                 self.client.handle.set_last(a.index, a.spec);
                 if self.shared.scripts.busy() && !a.spec.has_flag("allow_busy") {
-                    return self.reject(Some(a.index), Reply::error(
-                        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
-                    ));
+                    let r = self.shared.scripts.busy_reply();
+                    let r = self.refused_in_multi(&args, r);
+                    return self.reject(Some(a.index), r);
                 }
                 if let Some(c) = &self.shared.cluster {
                     let shared = &self.shared;

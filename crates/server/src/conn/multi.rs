@@ -319,6 +319,8 @@ impl Connection {
         // the merger's order, so no change ordered before it is missed.
         let watch = self.watch.take().filter(|w| !w.is_empty());
         let script_ctx = self.script_ctx();
+        // A script may loop: it runs where no connection waits behind it.
+        let long = steps.iter().any(|s| matches!(s, Step::Script(..)));
         let remember = self.client.tracking.is_some().then(|| {
             (
                 std::sync::Arc::clone(&self.shared.tracking),
@@ -367,7 +369,9 @@ impl Connection {
             // Queued like any write: it joins the group of the other connections' writes and
             // its reply is released with the group's sync.
             let shared = std::sync::Arc::clone(&self.shared);
-            let h = self.shared.keyspace.transaction_as(
+            let h = transaction_of(
+                &self.shared.keyspace,
+                long,
                 self.noloop_origin(),
                 watch,
                 now_ms,
@@ -385,10 +389,14 @@ impl Connection {
             );
             return Pending::Commit(h, id);
         }
-        let h = self
-            .shared
-            .keyspace
-            .transaction_as(self.noloop_origin(), watch, now_ms, run);
+        let h = transaction_of(
+            &self.shared.keyspace,
+            long,
+            self.noloop_origin(),
+            watch,
+            now_ms,
+            run,
+        );
         Pending::Ready(match self.commit(h).await {
             Err(e) => reply::engine_error(&e),
             Ok(Reply::Array(mut replies)) => {
@@ -601,4 +609,24 @@ async fn submit_watched(
         }
     }
     Ok(None)
+}
+
+/// EXEC's transaction: a long one (see `Keyspace::long_transaction_as`) if it holds a script.
+fn transaction_of<T, F>(
+    keyspace: &rialto_keyspace::Keyspace,
+    long: bool,
+    origin: Option<u64>,
+    watch: Option<rialto_keyspace::Watch>,
+    now_ms: i64,
+    run: F,
+) -> rialto_txn::CommitHandle<T>
+where
+    T: Send + 'static,
+    F: FnOnce(Option<&mut rialto_keyspace::Transaction<'_, '_>>) -> T + Send + 'static,
+{
+    if long {
+        keyspace.long_transaction_as(origin, watch, now_ms, run)
+    } else {
+        keyspace.transaction_as(origin, watch, now_ms, run)
+    }
 }

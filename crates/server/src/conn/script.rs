@@ -36,6 +36,8 @@ pub(super) struct ScriptRun {
     argv: Vec<Bytes>,
     /// EVAL_RO, EVALSHA_RO: writes are refused.
     read_only: bool,
+    /// The whole command (FUNCTION STATS shows it while the script runs).
+    command: Vec<Bytes>,
 }
 
 impl ScriptRun {
@@ -72,12 +74,14 @@ impl ScriptRun {
                 cmd,
                 ScriptCmd::EvalRo | ScriptCmd::EvalShaRo | ScriptCmd::FCallRo
             ),
+            command: args.to_vec(),
         })
     }
 
     /// Runs the script in `tx`, its commands in database `db` (a SELECT inside moves that).
     pub(super) fn run(self, tx: &mut Transaction<'_, '_>, ctx: &ScriptCtx, db: u8) -> Reply {
         let mut host = TxHost::new(tx, ctx, db, self.read_only);
+        host.command = &self.command;
         let source = match self.named {
             Named::Body => Source::Body(&self.code),
             Named::Sha => Source::Sha(&self.code),
@@ -186,10 +190,15 @@ struct TxHost<'t, 'a, 'c> {
     wrote: bool,
     /// Seeded writes (SPOP) the script made so far.
     seeded: u64,
+    /// The command that runs the script.
+    command: &'t [Bytes],
+    /// Where the transaction stood before the script.
+    start: rialto_txn::Savepoint,
 }
 
 impl<'t, 'a, 'c> TxHost<'t, 'a, 'c> {
     fn new(tx: &'t mut Transaction<'a, 'c>, ctx: &'t ScriptCtx, db: u8, read_only: bool) -> Self {
+        let start = tx.savepoint();
         TxHost {
             tx,
             ctx,
@@ -198,6 +207,8 @@ impl<'t, 'a, 'c> TxHost<'t, 'a, 'c> {
             allow_oom: false,
             wrote: false,
             seeded: 0,
+            command: &[],
+            start,
         }
     }
 }
@@ -423,6 +434,14 @@ impl Host for TxHost<'_, '_, '_> {
         self.allow_oom = true;
     }
 
+    fn command(&self) -> &[Bytes] {
+        self.command
+    }
+
+    fn abandon(&mut self) {
+        self.tx.rollback_to(self.start);
+    }
+
     fn log(&mut self, level: u8, message: &str) {
         match level {
             0 => tracing::debug!(target: "script", "{message}"),
@@ -447,12 +466,13 @@ impl Connection {
         let body = match run.named {
             Named::Body => run.code.clone(),
             Named::Sha => match self.shared.scripts.source(&run.code) {
-                Some(body) => body,
-                None => {
+                Ok(Some(body)) => body,
+                Ok(None) => {
                     return Pending::Ready(Reply::error(
                         "NOSCRIPT No matching script. Please use EVAL.",
                     ))
                 }
+                Err(busy) => return Pending::Ready(busy),
             },
             Named::Function => Bytes::new(),
         };
@@ -610,7 +630,7 @@ impl Connection {
         let h = self
             .shared
             .keyspace
-            .transaction_as(origin, None, now_ms, move |tx| {
+            .long_transaction_as(origin, None, now_ms, move |tx| {
                 let start = Instant::now();
                 let reply = match tx {
                     Some(tx) => {

@@ -97,6 +97,82 @@ fn many_writers_are_acknowledged_exactly_once_in_submission_order() {
 }
 
 #[test]
+fn a_long_transaction_runs_off_the_submitting_threads_in_its_place_in_the_order() {
+    let (_fs, dynfs) = mem();
+    let db = open(dynfs);
+    let m = merger(&db, MergerOptions::default());
+    let release = Arc::new(AtomicBool::new(false));
+    let me = thread::current().id();
+    let long = {
+        let release = Arc::clone(&release);
+        m.enqueue_long(move |tx| {
+            // A script that loops until told to stop.
+            while !release.load(Ordering::Acquire) {
+                thread::sleep(Duration::from_millis(1));
+            }
+            Ok((incr(tx, b"counter")?, thread::current().id()))
+        })
+    };
+    // The submitting thread is never held up by the long transaction, even when it runs
+    // what is queued; what it queued after it waits for it.
+    let mut short = m.submit(|tx| incr(tx, b"counter"));
+    m.run_queued();
+    thread::sleep(Duration::from_millis(50));
+    assert!(short.try_take().is_none(), "ran before the long transaction");
+    release.store(true, Ordering::Release);
+    let (n, ran_on) = long.wait().expect("acknowledged");
+    assert_eq!(n, 1);
+    assert_ne!(ran_on, me, "a long transaction never runs on a submitting thread");
+    assert_eq!(short.wait().expect("acknowledged"), 2);
+    m.close().unwrap();
+}
+
+#[test]
+fn long_and_short_transactions_from_many_writers_keep_submission_order() {
+    let (_fs, dynfs) = mem();
+    let db = open(dynfs);
+    let m = Arc::new(merger(&db, MergerOptions::default()));
+    const THREADS: usize = 6;
+    const PER_THREAD: usize = 200;
+    let mut all: Vec<i64> = thread::scope(|s| {
+        let hs: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let m = Arc::clone(&m);
+                s.spawn(move || {
+                    let mut got = Vec::new();
+                    for chunk in 0..PER_THREAD / 10 {
+                        let hs: Vec<CommitHandle<i64>> = (0..10)
+                            .map(|i| {
+                                let f = |tx: &mut TxnContext<'_, Db>| incr(tx, b"counter");
+                                let h = if (t + chunk + i) % 3 == 0 {
+                                    m.enqueue_long(f)
+                                } else {
+                                    m.enqueue(f)
+                                };
+                                m.run_queued();
+                                h
+                            })
+                            .collect();
+                        for h in hs {
+                            got.push(h.wait().expect("acknowledged"));
+                        }
+                    }
+                    assert!(got.windows(2).all(|w| w[0] < w[1]));
+                    got
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .flat_map(|h| h.join().expect("writer"))
+            .collect()
+    });
+    all.sort_unstable();
+    let n = (THREADS * PER_THREAD) as i64;
+    assert_eq!(all, (1..=n).collect::<Vec<_>>(), "every increment exactly once");
+    m.close().unwrap();
+}
+
+#[test]
 fn a_failed_transaction_drops_its_writes_and_others_do_not_see_them() {
     let (_fs, dynfs) = mem();
     let db = open(dynfs);
