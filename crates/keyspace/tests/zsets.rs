@@ -21,7 +21,17 @@ use rialto_keyspace::{
 };
 
 const KEYS: &[&str] = &["a", "b", "c"];
-const MEMBERS: &[&str] = &["m", "n", "o", "p", "q", "a member longer than eight"];
+/// The last two are longer than a header keeps of a pop's bound, and differ only past it.
+const MEMBERS: &[&str] = &[
+    "m",
+    "n",
+    "o",
+    "p",
+    "q",
+    "a member longer than eight",
+    "a member longer than the bound a header keeps of the last member popped: A",
+    "a member longer than the bound a header keeps of the last member popped: B",
+];
 const SCORES: &[f64] = &[f64::NEG_INFINITY, -1.5, 0.0, 1.0, 2.0, 2.5, f64::INFINITY];
 
 fn open(fs: &MemFs) -> Keyspace {

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! packed        items member, score (f64 LE, 8 bytes), ... in (score, member) order
-//! large         header (version, count) and two key families under the version:
+//! large         header (version, count) [| bounds], and two key families under the version:
 //!   score       0x0D | version | 0x00 | h (u64 BE) | member               -> score (f64 LE)
 //!   order       0x0D | version | 0x01 | sortable score (8 bytes) | member -> empty
 //!                                                               (-0: the score, f64 LE)
@@ -18,6 +18,11 @@
 //! Invariant: a large set has one score key and one order key per member, with the same
 //! score; the header's count is their number. Reads by rank walk the order keys from one end
 //! (O(rank)); reads by score seek to the score.
+//!
+//! Invariant: every order key below the header's low bound, and above its high bound, is
+//! deleted. Pops move a bound past the keys they delete, so the next pop does not walk their
+//! deletions again (the engine keeps them until a compaction drops them); a member written
+//! beyond a bound moves it back to its key.
 
 use std::cmp::Ordering;
 
@@ -32,6 +37,9 @@ use crate::value::Score;
 
 /// Keys read from a large set per engine scan.
 const SCAN_CHUNK: usize = 512;
+/// Longest bound kept in a header: a longer one is cut (the low bound to a prefix, the high
+/// one to the key after that prefix), which only loosens it.
+const BOUND_MAX: usize = 64;
 const SCORES: u8 = 0x00;
 const ORDER: u8 = 0x01;
 
@@ -105,6 +113,101 @@ fn order_entry(version: u64, key: &[u8], value: &[u8]) -> Result<(f64, Bytes)> {
         }
         _ => Err(bad_member()),
     }
+}
+
+/// A large set's record: the collection header, then, if either is set, the bounds of its
+/// live order keys (see the module's invariant) as a packed payload of two items, `low` and
+/// `high`, each the order key's bytes after its family prefix (sortable score and member;
+/// empty: no bound).
+#[derive(Debug, Clone, PartialEq)]
+struct Large {
+    h: Header,
+    low: Option<Vec<u8>>,
+    high: Option<Vec<u8>>,
+}
+
+impl Large {
+    fn new(h: Header) -> Large {
+        Large {
+            h,
+            low: None,
+            high: None,
+        }
+    }
+
+    fn decode(payload: &Bytes) -> Result<Large> {
+        if payload.len() < Header::LEN {
+            return Err(Error::Corrupt(CorruptRecord("sorted set header")));
+        }
+        let h = Header::decode(&payload[..Header::LEN])?;
+        if payload.len() == Header::LEN {
+            return Ok(Large::new(h));
+        }
+        let bounds = packed::decode(&payload.slice(Header::LEN..))?;
+        let [low, high] = &bounds[..] else {
+            return Err(Error::Corrupt(CorruptRecord("sorted set header")));
+        };
+        let bound = |b: &Bytes| (!b.is_empty()).then(|| b.to_vec());
+        Ok(Large {
+            h,
+            low: bound(low),
+            high: bound(high),
+        })
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut out = self.h.encode().to_vec();
+        if self.low.is_some() || self.high.is_some() {
+            let low = self.low.as_deref().unwrap_or_default();
+            let high = self.high.as_deref().unwrap_or_default();
+            out.extend_from_slice(&packed::encode([low, high]));
+        }
+        out
+    }
+
+    /// The order keys that may be live: `[lower, upper)`.
+    fn live_order_keys(&self) -> (Vec<u8>, Vec<u8>) {
+        let (mut lower, upper) = family(self.h.version, ORDER);
+        let upper = match &self.high {
+            // The first key after the bound.
+            Some(high) => [&lower[..], high, &[0]].concat(),
+            None => upper,
+        };
+        if let Some(low) = &self.low {
+            lower.extend_from_slice(low);
+        }
+        (lower, upper)
+    }
+
+    /// A member was written at order key `key`: the bounds take it in.
+    fn widen(&mut self, key: &[u8]) {
+        let suffix = &key[member_key(self.h.version, &[ORDER]).len()..];
+        if self.low.as_deref().is_some_and(|low| suffix < low) {
+            self.low = Some(suffix[..suffix.len().min(BOUND_MAX)].to_vec());
+        }
+        if self.high.as_deref().is_some_and(|high| suffix > high) {
+            self.high = high_bound(suffix);
+        }
+    }
+
+    /// Every order key up to `key` (`max`: from `key` up) was deleted.
+    fn cut(&mut self, key: &[u8], max: bool) {
+        let suffix = &key[member_key(self.h.version, &[ORDER]).len()..];
+        if max {
+            self.high = high_bound(suffix);
+        } else {
+            self.low = Some(suffix[..suffix.len().min(BOUND_MAX)].to_vec());
+        }
+    }
+}
+
+/// A high bound at or above `suffix`, at most [`BOUND_MAX`] bytes (none if a cut one would
+/// bound nothing).
+fn high_bound(suffix: &[u8]) -> Option<Vec<u8>> {
+    if suffix.len() <= BOUND_MAX {
+        return Some(suffix.to_vec());
+    }
+    Some(layout::next_prefix(&suffix[..BOUND_MAX])).filter(|b| !b.is_empty())
 }
 
 /// (score, member) order, Redis's: scores numerically (-0 equals 0), then member bytes.
@@ -197,14 +300,14 @@ enum Items {
     /// In the record, in (score, member) order.
     Packed(Vec<(Bytes, f64)>),
     /// Keys of a collection version.
-    Large(Header),
+    Large(Large),
 }
 
 impl Items {
     fn len(&self) -> u64 {
         match self {
             Items::Packed(p) => p.len() as u64,
-            Items::Large(h) => h.count,
+            Items::Large(l) => l.h.count,
         }
     }
 
@@ -215,7 +318,7 @@ impl Items {
     ) -> Result<Option<f64>> {
         match self {
             Items::Packed(p) => Ok(p.iter().find(|(m, _)| m == member).map(|(_, s)| *s)),
-            Items::Large(h) => match k.io.get_raw(&score_key(h.version, member))? {
+            Items::Large(l) => match k.io.get_raw(&score_key(l.h.version, member))? {
                 Some(v) => decode_score(&v).map(Some),
                 None => Ok(None),
             },
@@ -254,20 +357,23 @@ impl Items {
                 }
                 return Ok(());
             }
-            Items::Large(h) => h,
+            Items::Large(l) => l,
         };
-        let (lower, upper) = family(h.version, ORDER);
+        let (lower, upper) = h.live_order_keys();
         let (mut lower, mut upper) = match from {
             From::End => (lower, upper),
             From::Score(s) => {
-                let at = [&lower[..], &sortable(s)[..]].concat();
+                let at = [&family(h.h.version, ORDER).0[..], &sortable(s)[..]].concat();
                 if rev {
-                    (lower, layout::next_prefix(&at))
+                    (lower, layout::next_prefix(&at).min(upper))
                 } else {
-                    (at, upper)
+                    (at.max(lower), upper)
                 }
             }
         };
+        if lower >= upper {
+            return Ok(());
+        }
         loop {
             let chunk = if rev {
                 k.io.scan_raw_rev(&lower, &upper, SCAN_CHUNK)?
@@ -276,7 +382,7 @@ impl Items {
             };
             let n = chunk.len();
             for (key, value) in &chunk {
-                let (s, m) = order_entry(h.version, key, value)?;
+                let (s, m) = order_entry(h.h.version, key, value)?;
                 if !f(&m, s) {
                     return Ok(());
                 }
@@ -492,7 +598,7 @@ impl ZSet {
 
     fn from_record(rec: Record) -> Result<ZSet> {
         let items = if rec.large {
-            Items::Large(Header::decode(&rec.value)?)
+            Items::Large(Large::decode(&rec.value)?)
         } else {
             Items::Packed(decode_packed(&rec.value)?)
         };
@@ -629,7 +735,7 @@ impl ZSet {
     ) -> Result<(Vec<(Bytes, f64)>, u64)> {
         let h = match &self.items {
             Items::Packed(p) => return Ok((p.clone(), 0)),
-            Items::Large(h) => h,
+            Items::Large(l) => &l.h,
         };
         let v = h.version;
         let (page, next) = super::hash_page(
@@ -712,17 +818,18 @@ impl<'e> Writer<'e> {
                 p.insert(at, (member.clone(), score));
                 Ok(old.is_none())
             }
-            Items::Large(h) => {
-                let sk = score_key(h.version, member);
+            Items::Large(l) => {
+                let sk = score_key(l.h.version, member);
                 let old = match k.io.get_raw(&sk)? {
                     Some(v) => Some(decode_score(&v)?),
                     None => None,
                 };
                 if let Some(s) = old {
-                    k.io.delete_raw(&order_key(h.version, s, member));
+                    k.io.delete_raw(&order_key(l.h.version, s, member));
                 }
-                put_large(k, h.version, member, score);
-                h.count += u64::from(old.is_none());
+                let written = put_large(k, l.h.version, member, score);
+                l.widen(&written);
+                l.h.count += u64::from(old.is_none());
                 Ok(old.is_none())
             }
         }
@@ -736,15 +843,15 @@ impl<'e> Writer<'e> {
                 p.retain(|(m, _)| m != member);
                 Ok(p.len() != before)
             }
-            Items::Large(h) => {
-                let sk = score_key(h.version, member);
+            Items::Large(l) => {
+                let sk = score_key(l.h.version, member);
                 let Some(v) = k.io.get_raw(&sk)? else {
                     return Ok(false);
                 };
                 let s = decode_score(&v)?;
                 k.io.delete_raw(&sk);
-                k.io.delete_raw(&order_key(h.version, s, member));
-                h.count -= 1;
+                k.io.delete_raw(&order_key(l.h.version, s, member));
+                l.h.count -= 1;
                 Ok(true)
             }
         }
@@ -757,10 +864,10 @@ impl<'e> Writer<'e> {
             for (m, s) in p {
                 put_large(k, version, m, *s);
             }
-            self.items = Items::Large(Header {
+            self.items = Items::Large(Large::new(Header {
                 version,
                 count: p.len() as u64,
-            });
+            }));
         }
         Ok(())
     }
@@ -782,22 +889,30 @@ impl<'e> Writer<'e> {
                 check_value_len(payload.len())?;
                 k.put_record(key, self.old.as_ref(), Kind::ZSet, false, &payload, at);
             }
-            Items::Large(h) => {
-                k.put_record(key, self.old.as_ref(), Kind::ZSet, true, &h.encode(), at);
+            Items::Large(l) => {
+                k.put_record(key, self.old.as_ref(), Kind::ZSet, true, &l.encode(), at);
             }
         }
         Ok(())
     }
 }
 
-fn put_large<T: RawWrite + ?Sized>(k: &mut Keys<'_, T>, version: u64, member: &[u8], score: f64) {
+/// Writes a large set's two keys of `member`; returns its order key.
+fn put_large<T: RawWrite + ?Sized>(
+    k: &mut Keys<'_, T>,
+    version: u64,
+    member: &[u8],
+    score: f64,
+) -> Vec<u8> {
     k.io.put_raw(&score_key(version, member), &score.to_le_bytes());
     let exact = if score == 0.0 && score.is_sign_negative() {
         &score.to_le_bytes()[..]
     } else {
         &[][..]
     };
-    k.io.put_raw(&order_key(version, score, member), exact);
+    let order = order_key(version, score, member);
+    k.io.put_raw(&order, exact);
+    order
 }
 
 /// ZADD (and ZINCRBY, `flags.incr`) as Redis's `zsetAdd` does it: the count of members added
@@ -926,6 +1041,10 @@ pub(crate) fn pop<T: RawWrite + ?Sized>(
     };
     for (m, _) in &popped {
         w.remove(k, m)?;
+    }
+    if let (Items::Large(l), Some((m, s))) = (&mut w.items, popped.last()) {
+        // Everything up to the last member popped is deleted: the next pop starts past it.
+        l.cut(&order_key(l.h.version, *s, m), max);
     }
     if !popped.is_empty() {
         w.finish(k, key)?;
@@ -1212,6 +1331,60 @@ mod tests {
             max: LexBound::Max,
         };
         assert!(none.is_empty());
+    }
+
+    #[test]
+    fn large_headers_round_trip_with_and_without_bounds() {
+        let h = Header {
+            version: 7,
+            count: 3,
+        };
+        let plain = Large::new(h);
+        // A header without bounds is the collections' common 16 bytes.
+        assert_eq!(plain.encode(), h.encode().to_vec());
+        assert_eq!(Large::decode(&Bytes::from(plain.encode())).unwrap(), plain);
+        for (low, high) in [
+            (Some(b"\x80abc".to_vec()), None),
+            (None, Some(b"\x90z".to_vec())),
+            (Some(b"\x80".to_vec()), Some(b"\x90".to_vec())),
+        ] {
+            let l = Large {
+                h: h,
+                low,
+                high,
+            };
+            assert_eq!(Large::decode(&Bytes::from(l.encode())).unwrap(), l);
+        }
+        let mut three = h.encode().to_vec();
+        three.extend_from_slice(&packed::encode([&b"a"[..], b"b", b"c"]));
+        assert!(Large::decode(&Bytes::from(three)).is_err());
+        assert!(Large::decode(&Bytes::from_static(b"short")).is_err());
+    }
+
+    #[test]
+    fn bounds_only_ever_loosen_when_cut_short() {
+        let mut l = Large::new(Header {
+            version: 1,
+            count: 1,
+        });
+        let long = vec![b'm'; 100];
+        let key = order_key(1, 2.0, &long);
+        l.cut(&key, false);
+        l.cut(&key, true);
+        let (lower, upper) = l.live_order_keys();
+        // The member's own key stays inside the cut bounds.
+        assert!(lower <= key && key < upper);
+        assert!(l.low.as_ref().unwrap().len() <= BOUND_MAX);
+        assert!(l.high.as_ref().unwrap().len() <= BOUND_MAX);
+        // A high bound of 0xff bytes cut short bounds nothing.
+        assert_eq!(high_bound(&[0xff; 100]), None);
+        // A key written below the low bound (above the high one) widens it.
+        let below = order_key(1, 1.0, b"a");
+        let above = order_key(1, 3.0, b"a");
+        l.widen(&below);
+        l.widen(&above);
+        let (lower, upper) = l.live_order_keys();
+        assert!(lower <= below && above < upper);
     }
 
     #[test]
