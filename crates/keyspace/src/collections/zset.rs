@@ -1349,7 +1349,7 @@ mod tests {
             (Some(b"\x80".to_vec()), Some(b"\x90".to_vec())),
         ] {
             let l = Large {
-                h: h,
+                h,
                 low,
                 high,
             };
