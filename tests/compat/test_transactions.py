@@ -10,6 +10,7 @@ import time
 
 import pytest
 from redis.exceptions import ExecAbortError, ResponseError, WatchError
+from resp import Reply
 
 
 
@@ -129,6 +130,10 @@ def test_optimistic_increments_from_threads_lose_nothing(server, protocol):
         [["SELECT", "2"], ["SET", "a", "1"], ["MULTI"], ["FLUSHALL"], ["EXEC"], ["DBSIZE"]],
         # An empty transaction.
         [["MULTI"], ["EXEC"]],
+        # Blocking pops inside MULTI do not block: they answer at once, nil on empty keys.
+        [["MULTI"], ["BLPOP", "el", "0"], ["BRPOP", "el", "0"], ["BRPOPLPUSH", "e1", "e2", "0"],
+         ["BLMOVE", "e1", "e2", "LEFT", "LEFT", "0"], ["BZPOPMIN", "ez", "0"],
+         ["BZPOPMAX", "ez", "0"], ["EXEC"]],
         # RESET leaves the transaction.
         [["MULTI"], ["SET", "a", "1"], ["RESET"], ["EXEC"], ["GET", "a"]],
     ],
@@ -250,3 +255,79 @@ def test_a_push_swap_or_rollback_fails_exec_watching_the_stores_keys(target, sta
         got = w.execute_command("EXEC")
         assert (got is None) == (change != "unrelated"), change
         w.close()
+
+
+def two_connection_replies(server, protocol, steps):
+    """Runs `steps`, each (connection 0 or 1, command), on two fresh raw connections of one
+    server, in order; returns the parsed replies."""
+    conns = [server.conn(), server.conn()]
+    if protocol == 3:
+        for c in conns:
+            c.call("HELLO", "3")
+    out = [conns[i].call(*cmd) for i, cmd in steps]
+    for c in conns:
+        c.close()
+    return out
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        # min-replicas-to-write on a node without replicas: writes refused, also queued ones
+        # and an EXEC whose transaction holds one when the setting came after the queueing;
+        # reads go on; max-lag 0 (or to-write 0) turns it off.
+        [(0, ["SET", "xx", "1"]), (0, ["MULTI"]), (0, ["INCR", "xx"]), (0, ["GET", "xx"]),
+         (1, ["CONFIG", "SET", "min-replicas-to-write", "2"]), (0, ["EXEC"]), (0, ["GET", "xx"]),
+         (0, ["SET", "xx", "2"]), (0, ["MULTI"]), (0, ["GET", "xx"]), (0, ["SET", "xx", "3"]),
+         (0, ["EXEC"]), (0, ["MULTI"]), (0, ["GET", "xx"]), (0, ["PING"]), (0, ["EXEC"]),
+         (0, ["CONFIG", "GET", "min-replicas-to-write"]),
+         (0, ["CONFIG", "GET", "min-replicas-max-lag"]),
+         (0, ["CONFIG", "SET", "min-replicas-max-lag", "0"]), (0, ["INCR", "xx"]),
+         (0, ["CONFIG", "SET", "min-replicas-max-lag", "10"]),
+         (0, ["CONFIG", "SET", "min-replicas-to-write", "0"]), (0, ["INCR", "xx"])],
+        # Scripts under min-replicas-to-write: one without flags fails at its first write
+        # call, one that declares writes before it runs, a no-writes one runs.
+        [(0, ["SET", "k", "v"]), (1, ["CONFIG", "SET", "min-replicas-to-write", "1"]),
+         (0, ["EVAL", "return redis.call('get', KEYS[1])", "1", "k"]),
+         (0, ["EVAL", "return redis.call('set', KEYS[1], 'w')", "1", "k"]),
+         (0, ["EVAL", "#!lua\nreturn redis.call('get', KEYS[1])", "1", "k"]),
+         (0, ["EVAL", "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])", "1", "k"]),
+         (0, ["MULTI"]), (0, ["EVAL", "#!lua\nreturn 1", "0"]), (0, ["EXEC"]),
+         (1, ["CONFIG", "SET", "min-replicas-to-write", "0"])],
+        # Over maxmemory, EXEC of reads runs, EXEC holding a command that may grow the data
+        # is refused (the limit set after the queueing); DISCARD is always taken.
+        [(0, ["SET", "x", "value"]), (0, ["MULTI"]), (0, ["GET", "x"]), (0, ["PING"]),
+         (1, ["CONFIG", "SET", "maxmemory", "1"]), (0, ["EXEC"]),
+         (1, ["CONFIG", "SET", "maxmemory", "0"]), (0, ["MULTI"]), (0, ["SET", "x", "1"]),
+         (0, ["GET", "x"]), (1, ["CONFIG", "SET", "maxmemory", "1"]), (0, ["EXEC"]),
+         (0, ["MULTI"]), (0, ["DISCARD"]), (1, ["CONFIG", "SET", "maxmemory", "0"]),
+         (0, ["GET", "x"])],
+        # SAVE: taken alone, refused inside MULTI (which then aborts).
+        [(0, ["SAVE"]), (0, ["MULTI"]), (0, ["SET", "foo", "bar"]), (0, ["SAVE"]),
+         (0, ["EXEC"]), (0, ["GET", "foo"]), (0, ["EVAL", "return redis.call('save')", "0"])],
+        # FLUSHALL touching several keys one client watches.
+        [(0, ["MSET", "a", "a", "b", "b"]), (0, ["WATCH", "b", "a"]), (1, ["FLUSHALL"]),
+         (0, ["PING"]), (0, ["MULTI"]), (0, ["PING"]), (0, ["EXEC"]), (0, ["WATCH", "b", "a"]),
+         (0, ["FLUSHALL"]), (0, ["PING"])],
+    ],
+    ids=["min-replicas", "min-replicas-scripts", "exec-over-maxmemory", "save", "flushall-watch"],
+)
+def test_exec_refusals_and_server_state_match_redis(start_server, protocol, steps):
+    ref = start_server("redis")
+    tgt = start_server("rialto")
+    assert two_connection_replies(tgt, protocol, steps) == two_connection_replies(
+        ref, protocol, steps
+    )
+
+
+def test_a_config_set_that_fails_inside_exec_answers_its_error_in_place(server):
+    c = server.conn()
+    c.call("MULTI")
+    c.call("SET", "foo", "bar")
+    c.call("CONFIG", "SET", "maxmemory", "bla")
+    got = c.call("EXEC").value
+    assert got[0] == Reply("+", b"OK")
+    assert got[1].is_error
+    assert got[1].text().startswith(b"ERR CONFIG SET failed (possibly related to argument 'maxmemory')")
+    assert c.call("GET", "foo") == Reply("$", b"bar")
+    c.close()

@@ -666,6 +666,13 @@ impl Keyspace {
         self.db.io_stats_recent(limit)
     }
 
+    /// Makes every write logged so far durable (one sync of the journal), whatever
+    /// `appendfsync` defers: SAVE.
+    pub fn sync(&self) -> Result<()> {
+        self.db.sync_log()?;
+        Ok(())
+    }
+
     /// Why the engine refuses writes, if it does.
     pub fn read_only_reason(&self) -> Option<String> {
         self.db.read_only_reason()

@@ -32,6 +32,11 @@ pub struct Config {
     /// `maxmemory`: bytes of the allocator's in use beyond which commands that may grow the
     /// data are refused (0: no limit). Nothing is evicted.
     pub maxmemory: u64,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` (seconds): writes are refused while
+    /// fewer good replicas than the first are connected, when both are above 0. A standalone
+    /// node has no replicas, so any N above 0 refuses every write.
+    pub min_replicas_to_write: u32,
+    pub min_replicas_max_lag: u32,
     pub maxclients: usize,
     pub timeout: Duration,
     pub tcp_nodelay: bool,
@@ -134,6 +139,12 @@ pub struct ClusterConfig {
 }
 
 impl Config {
+    /// Whether writes are refused with NOREPLICAS: min-replicas-to-write asks for replicas
+    /// (with a max lag above 0, as Redis requires) and a standalone node has none.
+    pub fn lacks_good_replicas(&self) -> bool {
+        self.min_replicas_to_write > 0 && self.min_replicas_max_lag > 0
+    }
+
     /// What a push must load unless it says otherwise.
     pub fn push_guard(&self) -> rialto_keyspace::PushGuard {
         rialto_keyspace::PushGuard {
@@ -157,6 +168,8 @@ impl Default for Config {
             users: Vec::new(),
             acllog_max_len: 128,
             maxmemory: 0,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
             maxclients: 10_000,
             timeout: Duration::ZERO,
             tcp_nodelay: true,
@@ -259,6 +272,10 @@ pub enum ConfigError {
 
 type Setter = fn(&mut Config, &str) -> Result<(), String>;
 type Getter = fn(&Config) -> String;
+
+/// Why min-replicas-to-write is refused in cluster mode.
+const NOT_IN_CLUSTER: &str =
+    "not in cluster mode: a write is acknowledged once the Kafka log holds it";
 
 /// One configuration key.
 pub struct Key {
@@ -677,6 +694,11 @@ pub static KEYS: &[Key] = &[
     key!("maxmemory-policy", true, "For Redis tools: always noeviction (no key is ever evicted).",
         |_c, v| { if !v.eq_ignore_ascii_case("noeviction") { return Err("no key is ever evicted: the policy can only be noeviction".into()); } },
         |_c| "noeviction".into()),
+    key!("min-replicas-to-write", true, "Redis's guard against writes a master may lose (default 0: off): with N above 0 and min-replicas-max-lag above 0, commands that may write (and EXEC of a transaction holding one, scripts that declare writes or call a write command) are refused with NOREPLICAS while fewer than N good replicas are connected. A standalone Rialto node has no replicas, so N above 0 makes it refuse every write; reads go on. Not in cluster mode, where a write is acknowledged once the Kafka log holds it (cluster-replication-factor).",
+        |c, v| { let n: u32 = parse_num(v)?; if n > 0 && c.cluster.enabled { return Err(NOT_IN_CLUSTER.into()); } c.min_replicas_to_write = n },
+        |c| c.min_replicas_to_write.to_string()),
+    key!("min-replicas-max-lag", true, "Seconds since its last acknowledgement within which a replica counts as good for min-replicas-to-write (default 10; 0 turns min-replicas-to-write off, as in Redis).",
+        |c, v| c.min_replicas_max_lag = parse_num(v)?, |c| c.min_replicas_max_lag.to_string()),
     Key {
         name: "save",
         mutable: true,
@@ -814,6 +836,9 @@ impl Config {
             if self.cluster.node_timeout.is_zero() || self.cluster.write_timeout.is_zero() {
                 return bad("cluster-node-timeout", "timeouts must be at least 1 ms");
             }
+            if self.min_replicas_to_write > 0 {
+                return bad("min-replicas-to-write", NOT_IN_CLUSTER);
+            }
         }
         if self.proto_max_bulk_len < 1024 {
             return Err(ConfigError::Invalid {
@@ -863,6 +888,39 @@ mod tests {
         assert!(!local.allows(IpAddr::from([10, 0, 0, 1])));
         assert!(DebugGate::Yes.allows(IpAddr::from([10, 0, 0, 1])));
         assert!(!DebugGate::No.allows(IpAddr::from([127, 0, 0, 1])));
+    }
+
+    #[test]
+    fn min_replicas_refuse_writes_standalone_only() {
+        let mut c = Config::default();
+        assert!(!c.lacks_good_replicas());
+        c.set("min-replicas-to-write", "2").expect("standalone");
+        assert!(c.lacks_good_replicas());
+        // Redis's rule: a max lag of 0 turns the check off.
+        c.set("min-replicas-max-lag", "0").expect("lag");
+        assert!(!c.lacks_good_replicas());
+        assert!(c.set("min-replicas-to-write", "-1").is_err());
+
+        // Cluster mode acknowledges writes in the Kafka log: refused at run time and at start,
+        // whichever order the file or flags give.
+        let mut c = Config::default();
+        c.cluster.enabled = true;
+        assert!(c.set("min-replicas-to-write", "1").is_err());
+        c.set("min-replicas-to-write", "0").expect("0 is off");
+        let mut c = Config::default();
+        c.apply_flags(&[
+            "--min-replicas-to-write".into(),
+            "1".into(),
+            "--cluster-enabled".into(),
+            "yes".into(),
+            "--cluster-kafka".into(),
+            "k:9092".into(),
+            "--cluster-node-id".into(),
+            "1".into(),
+        ])
+        .expect("flags");
+        let e = c.validate().unwrap_err();
+        assert!(e.to_string().contains("min-replicas-to-write"), "{e}");
     }
 
     #[test]

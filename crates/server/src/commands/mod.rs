@@ -158,6 +158,7 @@ mod quit;
 mod randomkey;
 mod reset;
 mod sadd;
+mod save;
 pub mod scan;
 mod scard;
 pub mod script;
@@ -290,6 +291,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     config::CONFIG,
     command::COMMAND,
     time::TIME,
+    save::SAVE,
     role::ROLE,
     slowlog::SLOWLOG,
     shutdown::SHUTDOWN,

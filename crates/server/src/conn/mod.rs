@@ -726,6 +726,12 @@ impl Connection {
                     let r = self.refused_in_multi(&args, r);
                     return self.reject(Some(a.index), r);
                 }
+                if self.shared.config.read().lacks_good_replicas() && self.may_write(a.spec, &args)
+                {
+                    let r = Reply::error("NOREPLICAS Not enough good replicas to write.");
+                    let r = self.refused_in_multi(&args, r);
+                    return self.reject(Some(a.index), r);
+                }
                 if let (Some(m), Some(slot)) = (self.multi.as_mut(), at_slot) {
                     // A transaction in the cluster is one record of one partition: its keys
                     // share a slot, as Redis Cluster requires.
@@ -1022,29 +1028,52 @@ impl Connection {
     }
 
     /// Whether `spec` is refused while used memory exceeds `maxmemory`, as Redis refuses it with
-    /// nothing to evict: a command that may grow the data (`denyoom`); inside MULTI any but
-    /// the ones that end the transaction or the connection (queueing takes memory too); and a
-    /// script or function that declares flags without `allow-oom` or `no-writes`, as Redis
-    /// takes EVAL's and FCALL's flags from the script's (one without a shebang is checked at
-    /// each call instead, `conn/script.rs`).
+    /// nothing to evict: a command that may grow the data ([`Self::may_grow`]); inside MULTI
+    /// any but the ones that end the transaction or the connection (queueing takes memory
+    /// too).
     fn refused_on_oom(&self, spec: &crate::command_table::CommandSpec, args: &[Bytes]) -> bool {
-        if spec.has_flag("denyoom")
+        self.may_grow(spec, args)
             || (self.multi.is_some() && !matches!(spec.name, "exec" | "discard" | "quit" | "reset"))
-        {
-            return true;
-        }
-        let (scripts, Some(named)) = (&self.shared.scripts, args.get(1)) else {
-            return false;
-        };
-        let declared = match spec.name {
+    }
+
+    /// Redis's `denyoom` flag of a call: the command's; a script's or function's that declares
+    /// flags without `allow-oom` or `no-writes`, as Redis takes EVAL's and FCALL's flags from
+    /// the script's (one without a shebang is checked at each call instead, `conn/script.rs`);
+    /// EXEC's when a queued command has it.
+    fn may_grow(&self, spec: &crate::command_table::CommandSpec, args: &[Bytes]) -> bool {
+        spec.has_flag("denyoom")
+            || self
+                .declared_flags(spec, args)
+                .is_some_and(|f| !f.allows_oom())
+            || (spec.name == "exec" && self.multi.as_ref().is_some_and(|m| m.may_grow))
+    }
+
+    /// Redis's `write` flag of a call, by the same rules as [`Self::may_grow`]: a script that
+    /// declares flags writes unless it declares `no-writes`.
+    fn may_write(&self, spec: &crate::command_table::CommandSpec, args: &[Bytes]) -> bool {
+        spec.has_flag("write")
+            || self
+                .declared_flags(spec, args)
+                .is_some_and(|f| !f.no_writes)
+            || (spec.name == "exec" && self.multi.as_ref().is_some_and(|m| m.may_write))
+    }
+
+    /// The flags the script or function a call runs declares (`None`: not a script call, or
+    /// one without declared flags).
+    fn declared_flags(
+        &self,
+        spec: &crate::command_table::CommandSpec,
+        args: &[Bytes],
+    ) -> Option<rialto_scripting::ScriptFlags> {
+        let (scripts, named) = (&self.shared.scripts, args.get(1)?);
+        match spec.name {
             "eval" | "eval_ro" => scripts.declared_flags(rialto_scripting::Source::Body(named)),
             "evalsha" | "evalsha_ro" => {
                 scripts.declared_flags(rialto_scripting::Source::Sha(named))
             }
             "fcall" | "fcall_ro" => scripts.function_flags(named),
             _ => None,
-        };
-        declared.is_some_and(|f| !f.allows_oom())
+        }
     }
 
     /// DEBUG's refusal when `enable-debug-command` does not allow it from this connection,

@@ -33,6 +33,10 @@ pub(super) struct Multi {
     bytes: usize,
     /// A command was refused while queueing: EXEC aborts.
     failed: bool,
+    /// A queued command may grow the data, or write: EXEC is refused as they would be
+    /// (over `maxmemory`, without the good replicas `min-replicas-to-write` asks for).
+    pub(super) may_grow: bool,
+    pub(super) may_write: bool,
     /// Cluster mode: the slot of the keys queued so far.
     pub(super) slot: Option<(u16, u32)>,
 }
@@ -82,6 +86,7 @@ impl Connection {
             || top.name == "quit"
             || top.name == "reset";
         let limit = self.shared.config.read().client_query_buffer_limit;
+        let (grows, writes) = (self.may_grow(a.spec, &args), self.may_write(a.spec, &args));
         let Some(m) = self.multi.as_mut().filter(|_| !runs_now) else {
             return Err(args);
         };
@@ -99,6 +104,8 @@ impl Connection {
         if !m.failed {
             // A failed transaction keeps nothing: EXEC will only abort it.
             m.bytes += size;
+            m.may_grow |= grows;
+            m.may_write |= writes;
             m.queued.push(QueuedCmd {
                 index: a.index,
                 spec: a.spec,

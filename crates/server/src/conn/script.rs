@@ -116,6 +116,9 @@ pub(crate) struct ScriptCtx {
     /// Used memory exceeded `maxmemory` when the script started (never for a cluster log's
     /// scripts: replicas must run them alike).
     oom: bool,
+    /// `min-replicas-to-write` asked for replicas this node lacks when the script started
+    /// (never in cluster mode, which refuses that setting).
+    no_replicas: bool,
 }
 
 /// A cluster log's script: it may touch the keys of its partition's slots only, and sees the
@@ -145,6 +148,7 @@ impl ScriptCtx {
             monitors: None,
             refusals: None,
             oom: false,
+            no_replicas: false,
         }
     }
 }
@@ -254,6 +258,11 @@ impl TxHost<'_, '_, '_> {
             if let Some(r) = commands::sort::acl_refusal(user, spec, args) {
                 return Err((r, false));
             }
+        }
+        // Redis's rule for a script without declared flags (one that declares writes was
+        // refused before it ran): until it wrote, a write command it calls is refused.
+        if self.ctx.no_replicas && !self.wrote && spec.has_flag("write") {
+            return Err(err("NOREPLICAS Not enough good replicas to write."));
         }
         // Redis's rule: over maxmemory when the script started, a script that has not written
         // yet may not call a command that may grow the data (once it wrote, it must finish).
@@ -584,9 +593,9 @@ impl Connection {
 
     /// What a script run by this connection needs.
     pub(super) fn script_ctx(&self) -> ScriptCtx {
-        let (limit, databases) = {
+        let (limit, databases, no_replicas) = {
             let c = self.shared.config.read();
-            (c.lua_time_limit_ms, c.databases)
+            (c.lua_time_limit_ms, c.databases, c.lacks_good_replicas())
         };
         self.shared.scripts.set_time_limit_ms(limit);
         ScriptCtx {
@@ -599,6 +608,7 @@ impl Connection {
             monitors: Some(Arc::clone(&self.shared.monitors)),
             refusals: Some((Arc::clone(&self.shared), Arc::clone(&self.client.handle))),
             oom: self.shared.memory_limit.exceeded(),
+            no_replicas,
         }
     }
 
