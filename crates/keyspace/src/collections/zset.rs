@@ -1348,11 +1348,7 @@ mod tests {
             (None, Some(b"\x90z".to_vec())),
             (Some(b"\x80".to_vec()), Some(b"\x90".to_vec())),
         ] {
-            let l = Large {
-                h,
-                low,
-                high,
-            };
+            let l = Large { h, low, high };
             assert_eq!(Large::decode(&Bytes::from(l.encode())).unwrap(), l);
         }
         let mut three = h.encode().to_vec();
