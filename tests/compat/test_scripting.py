@@ -48,6 +48,13 @@ CASES = {
         ev("return {err = 'My Error'}"),
         ev("return {ok = 'FINE'}"),
         ev("return redis.error_reply('My Error')"),
+        ev("return redis.error_reply('')"),
+        ev("return redis.error_reply('-CODE some text\\r\\n')"),
+        ev("error(redis.error_reply('X\\r\\n+INJECTED'))"),
+        ev("setmetatable(_G, {})"),
+        ev("local g = getmetatable(_G); g.__index = {}"),
+        ev("getmetatable('').__index = function() return 1 end"),
+        ev("return ('x'):upper()"),
         ev("return redis.status_reply('FINE')"),
         ev("return redis.sha1hex('')"),
         ev("return redis.sha1hex('Pizza & Mandolino')"),
@@ -430,7 +437,7 @@ def test_function_dump_and_restore_round_trip(r):
         r.fcall("f1", 0)
     r.function_restore(payload)
     assert r.fcall("f1", 0) == 1 and r.fcall("f2", 0) == 2
-    with pytest.raises(Exception, match="^Library lib1 already exists$"):
+    with pytest.raises(Exception, match="^Library lib[12] already exists$"):
         r.function_restore(payload)
     r.function_restore(payload, "REPLACE")
     r.function_restore(payload, "FLUSH")

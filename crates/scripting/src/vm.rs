@@ -819,11 +819,11 @@ impl Vm {
         ))?;
         // The environment of every chunk: reads fall through to the globals (an unknown name
         // is an error), writes are refused.
-        let env: Table = lua
+        let (env, env_meta): (Table, Table) = lua
             .load(
                 r#"
                 local real = ...
-                local env = setmetatable({}, {
+                local meta = {
                     __index = function(_, k)
                         local v = rawget(real, k)
                         if v == nil then
@@ -833,9 +833,10 @@ impl Vm {
                     end,
                     __newindex = function() error("Attempt to modify a readonly table", 2) end,
                     __metatable = false,
-                })
+                }
+                local env = setmetatable({}, meta)
                 rawset(real, "_G", env)
-                return env
+                return env, meta
                 "#,
             )
             .set_name("=rialto")
@@ -845,11 +846,11 @@ impl Vm {
         // globals while a function runs.
         let fstate = lua.create_table()?;
         fstate.raw_set("g", globals.clone())?;
-        let fenv: Table = lua
+        let (fenv, fenv_meta): (Table, Table) = lua
             .load(
                 r#"
                 local state = ...
-                return setmetatable({}, {
+                local meta = {
                     __index = function(_, k)
                         local v = rawget(state.g, k)
                         if v == nil then
@@ -859,12 +860,63 @@ impl Vm {
                     end,
                     __newindex = function() error("Attempt to modify a readonly table", 2) end,
                     __metatable = false,
-                })
+                }
+                return setmetatable({}, meta), meta
                 "#,
             )
             .set_name("=rialto")
             .call(fstate.clone())?;
         let load_env = crate::functions::load_env(&lua, &redis)?;
+        // What the metatables scripts can reach show, and `setmetatable` on a protected
+        // table, read as Redis's read-only tables: `getmetatable(_G)` and `getmetatable('')`
+        // give read-only views (their `__index` is the read-only globals, or `string`), so
+        // a script can neither swap the globals' lookup nor the strings' methods for the
+        // scripts after it, and `setmetatable(_G, ...)` is "Attempt to modify a readonly
+        // table".
+        lua.load(
+            r#"
+            local real, env, fenv, setmetatable, getmetatable, rawget, rawset, error, pairs = ...
+            local protected = {}
+            local function refuse() error("Attempt to modify a readonly table", 2) end
+            local function view(fields)
+                local v = setmetatable({}, {
+                    __index = fields, __newindex = refuse, __metatable = false,
+                })
+                protected[v] = true
+                return v
+            end
+            for _, e in pairs({env, fenv}) do
+                protected[e] = true
+            end
+            for _, name in pairs({"redis", "cjson", "bit", "string", "table", "math"}) do
+                protected[rawget(real, name)] = true
+            end
+            rawset(getmetatable(""), "__metatable", view({__index = rawget(real, "string")}))
+            local orig = setmetatable
+            rawset(real, "setmetatable", function(t, mt)
+                -- Raised as Redis's C code raises it: without a position.
+                if protected[t] then error("Attempt to modify a readonly table", 0) end
+                return orig(t, mt)
+            end)
+            return function(e, mt) rawset(mt, "__metatable", view({__index = e})) end
+            "#,
+        )
+        .set_name("=rialto")
+        .call::<Function>((
+            globals.clone(),
+            env.clone(),
+            fenv.clone(),
+            globals.raw_get::<Function>("setmetatable")?,
+            globals.raw_get::<Function>("getmetatable")?,
+            globals.raw_get::<Function>("rawget")?,
+            globals.raw_get::<Function>("rawset")?,
+            globals.raw_get::<Function>("error")?,
+            globals.raw_get::<Function>("pairs")?,
+        ))
+        .and_then(|show| {
+            show.call::<()>((env.clone(), env_meta))?;
+            show.call::<()>((fenv.clone(), fenv_meta))
+        })?;
         install_hook(&lua, Arc::clone(&running), epoch);
         Ok(Vm {
             lua,
@@ -1580,6 +1632,31 @@ mod tests {
         assert_eq!(s.function_flags(b"w"), Some(oom));
         assert_eq!(s.function_flags(b"plain"), Some(ScriptFlags::default()));
         assert_eq!(s.function_flags(b"nosuch"), None);
+    }
+
+    #[test]
+    fn reachable_metatables_are_read_only() {
+        let s = Scripts::new(5000, 64 << 20).unwrap();
+        let mut h = MapHost::default();
+        for body in [
+            "setmetatable(_G, {})",
+            "local g = getmetatable(_G); g.__index = {}",
+            "getmetatable(_G).__index.redis = 1",
+            "getmetatable('').__index = function() return 1 end",
+            "getmetatable('').__index.upper = nil",
+            "setmetatable(redis, {})",
+        ] {
+            let e = err(eval(&s, &mut h, body, &[], &[]));
+            assert!(
+                e.contains("Attempt to modify a readonly table"),
+                "{body}: {e}"
+            );
+        }
+        // Strings keep their methods; a script's own tables take metatables.
+        assert_eq!(
+            eval(&s, &mut h, "local t = setmetatable({}, {__index = function() return 'm' end}) return ('x'):upper() .. t.y", &[], &[]),
+            Reply::bulk("Xm")
+        );
     }
 
     #[test]
