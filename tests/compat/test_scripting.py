@@ -48,6 +48,13 @@ CASES = {
         ev("return {err = 'My Error'}"),
         ev("return {ok = 'FINE'}"),
         ev("return redis.error_reply('My Error')"),
+        ev("return redis.error_reply('')"),
+        ev("return redis.error_reply('-CODE some text\\r\\n')"),
+        ev("error(redis.error_reply('X\\r\\n+INJECTED'))"),
+        ev("setmetatable(_G, {})"),
+        ev("local g = getmetatable(_G); g.__index = {}"),
+        ev("getmetatable('').__index = function() return 1 end"),
+        ev("return ('x'):upper()"),
         ev("return redis.status_reply('FINE')"),
         ev("return redis.sha1hex('')"),
         ev("return redis.sha1hex('Pizza & Mandolino')"),
@@ -194,6 +201,54 @@ CASES = {
         ["FCALL", "echo", "0"],
         ["FUNCTION", "FLUSH", "SYNC"],
         ["FCALL", "echo", "0"],
+    ],
+    "function-names-and-arguments": [
+        ["FUNCTION", "FLUSH"],
+        ["FUNCTION", "LOAD", "#!lua name=test\nredis.register_function('test', function() return 'hello1' end)"],
+        # Function names are case-insensitive (library names are not).
+        ["FCALL", "TEST", "0"],
+        ["FUNCTION", "LOAD", "#!lua name=TEST\nredis.register_function('Test', function() return 2 end)"],
+        ["FUNCTION", "LOAD", "#!lua name=TEST\nredis.register_function('other', function() return 2 end)"],
+        ["FUNCTION", "DELETE", "Test"],
+        ["FCALL", "test", "bad_arg"],
+        ["EVAL", "return 1", "bad_arg"],
+        ["FUNCTION", "RESTORE", "arg1", "args2", "arg3"],
+        ["FUNCTION", "RESTORE", "arg1", "bad"],
+        ["FUNCTION", "FLUSH", "sync", "extra_arg"],
+        ["FUNCTION", "FLUSH", "bad_arg"],
+        ["FUNCTION", "LOAD", "#! name=e1\nredis.register_function('e1', function() return 1 end)"],
+        ["FUNCTION", "LOAD", "#!js name=bad-name\nx"],
+        ["FUNCTION", "LOAD", "#!lua name=m1 name=m2\nx"],
+        ["FUNCTION", "LOAD", "#!lua name=nonewline"],
+        ["FUNCTION", "LOAD", "#!lua name=\"unbalanced\nx"],
+        ["FUNCTION", "LOAD", "#!lua NAME=\"quoted\"\nredis.register_function('quoted', function() return 1 end)"],
+        ["FCALL", "quoted", "0"],
+    ],
+    "function-library-api": [
+        ["FUNCTION", "FLUSH"],
+        ["FUNCTION", "LOAD", "#!lua name=l\nredis.register_function('f1')"],
+        ["FUNCTION", "LOAD", "#!lua name=l\nredis.register_function(nil, function() return 1 end)"],
+        ["FUNCTION", "LOAD", "#!lua name=l\nredis.register_function('f2', 'not a function')"],
+        ["FUNCTION", "LOAD", "#!lua name=l\nredis.register_function{[true]=1}"],
+        ["FUNCTION", "LOAD", "#!lua name=l\nreturn math.random()"],
+        ["FUNCTION", "LOAD", "#!lua name=l\nreturn error('x')"],
+        ["FUNCTION", "LOAD", "#!lua name=l\nreturn redis.set_repl(redis.REPL_NONE)"],
+        ["FUNCTION", "LOAD", "#!lua name=l\nreturn redis.sha1hex('x')"],
+        ["FUNCTION", "LOAD", "#!lua name=l\nredis.x = 1"],
+        ["FUNCTION", "LOAD", "#!lua name=l\nredis.log(redis.LOG_DEBUG, redis.REDIS_VERSION)\n"
+         "redis.register_function(12, function() return 12 end)\n"
+         "redis.register_function{FUNCTION_NAME='n', CallBack=function() return 2 end, flags={'NO-WRITES'}}"],
+        ["FCALL", "12", "0"],
+        ["FCALL_RO", "N", "0"],
+        ["FUNCTION", "LOAD", "#!lua name=lib1\nlocal lib = redis\n"
+         "lib.register_function('f1', function() lib.redis = redis end)\n"
+         "lib.register_function('f2', function() lib.register_function('f3', function() end) end)\n"
+         "lib.register_function('f4', function() return math.floor(2.5) end)"],
+        ["FCALL", "f1", "0"],
+        ["FCALL", "f2", "0"],
+        ["FCALL", "f4", "0"],
+        ["FUNCTION", "LOAD", "#!lua name=slow\nlocal a = 1\nwhile 1 do a = a + 1 end"],
+        ["FCALL", "f4", "0"],
     ],
     "select-and-transactions": [
         ev("redis.call('select', 3); redis.call('set', 'in3', 'x'); return redis.call('get', 'in3')"),
@@ -382,7 +437,7 @@ def test_function_dump_and_restore_round_trip(r):
         r.fcall("f1", 0)
     r.function_restore(payload)
     assert r.fcall("f1", 0) == 1 and r.fcall("f2", 0) == 2
-    with pytest.raises(Exception, match="already exists"):
+    with pytest.raises(Exception, match="^Library lib[12] already exists$"):
         r.function_restore(payload)
     r.function_restore(payload, "REPLACE")
     r.function_restore(payload, "FLUSH")

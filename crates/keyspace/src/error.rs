@@ -102,6 +102,9 @@ pub enum LibraryError {
     /// A library of that name exists (and the change does not replace it).
     #[error("library '{0}' already exists")]
     Exists(String),
+    /// A restored library has the name of one that exists (FUNCTION RESTORE APPEND).
+    #[error("library {0} already exists")]
+    RestoredExists(String),
     /// No library of that name.
     #[error("library not found")]
     NotFound,

@@ -166,7 +166,7 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, scope: &[u8], op: &LibraryOp) -
                         .iter()
                         .find(|l| libs.iter().any(|n| n.name == l.name))
                     {
-                        return Err(LibraryError::Exists(l.name.clone()).into());
+                        return Err(LibraryError::RestoredExists(l.name.clone()).into());
                     }
                     Vec::new()
                 }
@@ -174,18 +174,23 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, scope: &[u8], op: &LibraryOp) -
             (removed, libs.iter().collect())
         }
     };
-    // Every function of what stays and what comes, once.
+    // Every function of what stays and what comes, once. Function names are
+    // case-insensitive across libraries (FCALL finds them whatever the case), not within
+    // one, as in Redis.
     let mut seen = std::collections::HashSet::new();
     let kept = stored.iter().filter(|l| !remove.contains(&l.name));
     for f in kept.flat_map(|l| &l.functions) {
-        seen.insert(f.as_str());
+        seen.insert(f.to_ascii_lowercase());
     }
     for lib in &add {
-        for f in &lib.functions {
-            if !seen.insert(f.as_str()) {
-                return Err(LibraryError::FunctionExists(f.clone()).into());
-            }
+        if let Some(f) = lib
+            .functions
+            .iter()
+            .find(|f| seen.contains(&f.to_ascii_lowercase()))
+        {
+            return Err(LibraryError::FunctionExists(f.clone()).into());
         }
+        seen.extend(lib.functions.iter().map(|f| f.to_ascii_lowercase()));
     }
     for name in &remove {
         tx.delete(&key(scope, name));

@@ -63,7 +63,7 @@ impl Arg {
 /// Splits `line` (without its `\n` or `\r\n`). `None` means unbalanced quotes. The line holds
 /// no NUL byte (the decoder never finds a line end past one, as Redis's `strchr`), but a NUL
 /// would end the line here as it does in C.
-pub(crate) fn split_args(line: &Bytes) -> Option<Vec<Bytes>> {
+pub fn split_args(line: &Bytes) -> Option<Vec<Bytes>> {
     let end = line.iter().position(|&b| b == 0).unwrap_or(line.len());
     let s = line.get(..end).unwrap_or_default();
     let at = |i: usize| s.get(i).copied();

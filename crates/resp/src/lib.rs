@@ -41,6 +41,7 @@ pub use encode::{
     write_verbatim,
 };
 pub use error::{ProtocolError, ReplyDecodeError};
+pub use inline::split_args;
 pub use limits::{Limits, ReplyLimits};
 pub use num::parse_redis_int;
 pub use reply::{Protocol, Reply};

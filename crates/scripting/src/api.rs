@@ -17,6 +17,27 @@ fn err_table(lua: &Lua) -> mlua::Result<Table> {
     Ok(r)
 }
 
+/// The error `redis.error_reply(text)` makes, as Redis 7.0 makes it: a leading `-` is
+/// dropped; the first word is the code if there are two or more (else the code is `ERR`
+/// before the whole text); line ends at either end of the message are trimmed.
+fn error_text(text: &[u8]) -> Vec<u8> {
+    let text = text.strip_prefix(b"-").unwrap_or(text);
+    let (code, msg): (&[u8], &[u8]) = match text.iter().position(|&b| b == b' ') {
+        Some(i) => (&text[..i], &text[i + 1..]),
+        None => (b"ERR", text),
+    };
+    let is_end = |b: &u8| *b == b'\r' || *b == b'\n';
+    let start = msg.iter().position(|b| !is_end(b)).unwrap_or(msg.len());
+    let end = msg
+        .iter()
+        .rposition(|b| !is_end(b))
+        .map_or(start, |i| i + 1);
+    let mut out = code.to_vec();
+    out.push(b' ');
+    out.extend_from_slice(&msg[start..end]);
+    out
+}
+
 pub fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.raw_set(
@@ -25,7 +46,7 @@ pub fn redis_table(lua: &Lua) -> mlua::Result<Table> {
             |lua, args: mlua::MultiValue| match args.into_iter().next() {
                 Some(Value::String(s)) => {
                     let r = lua.create_table()?;
-                    r.raw_set("err", s)?;
+                    r.raw_set("err", lua.create_string(error_text(&s.as_bytes()))?)?;
                     Ok(r)
                 }
                 // Redis returns this error as the result rather than raising it.
@@ -90,4 +111,19 @@ pub fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     t.raw_set("REDIS_VERSION", VERSION)?;
     t.raw_set("REDIS_VERSION_NUM", VERSION_NUM)?;
     Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_text;
+
+    #[test]
+    fn error_reply_texts_are_made_as_redis_makes_them() {
+        let t = |s: &str| String::from_utf8(error_text(s.as_bytes())).unwrap();
+        assert_eq!(t(""), "ERR ");
+        assert_eq!(t("My Error"), "My Error");
+        assert_eq!(t("-ERR bad thing"), "ERR bad thing");
+        assert_eq!(t("X\r\n+INJECTED"), "ERR X\r\n+INJECTED");
+        assert_eq!(t("CODE msg\r\n"), "CODE msg");
+    }
 }

@@ -7,7 +7,6 @@
 //! keyspace, then installed ([`Scripts::install_library`]) in the order the keyspace applied
 //! the change, so every FCALL ordered after a FUNCTION LOAD finds its functions.
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
@@ -57,28 +56,39 @@ fn valid_name(name: &str) -> bool {
 
 const BAD_NAME: &str = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
 
-/// The library name in the metadata line: `#!<engine> name=<name>`.
+/// The library name in the metadata line, `#!<engine> name=<name>`, split as Redis splits it
+/// (`sdssplitargs`: quotes allowed), checked in Redis's order.
 fn metadata(code: &[u8]) -> Result<String, Reply> {
-    let first = code.split(|&b| b == b'\n').next().unwrap_or_default();
-    let Some(line) = first.strip_prefix(b"#!") else {
+    if !code.starts_with(b"#!") {
         return Err(err("ERR Missing library metadata"));
-    };
-    let line = String::from_utf8_lossy(line);
-    let mut parts = line.split(' ').filter(|p| !p.is_empty());
-    let engine = parts.next().unwrap_or_default();
-    if !engine.eq_ignore_ascii_case("lua") {
-        return Err(err(format!("ERR Engine '{engine}' not found")));
     }
+    let invalid = || err("ERR Invalid library metadata");
+    let end = code.iter().position(|&b| b == b'\n').ok_or_else(invalid)?;
+    let parts = rialto_resp::split_args(&Bytes::copy_from_slice(&code[..end]))
+        .filter(|p| !p.is_empty())
+        .ok_or_else(invalid)?;
+    let engine = String::from_utf8_lossy(parts[0].get(2..).unwrap_or_default()).into_owned();
     let mut name = None;
-    for p in parts {
-        match p.strip_prefix("name=") {
-            Some(n) if name.is_none() => name = Some(n.to_string()),
+    for p in &parts[1..] {
+        let p = String::from_utf8_lossy(p);
+        match p.get(..5) {
+            Some(key) if key.eq_ignore_ascii_case("name=") => {
+                if name.is_some() {
+                    return Err(err(
+                        "ERR Invalid metadata value, name argument was given multiple times",
+                    ));
+                }
+                name = Some(p[5..].to_string());
+            }
             _ => return Err(err(format!("ERR Invalid metadata value given: {p}"))),
         }
     }
     let name = name.ok_or_else(|| err("ERR Library name was not given"))?;
     if !valid_name(&name) {
         return Err(err(format!("ERR {BAD_NAME}")));
+    }
+    if !engine.eq_ignore_ascii_case("lua") {
+        return Err(err(format!("ERR Engine '{engine}' not found")));
     }
     Ok(name)
 }
@@ -91,60 +101,104 @@ fn raise(text: &str) -> mlua::Error {
 /// What one library registered: functions with their callbacks.
 type Registered = Vec<(FunctionInfo, Function)>;
 
-/// `redis.register_function(name, callback)` or `redis.register_function{function_name =
-/// ..., callback = ..., flags = {...}, description = ...}`.
-fn registration(args: MultiValue) -> mlua::Result<(FunctionInfo, Function)> {
-    let mut it = args.into_iter();
-    let (name, callback, flags, description) = match (it.next(), it.next(), it.next()) {
-        (Some(Value::Table(t)), None, None) => {
-            let (mut name, mut callback, mut flags, mut description) =
-                (None, None, Vec::new(), None);
-            for pair in t.pairs::<Value, Value>() {
-                let (k, v) = pair?;
-                let key = match &k {
-                    Value::String(s) => s.to_string_lossy(),
-                    _ => return Err(raise("unknown argument given to redis.register_function")),
-                };
-                match (key.as_str(), v) {
-                    ("function_name", Value::String(s)) => name = Some(s.to_string_lossy()),
-                    ("callback", Value::Function(f)) => callback = Some(f),
-                    ("description", Value::String(s)) => description = Some(s.to_string_lossy()),
-                    ("flags", Value::Table(fl)) => {
-                        for f in fl.sequence_values::<Value>() {
-                            let f = match f? {
-                                Value::String(s) => s.to_string_lossy(),
-                                _ => return Err(raise("unknown flag given")),
-                            };
-                            match FLAGS.iter().find(|known| **known == f) {
-                                Some(known) => flags.push(*known),
-                                None => return Err(raise("unknown flag given")),
-                            }
-                        }
-                    }
-                    ("function_name", _) => {
-                        return Err(raise("function_name argument given to redis.register_function must be a string"))
-                    }
-                    ("callback", _) => {
-                        return Err(raise("callback argument given to redis.register_function must be a function"))
-                    }
-                    ("description", _) => {
-                        return Err(raise("description argument given to redis.register_function must be a string"))
-                    }
-                    ("flags", _) => {
-                        return Err(raise("flags argument to redis.register_function must be a table representing function flags"))
-                    }
-                    _ => return Err(raise("unknown argument given to redis.register_function")),
-                }
-            }
-            let name = name.ok_or_else(|| {
-                raise("redis.register_function must get a function name argument")
-            })?;
-            let callback = callback
-                .ok_or_else(|| raise("redis.register_function must get a callback argument"))?;
-            (name, callback, flags, description)
+/// A library being loaded: what it has registered so far, and whether its `redis.log` lines
+/// are written (the check's run writes them; the install's run of the same code does not).
+struct LoadCtx {
+    registered: Registered,
+    log: bool,
+}
+
+/// How long a library's top-level code may run (Redis 7.0's FUNCTION LOAD timeout).
+const LOAD_TIMEOUT_MS: u64 = 500;
+
+/// A string argument as Redis reads one (`lua_isstring`: a string or a number).
+fn string_arg(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.to_string_lossy()),
+        Value::Integer(n) => Some(n.to_string()),
+        Value::Number(n) => Some(crate::vm::lua_number(*n)),
+        _ => None,
+    }
+}
+
+/// The flags of a `flags = {...}` table, or `None` for one Redis does not know.
+fn read_flags(t: &Table) -> mlua::Result<Option<Vec<&'static str>>> {
+    let mut flags = Vec::new();
+    for f in t.sequence_values::<Value>() {
+        let Some(f) = string_arg(&f?) else {
+            return Ok(None);
+        };
+        match FLAGS.iter().find(|known| known.eq_ignore_ascii_case(&f)) {
+            Some(known) if flags.contains(known) => {}
+            Some(known) => flags.push(*known),
+            None => return Ok(None),
         }
-        (Some(Value::String(n)), Some(Value::Function(f)), None) => {
-            (n.to_string_lossy(), f, Vec::new(), None)
+    }
+    Ok(Some(flags))
+}
+
+/// `redis.register_function{function_name = ..., callback = ..., flags = {...},
+/// description = ...}` (names in any case, as Redis reads them).
+fn named_registration(
+    arg: Value,
+) -> mlua::Result<(String, Function, Vec<&'static str>, Option<String>)> {
+    let Value::Table(t) = arg else {
+        return Err(raise("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments)."));
+    };
+    let (mut name, mut callback, mut flags, mut description) = (None, None, Vec::new(), None);
+    for pair in t.pairs::<Value, Value>() {
+        let (k, v) = pair?;
+        let Some(key) = string_arg(&k) else {
+            return Err(raise(
+                "named argument key given to redis.register_function is not a string",
+            ));
+        };
+        match key.to_ascii_lowercase().as_str() {
+            "function_name" => match string_arg(&v) {
+                Some(n) => name = Some(n),
+                None => return Err(raise("function_name argument given to redis.register_function must be a string")),
+            },
+            "description" => match string_arg(&v) {
+                Some(d) => description = Some(d),
+                None => return Err(raise("description argument given to redis.register_function must be a string")),
+            },
+            "callback" => match v {
+                Value::Function(f) => callback = Some(f),
+                _ => return Err(raise("callback argument given to redis.register_function must be a function")),
+            },
+            "flags" => match v {
+                Value::Table(fl) => match read_flags(&fl)? {
+                    Some(f) => flags = f,
+                    None => return Err(raise("unknown flag given")),
+                },
+                _ => return Err(raise("flags argument to redis.register_function must be a table representing function flags")),
+            },
+            _ => return Err(raise("unknown argument given to redis.register_function")),
+        }
+    }
+    let name =
+        name.ok_or_else(|| raise("redis.register_function must get a function name argument"))?;
+    let callback =
+        callback.ok_or_else(|| raise("redis.register_function must get a callback argument"))?;
+    Ok((name, callback, flags, description))
+}
+
+/// `redis.register_function(name, callback)` or its named form, checked as Redis checks
+/// them.
+fn registration(args: MultiValue) -> mlua::Result<(FunctionInfo, Function)> {
+    let mut args = args.into_iter();
+    let (name, callback, flags, description) = match (args.next(), args.next(), args.next()) {
+        (Some(arg), None, None) => named_registration(arg)?,
+        (Some(name), Some(callback), None) => {
+            let name = string_arg(&name).ok_or_else(|| {
+                raise("first argument to redis.register_function must be a string")
+            })?;
+            let Value::Function(callback) = callback else {
+                return Err(raise(
+                    "second argument to redis.register_function must be a function",
+                ));
+            };
+            (name, callback, Vec::new(), None)
         }
         _ => {
             return Err(raise(
@@ -165,10 +219,87 @@ fn registration(args: MultiValue) -> mlua::Result<(FunctionInfo, Function)> {
     ))
 }
 
+/// The globals a library's top-level code sees (Redis 7.0's library API): `redis` alone,
+/// offering `register_function`, `log`, the log levels and the version. Reading anything
+/// else is an error, as an unknown global is, and nothing may be changed: a function that
+/// kept a reference to this `redis` can neither register later nor plant fields in it.
+pub(crate) fn load_env(lua: &Lua, full: &Table) -> mlua::Result<Table> {
+    let api = lua.create_table()?;
+    for k in [
+        "LOG_DEBUG",
+        "LOG_VERBOSE",
+        "LOG_NOTICE",
+        "LOG_WARNING",
+        "REDIS_VERSION",
+        "REDIS_VERSION_NUM",
+    ] {
+        api.raw_set(k, full.raw_get::<Value>(k)?)?;
+    }
+    api.raw_set(
+        "register_function",
+        lua.create_function(|lua, args: MultiValue| {
+            if lua.app_data_ref::<LoadCtx>().is_none() {
+                return Err(raise(
+                    "redis.register_function can only be called on FUNCTION LOAD command",
+                ));
+            }
+            let (info, f) = registration(args)?;
+            let mut ctx = lua.app_data_mut::<LoadCtx>().ok_or_else(|| {
+                raise("redis.register_function can only be called on FUNCTION LOAD command")
+            })?;
+            if ctx.registered.iter().any(|(i, _)| i.name == info.name) {
+                return Err(raise("Function already exists in the library"));
+            }
+            ctx.registered.push((info, f));
+            Ok(())
+        })?,
+    )?;
+    api.raw_set(
+        "log",
+        lua.create_function(|lua, args: MultiValue| {
+            let (level, message) = crate::vm::log_args(&args)?;
+            if lua.app_data_ref::<LoadCtx>().is_some_and(|c| c.log) {
+                match level {
+                    0 => tracing::debug!(target: "script", "{message}"),
+                    1 | 2 => tracing::info!(target: "script", "{message}"),
+                    _ => tracing::warn!(target: "script", "{message}"),
+                }
+            }
+            Ok(())
+        })?,
+    )?;
+    lua.load(
+        r#"
+        local api, setmetatable, error, tostring = ...
+        local function ro(t)
+            return setmetatable({}, {
+                __index = function(_, k)
+                    local v = rawget(t, k)
+                    if v == nil then
+                        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+                    end
+                    return v
+                end,
+                __newindex = function() error("Attempt to modify a readonly table", 2) end,
+                __metatable = false,
+            })
+        end
+        return { redis = ro(api) }
+        "#,
+    )
+    .set_name("=rialto")
+    .call((
+        api,
+        lua.globals().raw_get::<Function>("setmetatable")?,
+        lua.globals().raw_get::<Function>("error")?,
+        lua.globals().raw_get::<Function>("tostring")?,
+    ))
+}
+
 impl Vm {
-    /// Runs a library's code with the loading `redis` table; what it registered, or the error
-    /// reply.
-    fn load_library(&mut self, code: &[u8]) -> Result<(String, Registered), Reply> {
+    /// Runs a library's code in the library API's globals, within the load timeout if
+    /// `timed`; what it registered, or the error reply.
+    fn load_library(&mut self, code: &[u8], timed: bool) -> Result<(String, Registered), Reply> {
         let name = metadata(code)?;
         // The metadata line becomes a comment: line numbers stay those of the code.
         let mut body = code.to_vec();
@@ -186,25 +317,26 @@ impl Vm {
                     crate::vm::one_line(&crate::vm::lua_message(&e))
                 ))
             })?;
-        let registered: RefCell<Registered> = RefCell::new(Vec::new());
-        let outcome = self
+        let internal = |e: mlua::Error| err(format!("ERR Error registering functions: {e}"));
+        self.fstate
+            .raw_set("g", self.load_env.clone())
+            .map_err(internal)?;
+        self.lua.set_app_data(LoadCtx {
+            registered: Vec::new(),
+            log: timed,
+        });
+        self.start_load(timed, LOAD_TIMEOUT_MS);
+        let outcome = self.runner.call::<MultiValue>(chunk);
+        self.end_load();
+        let registered = self
             .lua
-            .scope(|scope| {
-                let register = scope.create_function(|_, args: MultiValue| {
-                    let (info, f) = registration(args)?;
-                    let mut r = registered.borrow_mut();
-                    if r.iter().any(|(i, _)| i.name == info.name) {
-                        return Err(raise("Function already exists in the library"));
-                    }
-                    r.push((info, f));
-                    Ok(())
-                })?;
-                let loading = loading_redis(&self.lua, &self.redis, register)?;
-                self.fstate.raw_set("redis", loading)?;
-                self.runner.call::<MultiValue>(chunk)
-            })
-            .map_err(|e| err(format!("ERR Error registering functions: {e}")))?;
-        let mut values = outcome.into_iter();
+            .remove_app_data::<LoadCtx>()
+            .map(|c| c.registered)
+            .unwrap_or_default();
+        self.fstate
+            .raw_set("g", self.globals.clone())
+            .map_err(internal)?;
+        let mut values = outcome.map_err(internal)?.into_iter();
         if !matches!(values.next(), Some(Value::Boolean(true))) {
             let failed = values.next().unwrap_or(Value::Nil);
             let text = match crate::vm::script_error("", "user_function", &failed) {
@@ -219,7 +351,6 @@ impl Vm {
                 .to_string();
             return Err(err(format!("ERR Error registering functions: {text}")));
         }
-        let registered = registered.into_inner();
         if registered.is_empty() {
             return Err(err("ERR No functions registered"));
         }
@@ -227,40 +358,18 @@ impl Vm {
     }
 }
 
-/// The `redis` table a library sees while it loads: `register_function` and the helpers,
-/// nothing that reaches the server; any other field is an error, as an unknown global is.
-fn loading_redis(lua: &Lua, full: &Table, register: Function) -> mlua::Result<Table> {
-    let t = lua.create_table()?;
-    for pair in full.pairs::<Value, Value>() {
-        let (k, v) = pair?;
-        let skip = matches!(&k, Value::String(s) if ["call", "pcall", "setresp", "log"].contains(&s.to_string_lossy().as_str()));
-        if !skip {
-            t.raw_set(k, v)?;
-        }
-    }
-    t.raw_set("register_function", register)?;
-    let meta: Table = lua
-        .load(
-            r#"
-            return { __index = function(_, k)
-                error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-            end }
-            "#,
-        )
-        .set_name("=rialto")
-        .eval()?;
-    t.set_metatable(Some(meta));
-    Ok(t)
-}
-
-/// Adds what a library registered to the function index: name → callback, its flags.
-fn index(functions: &mut HashMap<String, (Function, ScriptFlags)>, registered: Registered) {
+/// Adds what a library registered to the function index (by lowercase name: function
+/// names are case-insensitive, as in Redis; the first of two names differing in case only
+/// wins).
+fn index(functions: &mut HashMap<String, (Function, ScriptFlags, String)>, registered: Registered) {
     for (info, f) in registered {
         let flags = ScriptFlags {
             no_writes: info.flags.contains(&"no-writes"),
             allow_oom: info.flags.contains(&"allow-oom"),
         };
-        functions.insert(info.name, (f, flags));
+        functions
+            .entry(info.name.to_ascii_lowercase())
+            .or_insert((f, flags, info.name));
     }
 }
 
@@ -269,7 +378,7 @@ impl Scripts {
     /// or the error reply. Nothing is installed.
     pub fn check_library(&self, code: &[u8]) -> Result<LibraryInfo, Reply> {
         let mut vm = self.lock_vm()?;
-        let (name, registered) = vm.load_library(code)?;
+        let (name, registered) = vm.load_library(code, true)?;
         Ok(LibraryInfo {
             name,
             code: Bytes::copy_from_slice(code),
@@ -290,10 +399,12 @@ impl Scripts {
         let mut libs = self.libraries.lock();
         if let Some(old) = libs.remove(&lib.name) {
             for f in &old.functions {
-                vm.functions.remove(&f.name);
+                vm.functions.remove(&f.name.to_ascii_lowercase());
             }
         }
-        let (_, registered) = vm.load_library(&lib.code)?;
+        // Checked within the timeout before: installed whatever time it takes now, so what
+        // the keyspace stored is always installed.
+        let (_, registered) = vm.load_library(&lib.code, false)?;
         index(&mut vm.functions, registered);
         libs.insert(lib.name.clone(), lib);
         Ok(())
@@ -304,7 +415,7 @@ impl Scripts {
         let mut vm = self.vm.lock();
         if let Some(old) = self.libraries.lock().remove(name) {
             for f in &old.functions {
-                vm.functions.remove(&f.name);
+                vm.functions.remove(&f.name.to_ascii_lowercase());
             }
         }
     }
@@ -332,8 +443,8 @@ impl Scripts {
         host: &mut dyn Host,
     ) -> Reply {
         let mut vm = self.vm.lock();
-        let name = String::from_utf8_lossy(name).into_owned();
-        let Some((f, flags)) = vm.functions.get(&name).cloned() else {
+        let key = String::from_utf8_lossy(name).to_ascii_lowercase();
+        let Some((f, flags, name)) = vm.functions.get(&key).cloned() else {
             return err("ERR Function not found");
         };
         if read_only && !flags.no_writes {
@@ -353,8 +464,8 @@ impl Scripts {
         self.lock_vm()
             .ok()?
             .functions
-            .get(name.as_ref())
-            .map(|(_, flags)| *flags)
+            .get(&name.to_ascii_lowercase())
+            .map(|(_, flags, _)| *flags)
     }
 
     /// FCALL in a replicated interpreter ([`Scripts::new_replicated`]): as [`Scripts::fcall`],
@@ -380,7 +491,7 @@ impl Scripts {
         let libs: BTreeMap<String, LibraryInfo> = self.libraries.lock().clone();
         let mut functions = HashMap::new();
         for lib in libs.values() {
-            if let Ok((_, registered)) = vm.load_library(&lib.code) {
+            if let Ok((_, registered)) = vm.load_library(&lib.code, false) {
                 index(&mut functions, registered);
             }
         }
@@ -425,7 +536,8 @@ mod tests {
     #[test]
     fn metadata_lines_are_read_as_redis_reads_them() {
         assert_eq!(metadata(b"#!lua name=mylib\nx").unwrap(), "mylib");
-        assert_eq!(metadata(b"#!LUA name=a_1").unwrap(), "a_1");
+        assert_eq!(metadata(b"#!LUA NAME=a_1\n").unwrap(), "a_1");
+        assert_eq!(metadata(b"#!lua name=\"q\"\n").unwrap(), "q");
         let e = |code: &[u8]| match metadata(code) {
             Err(Reply::Error(e)) => String::from_utf8_lossy(&e).into_owned(),
             other => panic!("{other:?}"),
@@ -435,6 +547,14 @@ mod tests {
             "ERR Missing library metadata"
         );
         assert_eq!(e(b"#!js name=x\n"), "ERR Engine 'js' not found");
+        assert_eq!(e(b"#! name=x\n"), "ERR Engine '' not found");
+        assert_eq!(e(b"#!lua name=x"), "ERR Invalid library metadata");
+        assert_eq!(e(b"#!lua name=\"x\n"), "ERR Invalid library metadata");
+        assert_eq!(
+            e(b"#!lua name=a name=b\n"),
+            "ERR Invalid metadata value, name argument was given multiple times"
+        );
+        assert!(e(b"#!js name=bad-name\n").starts_with("ERR Library names can only contain"));
         assert_eq!(
             e(b"#!lua name=x foo=bar\n"),
             "ERR Invalid metadata value given: foo=bar"

@@ -124,6 +124,9 @@ pub(crate) struct Running {
     /// limit), and those it took.
     budget_ticks: AtomicU64,
     ticks: AtomicU64,
+    /// A library's top-level code is loading (FUNCTION LOAD): milliseconds since `epoch`
+    /// past which the load stops (0: none).
+    pub(crate) load_deadline_ms: AtomicU64,
 }
 
 pub(crate) struct Vm {
@@ -135,21 +138,26 @@ pub(crate) struct Vm {
     pub(crate) reseed: Option<Function>,
     /// The environment scripts run in (read-only globals).
     pub(crate) env: Table,
-    /// The environment function libraries run in, and the table naming their `redis`.
+    /// The environment function libraries run in, and the table whose `g` names the
+    /// globals it reads: [`Vm::load_env`] while a library loads, the globals while one of
+    /// its functions runs.
     pub(crate) fenv: Table,
     pub(crate) fstate: Table,
-    /// Functions of the installed libraries: name → callback, its declared flags.
-    pub(crate) functions: HashMap<String, (Function, ScriptFlags)>,
+    /// What a library's top-level code sees: `redis` with `register_function`, `log` and
+    /// the version alone (Redis 7.0's library API), nothing else.
+    pub(crate) load_env: Table,
+    /// Functions of the installed libraries by lowercase name (FCALL finds a function
+    /// whatever the case): its callback, its declared flags, its name as registered.
+    pub(crate) functions: HashMap<String, (Function, ScriptFlags, String)>,
     /// The real globals (where KEYS and ARGV are set).
-    globals: Table,
+    pub(crate) globals: Table,
     /// Runs a function under the error handler that records where an error was raised:
     /// `runner(f, keys, args)` returns `true, result` or `false, {err = text | raw = error,
     /// line = n}`.
     pub(crate) runner: Function,
-    /// The `redis` table (its functions reach the run's host through the run's context).
-    pub(crate) redis: Table,
-    /// What scripts and functions see of it: a read-only view.
-    redis_ro: Table,
+    /// What the hook watches (shared with [`Scripts`]), and the clock it reads.
+    running: Arc<Running>,
+    epoch: Instant,
 }
 
 /// The scripting engine.
@@ -509,6 +517,19 @@ fn install_hook_on(lua: &Lua, running: Arc<Running>, epoch: Instant, triggers: H
     let on = Arc::clone(&running);
     lua.set_hook(triggers, move |lua, _| {
         let running = &on;
+        let deadline = running.load_deadline_ms.load(Ordering::Relaxed);
+        if deadline != 0 && epoch.elapsed().as_millis() as u64 >= deadline {
+            // Raised again on every line, as a stopped script's error is.
+            if !running.stopping.swap(true, Ordering::AcqRel) {
+                install_hook_on(
+                    lua,
+                    Arc::clone(running),
+                    epoch,
+                    HookTriggers::new().every_line(),
+                );
+            }
+            return Err(mlua::Error::runtime("ERR FUNCTION LOAD timeout"));
+        }
         if running.replicated {
             let ticks = running.ticks.fetch_add(1, Ordering::Relaxed) + 1;
             let budget = running.budget_ticks.load(Ordering::Relaxed);
@@ -536,6 +557,10 @@ fn install_hook_on(lua: &Lua, running: Arc<Running>, epoch: Instant, triggers: H
                 );
             }
             return Err(mlua::Error::runtime(why));
+        }
+        if !running.active.load(Ordering::Acquire) {
+            // A library loading: only the load timeout above bounds it.
+            return Ok(VmState::Continue);
         }
         let limit = running.limit_ms.load(Ordering::Relaxed);
         let now = epoch.elapsed().as_millis() as u64;
@@ -792,14 +817,13 @@ impl Vm {
             globals.raw_get::<Function>("rawset")?,
             globals.raw_get::<Function>("error")?,
         ))?;
-        let redis_ro: Table = globals.raw_get("redis")?;
         // The environment of every chunk: reads fall through to the globals (an unknown name
         // is an error), writes are refused.
-        let env: Table = lua
+        let (env, env_meta): (Table, Table) = lua
             .load(
                 r#"
                 local real = ...
-                local env = setmetatable({}, {
+                local meta = {
                     __index = function(_, k)
                         local v = rawget(real, k)
                         if v == nil then
@@ -809,25 +833,26 @@ impl Vm {
                     end,
                     __newindex = function() error("Attempt to modify a readonly table", 2) end,
                     __metatable = false,
-                })
+                }
+                local env = setmetatable({}, meta)
                 rawset(real, "_G", env)
-                return env
+                return env, meta
                 "#,
             )
             .set_name("=rialto")
             .call(globals.clone())?;
-        // The environment of function libraries: the same, except that `redis` is the table
-        // `fstate.redis` holds now — the loading one (register_function) while a library
-        // loads, the full one while a function runs.
+        // The environment of function libraries: the same, except that the globals read are
+        // those `fstate.g` names now — the library API alone while a library loads, the
+        // globals while a function runs.
         let fstate = lua.create_table()?;
-        let fenv: Table = lua
+        fstate.raw_set("g", globals.clone())?;
+        let (fenv, fenv_meta): (Table, Table) = lua
             .load(
                 r#"
-                local real, state = ...
-                return setmetatable({}, {
+                local state = ...
+                local meta = {
                     __index = function(_, k)
-                        if k == "redis" then return state.redis end
-                        local v = rawget(real, k)
+                        local v = rawget(state.g, k)
                         if v == nil then
                             error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
                         end
@@ -835,12 +860,64 @@ impl Vm {
                     end,
                     __newindex = function() error("Attempt to modify a readonly table", 2) end,
                     __metatable = false,
-                })
+                }
+                return setmetatable({}, meta), meta
                 "#,
             )
             .set_name("=rialto")
-            .call((globals.clone(), fstate.clone()))?;
-        install_hook(&lua, running, epoch);
+            .call(fstate.clone())?;
+        let load_env = crate::functions::load_env(&lua, &redis)?;
+        // What the metatables scripts can reach show, and `setmetatable` on a protected
+        // table, read as Redis's read-only tables: `getmetatable(_G)` and `getmetatable('')`
+        // give read-only views (their `__index` is the read-only globals, or `string`), so
+        // a script can neither swap the globals' lookup nor the strings' methods for the
+        // scripts after it, and `setmetatable(_G, ...)` is "Attempt to modify a readonly
+        // table".
+        lua.load(
+            r#"
+            local real, env, fenv, setmetatable, getmetatable, rawget, rawset, error, pairs = ...
+            local protected = {}
+            local function refuse() error("Attempt to modify a readonly table", 2) end
+            local function view(fields)
+                local v = setmetatable({}, {
+                    __index = fields, __newindex = refuse, __metatable = false,
+                })
+                protected[v] = true
+                return v
+            end
+            for _, e in pairs({env, fenv}) do
+                protected[e] = true
+            end
+            for _, name in pairs({"redis", "cjson", "bit", "string", "table", "math"}) do
+                protected[rawget(real, name)] = true
+            end
+            rawset(getmetatable(""), "__metatable", view({__index = rawget(real, "string")}))
+            local orig = setmetatable
+            rawset(real, "setmetatable", function(t, mt)
+                -- Raised as Redis's C code raises it: without a position.
+                if protected[t] then error("Attempt to modify a readonly table", 0) end
+                return orig(t, mt)
+            end)
+            return function(e, mt) rawset(mt, "__metatable", view({__index = e})) end
+            "#,
+        )
+        .set_name("=rialto")
+        .call::<Function>((
+            globals.clone(),
+            env.clone(),
+            fenv.clone(),
+            globals.raw_get::<Function>("setmetatable")?,
+            globals.raw_get::<Function>("getmetatable")?,
+            globals.raw_get::<Function>("rawget")?,
+            globals.raw_get::<Function>("rawset")?,
+            globals.raw_get::<Function>("error")?,
+            globals.raw_get::<Function>("pairs")?,
+        ))
+        .and_then(|show| {
+            show.call::<()>((env.clone(), env_meta))?;
+            show.call::<()>((fenv.clone(), fenv_meta))
+        })?;
+        install_hook(&lua, Arc::clone(&running), epoch);
         Ok(Vm {
             lua,
             cache: HashMap::new(),
@@ -848,12 +925,34 @@ impl Vm {
             env,
             fenv,
             fstate,
+            load_env,
             functions: HashMap::new(),
-            redis_ro,
             globals,
             runner,
-            redis,
+            running,
+            epoch,
         })
+    }
+
+    /// A library's top-level code starts: stopped after [`crate::functions`]'s load timeout
+    /// if `timed`.
+    pub(crate) fn start_load(&self, timed: bool, timeout_ms: u64) {
+        let deadline = if timed {
+            self.epoch.elapsed().as_millis() as u64 + timeout_ms
+        } else {
+            0
+        };
+        self.running
+            .load_deadline_ms
+            .store(deadline, Ordering::Relaxed);
+    }
+
+    /// A library's top-level code has ended: the hook is the usual one again.
+    pub(crate) fn end_load(&self) {
+        self.running.load_deadline_ms.store(0, Ordering::Relaxed);
+        if self.running.stopping.swap(false, Ordering::AcqRel) {
+            install_hook(&self.lua, Arc::clone(&self.running), self.epoch);
+        }
     }
 
     fn compile(
@@ -909,7 +1008,7 @@ impl Vm {
         let lua = &self.lua;
         let (keys_t, argv_t) = key_and_arg_tables(lua, keys, argv)?;
         if as_function {
-            self.fstate.raw_set("redis", self.redis_ro.clone())?;
+            self.fstate.raw_set("g", self.globals.clone())?;
         }
         if !as_function {
             self.globals.raw_set("KEYS", keys_t.clone())?;
@@ -1057,36 +1156,42 @@ fn bind_server_functions(lua: &Lua, redis: &Table) -> mlua::Result<()> {
     redis.raw_set(
         "log",
         lua.create_function(|lua, args: MultiValue| {
-            let mut it = args.iter();
-            let level = match it.next() {
-                Some(Value::Integer(n)) if (0..=3).contains(n) => *n as u8,
-                Some(Value::Number(n)) if (0.0..=3.0).contains(n) => *n as u8,
-                Some(_) => return Err(mlua::Error::runtime("Invalid debug level.")),
-                None => {
-                    return Err(mlua::Error::runtime(
-                        "redis.log() requires two arguments or more.",
-                    ))
-                }
-            };
-            let parts: Vec<String> = it
-                .map(|v| match v {
-                    Value::String(s) => s.to_string_lossy(),
-                    Value::Integer(n) => n.to_string(),
-                    Value::Number(n) => n.to_string(),
-                    other => format!("{other:?}"),
-                })
-                .collect();
-            if parts.is_empty() {
-                return Err(mlua::Error::runtime(
-                    "redis.log() requires two arguments or more.",
-                ));
-            }
+            let (level, message) = log_args(&args)?;
             let (host, _, _) = run_ctx(lua)?;
             // SAFETY: see `Vm::run`.
-            unsafe { (*host).log(level, &parts.join(" ")) };
+            unsafe { (*host).log(level, &message) };
             Ok(())
         })?,
     )
+}
+
+/// `redis.log(level, message...)`'s level and message, or Redis's error for its arguments.
+pub(crate) fn log_args(args: &MultiValue) -> mlua::Result<(u8, String)> {
+    let mut it = args.iter();
+    let level = match it.next() {
+        Some(Value::Integer(n)) if (0..=3).contains(n) => *n as u8,
+        Some(Value::Number(n)) if (0.0..=3.0).contains(n) => *n as u8,
+        Some(_) => return Err(mlua::Error::runtime("Invalid debug level.")),
+        None => {
+            return Err(mlua::Error::runtime(
+                "redis.log() requires two arguments or more.",
+            ))
+        }
+    };
+    let parts: Vec<String> = it
+        .map(|v| match v {
+            Value::String(s) => s.to_string_lossy(),
+            Value::Integer(n) => n.to_string(),
+            Value::Number(n) => n.to_string(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    if parts.is_empty() {
+        return Err(mlua::Error::runtime(
+            "redis.log() requires two arguments or more.",
+        ));
+    }
+    Ok((level, parts.join(" ")))
 }
 
 /// An error reply `redis.call` raises: it stops the script, and the script's reply is it.
@@ -1527,6 +1632,106 @@ mod tests {
         assert_eq!(s.function_flags(b"w"), Some(oom));
         assert_eq!(s.function_flags(b"plain"), Some(ScriptFlags::default()));
         assert_eq!(s.function_flags(b"nosuch"), None);
+    }
+
+    #[test]
+    fn reachable_metatables_are_read_only() {
+        let s = Scripts::new(5000, 64 << 20).unwrap();
+        let mut h = MapHost::default();
+        for body in [
+            "setmetatable(_G, {})",
+            "local g = getmetatable(_G); g.__index = {}",
+            "getmetatable(_G).__index.redis = 1",
+            "getmetatable('').__index = function() return 1 end",
+            "getmetatable('').__index.upper = nil",
+            "setmetatable(redis, {})",
+        ] {
+            let e = err(eval(&s, &mut h, body, &[], &[]));
+            assert!(
+                e.contains("Attempt to modify a readonly table"),
+                "{body}: {e}"
+            );
+        }
+        // Strings keep their methods; a script's own tables take metatables.
+        assert_eq!(
+            eval(&s, &mut h, "local t = setmetatable({}, {__index = function() return 'm' end}) return ('x'):upper() .. t.y", &[], &[]),
+            Reply::bulk("Xm")
+        );
+    }
+
+    #[test]
+    fn a_library_loads_with_the_library_api_alone() {
+        let s = Scripts::new(5000, 64 << 20).unwrap();
+        let e = |code: &str| err(s.check_library(code.as_bytes()).expect_err("refused"));
+        let prefix = "ERR Error registering functions: ERR ";
+        for (body, text) in [
+            ("return math.random()", "user_function:2: Script attempted to access nonexistent global variable 'math'"),
+            ("return redis.set_repl(redis.REPL_NONE)", "user_function:2: Script attempted to access nonexistent global variable 'set_repl'"),
+            ("redis.math.random()", "user_function:2: Script attempted to access nonexistent global variable 'math'"),
+            ("redis.x = 1", "user_function:2: Attempt to modify a readonly table"),
+            ("redis.register_function('f1')", "calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments)."),
+            ("redis.register_function(nil, function() return 1 end)", "first argument to redis.register_function must be a string"),
+            ("redis.register_function('f2', 'not a function')", "second argument to redis.register_function must be a function"),
+            ("redis.register_function('f', function() end, {})", "wrong number of arguments to redis.register_function"),
+            ("redis.register_function{[true] = 1}", "named argument key given to redis.register_function is not a string"),
+        ] {
+            assert_eq!(e(&format!("#!lua name=l\n{body}")), format!("{prefix}{text}"), "{body}");
+        }
+        // Numbers are strings to it, and named arguments and flags are read in any case.
+        let lib = s
+            .check_library(b"#!lua name=l\nredis.log(redis.LOG_NOTICE, 'loading', redis.REDIS_VERSION)\nredis.register_function(12, function() return 1 end)\nredis.register_function{FUNCTION_NAME='n', CallBack=function() return 2 end, flags={'NO-WRITES', 'no-writes'}}")
+            .unwrap();
+        assert_eq!(lib.functions[0].name, "12");
+        assert_eq!(lib.functions[1].flags, vec!["no-writes"]);
+    }
+
+    #[test]
+    fn function_names_are_case_insensitive_and_register_only_while_loading() {
+        let s = Scripts::new(5000, 64 << 20).unwrap();
+        let mut h = MapHost::default();
+        let code = "#!lua name=lib1\nlocal lib = redis\nredis.register_function('Test', function() return math.floor(1.5) end)\nredis.register_function('f1', function() lib.math = math end)\nredis.register_function('f2', function() lib.register_function('f3', function() end) end)";
+        s.install_library(s.check_library(code.as_bytes()).unwrap())
+            .unwrap();
+        // A function sees every global when it runs.
+        assert_eq!(s.fcall(b"TEST", &[], &[], false, &mut h), Reply::Integer(1));
+        assert_eq!(s.fcall(b"test", &[], &[], false, &mut h), Reply::Integer(1));
+        assert!(err(s.fcall(b"f1", &[], &[], false, &mut h))
+            .starts_with("ERR user_function:4: Attempt to modify a readonly table"));
+        assert!(err(s.fcall(b"F2", &[], &[], false, &mut h)).starts_with(
+            "ERR redis.register_function can only be called on FUNCTION LOAD command"
+        ));
+        s.remove_library("lib1");
+        assert_eq!(
+            s.fcall(b"test", &[], &[], false, &mut h),
+            Reply::error("ERR Function not found")
+        );
+    }
+
+    #[test]
+    fn a_library_whose_load_runs_too_long_is_stopped() {
+        let s = Scripts::new(5000, 64 << 20).unwrap();
+        let code = "#!lua name=slow\nlocal a = 1\nwhile 1 do a = a + 1 end";
+        assert_eq!(
+            err(s.check_library(code.as_bytes()).expect_err("stopped")),
+            "ERR Error registering functions: ERR FUNCTION LOAD timeout"
+        );
+        // Not busy: other commands were never refused, and scripts run as before.
+        assert!(!s.busy());
+        let mut h = MapHost::default();
+        assert_eq!(
+            eval(
+                &s,
+                &mut h,
+                "local n = 0 for i = 1, 100000 do n = n + 1 end return n",
+                &[],
+                &[]
+            ),
+            Reply::Integer(100000)
+        );
+        let lib = s.check_library(
+            b"#!lua name=ok\nredis.register_function('ok', function() return 1 end)",
+        );
+        assert!(lib.is_ok());
     }
 
     #[test]

@@ -117,6 +117,8 @@ pub fn library_error(e: &rialto_keyspace::LibraryError) -> Reply {
     use rialto_keyspace::LibraryError as L;
     match e {
         L::Exists(name) => clean(format!("ERR Library '{name}' already exists")),
+        // Redis words it without quotes when a restore finds it.
+        L::RestoredExists(name) => clean(format!("ERR Library {name} already exists")),
         L::NotFound => Reply::error("ERR Library not found"),
         L::FunctionExists(f) => clean(format!("ERR Function {f} already exists")),
     }

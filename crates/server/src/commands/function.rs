@@ -242,9 +242,10 @@ pub fn prepare(name: &str, scripts: &Scripts, args: &[Bytes]) -> Option<Result<C
             })
         }
         "function|flush" => match args.get(2) {
-            Some(a) if !(args.len() == 3 && (is(a, "async") || is(a, "sync"))) => Err(
-                Reply::error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"),
-            ),
+            _ if args.len() > 3 => Err(subcommand_syntax_error(args)),
+            Some(a) if !(is(a, "async") || is(a, "sync")) => Err(Reply::error(
+                "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
+            )),
             _ => Ok(Change {
                 op: LibraryOp::Flush,
                 install: Box::new(|s| s.flush_libraries()),
@@ -282,13 +283,25 @@ fn prepare_load(scripts: &Scripts, args: &[Bytes]) -> Result<Change, Reply> {
     })
 }
 
+/// Redis's answer to a FUNCTION subcommand given more arguments than it takes.
+fn subcommand_syntax_error(args: &[Bytes]) -> Reply {
+    reply::err_string(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        String::from_utf8_lossy(&args[1]),
+        String::from_utf8_lossy(&args[0]).to_uppercase()
+    ))
+}
+
 fn prepare_restore(scripts: &Scripts, args: &[Bytes]) -> Result<Change, Reply> {
+    if args.len() > 4 {
+        return Err(subcommand_syntax_error(args));
+    }
     let policy =
         match args.get(3) {
             None => RestorePolicy::Append,
-            Some(p) if args.len() == 4 && is(p, "flush") => RestorePolicy::Flush,
-            Some(p) if args.len() == 4 && is(p, "append") => RestorePolicy::Append,
-            Some(p) if args.len() == 4 && is(p, "replace") => RestorePolicy::Replace,
+            Some(p) if is(p, "flush") => RestorePolicy::Flush,
+            Some(p) if is(p, "append") => RestorePolicy::Append,
+            Some(p) if is(p, "replace") => RestorePolicy::Replace,
             Some(_) => return Err(Reply::error(
                 "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
             )),

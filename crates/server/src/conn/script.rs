@@ -49,8 +49,15 @@ impl ScriptRun {
                 "NOSCRIPT No matching script. Please use EVAL.",
             ));
         }
-        let n = reply::parse_i64(&args[2])
-            .ok_or_else(|| Reply::error("ERR value is not an integer or out of range"))?;
+        let function = matches!(cmd, ScriptCmd::FCall | ScriptCmd::FCallRo);
+        let n = reply::parse_i64(&args[2]).ok_or_else(|| {
+            // Redis words FCALL's numkeys error its own way.
+            Reply::error(if function {
+                "ERR Bad number of keys provided"
+            } else {
+                "ERR value is not an integer or out of range"
+            })
+        })?;
         if n < 0 {
             return Err(Reply::error("ERR Number of keys can't be negative"));
         }
