@@ -547,8 +547,22 @@ def digest(port):
     expiry times."""
     r = redis.Redis(port=port)
     r.execute_command("READONLY")
-    items = sorted((k, r.get(k), r.execute_command("PEXPIRETIME", k)) for k in r.scan_iter(count=1000))
+    items = sorted((k, value(r, k), r.execute_command("PEXPIRETIME", k)) for k in r.scan_iter(count=1000))
     return hashlib.sha256(repr(items).encode()).hexdigest(), len(items)
+
+
+def value(r, key):
+    """The value at `key`, whatever its type, in a form that compares."""
+    kind = r.type(key)
+    if kind == b"list":
+        return r.lrange(key, 0, -1)
+    if kind == b"hash":
+        return sorted(r.hgetall(key).items())
+    if kind == b"set":
+        return sorted(r.smembers(key))
+    if kind == b"zset":
+        return r.zrange(key, 0, -1, withscores=True)
+    return r.get(key)
 
 
 def test_a_wiped_node_loads_every_partition_from_the_log_and_all_replicas_agree(cluster):
@@ -927,3 +941,79 @@ def slot_partition(key):
         if lo <= s <= hi:
             return p
     raise AssertionError(key)
+
+
+def test_blocking_pops_are_served_by_writes_through_the_log(cluster):
+    wait_for(every_slot_served, 60, "every slot served")
+    rc = RedisCluster(host="127.0.0.1", port=node_port(1), cluster_error_retry_attempts=10)
+    src, dst, zkey = "{bq}src", "{bq}dst", "{bq}z"
+    rc.delete(src, dst, zkey)
+    master, _ = master_of(node_port(1), key_slot(b"{bq}"))
+    results = {}
+
+    def blocked(name, *command):
+        c = redis.Redis(port=master, socket_timeout=30)
+        try:
+            results[name] = c.execute_command(*command)
+        except redis.RedisError as e:
+            results[name] = e
+        finally:
+            c.close()
+
+    # A pop with nothing to take waits; the push that follows, ordered by the partition's log,
+    # serves it, oldest waiter first.
+    waiters = [
+        threading.Thread(target=blocked, args=("blpop", "BLPOP", src, 20)),
+        threading.Thread(target=blocked, args=("blmove", "BLMOVE", src, dst, "LEFT", "RIGHT", 20)),
+        threading.Thread(target=blocked, args=("bzpopmin", "BZPOPMIN", zkey, 20)),
+    ]
+    for t in waiters:
+        t.start()
+        time.sleep(0.3)
+    rc.rpush(src, "a", "b")
+    rc.zadd(zkey, {"m": 1.5})
+    for t in waiters:
+        t.join(30)
+    assert list(results["blpop"]) == [src.encode(), b"a"], results
+    assert results["blmove"] == b"b", results
+    assert list(results["bzpopmin"]) == [zkey.encode(), b"m", 1.5], results
+    assert rc.lrange(dst, 0, -1) == [b"b"]
+    assert rc.exists(src) == 0
+    # A timeout answers nil; nothing was taken.
+    c = redis.Redis(port=master)
+    assert c.execute_command("BRPOP", src, "0.2") is None
+    settle()
+    every_replica_agrees()
+
+
+def test_a_hash_push_loads_rows_as_hashes_on_every_replica(cluster, tmp_path):
+    wait_for(every_slot_served, 60, "every slot served")
+    c1 = redis.Redis(port=node_port(1))
+    c1.execute_command("STORE", "CREATE", "ent")
+    for i in (1, 2, 3):
+        wait_for(lambda: partition_versions(node_port(i), "ent") == [1, 1, 1], 30,
+                 f"node {i} to create the store")
+    n = 3000
+    path = tmp_path / "ent.csv"
+    with open(path, "w") as f:
+        f.write("id,clicks,score,label\n")
+        for i in range(n):
+            # CSV has no nulls: an empty field is an empty string.
+            label = "" if i % 7 == 0 else f"l{i}"
+            f.write(f"e{i},{i},{i / 4},{label}\n")
+    done = cli_push("ent", path, node_port(3), "--key-field", "id", "--layout", "hash")
+    assert done.returncode == 0, done.stderr
+    rc = RedisCluster(host="127.0.0.1", port=node_port(2), cluster_error_retry_attempts=10)
+    assert rc.hgetall("ent:e5") == {b"clicks": b"5", b"score": b"1.25", b"label": b"l5"}
+    assert rc.hgetall("ent:e7") == {b"clicks": b"7", b"score": b"1.75", b"label": b""}
+    assert rc.hmget("ent:e2999", ["clicks", "label"]) == [b"2999", b"l2999"]
+    assert rc.type("ent:e1") == b"hash"
+    settle()
+    # Every replica holds the same version of every partition, and reads it.
+    for i in (1, 2, 3):
+        assert partition_versions(node_port(i), "ent") == [2, 2, 2]
+    _, replicas = master_of(node_port(1), key_slot(b"ent:e5"))
+    r = redis.Redis(port=replicas[0])
+    r.execute_command("READONLY")
+    assert r.hget("ent:e5", "score") == b"1.25"
+    every_replica_agrees()
