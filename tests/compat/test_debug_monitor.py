@@ -88,6 +88,50 @@ def test_debug_protocol(start_server, protocol):
     assert rialto == redis
 
 
+def test_scripts_call_debug_once_deny_scripts_is_disabled(start_server, protocol):
+    # Redis's own suite converts its protocol test values through scripts this way.
+    kinds = "string integer double bignum null array set map verbatim true false"
+
+    def run(s):
+        c = s.conn()
+        if protocol == 3:
+            c.call("HELLO", "3")
+        out = [raw_call(c, "EVAL", "return redis.call('debug', 'protocol', 'map')", "0")]
+        out.append(raw_call(c, "DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"))
+        for resp in (2, 3):
+            for kind in kinds.split():
+                body = f"redis.setresp({resp}); return redis.call('debug', 'protocol', '{kind}')"
+                out.append(raw_call(c, "EVAL", body, "0"))
+            # What a script returns converts by the protocol it ends in.
+            out.append(raw_call(c, "EVAL", f"redis.setresp({resp}); return {{true, false}}", "0"))
+        out.append(raw_call(c, "EVAL", "return {big_number='123\\r\\n123'}", "0"))
+        out.append(raw_call(c, "EVAL", "return {ok='a\\nb'}", "0"))
+        # Time stands still in a script, even across a sleep.
+        body = "redis.call('set', 'k', 'v', 'px', 1) redis.call('debug', 'sleep', 0.01) " \
+               "return redis.call('exists', 'k')"
+        out.append(raw_call(c, "EVAL", body, "0"))
+        out.append(raw_call(c, "DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0"))
+        out.append(raw_call(c, "EVAL", "return redis.call('debug', 'protocol', 'map')", "0"))
+        return out
+
+    redis, rialto = both(start_server, run)
+    assert rialto == redis
+
+
+def test_debug_object_finds_a_key_that_expired_but_is_still_stored(start_server):
+    def run(s):
+        c = s.conn()
+        out = [raw_call(c, "DEBUG", "SET-ACTIVE-EXPIRE", "0"), raw_call(c, "SET", "k", "v", "PX", "1")]
+        time.sleep(0.05)
+        line = raw_call(c, "DEBUG", "OBJECT", "k")
+        out.append(isinstance(line, (bytes, str)) and "encoding:embstr" in str(line))
+        out.append(raw_call(c, "EXISTS", "k"))
+        return out
+
+    redis, rialto = both(start_server, run)
+    assert rialto == redis
+
+
 def test_debug_object_line(start_server):
     # Over 20 bytes, text LZF cannot shrink: Rialto reports the uncompressed length.
     text = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOP"

@@ -36,6 +36,25 @@ def ev(body, *keys_then_args, numkeys=None):
 
 
 CASES = {
+    "cjson-settings": [
+        ev("return cjson.encode_keep_buffer(false)"),
+        ev("cjson.encode_max_depth(1) return {pcall(cjson.encode, {a = {1}})}"),
+        ev("return cjson.encode_max_depth(1000)"),
+        ev("cjson.decode_max_depth(1) return (pcall(cjson.decode, '[[1]]'))"),
+        ev("return cjson.decode_max_depth(1000)"),
+        ev("return (pcall(cjson.encode, {num1 = 0/0}))"),
+        ev("cjson.encode_invalid_numbers(true) return (pcall(cjson.encode, {num1 = 0/0}))"),
+        ev("return cjson.encode({1/0, -1/0})"),
+        ev("cjson.encode_invalid_numbers('null') return cjson.encode({1/0})"),
+        ev("return cjson.encode_invalid_numbers(false)"),
+        ev("cjson.encode_number_precision(3) return cjson.encode({3.14159, 1234.5, 0.000012345})"),
+        ev("return cjson.encode_number_precision(14)"),
+        ev("local ok, e = pcall(function() redis.call('incr', 'nope', 'x') end) return e"),
+        ev("local ok, e = pcall(redis.call, 'lpush', 'pl', 'x') return {ok, e}"),
+        ev("local ok, e = pcall(redis.call, 'incr', 'pl') return {tostring(ok), e}"),
+        ev("local ok, e = pcall(cjson.decode, '{') return type(e)"),
+        ev("return cjson.encode_keep_buffer(true)"),
+    ],
     "conversions": [
         ev("return 3.99"),
         ev("return -3.99"),
@@ -427,6 +446,25 @@ def test_a_busy_script_that_wrote_stops_only_with_shutdown_nosave(target, start_
         c2.close()
 
 
+def test_a_whole_table_of_7999_values_unpacks(r):
+    body = "local a = {} for i = 1, 7999 do a[i] = 1 end return select('#', unpack(a))"
+    assert r.eval(body, 0) == 7999
+
+
+def test_info_memory_counts_cached_scripts_and_functions(r):
+    r.script_flush()
+    r.function_flush()
+    for j in range(5):
+        r.script_load(f"return {j}")
+    r.function_load("#!lua name=cnt\nredis.register_function('c1', function() return 1 end)\n"
+                    "redis.register_function('c2', function() return 2 end)")
+    info = r.info("memory")
+    assert (info["number_of_cached_scripts"], info["number_of_functions"], info["number_of_libraries"]) == (5, 2, 1)
+    r.script_flush()
+    assert r.info("memory")["number_of_cached_scripts"] == 0
+    r.function_flush()
+
+
 def test_function_dump_and_restore_round_trip(r):
     r.function_flush()
     r.function_load("#!lua name=lib1\nredis.register_function('f1', function() return 1 end)")
@@ -485,3 +523,19 @@ def test_function_list_matches_redis_whatever_the_order(pair):
         c.function_load("#!lua name=other\nredis.register_function('o', function() return 1 end)")
     for args in [(), ("WITHCODE",), ("LIBRARYNAME", "my*"), ("LIBRARYNAME", "*", "WITHCODE")]:
         assert _listing(tgt, *args) == _listing(ref, *args), args
+
+
+def test_acl_check_cmd_tells_whether_the_scripts_user_may_run_a_command(server, protocol):
+    admin = server.client(protocol=protocol)
+    admin.execute_command("ACL", "SETUSER", "bob", "on", ">123", "+@scripting", "+set", "~x*")
+    bob = server.client(protocol=protocol)
+    bob.execute_command("AUTH", "bob", "123")
+    check = "return redis.acl_check_cmd(unpack(ARGV))"
+    assert bob.eval(check, 0, "set", "xx", 1) == 1
+    assert bob.eval(check, 0, "hset", "xx", "f", 1) is None
+    assert bob.eval(check, 0, "set", "yy", 1) is None
+    with pytest.raises(redis.ResponseError, match="Invalid command passed to redis.acl_check_cmd"):
+        bob.eval(check, 0, "invalid-cmd", "arg")
+    assert admin.eval(check, 0, "hset", "k", "f", "v") == 1
+    bob.close()
+    admin.close()

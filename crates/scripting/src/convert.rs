@@ -98,14 +98,21 @@ fn field(lua: &Lua, name: &str, v: Value) -> mlua::Result<Value> {
     Ok(Value::Table(t))
 }
 
-/// A script's result as a reply.
+/// A script's result as a reply, for a script speaking RESP2 (see [`lua_to_reply_in`]).
 pub fn lua_to_reply(v: &Value) -> Reply {
-    to_reply(v, 0)
+    lua_to_reply_in(v, 2)
 }
 
-fn to_reply(v: &Value, depth: usize) -> Reply {
+/// A script's result as a reply, in the protocol the script chose with `redis.setresp`
+/// (`resp`): a boolean is RESP3's boolean under 3, and 1 or nil under 2, as in Redis.
+pub fn lua_to_reply_in(v: &Value, resp: u8) -> Reply {
+    to_reply(v, 0, resp)
+}
+
+fn to_reply(v: &Value, depth: usize, resp: u8) -> Reply {
     match v {
         Value::Nil => Reply::Null,
+        Value::Boolean(b) if resp == 3 => Reply::Boolean(*b),
         Value::Boolean(true) => Reply::Integer(1),
         Value::Boolean(false) => Reply::Null,
         Value::Integer(n) => Reply::Integer(*n),
@@ -115,7 +122,7 @@ fn to_reply(v: &Value, depth: usize) -> Reply {
             let _ = t;
             Reply::error("ERR reached lua stack limit")
         }
-        Value::Table(t) => table_to_reply(t, depth),
+        Value::Table(t) => table_to_reply(t, depth, resp),
         _ => Reply::Null,
     }
 }
@@ -144,7 +151,19 @@ fn c_text(v: &Value) -> Option<Bytes> {
     Some(t.slice(..end))
 }
 
-fn table_to_reply(t: &Table, depth: usize) -> Reply {
+/// `text` with its CRs and LFs made spaces, as Redis does to a script's status and big number
+/// (sent as one line in RESP3, either would end the reply early).
+fn one_line(text: Bytes) -> Bytes {
+    if !text.iter().any(|&b| b == b'\r' || b == b'\n') {
+        return text;
+    }
+    text.iter()
+        .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+        .collect::<Vec<u8>>()
+        .into()
+}
+
+fn table_to_reply(t: &Table, depth: usize, resp: u8) -> Reply {
     if let Ok(e) = t.raw_get::<Value>("err") {
         if let Some(e) = c_text(&e) {
             return Reply::Error(e);
@@ -152,7 +171,7 @@ fn table_to_reply(t: &Table, depth: usize) -> Reply {
     }
     if let Ok(s) = t.raw_get::<Value>("ok") {
         if let Some(s) = c_text(&s) {
-            return Reply::Simple(s);
+            return Reply::Simple(one_line(s));
         }
     }
     if let Ok(Value::Number(d)) = t.raw_get::<Value>("double") {
@@ -163,20 +182,31 @@ fn table_to_reply(t: &Table, depth: usize) -> Reply {
     }
     if let Ok(n) = t.raw_get::<Value>("big_number") {
         if let Some(n) = text_of(&n) {
-            return Reply::BigNumber(n);
+            return Reply::BigNumber(one_line(n));
+        }
+    }
+    if let Ok(Value::Table(v)) = t.raw_get::<Value>("verbatim_string") {
+        let (format, text) = (v.raw_get::<Value>("format"), v.raw_get::<Value>("string"));
+        if let (Ok(format), Ok(text)) = (format, text) {
+            if let (Some(format), Some(text)) = (text_of(&format), text_of(&text)) {
+                // Redis takes the format's first three bytes.
+                if let Ok(format) = <[u8; 3]>::try_from(&format[..format.len().min(3)]) {
+                    return Reply::Verbatim { format, text };
+                }
+            }
         }
     }
     if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
         let mut pairs = Vec::new();
         for (k, v) in m.pairs::<Value, Value>().flatten() {
-            pairs.push((to_reply(&k, depth + 1), to_reply(&v, depth + 1)));
+            pairs.push((to_reply(&k, depth + 1, resp), to_reply(&v, depth + 1, resp)));
         }
         return Reply::Map(pairs);
     }
     if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
         let mut items = Vec::new();
         for (k, _) in s.pairs::<Value, Value>().flatten() {
-            items.push(to_reply(&k, depth + 1));
+            items.push(to_reply(&k, depth + 1, resp));
         }
         return Reply::Set(items);
     }
@@ -184,7 +214,7 @@ fn table_to_reply(t: &Table, depth: usize) -> Reply {
     for i in 1.. {
         match t.raw_get::<Value>(i) {
             Ok(Value::Nil) | Err(_) => break,
-            Ok(v) => items.push(to_reply(&v, depth + 1)),
+            Ok(v) => items.push(to_reply(&v, depth + 1, resp)),
         }
     }
     Reply::Array(items)
@@ -197,6 +227,19 @@ mod tests {
     fn roundtrip(lua: &Lua, code: &str) -> Reply {
         let v: Value = lua.load(code).eval().unwrap();
         lua_to_reply(&v)
+    }
+
+    #[test]
+    fn a_status_or_big_number_with_line_breaks_stays_one_line() {
+        let lua = Lua::new();
+        assert_eq!(
+            roundtrip(&lua, r"return {big_number='123\r\n123'}"),
+            Reply::BigNumber(Bytes::from_static(b"123  123"))
+        );
+        assert_eq!(
+            roundtrip(&lua, r"return {ok='a\nb'}"),
+            Reply::Simple(Bytes::from_static(b"a b"))
+        );
     }
 
     #[test]

@@ -12,6 +12,6 @@ mod convert;
 mod functions;
 mod vm;
 
-pub use convert::{lua_to_reply, reply_to_lua};
+pub use convert::{lua_to_reply, lua_to_reply_in, reply_to_lua};
 pub use functions::{dump, undump, FunctionInfo, LibraryInfo};
 pub use vm::{sha1_hex, Host, KillError, ScriptFlags, Scripts, Source, BUSY, BUSY_FUNCTION};

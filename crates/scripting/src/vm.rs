@@ -17,7 +17,7 @@ use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, V
 use parking_lot::Mutex;
 use rialto_resp::Reply;
 
-use crate::convert::{lua_to_reply, reply_to_lua};
+use crate::convert::{lua_to_reply_in, reply_to_lua};
 
 /// Lua instructions between two checks of the time limit and of SCRIPT KILL (and between
 /// two ticks of a replicated script's instruction budget).
@@ -39,6 +39,12 @@ pub trait Host {
     /// The script declared that it may run while used memory exceeds `maxmemory`
     /// (`allow-oom`, or `no-writes`, which implies it).
     fn allow_oom(&mut self) {}
+    /// `redis.acl_check_cmd`: whether the script's user may run `args` (command name first);
+    /// `None` when no such command exists.
+    fn acl_check(&mut self, args: &[Bytes]) -> Option<bool> {
+        let _ = args;
+        Some(true)
+    }
     /// The command that runs the script (EVAL and its arguments), for FUNCTION STATS.
     fn command(&self) -> &[Bytes] {
         &[]
@@ -170,6 +176,8 @@ pub struct Scripts {
     pub(crate) libraries: Mutex<std::collections::BTreeMap<String, crate::functions::LibraryInfo>>,
     running: Arc<Running>,
     epoch: Instant,
+    /// Scripts in the cache, for INFO without taking the interpreter's lock.
+    cached: std::sync::atomic::AtomicUsize,
 }
 
 /// The reply to a command refused while a script is busy (past `lua-time-limit`).
@@ -226,6 +234,7 @@ impl Scripts {
             libraries: Mutex::default(),
             running,
             epoch,
+            cached: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -242,6 +251,11 @@ impl Scripts {
                 return Err(self.busy_reply());
             }
         }
+    }
+
+    /// How many scripts the cache holds (INFO's `number_of_cached_scripts`).
+    pub fn cached_scripts(&self) -> usize {
+        self.cached.load(Ordering::Relaxed)
     }
 
     /// Sets `lua-time-limit`, milliseconds.
@@ -316,6 +330,7 @@ impl Scripts {
         let mut vm = self.lock_vm()?;
         let sha = sha1_hex(body);
         vm.compile(&sha, body)?;
+        self.cached.store(vm.cache.len(), Ordering::Relaxed);
         Ok(sha)
     }
 
@@ -369,6 +384,7 @@ impl Scripts {
             })?;
         self.reinstall(&mut fresh);
         *self.lock_vm()? = fresh;
+        self.cached.store(0, Ordering::Relaxed);
         Ok(())
     }
 
@@ -387,7 +403,10 @@ impl Scripts {
             Source::Body(body) => {
                 let sha = sha1_hex(body);
                 match vm.compile(&sha, body) {
-                    Ok(f) => (sha, f),
+                    Ok(f) => {
+                        self.cached.store(vm.cache.len(), Ordering::Relaxed);
+                        (sha, f)
+                    }
                     Err(r) => return r,
                 }
             }
@@ -742,12 +761,14 @@ impl Vm {
         lua.load(
             r#"
             local orig, type = unpack, type
-            unpack = function(t, i, j)
+            unpack = function(t, ...)
+                local i, j = ...
                 if type(i) == "number" and type(j) == "number" then
                     if i > j then return end
                     if j - i >= 7999 then error("too many results to unpack", 2) end
                 end
-                return orig(t, i, j)
+                -- Only the arguments given: each one takes a slot of the C stack's 8000.
+                return orig(t, ...)
             end
             "#,
         )
@@ -795,6 +816,25 @@ impl Vm {
         globals.raw_set("redis", redis.clone())?;
         globals.raw_set("bit", crate::bit::table(&lua)?)?;
         globals.raw_set("cjson", crate::cjson::table(&lua)?)?;
+        // What `pcall` catches from a function of ours is what Redis's C functions raise: the
+        // error's text (`redis.call`'s with its code), not the binding's own error value,
+        // which would reach the script as an opaque userdata.
+        lua.load(
+            r#"
+            local real, pcall, settle_error = ...
+            local function settle(ok, ...)
+                if ok then return ok, ... end
+                return false, settle_error((...))
+            end
+            real.pcall = function(...) return settle(pcall(...)) end
+            "#,
+        )
+        .set_name("=rialto")
+        .call::<()>((
+            globals.clone(),
+            globals.raw_get::<Function>("pcall")?,
+            lua.create_function(|lua, v: Value| settle_error(lua, v))?,
+        ))?;
         // The libraries are read-only too: a script cannot replace `redis.call` or
         // `string.format` for the scripts after it (Redis 7.0.15's texts).
         lua.load(
@@ -1031,13 +1071,15 @@ impl Vm {
         } else {
             self.runner.call::<MultiValue>(f)
         };
+        // The protocol the script ended in (`redis.setresp`) decides how its result converts.
+        let resp = lua.app_data_ref::<RunCtx>().map_or(2, |c| c.resp);
         lua.remove_app_data::<RunCtx>();
         let outcome = outcome?;
         let mut values = outcome.into_iter();
         let ok = matches!(values.next(), Some(Value::Boolean(true)));
         let value = values.next().unwrap_or(Value::Nil);
         if ok {
-            return Ok(lua_to_reply(&value));
+            return Ok(lua_to_reply_in(&value, resp));
         }
         Ok(script_error(label, chunk, &value))
     }
@@ -1089,9 +1131,24 @@ fn run_ctx(lua: &Lua) -> mlua::Result<(*mut (dyn Host + 'static), u8, *const Run
     Ok((ctx.host, ctx.resp, ctx.running))
 }
 
-/// One command of `redis.call`/`redis.pcall`: `Ok(reply as Lua)` or `Err(error text)`.
-fn run_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<Result<Value, String>> {
-    let (host, resp, running) = run_ctx(lua)?;
+/// `redis.acl_check_cmd(command, args...)`: whether the script's user may run it.
+fn acl_check_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<bool> {
+    let (host, _, _) = run_ctx(lua)?;
+    let cmd = match cmd_args(&args) {
+        Ok(cmd) => cmd,
+        Err(text) => return Err(mlua::Error::external(CallError(text))),
+    };
+    // SAFETY: see `Vm::run`.
+    match unsafe { (*host).acl_check(&cmd) } {
+        Some(allowed) => Ok(allowed),
+        None => Err(mlua::Error::external(CallError(
+            "ERR Invalid command passed to redis.acl_check_cmd()".into(),
+        ))),
+    }
+}
+
+/// A redis lib call's arguments as a command, or Redis's error for them.
+fn cmd_args(args: &MultiValue) -> Result<Vec<Bytes>, String> {
     let mut cmd = Vec::with_capacity(args.len());
     for a in args.iter() {
         match a {
@@ -1099,17 +1156,25 @@ fn run_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<Result<Value, String>> {
             Value::Integer(n) => cmd.push(Bytes::from(n.to_string())),
             Value::Number(n) => cmd.push(number_arg(*n)),
             _ => {
-                return Ok(Err(
+                return Err(
                     "ERR Lua redis lib command arguments must be strings or integers".into(),
-                ))
+                )
             }
         }
     }
     if cmd.is_empty() {
-        return Ok(Err(
-            "ERR Please specify at least one argument for this redis lib call".into(),
-        ));
+        return Err("ERR Please specify at least one argument for this redis lib call".into());
     }
+    Ok(cmd)
+}
+
+/// One command of `redis.call`/`redis.pcall`: `Ok(reply as Lua)` or `Err(error text)`.
+fn run_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<Result<Value, String>> {
+    let (host, resp, running) = run_ctx(lua)?;
+    let cmd = match cmd_args(&args) {
+        Ok(cmd) => cmd,
+        Err(text) => return Ok(Err(text)),
+    };
     // SAFETY: see `Vm::run`: valid for the whole run, and only this call uses it now.
     let (reply, wrote) = unsafe { (*host).call(cmd) };
     if wrote {
@@ -1137,6 +1202,10 @@ fn bind_server_functions(lua: &Lua, redis: &Table) -> mlua::Result<()> {
             Ok(v) => Ok(v),
             Err(text) => err_table(lua, &text),
         })?,
+    )?;
+    redis.raw_set(
+        "acl_check_cmd",
+        lua.create_function(|lua, args: MultiValue| acl_check_cmd(lua, args))?,
     )?;
     redis.raw_set(
         "setresp",
@@ -1205,6 +1274,25 @@ impl std::fmt::Display for CallError {
 }
 
 impl std::error::Error for CallError {}
+
+/// An error value a `pcall` caught, as Redis's C functions raise it (see `Vm::new`).
+fn settle_error(lua: &Lua, v: Value) -> mlua::Result<Value> {
+    let Value::Error(e) = v else {
+        return Ok(v);
+    };
+    if let Some(text) = call_error(&e) {
+        return Ok(Value::String(lua.create_string(text)?));
+    }
+    let mut cause = &*e;
+    while let mlua::Error::CallbackError { cause: inner, .. } = cause {
+        cause = inner;
+    }
+    let text = match cause {
+        mlua::Error::RuntimeError(m) => m.clone(),
+        other => other.to_string(),
+    };
+    Ok(Value::String(lua.create_string(text)?))
+}
 
 /// The error reply `redis.call` raised, if that is what `e` is.
 fn call_error(e: &mlua::Error) -> Option<&str> {
@@ -1821,6 +1909,9 @@ mod tests {
             eval(&s, &mut h, "return {unpack({1,2,3}, 2, 3)}", &[], &[]),
             Reply::Array(vec![Reply::Integer(2), Reply::Integer(3)])
         );
+        // A whole table of 7,999 values unpacks, as in Redis.
+        let whole = "local a = {} for i = 1, 7999 do a[i] = 1 end return select('#', unpack(a))";
+        assert_eq!(eval(&s, &mut h, whole, &[], &[]), Reply::Integer(7999));
         let e = err(eval(&s, &mut h, "return #string.rep('x', 1e9)", &[], &[]));
         assert!(e.contains("not enough memory"), "{e}");
         // The interpreter still works afterwards.

@@ -106,6 +106,8 @@ pub struct Shared {
     pub monitors: Arc<crate::monitor::Monitors>,
     /// Whether the background expiry pass runs (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire: std::sync::atomic::AtomicBool,
+    /// Whether scripts may call commands flagged `noscript` (DEBUG SET-DISABLE-DENY-SCRIPTS).
+    pub deny_scripts_disabled: std::sync::atomic::AtomicBool,
     /// INFO replication's `master_replid` (a new one after DEBUG CHANGE-REPL-ID).
     pub repl_id: Mutex<String>,
     /// LATENCY's samples.
@@ -339,6 +341,7 @@ impl Server {
             cluster,
             monitors,
             active_expire: std::sync::atomic::AtomicBool::new(true),
+            deny_scripts_disabled: std::sync::atomic::AtomicBool::new(false),
             repl_id: Mutex::new(random_id()),
             latency,
             command_latencies,

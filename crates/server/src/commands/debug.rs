@@ -92,6 +92,14 @@ fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             reply::ok()
         }));
     }
+    if is(sub, "set-disable-deny-scripts") && n == 3 {
+        // Scripts may call commands flagged `noscript` (what Rialto can run inside one).
+        let on = atoi(&args[2]) != 0;
+        ctx.shared
+            .deny_scripts_disabled
+            .store(on, Ordering::Relaxed);
+        return Outcome::Reply(reply::ok());
+    }
     if is(sub, "set-active-expire") && n == 3 {
         let on = atoi(&args[2]) != 0;
         ctx.shared.active_expire.store(on, Ordering::Relaxed);
@@ -158,7 +166,7 @@ fn unknown(sub: &[u8]) -> Reply {
 
 /// The seconds of DEBUG SLEEP read as C's `strtod` reads them: the longest number at the
 /// start, 0 when there is none; negative or not a number sleeps nothing.
-fn sleep_time(arg: &[u8]) -> Duration {
+pub(crate) fn sleep_time(arg: &[u8]) -> Duration {
     // A number is short: look at the first bytes only, so a huge argument costs nothing.
     let head = arg.trim_ascii_start();
     let head = &head[..head.len().min(64)];
@@ -217,10 +225,13 @@ fn replybuffer(what: &[u8], value: &[u8]) -> Option<Reply> {
 /// a collection's serialized length is its record's payload.
 fn object(ctx: &Ctx<'_>, key: &Bytes) -> Reply {
     let now = ctx.shared.now_ms();
-    let found = ctx
-        .shared
-        .keyspace
-        .read(ctx.client.db, now, |k| R::new(k).get(key));
+    // As Redis's raw lookup: a key that expired but is still stored is found.
+    let found = ctx.shared.keyspace.read(ctx.client.db, now, |k| {
+        R::new(k)
+            .keys()
+            .get_including_expired(key)
+            .map_err(|e| reply::keyspace_error(&e))
+    });
     let record = match found {
         Ok(Some(r)) => r,
         Ok(None) => return Reply::error("ERR no such key"),
@@ -314,7 +325,7 @@ fn serialized_len(v: &[u8]) -> usize {
 }
 
 /// DEBUG PROTOCOL: Redis's test values, in the connection's protocol.
-fn protocol(proto: Protocol, kind: &[u8]) -> Outcome {
+pub(crate) fn protocol(proto: Protocol, kind: &[u8]) -> Outcome {
     let ints = || (0..3).map(Reply::Integer).collect::<Vec<_>>();
     let r = if is(kind, "string") {
         Reply::bulk("Hello World")

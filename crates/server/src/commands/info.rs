@@ -143,9 +143,10 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
         "memory" => {
             use crate::process::human;
             let m = crate::process::memory();
+            let libraries = sh.scripts.libraries();
             let _ = write!(
                 o,
-                "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\nused_memory_rss:{}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\ntotal_system_memory:{}\r\ntotal_system_memory_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:noeviction\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\n",
+                "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\nused_memory_rss:{}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\ntotal_system_memory:{}\r\ntotal_system_memory_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:noeviction\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\nnumber_of_cached_scripts:{}\r\nnumber_of_functions:{}\r\nnumber_of_libraries:{}\r\n",
                 m.used,
                 human(m.used),
                 m.rss,
@@ -158,6 +159,9 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
                 cfg.maxmemory,
                 human(cfg.maxmemory),
                 if m.used == 0 { 0.0 } else { m.rss as f64 / m.used as f64 },
+                sh.scripts.cached_scripts(),
+                libraries.iter().map(|l| l.functions.len()).sum::<usize>(),
+                libraries.len(),
             );
         }
         "cpu" => {

@@ -122,7 +122,7 @@ mod cluster;
 pub mod command;
 mod config;
 mod dbsize;
-mod debug;
+pub(crate) mod debug;
 mod echo;
 mod eval;
 mod fcall;
