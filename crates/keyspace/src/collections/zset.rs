@@ -35,8 +35,11 @@ use crate::layout::{self, CorruptRecord, Kind, Record};
 use crate::op::{Aggregate, Combine, LateError, LexBound, LexRange, ScoreRange, ZAddFlags, ZRange};
 use crate::value::Score;
 
-/// Keys read from a large set per engine scan.
+/// Keys read from a large set per engine scan, at most; a walk's first scan reads
+/// [`FIRST_CHUNK`] and each next one four times more, so a pop or a short range reads what it
+/// needs rather than a whole chunk.
 const SCAN_CHUNK: usize = 512;
+const FIRST_CHUNK: usize = 4;
 /// Longest bound kept in a header: a longer one is cut (the low bound to a prefix, the high
 /// one to the key after that prefix), which only loosens it.
 const BOUND_MAX: usize = 64;
@@ -374,11 +377,12 @@ impl Items {
         if lower >= upper {
             return Ok(());
         }
+        let mut want = FIRST_CHUNK;
         loop {
             let chunk = if rev {
-                k.io.scan_raw_rev(&lower, &upper, SCAN_CHUNK)?
+                k.io.scan_raw_rev(&lower, &upper, want)?
             } else {
-                k.io.scan_raw(&lower, &upper, SCAN_CHUNK)?
+                k.io.scan_raw(&lower, &upper, want)?
             };
             let n = chunk.len();
             for (key, value) in &chunk {
@@ -388,12 +392,13 @@ impl Items {
                 }
             }
             match chunk.last() {
-                Some((key, _)) if n == SCAN_CHUNK => {
+                Some((key, _)) if n == want => {
                     if rev {
                         upper = key.clone();
                     } else {
                         lower = [&key[..], &[0]].concat();
                     }
+                    want = (want * 4).min(SCAN_CHUNK);
                 }
                 _ => return Ok(()),
             }
