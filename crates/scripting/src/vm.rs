@@ -510,6 +510,9 @@ impl Scripts {
         if r.abort.load(Ordering::Acquire) {
             host.abandon();
         }
+        // A stop asked of this script ends with it.
+        r.kill.store(false, Ordering::Relaxed);
+        r.abort.store(false, Ordering::Relaxed);
         if r.stopping.swap(false, Ordering::AcqRel) {
             install_hook(&vm.lua, Arc::clone(r), self.epoch);
         }
@@ -559,6 +562,11 @@ fn install_hook_on(lua: &Lua, running: Arc<Running>, epoch: Instant, triggers: H
             }
             return Ok(VmState::Continue);
         }
+        if !running.active.load(Ordering::Acquire) {
+            // A library loading: only the load timeout above bounds it (a kill asked of the
+            // script before it is not for this code).
+            return Ok(VmState::Continue);
+        }
         let stop = if running.abort.load(Ordering::Acquire) {
             Some("ERR Script killed by SHUTDOWN NOSAVE")
         } else if running.kill.load(Ordering::Acquire) {
@@ -576,10 +584,6 @@ fn install_hook_on(lua: &Lua, running: Arc<Running>, epoch: Instant, triggers: H
                 );
             }
             return Err(mlua::Error::runtime(why));
-        }
-        if !running.active.load(Ordering::Acquire) {
-            // A library loading: only the load timeout above bounds it.
-            return Ok(VmState::Continue);
         }
         let limit = running.limit_ms.load(Ordering::Relaxed);
         let now = epoch.elapsed().as_millis() as u64;
@@ -1656,6 +1660,13 @@ mod tests {
             assert_eq!(killer.join().unwrap(), Ok(()));
             assert!(err(r).contains("Script killed by user with SCRIPT KILL"));
         }
+        // A kill asked of a script that has ended stops nothing after it, and code run
+        // outside a script (a library's load) neither stops nor turns the server busy.
+        assert_eq!(s.kill(false), Err(KillError::NotBusy));
+        let lib = "#!lua name=after\nlocal n = 0 for i = 1, 300000 do n = n + i end\n\
+                   redis.register_function('f', function() return n end)";
+        assert!(s.check_library(lib.as_bytes()).is_ok());
+        assert!(!s.busy());
         // The next script runs normally: its pcalls catch its own errors again.
         let mut h = MapHost::default();
         let body = "local ok = pcall(function() error('x') end) return ok and 1 or 0";
