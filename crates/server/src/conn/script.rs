@@ -476,11 +476,7 @@ impl Host for TxHost<'_, '_, '_> {
     }
 
     fn acl_check(&mut self, args: &[Bytes]) -> Option<bool> {
-        let base = command_table::lookup(&args[0])?;
-        let spec = match args.get(1) {
-            Some(sub) if !base.subcommands.is_empty() => command_table::lookup_sub(base, sub)?,
-            _ => base,
-        };
+        let spec = command_table::lookup_command(args)?;
         Some(
             match self.ctx.user.as_ref().filter(|_| !self.ctx.unrestricted) {
                 Some(user) => user.check(spec.name, args).is_ok(),
