@@ -100,6 +100,21 @@ pub trait KvEngine: Send + Sync + 'static {
     fn get(&self, key: &[u8]) -> Result<Option<Bytes>>;
     /// Value of `key` as of `snapshot`.
     fn get_at(&self, snapshot: &Self::Snapshot, key: &[u8]) -> Result<Option<Bytes>>;
+    /// Values of `keys` (duplicates allowed), in their order, all read in one committed
+    /// state: what `get_at` of each at a snapshot taken first returns. Engines share the
+    /// work of a batch where they can.
+    fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
+        let s = self.snapshot();
+        self.multi_get_at(&s, keys)
+    }
+    /// Values of `keys` as of `snapshot`.
+    fn multi_get_at(
+        &self,
+        snapshot: &Self::Snapshot,
+        keys: &[&[u8]],
+    ) -> Result<Vec<Option<Bytes>>> {
+        keys.iter().map(|k| self.get_at(snapshot, k)).collect()
+    }
     /// Applies every operation of `batch` atomically.
     fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()>;
     /// Sets `key` to `value`.

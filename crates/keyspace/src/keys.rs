@@ -17,6 +17,10 @@ use crate::watch::Watches;
 pub trait RawRead {
     /// The engine value of `key`.
     fn get_raw(&mut self, key: &[u8]) -> rialto_engine::Result<Option<Bytes>>;
+    /// The engine values of `keys`, in their order, read in one state.
+    fn get_raw_many(&mut self, keys: &[&[u8]]) -> rialto_engine::Result<Vec<Option<Bytes>>> {
+        keys.iter().map(|k| self.get_raw(k)).collect()
+    }
     /// Up to `limit` entries of `[lower, upper)`, in key order.
     fn scan_raw(
         &mut self,
@@ -64,6 +68,13 @@ impl RawRead for Published<'_> {
         match &self.snapshot {
             None => self.db.get(key),
             Some(s) => self.db.get_at(s, key),
+        }
+    }
+
+    fn get_raw_many(&mut self, keys: &[&[u8]]) -> rialto_engine::Result<Vec<Option<Bytes>>> {
+        match &self.snapshot {
+            None => self.db.multi_get(keys),
+            Some(s) => self.db.multi_get_at(s, keys),
         }
     }
 
@@ -266,6 +277,38 @@ impl<T: RawRead + ?Sized> Keys<'_, T> {
         }
         let rec = self.get_including_expired(key)?;
         Ok(rec.filter(|r| !r.expired(self.now_ms)))
+    }
+
+    /// The live records of `keys`, in their order, read in one state (a batch get: the
+    /// engine shares the lookups' work).
+    pub fn get_many(&mut self, keys: &[Bytes]) -> Result<Vec<Option<Record>>> {
+        let readable = |k: &Bytes| k.len() <= layout::MAX_USER_KEY_LEN;
+        let (buf, ends) = read_keys(
+            self.stores,
+            self.db,
+            keys.iter().filter(|k| readable(k)).map(|k| &k[..]),
+        );
+        let mut refs: Vec<&[u8]> = Vec::with_capacity(ends.len());
+        let mut start = 0;
+        for &end in &ends {
+            refs.push(&buf[start..end]);
+            start = end;
+        }
+        let mut raws = self.io.get_raw_many(&refs)?.into_iter();
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            // A key too long to have been written reads as absent.
+            let raw = if readable(k) {
+                raws.next().flatten()
+            } else {
+                None
+            };
+            out.push(match raw {
+                Some(raw) => Some(Record::decode(raw)?).filter(|r| !r.expired(self.now_ms)),
+                None => None,
+            });
+        }
+        Ok(out)
     }
 
     /// The record of `key` even if its time has passed (for the expiry pass).

@@ -138,6 +138,12 @@ pub enum Op {
     },
     /// `get` or `get_at`, compared with the model.
     Get { key: KeySpec, snapshot: Option<u8> },
+    /// `multi_get` or `multi_get_at` of several keys (they may repeat), compared with the
+    /// model.
+    MultiGet {
+        keys: Vec<KeySpec>,
+        snapshot: Option<u8>,
+    },
     /// A full scan of `[lower, upper)` in one direction, compared with the model's.
     Scan {
         lower: Option<KeySpec>,
@@ -262,8 +268,12 @@ fn gen_op(rng: &mut StdRng) -> Op {
                 sync: rng.gen_ratio(1, 10),
             }
         }
-        43..=57 => Op::Get {
+        43..=51 => Op::Get {
             key: gen_key(rng),
+            snapshot: gen_snapshot(rng),
+        },
+        52..=57 => Op::MultiGet {
+            keys: (0..rng.gen_range(0..=12)).map(|_| gen_key(rng)).collect(),
             snapshot: gen_snapshot(rng),
         },
         58..=65 => Op::Scan {
@@ -505,6 +515,33 @@ impl<F: EngineFactory> Runner<'_, F> {
                         show_opt(got.as_deref()),
                         show_opt(want.as_deref())
                     ))
+                }
+            }
+            Op::MultiGet { keys, snapshot } => {
+                let ks: Vec<Vec<u8>> = keys.iter().map(KeySpec::bytes).collect();
+                let refs: Vec<&[u8]> = ks.iter().map(Vec::as_slice).collect();
+                let (got, want) = match self.pick_snapshot(*snapshot) {
+                    Some(i) => (
+                        self.engine()?.multi_get_at(&self.snaps[i].0, &refs),
+                        self.model.multi_get_at(&self.snaps[i].1, &refs),
+                    ),
+                    None => (self.engine()?.multi_get(&refs), self.model.multi_get(&refs)),
+                };
+                let got = got.map_err(|e| format!("engine multi_get failed: {e}"))?;
+                let want = want.map_err(|e| format!("model multi_get failed: {e}"))?;
+                match (0..ks.len()).find(|&j| got.get(j) != want.get(j)) {
+                    None if got.len() == want.len() => Ok(()),
+                    None => Err(format!(
+                        "multi_get of {} keys returned {} values",
+                        ks.len(),
+                        got.len()
+                    )),
+                    Some(j) => Err(format!(
+                        "multi_get: key {j} ({}) read {}, the model has {}",
+                        show(&ks[j]),
+                        show_opt(got.get(j).and_then(|v| v.as_deref())),
+                        show_opt(want.get(j).and_then(|v| v.as_deref()))
+                    )),
                 }
             }
             Op::Scan {

@@ -30,12 +30,16 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::cache::admission::Doorkeeper;
 use crate::cache::slot_table::{Hashed, SlotTable};
 use crate::sstable::Block;
 
 /// Default capacity of the process-wide cache: 64 MiB.
 pub const DEFAULT_GLOBAL_CAPACITY: usize = 64 << 20;
 const MAX_SHARD_BITS: u32 = 6;
+/// Block size the doorkeeper's window is counted in: it remembers about as many misses as
+/// the cache holds blocks of this size.
+const ADMISSION_BLOCK_BYTES: usize = 4096;
 const MIN_SHARD_CAPACITY: usize = 512 << 10;
 
 /// Identifies a cached block: the reader's cache id and the block's offset in its file.
@@ -202,6 +206,8 @@ pub struct BlockCache {
     shards: Box<[Shard]>,
     shard_bits: u32,
     capacity: AtomicUsize,
+    /// Admits read misses to full shards ([`BlockCache::insert_missed`]).
+    doorkeeper: Doorkeeper,
 }
 
 impl std::fmt::Debug for BlockCache {
@@ -241,6 +247,7 @@ impl BlockCache {
             shards,
             shard_bits,
             capacity: AtomicUsize::new(capacity_bytes),
+            doorkeeper: Doorkeeper::new(capacity_bytes / ADMISSION_BLOCK_BYTES),
         })
     }
 
@@ -301,6 +308,20 @@ impl BlockCache {
         let key = key.into();
         let (hash, shard) = self.shard(key);
         let mut clock = shard.clock.lock();
+        clock.insert(hash, key, block);
+        shard.usage.store(clock.usage, Ordering::Relaxed);
+    }
+
+    /// Caches `block`, which a lookup of `key` missed and then read, if its shard has room
+    /// for it or the same key missed recently (see `cache/admission.rs`): a full cache
+    /// trades a cached block for a block read once only when it is likely to be read again.
+    pub fn insert_missed(&self, key: impl Into<CacheKey>, block: Block) {
+        let key = key.into();
+        let (hash, shard) = self.shard(key);
+        let mut clock = shard.clock.lock();
+        if clock.usage + block.charge() > clock.capacity && !self.doorkeeper.seen_before(hash) {
+            return;
+        }
         clock.insert(hash, key, block);
         shard.usage.store(clock.usage, Ordering::Relaxed);
     }
@@ -399,6 +420,26 @@ mod tests {
         c.insert(k, block_of(200));
         assert_eq!(c.usage(), 200 + BLOCK_CHARGE_OVERHEAD);
         assert_eq!(c.len(), 1);
+    }
+
+    #[test]
+    fn a_full_cache_takes_a_missed_block_on_its_second_miss() {
+        let charge = 1000 + BLOCK_CHARGE_OVERHEAD;
+        let c = BlockCache::new(charge * 3);
+        let id = BlockCache::new_cache_id();
+        let k = |o| CacheKey::new(id, o);
+        // Room: taken at once.
+        for o in 0..3 {
+            c.insert_missed(k(o), block_of(1000));
+        }
+        assert_eq!(c.len(), 3);
+        // Full: a block missed once is not taken, one missed again is.
+        c.insert_missed(k(10), block_of(1000));
+        assert!(c.get(k(10)).is_none());
+        assert_eq!(c.len(), 3);
+        c.insert_missed(k(10), block_of(1000));
+        assert!(c.get(k(10)).is_some());
+        assert_eq!(c.len(), 3);
     }
 
     #[test]

@@ -28,6 +28,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::cache::admission::Doorkeeper;
 use crate::cache::slot_table::{Hashed, SlotTable};
 
 const SHARDS: usize = 64;
@@ -136,7 +137,13 @@ pub struct RowCache {
     /// Bumped before [`RowCache::evict_outside`], so that a warm-up pass begun before cannot
     /// put back what the eviction removes (see [`RowCache::warm`]).
     warm_epoch: AtomicU64,
+    /// Admits read misses to full shards (see [`RowCache::insert`]).
+    doorkeeper: Doorkeeper,
 }
+
+/// Row size the doorkeeper's window is counted in: it remembers about as many misses as
+/// the cache holds rows of this size (a short key and value with their overhead).
+const ADMISSION_ROW_BYTES: usize = 160;
 
 impl RowCache {
     /// A cache of about `capacity` bytes (keys, values and per-entry overhead).
@@ -156,6 +163,7 @@ impl RowCache {
                 .collect(),
             shard_capacity: (capacity / SHARDS).max(1),
             warm_epoch: AtomicU64::new(0),
+            doorkeeper: Doorkeeper::new(capacity / ADMISSION_ROW_BYTES),
         }
     }
 
@@ -210,7 +218,9 @@ impl RowCache {
 
     /// Caches `value` for `key`, read at published sequence `read_seq`, unless a write newer
     /// than the read was applied to the shard since (see the module invariants). Values above
-    /// 1/64 of a shard's capacity are not cached.
+    /// 1/64 of a shard's capacity are not cached. A full shard takes the row only when the
+    /// key missed recently (`cache/admission.rs`), so reads spread over far more keys than
+    /// it holds do not churn it.
     pub fn insert(&self, key: &[u8], value: &[u8], read_seq: u64) {
         let charge = key.len() + value.len() + ENTRY_OVERHEAD;
         if charge > self.shard_capacity / 64 {
@@ -219,6 +229,9 @@ impl RowCache {
         let (hash, shard) = Self::locate(key);
         let mut s = self.shards[shard].lock();
         if s.max_write_seq > read_seq || s.find(hash, key).is_some() {
+            return;
+        }
+        if s.bytes + charge > self.shard_capacity && !self.doorkeeper.seen_before(hash) {
             return;
         }
         s.add(hash, key, value, charge);
@@ -546,16 +559,50 @@ mod tests {
         for i in 0..40_000u32 {
             c.warm(&i.to_be_bytes(), &[7u8; 40], 0, 0);
         }
-        // Reads of new keys now evict: unreferenced warmed rows go first.
+        // Reads of new keys now evict (each admitted on its second miss): unreferenced
+        // warmed rows go first.
+        c.insert(b"read", &[1u8; 40], 0);
         c.insert(b"read", &[1u8; 40], 0);
         assert!(c.get(b"read").is_some());
         for i in 40_000..80_000u32 {
+            c.insert(&i.to_be_bytes(), &[7u8; 40], 0);
             c.insert(&i.to_be_bytes(), &[7u8; 40], 0);
             assert!(
                 c.get(b"read").is_some(),
                 "a referenced row went before warmed ones"
             );
         }
+    }
+
+    #[test]
+    fn a_full_cache_admits_a_key_on_its_second_miss() {
+        let c = RowCache::new(4 << 20);
+        // Twice the capacity, each key missed twice: every shard is full.
+        let n = 2 * (4 << 20) / (40 + 4 + ENTRY_OVERHEAD) as u32;
+        for i in 0..n {
+            c.insert(&i.to_be_bytes(), &[7u8; 40], 0);
+            c.insert(&i.to_be_bytes(), &[7u8; 40], 0);
+        }
+        // A key read again gets in.
+        c.insert(b"again", &[1u8; 40], 0);
+        c.insert(b"again", &[1u8; 40], 0);
+        assert!(c.get(b"again").is_some());
+        let cached: Vec<u32> = (0..n)
+            .filter(|k| c.get(&k.to_be_bytes()).is_some())
+            .collect();
+        // One-off reads of other keys leave the cache as it is.
+        for j in 1_000_000..1_010_000u32 {
+            c.insert(&j.to_be_bytes(), &[7u8; 40], 0);
+        }
+        let kept = cached
+            .iter()
+            .filter(|k| c.get(&k.to_be_bytes()).is_some())
+            .count();
+        assert!(
+            kept as f64 > 0.95 * cached.len() as f64,
+            "{kept} of {} rows kept",
+            cached.len()
+        );
     }
 
     #[test]

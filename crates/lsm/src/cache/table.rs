@@ -18,7 +18,7 @@ use rialto_io::Fs;
 use crate::cache::BlockCache;
 use crate::key::ValueKind;
 use crate::memtable::Lookup;
-use crate::sstable::{TableIter, TableReader};
+use crate::sstable::{BlockReads, TableIter, TableReader};
 use crate::triad::cl_table::{ClSource, ResolvingIter};
 use crate::version::{table_file_name, FileMeta};
 
@@ -173,10 +173,38 @@ impl TableCache {
         })
     }
 
-    /// An iterator over table `file` (values resolved for a commit-log table).
-    pub fn iter(&self, file: &FileMeta) -> Result<TableCursor> {
+    /// Point lookups of several keys in one table (see [`TableReader::multi_get`]):
+    /// `found(j, lookup)` for each of the ascending `lookups` the table decides.
+    pub fn multi_get(
+        &self,
+        file: &FileMeta,
+        lookups: &[&[u8]],
+        mut found: impl FnMut(usize, Lookup),
+    ) -> Result<()> {
         let (reader, source) = self.open(file)?;
-        Ok(ResolvingIter::new(reader.iter(), source))
+        let mut err = None;
+        reader.multi_get(lookups, |j, (trailer, value)| {
+            if err.is_some() {
+                return;
+            }
+            if (trailer & 0xff) as u8 != ValueKind::Put as u8 {
+                return found(j, Lookup::Deleted);
+            }
+            match &source {
+                None => found(j, Lookup::Found(value)),
+                Some(src) => match src.read(&value) {
+                    Ok(v) => found(j, Lookup::Found(v)),
+                    Err(e) => err = Some(e),
+                },
+            }
+        })?;
+        err.map_or(Ok(()), Err)
+    }
+
+    /// An iterator over table `file` (values resolved for a commit-log table).
+    pub fn iter(&self, file: &FileMeta, reads: BlockReads) -> Result<TableCursor> {
+        let (reader, source) = self.open(file)?;
+        Ok(ResolvingIter::new(reader.iter_with(reads), source))
     }
 
     /// Closes table `number` (after it was deleted).

@@ -10,6 +10,7 @@ use crate::iter::db::DbIter;
 use crate::iter::level::LevelIter;
 use crate::iter::merge::MergingIterator;
 use crate::iter::BoxedIter;
+use crate::sstable::BlockReads;
 
 /// An iterator over the memtables and tables of the current super version, reading at the
 /// snapshot's sequence (or the latest published one). It holds the super version, so every
@@ -20,13 +21,15 @@ pub(crate) fn new_iterator(inner: &DbInner, opts: IterOptions<Snapshot>) -> Resu
         Some(s) => s.sequence(),
         None => inner.visible_seq.load(Ordering::Acquire),
     };
-    build(inner, seq, opts)
+    build(inner, seq, opts, BlockReads::Cached)
 }
 
-/// An unbounded iterator over the latest published state, and the sequence it reads at.
-pub(crate) fn latest(inner: &DbInner) -> Result<(u64, DbIter)> {
+/// An unbounded iterator over the latest published state for one forward pass (blocks read
+/// around the block cache), and the sequence it reads at.
+pub(crate) fn latest_streaming(inner: &DbInner) -> Result<(u64, DbIter)> {
     let seq = inner.visible_seq.load(Ordering::Acquire);
-    Ok((seq, build(inner, seq, IterOptions::default())?))
+    let it = build(inner, seq, IterOptions::default(), BlockReads::Streaming)?;
+    Ok((seq, it))
 }
 
 /// An iterator over the newest applied state, published or not (the committer's view).
@@ -44,10 +47,16 @@ pub(crate) fn applied(
             upper,
             snapshot: None,
         },
+        BlockReads::Cached,
     )
 }
 
-fn build(inner: &DbInner, seq: u64, opts: IterOptions<Snapshot>) -> Result<DbIter> {
+fn build(
+    inner: &DbInner,
+    seq: u64,
+    opts: IterOptions<Snapshot>,
+    reads: BlockReads,
+) -> Result<DbIter> {
     let sv = inner.sv.load_full();
     let lo = opts.lower.as_deref();
     // Bounds only prune files; `hi` as an inclusive bound is a superset of the exclusive one.
@@ -58,12 +67,16 @@ fn build(inner: &DbInner, seq: u64, opts: IterOptions<Snapshot>) -> Result<DbIte
         children.push(Box::new(m.iter()));
     }
     for f in sv.version.levels[0].iter().filter(|f| f.overlaps(lo, hi)) {
-        children.push(Box::new(inner.tables.iter(f)?));
+        children.push(Box::new(inner.tables.iter(f, reads)?));
     }
     for level in 1..sv.version.num_levels() {
         let files = sv.version.overlapping(level, lo, hi);
         if !files.is_empty() {
-            children.push(Box::new(LevelIter::new(files, Arc::clone(&inner.tables))));
+            children.push(Box::new(LevelIter::new(
+                files,
+                Arc::clone(&inner.tables),
+                reads,
+            )));
         }
     }
     let merged = MergingIterator::new(children);

@@ -20,6 +20,7 @@
 mod idle;
 mod ingest;
 mod iter;
+mod multi_get;
 mod recovery;
 mod triad;
 mod warm;
@@ -53,7 +54,7 @@ use crate::iter::{BoxedIter, InternalIterator};
 use crate::key::{self, SequenceNumber, ValueKind, KIND_SEEK};
 use crate::memtable::{Lookup, MemTable};
 use crate::options::{Compression, Options};
-use crate::sstable::TableBuildOptions;
+use crate::sstable::{BlockReads, TableBuildOptions};
 use crate::throttle::JournalFirst;
 use crate::triad::cl_table::{ClSegment, PointerIter, SegmentIndex};
 use crate::triad::hot::HotSelector;
@@ -518,6 +519,12 @@ impl DbInner {
     #[inline]
     fn record_read(&self) {
         if self.triad.record_read() {
+            self.retuned();
+        }
+    }
+
+    fn record_reads(&self, n: usize) {
+        if self.triad.record_reads(n as u64) {
             self.retuned();
         }
     }
@@ -1046,20 +1053,24 @@ impl DbInner {
         let start = self.opts.clock.now_micros();
         let version = self.sv.load().version.clone();
         let mut children: Vec<BoxedIter> = Vec::new();
+        // Inputs are read once, front to back: around the block cache.
+        let reads = BlockReads::Streaming;
         if task.level == 0 {
             for f in &task.inputs {
-                children.push(Box::new(self.tables.iter(f)?));
+                children.push(Box::new(self.tables.iter(f, reads)?));
             }
         } else {
             children.push(Box::new(LevelIter::new(
                 task.inputs.clone(),
                 Arc::clone(&self.tables),
+                reads,
             )));
         }
         if !task.next_inputs.is_empty() {
             children.push(Box::new(LevelIter::new(
                 task.next_inputs.clone(),
                 Arc::clone(&self.tables),
+                reads,
             )));
         }
         let mut input = MergingIterator::new(children);
@@ -1255,6 +1266,43 @@ impl KvEngine for Db {
     fn get_at(&self, snapshot: &Snapshot, key: &[u8]) -> Result<Option<Bytes>> {
         self.inner.record_read();
         self.inner.get_at_seq(key, snapshot.0.seq)
+    }
+
+    fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
+        self.inner.record_reads(keys.len());
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        let Some(rc) = &self.inner.row_cache else {
+            return self.inner.multi_get_at_seq(keys, seq);
+        };
+        let mut out = Vec::with_capacity(keys.len());
+        let mut missed: Vec<usize> = Vec::new();
+        for chunk in keys.chunks(crate::PREFETCH_MAX) {
+            rc.prefetch(chunk);
+            for k in chunk {
+                let v = rc.get(k);
+                if v.is_none() {
+                    missed.push(out.len());
+                }
+                out.push(v);
+            }
+        }
+        if missed.is_empty() {
+            return Ok(out);
+        }
+        let mkeys: Vec<&[u8]> = missed.iter().map(|&i| keys[i]).collect();
+        let read = self.inner.multi_get_at_seq(&mkeys, seq)?;
+        for (i, v) in missed.into_iter().zip(read) {
+            if let Some(v) = &v {
+                rc.insert(keys[i], v, seq);
+            }
+            out[i] = v;
+        }
+        Ok(out)
+    }
+
+    fn multi_get_at(&self, snapshot: &Snapshot, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
+        self.inner.record_reads(keys.len());
+        self.inner.multi_get_at_seq(keys, snapshot.0.seq)
     }
 
     fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {

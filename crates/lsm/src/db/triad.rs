@@ -55,6 +55,15 @@ impl TriadState {
         r.record_read().inspect(log_decision).is_some()
     }
 
+    /// [`TriadState::record_read`] for a batch of `n` point reads.
+    #[must_use]
+    pub(crate) fn record_reads(&self, n: u64) -> bool {
+        let Some(r) = &self.recorder else {
+            return false;
+        };
+        r.record_reads(n).inspect(log_decision).is_some()
+    }
+
     /// Counts a batch's writes. Called by the commit leader only. True when the tuning
     /// changed, as for [`TriadState::record_read`].
     #[must_use]

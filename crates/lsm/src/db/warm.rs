@@ -207,7 +207,7 @@ impl DbInner {
                 Some(f) => f.iter().map(|(s, e)| (&s[..], Some(&e[..]))).collect(),
                 None => vec![(&[][..], None)],
             };
-            let (seq, mut it) = iter::latest(self)?;
+            let (seq, mut it) = iter::latest_streaming(self)?;
             while let Some(&(start, end)) = ranges.get(at.0) {
                 match &at.1 {
                     Some(k) => it.seek(k),

@@ -9,6 +9,7 @@ use crate::cache::table::TableCache;
 use crate::cache::table::TableCursor;
 use crate::iter::InternalIterator;
 use crate::key;
+use crate::sstable::BlockReads;
 use crate::version::FileMeta;
 
 /// Concatenation of a level's tables.
@@ -18,17 +19,19 @@ pub struct LevelIter {
     index: usize,
     current: Option<TableCursor>,
     error: Option<rialto_engine::Error>,
+    reads: BlockReads,
 }
 
 impl LevelIter {
     /// REQUIRES: `files` sorted by key and disjoint.
-    pub fn new(files: Vec<Arc<FileMeta>>, tables: Arc<TableCache>) -> Self {
+    pub fn new(files: Vec<Arc<FileMeta>>, tables: Arc<TableCache>, reads: BlockReads) -> Self {
         LevelIter {
             index: files.len(),
             files,
             tables,
             current: None,
             error: None,
+            reads,
         }
     }
 
@@ -38,7 +41,7 @@ impl LevelIter {
         if index >= self.files.len() {
             return false;
         }
-        match self.tables.iter(&self.files[index]) {
+        match self.tables.iter(&self.files[index], self.reads) {
             Ok(it) => {
                 self.current = Some(it);
                 true

@@ -177,6 +177,13 @@ impl BloomFilter {
         })
     }
 
+    /// Starts loading the cache line [`may_contain_hash`](Self::may_contain_hash) of `h`
+    /// reads, so that a batch of probes waits for memory once.
+    #[inline]
+    pub fn prefetch_hash(&self, h: u64) {
+        crate::prefetch::line(&self.lines[line_of(h, self.lines.len() as u32)]);
+    }
+
     /// Bytes of memory the filter holds.
     pub fn memory_usage(&self) -> usize {
         self.lines.len() * LINE_BYTES

@@ -9,7 +9,7 @@ use rialto_engine::{Error, Result};
 use rialto_io::RandomAccessFile;
 
 use super::block::{Block, BlockIter};
-use super::bloom::BloomFilter;
+use super::bloom::{bloom_hash, BloomFilter};
 use super::compression::decompress;
 use super::format::{
     crc32c, unmask_crc, BlockHandle, CompressionType, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
@@ -147,6 +147,30 @@ impl Index {
     }
 }
 
+/// Bytes a streaming read (see [`BlockReads::Streaming`]) takes from a table at once.
+pub(crate) const READAHEAD_BYTES: usize = 256 << 10;
+
+/// How an iterator reads its table's data blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockReads {
+    /// Through the block cache, filling it: reads that may come back to the same blocks
+    /// (user scans, point lookups).
+    Cached,
+    /// Around the block cache, [`READAHEAD_BYTES`] at a time ahead of a forward pass: a pass
+    /// over whole tables (compaction, the row-cache warm-up) would otherwise replace the
+    /// blocks that point reads keep coming back to with blocks read once, and pay a read
+    /// per block.
+    Streaming,
+}
+
+/// The window of a table that a streaming iterator reads its blocks from.
+#[derive(Debug, Default)]
+pub(crate) struct Readahead {
+    /// File offset of `window[0]`.
+    start: u64,
+    window: Bytes,
+}
+
 thread_local! {
     /// Key buffer reused by point lookups so that `get` does not allocate.
     static GET_KEY_BUF: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
@@ -278,38 +302,48 @@ impl TableReader {
         Ok(index)
     }
 
+    /// Bytes of the block at `h` with its trailer, checked to end by `limit`.
+    fn stored_len(&self, h: BlockHandle, limit: u64) -> Result<usize> {
+        h.end_with_trailer()
+            .filter(|&end| end <= limit)
+            .and_then(|_| usize::try_from(h.size).ok())
+            .map(|size| size + BLOCK_TRAILER_LEN)
+            .ok_or_else(|| self.corruption(h.offset, "block handle out of range"))
+    }
+
     /// Reads the stored contents of the block at `h` (which must end by `limit`), checks
     /// its CRC if `verify`, and decompresses it.
     fn read_block_contents(&self, h: BlockHandle, limit: u64, verify: bool) -> Result<Bytes> {
-        let size = h
-            .end_with_trailer()
-            .filter(|&end| end <= limit)
-            .and_then(|_| usize::try_from(h.size).ok())
-            .ok_or_else(|| self.corruption(h.offset, "block handle out of range"))?;
-        let mut buf = self
-            .file
-            .read_vec_at(h.offset, size + BLOCK_TRAILER_LEN)
-            .map_err(|e| {
-                Error::io(
-                    format!("read block at offset {} of {}", h.offset, self.file_name),
-                    e,
-                )
-            })?;
-        let ty = buf[size];
+        let len = self.stored_len(h, limit)?;
+        let buf = self.file.read_vec_at(h.offset, len).map_err(|e| {
+            Error::io(
+                format!("read block at offset {} of {}", h.offset, self.file_name),
+                e,
+            )
+        })?;
+        self.decode_stored(h, Bytes::from(buf), verify)
+    }
+
+    /// The contents of a stored block (`stored`: the block and its trailer, as read from
+    /// `h`): its CRC checked if `verify`, decompressed. An uncompressed block is a slice of
+    /// `stored`, not a copy.
+    fn decode_stored(&self, h: BlockHandle, mut stored: Bytes, verify: bool) -> Result<Bytes> {
+        let size = stored.len() - BLOCK_TRAILER_LEN;
+        let ty = stored[size];
         if verify {
             let mut c = [0u8; 4];
-            c.copy_from_slice(&buf[size + 1..]);
-            if unmask_crc(u32::from_le_bytes(c)) != crc32c(&buf[..=size]) {
+            c.copy_from_slice(&stored[size + 1..]);
+            if unmask_crc(u32::from_le_bytes(c)) != crc32c(&stored[..=size]) {
                 return Err(self.corruption(h.offset, "block checksum mismatch"));
             }
         }
         match CompressionType::from_u8(ty) {
             None => Err(self.corruption(h.offset, "unknown block compression type")),
             Some(CompressionType::None) => {
-                buf.truncate(size);
-                Ok(Bytes::from(buf))
+                stored.truncate(size);
+                Ok(stored)
             }
-            Some(t) => decompress(t, &buf[..size])
+            Some(t) => decompress(t, &stored[..size])
                 .map(Bytes::from)
                 .map_err(|r| self.corruption(h.offset, r)),
         }
@@ -331,9 +365,37 @@ impl TableReader {
         }
         let block = self.read_block(h, self.data_end, self.verify_checksums)?;
         if let Some(cache) = &self.cache {
-            cache.insert(ck, block.clone());
+            cache.insert_missed(ck, block.clone());
         }
         Ok(block)
+    }
+
+    /// Data block `i` around the block cache, from `ahead`'s window, which is first moved to
+    /// start at the block when it does not hold it: one read of [`READAHEAD_BYTES`] then
+    /// serves the blocks that follow. Blocks are slices of the window, not copies.
+    pub(crate) fn data_block_streaming(&self, i: usize, ahead: &mut Readahead) -> Result<Block> {
+        let h = self.index.handle(i);
+        let len = self.stored_len(h, self.data_end)?;
+        let end = h.offset + len as u64;
+        let window_end = ahead.start + ahead.window.len() as u64;
+        if h.offset < ahead.start || end > window_end {
+            let want = (self.data_end - h.offset).min(READAHEAD_BYTES as u64) as usize;
+            let buf = self
+                .file
+                .read_vec_at(h.offset, want.max(len))
+                .map_err(|e| {
+                    Error::io(
+                        format!("read blocks at offset {} of {}", h.offset, self.file_name),
+                        e,
+                    )
+                })?;
+            ahead.start = h.offset;
+            ahead.window = Bytes::from(buf);
+        }
+        let at = (h.offset - ahead.start) as usize;
+        let stored = ahead.window.slice(at..at + len);
+        let data = self.decode_stored(h, stored, self.verify_checksums)?;
+        Block::new(data).map_err(|r| self.corruption(h.offset, r))
     }
 
     /// The recorded properties.
@@ -387,8 +449,74 @@ impl TableReader {
         }
     }
 
+    /// Point lookups of several keys, as [`get`](Self::get) of each: `lookups` are internal
+    /// seek keys in ascending order; `found(j, hit)` is called for the `j`-th of them that
+    /// the table holds. The keys share the work a table does once per batch: every bloom
+    /// probe's line is requested before the first is tested, so their misses overlap, and
+    /// keys in one data block read it once.
+    pub fn multi_get(
+        &self,
+        lookups: &[&[u8]],
+        mut found: impl FnMut(usize, (u64, Bytes)),
+    ) -> Result<()> {
+        if lookups.iter().any(|l| l.len() < TRAILER_LEN) {
+            return Err(Error::InvalidArgument(
+                "lookup key is not an internal key".into(),
+            ));
+        }
+        let mut hashes: Vec<u64> = Vec::new();
+        if let Some(f) = &self.filter {
+            hashes.extend(lookups.iter().map(|l| bloom_hash(key::user_key(l))));
+            for &h in &hashes {
+                f.prefetch_hash(h);
+            }
+        }
+        let mut block: Option<(usize, Block)> = None;
+        for (j, &lookup) in lookups.iter().enumerate() {
+            if let (Some(f), Some(&h)) = (&self.filter, hashes.get(j)) {
+                if !f.may_contain_hash(h) {
+                    continue;
+                }
+            }
+            let i = self.index.find(lookup);
+            if i >= self.index.len() {
+                // Ascending lookups: every later one is past the table too.
+                break;
+            }
+            let b = match &block {
+                Some((at, b)) if *at == i => b.clone(),
+                _ => {
+                    let b = self.data_block(i)?;
+                    block = Some((i, b.clone()));
+                    b
+                }
+            };
+            let uk = key::user_key(lookup);
+            match self.probe_in(b, i, lookup, uk)? {
+                Probe::Found(t, v) => found(j, (t, v)),
+                Probe::Absent => {}
+                // As in `get`: only a separator of the key's own user key lets the next
+                // block hold it.
+                Probe::PastEnd
+                    if i + 1 < self.index.len() && key::user_key(self.index.key(i)) == uk =>
+                {
+                    if let Probe::Found(t, v) = self.probe_block(i + 1, lookup, uk)? {
+                        found(j, (t, v));
+                    }
+                }
+                Probe::PastEnd => {}
+            }
+        }
+        Ok(())
+    }
+
     fn probe_block(&self, i: usize, lookup: &[u8], uk: &[u8]) -> Result<Probe> {
         let block = self.data_block(i)?;
+        self.probe_in(block, i, lookup, uk)
+    }
+
+    /// The lookup in `block`, data block `i`.
+    fn probe_in(&self, block: Block, i: usize, lookup: &[u8], uk: &[u8]) -> Result<Probe> {
         let mut it = BlockIter::with_key_buf(block, GET_KEY_BUF.take());
         it.seek(lookup);
         let probe = if it.valid() {
@@ -411,7 +539,12 @@ impl TableReader {
 
     /// An iterator over every entry; it holds a reference to the table.
     pub fn iter(self: &Arc<Self>) -> TableIter {
-        TableIter::new(Arc::clone(self))
+        TableIter::new(Arc::clone(self), BlockReads::Cached)
+    }
+
+    /// An iterator over every entry that reads its blocks as `reads` says.
+    pub fn iter_with(self: &Arc<Self>, reads: BlockReads) -> TableIter {
+        TableIter::new(Arc::clone(self), reads)
     }
 
     /// Approximate file offset where `ikey`'s data lives (or would): the offset of the block

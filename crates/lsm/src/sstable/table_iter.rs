@@ -8,7 +8,7 @@ use bytes::Bytes;
 use rialto_engine::{Error, Result};
 
 use super::block::BlockIter;
-use super::reader::TableReader;
+use super::reader::{BlockReads, Readahead, TableReader};
 use crate::iter::InternalIterator;
 
 /// Iterator over every entry of a table, in internal-key order. Owns an `Arc` of its table.
@@ -20,15 +20,18 @@ pub struct TableIter {
     block_idx: usize,
     data: Option<BlockIter>,
     err: Option<Error>,
+    /// `Some` for [`BlockReads::Streaming`]: the window blocks are read from.
+    ahead: Option<Readahead>,
 }
 
 impl TableIter {
-    pub(crate) fn new(table: Arc<TableReader>) -> Self {
+    pub(crate) fn new(table: Arc<TableReader>, reads: BlockReads) -> Self {
         TableIter {
             table,
             block_idx: 0,
             data: None,
             err: None,
+            ahead: (reads == BlockReads::Streaming).then(Readahead::default),
         }
     }
 
@@ -53,7 +56,11 @@ impl TableIter {
             return true;
         }
         let offset = self.table.index.handle(i).offset;
-        match self.table.data_block(i) {
+        let block = match &mut self.ahead {
+            Some(ahead) => self.table.data_block_streaming(i, ahead),
+            None => self.table.data_block(i),
+        };
+        match block {
             Ok(block) => {
                 match &mut self.data {
                     Some(it) => it.reset(block, offset),

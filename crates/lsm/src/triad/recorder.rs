@@ -49,6 +49,11 @@ impl Recorder {
         self.tick(1)
     }
 
+    /// Records `n` reads (a batch), as [`Recorder::record_read`] each.
+    pub fn record_reads(&self, n: u64) -> Option<Decision> {
+        self.tick(n)
+    }
+
     /// Records written keys; returns a decision as [`Recorder::record_read`] does.
     pub fn record_writes<'a>(&self, keys: impl Iterator<Item = &'a [u8]>) -> Option<Decision> {
         let mut n = 0;

@@ -29,13 +29,14 @@ pub const MGET: CommandSpec = cmd(
 .handler(Handler::Read(run));
 
 pub fn run(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
-    let mut out = Vec::with_capacity(args.len() - 1);
-    for key in &args[1..] {
+    let out = k
+        .get_many(&args[1..])?
+        .into_iter()
         // As Redis: a key of another kind reads as nil here, not as an error.
-        out.push(match k.get(key)? {
+        .map(|rec| match rec {
             Some(rec) if rec.is_string() => Reply::Bulk(rec.value),
             _ => Reply::Null,
-        });
-    }
+        })
+        .collect();
     Ok(Reply::Array(out))
 }

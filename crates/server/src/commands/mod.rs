@@ -418,6 +418,13 @@ impl<'a, 'k> R<'a, 'k> {
         self.keys.get(key).map_err(|e| reply::keyspace_error(&e))
     }
 
+    /// The live records of `keys`, in their order, read in one state (a batch get).
+    pub fn get_many(&mut self, keys: &[Bytes]) -> CmdResult<Vec<Option<Record>>> {
+        self.keys
+            .get_many(keys)
+            .map_err(|e| reply::keyspace_error(&e))
+    }
+
     /// Whether `key` exists (and is not expired).
     pub fn exists(&mut self, key: &[u8]) -> CmdResult<bool> {
         self.keys.exists(key).map_err(|e| reply::keyspace_error(&e))
