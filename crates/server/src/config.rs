@@ -85,10 +85,12 @@ pub struct Config {
     pub metrics_bind: IpAddr,
     pub metrics_port: u16,
     pub threads: usize,
-    pub cache_size: usize,
-    pub row_cache_size: usize,
+    pub cache_size: CacheSize,
+    pub row_cache_size: CacheSize,
     pub row_cache_warm: bool,
     pub idle_compaction: Duration,
+    /// `background-nice`: the CPU niceness of flush and compaction threads.
+    pub background_nice: i32,
     pub write_buffer_size: usize,
     /// `compression`: the codec of the tables flushes and compactions write, and a new
     /// store's default.
@@ -213,10 +215,11 @@ impl Default for Config {
             metrics_bind: IpAddr::from([127, 0, 0, 1]),
             metrics_port: 0,
             threads: 0,
-            cache_size: 256 << 20,
-            row_cache_size: 256 << 20,
+            cache_size: CacheSize::Auto,
+            row_cache_size: CacheSize::Auto,
             row_cache_warm: true,
             idle_compaction: Duration::from_secs(1),
+            background_nice: 0,
             write_buffer_size: 64 << 20,
             compression: rialto_lsm::Compression::None,
             triad: TriadMode::Adaptive,
@@ -299,6 +302,71 @@ fn parse_bool(s: &str) -> Result<bool, String> {
         "no" | "false" | "off" | "0" => Ok(false),
         // Redis's text for its yes/no parameters.
         _ => Err("argument must be 'yes' or 'no'".into()),
+    }
+}
+
+/// A cache's size: `auto` sizes it from the machine's memory when the server starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheSize {
+    Auto,
+    Bytes(usize),
+}
+
+/// The part of the memory available at start (`rialto_io::mem_available`: `MemAvailable`,
+/// capped by the memory cgroup's headroom) that `auto` caches share: 1/8.
+pub const AUTO_CACHE_SHARE_DIVISOR: u64 = 8;
+/// Smallest `auto` cache.
+pub const AUTO_CACHE_MIN: usize = 64 << 20;
+/// An `auto` cache where the available memory is unknown.
+pub const AUTO_CACHE_UNKNOWN: usize = 256 << 20;
+
+impl CacheSize {
+    /// `auto` or a size (as [`parse_size`]).
+    pub fn parse(s: &str) -> Result<CacheSize, String> {
+        if s.trim().eq_ignore_ascii_case("auto") {
+            return Ok(CacheSize::Auto);
+        }
+        parse_size(s)
+            .map(CacheSize::Bytes)
+            .map_err(|e| format!("{e}, or auto"))
+    }
+
+    /// Bytes of a cache taking `quarters` of the auto budget of a machine with
+    /// `available` bytes of memory.
+    fn resolve(self, available: Option<u64>, quarters: u64) -> usize {
+        match (self, available) {
+            (CacheSize::Bytes(n), _) => n,
+            (CacheSize::Auto, None) => AUTO_CACHE_UNKNOWN,
+            (CacheSize::Auto, Some(m)) => {
+                let share = m / AUTO_CACHE_SHARE_DIVISOR * quarters / 4;
+                usize::try_from(share)
+                    .unwrap_or(usize::MAX)
+                    .max(AUTO_CACHE_MIN)
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for CacheSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CacheSize::Auto => f.write_str("auto"),
+            CacheSize::Bytes(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl Config {
+    /// Bytes of the block cache and of the row cache on a machine with `available` bytes of
+    /// memory (`None`: unknown): the sizes set, and for `auto` ones a quarter (block) and
+    /// three quarters (rows) of 1/8 of `available`. Rows take the larger part: a row-cache
+    /// hit answers a read without a table search, and one row costs a few dozen bytes more
+    /// than its value where a block of 4 KiB is cached for any of its entries.
+    pub fn cache_sizes(&self, available: Option<u64>) -> (usize, usize) {
+        (
+            self.cache_size.resolve(available, 1),
+            self.row_cache_size.resolve(available, 3),
+        )
     }
 }
 
@@ -609,14 +677,17 @@ pub static KEYS: &[Key] = &[
         |c, v| c.metrics_port = parse_num(v)?, |c| c.metrics_port.to_string()),
     key!("threads", false, "Threads serving connections (default 0: half the CPUs, at least 1). More serve more pipelined reads at once; fewer cost fewer cross-thread wake-ups per request.",
         |c, v| c.threads = parse_num(v)?, |c| c.threads.to_string()),
-    key!("cache-size", false, "Block cache shared by all reads (default 256mb).",
-        |c, v| c.cache_size = parse_size(v)?, |c| c.cache_size.to_string()),
-    key!("row-cache-size", false, "Cache of recently read values by key (default 256mb; 0 off): a hot key is answered from one hash lookup instead of the memtable and table blocks; every write invalidates its keys there.",
-        |c, v| c.row_cache_size = parse_size(v)?, |c| c.row_cache_size.to_string()),
+    key!("cache-size", false, "Block cache of table blocks, shared by all reads (default auto: a quarter of the auto cache budget, 1/8 of the memory available at start, at least 64mb; 256mb where the memory is unknown). A full cache takes a block a read missed only on its second miss in a while, so reads spread over far more data than it holds do not churn it.",
+        |c, v| c.cache_size = CacheSize::parse(v)?, |c| c.cache_size.to_string()),
+    key!("row-cache-size", false, "Cache of recently read values by key (default auto: three quarters of the auto cache budget, 1/8 of the memory available at start, at least 64mb; 256mb where the memory is unknown; 0 off): a hot key is answered from one hash lookup instead of the memtable and table blocks; every write invalidates its keys there. Admits as the block cache does.",
+        |c, v| c.row_cache_size = CacheSize::parse(v)?, |c| c.row_cache_size.to_string()),
     key!("row-cache-warm", false, "Warm the row cache up (default yes): once writes pause for a second and no flush or compaction is due, a background pass reads values in key order into the row cache's free room, never evicting, so a dataset that fits there is served from it from the start (after a load, a push or a restart). A push's swap (and a rollback) evicts the rows of the version swapped out, so the pass warms the new one. A pass runs again only after new data of 1/32 of the row cache; its price is that scan, up to the row cache's size. no: values enter the row cache only when read.",
         |c, v| c.row_cache_warm = parse_bool(v)?, |c| yes_no(c.row_cache_warm)),
     key!("idle-compaction-ms", false, "Once writes pause this many milliseconds, compact what TRIAD deferred while they flowed (default 1000; 0 off): commit-log tables are rewritten into ordinary tables and deferred L0 compaction runs, so reads after a load find a compacted tree instead of sharing the CPU with that work. A shorter pause between write bursts then pays compactions TRIAD would have deferred.",
         |c, v| c.idle_compaction = Duration::from_millis(parse_num(v)?), |c| c.idle_compaction.as_millis().to_string()),
+    key!("background-nice", false, "CPU niceness of the flush and compaction threads, 0 to 19 (default 0). Higher leaves a busy core to the connections first, so reads and commits do not wait behind a compaction for a core; the price is slower background work when the cores are busy, which write slowdowns and stalls then pay for.",
+        |c, v| c.background_nice = match parse_num::<i32>(v)? { n @ 0..=19 => n, _ => return Err(format!("'{v}' is not a niceness from 0 to 19")) },
+        |c| c.background_nice.to_string()),
     key!("write-buffer-size", false, "Memtable size before it is flushed to a table (default 64mb): larger absorbs more overwrites and makes recovery replay longer.",
         |c, v| c.write_buffer_size = parse_size(v)?.max(1 << 20), |c| c.write_buffer_size.to_string()),
     key!("compression", true, "Block compression of the tables the engine writes from streamed writes (flushes and compactions): none (default), lz4 or zstd (level 3). lz4 about halves typical data for little CPU; zstd makes it smaller still and costs more CPU on every table write and on every block a read loads from disk (blocks in the block cache are kept decompressed). It is also the default of STORE CREATE's COMPRESSION; each store keeps its own, used for its pushed versions and its streamed writes (STORE CONFIG changes it). CONFIG SET applies to tables written after it; tables already written keep their codec until a compaction rewrites them.",
@@ -1076,6 +1147,28 @@ mod tests {
             .unwrap();
         assert_eq!(c.port, 7001);
         assert_eq!(c.appendfsync, Durability::Never);
+    }
+
+    #[test]
+    fn auto_caches_share_an_eighth_of_the_memory_available() {
+        let c = Config::default();
+        let gib = 1u64 << 30;
+        // 24 GiB: 3 GiB of caches, a quarter of it for blocks.
+        assert_eq!(c.cache_sizes(Some(24 * gib)), (768 << 20, 2304 << 20));
+        // Small machines still get the minimum; unknown memory gets the fixed default.
+        assert_eq!(c.cache_sizes(Some(gib)), (64 << 20, 96 << 20));
+        assert_eq!(c.cache_sizes(None), (256 << 20, 256 << 20));
+        let mut c = Config::default();
+        c.apply_flags(&[
+            "--cache-size".into(),
+            "16mb".into(),
+            "--row-cache-size".into(),
+            "0".into(),
+        ])
+        .unwrap();
+        assert_eq!(c.cache_sizes(Some(24 * gib)), (16 << 20, 0));
+        assert_eq!(CacheSize::parse("AUTO"), Ok(CacheSize::Auto));
+        assert!(CacheSize::parse("lots").unwrap_err().contains("or auto"));
     }
 
     #[test]

@@ -41,5 +41,5 @@ mod wake;
 mod workers;
 
 pub use commands::store::describe as describe_store;
-pub use config::{help_text, parse_push_page_cache, Config, ConfigError};
+pub use config::{help_text, parse_push_page_cache, CacheSize, Config, ConfigError};
 pub use server::{keyspace_options, serve, start, start_on, RunningServer, Server, ServerError};

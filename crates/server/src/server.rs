@@ -497,6 +497,7 @@ pub fn keyspace_options(
     fs: rialto_io::FsRef,
     clock: Arc<dyn Clock>,
 ) -> KeyspaceOptions {
+    let (block_cache, row_cache) = cfg.cache_sizes(rialto_io::mem_available());
     KeyspaceOptions {
         engine: Options {
             fs,
@@ -505,10 +506,11 @@ pub fn keyspace_options(
             wal_recovery: cfg.wal_recovery,
             write_buffer_size: cfg.write_buffer_size,
             compression: cfg.compression,
-            block_cache: Some(BlockCache::new(cfg.cache_size)),
-            row_cache_size: cfg.row_cache_size,
+            block_cache: Some(BlockCache::new(block_cache)),
+            row_cache_size: row_cache,
             row_cache_warm: cfg.row_cache_warm,
             idle_compaction_quiet_ms: cfg.idle_compaction.as_millis() as u64,
+            background_nice: cfg.background_nice,
             triad: cfg.triad.options(),
             ..Options::default()
         },

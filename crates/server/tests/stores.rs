@@ -667,7 +667,9 @@ fn info_field(c: &mut Connection, field: &str) -> u64 {
 #[test]
 fn after_a_swap_the_row_cache_warms_the_new_version_not_the_old_one() {
     let dir = tempfile::tempdir().unwrap();
-    let srv = common::start_with(dir.path(), |c| c.row_cache_size = 2 << 20);
+    let srv = common::start_with(dir.path(), |c| {
+        c.row_cache_size = rialto_server::CacheSize::Bytes(2 << 20)
+    });
     let mut c = common::client(srv.addr);
     cmd(&mut c, &["STORE", "CREATE", "features"]).unwrap();
     let n = 3000;

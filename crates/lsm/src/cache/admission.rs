@@ -32,7 +32,9 @@ impl Doorkeeper {
         let window = window.max(64);
         let bits = (window * BITS_PER_ITEM).next_power_of_two();
         Doorkeeper {
-            words: (0..bits / 64).map(|_| AtomicU64::new(0)).collect(),
+            // Zeroed memory: a large filter's pages are not touched before bits land there.
+            // SAFETY: an all-zero `AtomicU64` is a valid 0.
+            words: unsafe { Box::<[AtomicU64]>::new_zeroed_slice(bits / 64).assume_init() },
             mask: bits as u64 - 1,
             sightings: AtomicUsize::new(0),
             window,

@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::Duration;
 
-use rialto_server::{Config, RunningServer};
+use rialto_server::{CacheSize, Config, RunningServer};
 
 /// A configuration for tests: loopback, free port, two connection threads.
 pub fn config(dir: &Path) -> Config {
@@ -16,7 +16,8 @@ pub fn config(dir: &Path) -> Config {
         port: 0,
         threads: 2,
         write_buffer_size: 4 << 20,
-        cache_size: 8 << 20,
+        cache_size: CacheSize::Bytes(8 << 20),
+        row_cache_size: CacheSize::Bytes(256 << 20),
         ..Config::default()
     }
 }
