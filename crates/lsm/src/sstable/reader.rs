@@ -31,7 +31,12 @@ use crate::key::{self, TRAILER_LEN};
 /// one array, where the keys are two dependent loads each (`ends`, then `keys`), and they
 /// skip the shared prefix, which in real key sets (`user:`, `features:v3:`) holds no
 /// information. Fingerprints preserve order weakly (`a < b` implies `fp(a) <= fp(b)`), so
-/// unequal fingerprints decide a comparison and equal ones fall back to the keys.
+/// unequal fingerprints decide a comparison. A run of separators with equal fingerprints
+/// shares more than the table's prefix: a table holding a few keys of another family (a
+/// counter, an expiry key) beside its data keys shares no prefix at all, and its data keys'
+/// first 8 bytes are all alike. Such a run gets fingerprints of its own, taken after the
+/// prefix its keys share ([`FpLevel::runs`]), so a search stays on fingerprints; short runs
+/// fall back to the keys.
 #[derive(Debug, Default)]
 pub(crate) struct Index {
     keys: Vec<u8>,
@@ -40,9 +45,25 @@ pub(crate) struct Index {
     handles: Vec<BlockHandle>,
     /// The longest prefix of every separator's user key.
     prefix: Vec<u8>,
-    /// `fps[i]`: [`fingerprint`] of separator `i`'s user key after `prefix`.
-    fps: Vec<u64>,
+    /// Fingerprints of every separator after `prefix`.
+    fps: FpLevel,
 }
+
+/// Fingerprints of separators `start..start + fps.len()`, whose user keys all share their
+/// first `offset` bytes, taken after those bytes.
+#[derive(Debug, Default)]
+struct FpLevel {
+    start: usize,
+    offset: usize,
+    fps: Vec<u64>,
+    /// Finer levels for the runs of at least [`RUN_MIN`] equal fingerprints whose keys share
+    /// at least `offset + 8` bytes (less means keys shorter than that, told apart by length
+    /// only), by `start`. Each is deeper by 8 bytes or more, so levels end.
+    runs: Vec<FpLevel>,
+}
+
+/// Shortest run of equal fingerprints given a level of its own; shorter ones compare keys.
+const RUN_MIN: usize = 4;
 
 /// Up to 8 bytes of `s` as a big-endian number, zero-padded on the right: `a <= b`
 /// lexicographically implies `fingerprint(a) <= fingerprint(b)`.
@@ -52,6 +73,18 @@ fn fingerprint(s: &[u8]) -> u64 {
     let n = s.len().min(8);
     b[..n].copy_from_slice(&s[..n]);
     u64::from_be_bytes(b)
+}
+
+impl FpLevel {
+    fn len(&self) -> usize {
+        self.fps.len()
+    }
+
+    fn memory_usage(&self) -> usize {
+        self.fps.capacity() * std::mem::size_of::<u64>()
+            + self.runs.capacity() * std::mem::size_of::<FpLevel>()
+            + self.runs.iter().map(FpLevel::memory_usage).sum::<usize>()
+    }
 }
 
 impl Index {
@@ -73,60 +106,92 @@ impl Index {
     /// Computes the shared prefix and the fingerprints once every key is in.
     fn seal(&mut self) {
         self.prefix.clear();
-        self.fps.clear();
+        self.fps = FpLevel::default();
         let Some(last) = self.len().checked_sub(1) else {
             return;
         };
         // Sorted keys: the prefix shared by the first and the last is shared by all.
-        let (a, b) = (key::user_key(self.key(0)), key::user_key(self.key(last)));
-        let n = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-        self.prefix = a[..n].to_vec();
-        self.fps = (0..self.len())
-            .map(|i| fingerprint(&key::user_key(self.key(i))[n..]))
+        let n = common_prefix(key::user_key(self.key(0)), key::user_key(self.key(last)));
+        self.prefix = key::user_key(self.key(0))[..n].to_vec();
+        self.fps = self.level(0, self.len(), n);
+    }
+
+    /// The level of separators `start..end`, which share their first `offset` bytes.
+    fn level(&self, start: usize, end: usize, offset: usize) -> FpLevel {
+        let fps: Vec<u64> = (start..end)
+            .map(|i| fingerprint(&key::user_key(self.key(i))[offset..]))
             .collect();
+        let mut runs = Vec::new();
+        let mut i = 0;
+        while i < fps.len() {
+            let j = i + fps[i..].iter().take_while(|&&f| f == fps[i]).count();
+            if j - i >= RUN_MIN {
+                let (a, b) = (start + i, start + j - 1);
+                let shared = common_prefix(key::user_key(self.key(a)), key::user_key(self.key(b)));
+                if shared >= offset + 8 {
+                    runs.push(self.level(a, start + j, shared));
+                }
+            }
+            i = j;
+        }
+        FpLevel {
+            start,
+            offset,
+            fps,
+            runs,
+        }
     }
 
     /// First block whose separator is `>= target`: the only block that can hold the first
     /// entry `>= target`. `len()` if `target` is past every block.
     #[inline]
     pub(crate) fn find(&self, target: &[u8]) -> usize {
-        debug_assert_eq!(self.fps.len(), self.len(), "index not sealed");
+        debug_assert!(
+            self.len() == 0 || self.fps.len() == self.len(),
+            "index not sealed"
+        );
         if target.len() < TRAILER_LEN {
             return self.find_by_keys(target);
         }
         let uk = key::user_key(target);
-        let p = self.prefix.len();
-        if uk.len() < p || uk[..p] != self.prefix[..] {
-            // Every separator's user key starts with `prefix`: a target that does not is
-            // below them all (it sorts before the prefix, or is a proper prefix of it) or
-            // above them all.
-            let n = p.min(uk.len());
-            return match uk[..n].cmp(&self.prefix[..n]) {
-                Ordering::Greater => self.len(),
-                _ => 0,
+        match outside(uk, &self.prefix) {
+            Some(std::cmp::Ordering::Less) => 0,
+            Some(_) => self.len(),
+            None => self.find_in(&self.fps, target, uk),
+        }
+    }
+
+    /// [`find`](Self::find) among the separators of `level`, whose prefix `uk` has.
+    fn find_in(&self, level: &FpLevel, target: &[u8], uk: &[u8]) -> usize {
+        let t = fingerprint(&uk[level.offset..]);
+        let lo = level.fps.partition_point(|&f| f < t);
+        if level.fps.get(lo) != Some(&t) {
+            // Separator `lo - 1` is below the target, `lo` above it.
+            return level.start + lo;
+        }
+        // Separators `lo..hi` have the target's fingerprint.
+        let at = level.start + lo;
+        if let Ok(r) = level.runs.binary_search_by_key(&at, |r| r.start) {
+            let run = &level.runs[r];
+            let prefix = &key::user_key(self.key(run.start))[..run.offset];
+            return match outside(uk, prefix) {
+                Some(std::cmp::Ordering::Less) => run.start,
+                Some(_) => run.start + run.len(),
+                None => self.find_in(run, target, uk),
             };
         }
-        let t = fingerprint(&uk[p..]);
-        let (mut lo, mut hi) = (0, self.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            let less = match self.fps[mid].cmp(&t) {
-                Ordering::Less => true,
-                Ordering::Greater => false,
-                Ordering::Equal => key::compare(self.key(mid), target) == Ordering::Less,
-            };
-            if less {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        let hi = lo + level.fps[lo..].partition_point(|&f| f == t);
+        self.find_by_keys_in(at, level.start + hi, target)
     }
 
     /// [`find`](Self::find) comparing whole keys.
     fn find_by_keys(&self, target: &[u8]) -> usize {
-        let (mut lo, mut hi) = (0, self.len());
+        self.find_by_keys_in(0, self.len(), target)
+    }
+
+    /// The first of separators `lo..hi` that is `>= target` (`hi` if none), comparing whole
+    /// keys. REQUIRES: every separator before `lo` is `< target`.
+    fn find_by_keys_in(&self, mut lo: usize, mut hi: usize, target: &[u8]) -> usize {
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if key::compare(self.key(mid), target) == Ordering::Less {
@@ -143,7 +208,7 @@ impl Index {
             + self.ends.capacity() * std::mem::size_of::<usize>()
             + self.handles.capacity() * std::mem::size_of::<BlockHandle>()
             + self.prefix.capacity()
-            + self.fps.capacity() * std::mem::size_of::<u64>()
+            + self.fps.memory_usage()
     }
 }
 
@@ -169,6 +234,26 @@ pub(crate) struct Readahead {
     /// File offset of `window[0]`.
     start: u64,
     window: Bytes,
+}
+
+/// Bytes `a` and `b` share at their start.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// `None` if `uk` starts with `prefix`; else how every key that does compares with `uk`
+/// turned around: `Less` when `uk` sorts before them all (it sorts before the prefix, or is
+/// a proper prefix of it), `Greater` when after.
+fn outside(uk: &[u8], prefix: &[u8]) -> Option<Ordering> {
+    let p = prefix.len();
+    if uk.len() >= p && uk[..p] == *prefix {
+        return None;
+    }
+    let n = p.min(uk.len());
+    Some(match uk[..n].cmp(&prefix[..n]) {
+        Ordering::Greater => Ordering::Greater,
+        _ => Ordering::Less,
+    })
 }
 
 thread_local! {
@@ -641,6 +726,65 @@ mod tests {
                 proptest::prop_assert_eq!(index.find(k), index.find_by_keys(k));
             }
         }
+    }
+
+    /// Keys of two families with long heads, so that runs of equal fingerprints get
+    /// levels of their own, nested ones included.
+    fn family_key() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        (
+            proptest::sample::select(vec![
+                &b"\x00n"[..],
+                b"\x01\x00key:0000",
+                b"\x01\x00key:0000abcdefgh",
+            ]),
+            proptest::collection::vec(proptest::sample::select(vec![0u8, b'0', b'1', b'9']), 0..12),
+        )
+            .prop_map(|(head, tail)| [head, &tail[..]].concat())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn runs_of_equal_fingerprints_search_as_the_keys_do(
+            mut uks in proptest::collection::vec(family_key(), 0..300),
+            targets in proptest::collection::vec((family_key(), 0u64..4), 1..60),
+        ) {
+            uks.sort();
+            uks.dedup();
+            let keys: Vec<Vec<u8>> = uks
+                .iter()
+                .map(|u| make_internal_key(u, 2, ValueKind::Put))
+                .collect();
+            let index = index_of(&keys);
+            for (uk, seq) in targets {
+                let t = make_internal_key(&uk, seq, ValueKind::Put);
+                proptest::prop_assert_eq!(index.find(&t), index.find_by_keys(&t), "{:?}", uk);
+            }
+            for k in &keys {
+                proptest::prop_assert_eq!(index.find(k), index.find_by_keys(k));
+            }
+        }
+    }
+
+    #[test]
+    fn data_keys_beside_another_family_search_on_fingerprints() {
+        // A counter key and an expiry key around 1,000 data keys: no prefix is shared.
+        let mut uks: Vec<Vec<u8>> = vec![b"\x00count".to_vec(), b"\x02expiry".to_vec()];
+        uks.extend((0..1000u32).map(|i| format!("\x01\x00key:{:012}", i * 7).into_bytes()));
+        uks.sort();
+        let keys: Vec<Vec<u8>> = uks
+            .iter()
+            .map(|u| make_internal_key(u, 1, ValueKind::Put))
+            .collect();
+        let index = index_of(&keys);
+        assert!(index.prefix.is_empty());
+        let run = &index.fps.runs[0];
+        assert_eq!((run.start, run.len()), (1, 1000));
+        assert_eq!(run.offset, b"\x01\x00key:00000000".len());
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(index.find(k), i);
+        }
+        let t = make_internal_key(b"\x01\x00key:000000000015", 9, ValueKind::Put);
+        assert_eq!(index.find(&t), index.find_by_keys(&t));
     }
 
     #[test]
