@@ -11,6 +11,9 @@
 #   scripts/bench-compare.sh --rounds=3 --num=2000000 --threads=2 --compression_type=lz4
 #   scripts/bench-compare.sh --check
 #
+# --build-only (alone) installs what the build needs, builds, and prints the binary's path
+# (for other benchmark scripts that run the build with RocksDB).
+#
 # --check (alone) guards the code behind the `rocksdb` feature, which the ordinary test
 # command never compiles: clippy with the feature, the RocksDB adapter's and loaders' tests
 # (a differential test against the rialto adapter), and a tiny side-by-side run of every
@@ -29,8 +32,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ "${1:-}" = "--check" ] && [ $# -ne 1 ]; then
-    echo "error: --check takes no other arguments" >&2
+if { [ "${1:-}" = "--check" ] || [ "${1:-}" = "--build-only" ]; } && [ $# -ne 1 ]; then
+    echo "error: $1 takes no other arguments" >&2
     exit 2
 fi
 
@@ -49,14 +52,18 @@ if ! command -v clang >/dev/null 2>&1 || ! have_libclang || ! command -v c++ >/d
         exit 1
     fi
     "${sudo[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq clang libclang-dev g++
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq clang libclang-dev g++ >&2
 fi
 
 echo "== building rialto with RocksDB (the first build compiles RocksDB: 20+ minutes)" >&2
-nice -n 10 cargo build --release --locked --features rocksdb -p rialto
+nice -n 10 cargo build --release --locked --features rocksdb -p rialto >&2
 # Honours CARGO_TARGET_DIR (e.g. a separate directory, so that the ordinary release build
 # does not rebuild without RocksDB over this one).
 bin="${CARGO_TARGET_DIR:-target}/release/rialto"
+if [ "${1:-}" = "--build-only" ]; then
+    echo "$bin"
+    exit 0
+fi
 
 if [ "${1:-}" = "--check" ]; then
     echo "== clippy with the rocksdb feature" >&2

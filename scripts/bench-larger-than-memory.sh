@@ -16,8 +16,8 @@
 # Usage: scripts/bench-larger-than-memory.sh [--limit 512mb] [--num 16000000] [--reads 1000000]
 #                                            [--cache 64mb] [--rounds 3] [--skip-engines]
 # Check the setup quickly: --limit 64mb --num 1000000 --reads 50000 --rounds 1.
-# Environment: CARGO_TARGET_DIR (where the build with RocksDB goes; default target-rocksdb in
-# this repository, apart from the ordinary build), BENCH_DIR (default target/bench-ltm; on
+# Environment: CARGO_TARGET_DIR (where the build with RocksDB goes, by scripts/bench-compare.sh;
+# default target/rocksdb, apart from the ordinary build), BENCH_DIR (default target/bench-ltm; on
 # disk, never tmpfs), RIALTO_PORT (default 7651). Needs root (or a delegated cgroup) to create
 # the cgroup, redis-tools, and what scripts/bench-compare.sh installs for the RocksDB build.
 set -euo pipefail
@@ -51,7 +51,7 @@ limit_b=$(bytes "$limit")
 cache_b=$(bytes "$cache")
 port=${RIALTO_PORT:-7651}
 bench_dir=${BENCH_DIR:-$repo/target/bench-ltm}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target-rocksdb}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target/rocksdb}
 mkdir -p "$bench_dir"
 if [ "$(df --output=fstype "$bench_dir" | tail -1)" = tmpfs ]; then
     echo "error: $bench_dir is on tmpfs" >&2
@@ -85,9 +85,8 @@ in_cgroup() {
     sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@"
 }
 
-echo "== building rialto with RocksDB into $CARGO_TARGET_DIR" >&2
-nice -n 10 cargo build --release --locked --features rocksdb -p rialto >&2
-bin=$CARGO_TARGET_DIR/release/rialto
+bin=$(scripts/bench-compare.sh --build-only)
+[[ $bin == /* ]] || bin=$repo/$bin
 
 echo "# larger than memory: $num keys of 16 + 100 bytes, memory limit $limit ($limit_b bytes), block cache $cache"
 echo
