@@ -57,6 +57,23 @@ impl Hashed for Row {
     }
 }
 
+/// `key` then `value` in one new allocation, copied once each.
+fn concat(key: &[u8], value: &[u8]) -> Arc<[u8]> {
+    let mut data = Arc::<[u8]>::new_uninit_slice(key.len() + value.len());
+    let Some(buf) = Arc::get_mut(&mut data) else {
+        unreachable!("a new Arc has no other owner")
+    };
+    let (head, tail) = buf.split_at_mut(key.len());
+    // SAFETY: `MaybeUninit<u8>` and `u8` have the same layout, and each half is as long as
+    // the slice copied into it.
+    unsafe {
+        std::ptr::copy_nonoverlapping(key.as_ptr(), head.as_mut_ptr().cast::<u8>(), key.len());
+        std::ptr::copy_nonoverlapping(value.as_ptr(), tail.as_mut_ptr().cast::<u8>(), value.len());
+    }
+    // SAFETY: every byte was written above.
+    unsafe { data.assume_init() }
+}
+
 impl Row {
     fn key(&self) -> &[u8] {
         &self.data[..self.key_len as usize]
@@ -103,7 +120,7 @@ impl Shard {
         // An owned copy: a slice would pin the whole block it came from.
         self.table.insert_new(Row {
             hash,
-            data: key.iter().chain(value).copied().collect(),
+            data: concat(key, value),
             key_len: key.len() as u32,
             referenced: false,
         });
