@@ -244,6 +244,14 @@ impl TableReader {
         let props_block = reader.read_block(footer.properties, footer_off, true)?;
         reader.props = TableProperties::decode(&props_block)
             .map_err(|r| reader.corruption(footer.properties.offset, r))?;
+        if let Some(starts) = &reader.props.block_starts {
+            if starts.len() != reader.index.len() + 1 {
+                return Err(reader.corruption(
+                    footer.properties.offset,
+                    "block entry counts disagree with the index",
+                ));
+            }
+        }
         Ok(reader)
     }
 
@@ -452,7 +460,13 @@ impl TableReader {
 
     /// Bytes held in memory by the index and filter (not counting cached blocks).
     pub fn memory_usage(&self) -> usize {
-        self.index.memory_usage() + self.filter.as_ref().map_or(0, |f| f.memory_usage())
+        self.index.memory_usage()
+            + self.filter.as_ref().map_or(0, |f| f.memory_usage())
+            + self
+                .props
+                .block_starts
+                .as_ref()
+                .map_or(0, |s| s.capacity() * 8)
     }
 }
 
