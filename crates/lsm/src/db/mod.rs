@@ -21,10 +21,12 @@ mod idle;
 mod ingest;
 mod iter;
 mod recovery;
+mod sample;
 mod triad;
 mod warm;
 pub use ingest::{IngestOptions, IngestStats, Ingestion};
 pub(crate) use recovery::lock_dir;
+pub use sample::Sampler;
 mod write;
 
 use std::collections::{BTreeMap, HashSet};
@@ -233,6 +235,13 @@ impl Db {
             inner.run_background_inline();
         }
         Ok(Db { inner, threads })
+    }
+
+    /// A sampler of the published state: its draws return live entries of the user-key
+    /// ranges `[lower, upper)` (disjoint), each live key equally likely (see `sample.rs`).
+    pub fn sampler(&self, ranges: &[(Vec<u8>, Vec<u8>)]) -> Result<Sampler> {
+        self.inner.record_read();
+        Sampler::new(&self.inner, ranges)
     }
 
     /// Syncs the WAL, stops background work and closes the database.
