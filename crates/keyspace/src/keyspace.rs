@@ -29,6 +29,7 @@ use crate::stores::{
     StoreResult, StoreSettings, Stores,
 };
 use crate::value::Value;
+use crate::walk::RandomKey;
 use crate::watch::{Watch, WatchRef};
 use rialto_sort::DuplicatePolicy;
 
@@ -506,6 +507,29 @@ impl Keyspace {
             from,
             now_ms,
             visit,
+        )
+    }
+
+    /// A live key of database `db` drawn at random, as the published state holds it at
+    /// `now_ms`, stores routed as partition `part` holds them: each live key that `accept`
+    /// takes is equally likely, at any size and however the keys are spread
+    /// (`docs/design.md` §11.4). [`RandomKey::Undecided`] when bounded draws found none.
+    pub fn random_key_in(
+        &self,
+        part: u32,
+        db: u8,
+        now_ms: i64,
+        rng: &mut impl rand::Rng,
+        accept: impl FnMut(&[u8]) -> bool,
+    ) -> Result<RandomKey> {
+        crate::walk::random_key(
+            &self.db,
+            &self.stores.read_catalog(),
+            part,
+            self.stores.dbs.read_physical(db),
+            now_ms,
+            rng,
+            accept,
         )
     }
 
