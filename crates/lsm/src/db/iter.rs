@@ -73,5 +73,6 @@ fn build(inner: &DbInner, seq: u64, opts: IterOptions<Snapshot>) -> Result<DbIte
         opts.lower,
         opts.upper,
         Box::new((sv, opts.snapshot)),
-    ))
+    )
+    .count_into(Arc::clone(&inner.iter_entries)))
 }

@@ -151,6 +151,8 @@ pub(crate) struct DbInner {
     /// Live snapshots: sequence → count.
     snapshots: Mutex<BTreeMap<SequenceNumber, usize>>,
     pub(crate) counters: Counters,
+    /// Entries every iterator examined, added as each is dropped.
+    pub(crate) iter_entries: Arc<AtomicU64>,
     /// TRIAD: the characterizer and the tuning in force.
     pub(crate) triad: triad::TriadState,
     /// The compression of the tables flushes and compactions write from now on
@@ -1334,6 +1336,7 @@ impl KvEngine for Db {
             compactions: c.compactions.load(Ordering::Relaxed),
             stall_micros: c.stall_micros.load(Ordering::Relaxed),
             wal_syncs: c.wal_syncs.load(Ordering::Relaxed),
+            iter_entries_examined: inner.iter_entries.load(Ordering::Relaxed),
             read_only_reason: inner.read_only.lock().clone(),
         }
     }
