@@ -346,3 +346,35 @@ fn a_long_value_overwritten_in_the_same_hset_still_makes_the_hash_large() {
     });
     assert!(large);
 }
+
+/// Regression: a page of a large collection read a whole chunk (1,024 keys) past its end to
+/// find where it ends, so reading a hash whole read every field about twice.
+#[test]
+fn a_whole_read_of_a_hash_examines_each_field_once() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    let pairs = (0..10_000)
+        .map(|i| (Bytes::from(format!("f{i}")), Bytes::from_static(b"v")))
+        .collect();
+    let op = OpKind::Hash(HashOp::Set {
+        key: Bytes::from_static(b"h"),
+        pairs,
+        ok: false,
+    });
+    ks.execute(Op::new(0, ks.now_ms(), op)).unwrap();
+    let before = ks.engine_stats().iter_entries_examined;
+    let n = ks.read(0, ks.now_ms(), |k| {
+        Hash::load(k, b"h")
+            .unwrap()
+            .unwrap()
+            .entries(k)
+            .unwrap()
+            .len()
+    });
+    let work = ks.engine_stats().iter_entries_examined - before;
+    assert_eq!(n, 10_000);
+    assert!(
+        work <= 10_000 + 10_000 / 512 + 16,
+        "{work} entries for 10,000 fields"
+    );
+}

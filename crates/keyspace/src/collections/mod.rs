@@ -231,7 +231,10 @@ pub(crate) fn hash_page<T: crate::keys::RawRead + ?Sized>(
     let mut from = start(cursor);
     let mut last_hash = None;
     loop {
-        let chunk = k.io.scan_raw(&from, upper, SCAN_CHUNK)?;
+        // What the page still needs and one more key, whose hash ends it (or continues the
+        // last hash): a full chunk past the page would be read for nothing.
+        let want = (count.saturating_sub(out.len()) + 1).min(SCAN_CHUNK);
+        let chunk = k.io.scan_raw(&from, upper, want)?;
         let n = chunk.len();
         for (key, value) in chunk {
             let (h, member) = split(&key).ok_or_else(bad)?;
@@ -242,7 +245,7 @@ pub(crate) fn hash_page<T: crate::keys::RawRead + ?Sized>(
             out.push((bytes::Bytes::copy_from_slice(member), value));
             from = [&key[..], &[0]].concat();
         }
-        if n < SCAN_CHUNK {
+        if n < want {
             return Ok((out, 0));
         }
     }
