@@ -331,6 +331,7 @@ impl<'e> Writer<'e> {
                 }
                 k.io.delete_raw(&mk);
                 h.count -= 1;
+                h.note_deleted();
                 Ok(true)
             }
         }
@@ -367,6 +368,13 @@ impl<'e> Writer<'e> {
                 let m = Bytes::copy_from_slice(m);
                 k.io.delete_raw(&key);
                 h.count -= 1;
+                h.note_deleted();
+                if h.reversion_due() && h.count > 0 {
+                    // Before the next pick, which steps over the tombstones between its
+                    // random hash and the next member: they stay fewer than the members for
+                    // every pick of a drain, one op or many.
+                    super::reversion(k.io, h)?;
+                }
                 Ok(Some(m))
             }
         }
@@ -386,6 +394,11 @@ impl<'e> Writer<'e> {
                 k.remove(key)?;
             }
             return Ok(());
+        }
+        if let Members::Large(h) = &mut self.members {
+            if h.reversion_due() {
+                super::reversion(k.io, h)?;
+            }
         }
         match &self.members {
             Members::Packed { intset, items } => {
@@ -419,10 +432,7 @@ impl<'e> Writer<'e> {
             for m in items.iter() {
                 k.io.put_raw(&field_key(version, m), b"");
             }
-            self.members = Members::Large(Header {
-                version,
-                count: items.len() as u64,
-            });
+            self.members = Members::Large(Header::new(version, items.len() as u64));
         }
         Ok(())
     }
