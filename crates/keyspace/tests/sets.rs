@@ -503,6 +503,49 @@ fn one_large_spop_examines_a_bounded_number_of_entries_per_member() {
     assert!(left.iter().all(|m| !popped.contains(m)));
 }
 
+/// Regression: every reclaim pass scanned a released version from its first key, stepping
+/// over the members earlier passes had deleted, so reclaiming a large set in passes of a
+/// fixed budget cost work quadratic in its size. A pass now resumes past the last member
+/// the previous one deleted.
+#[test]
+fn reclaim_passes_resume_where_the_last_one_stopped() {
+    let fs = MemFs::new();
+    let mut o = options(&fs);
+    o.engine.write_buffer_size = 64 << 20;
+    o.engine.max_background_jobs = 0;
+    let ks = Keyspace::open(std::path::Path::new("/ks/db"), o).unwrap();
+    let key = Bytes::from_static(b"s");
+    let members: Vec<Bytes> = (0..20_000).map(|i| Bytes::from(format!("m{i}"))).collect();
+    exec(
+        &ks,
+        OpKind::Sets(SetOp::Add {
+            key: key.clone(),
+            members,
+        }),
+    );
+    exec(&ks, OpKind::Del { keys: vec![key] });
+    let mut passes = 0;
+    loop {
+        let before = examined(&ks);
+        let n = ks.reclaim_pass(500).unwrap();
+        let work = examined(&ks) - before;
+        assert!(work <= 600, "pass {passes}: {work} entries examined");
+        if n == 0 {
+            break;
+        }
+        passes += 1;
+    }
+    assert_eq!(passes, 40);
+    ks.close().unwrap();
+    drop(ks);
+    assert_eq!(common::keys_under(&fs, &[0x0D]), 0, "member keys left");
+    assert_eq!(
+        common::keys_under(&fs, &[0x0E, 0x01]),
+        0,
+        "released records left"
+    );
+}
+
 /// A large set's pick is uniform over its members: 20,000 pops from a set of 200 (each put
 /// back), with fixed seeds, pop each member about 100 times. A pick of the first member after
 /// a random hash pops a member in proportion to the gap of hashes before it (χ² about
