@@ -57,6 +57,9 @@ pub struct EngineStats {
     pub stall_micros: u64,
     /// WAL syncs performed.
     pub wal_syncs: u64,
+    /// Entries iterators examined, every version and tombstone stepped over included: the
+    /// work behind scans, as entries (0 for engines that do not count it).
+    pub iter_entries_examined: u64,
     /// Set when the engine refuses writes after a failure; the reason.
     pub read_only_reason: Option<String>,
 }

@@ -29,6 +29,7 @@ use crate::stores::{
     StoreResult, StoreSettings, Stores,
 };
 use crate::value::Value;
+use crate::walk::RandomKey;
 use crate::watch::{Watch, WatchRef};
 use rialto_sort::DuplicatePolicy;
 
@@ -75,6 +76,10 @@ pub struct Keyspace {
     stores: Arc<Stores>,
     fs: FsRef,
     clock: Arc<dyn Clock>,
+    /// Where the reclaim pass resumes in each released version it has not finished: past the
+    /// last member it deleted, so it does not step over its own tombstones again (lost at a
+    /// restart, which costs one walk over them).
+    reclaimed_to: parking_lot::Mutex<std::collections::HashMap<u64, Vec<u8>>>,
 }
 
 impl Keyspace {
@@ -107,6 +112,7 @@ impl Keyspace {
             stores,
             fs,
             clock,
+            reclaimed_to: parking_lot::Mutex::new(std::collections::HashMap::new()),
         })
     }
 
@@ -509,6 +515,29 @@ impl Keyspace {
         )
     }
 
+    /// A live key of database `db` drawn at random, as the published state holds it at
+    /// `now_ms`, stores routed as partition `part` holds them: each live key that `accept`
+    /// takes is equally likely, at any size and however the keys are spread
+    /// (`docs/design.md` §11.4). [`RandomKey::Undecided`] when bounded draws found none.
+    pub fn random_key_in(
+        &self,
+        part: u32,
+        db: u8,
+        now_ms: i64,
+        rng: &mut impl rand::Rng,
+        accept: impl FnMut(&[u8]) -> bool,
+    ) -> Result<RandomKey> {
+        crate::walk::random_key(
+            &self.db,
+            &self.stores.read_catalog(),
+            part,
+            self.stores.dbs.read_physical(db),
+            now_ms,
+            rng,
+            accept,
+        )
+    }
+
     /// Deletes every key of database `db`, or of every database (`None`): FLUSHDB and
     /// FLUSHALL, as [`OpKind::FlushStep`] ops of [`FLUSH_STEP_KEYS`] deletions until one
     /// deletes fewer; returns once the last is durable. Each step is atomic, the whole is not:
@@ -578,6 +607,8 @@ impl Keyspace {
         let released = Published::new(&self.db).scan_raw(&lo, &hi, budget.max(1))?;
         let mut batch = rialto_engine::WriteBatch::new();
         let mut deleted = 0u64;
+        // Resume points to record once the batch is written (`None`: the version is done).
+        let mut resume = Vec::new();
         for (key, _) in released {
             let Some(version) = collections::released_version(&key) else {
                 continue;
@@ -587,8 +618,11 @@ impl Keyspace {
                 break;
             }
             let (mlo, mhi) = collections::member_range(version);
-            let members = Published::new(&self.db).scan_raw(&mlo, &mhi, left)?;
+            let from = self.reclaimed_to.lock().get(&version).cloned();
+            let from = from.unwrap_or(mlo);
+            let members = Published::new(&self.db).scan_raw(&from, &mhi, left)?;
             let done = members.len() < left;
+            let next = members.last().map(|(m, _)| [&m[..], &[0]].concat());
             for (m, _) in members {
                 batch.delete(&m);
                 deleted += 1;
@@ -596,9 +630,17 @@ impl Keyspace {
             if done {
                 batch.delete(&key);
             }
+            resume.push((version, if done { None } else { next }));
         }
         if !batch.is_empty() {
             self.merger.write(batch).wait()?;
+        }
+        let mut to = self.reclaimed_to.lock();
+        for (version, next) in resume {
+            match next {
+                Some(k) => to.insert(version, k),
+                None => to.remove(&version),
+            };
         }
         Ok(deleted)
     }

@@ -65,4 +65,5 @@ pub use stores::{
     StoreError, StoreMeta, StoreOptions, StoreResult, StoreSettings, VersionInfo,
 };
 pub use value::{Score, Value};
+pub use walk::RandomKey;
 pub use watch::{KeyEvents, Watch};

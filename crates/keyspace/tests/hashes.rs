@@ -346,3 +346,86 @@ fn a_long_value_overwritten_in_the_same_hset_still_makes_the_hash_large() {
     });
     assert!(large);
 }
+
+/// Regression: a large hash's deleted fields stayed as tombstones among its keys, which
+/// every read of the whole hash (HGETALL, HRANDFIELD, HSCAN) stepped over until a
+/// compaction dropped them, so reading a hash emptied by HDEL cost its past size. Now a
+/// hash whose deletions outnumber its fields moves to a new version, and a whole read
+/// examines at most about three entries per field left (and a page reads one key past its
+/// end, not a whole chunk).
+#[test]
+fn reading_a_hash_emptied_by_hdel_examines_entries_in_proportion_to_its_fields() {
+    const N: usize = 20_000;
+    let fs = MemFs::new();
+    let mut o = options(&fs);
+    o.engine.write_buffer_size = 64 << 20;
+    o.engine.max_background_jobs = 0;
+    let ks = Keyspace::open(std::path::Path::new("/ks/db"), o).unwrap();
+    let key = Bytes::from_static(b"h");
+    let field = |i: usize| Bytes::from(format!("field-{i}"));
+    for start in (0..N).step_by(1000) {
+        let pairs = (start..start + 1000)
+            .map(|i| (field(i), field(i)))
+            .collect();
+        let op = OpKind::Hash(HashOp::Set {
+            key: key.clone(),
+            pairs,
+            ok: false,
+        });
+        ks.execute(Op::new(0, ks.now_ms(), op)).unwrap();
+    }
+    // Deleted in a scattered order, 200 at a time.
+    let order: Vec<usize> = (0..N).map(|i| i * 7_919 % N).collect();
+    for (round, doomed) in order.chunks(200).enumerate() {
+        let fields = doomed.iter().map(|&i| field(i)).collect();
+        let op = OpKind::Hash(HashOp::Del {
+            key: key.clone(),
+            fields,
+        });
+        ks.execute(Op::new(0, ks.now_ms(), op)).unwrap();
+        let left = N - 200 * (round + 1);
+        let before = ks.engine_stats().iter_entries_examined;
+        let n = ks.read(0, ks.now_ms(), |k| match Hash::load(k, b"h").unwrap() {
+            Some(h) => h.entries(k).unwrap().len(),
+            None => 0,
+        });
+        let work = ks.engine_stats().iter_entries_examined - before;
+        assert_eq!(n, left);
+        // Each field left, each deleted one's tombstone and hidden put (no more deleted than
+        // left), and one key more per page.
+        let bound = 3 * left as u64 + left as u64 / 256 + 64;
+        assert!(work <= bound, "{work} entries for {left} fields");
+    }
+}
+
+/// Regression: a page of a large collection read a whole chunk (1,024 keys) past its end to
+/// find where it ends, so reading a hash whole read every field about twice.
+#[test]
+fn a_whole_read_of_a_hash_examines_each_field_once() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    let pairs = (0..10_000)
+        .map(|i| (Bytes::from(format!("f{i}")), Bytes::from_static(b"v")))
+        .collect();
+    let op = OpKind::Hash(HashOp::Set {
+        key: Bytes::from_static(b"h"),
+        pairs,
+        ok: false,
+    });
+    ks.execute(Op::new(0, ks.now_ms(), op)).unwrap();
+    let before = ks.engine_stats().iter_entries_examined;
+    let n = ks.read(0, ks.now_ms(), |k| {
+        Hash::load(k, b"h")
+            .unwrap()
+            .unwrap()
+            .entries(k)
+            .unwrap()
+            .len()
+    });
+    let work = ks.engine_stats().iter_entries_examined - before;
+    assert_eq!(n, 10_000);
+    assert!(
+        work <= 10_000 + 10_000 / 512 + 16,
+        "{work} entries for 10,000 fields"
+    );
+}

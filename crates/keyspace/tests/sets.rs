@@ -387,3 +387,212 @@ fn intset_mode_is_left_for_good() {
     add(&["5"]);
     load(&|s| assert!(s.is_large() && s.len() == 4));
 }
+
+/// Entries the engine's iterators have examined so far (every tombstone and hidden version
+/// stepped over counts).
+fn examined(ks: &Keyspace) -> u64 {
+    ks.engine_stats().iter_entries_examined
+}
+
+/// Regression: SPOP took the first member from a random hash on, stepping over the deletions
+/// every earlier pop had left in that stretch of the hash space, so the work per pop grew as
+/// a set drained (the last pops of 100,000 stepped over tens of thousands of entries); and
+/// since that pick favours members after wide gaps, the members left bunched up, and the
+/// deletions with them. Now a set whose deletions outnumber its members moves to a new
+/// version, a pick is uniform over the members, and every tenth of a drain costs about the
+/// same number of entries per pop, the moves included.
+#[test]
+fn draining_a_large_set_examines_a_bounded_number_of_entries_per_pop() {
+    const N: usize = 100_000;
+    let fs = MemFs::new();
+    let mut o = options(&fs);
+    // Every pop's deletion stays in the memtable, where no compaction drops it.
+    o.engine.write_buffer_size = 256 << 20;
+    o.engine.max_background_jobs = 0;
+    let ks = Keyspace::open(std::path::Path::new("/ks/db"), o).unwrap();
+    let key = Bytes::from_static(b"s");
+    let mut model = BTreeSet::new();
+    for start in (0..N).step_by(1000) {
+        let members: Vec<Bytes> = (start..start + 1000)
+            .map(|i| Bytes::from(format!("member-{i}")))
+            .collect();
+        model.extend(members.iter().cloned());
+        let key = key.clone();
+        exec(&ks, OpKind::Sets(SetOp::Add { key, members }));
+    }
+    let mut tenths = Vec::new();
+    let mut work = 0u64;
+    for i in 0..N {
+        let before = examined(&ks);
+        let got = exec(
+            &ks,
+            OpKind::Sets(SetOp::Pop {
+                key: key.clone(),
+                count: None,
+                seed: i as u64,
+            }),
+        );
+        work += examined(&ks) - before;
+        let Value::Bulk(m) = got else {
+            panic!("pop {i}: {got:?}");
+        };
+        assert!(model.remove(&m), "pop {i}: {m:?} popped twice");
+        if (i + 1) % (N / 10) == 0 {
+            tenths.push(work as f64 / (N / 10) as f64);
+            work = 0;
+            if !model.is_empty() {
+                assert_eq!(
+                    read(&ks, b"s"),
+                    Some(Model::Set(model.clone())),
+                    "after {i}"
+                );
+            }
+        }
+    }
+    assert_eq!(read(&ks, b"s"), None);
+    // With the moves but the old pick, the tenths grew from 2 to 57 entries per pop.
+    assert!(tenths.iter().all(|&t| t < 48.0), "{tenths:?}");
+    assert!(tenths[9] < 2.5 * tenths[0], "{tenths:?}");
+    while ks.reclaim_pass(10_000).unwrap() > 0 {}
+    ks.close().unwrap();
+    drop(ks);
+    assert_eq!(common::keys_under(&fs, &[0x0D]), 0, "member keys left");
+    assert_eq!(
+        common::keys_under(&fs, &[0x0E, 0x01]),
+        0,
+        "released records left"
+    );
+}
+
+/// SPOP with a count moves the set as it goes: one op popping most of a large set examines
+/// a bounded number of entries per member popped.
+#[test]
+fn one_large_spop_examines_a_bounded_number_of_entries_per_member() {
+    let fs = MemFs::new();
+    let mut o = options(&fs);
+    o.engine.write_buffer_size = 64 << 20;
+    o.engine.max_background_jobs = 0;
+    let ks = Keyspace::open(std::path::Path::new("/ks/db"), o).unwrap();
+    let key = Bytes::from_static(b"s");
+    let members: Vec<Bytes> = (0..20_000).map(|i| Bytes::from(format!("m{i}"))).collect();
+    exec(
+        &ks,
+        OpKind::Sets(SetOp::Add {
+            key: key.clone(),
+            members,
+        }),
+    );
+    let before = examined(&ks);
+    let Value::Members(popped) = exec(
+        &ks,
+        OpKind::Sets(SetOp::Pop {
+            key: key.clone(),
+            count: Some(19_990),
+            seed: 5,
+        }),
+    ) else {
+        panic!("a count pops members");
+    };
+    let per = (examined(&ks) - before) as f64 / popped.len() as f64;
+    assert_eq!(popped.iter().collect::<BTreeSet<_>>().len(), 19_990);
+    assert!(per < 24.0, "{per} entries per member popped");
+    let Some(Model::Set(left)) = read(&ks, b"s") else {
+        panic!("10 members are left");
+    };
+    assert_eq!(left.len(), 10);
+    assert!(left.iter().all(|m| !popped.contains(m)));
+}
+
+/// Regression: every reclaim pass scanned a released version from its first key, stepping
+/// over the members earlier passes had deleted, so reclaiming a large set in passes of a
+/// fixed budget cost work quadratic in its size. A pass now resumes past the last member
+/// the previous one deleted.
+#[test]
+fn reclaim_passes_resume_where_the_last_one_stopped() {
+    let fs = MemFs::new();
+    let mut o = options(&fs);
+    o.engine.write_buffer_size = 64 << 20;
+    o.engine.max_background_jobs = 0;
+    let ks = Keyspace::open(std::path::Path::new("/ks/db"), o).unwrap();
+    let key = Bytes::from_static(b"s");
+    let members: Vec<Bytes> = (0..20_000).map(|i| Bytes::from(format!("m{i}"))).collect();
+    exec(
+        &ks,
+        OpKind::Sets(SetOp::Add {
+            key: key.clone(),
+            members,
+        }),
+    );
+    exec(&ks, OpKind::Del { keys: vec![key] });
+    let mut passes = 0;
+    loop {
+        let before = examined(&ks);
+        let n = ks.reclaim_pass(500).unwrap();
+        let work = examined(&ks) - before;
+        assert!(work <= 600, "pass {passes}: {work} entries examined");
+        if n == 0 {
+            break;
+        }
+        passes += 1;
+    }
+    assert_eq!(passes, 40);
+    ks.close().unwrap();
+    drop(ks);
+    assert_eq!(common::keys_under(&fs, &[0x0D]), 0, "member keys left");
+    assert_eq!(
+        common::keys_under(&fs, &[0x0E, 0x01]),
+        0,
+        "released records left"
+    );
+}
+
+/// A large set's pick is uniform over its members: 20,000 pops from a set of 200 (each put
+/// back), with fixed seeds, pop each member about 100 times. A pick of the first member after
+/// a random hash pops a member in proportion to the gap of hashes before it (χ² about
+/// 20,000).
+#[test]
+fn spop_draws_every_member_alike() {
+    let fs = MemFs::new();
+    let ks = open(&fs);
+    let key = Bytes::from_static(b"s");
+    let members: Vec<Bytes> = (0..200)
+        .map(|i| Bytes::from(format!("member-{i}")))
+        .collect();
+    exec(
+        &ks,
+        OpKind::Sets(SetOp::Add {
+            key: key.clone(),
+            members: members.clone(),
+        }),
+    );
+    ks.read(0, ks.now_ms(), |k| {
+        assert!(SetValue::load(k, b"s").unwrap().unwrap().is_large())
+    });
+    let mut counts: BTreeMap<Bytes, u64> = BTreeMap::new();
+    let n = 20_000;
+    for seed in 0..n {
+        let Value::Bulk(m) = exec(
+            &ks,
+            OpKind::Sets(SetOp::Pop {
+                key: key.clone(),
+                count: None,
+                seed,
+            }),
+        ) else {
+            panic!("a set of 200 members pops one");
+        };
+        *counts.entry(m.clone()).or_default() += 1;
+        exec(
+            &ks,
+            OpKind::Sets(SetOp::Add {
+                key: key.clone(),
+                members: vec![m],
+            }),
+        );
+    }
+    assert_eq!(counts.len(), members.len());
+    let e = n as f64 / members.len() as f64;
+    let chi: f64 = counts.values().map(|&o| (o as f64 - e).powi(2) / e).sum();
+    // 199 degrees of freedom: mean 199, standard deviation 20.
+    assert!(chi < 340.0, "chi-square {chi}");
+}

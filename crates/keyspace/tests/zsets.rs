@@ -596,3 +596,74 @@ fn a_deleted_large_sorted_set_is_reclaimed_whole() {
     // A score key and an order key per member.
     assert_eq!(total, 600);
 }
+
+/// Regression: members removed from a large sorted set stayed as tombstones in both of its
+/// key families, which reads by rank and score, ZSCAN and ZRANDMEMBER stepped over until a
+/// compaction dropped them. Now a set whose deletions outnumber its members moves to a new
+/// version (its bounds kept), and a whole read of either family examines at most about
+/// three entries per member left.
+#[test]
+fn reading_a_sorted_set_emptied_by_zrem_examines_entries_in_proportion_to_its_members() {
+    const N: usize = 20_000;
+    let fs = MemFs::new();
+    let mut o = options(&fs);
+    o.engine.write_buffer_size = 64 << 20;
+    o.engine.max_background_jobs = 0;
+    let ks = Keyspace::open(std::path::Path::new("/ks/db"), o).unwrap();
+    let key = Bytes::from_static(b"z");
+    let member = |i: usize| Bytes::from(format!("member-{i}"));
+    for start in (0..N).step_by(1000) {
+        let items = (start..start + 1000)
+            .map(|i| (Score(i as f64), member(i)))
+            .collect();
+        let op = OpKind::ZSet(ZSetOp::Add {
+            key: key.clone(),
+            flags: ZAddFlags::default(),
+            items,
+        });
+        ks.execute(Op::new(0, ks.now_ms(), op)).unwrap();
+    }
+    // A few popped from the low end, then nine in ten of the rest removed in a scattered
+    // order.
+    let op = OpKind::ZSet(ZSetOp::Pop {
+        key: key.clone(),
+        max: false,
+        count: Some(100),
+    });
+    ks.execute(Op::new(0, ks.now_ms(), op)).unwrap();
+    let mut order: Vec<usize> = (100..N).filter(|i| i % 10 != 0).collect();
+    order.sort_by_key(|&i| i * 7_919 % N);
+    let mut left: BTreeMap<usize, ()> = (100..N).map(|i| (i, ())).collect();
+    for doomed in order.chunks(200) {
+        let members = doomed.iter().map(|&i| member(i)).collect();
+        let op = OpKind::ZSet(ZSetOp::Rem {
+            key: key.clone(),
+            members,
+        });
+        ks.execute(Op::new(0, ks.now_ms(), op)).unwrap();
+        for i in doomed {
+            left.remove(i);
+        }
+        let before = ks.engine_stats().iter_entries_examined;
+        let (ranked, scanned) = ks.read(0, ks.now_ms(), |k| {
+            let z = ZSet::load(k, b"z").unwrap().unwrap();
+            let ranked = z.entries(k).unwrap();
+            let (mut scanned, mut cursor) = (0, 0);
+            loop {
+                let (page, next) = z.page(k, cursor, 1000).unwrap();
+                scanned += page.len();
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+            (ranked, scanned)
+        });
+        let work = ks.engine_stats().iter_entries_examined - before;
+        let want: Vec<Bytes> = left.keys().map(|&i| member(i)).collect();
+        assert_eq!(ranked.into_iter().map(|(m, _)| m).collect::<Vec<_>>(), want);
+        assert_eq!(scanned, left.len());
+        let bound = 6 * left.len() as u64 + 128;
+        assert!(work <= bound, "{work} entries for {} members", left.len());
+    }
+}

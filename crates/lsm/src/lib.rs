@@ -26,7 +26,7 @@ mod throttle;
 
 pub use cache::row::PREFETCH_MAX;
 pub use cache::BlockCache;
-pub use db::{Db, IngestOptions, IngestStats, Ingestion, Snapshot};
+pub use db::{Db, IngestOptions, IngestStats, Ingestion, Sampler, Snapshot};
 pub use iter::db::DbIter;
 pub use iter::InternalIterator;
 pub use memtable::MemTable;

@@ -230,6 +230,7 @@ impl<'e> Writer<'e> {
                 }
                 k.io.delete_raw(&mk);
                 h.count -= 1;
+                h.note_deleted();
                 Ok(true)
             }
         }
@@ -256,10 +257,7 @@ impl<'e> Writer<'e> {
                 for (f, v) in p {
                     k.io.put_raw(&field_key(version, f), v);
                 }
-                self.fields = Fields::Large(Header {
-                    version,
-                    count: p.len() as u64,
-                });
+                self.fields = Fields::Large(Header::new(version, p.len() as u64));
             }
         }
         let empty = match &self.fields {
@@ -272,6 +270,11 @@ impl<'e> Writer<'e> {
                 k.remove(key)?;
             }
             return Ok(());
+        }
+        if let Fields::Large(h) = &mut self.fields {
+            if h.reversion_due() {
+                super::reversion(k.io, h)?;
+            }
         }
         match &self.fields {
             Fields::Packed(p) => {

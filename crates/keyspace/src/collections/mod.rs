@@ -130,33 +130,102 @@ pub fn released_version(key: &[u8]) -> Option<u64> {
     }
 }
 
-/// A large collection's header: its version and member count.
+/// A large collection's header: its version, member count, and how many members were
+/// deleted under the version (each deletion left a tombstone among the version's keys, which
+/// walks of the members step over until a compaction drops it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
     pub version: u64,
     pub count: u64,
+    pub dead: u64,
 }
 
+/// Deletions a version carries before a write may move its members to a new one.
+pub const REVERSION_MIN_DEAD: u64 = 8;
+
 impl Header {
+    /// Bytes of version and count, which every large header starts with.
     pub const LEN: usize = 16;
 
+    /// A header of a new version: no deletion yet.
+    pub fn new(version: u64, count: u64) -> Header {
+        Header {
+            version,
+            count,
+            dead: 0,
+        }
+    }
+
+    /// A hash's or a set's header: version and count, then the deletions if any (16 or 24
+    /// bytes).
     pub fn decode(payload: &[u8]) -> Result<Header, CorruptRecord> {
+        let dead = match payload.get(Self::LEN..) {
+            Some([]) => 0,
+            Some(d) => d
+                .try_into()
+                .map(u64::from_le_bytes)
+                .map_err(|_| CorruptRecord("collection header"))?,
+            None => return Err(CorruptRecord("collection header")),
+        };
+        let base = Self::decode_base(&payload[..Self::LEN])?;
+        Ok(Header { dead, ..base })
+    }
+
+    /// Version and count from their 16 bytes (a sorted set keeps its deletions elsewhere).
+    pub fn decode_base(payload: &[u8]) -> Result<Header, CorruptRecord> {
         if payload.len() != Self::LEN {
             return Err(CorruptRecord("collection header"));
         }
         let le = |b: &[u8]| b.try_into().map(u64::from_le_bytes).unwrap_or_default();
-        Ok(Header {
-            version: le(&payload[..8]),
-            count: le(&payload[8..16]),
-        })
+        Ok(Header::new(le(&payload[..8]), le(&payload[8..16])))
     }
 
-    pub fn encode(&self) -> [u8; Self::LEN] {
+    /// As [`Header::decode`] reads it: the deletions only when there are any, so a header
+    /// without is the 16 bytes written before they were counted.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut h = self.encode_base().to_vec();
+        if self.dead > 0 {
+            h.extend_from_slice(&self.dead.to_le_bytes());
+        }
+        h
+    }
+
+    /// Version and count.
+    pub fn encode_base(&self) -> [u8; Self::LEN] {
         let mut h = [0u8; Self::LEN];
         h[..8].copy_from_slice(&self.version.to_le_bytes());
         h[8..].copy_from_slice(&self.count.to_le_bytes());
         h
     }
+
+    /// A member was deleted under the version.
+    pub fn note_deleted(&mut self) {
+        self.dead = self.dead.saturating_add(1);
+    }
+
+    /// Whether the version holds more tombstones of deleted members than members (and at
+    /// least [`REVERSION_MIN_DEAD`]): then [`reversion`] moves the members to a new version,
+    /// at a cost of at most as many copies as deletions since the last move.
+    pub fn reversion_due(&self) -> bool {
+        self.dead >= REVERSION_MIN_DEAD && self.dead > self.count
+    }
+}
+
+/// Moves the members of `h`'s version to a new version in transaction `io`, and makes `h`
+/// name it, with no deletion. The old version is then named by no record once the header is
+/// written, so the write observer releases it in the same group and the reclaim pass deletes
+/// its members and tombstones later, as for a deleted collection. Deterministic: the new
+/// version comes from the counter, the members from the transaction's state, so every node
+/// applying the same op moves the same members to the same version. O(members + tombstones).
+pub(crate) fn reversion<T: crate::keys::RawWrite + ?Sized>(
+    io: &mut T,
+    h: &mut Header,
+) -> Result<()> {
+    let new = next_version(io)?;
+    copy_members(io, h.version, new)?;
+    h.version = new;
+    h.dead = 0;
+    Ok(())
 }
 
 /// The version named by a large collection's engine record (flags, expiry, header), if it is
@@ -231,7 +300,10 @@ pub(crate) fn hash_page<T: crate::keys::RawRead + ?Sized>(
     let mut from = start(cursor);
     let mut last_hash = None;
     loop {
-        let chunk = k.io.scan_raw(&from, upper, SCAN_CHUNK)?;
+        // What the page still needs and one more key, whose hash ends it (or continues the
+        // last hash): a full chunk past the page would be read for nothing.
+        let want = (count.saturating_sub(out.len()) + 1).min(SCAN_CHUNK);
+        let chunk = k.io.scan_raw(&from, upper, want)?;
         let n = chunk.len();
         for (key, value) in chunk {
             let (h, member) = split(&key).ok_or_else(bad)?;
@@ -242,7 +314,7 @@ pub(crate) fn hash_page<T: crate::keys::RawRead + ?Sized>(
             out.push((bytes::Bytes::copy_from_slice(member), value));
             from = [&key[..], &[0]].concat();
         }
-        if n < SCAN_CHUNK {
+        if n < want {
             return Ok((out, 0));
         }
     }
@@ -261,6 +333,14 @@ pub(crate) fn copy_large<T: crate::keys::RawWrite + ?Sized>(
         .map(u64::from_le_bytes)
         .ok_or(CorruptRecord("collection header"))?;
     let new = next_version(io)?;
+    copy_members(io, old, new)?;
+    let mut out = payload.to_vec();
+    out[..8].copy_from_slice(&new.to_le_bytes());
+    Ok(out)
+}
+
+/// Writes every member key of version `old` again under version `new`, in transaction `io`.
+fn copy_members<T: crate::keys::RawWrite + ?Sized>(io: &mut T, old: u64, new: u64) -> Result<()> {
     let (mut from, upper) = member_range(old);
     loop {
         let chunk = io.scan_raw(&from, &upper, 1024)?;
@@ -271,12 +351,9 @@ pub(crate) fn copy_large<T: crate::keys::RawWrite + ?Sized>(
         }
         match chunk.last() {
             Some((key, _)) if n == 1024 => from = [&key[..], &[0]].concat(),
-            _ => break,
+            _ => return Ok(()),
         }
     }
-    let mut out = payload.to_vec();
-    out[..8].copy_from_slice(&new.to_le_bytes());
-    Ok(out)
 }
 
 /// When a packed collection becomes large: Redis's `*-max-listpack-entries` and
@@ -420,16 +497,35 @@ mod tests {
 
     #[test]
     fn headers_and_released_records_round_trip() {
-        let h = Header {
-            version: 1 << 40,
-            count: 3,
-        };
+        let h = Header::new(1 << 40, 3);
+        assert_eq!(h.encode().len(), Header::LEN);
         assert_eq!(Header::decode(&h.encode()), Ok(h));
         assert!(Header::decode(&h.encode()[..15]).is_err());
+        let dead = Header { dead: 9, ..h };
+        assert_eq!(dead.encode().len(), 24);
+        assert_eq!(Header::decode(&dead.encode()), Ok(dead));
+        assert!(Header::decode(&dead.encode()[..20]).is_err());
+        assert!(Header::decode(&[dead.encode(), vec![0]].concat()).is_err());
         assert_eq!(released_version(&released_key(99)), Some(99));
         let (lo, hi) = released_range();
         assert!(released_key(0) >= lo && released_key(u64::MAX) < hi);
         assert!(counter_key() < lo);
+    }
+
+    #[test]
+    fn a_version_is_moved_once_its_tombstones_outnumber_its_members() {
+        let h = |count, dead| Header {
+            version: 1,
+            count,
+            dead,
+        };
+        assert!(!h(0, REVERSION_MIN_DEAD - 1).reversion_due());
+        assert!(h(0, REVERSION_MIN_DEAD).reversion_due());
+        assert!(!h(100, 100).reversion_due());
+        assert!(h(100, 101).reversion_due());
+        let mut x = h(1, u64::MAX);
+        x.note_deleted();
+        assert_eq!(x.dead, u64::MAX);
     }
 
     #[test]
@@ -441,6 +537,7 @@ mod tests {
                 &Header {
                     version: 42,
                     count: 1,
+                    dead: 5,
                 }
                 .encode()[..],
             ]

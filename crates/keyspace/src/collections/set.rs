@@ -231,6 +231,71 @@ impl SeededRng {
     }
 }
 
+/// A large set of at most this many members is read whole for a pick.
+const PICK_WHOLE: u64 = 16;
+/// Members a bucket of the hash space holds on average in a pick.
+const PICK_BUCKET: u64 = 4;
+/// The occupancy a bucket's acceptance is measured against: above the mean by enough that a
+/// bucket holds more members only rarely (3 in 10,000 buckets).
+const PICK_ACCEPT: u64 = 12;
+/// Most members read from one bucket (more would take a crafted set of members).
+const PICK_READ_MAX: usize = 64;
+/// Buckets tried before a pick settles for the first member from a random hash on.
+const PICK_TRIALS: usize = 64;
+
+/// The key of a member of the large set `h` picked with `rng`, each member equally likely.
+///
+/// The hash space is cut into buckets of about [`PICK_BUCKET`] members; a trial draws a
+/// bucket, reads its members (c) and a slot below [`PICK_ACCEPT`], and takes the member in
+/// that slot if there is one. A member's chance per trial is 1/(buckets × `PICK_ACCEPT`),
+/// whatever its bucket holds (a bucket of more than `PICK_ACCEPT` members, rare, gives each
+/// `PICK_ACCEPT`/c of that). A pick of the first member after a random hash would favour
+/// members after wide gaps; popping those first leaves the rest bunched, and the tombstones
+/// of the pops pile up where every later pick lands, so a drain would slow down as it goes.
+/// About 3 trials per pick, each reading one bucket. Deterministic: the trials are drawn
+/// from `rng`, the members from the transaction's state.
+fn pick_large<T: RawWrite + ?Sized>(
+    k: &mut Keys<'_, T>,
+    h: &Header,
+    rng: &mut SeededRng,
+) -> Result<Option<Vec<u8>>> {
+    let v = h.version;
+    let (lower, upper) = member_range(v);
+    if h.count <= PICK_WHOLE {
+        let all = k.io.scan_raw(&lower, &upper, PICK_WHOLE as usize + 1)?;
+        if all.is_empty() {
+            return Ok(None);
+        }
+        let at = rng.below(all.len());
+        return Ok(all.into_iter().nth(at).map(|(key, _)| key));
+    }
+    let buckets = h.count.div_ceil(PICK_BUCKET);
+    // Bucket `b` starts at hash ⌈b × 2^64 / buckets⌉.
+    let start = |b: u64| (u128::from(b) << 64).div_ceil(u128::from(buckets)) as u64;
+    for _ in 0..PICK_TRIALS {
+        let b = rng.below(buckets as usize) as u64;
+        let from = member_key(v, &start(b).to_be_bytes());
+        let to = if b + 1 == buckets {
+            upper.clone()
+        } else {
+            member_key(v, &start(b + 1).to_be_bytes())
+        };
+        let got = k.io.scan_raw(&from, &to, PICK_READ_MAX)?;
+        let slots = (got.len() as u64).max(PICK_ACCEPT);
+        let at = rng.below(slots as usize);
+        if let Some((key, _)) = got.into_iter().nth(at) {
+            return Ok(Some(key));
+        }
+    }
+    // Never in practice: every trial drew an empty slot.
+    let from = member_key(v, &rng.next().to_be_bytes());
+    let mut got = k.io.scan_raw(&from, &upper, 1)?;
+    if got.is_empty() {
+        got = k.io.scan_raw(&lower, &upper, 1)?;
+    }
+    Ok(got.pop().map(|(key, _)| key))
+}
+
 /// Writes of one set inside a merger transaction.
 struct Writer<'e> {
     old: Option<Record>,
@@ -331,6 +396,7 @@ impl<'e> Writer<'e> {
                 }
                 k.io.delete_raw(&mk);
                 h.count -= 1;
+                h.note_deleted();
                 Ok(true)
             }
         }
@@ -351,22 +417,20 @@ impl<'e> Writer<'e> {
                 Ok(Some(items.remove(at)))
             }
             Members::Large(h) => {
-                // The first member from a random hash on, wrapping around: O(log N), and a
-                // member's chance is the gap of hashes before it (Redis's pick from a hash
-                // table is not exactly uniform either).
-                let (lower, upper) = member_range(h.version);
-                let from = member_key(h.version, &rng.next().to_be_bytes());
-                let mut got = k.io.scan_raw(&from, &upper, 1)?;
-                if got.is_empty() {
-                    got = k.io.scan_raw(&lower, &upper, 1)?;
-                }
-                let Some((key, _)) = got.pop() else {
+                let Some(key) = pick_large(k, h, rng)? else {
                     return Ok(None);
                 };
                 let (_, m) = field_of(h.version, &key).ok_or_else(bad_member)?;
                 let m = Bytes::copy_from_slice(m);
                 k.io.delete_raw(&key);
                 h.count -= 1;
+                h.note_deleted();
+                if h.reversion_due() && h.count > 0 {
+                    // Before the next pick, which steps over the tombstones in the buckets
+                    // it reads: they stay fewer than the members for every pick of a drain,
+                    // one op or many.
+                    super::reversion(k.io, h)?;
+                }
                 Ok(Some(m))
             }
         }
@@ -386,6 +450,11 @@ impl<'e> Writer<'e> {
                 k.remove(key)?;
             }
             return Ok(());
+        }
+        if let Members::Large(h) = &mut self.members {
+            if h.reversion_due() {
+                super::reversion(k.io, h)?;
+            }
         }
         match &self.members {
             Members::Packed { intset, items } => {
@@ -419,10 +488,7 @@ impl<'e> Writer<'e> {
             for m in items.iter() {
                 k.io.put_raw(&field_key(version, m), b"");
             }
-            self.members = Members::Large(Header {
-                version,
-                count: items.len() as u64,
-            });
+            self.members = Members::Large(Header::new(version, items.len() as u64));
         }
         Ok(())
     }

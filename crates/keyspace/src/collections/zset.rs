@@ -118,10 +118,11 @@ fn order_entry(version: u64, key: &[u8], value: &[u8]) -> Result<(f64, Bytes)> {
     }
 }
 
-/// A large set's record: the collection header, then, if either is set, the bounds of its
-/// live order keys (see the module's invariant) as a packed payload of two items, `low` and
-/// `high`, each the order key's bytes after its family prefix (sortable score and member;
-/// empty: no bound).
+/// A large set's record: the collection header's version and count, then, if either bound
+/// is set or a member was deleted under the version, a packed payload of the bounds of its
+/// live order keys (see the module's invariant), `low` and `high`, each the order key's bytes
+/// after its family prefix (sortable score and member; empty: no bound), and the deletions
+/// (u64 LE) as a third item when there are any.
 #[derive(Debug, Clone, PartialEq)]
 struct Large {
     h: Header,
@@ -142,13 +143,20 @@ impl Large {
         if payload.len() < Header::LEN {
             return Err(Error::Corrupt(CorruptRecord("sorted set header")));
         }
-        let h = Header::decode(&payload[..Header::LEN])?;
+        let mut h = Header::decode_base(&payload[..Header::LEN])?;
         if payload.len() == Header::LEN {
             return Ok(Large::new(h));
         }
-        let bounds = packed::decode(&payload.slice(Header::LEN..))?;
-        let [low, high] = &bounds[..] else {
-            return Err(Error::Corrupt(CorruptRecord("sorted set header")));
+        let tail = packed::decode(&payload.slice(Header::LEN..))?;
+        let bad = || Error::Corrupt(CorruptRecord("sorted set header"));
+        let (low, high) = match &tail[..] {
+            [low, high] => (low, high),
+            [low, high, dead] => {
+                let dead: [u8; 8] = dead[..].try_into().map_err(|_| bad())?;
+                h.dead = u64::from_le_bytes(dead);
+                (low, high)
+            }
+            _ => return Err(bad()),
         };
         let bound = |b: &Bytes| (!b.is_empty()).then(|| b.to_vec());
         Ok(Large {
@@ -159,10 +167,13 @@ impl Large {
     }
 
     fn encode(&self) -> Vec<u8> {
-        let mut out = self.h.encode().to_vec();
-        if self.low.is_some() || self.high.is_some() {
-            let low = self.low.as_deref().unwrap_or_default();
-            let high = self.high.as_deref().unwrap_or_default();
+        let mut out = self.h.encode_base().to_vec();
+        let low = self.low.as_deref().unwrap_or_default();
+        let high = self.high.as_deref().unwrap_or_default();
+        if self.h.dead > 0 {
+            let dead = self.h.dead.to_le_bytes();
+            out.extend_from_slice(&packed::encode([low, high, &dead[..]]));
+        } else if self.low.is_some() || self.high.is_some() {
             out.extend_from_slice(&packed::encode([low, high]));
         }
         out
@@ -857,6 +868,7 @@ impl<'e> Writer<'e> {
                 k.io.delete_raw(&sk);
                 k.io.delete_raw(&order_key(l.h.version, s, member));
                 l.h.count -= 1;
+                l.h.note_deleted();
                 Ok(true)
             }
         }
@@ -869,10 +881,7 @@ impl<'e> Writer<'e> {
             for (m, s) in p {
                 put_large(k, version, m, *s);
             }
-            self.items = Items::Large(Large::new(Header {
-                version,
-                count: p.len() as u64,
-            }));
+            self.items = Items::Large(Large::new(Header::new(version, p.len() as u64)));
         }
         Ok(())
     }
@@ -880,13 +889,20 @@ impl<'e> Writer<'e> {
     /// Writes the set's record; deletes the key if no member is left. (A set becomes large
     /// only when a member is added, as in Redis: lowering the thresholds leaves existing sets
     /// as they are until then.)
-    fn finish<T: RawWrite + ?Sized>(self, k: &mut Keys<'_, T>, key: &[u8]) -> Result<()> {
+    fn finish<T: RawWrite + ?Sized>(mut self, k: &mut Keys<'_, T>, key: &[u8]) -> Result<()> {
         let at = self.old.as_ref().and_then(|r| r.expire_at_ms);
         if self.items.len() == 0 {
             if self.old.is_some() {
                 k.remove(key)?;
             }
             return Ok(());
+        }
+        if let Items::Large(l) = &mut self.items {
+            if l.h.reversion_due() {
+                // The bounds are suffixes after the family prefix: still right under the
+                // new version.
+                super::reversion(k.io, &mut l.h)?;
+            }
         }
         match &self.items {
             Items::Packed(p) => {
@@ -1340,34 +1356,39 @@ mod tests {
 
     #[test]
     fn large_headers_round_trip_with_and_without_bounds() {
-        let h = Header {
-            version: 7,
-            count: 3,
-        };
+        let h = Header::new(7, 3);
         let plain = Large::new(h);
-        // A header without bounds is the collections' common 16 bytes.
-        assert_eq!(plain.encode(), h.encode().to_vec());
+        // A header without bounds or deletions is the collections' common 16 bytes.
+        assert_eq!(plain.encode(), h.encode());
         assert_eq!(Large::decode(&Bytes::from(plain.encode())).unwrap(), plain);
         for (low, high) in [
+            (None, None),
             (Some(b"\x80abc".to_vec()), None),
             (None, Some(b"\x90z".to_vec())),
             (Some(b"\x80".to_vec()), Some(b"\x90".to_vec())),
         ] {
-            let l = Large { h, low, high };
-            assert_eq!(Large::decode(&Bytes::from(l.encode())).unwrap(), l);
+            for dead in [0, 1, 1 << 40] {
+                let h = Header { dead, ..h };
+                let l = Large {
+                    h,
+                    low: low.clone(),
+                    high: high.clone(),
+                };
+                assert_eq!(Large::decode(&Bytes::from(l.encode())).unwrap(), l);
+            }
         }
-        let mut three = h.encode().to_vec();
-        three.extend_from_slice(&packed::encode([&b"a"[..], b"b", b"c"]));
-        assert!(Large::decode(&Bytes::from(three)).is_err());
+        let mut bad = h.encode();
+        bad.extend_from_slice(&packed::encode([&b"a"[..], b"b", b"c"]));
+        assert!(Large::decode(&Bytes::from(bad)).is_err());
+        let mut four = h.encode();
+        four.extend_from_slice(&packed::encode([&b""[..], b"", &[0; 8], b""]));
+        assert!(Large::decode(&Bytes::from(four)).is_err());
         assert!(Large::decode(&Bytes::from_static(b"short")).is_err());
     }
 
     #[test]
     fn bounds_only_ever_loosen_when_cut_short() {
-        let mut l = Large::new(Header {
-            version: 1,
-            count: 1,
-        });
+        let mut l = Large::new(Header::new(1, 1));
         let long = vec![b'm'; 100];
         let key = order_key(1, 2.0, &long);
         l.cut(&key, false);

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use bytes::Bytes;
 use parking_lot::Mutex;
 use rialto_engine::{Error, Result};
 use rialto_io::Fs;
@@ -171,6 +172,23 @@ impl TableCache {
             }
             None => Lookup::Absent,
         })
+    }
+
+    /// Point lookup in one table that also names the entry found: its trailer, and its
+    /// value if it is a put (resolved for a commit-log table).
+    pub fn newest(&self, file: &FileMeta, lookup: &[u8]) -> Result<Option<(u64, Option<Bytes>)>> {
+        let (reader, source) = self.open(file)?;
+        let Some((trailer, value)) = reader.get(lookup)? else {
+            return Ok(None);
+        };
+        if (trailer & 0xff) as u8 != ValueKind::Put as u8 {
+            return Ok(Some((trailer, None)));
+        }
+        let value = match source {
+            Some(src) => src.read(&value)?,
+            None => value,
+        };
+        Ok(Some((trailer, Some(value))))
     }
 
     /// Point lookups of several keys in one table (see [`TableReader::multi_get`]):

@@ -86,5 +86,6 @@ fn build(
         opts.lower,
         opts.upper,
         Box::new((sv, opts.snapshot)),
-    ))
+    )
+    .count_into(Arc::clone(&inner.iter_entries)))
 }

@@ -22,10 +22,12 @@ mod ingest;
 mod iter;
 mod multi_get;
 mod recovery;
+mod sample;
 mod triad;
 mod warm;
 pub use ingest::{IngestOptions, IngestStats, Ingestion};
 pub(crate) use recovery::lock_dir;
+pub use sample::Sampler;
 mod write;
 
 use std::collections::{BTreeMap, HashSet};
@@ -150,6 +152,8 @@ pub(crate) struct DbInner {
     /// Live snapshots: sequence → count.
     snapshots: Mutex<BTreeMap<SequenceNumber, usize>>,
     pub(crate) counters: Counters,
+    /// Entries every iterator examined, added as each is dropped.
+    pub(crate) iter_entries: Arc<AtomicU64>,
     /// TRIAD: the characterizer and the tuning in force.
     pub(crate) triad: triad::TriadState,
     /// The compression of the tables flushes and compactions write from now on
@@ -234,6 +238,13 @@ impl Db {
             inner.run_background_inline();
         }
         Ok(Db { inner, threads })
+    }
+
+    /// A sampler of the published state: its draws return live entries of the user-key
+    /// ranges `[lower, upper)` (disjoint), each live key equally likely (see `sample.rs`).
+    pub fn sampler(&self, ranges: &[(Vec<u8>, Vec<u8>)]) -> Result<Sampler> {
+        self.inner.record_read();
+        Sampler::new(&self.inner, ranges)
     }
 
     /// Syncs the WAL, stops background work and closes the database.
@@ -1373,6 +1384,7 @@ impl KvEngine for Db {
             compactions: c.compactions.load(Ordering::Relaxed),
             stall_micros: c.stall_micros.load(Ordering::Relaxed),
             wal_syncs: c.wal_syncs.load(Ordering::Relaxed),
+            iter_entries_examined: inner.iter_entries.load(Ordering::Relaxed),
             read_only_reason: inner.read_only.lock().clone(),
         }
     }

@@ -27,6 +27,8 @@
 
 use std::any::Any;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use rialto_engine::{EngineIterator, Error, Result};
 
@@ -73,6 +75,9 @@ pub struct DbIter {
     failed: bool,
     /// Why a corrupt key was rejected, when that was the error (otherwise `inner` has it).
     corruption: Option<String>,
+    /// Inner entries examined so far, and the engine's total they are added to on drop.
+    examined: u64,
+    examined_total: Option<Arc<AtomicU64>>,
     /// Whatever the inner iterator's sources need kept alive; dropped last.
     _keep_alive: Box<dyn Any + Send>,
 }
@@ -116,8 +121,21 @@ impl DbIter {
             seek_buf: Vec::new(),
             failed: false,
             corruption: None,
+            examined: 0,
+            examined_total: None,
             _keep_alive: keep_alive,
         }
+    }
+
+    /// Adds the entries this iterator examines to `total` when it is dropped.
+    pub fn count_into(mut self, total: Arc<AtomicU64>) -> Self {
+        self.examined_total = Some(total);
+        self
+    }
+
+    /// Inner entries examined so far: every version and tombstone stepped over counts.
+    pub fn examined(&self) -> u64 {
+        self.examined
     }
 
     /// Records a malformed internal key at the inner position and invalidates for good.
@@ -144,6 +162,7 @@ impl DbIter {
         self.valid = false;
         let mut skipped = 0usize;
         while self.inner.valid() {
+            self.examined += 1;
             let Some(p) = parse(self.inner.key()) else {
                 self.set_corrupt();
                 return;
@@ -206,6 +225,7 @@ impl DbIter {
         // for "no candidate yet".
         let mut candidate = ValueKind::Delete;
         while self.inner.valid() {
+            self.examined += 1;
             let Some(p) = parse(self.inner.key()) else {
                 self.set_corrupt();
                 return;
@@ -259,6 +279,14 @@ impl DbIter {
             None => self.inner.seek_to_last(),
         }
         self.find_prev_user_entry();
+    }
+}
+
+impl Drop for DbIter {
+    fn drop(&mut self) {
+        if let Some(total) = &self.examined_total {
+            total.fetch_add(self.examined, Ordering::Relaxed);
+        }
     }
 }
 

@@ -119,6 +119,18 @@ impl MemTable {
 
     /// Newest version of `user_key` with sequence `<= seq`.
     pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Lookup {
+        match self.newest(user_key, seq) {
+            Some((k, v)) => match key::kind_byte(k) {
+                b if b == ValueKind::Put as u8 => Lookup::Found(Bytes::copy_from_slice(v)),
+                _ => Lookup::Deleted,
+            },
+            None => Lookup::Absent,
+        }
+    }
+
+    /// The entry of the newest version of `user_key` with sequence `<= seq`, as (internal
+    /// key, value), whether a put or a tombstone.
+    pub fn newest(&self, user_key: &[u8], seq: SequenceNumber) -> Option<(&[u8], &[u8])> {
         let mut buf = [0u8; 256];
         let lookup_len = user_key.len() + key::TRAILER_LEN;
         let trailer = key::pack_trailer(seq, KIND_SEEK).to_le_bytes();
@@ -131,13 +143,13 @@ impl MemTable {
             heap = key::make_internal_key(user_key, seq, KIND_SEEK);
             &heap
         };
-        match self.list.seek_point(lookup) {
-            Some((k, v)) => match key::kind_byte(k) {
-                b if b == ValueKind::Put as u8 => Lookup::Found(Bytes::copy_from_slice(v)),
-                _ => Lookup::Deleted,
-            },
-            None => Lookup::Absent,
-        }
+        self.list.seek_point(lookup)
+    }
+
+    /// The entry inserted `i`-th, as (internal key, value); `None` if `i >= len()`. Drawing
+    /// `i` uniformly below `len()` draws an entry uniformly.
+    pub fn entry_at(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        self.list.entry_at(i)
     }
 
     /// Bytes of memory used.

@@ -20,6 +20,11 @@
 //! it enters the index, and replaces a chain member by a newer version of the same user key
 //! with one `Release` store; a replaced node keeps its `chain` link, so a reader standing on
 //! it still reaches the rest of the chain.
+//!
+//! Every list also keeps its nodes in insertion order (`positions`), so that an entry can be
+//! picked uniformly at random by position ([`SkipList::entry_at`]): segment `s` of the array
+//! holds [`FIRST_SEGMENT`]` << s` node pointers, allocated by the writer when first needed and
+//! never moved, so a reader that loaded the length (`Acquire`) reads every slot below it.
 
 use std::cell::UnsafeCell;
 use std::cmp::Ordering;
@@ -42,6 +47,10 @@ const HEADER_BYTES: usize = 24;
 /// slots busy (10 to 16 on current x86 cores), few enough that the lanes stay in registers
 /// and L1.
 const LANES: usize = 16;
+/// Slots of the first segment of the insertion-order array; each next one has twice as many.
+const FIRST_SEGMENT: usize = 1024;
+/// Segments of the insertion-order array: 1024 × (2^40 − 1) slots, more than any arena holds.
+const SEGMENTS: usize = 40;
 
 #[repr(C)]
 struct Node {
@@ -145,14 +154,20 @@ pub struct SkipList {
     writer: UnsafeCell<WriterState>,
     /// Bytes allocated, readable by anyone.
     memory: AtomicUsize,
+    /// Entries linked; slots `0..len` of `positions` are filled (stored with `Release` after
+    /// the slot).
     len: AtomicUsize,
     /// Hash index buckets (empty: no index); their number is a power of two.
     index: Box<[AtomicPtr<Node>]>,
+    /// The insertion-order array's segments (see the module docs); null until allocated.
+    positions: [AtomicPtr<AtomicPtr<Node>>; SEGMENTS],
 }
 
 struct WriterState {
     arena: Arena,
     rng: u64,
+    /// Owns the segments `positions` points into (a boxed slice never moves).
+    segments: Vec<Box<[AtomicPtr<Node>]>>,
 }
 
 // SAFETY: readers only follow published, immutable nodes through atomics; the writer state is
@@ -188,6 +203,7 @@ impl SkipList {
             writer: UnsafeCell::new(WriterState {
                 arena,
                 rng: 0x9E37_79B9_7F4A_7C15,
+                segments: Vec::new(),
             }),
             memory: AtomicUsize::new(bytes),
             len: AtomicUsize::new(0),
@@ -195,6 +211,7 @@ impl SkipList {
             // 4 MiB fill on the write path that switches memtables.
             // SAFETY: an all-zero `AtomicPtr` is a null pointer.
             index: unsafe { Box::<[AtomicPtr<Node>]>::new_zeroed_slice(buckets).assume_init() },
+            positions: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
         }
     }
 
@@ -205,7 +222,28 @@ impl SkipList {
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.len.load(AtomicOrdering::Relaxed)
+        self.len.load(AtomicOrdering::Acquire)
+    }
+
+    /// The entry inserted `i`-th (from 0), as (internal key, value); `None` if `i >= len()`.
+    /// Picking `i` uniformly below `len()` picks an entry uniformly.
+    pub fn entry_at(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        if i >= self.len() {
+            return None;
+        }
+        let (seg, slot) = position_slot(i);
+        let base = self.positions[seg].load(AtomicOrdering::Acquire);
+        if base.is_null() {
+            return None;
+        }
+        // SAFETY: slot `i` lies in segment `seg` (of `FIRST_SEGMENT << seg` slots), which was
+        // allocated and filled up to `i` before `len` was raised past `i` (Release), and the
+        // `Acquire` load in `len()` makes those stores visible. Segments and nodes live as
+        // long as `self`.
+        unsafe {
+            let n = (*base.add(slot)).load(AtomicOrdering::Acquire);
+            (!n.is_null()).then(|| (Node::key(n), Node::value(n)))
+        }
     }
 
     /// True when empty.
@@ -363,7 +401,26 @@ impl SkipList {
             self.index_node(node);
         }
         self.memory.fetch_add(bytes, AtomicOrdering::Relaxed);
-        self.len.fetch_add(1, AtomicOrdering::Relaxed);
+        let i = self.len.load(AtomicOrdering::Relaxed);
+        self.record_position(w, i, node);
+        self.len.store(i + 1, AtomicOrdering::Release);
+    }
+
+    /// Stores `node` in slot `i` of the insertion-order array, allocating its segment first.
+    fn record_position(&self, w: &mut WriterState, i: usize, node: *mut Node) {
+        let (seg, slot) = position_slot(i);
+        let mut base = self.positions[seg].load(AtomicOrdering::Relaxed);
+        if base.is_null() {
+            // SAFETY: an all-zero `AtomicPtr` is a null pointer.
+            let mut s = unsafe {
+                Box::<[AtomicPtr<Node>]>::new_zeroed_slice(FIRST_SEGMENT << seg).assume_init()
+            };
+            base = s.as_mut_ptr();
+            w.segments.push(s);
+            self.positions[seg].store(base, AtomicOrdering::Release);
+        }
+        // SAFETY: `slot < FIRST_SEGMENT << seg`, the segment's length.
+        unsafe { (*base.add(slot)).store(node, AtomicOrdering::Release) };
     }
 
     /// Enters the just-linked `node` in the hash index if it is its user key's newest
@@ -555,6 +612,14 @@ unsafe fn prefetch_node(node: *const Node, level: usize) {
     }
 }
 
+/// Segment and slot of position `i` in the insertion-order array: segment `s` starts at
+/// `FIRST_SEGMENT × (2^s − 1)`.
+fn position_slot(i: usize) -> (usize, usize) {
+    let q = i / FIRST_SEGMENT + 1;
+    let seg = (usize::BITS - 1 - q.leading_zeros()) as usize;
+    (seg, i - FIRST_SEGMENT * ((1 << seg) - 1))
+}
+
 /// The index's hash of a user key (CRC-32C: one instruction per 8 bytes).
 fn hash_user_key(user_key: &[u8]) -> u32 {
     crc32c::crc32c(user_key)
@@ -690,6 +755,79 @@ mod tests {
         c.seek_for_prev(&keys[500]);
         assert_eq!(c.key(), &keys[500][..]);
         assert_eq!(l.len(), 1000);
+    }
+
+    #[test]
+    fn positions_name_every_entry_once_in_insertion_order() {
+        assert_eq!(position_slot(0), (0, 0));
+        assert_eq!(position_slot(FIRST_SEGMENT - 1), (0, FIRST_SEGMENT - 1));
+        assert_eq!(position_slot(FIRST_SEGMENT), (1, 0));
+        assert_eq!(position_slot(3 * FIRST_SEGMENT), (2, 0));
+        assert_eq!(
+            position_slot(7 * FIRST_SEGMENT - 1),
+            (2, 4 * FIRST_SEGMENT - 1)
+        );
+        let l = SkipList::new();
+        let n = 5 * FIRST_SEGMENT as u32 + 17;
+        let mut group = Vec::new();
+        for i in 0..n {
+            // Keys in a scrambled order, some as groups, and one duplicate (not inserted).
+            let k = make_internal_key(&((i * 7919) % n).to_be_bytes(), 1, ValueKind::Put);
+            if i % 3 == 0 {
+                // SAFETY: single-threaded test.
+                unsafe { l.insert(&k, &i.to_le_bytes()) };
+                unsafe { l.insert(&k, b"dup") };
+            } else {
+                group.push((k, i.to_le_bytes()));
+                if group.len() == 5 {
+                    let mut g: Vec<(&[u8], &[u8])> =
+                        group.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+                    // SAFETY: single-threaded test.
+                    unsafe { l.insert_many(&mut g) };
+                    group.clear();
+                }
+            }
+        }
+        let mut g: Vec<(&[u8], &[u8])> = group.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+        // SAFETY: single-threaded test.
+        unsafe { l.insert_many(&mut g) };
+        assert_eq!(l.len(), n as usize);
+        let mut seen: Vec<u32> = (0..l.len())
+            .map(|i| {
+                let (k, v) = l.entry_at(i).unwrap();
+                assert_ne!(v, b"dup");
+                u32::from_be_bytes(key::user_key(k).try_into().unwrap())
+            })
+            .collect();
+        assert_eq!(l.entry_at(l.len()), None);
+        seen.sort_unstable();
+        assert_eq!(seen, (0..n).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn positions_are_read_while_the_writer_inserts() {
+        let l = Arc::new(SkipList::new());
+        let writer = {
+            let l = l.clone();
+            std::thread::spawn(move || {
+                for i in 0..50_000u64 {
+                    let k = make_internal_key(&i.to_be_bytes(), i, ValueKind::Put);
+                    // SAFETY: this is the only writer thread.
+                    unsafe { l.insert(&k, &i.to_le_bytes()) };
+                }
+            })
+        };
+        let mut read = 0u64;
+        while read < 200_000 {
+            let n = l.len();
+            if n == 0 {
+                continue;
+            }
+            let (k, v) = l.entry_at(read as usize * 7919 % n).unwrap();
+            assert_eq!(&k[..8], v.iter().rev().copied().collect::<Vec<_>>());
+            read += 1;
+        }
+        writer.join().unwrap();
     }
 
     #[test]

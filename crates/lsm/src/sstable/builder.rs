@@ -265,10 +265,14 @@ impl TableBuilder {
             return Ok(());
         }
         debug_assert!(self.pending_handle.is_none());
+        let entries = self.data_block.num_entries() as u64;
         let handle = self
             .writer
             .write_block(self.data_block.finish(), self.opts.compression)?;
         self.data_block.reset();
+        let starts = self.props.block_starts.get_or_insert_with(|| vec![0]);
+        let end = starts.last().copied().unwrap_or(0) + entries;
+        starts.push(end);
         self.pending_handle = Some(handle);
         self.props.num_data_blocks += 1;
         Ok(())
@@ -307,6 +311,9 @@ impl TableBuilder {
         };
         if self.props.num_entries > 0 {
             self.props.largest_key = self.last_key.clone();
+        }
+        if self.props.block_starts.is_none() {
+            self.props.block_starts = Some(vec![0]);
         }
         self.props.key_sketch = Some(std::mem::take(&mut self.sketch));
         self.props.cl_segment = self.opts.cl_segment;

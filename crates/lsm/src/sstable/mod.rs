@@ -29,9 +29,10 @@
 //!   64-byte line (see bloom.rs)
 //!
 //! properties block: block format, restart interval 1, entries sorted by name:
-//!   format_version, largest_key, largest_seq, num_data_blocks, num_deletions, num_entries,
-//!   raw_key_bytes, raw_value_bytes, smallest_key, smallest_seq
-//!   (numbers varint64, keys raw internal keys; unknown names are ignored by readers)
+//!   block_entries, format_version, largest_key, largest_seq, num_data_blocks, num_deletions,
+//!   num_entries, raw_key_bytes, raw_value_bytes, smallest_key, smallest_seq
+//!   (numbers varint64, keys raw internal keys; block_entries one varint64 per data block,
+//!   its entry count; unknown names are ignored by readers)
 //!
 //! index block: block format, restart interval 1, one entry per data block:
 //!   key   = separator(last key of block, first key of next block),

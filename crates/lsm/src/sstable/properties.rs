@@ -38,6 +38,11 @@ pub struct TableProperties {
     pub key_sketch: Option<KeySketch>,
     /// For a commit-log table (TRIAD-LOG): the WAL segment its values point into.
     pub cl_segment: Option<u64>,
+    /// Where each data block's entries start in the table's entry order, then the entry
+    /// count (`blocks + 1` numbers, ascending): how random draws find an entry by position
+    /// (`db::sample`). Stored as each block's entry count; `None` in tables written before
+    /// it was recorded.
+    pub block_starts: Option<Vec<u64>>,
 }
 
 const NUM_ENTRIES: &str = "num_entries";
@@ -52,6 +57,7 @@ const LARGEST_KEY: &str = "largest_key";
 const FORMAT_VERSION_NAME: &str = "format_version";
 const KEY_SKETCH: &str = "key_sketch";
 const CL_SEGMENT: &str = "cl_segment";
+const BLOCK_ENTRIES: &str = "block_entries";
 
 impl TableProperties {
     /// Empty properties of the current format version.
@@ -87,6 +93,13 @@ impl TableProperties {
         if let Some(n) = self.cl_segment {
             entries.push((CL_SEGMENT, num(n)));
         }
+        if let Some(starts) = &self.block_starts {
+            let mut b = Vec::with_capacity(starts.len());
+            for w in starts.windows(2) {
+                put_varint64(&mut b, w[1] - w[0]);
+            }
+            entries.push((BLOCK_ENTRIES, b));
+        }
         entries.sort_by(|a, b| a.0.cmp(b.0));
         let mut b = BlockBuilder::new(1);
         for (name, value) in &entries {
@@ -115,6 +128,7 @@ impl TableProperties {
                 b"largest_key" => p.largest_key = value.to_vec(),
                 b"key_sketch" => p.key_sketch = Some(KeySketch::decode(value)?),
                 b"cl_segment" => p.cl_segment = Some(num()?),
+                b"block_entries" => p.block_starts = Some(decode_block_entries(value)?),
                 b"format_version" => {
                     p.format_version =
                         u32::try_from(num()?).map_err(|_| "format version out of range")?
@@ -128,8 +142,27 @@ impl TableProperties {
         {
             return Err("key range property is not a pair of internal keys");
         }
+        if let Some(starts) = &p.block_starts {
+            if starts.len() as u64 != p.num_data_blocks + 1 || starts.last() != Some(&p.num_entries)
+            {
+                return Err("block entry counts disagree with the table's counts");
+            }
+        }
         Ok(p)
     }
+}
+
+/// Block entry counts (varint64 each) as the running starts, from 0 to the total.
+fn decode_block_entries(mut value: &[u8]) -> Result<Vec<u64>, &'static str> {
+    let mut starts = vec![0u64];
+    let mut total = 0u64;
+    while !value.is_empty() {
+        let (n, used) = get_varint64(value).ok_or("malformed block entry counts")?;
+        total = total.checked_add(n).ok_or("malformed block entry counts")?;
+        starts.push(total);
+        value = &value[used..];
+    }
+    Ok(starts)
 }
 
 #[cfg(test)]
@@ -156,6 +189,12 @@ mod tests {
                 s
             }),
             cl_segment: Some(42),
+            block_starts: Some(
+                [
+                    0, 100, 180, 181, 181, 300, 400, 401, 600, 700, 800, 900, 1000,
+                ]
+                .to_vec(),
+            ),
         }
     }
 
@@ -189,6 +228,18 @@ mod tests {
         }
         let block = Block::new(Bytes::from(b.finish().to_vec())).expect("block");
         assert_eq!(TableProperties::decode(&block), Ok(p));
+    }
+
+    #[test]
+    fn block_entry_counts_must_add_up_to_the_table() {
+        for starts in [vec![0, 100, 999], vec![0; 14]] {
+            let p = TableProperties {
+                block_starts: Some(starts),
+                ..sample()
+            };
+            let block = Block::new(Bytes::from(p.encode())).expect("block");
+            assert!(TableProperties::decode(&block).is_err());
+        }
     }
 
     #[test]

@@ -353,6 +353,14 @@ impl TableReader {
         let props_block = reader.read_block(footer.properties, footer_off, true)?;
         reader.props = TableProperties::decode(&props_block)
             .map_err(|r| reader.corruption(footer.properties.offset, r))?;
+        if let Some(starts) = &reader.props.block_starts {
+            if starts.len() != reader.index.len() + 1 {
+                return Err(reader.corruption(
+                    footer.properties.offset,
+                    "block entry counts disagree with the index",
+                ));
+            }
+        }
         Ok(reader)
     }
 
@@ -622,6 +630,38 @@ impl TableReader {
         }
     }
 
+    /// The data blocks that may hold entries of user keys in `[lower, upper)`, as a range
+    /// of block numbers: from the block of the first entry `>= lower` to the block of the
+    /// first entry `>= upper` (every entry below `upper` is in or before it).
+    pub(crate) fn blocks_spanning(&self, lower: &[u8], upper: &[u8]) -> std::ops::Range<usize> {
+        let Some(end) = self.index.len().checked_sub(1) else {
+            return 0..0;
+        };
+        let seek = |uk: &[u8]| key::make_internal_key(uk, key::MAX_SEQUENCE, key::KIND_SEEK);
+        let first = self.index.find(&seek(lower));
+        let last = self.index.find(&seek(upper)).min(end);
+        first..(last + 1).max(first)
+    }
+
+    /// Entry `n` (from 0) of data block `block`, as (internal key, value); `None` if the
+    /// block has no more than `n` entries.
+    pub(crate) fn block_entry(&self, block: usize, n: usize) -> Result<Option<(Vec<u8>, Bytes)>> {
+        let data = self.data_block(block)?;
+        let mut it = BlockIter::new(data);
+        it.seek_to_first();
+        for _ in 0..n {
+            if !it.valid() {
+                break;
+            }
+            it.next();
+        }
+        let out = it.valid().then(|| (it.key().to_vec(), it.value_bytes()));
+        match it.corruption() {
+            Some(r) => Err(self.corruption(self.index.handle(block).offset, r)),
+            None => Ok(out),
+        }
+    }
+
     /// An iterator over every entry; it holds a reference to the table.
     pub fn iter(self: &Arc<Self>) -> TableIter {
         TableIter::new(Arc::clone(self), BlockReads::Cached)
@@ -670,7 +710,13 @@ impl TableReader {
 
     /// Bytes held in memory by the index and filter (not counting cached blocks).
     pub fn memory_usage(&self) -> usize {
-        self.index.memory_usage() + self.filter.as_ref().map_or(0, |f| f.memory_usage())
+        self.index.memory_usage()
+            + self.filter.as_ref().map_or(0, |f| f.memory_usage())
+            + self
+                .props
+                .block_starts
+                .as_ref()
+                .map_or(0, |s| s.capacity() * 8)
     }
 }
 

@@ -1,10 +1,12 @@
-//! RANDOMKEY — uniform over the keys while the database holds at most `UNIFORM_MAX` of them
-//! (by its maintained count): they are walked and one is drawn. Beyond, a walk would cost too
-//! much for one call: it seeks to a random point of the key order and returns the next live
-//! key (wrapping once), where keys after large gaps in the key space are more likely than
-//! others.
+//! RANDOMKEY — a live key of the database, each equally likely. At most `UNIFORM_MAX` keys
+//! (by the database's maintained count) are walked and one is drawn. Beyond, the engine
+//! draws entries at random by position and keeps only live keys of the database
+//! (`Keyspace::random_key_in`), still uniform; only if its bounded draws all miss (live keys
+//! rare among the entries drawn from) does it fall back to seeking a random point of the key
+//! order, where keys after large gaps are more likely than others.
 
 use bytes::Bytes;
+use rialto_keyspace::RandomKey;
 use rialto_resp::Reply;
 
 use super::{Ctx, Handler, Outcome};
@@ -53,6 +55,19 @@ pub fn run(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
             let picked = keys.choose(&mut rand::thread_rng()).cloned();
             return Outcome::Reply(picked.map_or(Reply::Null, Reply::Bulk));
         }
+    }
+    let drawn = ctx.shared.keyspace.random_key_in(
+        scope.partition(),
+        db,
+        now,
+        &mut rand::thread_rng(),
+        |k| scope.covers(k),
+    );
+    match drawn {
+        Ok(RandomKey::Found(k)) => return Outcome::Reply(Reply::Bulk(Bytes::from(k))),
+        Ok(RandomKey::Empty) => return Outcome::Reply(Reply::Null),
+        Ok(RandomKey::Undecided) => {}
+        Err(e) => return Outcome::Reply(reply::keyspace_error(&e)),
     }
     let start: [u8; 8] = rand::random();
     let mut found = None;
