@@ -271,3 +271,24 @@ fn warmed_rows_are_never_stale_under_concurrent_writes() {
         assert!(w.join().unwrap() > 1);
     }
 }
+
+#[test]
+fn no_pass_runs_while_reads_flow() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 5_000u32;
+    let db = Db::open(dir.path(), options(8 << 20, 50)).unwrap();
+    for i in 0..n {
+        db.put(&key(i), b"v", WriteOptions::default()).unwrap();
+    }
+    // Reads of one absent key every few milliseconds, for ten quiet periods: no pass starts.
+    let until = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < until {
+        assert_eq!(db.get(b"absent").unwrap(), None);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(db.stats().row_cache_warmed_rows, 0);
+    // Once reads pause too, the pass runs.
+    eventually("the warm-up after reads paused", || {
+        db.stats().row_cache_warmed_rows == u64::from(n)
+    });
+}

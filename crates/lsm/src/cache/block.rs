@@ -326,6 +326,19 @@ impl BlockCache {
         shard.usage.store(clock.usage, Ordering::Relaxed);
     }
 
+    /// Caches `block`, which a lookup of `key` missed and then read, only if the same key
+    /// missed recently: see [`BlockFill::SecondMiss`](crate::sstable::BlockFill).
+    pub fn insert_on_second_miss(&self, key: impl Into<CacheKey>, block: Block) {
+        let key = key.into();
+        let (hash, shard) = self.shard(key);
+        if !self.doorkeeper.seen_before(hash) {
+            return;
+        }
+        let mut clock = shard.clock.lock();
+        clock.insert(hash, key, block);
+        shard.usage.store(clock.usage, Ordering::Relaxed);
+    }
+
     /// Drops every block of `cache_id`. Scans the whole cache (O(entries)): meant for when a
     /// table file is deleted, not for every table close; unused blocks age out anyway.
     pub fn erase_file(&self, cache_id: u64) {

@@ -19,7 +19,7 @@ use rialto_io::Fs;
 use crate::cache::BlockCache;
 use crate::key::ValueKind;
 use crate::memtable::Lookup;
-use crate::sstable::{BlockReads, TableIter, TableReader};
+use crate::sstable::{BlockFill, BlockReads, TableIter, TableReader};
 use crate::triad::cl_table::{ClSource, ResolvingIter};
 use crate::version::{table_file_name, FileMeta};
 
@@ -156,10 +156,10 @@ impl TableCache {
         Ok((Arc::clone(&e.reader), e.source.clone()))
     }
 
-    /// Point lookup in one table.
-    pub fn get(&self, file: &FileMeta, lookup: &[u8]) -> Result<Lookup> {
+    /// Point lookup in one table, filling the block cache as `fill` says.
+    pub fn get(&self, file: &FileMeta, lookup: &[u8], fill: BlockFill) -> Result<Lookup> {
         let (reader, source) = self.open(file)?;
-        Ok(match reader.get(lookup)? {
+        Ok(match reader.get_with(lookup, fill)? {
             Some((trailer, value)) => {
                 if (trailer & 0xff) as u8 == ValueKind::Put as u8 {
                     match source {
@@ -197,11 +197,12 @@ impl TableCache {
         &self,
         file: &FileMeta,
         lookups: &[&[u8]],
+        fill: BlockFill,
         mut found: impl FnMut(usize, Lookup),
     ) -> Result<()> {
         let (reader, source) = self.open(file)?;
         let mut err = None;
-        reader.multi_get(lookups, |j, (trailer, value)| {
+        reader.multi_get(lookups, fill, |j, (trailer, value)| {
             if err.is_some() {
                 return;
             }

@@ -56,7 +56,7 @@ use crate::iter::{BoxedIter, InternalIterator};
 use crate::key::{self, SequenceNumber, ValueKind, KIND_SEEK};
 use crate::memtable::{Lookup, MemTable};
 use crate::options::{Compression, Options};
-use crate::sstable::{BlockReads, TableBuildOptions};
+use crate::sstable::{BlockFill, BlockReads, TableBuildOptions};
 use crate::throttle::JournalFirst;
 use crate::triad::cl_table::{ClSegment, PointerIter, SegmentIndex};
 use crate::triad::hot::HotSelector;
@@ -152,6 +152,9 @@ pub(crate) struct DbInner {
     /// Live snapshots: sequence → count.
     snapshots: Mutex<BTreeMap<SequenceNumber, usize>>,
     pub(crate) counters: Counters,
+    /// Reads (point reads and user iterators) came since the row-cache warm-up last looked:
+    /// a pass waits for reads to pause too and stops when they come (`db/warm.rs`).
+    pub(crate) reads_seen: AtomicBool,
     /// Entries every iterator examined, added as each is dropped.
     pub(crate) iter_entries: Arc<AtomicU64>,
     /// TRIAD: the characterizer and the tuning in force.
@@ -529,14 +532,24 @@ impl DbInner {
     /// Counts a read for the characterizer, and wakes the background threads if that retuned.
     #[inline]
     fn record_read(&self) {
+        self.saw_reads();
         if self.triad.record_read() {
             self.retuned();
         }
     }
 
     fn record_reads(&self, n: usize) {
+        self.saw_reads();
         if self.triad.record_reads(n as u64) {
             self.retuned();
+        }
+    }
+
+    /// Raises `reads_seen`; a load first, so readers write the line only once per pause.
+    #[inline]
+    fn saw_reads(&self) {
+        if !self.reads_seen.load(Ordering::Relaxed) {
+            self.reads_seen.store(true, Ordering::Relaxed);
         }
     }
 
@@ -591,7 +604,13 @@ impl DbInner {
         (s, self.applied_seq.load(Ordering::Acquire))
     }
 
-    fn get_at_seq(&self, user_key: &[u8], seq: SequenceNumber) -> Result<Option<Bytes>> {
+    /// The value of `user_key` at `seq`; `fill` says what block reads do to the block cache.
+    fn get_at_seq(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+        fill: BlockFill,
+    ) -> Result<Option<Bytes>> {
         let sv = self.sv.load();
         let mut lookup = Lookup::Absent;
         for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
@@ -602,7 +621,7 @@ impl DbInner {
         }
         if lookup == Lookup::Absent {
             let ikey = key::make_internal_key(user_key, seq, KIND_SEEK);
-            lookup = sv.version.get(&self.tables, &ikey)?;
+            lookup = sv.version.get(&self.tables, &ikey, fill)?;
         }
         Ok(match lookup {
             Lookup::Found(v) => Some(v),
@@ -1262,12 +1281,12 @@ impl KvEngine for Db {
         self.inner.record_read();
         let seq = self.inner.visible_seq.load(Ordering::Acquire);
         let Some(rc) = &self.inner.row_cache else {
-            return self.inner.get_at_seq(key, seq);
+            return self.inner.get_at_seq(key, seq, BlockFill::Missed);
         };
         if let Some(v) = rc.get(key) {
             return Ok(Some(v));
         }
-        let r = self.inner.get_at_seq(key, seq)?;
+        let r = self.inner.get_at_seq(key, seq, BlockFill::SecondMiss)?;
         if let Some(v) = &r {
             rc.insert(key, v, seq);
         }
@@ -1276,14 +1295,15 @@ impl KvEngine for Db {
 
     fn get_at(&self, snapshot: &Snapshot, key: &[u8]) -> Result<Option<Bytes>> {
         self.inner.record_read();
-        self.inner.get_at_seq(key, snapshot.0.seq)
+        self.inner
+            .get_at_seq(key, snapshot.0.seq, BlockFill::Missed)
     }
 
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
         self.inner.record_reads(keys.len());
         let seq = self.inner.visible_seq.load(Ordering::Acquire);
         let Some(rc) = &self.inner.row_cache else {
-            return self.inner.multi_get_at_seq(keys, seq);
+            return self.inner.multi_get_at_seq(keys, seq, BlockFill::Missed);
         };
         let mut out = Vec::with_capacity(keys.len());
         let mut missed: Vec<usize> = Vec::new();
@@ -1301,7 +1321,9 @@ impl KvEngine for Db {
             return Ok(out);
         }
         let mkeys: Vec<&[u8]> = missed.iter().map(|&i| keys[i]).collect();
-        let read = self.inner.multi_get_at_seq(&mkeys, seq)?;
+        let read = self
+            .inner
+            .multi_get_at_seq(&mkeys, seq, BlockFill::SecondMiss)?;
         for (i, v) in missed.into_iter().zip(read) {
             if let Some(v) = &v {
                 rc.insert(keys[i], v, seq);
@@ -1313,7 +1335,8 @@ impl KvEngine for Db {
 
     fn multi_get_at(&self, snapshot: &Snapshot, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
         self.inner.record_reads(keys.len());
-        self.inner.multi_get_at_seq(keys, snapshot.0.seq)
+        self.inner
+            .multi_get_at_seq(keys, snapshot.0.seq, BlockFill::Missed)
     }
 
     fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
@@ -1401,7 +1424,7 @@ impl PipelinedCommit for Db {
 
     fn get_applied(&self, key: &[u8]) -> Result<Option<Bytes>> {
         let seq = self.inner.applied_seq.load(Ordering::Acquire);
-        self.inner.get_at_seq(key, seq)
+        self.inner.get_at_seq(key, seq, BlockFill::Missed)
     }
 
     fn iter_applied(&self, lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) -> Result<DbIter> {

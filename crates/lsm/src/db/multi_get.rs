@@ -13,6 +13,7 @@ use rialto_engine::Result;
 use super::DbInner;
 use crate::key::{self, SequenceNumber, KIND_SEEK};
 use crate::memtable::Lookup;
+use crate::sstable::BlockFill;
 use crate::version::FileMeta;
 
 impl DbInner {
@@ -21,6 +22,7 @@ impl DbInner {
         &self,
         keys: &[&[u8]],
         seq: SequenceNumber,
+        fill: BlockFill,
     ) -> Result<Vec<Option<Bytes>>> {
         let sv = self.sv.load();
         let mut out = vec![Lookup::Absent; keys.len()];
@@ -74,7 +76,7 @@ impl DbInner {
                 if group.is_empty() {
                     continue;
                 }
-                self.probe_table(f, &group, &lookups_of(&group), &mut out, &mut decided)?;
+                self.probe_table(f, &group, &lookups_of(&group), fill, &mut out, &mut decided)?;
                 pending.retain(|&i| !decided[i]);
                 if pending.is_empty() {
                     break;
@@ -104,7 +106,7 @@ impl DbInner {
                         .collect();
                     if !group.is_empty() {
                         let lookups = lookups_of(&group);
-                        self.probe_table(f, &group, &lookups, &mut out, &mut decided)?;
+                        self.probe_table(f, &group, &lookups, fill, &mut out, &mut decided)?;
                     }
                     g = e;
                 }
@@ -131,10 +133,11 @@ impl DbInner {
         f: &FileMeta,
         group: &[usize],
         lookups: &[&[u8]],
+        fill: BlockFill,
         out: &mut [Lookup],
         decided: &mut [bool],
     ) -> Result<()> {
-        self.tables.multi_get(f, lookups, |j, l| {
+        self.tables.multi_get(f, lookups, fill, |j, l| {
             let i = group[j];
             out[i] = l;
             decided[i] = true;

@@ -8,14 +8,16 @@
 //!   and ingestions, counted in `user_bytes`) since the last pass reaches 1/32 of the row
 //!   cache's capacity: compactions move values between files but change none, so they need
 //!   no pass.
-//! - It starts only after `user_bytes` has not moved for `row_cache_warm_quiet_ms`, with no
-//!   flush or compaction running or due, and while the cache has more than 1/32 free.
+//! - It starts only after `user_bytes` has not moved, and no read came, for
+//!   `row_cache_warm_quiet_ms`, with no flush or compaction running or due, and while the
+//!   cache has more than 1/32 free. While reads flow they fill the cache themselves; a pass
+//!   beside them would take their CPU to offer the cache rows it mostly holds already.
 //! - It inserts through [`RowCache::warm`]: free room only, never evicting, under the same
 //!   sequence check as a read's insert, so a warmed row is a published value with no newer
 //!   published write (the row cache's invariant). It reads at the latest published sequence
 //!   and takes a fresh one every [`CHECK_EVERY`] keys if writes came meanwhile.
-//! - It stops when the cache is full, the database closes, or a flush is due (writes resumed
-//!   in earnest); a stopped pass is due again at the next pause.
+//! - It stops when the cache is full, the database closes, a flush is due (writes resumed
+//!   in earnest) or reads came; a stopped pass is due again at the next pause.
 //! - [`Db::focus_row_cache`] narrows the cache to the key ranges that serve reads (a store's
 //!   current version after a push swapped it in): rows outside are evicted at once, to make
 //!   room, and passes read only those ranges, in the order given (each in key order), so a new
@@ -47,6 +49,8 @@ pub(crate) struct WarmState {
     /// Focus changes still evicting: no pass starts meanwhile, as shards not yet evicted would
     /// refuse its rows as full.
     evicting: u32,
+    /// When reads were last seen (clock micros).
+    reads_at: u64,
 }
 
 impl Db {
@@ -134,7 +138,7 @@ impl DbInner {
             || st.running_compactions > 0
             || !st.imms.is_empty()
             || st.warm.evicting > 0
-            || self.quiet_for(st) < self.opts.row_cache_warm_quiet_ms * 1000
+            || self.warm_quiet_for(st) < self.opts.row_cache_warm_quiet_ms * 1000
         {
             return false;
         }
@@ -151,8 +155,18 @@ impl DbInner {
     pub(super) fn warm_wait(&self, st: &mut State) -> Option<Duration> {
         self.warm_wanted(st)?;
         let quiet = self.opts.row_cache_warm_quiet_ms * 1000;
-        let left = quiet.saturating_sub(self.quiet_for(st));
+        let left = quiet.saturating_sub(self.warm_quiet_for(st));
         Some(Duration::from_micros(left.max(1000)))
+    }
+
+    /// Micros since writes or reads last came.
+    fn warm_quiet_for(&self, st: &mut State) -> u64 {
+        let writes = self.quiet_for(st);
+        let now = self.opts.clock.now_micros();
+        if self.reads_seen.swap(false, Ordering::Relaxed) {
+            st.warm.reads_at = now;
+        }
+        writes.min(now.saturating_sub(st.warm.reads_at))
     }
 
     /// Runs one pass ([`Job::WarmRows`](super::Job)). An error ends it quietly: the
@@ -224,6 +238,7 @@ impl DbInner {
                     scanned += 1;
                     if scanned.is_multiple_of(CHECK_EVERY) {
                         if self.shutting_down.load(Ordering::Acquire)
+                            || self.reads_seen.load(Ordering::Relaxed)
                             || !self.state.lock().imms.is_empty()
                         {
                             return Ok((rows, false));

@@ -91,7 +91,7 @@ pub use block::{Block, BlockBuilder, BlockIter};
 pub use builder::{TableBuildOptions, TableBuilder, TableMeta};
 pub use format::{mask_crc, unmask_crc, BlockHandle, CompressionType, Footer};
 pub use properties::TableProperties;
-pub use reader::{BlockReads, TableReader};
+pub use reader::{BlockFill, BlockReads, TableReader};
 pub use table_iter::TableIter;
 
 /// Largest `block_size` honoured (larger values are clamped): keeps every block, plus one

@@ -228,6 +228,18 @@ pub enum BlockReads {
     Streaming,
 }
 
+/// What a point lookup's read of a block the cache misses does to the cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockFill {
+    /// Caches the block (once the cache is full, on its second miss:
+    /// [`BlockCache::insert_missed`]).
+    Missed,
+    /// Caches the block on its second miss only, room or not: a row cache in front keeps the
+    /// value the lookup reads, so the block is wanted again only for another of its keys,
+    /// and caching it at once would hold most data twice.
+    SecondMiss,
+}
+
 /// The window of a table that a streaming iterator reads its blocks from.
 #[derive(Debug, Default)]
 pub(crate) struct Readahead {
@@ -449,6 +461,11 @@ impl TableReader {
 
     /// Data block `i` of the index, through the cache.
     pub(crate) fn data_block(&self, i: usize) -> Result<Block> {
+        self.data_block_with(i, BlockFill::Missed)
+    }
+
+    /// Data block `i` of the index, through the cache, filling it on a miss as `fill` says.
+    fn data_block_with(&self, i: usize, fill: BlockFill) -> Result<Block> {
         let h = self.index.handle(i);
         let ck = CacheKey::new(self.cache_id, h.offset);
         if let Some(cache) = &self.cache {
@@ -458,7 +475,10 @@ impl TableReader {
         }
         let block = self.read_block(h, self.data_end, self.verify_checksums)?;
         if let Some(cache) = &self.cache {
-            cache.insert_missed(ck, block.clone());
+            match fill {
+                BlockFill::Missed => cache.insert_missed(ck, block.clone()),
+                BlockFill::SecondMiss => cache.insert_on_second_miss(ck, block.clone()),
+            }
         }
         Ok(block)
     }
@@ -510,6 +530,11 @@ impl TableReader {
     /// `user_key(lookup)`; returns its trailer and its value, a zero-copy slice of the
     /// cached block. Checks the bloom filter first. Allocates nothing on a cache hit.
     pub fn get(&self, lookup: &[u8]) -> Result<Option<(u64, Bytes)>> {
+        self.get_with(lookup, BlockFill::Missed)
+    }
+
+    /// [`get`](Self::get), filling the block cache as `fill` says.
+    pub fn get_with(&self, lookup: &[u8], fill: BlockFill) -> Result<Option<(u64, Bytes)>> {
         if lookup.len() < TRAILER_LEN {
             return Err(Error::InvalidArgument(
                 "lookup key is not an internal key".into(),
@@ -523,7 +548,7 @@ impl TableReader {
         if i >= self.index.len() {
             return Ok(None);
         }
-        match self.probe_block(i, lookup, uk)? {
+        match self.probe_block(i, lookup, uk, fill)? {
             Probe::Found(t, v) => Ok(Some((t, v))),
             Probe::Absent => Ok(None),
             // Every entry of block `i` is < lookup <= separator `i`. The next block starts
@@ -533,7 +558,7 @@ impl TableReader {
             Probe::PastEnd
                 if i + 1 < self.index.len() && key::user_key(self.index.key(i)) == uk =>
             {
-                match self.probe_block(i + 1, lookup, uk)? {
+                match self.probe_block(i + 1, lookup, uk, fill)? {
                     Probe::Found(t, v) => Ok(Some((t, v))),
                     _ => Ok(None),
                 }
@@ -550,6 +575,7 @@ impl TableReader {
     pub fn multi_get(
         &self,
         lookups: &[&[u8]],
+        fill: BlockFill,
         mut found: impl FnMut(usize, (u64, Bytes)),
     ) -> Result<()> {
         if lookups.iter().any(|l| l.len() < TRAILER_LEN) {
@@ -579,7 +605,7 @@ impl TableReader {
             let b = match &block {
                 Some((at, b)) if *at == i => b.clone(),
                 _ => {
-                    let b = self.data_block(i)?;
+                    let b = self.data_block_with(i, fill)?;
                     block = Some((i, b.clone()));
                     b
                 }
@@ -593,7 +619,7 @@ impl TableReader {
                 Probe::PastEnd
                     if i + 1 < self.index.len() && key::user_key(self.index.key(i)) == uk =>
                 {
-                    if let Probe::Found(t, v) = self.probe_block(i + 1, lookup, uk)? {
+                    if let Probe::Found(t, v) = self.probe_block(i + 1, lookup, uk, fill)? {
                         found(j, (t, v));
                     }
                 }
@@ -603,8 +629,8 @@ impl TableReader {
         Ok(())
     }
 
-    fn probe_block(&self, i: usize, lookup: &[u8], uk: &[u8]) -> Result<Probe> {
-        let block = self.data_block(i)?;
+    fn probe_block(&self, i: usize, lookup: &[u8], uk: &[u8], fill: BlockFill) -> Result<Probe> {
+        let block = self.data_block_with(i, fill)?;
         self.probe_in(block, i, lookup, uk)
     }
 

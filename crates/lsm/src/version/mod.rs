@@ -22,6 +22,7 @@ use rialto_engine::{LevelStats, Result};
 use crate::cache::table::TableCache;
 use crate::key::{self, SequenceNumber};
 use crate::memtable::Lookup;
+use crate::sstable::BlockFill;
 use crate::triad::cl_table::ClSegment;
 use crate::triad::KeySketch;
 pub use edit::VersionEdit;
@@ -123,20 +124,20 @@ impl Version {
     }
 
     /// Looks `lookup` (an internal seek key) up in the tables, newest first.
-    pub fn get(&self, tables: &TableCache, lookup: &[u8]) -> Result<Lookup> {
+    pub fn get(&self, tables: &TableCache, lookup: &[u8], fill: BlockFill) -> Result<Lookup> {
         let user_key = key::user_key(lookup);
         for f in &self.levels[0] {
             if user_key < f.smallest_user() || user_key > f.largest_user() {
                 continue;
             }
-            match tables.get(f, lookup)? {
+            match tables.get(f, lookup, fill)? {
                 Lookup::Absent => {}
                 found => return Ok(found),
             }
         }
         for files in &self.levels[1..] {
             if let Some(f) = find_file(files, user_key) {
-                match tables.get(f, lookup)? {
+                match tables.get(f, lookup, fill)? {
                     Lookup::Absent => {}
                     found => return Ok(found),
                 }
