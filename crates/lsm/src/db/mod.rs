@@ -152,9 +152,9 @@ pub(crate) struct DbInner {
     /// Live snapshots: sequence → count.
     snapshots: Mutex<BTreeMap<SequenceNumber, usize>>,
     pub(crate) counters: Counters,
-    /// Reads (point reads and user iterators) came since the row-cache warm-up last looked:
-    /// a pass waits for reads to pause too and stops when they come (`db/warm.rs`).
-    pub(crate) reads_seen: AtomicBool,
+    /// Point reads and iterators so far: the row-cache warm-up waits for them to pause and
+    /// stops when they come (`db/warm.rs`).
+    pub(crate) reads: AtomicU64,
     /// Entries every iterator examined, added as each is dropped.
     pub(crate) iter_entries: Arc<AtomicU64>,
     /// TRIAD: the characterizer and the tuning in force.
@@ -532,24 +532,16 @@ impl DbInner {
     /// Counts a read for the characterizer, and wakes the background threads if that retuned.
     #[inline]
     fn record_read(&self) {
-        self.saw_reads();
+        self.reads.fetch_add(1, Ordering::Relaxed);
         if self.triad.record_read() {
             self.retuned();
         }
     }
 
     fn record_reads(&self, n: usize) {
-        self.saw_reads();
+        self.reads.fetch_add(n as u64, Ordering::Relaxed);
         if self.triad.record_reads(n as u64) {
             self.retuned();
-        }
-    }
-
-    /// Raises `reads_seen`; a load first, so readers write the line only once per pause.
-    #[inline]
-    fn saw_reads(&self) {
-        if !self.reads_seen.load(Ordering::Relaxed) {
-            self.reads_seen.store(true, Ordering::Relaxed);
         }
     }
 

@@ -207,7 +207,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         shutting_down: AtomicBool::new(false),
         snapshots: Mutex::new(BTreeMap::new()),
         counters: Counters::default(),
-        reads_seen: AtomicBool::new(false),
+        reads: AtomicU64::new(0),
         iter_entries: Arc::new(AtomicU64::new(0)),
         triad: super::triad::TriadState::new(opts.triad.clone()),
         compression: AtomicU8::new(super::compression_code(opts.compression)),

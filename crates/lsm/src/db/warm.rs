@@ -8,16 +8,18 @@
 //!   and ingestions, counted in `user_bytes`) since the last pass reaches 1/32 of the row
 //!   cache's capacity: compactions move values between files but change none, so they need
 //!   no pass.
-//! - It starts only after `user_bytes` has not moved, and no read came, for
-//!   `row_cache_warm_quiet_ms`, with no flush or compaction running or due, and while the
-//!   cache has more than 1/32 free. While reads flow they fill the cache themselves; a pass
-//!   beside them would take their CPU to offer the cache rows it mostly holds already.
+//! - It starts only after `user_bytes` has not moved, and reads have been fewer than
+//!   [`IDLE_READS`] per period, for `row_cache_warm_quiet_ms`, with no flush or compaction
+//!   running or due, and while the cache has more than 1/32 free. While reads flow they fill
+//!   the cache themselves; a pass beside them would take their CPU to offer the cache rows it
+//!   mostly holds already. A few reads (monitoring, the server's own periodic work) are not a
+//!   flow.
 //! - It inserts through [`RowCache::warm`]: free room only, never evicting, under the same
 //!   sequence check as a read's insert, so a warmed row is a published value with no newer
 //!   published write (the row cache's invariant). It reads at the latest published sequence
 //!   and takes a fresh one every [`CHECK_EVERY`] keys if writes came meanwhile.
 //! - It stops when the cache is full, the database closes, a flush is due (writes resumed
-//!   in earnest) or reads came; a stopped pass is due again at the next pause.
+//!   in earnest) or [`IDLE_READS`] reads came; a stopped pass is due again at the next pause.
 //! - [`Db::focus_row_cache`] narrows the cache to the key ranges that serve reads (a store's
 //!   current version after a push swapped it in): rows outside are evicted at once, to make
 //!   room, and passes read only those ranges, in the order given (each in key order), so a new
@@ -35,6 +37,9 @@ use crate::cache::row::{KeyRange, RowCache, Warmed};
 /// Keys between checks of the cache's room, the snapshot and the reasons to stop.
 const CHECK_EVERY: u64 = 1024;
 
+/// Reads per `row_cache_warm_quiet_ms` that still count as a pause.
+pub(crate) const IDLE_READS: u64 = 1000;
+
 /// Warm-up bookkeeping, guarded by the state lock.
 #[derive(Debug, Default)]
 pub(crate) struct WarmState {
@@ -49,8 +54,11 @@ pub(crate) struct WarmState {
     /// Focus changes still evicting: no pass starts meanwhile, as shards not yet evicted would
     /// refuse its rows as full.
     evicting: u32,
-    /// When reads were last seen (clock micros).
-    reads_at: u64,
+    /// The period reads are being counted in: its start (clock micros) and the read count
+    /// then.
+    period: (u64, u64),
+    /// When a period last saw more than [`IDLE_READS`] reads (clock micros).
+    busy_at: u64,
 }
 
 impl Db {
@@ -159,14 +167,19 @@ impl DbInner {
         Some(Duration::from_micros(left.max(1000)))
     }
 
-    /// Micros since writes or reads last came.
+    /// Micros since writes last came or reads last flowed.
     fn warm_quiet_for(&self, st: &mut State) -> u64 {
         let writes = self.quiet_for(st);
         let now = self.opts.clock.now_micros();
-        if self.reads_seen.swap(false, Ordering::Relaxed) {
-            st.warm.reads_at = now;
+        let reads = self.reads.load(Ordering::Relaxed);
+        let (start, mark) = st.warm.period;
+        if reads - mark > IDLE_READS {
+            st.warm.busy_at = now;
+            st.warm.period = (now, reads);
+        } else if now.saturating_sub(start) >= self.opts.row_cache_warm_quiet_ms * 1000 {
+            st.warm.period = (now, reads);
         }
-        writes.min(now.saturating_sub(st.warm.reads_at))
+        writes.min(now.saturating_sub(st.warm.busy_at))
     }
 
     /// Runs one pass ([`Job::WarmRows`](super::Job)). An error ends it quietly: the
@@ -203,6 +216,7 @@ impl DbInner {
         };
         let mut rows = 0;
         let mut scanned = 0u64;
+        let reads_at_start = self.reads.load(Ordering::Relaxed);
         // Where the pass is: the range (in reading order) and the key to resume at in it.
         let mut at: (usize, Option<Vec<u8>>) = (0, None);
         'snapshot: loop {
@@ -238,7 +252,7 @@ impl DbInner {
                     scanned += 1;
                     if scanned.is_multiple_of(CHECK_EVERY) {
                         if self.shutting_down.load(Ordering::Acquire)
-                            || self.reads_seen.load(Ordering::Relaxed)
+                            || self.reads.load(Ordering::Relaxed) - reads_at_start > IDLE_READS
                             || !self.state.lock().imms.is_empty()
                         {
                             return Ok((rows, false));
