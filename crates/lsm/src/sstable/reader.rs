@@ -777,26 +777,36 @@ mod tests {
 
     use proptest::strategy::Strategy;
 
+    /// The index of the distinct `uks` finds, for every target and every separator, what a
+    /// search by whole keys finds.
+    fn check_search(
+        mut uks: Vec<Vec<u8>>,
+        targets: Vec<(Vec<u8>, u64)>,
+    ) -> std::result::Result<(), proptest::test_runner::TestCaseError> {
+        uks.sort();
+        uks.dedup();
+        let keys: Vec<Vec<u8>> = uks
+            .iter()
+            .map(|u| make_internal_key(u, 2, ValueKind::Put))
+            .collect();
+        let index = index_of(&keys);
+        for (uk, seq) in targets {
+            let t = make_internal_key(&uk, seq, ValueKind::Put);
+            proptest::prop_assert_eq!(index.find(&t), index.find_by_keys(&t), "{:?}", uk);
+        }
+        for k in &keys {
+            proptest::prop_assert_eq!(index.find(k), index.find_by_keys(k));
+        }
+        Ok(())
+    }
+
     proptest::proptest! {
         #[test]
         fn the_fingerprint_search_finds_what_the_key_search_finds(
-            mut uks in proptest::collection::vec(user_key(), 0..40),
+            uks in proptest::collection::vec(user_key(), 0..40),
             targets in proptest::collection::vec((user_key(), 0u64..4), 1..40),
         ) {
-            uks.sort();
-            uks.dedup();
-            let keys: Vec<Vec<u8>> = uks
-                .iter()
-                .map(|u| make_internal_key(u, 2, ValueKind::Put))
-                .collect();
-            let index = index_of(&keys);
-            for (uk, seq) in targets {
-                let t = make_internal_key(&uk, seq, ValueKind::Put);
-                proptest::prop_assert_eq!(index.find(&t), index.find_by_keys(&t), "{:?}", uk);
-            }
-            for k in &keys {
-                proptest::prop_assert_eq!(index.find(k), index.find_by_keys(k));
-            }
+            check_search(uks, targets)?;
         }
     }
 
@@ -817,23 +827,10 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn runs_of_equal_fingerprints_search_as_the_keys_do(
-            mut uks in proptest::collection::vec(family_key(), 0..300),
+            uks in proptest::collection::vec(family_key(), 0..300),
             targets in proptest::collection::vec((family_key(), 0u64..4), 1..60),
         ) {
-            uks.sort();
-            uks.dedup();
-            let keys: Vec<Vec<u8>> = uks
-                .iter()
-                .map(|u| make_internal_key(u, 2, ValueKind::Put))
-                .collect();
-            let index = index_of(&keys);
-            for (uk, seq) in targets {
-                let t = make_internal_key(&uk, seq, ValueKind::Put);
-                proptest::prop_assert_eq!(index.find(&t), index.find_by_keys(&t), "{:?}", uk);
-            }
-            for k in &keys {
-                proptest::prop_assert_eq!(index.find(k), index.find_by_keys(k));
-            }
+            check_search(uks, targets)?;
         }
     }
 
