@@ -97,6 +97,17 @@ def every_slot_served():
             and all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:])))
 
 
+def settled():
+    """Every slot served by a master with both replicas, and every master takes a write: no
+    hand-over under way (the group hands a partition back to a node that rejoined)."""
+    ranges = slots(node_port(1))
+    if not every_slot_served() or any(len(rest) != 3 for _, _, *rest in ranges):
+        return False
+    for lo, hi, master, *_ in ranges:
+        redis.Redis(port=master[1], socket_timeout=5).set(key_in(lo, hi, "settle"), 1)
+    return True
+
+
 def test_every_slot_has_a_master_and_two_replicas_on_other_nodes(cluster):
     s = slots(node_port(1))
     assert sorted((lo, hi) for lo, hi, *_ in s) == [(0, 5460), (5461, 10921), (10922, 16383)]
@@ -407,10 +418,11 @@ def test_a_stalled_master_never_acknowledges_after_it_is_replaced(cluster):
         late = str(e)
     assert isinstance(late, str) and re.match(r"^(MOVED|TRYAGAIN)", late), late
     assert int(rc.get(key)) == 11
-    wait_for(every_slot_served, 60, "every slot served")
+    wait_for(settled, 60, "the cluster to settle")
 
 
 def test_flushall_on_an_address_flushes_its_slots_on_every_replica_and_no_others(cluster):
+    wait_for(settled, 60, "the cluster to settle")
     keys = {p: [key_in(lo, hi, f"fl{p}-{i}-") for i in range(30)]
             for p, (lo, hi) in enumerate([(0, 5460), (5461, 10921), (10922, 16383)])}
     rc = RedisCluster(host="127.0.0.1", port=node_port(1))
@@ -439,6 +451,7 @@ def test_flushall_on_an_address_flushes_its_slots_on_every_replica_and_no_others
 
 
 def test_scripts_run_as_one_record_alike_on_every_replica(cluster):
+    wait_for(settled, 60, "the cluster to settle")
     key = key_in(10922, 16383, "lua")
     tag = "{" + key + "}"
     mport, replicas = master_of(node_port(1), key_slot(key.encode()))
@@ -484,6 +497,7 @@ def test_scripts_run_as_one_record_alike_on_every_replica(cluster):
 
 
 def test_redis_py_lock_works_through_the_cluster_client(cluster):
+    wait_for(settled, 60, "the cluster to settle")
     rc = RedisCluster(host="127.0.0.1", port=node_port(1))
     lock = rc.lock("resource-lock", timeout=10, blocking_timeout=1)
     assert lock.acquire()
@@ -507,7 +521,7 @@ def shards_by_port(port):
 
 
 def test_lagging_replicas_leave_the_slot_map_and_progress_is_reported(cluster):
-    wait_for(every_slot_served, 60, "every slot served")
+    wait_for(settled, 60, "the cluster to settle")
     rc = RedisCluster(host="127.0.0.1", port=node_port(1))
     for i in range(30):
         rc.set(f"lag{i}", i)

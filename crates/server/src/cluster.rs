@@ -652,15 +652,37 @@ impl Cluster {
     /// master, TRYAGAIN while this one is taking over or handing over, CLUSTERDOWN when no
     /// master is known.
     pub fn redirect(&self, slot: u16, p: u32) -> Reply {
+        if self.handing_over(p) {
+            return tryagain();
+        }
         match self.node.master(p) {
-            // The log names this node, which no longer writes under that claim.
-            Some(m) if m.incarnation == self.node.incarnation() && !self.node.is_master(p) => {
-                tryagain()
-            }
             Some(m) => crate::reply::err_string(format!("MOVED {slot} {}:{}", m.host, m.port)),
             None => Reply::error("CLUSTERDOWN Hash slot not served"),
         }
     }
+
+    /// [`Cluster::redirect`] as a route: [`Route::Changing`] where it would answer TRYAGAIN
+    /// because this node is handing the partition over.
+    fn route_away(&self, slot: u16, p: u32) -> Route {
+        if self.handing_over(p) {
+            return Route::Changing;
+        }
+        Route::Refused(self.redirect(slot, p))
+    }
+
+    /// Whether the log still names this node as partition `p`'s master while it no longer
+    /// writes under that claim.
+    fn handing_over(&self, p: u32) -> bool {
+        self.node
+            .master(p)
+            .is_some_and(|m| m.incarnation == self.node.incarnation() && !self.node.is_master(p))
+    }
+}
+
+/// The reply to a command whose slot's master was still changing after the wait
+/// `cluster-handover-wait-ms` allows.
+pub fn changing() -> Reply {
+    tryagain()
 }
 
 fn tryagain() -> Reply {
@@ -673,6 +695,9 @@ pub enum Route {
     Here(Option<(u16, u32)>),
     /// Answered with this instead (a redirection or a refusal).
     Refused(Reply),
+    /// The slot's master is changing at this node (it is handing the partition over or has
+    /// not applied its own claim yet): asked again shortly, it redirects or serves.
+    Changing,
 }
 
 /// Decides where `args` runs for `client` connected to partition `mine`; `max_lag` is
@@ -709,21 +734,21 @@ pub fn route(
     };
     let p = slot::partition_of(slot, c.partitions);
     if p != mine {
-        return Route::Refused(c.redirect(slot, p));
+        return c.route_away(slot, p);
     }
     let write = spec.has_flag("write");
     if c.node.is_master(p) {
         // A read waits until the new master has applied its claim, past every write its
         // predecessors acknowledged (a write's reply comes from the applier in order anyway).
         if !write && !c.node.serves_as_master(p) {
-            return Route::Refused(tryagain());
+            return Route::Changing;
         }
         return Route::Here(Some((slot, p)));
     }
     if !write && client.readonly && c.node.caught_up_within(p, max_lag()) {
         return Route::Here(Some((slot, p)));
     }
-    Route::Refused(c.redirect(slot, p))
+    c.route_away(slot, p)
 }
 
 /// Commands cluster mode refuses: writes that do not go through the log (stores and

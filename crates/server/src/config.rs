@@ -133,6 +133,9 @@ pub struct ClusterConfig {
     pub write_timeout: Duration,
     pub linger: Duration,
     pub replica_max_lag: Duration,
+    /// How long a command is held while its slot's master changes at this node before it is
+    /// answered TRYAGAIN.
+    pub handover_wait: Duration,
     /// Lua instructions a script of the log may run (0: no limit).
     pub script_max_instructions: u64,
     /// How long a push's commit waits for every live node to load the version, and then
@@ -253,6 +256,7 @@ impl Default for Config {
                 write_timeout: Duration::from_millis(10_000),
                 linger: Duration::from_millis(1),
                 replica_max_lag: Duration::from_millis(10_000),
+                handover_wait: Duration::from_millis(1000),
                 script_max_instructions: 500_000_000,
                 push_timeout: Duration::from_millis(600_000),
             },
@@ -755,6 +759,8 @@ pub static KEYS: &[Key] = &[
         |c, v| c.cluster.push_timeout = Duration::from_millis(parse_num::<u64>(v)?.max(1)), |c| c.cluster.push_timeout.as_millis().to_string()),
     key!("replica-max-lag-ms", true, "A replica that has not caught up with its partition's log for this long redirects reads to the master (default 10000).",
         |c, v| c.cluster.replica_max_lag = Duration::from_millis(parse_num(v)?), |c| c.cluster.replica_max_lag.as_millis().to_string()),
+    key!("cluster-handover-wait-ms", true, "Milliseconds a command is held while its slot's master is changing at this node (it is handing the partition over, or has not applied its own claim yet) before it is answered TRYAGAIN (default 1000; 0: at once). Held, it is answered MOVED or served once the new master is known.",
+        |c, v| c.cluster.handover_wait = Duration::from_millis(parse_num(v)?), |c| c.cluster.handover_wait.as_millis().to_string()),
     key!("loglevel", false, "Log level: error, warn, info, debug, trace (default info); RUST_LOG overrides.",
         |c, v| c.log_level = v.to_string(), |c| c.log_level.clone()),
     key!("log-format", false, "Log format: text or json (default text).",

@@ -44,6 +44,8 @@ const READ_CHUNK: usize = 16 * 1024;
 /// Consecutive GET/MGET requests of one read decoded before the first runs, so that the
 /// row-cache lines they need are fetched together (`Db::prefetch`).
 const READ_AHEAD: usize = 32;
+/// How often a command held while its slot's master changes asks again.
+const HANDOVER_POLL: Duration = Duration::from_millis(5);
 
 /// What a command executed by the merger hands back.
 pub struct Executed {
@@ -711,14 +713,37 @@ impl Connection {
                 }
                 if let Some(c) = &self.shared.cluster {
                     let shared = &self.shared;
-                    let max_lag = || shared.config.read().cluster.replica_max_lag;
-                    match crate::cluster::route(c, &self.client, self.partition, &a, &args, max_lag)
-                    {
-                        crate::cluster::Route::Here(s) => at_slot = s,
-                        crate::cluster::Route::Refused(r) => {
-                            let r = self.refused_in_multi(&args, r);
-                            return self.reject(Some(a.index), r);
+                    let mut changing_since = None;
+                    let refused = loop {
+                        let max_lag = || shared.config.read().cluster.replica_max_lag;
+                        match crate::cluster::route(
+                            c,
+                            &self.client,
+                            self.partition,
+                            &a,
+                            &args,
+                            max_lag,
+                        ) {
+                            crate::cluster::Route::Here(s) => {
+                                at_slot = s;
+                                break None;
+                            }
+                            crate::cluster::Route::Refused(r) => break Some(r),
+                            crate::cluster::Route::Changing => {
+                                // Held briefly rather than answered TRYAGAIN at once: a hand-over
+                                // usually ends within the wait, and the client then follows MOVED
+                                // instead of spending its few quick retries.
+                                let since = *changing_since.get_or_insert_with(Instant::now);
+                                if since.elapsed() >= shared.config.read().cluster.handover_wait {
+                                    break Some(crate::cluster::changing());
+                                }
+                                tokio::time::sleep(HANDOVER_POLL).await;
+                            }
                         }
+                    };
+                    if let Some(r) = refused {
+                        let r = self.refused_in_multi(&args, r);
+                        return self.reject(Some(a.index), r);
                     }
                 }
                 if self.shared.memory_limit.exceeded() && self.refused_on_oom(a.spec, &args) {
