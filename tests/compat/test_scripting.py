@@ -539,3 +539,17 @@ def test_acl_check_cmd_tells_whether_the_scripts_user_may_run_a_command(server, 
     assert admin.eval(check, 0, "hset", "k", "f", "v") == 1
     bob.close()
     admin.close()
+
+
+def test_a_script_reads_replies_of_tens_of_thousands_of_items(pair):
+    # Regression: a reply longer than 8,000 items panicked the thread running scripts, and
+    # every later write on the server waited for it.
+    for c in pair:
+        c.rpush("big", *range(20000))
+        c.hset("bigh", mapping={f"f{i}": i for i in range(10000)})
+    for c in pair:
+        assert c.eval("return #redis.call('lrange', KEYS[1], 0, -1)", 1, "big") == 20000
+        assert c.eval("return #redis.call('hgetall', KEYS[1])", 1, "bigh") == 20000
+        assert c.eval("redis.setresp(3) local m = redis.call('hgetall', KEYS[1]).map "
+                      "return m['f9999']", 1, "bigh") == b"9999"
+        assert c.set("after", 1) is True

@@ -42,6 +42,10 @@ pub enum Error {
     /// The engine is shutting down or closed.
     #[error("engine is closed")]
     Closed,
+    /// A transaction's own code failed unexpectedly (it panicked): its writes were dropped,
+    /// and the engine goes on.
+    #[error("transaction aborted by an internal error: {0}")]
+    Aborted(String),
 }
 
 impl Error {
@@ -85,6 +89,7 @@ impl Error {
             Error::Locked(s) => Error::Locked(s.clone()),
             Error::NotFound(s) => Error::NotFound(s.clone()),
             Error::Closed => Error::Closed,
+            Error::Aborted(s) => Error::Aborted(s.clone()),
         }
     }
 

@@ -29,9 +29,11 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp: u8) -> mlua::Result<Value> {
         Reply::Error(e) | Reply::BlobError(e) => {
             field(lua, "err", Value::String(lua.create_string(&e[..])?))?
         }
-        Reply::Array(items) | Reply::Push(items) => {
-            Value::Table(lua.create_sequence_from(items_to_lua(lua, items, resp)?)?)
-        }
+        Reply::Array(items) | Reply::Push(items) => sequence(
+            lua,
+            items.len(),
+            items.iter().map(|v| reply_to_lua(lua, v, resp)),
+        )?,
         Reply::Set(items) if resp == 3 => {
             let t = lua.create_table()?;
             for v in items {
@@ -39,9 +41,11 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp: u8) -> mlua::Result<Value> {
             }
             field(lua, "set", Value::Table(t))?
         }
-        Reply::Set(items) => {
-            Value::Table(lua.create_sequence_from(items_to_lua(lua, items, resp)?)?)
-        }
+        Reply::Set(items) => sequence(
+            lua,
+            items.len(),
+            items.iter().map(|v| reply_to_lua(lua, v, resp)),
+        )?,
         Reply::Map(pairs) if resp == 3 => {
             let t = lua.create_table()?;
             for (k, v) in pairs {
@@ -49,22 +53,22 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp: u8) -> mlua::Result<Value> {
             }
             field(lua, "map", Value::Table(t))?
         }
-        Reply::Pairs(pairs) if resp == 3 => {
-            let mut nested = Vec::with_capacity(pairs.len());
-            for (k, v) in pairs {
-                let pair = vec![reply_to_lua(lua, k, resp)?, reply_to_lua(lua, v, resp)?];
-                nested.push(Value::Table(lua.create_sequence_from(pair)?));
-            }
-            Value::Table(lua.create_sequence_from(nested)?)
-        }
-        Reply::Map(pairs) | Reply::Pairs(pairs) => {
-            let mut flat = Vec::with_capacity(pairs.len() * 2);
-            for (k, v) in pairs {
-                flat.push(reply_to_lua(lua, k, resp)?);
-                flat.push(reply_to_lua(lua, v, resp)?);
-            }
-            Value::Table(lua.create_sequence_from(flat)?)
-        }
+        Reply::Pairs(pairs) if resp == 3 => sequence(
+            lua,
+            pairs.len(),
+            pairs.iter().map(|(k, v)| {
+                let pair = [reply_to_lua(lua, k, resp)?, reply_to_lua(lua, v, resp)?];
+                Ok(Value::Table(lua.create_sequence_from(pair)?))
+            }),
+        )?,
+        Reply::Map(pairs) | Reply::Pairs(pairs) => sequence(
+            lua,
+            pairs.len() * 2,
+            pairs
+                .iter()
+                .flat_map(|(k, v)| [k, v])
+                .map(|r| reply_to_lua(lua, r, resp)),
+        )?,
         Reply::Double(d) if resp == 3 => field(lua, "double", Value::Number(*d))?,
         // What a RESP2 client reads: the bulk string Redis formats the double as.
         Reply::Double(d) => match Reply::Double(*d).as_received(rialto_resp::Protocol::Resp2) {
@@ -88,8 +92,18 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp: u8) -> mlua::Result<Value> {
     })
 }
 
-fn items_to_lua(lua: &Lua, items: &[Reply], resp: u8) -> mlua::Result<Vec<Value>> {
-    items.iter().map(|v| reply_to_lua(lua, v, resp)).collect()
+/// A table of `len` items, each set as it is made: mlua keeps every live Lua value in a
+/// stack of its own that holds fewer than 8,000, so a reply's items are never all held at once.
+fn sequence(
+    lua: &Lua,
+    len: usize,
+    items: impl Iterator<Item = mlua::Result<Value>>,
+) -> mlua::Result<Value> {
+    let t = lua.create_table_with_capacity(len, 0)?;
+    for (i, v) in items.enumerate() {
+        t.raw_set(i + 1, v?)?;
+    }
+    Ok(Value::Table(t))
 }
 
 fn field(lua: &Lua, name: &str, v: Value) -> mlua::Result<Value> {
@@ -227,6 +241,33 @@ mod tests {
     fn roundtrip(lua: &Lua, code: &str) -> Reply {
         let v: Value = lua.load(code).eval().unwrap();
         lua_to_reply(&v)
+    }
+
+    /// Regression: a reply of more items than mlua's stack of live values holds (8,000)
+    /// panicked the thread running the script, and every later write waited behind it.
+    #[test]
+    fn replies_of_any_length_reach_the_script() {
+        let lua = Lua::new();
+        let items: Vec<Reply> = (0..50_000).map(Reply::Integer).collect();
+        let pairs: Vec<(Reply, Reply)> = (0..20_000)
+            .map(|i| (Reply::bulk(format!("f{i}")), Reply::Integer(i)))
+            .collect();
+        for (reply, resp, len) in [
+            (Reply::Array(items.clone()), 2, 50_000),
+            (Reply::Set(items), 2, 50_000),
+            (Reply::Map(pairs.clone()), 2, 40_000),
+            (Reply::Pairs(pairs.clone()), 3, 20_000),
+        ] {
+            let Value::Table(t) = reply_to_lua(&lua, &reply, resp).unwrap() else {
+                panic!("not a table");
+            };
+            assert_eq!(t.raw_len(), len);
+        }
+        let Value::Table(m) = reply_to_lua(&lua, &Reply::Map(pairs), 3).unwrap() else {
+            panic!("not a table");
+        };
+        let inner: Table = m.raw_get("map").unwrap();
+        assert_eq!(inner.raw_get::<i64>("f19999").unwrap(), 19_999);
     }
 
     #[test]

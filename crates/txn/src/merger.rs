@@ -67,6 +67,18 @@ struct ClosureJob<F, T> {
     long: bool,
 }
 
+/// What a panic said, for the error that replaces the transaction's outcome.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    match (
+        payload.downcast_ref::<&str>(),
+        payload.downcast_ref::<String>(),
+    ) {
+        (Some(s), _) => (*s).to_string(),
+        (_, Some(s)) => s.clone(),
+        _ => "panic".to_string(),
+    }
+}
+
 impl<E, F, T> Job<E> for ClosureJob<F, T>
 where
     E: PipelinedCommit,
@@ -78,7 +90,11 @@ where
             return;
         };
         let mut ctx = TxnContext::new(engine, group, observer);
-        self.outcome = Some(match f(&mut ctx) {
+        // A transaction that panics (a bug in the code it runs) fails alone: its staged
+        // writes are dropped with its context, and the merger goes on serving everyone else.
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut ctx)))
+            .unwrap_or_else(|payload| Err(Error::Aborted(panic_text(&*payload))));
+        self.outcome = Some(match ran {
             // A failed transaction's staged writes are dropped with its context.
             Ok(v) => {
                 let after = ctx.take_after();

@@ -188,6 +188,34 @@ fn a_failed_transaction_drops_its_writes_and_others_do_not_see_them() {
     m.close().unwrap();
 }
 
+/// Regression: a script whose reply conversion panicked killed the thread that runs long
+/// transactions, and every later write waited for it forever.
+#[test]
+fn a_transaction_that_panics_fails_alone_and_the_merger_goes_on() {
+    let (_fs, dynfs) = mem();
+    let db = open(dynfs);
+    let m = merger(&db, MergerOptions::default());
+    let bad = m.submit(|tx| -> rialto_engine::Result<()> {
+        tx.put(b"half", b"written");
+        panic!("a bug in the transaction's code");
+    });
+    let long = m.enqueue_long(|tx| -> rialto_engine::Result<()> {
+        tx.put(b"half", b"written");
+        panic!("a bug in a script");
+    });
+    let after = m.submit(|tx| {
+        tx.put(b"after", b"1");
+        tx.get(b"half")
+    });
+    let next_long = m.enqueue_long(|tx| tx.get(b"after"));
+    assert!(matches!(bad.wait(), Err(Error::Aborted(m)) if m.contains("a bug")));
+    assert!(matches!(long.wait(), Err(Error::Aborted(m)) if m.contains("a script")));
+    assert_eq!(after.wait().unwrap(), None);
+    assert_eq!(next_long.wait().unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(db.get(b"half").unwrap(), None);
+    m.close().unwrap();
+}
+
 #[test]
 fn rolling_back_to_a_savepoint_keeps_what_was_staged_before_it() {
     let (_fs, dynfs) = mem();
