@@ -269,6 +269,23 @@ CASES = {
         ["FUNCTION", "LOAD", "#!lua name=slow\nlocal a = 1\nwhile 1 do a = a + 1 end"],
         ["FCALL", "f4", "0"],
     ],
+    "cmsgpack": [
+        ev("return cmsgpack.pack(0, 127, 128, 65535, 65536, 2^32, 2^53, -1, -33, -129, -32769, -2^31 - 1)"),
+        ev("return cmsgpack.pack(0.1, 1.5, 2^63, -0.0, 1/0, nil, true, false, 'abc', string.rep('x', 300))"),
+        ev("return cmsgpack.pack({}, {1, 'a', {}}, {[2] = 1}, {a = {b = {c = 1}}}, redis.call)"),
+        ev("local a = {} a[1] = a return cmsgpack.pack(a)"),
+        ev("local t = {} for i = 1, 70000 do t[i] = i % 7 end return #cmsgpack.pack(t)"),
+        ev("local s = cmsgpack.pack({1, 2, {x = 'y'}}, 'two', -7.25) "
+           "local a, b, c = cmsgpack.unpack(s) return {a[3].x, b, tostring(c), cmsgpack.unpack_one(s, 0)}"),
+        ev("local s = cmsgpack.pack('a', 'b', 'c') return {cmsgpack.unpack_limit(s, 2, 0)}"),
+        ev("return {cmsgpack.unpack_limit(cmsgpack.pack('a', 'b'), 1, 2)}"),
+        ev("return {pcall(cmsgpack.unpack, '\\205\\1')}"),
+        ev("return {pcall(cmsgpack.unpack, '\\193')}"),
+        ev("return {pcall(cmsgpack.unpack_one, 'a', 5)}"),
+        ev("return {pcall(cmsgpack.unpack_limit, 'a', -1)}"),
+        ev("return (cmsgpack.unpack(cmsgpack.pack({[1.5] = 'half', [3] = 'three'})))[1.5]"),
+        ev("cmsgpack.pack = function() return 1 end"),
+    ],
     "select-and-transactions": [
         ev("redis.call('select', 3); redis.call('set', 'in3', 'x'); return redis.call('get', 'in3')"),
         ["GET", "in3"],

@@ -8,6 +8,7 @@
 mod api;
 mod bit;
 mod cjson;
+mod cmsgpack;
 mod convert;
 mod functions;
 mod vm;

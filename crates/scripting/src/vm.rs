@@ -820,6 +820,7 @@ impl Vm {
         globals.raw_set("redis", redis.clone())?;
         globals.raw_set("bit", crate::bit::table(&lua)?)?;
         globals.raw_set("cjson", crate::cjson::table(&lua)?)?;
+        globals.raw_set("cmsgpack", crate::cmsgpack::table(&lua)?)?;
         // What `pcall` catches from a function of ours is what Redis's C functions raise: the
         // error's text (`redis.call`'s with its code), not the binding's own error value,
         // which would reach the script as an opaque userdata.
@@ -844,7 +845,7 @@ impl Vm {
         lua.load(
             r#"
             local real, setmetatable, rawget, rawset, error = ...
-            for _, name in ipairs({"redis", "cjson", "bit", "string", "table", "math"}) do
+            for _, name in ipairs({"redis", "cjson", "cmsgpack", "bit", "string", "table", "math"}) do
                 rawset(real, name, setmetatable({}, {
                     __index = rawget(real, name),
                     __newindex = function() error("Attempt to modify a readonly table", 2) end,
@@ -932,7 +933,7 @@ impl Vm {
             for _, e in pairs({env, fenv}) do
                 protected[e] = true
             end
-            for _, name in pairs({"redis", "cjson", "bit", "string", "table", "math"}) do
+            for _, name in pairs({"redis", "cjson", "cmsgpack", "bit", "string", "table", "math"}) do
                 protected[rawget(real, name)] = true
             end
             rawset(getmetatable(""), "__metatable", view({__index = rawget(real, "string")}))
