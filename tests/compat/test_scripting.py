@@ -558,6 +558,63 @@ def test_acl_check_cmd_tells_whether_the_scripts_user_may_run_a_command(server, 
     admin.close()
 
 
+def _info(conn, section):
+    """INFO `section` on a raw connection as {field: value} (a client library's handshake
+    could add error replies of its own)."""
+    text = conn.call("INFO", section).value.decode()
+    return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+
+
+def _counters(conn, commands):
+    """Each command's calls, failed and rejected calls (INFO commandstats), the error replies
+    by prefix (INFO errorstats) and their total."""
+    stats = _info(conn, "commandstats")
+    out = {}
+    for name in commands:
+        fields = dict(f.split("=") for f in stats.get(f"cmdstat_{name}", "calls=0").split(","))
+        out[name] = tuple(int(fields.get(f, 0)) for f in ("calls", "failed_calls", "rejected_calls"))
+    return out, _info(conn, "errorstats"), _info(conn, "stats")["total_error_replies"]
+
+
+SCRIPT_STATS = [
+    # A script's calls count as calls of their commands.
+    ("set", "k", "v"),
+    ("eval", "redis.call('set', KEYS[1], 0) redis.call('expire', KEYS[1], 100) redis.call('get', KEYS[1])", 1, "k"),
+    # redis.call's error: a failed call of SELECT and of EVAL, one error reply.
+    ("eval", "return redis.call('select', 99)", 0),
+    # redis.pcall's table, looked at and returned: one error reply either way.
+    ("eval", "local t = redis.pcall('select', 99) return t['err'] == 'ERR DB index is out of range'", 0),
+    ("eval", "return redis.pcall('incr', KEYS[1])", 1, "k"),
+    ("eval", "error(redis.pcall('incr', KEYS[1]))", 1, "k"),
+    # Refused inside the script: a rejected call.
+    ("eval_ro", "return redis.call('set', KEYS[1], 'y')", 1, "k"),
+    ("eval", "return redis.call('get')", 0),
+    ("eval", "return redis.call('nosuchcommand')", 0),
+    # The script's own errors: counted as its error replies.
+    ("eval", "return redis.error_reply('MY_ERR custom')", 0),
+    ("eval", "return redis.call()", 0),
+    ("eval", "error('plain')", 0),
+    # In a transaction.
+    ("multi",),
+    ("eval", "return redis.call('incr', KEYS[1])", 1, "k"),
+    ("eval", "return redis.call('select', 99)", 0),
+    ("eval", "return redis.pcall('select', 99)", 0),
+    ("eval", "return redis.error_reply('IN_EXEC no')", 0),
+    ("exec",),
+]
+
+
+def test_commands_a_script_calls_are_counted_as_redis_counts_them(start_server):
+    got = []
+    for kind in ("redis", "rialto"):
+        conn = start_server(kind).conn()
+        for cmd in SCRIPT_STATS:
+            conn.call(*map(str, cmd))
+        got.append(_counters(conn, ["set", "get", "expire", "select", "incr", "eval", "eval_ro", "exec"]))
+        conn.close()
+    assert got[1] == got[0]
+
+
 def test_a_script_reads_replies_of_tens_of_thousands_of_items(pair):
     # Regression: a reply longer than 8,000 items panicked the thread running scripts, and
     # every later write on the server waited for it.

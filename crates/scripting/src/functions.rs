@@ -95,7 +95,7 @@ fn metadata(code: &[u8]) -> Result<String, Reply> {
 
 /// An error raised inside `register_function`: the load fails with its text.
 fn raise(text: &str) -> mlua::Error {
-    mlua::Error::external(crate::vm::CallError(format!("ERR {text}")))
+    mlua::Error::external(crate::vm::CallError(format!("ERR {text}"), false))
 }
 
 /// What one library registered: functions with their callbacks.

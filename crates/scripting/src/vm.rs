@@ -52,6 +52,10 @@ pub trait Host {
     /// Drops every write the script made: it was stopped by SHUTDOWN NOSAVE, and a script
     /// takes effect whole or not at all.
     fn abandon(&mut self) {}
+    /// The script's reply is an error reply that one of its calls answered (raised by
+    /// `redis.call`, or the table `redis.pcall` returned): the host counted that error when
+    /// the call answered it, and counts it once.
+    fn error_already_counted(&mut self) {}
 }
 
 /// What a script's shebang (`#!lua flags=...`) or a function's registration declares.
@@ -500,13 +504,15 @@ impl Scripts {
         r.started_ms
             .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
         r.active.store(true, Ordering::Release);
-        let reply = vm
+        let (reply, counted) = vm
             .run(label, chunk, f, as_function, keys, argv, host, r)
             .unwrap_or_else(|e| {
-                Reply::Error(Bytes::from(format!(
-                    "ERR internal error running script: {e}"
-                )))
+                let text = format!("ERR internal error running script: {e}");
+                (Reply::Error(Bytes::from(text)), false)
             });
+        if counted {
+            host.error_already_counted();
+        }
         if r.abort.load(Ordering::Acquire) {
             host.abandon();
         }
@@ -717,7 +723,9 @@ impl Vm {
                         i = dbg.getinfo(level, "Sl")
                     end
                     local out = {}
-                    if type(err) == "table" then out.err = err.err
+                    if type(err) == "table" then
+                        out.err = err.err
+                        out.counted = err.ignore_error_stats_update == true
                     elseif type(err) == "string" then out.err = "ERR " .. err
                     else out.raw = err end
                     if i then out.line = i.currentline end
@@ -1038,6 +1046,8 @@ impl Vm {
 
     /// Runs `f` — a script's chunk (`args` `None`: KEYS and ARGV are globals) or a library's
     /// function (called with the key and argument tables) — naming it `label` in errors.
+    /// Returns the reply, and whether it is an error reply one of the script's calls
+    /// answered (already counted by the host).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn run(
         &mut self,
@@ -1049,7 +1059,7 @@ impl Vm {
         argv: &[Bytes],
         host: &mut dyn Host,
         running: &Running,
-    ) -> mlua::Result<Reply> {
+    ) -> mlua::Result<(Reply, bool)> {
         let lua = &self.lua;
         let (keys_t, argv_t) = key_and_arg_tables(lua, keys, argv)?;
         if as_function {
@@ -1083,10 +1093,11 @@ impl Vm {
         let mut values = outcome.into_iter();
         let ok = matches!(values.next(), Some(Value::Boolean(true)));
         let value = values.next().unwrap_or(Value::Nil);
+        let counted = call_answered(&value, ok);
         if ok {
-            return Ok(lua_to_reply_in(&value, resp));
+            return Ok((lua_to_reply_in(&value, resp), counted));
         }
-        Ok(script_error(label, chunk, &value))
+        Ok((script_error(label, chunk, &value), counted))
     }
 }
 
@@ -1141,13 +1152,14 @@ fn acl_check_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<bool> {
     let (host, _, _) = run_ctx(lua)?;
     let cmd = match cmd_args(&args) {
         Ok(cmd) => cmd,
-        Err(text) => return Err(mlua::Error::external(CallError(text))),
+        Err(text) => return Err(mlua::Error::external(CallError(text, false))),
     };
     // SAFETY: see `Vm::run`.
     match unsafe { (*host).acl_check(&cmd) } {
         Some(allowed) => Ok(allowed),
         None => Err(mlua::Error::external(CallError(
             "ERR Invalid command passed to redis.acl_check_cmd()".into(),
+            false,
         ))),
     }
 }
@@ -1173,12 +1185,13 @@ fn cmd_args(args: &MultiValue) -> Result<Vec<Bytes>, String> {
     Ok(cmd)
 }
 
-/// One command of `redis.call`/`redis.pcall`: `Ok(reply as Lua)` or `Err(error text)`.
-fn run_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<Result<Value, String>> {
+/// One command of `redis.call`/`redis.pcall`: `Ok(reply as Lua)` or `Err((error text,
+/// whether the command answered it))` (else the call's arguments were refused before it).
+fn run_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<Result<Value, (String, bool)>> {
     let (host, resp, running) = run_ctx(lua)?;
     let cmd = match cmd_args(&args) {
         Ok(cmd) => cmd,
-        Err(text) => return Ok(Err(text)),
+        Err(text) => return Ok(Err((text, false))),
     };
     // SAFETY: see `Vm::run`: valid for the whole run, and only this call uses it now.
     let (reply, wrote) = unsafe { (*host).call(cmd) };
@@ -1187,7 +1200,7 @@ fn run_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<Result<Value, String>> {
         unsafe { (*running).wrote.store(true, Ordering::Release) };
     }
     match reply {
-        Reply::Error(e) => Ok(Err(String::from_utf8_lossy(&e).into_owned())),
+        Reply::Error(e) => Ok(Err((String::from_utf8_lossy(&e).into_owned(), true))),
         r => Ok(Ok(reply_to_lua(lua, &r, resp)?)),
     }
 }
@@ -1198,14 +1211,14 @@ fn bind_server_functions(lua: &Lua, redis: &Table) -> mlua::Result<()> {
         "call",
         lua.create_function(|lua, args: MultiValue| match run_cmd(lua, args)? {
             Ok(v) => Ok(v),
-            Err(text) => Err(mlua::Error::external(CallError(text))),
+            Err((text, counted)) => Err(mlua::Error::external(CallError(text, counted))),
         })?,
     )?;
     redis.raw_set(
         "pcall",
         lua.create_function(|lua, args: MultiValue| match run_cmd(lua, args)? {
             Ok(v) => Ok(v),
-            Err(text) => err_table(lua, &text),
+            Err((text, counted)) => err_table(lua, &text, counted),
         })?,
     )?;
     redis.raw_set(
@@ -1269,8 +1282,9 @@ pub(crate) fn log_args(args: &MultiValue) -> mlua::Result<(u8, String)> {
 }
 
 /// An error reply `redis.call` raises: it stops the script, and the script's reply is it.
+/// With `true`, the command answered it (the host counted it as an error reply).
 #[derive(Debug)]
-pub(crate) struct CallError(pub(crate) String);
+pub(crate) struct CallError(pub(crate) String, pub(crate) bool);
 
 impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -1310,10 +1324,44 @@ fn call_error(e: &mlua::Error) -> Option<&str> {
     }
 }
 
-fn err_table(lua: &Lua, text: &str) -> mlua::Result<Value> {
+/// `redis.pcall`'s error table; one a command answered carries Redis's
+/// `ignore_error_stats_update` mark, so that returning it does not count the error twice.
+fn err_table(lua: &Lua, text: &str, counted: bool) -> mlua::Result<Value> {
     let t = lua.create_table()?;
     t.raw_set("err", text)?;
+    if counted {
+        t.raw_set("ignore_error_stats_update", true)?;
+    }
     Ok(Value::Table(t))
+}
+
+/// Whether a script's result (`ok`: returned, else the error handler's table) is an error
+/// reply one of its calls answered: a `redis.pcall` table returned or raised, or the
+/// error `redis.call` raised.
+fn call_answered(value: &Value, ok: bool) -> bool {
+    let Value::Table(t) = value else {
+        return false;
+    };
+    if ok {
+        return matches!(t.raw_get::<Value>("err"), Ok(Value::String(_)))
+            && matches!(
+                t.raw_get::<Value>("ignore_error_stats_update"),
+                Ok(Value::Boolean(true))
+            );
+    }
+    match t.raw_get::<Value>("raw") {
+        Ok(Value::Error(e)) => call_error_counted(&e),
+        _ => matches!(t.raw_get::<Value>("counted"), Ok(Value::Boolean(true))),
+    }
+}
+
+/// Whether `e` is an error reply `redis.call` raised as its command answered it.
+fn call_error_counted(e: &mlua::Error) -> bool {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => call_error_counted(cause),
+        mlua::Error::ExternalError(inner) => inner.downcast_ref::<CallError>().is_some_and(|c| c.1),
+        _ => false,
+    }
 }
 
 /// The reply for a script that raised: the error handler's `{err | raw, line}`. Redis

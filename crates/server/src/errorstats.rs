@@ -132,6 +132,16 @@ pub fn ran(shared: &Shared, index: usize, reply: &Reply) {
     }
 }
 
+/// Command `index` ran and answered `reply`, an error reply already counted as one (a
+/// script's error that one of its calls answered): only a failed call of it.
+pub fn failed(shared: &Shared, index: usize, reply: &Reply) {
+    if error_text(reply).is_some() {
+        if let Some(e) = shared.registry.entry(index) {
+            e.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 /// A request was refused before it ran with `reply`: a rejected call of command `index`
 /// when it was known (an unknown command has none) and an error reply.
 pub fn rejected(shared: &Shared, index: Option<usize>, reply: &Reply) {
@@ -144,11 +154,16 @@ pub fn rejected(shared: &Shared, index: Option<usize>, reply: &Reply) {
 }
 
 /// The replies of a transaction's commands (EXEC's array, `indexes[i]` running the command
-/// of `replies[i]`): each error is a failed call of its command, as each ran inside EXEC.
-pub fn ran_in_exec(shared: &Shared, indexes: &[usize], reply: &Reply) {
+/// of `replies[i]`): each error is a failed call of its command, as each ran inside EXEC;
+/// `counted` lists the positions of scripts' errors already counted as error replies.
+pub fn ran_in_exec(shared: &Shared, indexes: &[usize], reply: &Reply, counted: &[usize]) {
     if let Reply::Array(replies) = reply {
-        for (index, r) in indexes.iter().zip(replies) {
-            ran(shared, *index, r);
+        for (pos, (index, r)) in indexes.iter().zip(replies).enumerate() {
+            if counted.contains(&pos) {
+                failed(shared, *index, r);
+            } else {
+                ran(shared, *index, r);
+            }
         }
     }
 }

@@ -125,6 +125,7 @@ impl Connection {
                     slow_args: None,
                     track_seq: 0,
                     log_pos: pos,
+                    error_counted: false,
                 },
             );
             let ex = match pending {

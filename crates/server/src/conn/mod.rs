@@ -58,6 +58,9 @@ pub struct Executed {
     pub track_seq: u64,
     /// Cluster mode: the partition and offset of the record that applied the write.
     pub log_pos: Option<(u32, u64)>,
+    /// A script's error reply that one of its calls answered: counted as an error reply
+    /// then, so only as a failed call of the script now.
+    pub error_counted: bool,
 }
 
 /// A reply computed off the connection (see [`crate::commands::Outcome::Later`]).
@@ -562,7 +565,11 @@ impl Connection {
                     match outcome {
                         Ok(ex) => {
                             self.record(id, ex.micros, ex.slow_args);
-                            crate::errorstats::ran(&self.shared, id.index, &ex.reply);
+                            if ex.error_counted {
+                                crate::errorstats::failed(&self.shared, id.index, &ex.reply);
+                            } else {
+                                crate::errorstats::ran(&self.shared, id.index, &ex.reply);
+                            }
                             if ex.track_seq != 0 {
                                 // Its write is published: what it invalidated for this very
                                 // connection follows its reply at once, as Redis 7.0 sends
@@ -1210,6 +1217,7 @@ fn executed(reply: Reply, took: Duration, threshold: Option<u64>, args: Vec<Byte
         slow_args: slow(threshold, micros).then_some(args),
         track_seq: 0,
         log_pos: None,
+        error_counted: false,
     }
 }
 

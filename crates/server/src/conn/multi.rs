@@ -318,7 +318,7 @@ impl Connection {
         if let Some(c) = self.shared.cluster.clone() {
             if steps.iter().any(|s| matches!(s, Step::Op(_))) {
                 let r = self.exec_in_cluster(c, slot, steps, after).await;
-                crate::errorstats::ran_in_exec(&self.shared, &indexes, &r);
+                crate::errorstats::ran_in_exec(&self.shared, &indexes, &r, &[]);
                 return Pending::Ready(r);
             }
         }
@@ -335,6 +335,9 @@ impl Connection {
                 self.shared.config.read().pubsub_limit,
             )
         });
+        // The positions of scripts whose error replies their calls counted already.
+        let counted = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let counted_in_run = std::sync::Arc::clone(&counted);
         let run = move |tx: Option<&mut rialto_keyspace::Transaction<'_, '_>>| {
             let Some(tx) = tx else {
                 return Reply::NullArray;
@@ -342,7 +345,8 @@ impl Connection {
             Reply::Array(
                 steps
                     .into_iter()
-                    .map(|step| match step {
+                    .enumerate()
+                    .map(|(pos, step)| match step {
                         Step::Done(r) => r,
                         Step::Op(op) => match tx.apply(&op) {
                             Ok(v) => reply::value(v),
@@ -359,7 +363,13 @@ impl Connection {
                             tx.read(db, |k| f(&mut R::new(k), &args))
                                 .unwrap_or_else(|e| e)
                         }
-                        Step::Script(run, db) => run.run(tx, &script_ctx, db),
+                        Step::Script(run, db) => {
+                            let (r, error_counted) = run.run(tx, &script_ctx, db);
+                            if error_counted {
+                                counted_in_run.lock().push(pos);
+                            }
+                            r
+                        }
                         Step::Scripts(f, args) => f(&script_ctx.scripts, &args),
                         Step::Library(change) => change.apply(tx, &script_ctx.scripts),
                         Step::After => Reply::Null,
@@ -384,13 +394,14 @@ impl Connection {
                 now_ms,
                 move |tx| {
                     let reply = run(tx);
-                    crate::errorstats::ran_in_exec(&shared, &indexes, &reply);
+                    crate::errorstats::ran_in_exec(&shared, &indexes, &reply, &counted.lock());
                     Executed {
                         reply,
                         micros: 0,
                         slow_args: None,
                         track_seq: tracking.map_or(0, |t| t.last_change()),
                         log_pos: None,
+                        error_counted: false,
                     }
                 },
             );
@@ -411,7 +422,7 @@ impl Connection {
                     replies[pos] = self.run_here(handler, &args).await;
                 }
                 let r = Reply::Array(replies);
-                crate::errorstats::ran_in_exec(&self.shared, &indexes, &r);
+                crate::errorstats::ran_in_exec(&self.shared, &indexes, &r, &counted.lock());
                 r
             }
             Ok(aborted) => aborted,

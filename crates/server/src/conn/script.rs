@@ -2,6 +2,7 @@
 //! (atomic, durable as one group, queued like a write so it shares groups and syncs), and the
 //! script's `redis.call`s run there through [`TxHost`].
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -86,23 +87,34 @@ impl ScriptRun {
     }
 
     /// Runs the script in `tx`, its commands in database `db` (a SELECT inside moves that).
-    pub(super) fn run(self, tx: &mut Transaction<'_, '_>, ctx: &ScriptCtx, db: u8) -> Reply {
+    /// Returns its reply, and whether that is an error reply one of its calls answered,
+    /// which the call's statistics counted already (see [`Host::error_already_counted`]).
+    pub(super) fn run(
+        self,
+        tx: &mut Transaction<'_, '_>,
+        ctx: &ScriptCtx,
+        db: u8,
+    ) -> (Reply, bool) {
         let mut host = TxHost::new(tx, ctx, db, self.read_only);
         host.command = &self.command;
-        let source = match self.named {
-            Named::Body => Source::Body(&self.code),
-            Named::Sha => Source::Sha(&self.code),
-            Named::Function => {
-                return ctx.scripts.fcall(
-                    &self.code,
-                    &self.keys,
-                    &self.argv,
-                    self.read_only,
-                    &mut host,
-                )
+        let reply = match self.named {
+            Named::Body => {
+                ctx.scripts
+                    .run(Source::Body(&self.code), &self.keys, &self.argv, &mut host)
             }
+            Named::Sha => {
+                ctx.scripts
+                    .run(Source::Sha(&self.code), &self.keys, &self.argv, &mut host)
+            }
+            Named::Function => ctx.scripts.fcall(
+                &self.code,
+                &self.keys,
+                &self.argv,
+                self.read_only,
+                &mut host,
+            ),
         };
-        ctx.scripts.run(source, &self.keys, &self.argv, &mut host)
+        (reply, host.error_counted)
     }
 }
 
@@ -209,6 +221,8 @@ struct TxHost<'t, 'a, 'c> {
     command: &'t [Bytes],
     /// Where the transaction stood before the script.
     start: rialto_txn::Savepoint,
+    /// The script's reply is an error one of its calls answered and counted.
+    error_counted: bool,
 }
 
 impl<'t, 'a, 'c> TxHost<'t, 'a, 'c> {
@@ -224,6 +238,7 @@ impl<'t, 'a, 'c> TxHost<'t, 'a, 'c> {
             seeded: 0,
             command: &[],
             start,
+            error_counted: false,
         }
     }
 }
@@ -409,28 +424,29 @@ impl TxHost<'_, '_, '_> {
     }
 }
 
-impl Host for TxHost<'_, '_, '_> {
-    fn call(&mut self, args: Vec<Bytes>) -> (Reply, bool) {
-        let spec = match self.resolve(&args) {
-            Ok(spec) => spec,
-            Err(refused) => return refused,
-        };
-        self.wrote |= spec.has_flag("write");
-        if let Err(refused) = self.check_replicated(spec, &args) {
-            return refused;
+impl TxHost<'_, '_, '_> {
+    /// Where the script's calls are counted: the server of the connection that runs it
+    /// (none for a cluster log's script, which every replica runs).
+    fn stats(&self) -> Option<&crate::server::Shared> {
+        self.ctx.refusals.as_ref().map(|(shared, _)| &**shared)
+    }
+
+    /// A call refused before it ran: a rejected call of command `index`, if known.
+    fn count_rejected(&self, index: Option<usize>, reply: &Reply) {
+        if let Some(shared) = self.stats() {
+            crate::errorstats::rejected(shared, index, reply);
         }
-        if let Some(m) = self.ctx.monitors.as_deref().filter(|m| m.active()) {
-            if super::monitored(spec) {
-                m.feed(crate::monitor::Source::Lua, self.db, &args);
-            }
-        }
+    }
+
+    /// Runs a call the script may make.
+    fn execute(&mut self, spec: &'static CommandSpec, args: &[Bytes]) -> (Reply, bool) {
         let at = At {
             db: self.db,
             now_ms: self.tx.now_ms(),
             databases: self.ctx.databases,
         };
-        match spec.handler_for(&args) {
-            Some(Handler::Write(f)) => match f(at, &args).map(|op| self.replayable_seed(op)) {
+        match spec.handler_for(args) {
+            Some(Handler::Write(f)) => match f(at, args).map(|op| self.replayable_seed(op)) {
                 Ok(op) => match self.tx.apply(&op) {
                     Ok(v) => (reply::value(v), true),
                     Err(e) => (reply::keyspace_error(&e), false),
@@ -438,7 +454,7 @@ impl Host for TxHost<'_, '_, '_> {
                 Err(r) => (r, false),
             },
             // A script never waits: a blocking pop allowed in scripts is its pop.
-            Some(Handler::Block(f)) => match f(at, &args) {
+            Some(Handler::Block(f)) => match f(at, args) {
                 Ok(b) => match self.tx.apply(&b.op) {
                     Ok(v) => (reply::value(v), true),
                     Err(e) => (reply::keyspace_error(&e), false),
@@ -447,19 +463,61 @@ impl Host for TxHost<'_, '_, '_> {
             },
             Some(Handler::Read(f)) => (
                 self.tx
-                    .read(self.db, |k| f(&mut R::in_script(k), &args))
+                    .read(self.db, |k| f(&mut R::in_script(k), args))
                     .unwrap_or_else(|e| e),
                 false,
             ),
-            Some(_) => match commands::flushdb::in_transaction(spec, at, &args) {
+            Some(_) => match commands::flushdb::in_transaction(spec, at, args) {
                 Some(Ok(op)) => match self.tx.apply(&self.cluster_op(op)) {
                     Ok(_) => (reply::ok(), true),
                     Err(e) => (reply::keyspace_error(&e), false),
                 },
                 Some(Err(r)) => (r, false),
-                None => self.connection_command(spec, &args),
+                None => self.connection_command(spec, args),
             },
             None => err("ERR Unknown Redis command called from script"),
+        }
+    }
+}
+
+impl Host for TxHost<'_, '_, '_> {
+    fn call(&mut self, args: Vec<Bytes>) -> (Reply, bool) {
+        // Counted as Redis counts a script's calls: in INFO commandstats (calls, time, failed
+        // and rejected calls) and errorstats, apart from the script's own call.
+        let index = command_table::index_of(&args[0]);
+        let spec = match self.resolve(&args) {
+            Ok(spec) => spec,
+            Err(refused) => {
+                self.count_rejected(index, &refused.0);
+                return refused;
+            }
+        };
+        self.wrote |= spec.has_flag("write");
+        if let Err(refused) = self.check_replicated(spec, &args) {
+            self.count_rejected(index, &refused.0);
+            return refused;
+        }
+        if let Some(m) = self.ctx.monitors.as_deref().filter(|m| m.active()) {
+            if super::monitored(spec) {
+                m.feed(crate::monitor::Source::Lua, self.db, &args);
+            }
+        }
+        let start = Instant::now();
+        let (reply, wrote) = self.execute(spec, &args);
+        if let (Some(shared), Some(index)) = (self.stats(), index) {
+            if let Some(e) = shared.registry.entry(index) {
+                e.calls.fetch_add(1, Ordering::Relaxed);
+                e.micros
+                    .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+            }
+            crate::errorstats::ran(shared, index, &reply);
+        }
+        (reply, wrote)
+    }
+
+    fn error_already_counted(&mut self) {
+        if self.stats().is_some() {
+            self.error_counted = true;
         }
     }
 
@@ -684,14 +742,16 @@ impl Connection {
             .keyspace
             .long_transaction_as(origin, None, now_ms, move |tx| {
                 let start = Instant::now();
-                let reply = match tx {
+                let (reply, error_counted) = match tx {
                     Some(tx) => {
                         let db = ctx.db;
                         run.run(tx, &ctx, db)
                     }
-                    None => Reply::NullArray,
+                    None => (Reply::NullArray, false),
                 };
-                executed(reply, start.elapsed(), threshold, args)
+                let mut ex = executed(reply, start.elapsed(), threshold, args);
+                ex.error_counted = error_counted;
+                ex
             });
         Pending::Commit(h, id)
     }
