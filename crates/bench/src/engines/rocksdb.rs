@@ -244,6 +244,11 @@ impl BenchEngine for RocksDbEngine {
             row_cache_bytes: 0,
             row_cache_warmed_rows: 0,
             idle_compactions: 0,
+            // Steps its iterators took, and the internal entries (older versions, tombstones)
+            // they skipped on the way.
+            iter_entries_examined: t(Ticker::NumberDbNext)
+                + t(Ticker::NumberDbPrev)
+                + t(Ticker::NumberIterSkip),
             read_only_reason: None,
         })
     }
