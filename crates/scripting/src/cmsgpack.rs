@@ -15,8 +15,10 @@ pub fn table(lua: &Lua) -> mlua::Result<Table> {
         "pack",
         lua.create_function(|lua, args: Variadic<Value>| {
             if args.is_empty() {
-                return Err(mlua::Error::runtime(
-                    "bad argument #0 to 'pack' (MessagePack pack needs input.)",
+                return Err(crate::vm::arg_error(
+                    lua,
+                    0,
+                    "MessagePack pack needs input.",
                 ));
             }
             let mut out = Vec::new();

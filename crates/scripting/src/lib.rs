@@ -11,6 +11,7 @@ mod cjson;
 mod cmsgpack;
 mod convert;
 mod functions;
+mod lua_struct;
 mod vm;
 
 pub use convert::{lua_to_reply, lua_to_reply_in, reply_to_lua};

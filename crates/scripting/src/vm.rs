@@ -640,6 +640,16 @@ fn lower_sha(s: &[u8]) -> Option<[u8; 40]> {
     Some(s.map(|b| b.to_ascii_lowercase()))
 }
 
+/// `luaL_argerror`'s error for argument `n` of the running function, named as its caller
+/// called it (`?` when it has no name there, as through `pcall`).
+pub(crate) fn arg_error(lua: &Lua, n: usize, text: &str) -> mlua::Error {
+    let name = lua
+        .inspect_stack(0)
+        .and_then(|d| d.names().name.map(|n| n.into_owned()))
+        .unwrap_or_else(|| "?".to_string());
+    mlua::Error::runtime(format!("bad argument #{n} to '{name}' ({text})"))
+}
+
 /// A number as `redis.call` passes it: integers without a fraction, others as Lua prints
 /// them (`%.14g`).
 fn number_arg(n: f64) -> Bytes {
@@ -829,6 +839,7 @@ impl Vm {
         globals.raw_set("bit", crate::bit::table(&lua)?)?;
         globals.raw_set("cjson", crate::cjson::table(&lua)?)?;
         globals.raw_set("cmsgpack", crate::cmsgpack::table(&lua)?)?;
+        globals.raw_set("struct", crate::lua_struct::table(&lua)?)?;
         // What `pcall` catches from a function of ours is what Redis's C functions raise: the
         // error's text (`redis.call`'s with its code), not the binding's own error value,
         // which would reach the script as an opaque userdata.
@@ -853,7 +864,7 @@ impl Vm {
         lua.load(
             r#"
             local real, setmetatable, rawget, rawset, error = ...
-            for _, name in ipairs({"redis", "cjson", "cmsgpack", "bit", "string", "table", "math"}) do
+            for _, name in ipairs({"redis", "cjson", "cmsgpack", "struct", "bit", "string", "table", "math"}) do
                 rawset(real, name, setmetatable({}, {
                     __index = rawget(real, name),
                     __newindex = function() error("Attempt to modify a readonly table", 2) end,
@@ -941,7 +952,7 @@ impl Vm {
             for _, e in pairs({env, fenv}) do
                 protected[e] = true
             end
-            for _, name in pairs({"redis", "cjson", "cmsgpack", "bit", "string", "table", "math"}) do
+            for _, name in pairs({"redis", "cjson", "cmsgpack", "struct", "bit", "string", "table", "math"}) do
                 protected[rawget(real, name)] = true
             end
             rawset(getmetatable(""), "__metatable", view({__index = rawget(real, "string")}))
