@@ -80,6 +80,7 @@ cleanup() {
     rmdir "$cg" 2>/dev/null || true
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 # Runs a command inside the cgroup.
 in_cgroup() {
     sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@"
@@ -102,7 +103,9 @@ echo "## server: rialto serve (defaults) inside the cgroup; redis-benchmark -t g
 echo
 data=$bench_dir/server
 rm -rf "$data"
-in_cgroup "$bin" serve --dir "$data" --port "$port" > "$bench_dir/server.log" 2>&1 &
+# Started without a subshell between, so that $! is the server itself (sh execs it).
+sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$bin" serve --dir "$data" --port "$port" \
+    > "$bench_dir/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 300); do
     redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break
