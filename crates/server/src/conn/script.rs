@@ -129,8 +129,9 @@ pub(crate) struct ScriptCtx {
     replicated: Option<Replicated>,
     /// Where its commands are shown (MONITOR); none for a cluster log's scripts.
     monitors: Option<Arc<crate::monitor::Monitors>>,
-    /// Where a call the ACL refuses is logged (ACL LOG), for the client that runs the script;
-    /// none for a cluster log's scripts, which every replica runs.
+    /// The server and client of the connection that runs the script: where a call the ACL
+    /// refuses is logged (ACL LOG) and every call is counted (INFO commandstats); none for a
+    /// cluster log's scripts, which every replica runs.
     refusals: Option<(Arc<crate::server::Shared>, Arc<crate::client::ClientHandle>)>,
     /// Used memory exceeded `maxmemory` when the script started (never for a cluster log's
     /// scripts: replicas must run them alike).
