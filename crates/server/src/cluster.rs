@@ -652,40 +652,31 @@ impl Cluster {
     /// master, TRYAGAIN while this one is taking over or handing over, CLUSTERDOWN when no
     /// master is known.
     pub fn redirect(&self, slot: u16, p: u32) -> Reply {
-        if self.handing_over(p) {
-            return tryagain();
-        }
-        match self.node.master(p) {
-            Some(m) => crate::reply::err_string(format!("MOVED {slot} {}:{}", m.host, m.port)),
-            None => Reply::error("CLUSTERDOWN Hash slot not served"),
+        match self.route_away(slot, p) {
+            Route::Refused(r) => r,
+            _ => tryagain(),
         }
     }
 
-    /// [`Cluster::redirect`] as a route: [`Route::Changing`] where it would answer TRYAGAIN
-    /// because this node is handing the partition over.
+    /// [`Cluster::redirect`] as a route: [`Route::Changing`] while this node hands the
+    /// partition over (the log still names it, and it no longer writes under that claim).
     fn route_away(&self, slot: u16, p: u32) -> Route {
-        if self.handing_over(p) {
-            return Route::Changing;
+        match self.node.master(p) {
+            Some(m) if m.incarnation == self.node.incarnation() && !self.node.is_master(p) => {
+                Route::Changing
+            }
+            Some(m) => Route::Refused(crate::reply::err_string(format!(
+                "MOVED {slot} {}:{}",
+                m.host, m.port
+            ))),
+            None => Route::Refused(Reply::error("CLUSTERDOWN Hash slot not served")),
         }
-        Route::Refused(self.redirect(slot, p))
-    }
-
-    /// Whether the log still names this node as partition `p`'s master while it no longer
-    /// writes under that claim.
-    fn handing_over(&self, p: u32) -> bool {
-        self.node
-            .master(p)
-            .is_some_and(|m| m.incarnation == self.node.incarnation() && !self.node.is_master(p))
     }
 }
 
-/// The reply to a command whose slot's master was still changing after the wait
-/// `cluster-handover-wait-ms` allows.
-pub fn changing() -> Reply {
-    tryagain()
-}
-
-fn tryagain() -> Reply {
+/// The reply to a command whose slot's master is changing (for one held while it changes,
+/// once `cluster-handover-wait-ms` has passed).
+pub(crate) fn tryagain() -> Reply {
     Reply::error("TRYAGAIN The slot's master is changing; try again")
 }
 

@@ -126,10 +126,8 @@ fn error_text(r: &Reply) -> Option<&[u8]> {
 pub fn ran(shared: &Shared, index: usize, reply: &Reply) {
     if let Some(text) = error_text(reply) {
         shared.errors.count(text);
-        if let Some(e) = shared.registry.entry(index) {
-            e.failed.fetch_add(1, Ordering::Relaxed);
-        }
     }
+    failed(shared, index, reply);
 }
 
 /// Command `index` ran and answered `reply`, an error reply already counted as one (a

@@ -742,7 +742,7 @@ impl Connection {
                                 // instead of spending its few quick retries.
                                 let since = *changing_since.get_or_insert_with(Instant::now);
                                 if since.elapsed() >= shared.config.read().cluster.handover_wait {
-                                    break Some(crate::cluster::changing());
+                                    break Some(crate::cluster::tryagain());
                                 }
                                 tokio::time::sleep(HANDOVER_POLL).await;
                             }
