@@ -278,47 +278,26 @@ fn unpack(lua: &Lua, cur: &mut &[u8], depth: usize) -> Result<Value, Failure> {
         0xd3 => num(i64::from_be_bytes(take_array(cur)?) as f64),
         0xca => num(f64::from(f32::from_be_bytes(take_array(cur)?))),
         0xcb => num(f64::from_be_bytes(take_array(cur)?)),
-        0xa0..=0xbf => bytes(lua, cur, (tag & 0x1f) as usize),
+        0xa0..=0xbf => bytes(lua, (tag & 0x1f) as usize, cur),
         // str 8/16/32 and bin 8/16/32 alike become Lua strings.
-        0xd9 | 0xc4 => {
-            let n = take_len(cur, 1)?;
-            bytes(lua, cur, n)
-        }
-        0xda | 0xc5 => {
-            let n = take_len(cur, 2)?;
-            bytes(lua, cur, n)
-        }
-        0xdb | 0xc6 => {
-            let n = take_len(cur, 4)?;
-            bytes(lua, cur, n)
-        }
-        0x90..=0x9f => array(lua, cur, (tag & 0x0f) as usize, depth),
-        0xdc => {
-            let n = take_len(cur, 2)?;
-            array(lua, cur, n, depth)
-        }
-        0xdd => {
-            let n = take_len(cur, 4)?;
-            array(lua, cur, n, depth)
-        }
-        0x80..=0x8f => map(lua, cur, (tag & 0x0f) as usize, depth),
-        0xde => {
-            let n = take_len(cur, 2)?;
-            map(lua, cur, n, depth)
-        }
-        0xdf => {
-            let n = take_len(cur, 4)?;
-            map(lua, cur, n, depth)
-        }
+        0xd9 | 0xc4 => bytes(lua, take_len(cur, 1)?, cur),
+        0xda | 0xc5 => bytes(lua, take_len(cur, 2)?, cur),
+        0xdb | 0xc6 => bytes(lua, take_len(cur, 4)?, cur),
+        0x90..=0x9f => array(lua, (tag & 0x0f) as usize, cur, depth),
+        0xdc => array(lua, take_len(cur, 2)?, cur, depth),
+        0xdd => array(lua, take_len(cur, 4)?, cur, depth),
+        0x80..=0x8f => map(lua, (tag & 0x0f) as usize, cur, depth),
+        0xde => map(lua, take_len(cur, 2)?, cur, depth),
+        0xdf => map(lua, take_len(cur, 4)?, cur, depth),
         _ => Err(Failure::BadFormat),
     }
 }
 
-fn bytes(lua: &Lua, cur: &mut &[u8], n: usize) -> Result<Value, Failure> {
+fn bytes(lua: &Lua, n: usize, cur: &mut &[u8]) -> Result<Value, Failure> {
     Ok(Value::String(lua.create_string(take(cur, n)?)?))
 }
 
-fn array(lua: &Lua, cur: &mut &[u8], n: usize, depth: usize) -> Result<Value, Failure> {
+fn array(lua: &Lua, n: usize, cur: &mut &[u8], depth: usize) -> Result<Value, Failure> {
     if depth >= MAX_UNPACK_DEPTH {
         return Err(Failure::TooDeep);
     }
@@ -331,7 +310,7 @@ fn array(lua: &Lua, cur: &mut &[u8], n: usize, depth: usize) -> Result<Value, Fa
     Ok(Value::Table(t))
 }
 
-fn map(lua: &Lua, cur: &mut &[u8], n: usize, depth: usize) -> Result<Value, Failure> {
+fn map(lua: &Lua, n: usize, cur: &mut &[u8], depth: usize) -> Result<Value, Failure> {
     if depth >= MAX_UNPACK_DEPTH {
         return Err(Failure::TooDeep);
     }
@@ -349,17 +328,11 @@ mod tests {
     use super::*;
 
     fn lua() -> Lua {
-        let lua = Lua::new();
-        lua.globals().set("cmsgpack", table(&lua).unwrap()).unwrap();
-        lua
+        crate::testing::with_library("cmsgpack", table)
     }
 
     fn hex(lua: &Lua, expr: &str) -> String {
-        let s: mlua::String = lua
-            .load(format!("return cmsgpack.pack({expr})"))
-            .eval()
-            .unwrap();
-        s.as_bytes().iter().map(|b| format!("{b:02x}")).collect()
+        crate::testing::hex(lua, &format!("return cmsgpack.pack({expr})"))
     }
 
     #[test]

@@ -12,6 +12,8 @@ mod cmsgpack;
 mod convert;
 mod functions;
 mod lua_struct;
+#[cfg(test)]
+mod testing;
 mod vm;
 
 pub use convert::{lua_to_reply, lua_to_reply_in, reply_to_lua};

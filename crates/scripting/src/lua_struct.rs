@@ -371,17 +371,11 @@ mod tests {
     use super::*;
 
     fn lua() -> Lua {
-        let lua = Lua::new();
-        lua.globals().set("struct", table(&lua).unwrap()).unwrap();
-        lua
+        crate::testing::with_library("struct", table)
     }
 
     fn hex(lua: &Lua, args: &str) -> String {
-        let s: mlua::String = lua
-            .load(format!("return struct.pack({args})"))
-            .eval()
-            .unwrap();
-        s.as_bytes().iter().map(|b| format!("{b:02x}")).collect()
+        crate::testing::hex(lua, &format!("return struct.pack({args})"))
     }
 
     #[test]

@@ -1310,7 +1310,7 @@ fn settle_error(lua: &Lua, v: Value) -> mlua::Result<Value> {
     let Value::Error(e) = v else {
         return Ok(v);
     };
-    if let Some(text) = call_error(&e) {
+    if let Some(CallError(text, _)) = call_error(&e) {
         return Ok(Value::String(lua.create_string(text)?));
     }
     let mut cause = &*e;
@@ -1325,12 +1325,10 @@ fn settle_error(lua: &Lua, v: Value) -> mlua::Result<Value> {
 }
 
 /// The error reply `redis.call` raised, if that is what `e` is.
-fn call_error(e: &mlua::Error) -> Option<&str> {
+fn call_error(e: &mlua::Error) -> Option<&CallError> {
     match e {
         mlua::Error::CallbackError { cause, .. } => call_error(cause),
-        mlua::Error::ExternalError(inner) => {
-            inner.downcast_ref::<CallError>().map(|c| c.0.as_str())
-        }
+        mlua::Error::ExternalError(inner) => inner.downcast_ref::<CallError>(),
         _ => None,
     }
 }
@@ -1361,17 +1359,8 @@ fn call_answered(value: &Value, ok: bool) -> bool {
             );
     }
     match t.raw_get::<Value>("raw") {
-        Ok(Value::Error(e)) => call_error_counted(&e),
+        Ok(Value::Error(e)) => call_error(&e).is_some_and(|c| c.1),
         _ => matches!(t.raw_get::<Value>("counted"), Ok(Value::Boolean(true))),
-    }
-}
-
-/// Whether `e` is an error reply `redis.call` raised as its command answered it.
-fn call_error_counted(e: &mlua::Error) -> bool {
-    match e {
-        mlua::Error::CallbackError { cause, .. } => call_error_counted(cause),
-        mlua::Error::ExternalError(inner) => inner.downcast_ref::<CallError>().is_some_and(|c| c.1),
-        _ => false,
     }
 }
 
@@ -1388,7 +1377,7 @@ pub(crate) fn script_error(label: &str, chunk: &str, value: &Value) -> Reply {
             let text = match (t.raw_get::<Value>("err"), t.raw_get::<Value>("raw")) {
                 (Ok(Value::String(s)), _) => s.to_string_lossy(),
                 (_, Ok(Value::Error(e))) => match call_error(&e) {
-                    Some(text) => text.to_string(),
+                    Some(CallError(text, _)) => text.clone(),
                     // Raised by one of the libraries: placed as Lua places an error, unless
                     // it carries its own code (SCRIPT KILL's).
                     None => {
