@@ -26,6 +26,7 @@ mod keyspace;
 mod layout;
 mod library;
 mod log_state;
+mod num;
 mod op;
 pub mod slot;
 mod sort;
@@ -47,6 +48,7 @@ pub use float::add as float_add;
 pub use keys::{check_key, check_value_len, Keys, RawRead, Reader};
 pub use keyspace::{KeyCount, Keyspace, KeyspaceOptions, OpenError, Transaction, FLUSH_STEP_KEYS};
 pub use layout::{CorruptRecord, Kind, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
+pub use num::{parse_double, strtod_prefix};
 pub use op::{
     Aggregate, BadTime, Combine, Cond, ExpireCond, FieldSub, HashOp, LateError, LexBound, LexRange,
     LibraryOp, LibrarySource, ListOp, Op, OpKind, PartStoreOp, RestorePolicy, ScoreRange, Set,

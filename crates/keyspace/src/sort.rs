@@ -267,29 +267,12 @@ fn c_str(b: &[u8]) -> &[u8] {
     b.split(|&c| c == 0).next().unwrap_or_default()
 }
 
-extern "C" {
-    fn strtod(s: *const std::os::raw::c_char, end: *mut *mut std::os::raw::c_char) -> f64;
-    fn __errno_location() -> *mut std::os::raw::c_int;
-}
-
-/// `ERANGE`, Linux's value.
-const ERANGE: std::os::raw::c_int = 34;
-
 /// A weight as SORT reads it: `strtod` over the text up to the first NUL, which must take all
 /// of it, without NaN or a range error.
 fn parse_weight(text: &[u8]) -> Option<f64> {
     let text = c_str(text);
-    let c = std::ffi::CString::new(text).ok()?;
-    let mut end: *mut std::os::raw::c_char = std::ptr::null_mut();
-    // SAFETY: `c` is NUL-terminated and outlives the call; strtod only reads it and stores a
-    // pointer into it in `end`; errno is this thread's.
-    let (v, errno) = unsafe {
-        *__errno_location() = 0;
-        let v = strtod(c.as_ptr(), &mut end);
-        (v, *__errno_location())
-    };
-    let used = (end as usize).wrapping_sub(c.as_ptr() as usize);
-    (used == text.len() && errno != ERANGE && !v.is_nan()).then_some(v)
+    let (v, used, range) = crate::num::strtod_prefix(text);
+    (used == text.len() && !range && !v.is_nan()).then_some(v)
 }
 
 /// What a pattern names for an element: the element itself (`#`), or a key and, after

@@ -13,7 +13,7 @@
 
 use bytes::{BufMut, BytesMut};
 
-use crate::num::{format_double, put_line_int, put_line_len, DOUBLE_BUF};
+use crate::num::{format_double, format_human_double, put_line_int, put_line_len, DOUBLE_BUF};
 use crate::reply::Protocol;
 
 fn put_crlf(buf: &mut BytesMut) {
@@ -134,6 +134,21 @@ pub fn write_double(buf: &mut BytesMut, proto: Protocol, d: f64) {
             buf.reserve(n + 3);
             buf.put_u8(b',');
             buf.extend_from_slice(text);
+            put_crlf(buf);
+        }
+    }
+}
+
+/// A double in Redis's human form ([`format_human_double`]): RESP3 `,text`, RESP2 the bulk
+/// string of the text.
+pub fn write_human_double(buf: &mut BytesMut, proto: Protocol, d: f64) {
+    let text = format_human_double(d);
+    match proto {
+        Protocol::Resp2 => write_bulk(buf, proto, text.as_bytes()),
+        Protocol::Resp3 => {
+            buf.reserve(text.len() + 3);
+            buf.put_u8(b',');
+            buf.extend_from_slice(text.as_bytes());
             put_crlf(buf);
         }
     }

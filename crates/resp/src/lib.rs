@@ -36,13 +36,13 @@ mod request;
 pub use decode::ReplyDecoder;
 pub use encode::{
     write_array_header, write_attribute_header, write_big_number, write_blob_error, write_bool,
-    write_bulk, write_double, write_error, write_int, write_map_header, write_null,
-    write_null_array, write_push_header, write_request, write_set_header, write_simple,
+    write_bulk, write_double, write_error, write_human_double, write_int, write_map_header,
+    write_null, write_null_array, write_push_header, write_request, write_set_header, write_simple,
     write_verbatim,
 };
 pub use error::{ProtocolError, ReplyDecodeError};
 pub use inline::split_args;
 pub use limits::{Limits, ReplyLimits};
-pub use num::parse_redis_int;
+pub use num::{format_human_double, parse_redis_int};
 pub use reply::{Protocol, Reply};
 pub use request::{Request, RequestDecoder};

@@ -112,6 +112,30 @@ pub(crate) fn format_double(d: f64, out: &mut [u8; DOUBLE_BUF]) -> usize {
     w.len
 }
 
+/// `d` as Redis's `ld2string(..., LD_STR_HUMAN)` writes it: 17 digits after the point
+/// (exact decimal rounding, ties to even, as printf), then trailing zeros and a bare point
+/// dropped, and `-0` written `0`: `13.36138933897018433`, `2`, `-0.5`.
+pub fn format_human_double(d: f64) -> String {
+    if !d.is_finite() {
+        return if d.is_nan() {
+            "nan".into()
+        } else if d < 0.0 {
+            "-inf".into()
+        } else {
+            "inf".into()
+        };
+    }
+    let mut s = format!("{d:.17}");
+    if s.contains('.') {
+        let keep = s.trim_end_matches('0').trim_end_matches('.').len();
+        s.truncate(keep);
+    }
+    if s == "-0" {
+        s = "0".into();
+    }
+    s
+}
+
 /// C's `%.17g` of finite `d`.
 fn format_g17(d: f64, w: &mut Cursor<'_>) {
     use std::io::Write as _;
@@ -213,6 +237,20 @@ mod tests {
 
     fn redis(s: &str) -> Option<i64> {
         parse_redis_int(s.as_bytes())
+    }
+
+    #[test]
+    fn human_doubles_read_as_redis_writes_them() {
+        // GEOPOS of Palermo as redis-server 7.0 replies it.
+        assert_eq!(
+            format_human_double(13.361_389_338_970_184),
+            "13.36138933897018433"
+        );
+        assert_eq!(format_human_double(2.0), "2");
+        assert_eq!(format_human_double(-0.5), "-0.5");
+        assert_eq!(format_human_double(-0.0), "0");
+        assert_eq!(format_human_double(1e-18), "0");
+        assert_eq!(format_human_double(0.1), "0.10000000000000001");
     }
 
     #[test]

@@ -4,10 +4,11 @@ use bytes::{Bytes, BytesMut};
 
 use crate::encode::{
     write_array_header, write_attribute_header, write_big_number, write_blob_error, write_bool,
-    write_bulk, write_double, write_error, write_int, write_map_header, write_null,
-    write_null_array, write_push_header, write_set_header, write_simple, write_verbatim,
+    write_bulk, write_double, write_error, write_human_double, write_int, write_map_header,
+    write_null, write_null_array, write_push_header, write_set_header, write_simple,
+    write_verbatim,
 };
-use crate::num::{format_double, DOUBLE_BUF};
+use crate::num::{format_double, format_human_double, DOUBLE_BUF};
 
 /// The protocol version a connection speaks: RESP2 until the client sends `HELLO 3`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -69,6 +70,10 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// `,d`; RESP2: a bulk string of the same text (see [`write_double`]).
     Double(f64),
+    /// A double as Redis's `addReplyHumanLongDouble` sends it (GEOPOS's coordinates): 17
+    /// digits after the point, trailing zeros dropped (`13.36138933897018433`); `,text` in
+    /// RESP3, a bulk string of the same text in RESP2.
+    HumanDouble(f64),
     /// `#t`/`#f`; RESP2: the integer 1 or 0.
     Boolean(bool),
     /// `(digits`; RESP2: a bulk string of the digits.
@@ -152,6 +157,7 @@ impl Reply {
                 items.iter().for_each(|r| r.encode(proto, buf));
             }
             Reply::Double(d) => write_double(buf, proto, *d),
+            Reply::HumanDouble(d) => write_human_double(buf, proto, *d),
             Reply::Boolean(b) => write_bool(buf, proto, *b),
             Reply::BigNumber(n) => write_big_number(buf, proto, n),
             Reply::Verbatim { format, text } => write_verbatim(buf, proto, *format, text),
@@ -212,6 +218,14 @@ impl Reply {
                 let mut text = [0u8; DOUBLE_BUF];
                 let n = format_double(*d, &mut text);
                 Reply::Bulk(Bytes::copy_from_slice(text.get(..n).unwrap_or_default()))
+            }
+            Reply::HumanDouble(d) => {
+                let text = format_human_double(*d);
+                if resp3 {
+                    Reply::Double(text.parse().unwrap_or(*d))
+                } else {
+                    Reply::Bulk(Bytes::from(text))
+                }
             }
             Reply::Boolean(b) if !resp3 => Reply::Integer(i64::from(*b)),
             Reply::BigNumber(n) if !resp3 => Reply::Bulk(n.clone()),

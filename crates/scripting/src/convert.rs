@@ -75,6 +75,14 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp: u8) -> mlua::Result<Value> {
             Reply::Bulk(text) => Value::String(lua.create_string(&text[..])?),
             _ => Value::String(lua.create_string(d.to_string())?),
         },
+        Reply::HumanDouble(d) => {
+            let text = rialto_resp::format_human_double(*d);
+            if resp == 3 {
+                field(lua, "double", Value::Number(text.parse().unwrap_or(*d)))?
+            } else {
+                Value::String(lua.create_string(&text)?)
+            }
+        }
         Reply::Boolean(b) if resp == 3 => Value::Boolean(*b),
         Reply::Boolean(b) => Value::Number(if *b { 1.0 } else { 0.0 }),
         Reply::BigNumber(n) if resp == 3 => {

@@ -7,36 +7,8 @@ use rialto_resp::{Protocol, Reply};
 
 use crate::reply::{self, CmdResult};
 
-/// C's `strtod` over the bytes up to the first NUL (as Redis hands a string to it): the value
-/// and how many bytes it read.
-fn strtod(arg: &[u8]) -> (f64, usize, bool) {
-    let text = arg.split(|&b| b == 0).next().unwrap_or_default();
-    let Ok(c) = std::ffi::CString::new(text) else {
-        return (0.0, 0, false);
-    };
-    let mut end: *mut libc::c_char = std::ptr::null_mut();
-    // SAFETY: `c` is NUL-terminated and outlives the call; strtod only reads it and stores a
-    // pointer into it in `end`; errno is this thread's.
-    let (value, errno) = unsafe {
-        *libc::__errno_location() = 0;
-        let v = libc::strtod(c.as_ptr(), &mut end);
-        (v, *libc::__errno_location())
-    };
-    let used = (end as usize).wrapping_sub(c.as_ptr() as usize);
-    (value, used, errno == libc::ERANGE)
-}
-
-/// A score argument as Redis's `getDoubleFromObject` reads it (`string2d`): the whole text
-/// is one number (`inf` and hex forms included), no leading space, no NaN, no overflow or
-/// underflow to zero.
-pub fn parse_score(arg: &[u8]) -> Option<f64> {
-    if arg.is_empty() || arg[0].is_ascii_whitespace() || arg[0] == 0x0b || arg[0] == 0x0c {
-        return None;
-    }
-    let (v, used, range) = strtod(arg);
-    let range_err = range && (v.is_infinite() || v == 0.0);
-    (used == arg.len() && !range_err && !v.is_nan()).then_some(v)
-}
+pub use rialto_keyspace::parse_double as parse_score;
+use rialto_keyspace::strtod_prefix as strtod;
 
 /// A score argument, or `ERR value is not a valid float`.
 pub fn score_arg(arg: &[u8]) -> CmdResult<Score> {
