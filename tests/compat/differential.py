@@ -68,6 +68,12 @@ LEX_BOUNDS = [b"-", b"+", b"[a", b"(a", b"[c", b"(c", b"[e", b"[", b"(", b"a", b
 # over members of different scores unspecified: its skiplist answers by its random levels).
 LEX_KEYS = [b"z:lex0", b"z:lex1"]
 FUTURE = 4102444800  # 2100-01-01
+# Geospatial indexes: keys only the geo generators write, with positions (never ZADD's odd
+# scores, whose decoding C leaves undefined), a string and a missing key for the refusals.
+GEO_KEYS = [b"geo:0", b"geo:1"]
+GEO_OTHER = [b"geo:str", b"geo:none"]
+GEO_UNITS = [b"m", b"km", b"KM", b"mi", b"ft", b"Ft", b"yd"]
+GEO_MEMBERS = [b"p%d" % i for i in range(24)] + [b"", b"\x00p\xff"]
 
 KEYS = [b"k0", b"k1", b"k2", b"k3", b"k4", b"k5", b"", b"bin\x00\xff", b"two words", b"k*"]
 KEY_WEIGHTS = [10, 10, 8, 6, 5, 4, 1, 1, 1, 1]
@@ -169,6 +175,8 @@ class Gen:
             (2, self.lset), (2, self.linsert), (2, self.lrem), (2, self.ltrim), (2, self.lpos),
             (2, self.lmove), (1, self.lmpop), (1, self.bpop),
             (8, self.sort), (6, self.sort_setup),
+            (6, self.geoadd), (2, self.geopos), (2, self.geodist), (2, self.geohash),
+            (4, self.georadius), (5, self.geosearch), (2, self.geosearchstore),
         ]
         # Whether a MULTI is open (as far as the stream knows): whole-keyspace reads, CLIENT,
         # HELLO and server commands are not generated inside one (their replies inside a
@@ -1080,6 +1088,124 @@ class Gen:
         name = self.rng.choice([b"ZUNIONSTORE", b"ZINTERSTORE", b"ZDIFFSTORE"])
         # (Never into a lex key: a union of other keys would give it different scores.)
         return [self.ci(name), self.key()] + self.zcombine_args(True)
+
+    # --- geospatial indexes
+
+    def geo_key(self):
+        r = self.rng.random()
+        return self.rng.choice(GEO_OTHER) if r < 0.08 else self.rng.choice(GEO_KEYS)
+
+    def geo_coord(self):
+        """A longitude and a latitude: mostly near one another, some anywhere, a few invalid."""
+        r = self.rng.random()
+        if r < 0.04:
+            return [self.rng.choice([b"181", b"-180.5", b"abc", b"nan", b"inf"]), b"10"]
+        if r < 0.07:
+            return [b"10", self.rng.choice([b"85.06", b"-86", b"90", b"1e400", b""])]
+        if r < 0.25:
+            lon, lat = self.rng.uniform(-180, 180), self.rng.uniform(-85.05, 85.05)
+        else:
+            lon, lat = self.rng.uniform(10, 14), self.rng.uniform(40, 44)
+        return [b"%.6f" % lon, b"%.6f" % lat]
+
+    def geo_unit(self):
+        return self.rng.choices(GEO_UNITS, [4, 6, 2, 2, 2, 1, 0.3])[0]
+
+    def geo_radius(self):
+        r = self.rng.random()
+        if r < 0.03:
+            return self.rng.choice([b"-1", b"abc", b""])
+        return b"%.3f" % self.rng.choice([self.rng.uniform(0, 50), self.rng.uniform(0, 500), self.rng.uniform(0, 5e5)])
+
+    def geo_opts(self, store):
+        opts = []
+        for o in (b"WITHDIST", b"WITHCOORD", b"WITHHASH"):
+            if not store and self.rng.random() < 0.25:
+                opts.append(self.ci(o))
+        if self.rng.random() < 0.4:
+            opts.append(self.ci(self.rng.choice([b"ASC", b"DESC"])))
+        if self.rng.random() < 0.35:
+            opts += [self.ci(b"COUNT"), self.rng.choice([b"1", b"2", b"3", b"10", b"0", b"-1", b"x"])]
+            if self.rng.random() < 0.3:
+                opts.append(self.ci(b"ANY"))
+        elif self.rng.random() < 0.03:
+            opts.append(self.ci(b"ANY"))
+        self.rng.shuffle(opts)
+        return opts
+
+    def geoadd(self):
+        key = self.rng.choice(GEO_KEYS)
+        if self.rng.random() < 0.02:
+            return [self.ci(b"SET"), b"geo:str", b"x"]
+        opts = [self.ci(o) for o in (b"NX", b"XX", b"CH") if self.rng.random() < 0.1]
+        items = []
+        for _ in range(self.rng.randint(1, 4)):
+            items += self.geo_coord() + [self.rng.choice(GEO_MEMBERS)]
+        if self.rng.random() < 0.03:
+            items.pop()
+        return [self.ci(b"GEOADD"), key] + opts + items
+
+    def geopos(self):
+        if self.rng.random() < 0.15:
+            return [self.ci(b"ZRANGE"), b"geo:dist", b"0", b"-1", self.ci(b"WITHSCORES")]
+        return [self.ci(b"GEOPOS"), self.geo_key()] + [self.rng.choice(GEO_MEMBERS) for _ in range(self.rng.randint(0, 3))]
+
+    def geohash(self):
+        return [self.ci(b"GEOHASH"), self.geo_key()] + [self.rng.choice(GEO_MEMBERS) for _ in range(self.rng.randint(0, 3))]
+
+    def geodist(self):
+        args = [self.ci(b"GEODIST"), self.geo_key(), self.rng.choice(GEO_MEMBERS), self.rng.choice(GEO_MEMBERS)]
+        if self.rng.random() < 0.6:
+            args.append(self.geo_unit())
+        return args
+
+    def georadius(self):
+        by_member = self.rng.random() < 0.4
+        ro = self.rng.random() < 0.3
+        name = (b"GEORADIUSBYMEMBER" if by_member else b"GEORADIUS") + (b"_RO" if ro else b"")
+        centre = [self.rng.choice(GEO_MEMBERS)] if by_member else self.geo_coord()
+        store = not ro and self.rng.random() < 0.3
+        args = [self.ci(name), self.geo_key()] + centre + [self.geo_radius(), self.geo_unit()]
+        args += self.geo_opts(store)
+        if store or self.rng.random() < 0.03:
+            args += self.geo_store_to()
+        return args
+
+    def geo_store_to(self):
+        """STORE into a searched key, or STOREDIST into one only ZRANGE reads (distances
+        decode to near-identical positions, whose order by distance Redis leaves open)."""
+        if self.rng.random() < 0.5:
+            return [self.ci(b"STORE"), self.rng.choice(GEO_KEYS)]
+        return [self.ci(b"STOREDIST"), b"geo:dist"]
+
+    def geo_search_args(self):
+        args = []
+        if self.rng.random() < 0.5:
+            args += [self.ci(b"FROMMEMBER"), self.rng.choice(GEO_MEMBERS)]
+        else:
+            args += [self.ci(b"FROMLONLAT")] + self.geo_coord()
+        if self.rng.random() < 0.5:
+            args += [self.ci(b"BYRADIUS"), self.geo_radius(), self.geo_unit()]
+        else:
+            args += [self.ci(b"BYBOX"), self.geo_radius(), self.geo_radius(), self.geo_unit()]
+        r = self.rng.random()
+        if r < 0.03:
+            args = args[2:]
+        elif r < 0.05:
+            args += [self.ci(b"FROMLONLAT"), b"1", b"2"]
+        return args
+
+    def geosearch(self):
+        return [self.ci(b"GEOSEARCH"), self.geo_key()] + self.geo_search_args() + self.geo_opts(False)
+
+    def geosearchstore(self):
+        dist = self.rng.random() < 0.4
+        dst = b"geo:dist" if dist else self.rng.choice(GEO_KEYS)
+        args = [self.ci(b"GEOSEARCHSTORE"), dst, self.geo_key()]
+        args += self.geo_search_args() + self.geo_opts(True)
+        if dist:
+            args.append(self.ci(b"STOREDIST"))
+        return args
 
     def unknown(self):
         return self.rng.choice([[b"NOSUCHCMD"], [b"nosuch", b"a", b"b"], [b"GETT", b"k0"], [b"x" * 60, b"y"]])

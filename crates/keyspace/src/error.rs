@@ -63,6 +63,8 @@ pub enum Error {
     #[error("database 0 holds stores: it cannot be swapped, nor stores created while it is")]
     StoresPinDatabaseZero,
     /// An element index past either end of a list (LSET).
+    #[error(transparent)]
+    Geo(#[from] GeoError),
     #[error("index out of range")]
     IndexOutOfRange,
     /// An expiry time given to `command` is out of range (checked only once the key exists,
@@ -95,6 +97,41 @@ pub enum Error {
 
 /// Result of keyspace operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a geospatial request is refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum GeoError {
+    #[error("invalid longitude,latitude pair {0:.6},{1:.6}")]
+    BadPosition(f64, f64),
+    #[error("unsupported unit provided. please use M, KM, FT, MI")]
+    BadUnit,
+    /// The radius, width or height is not a float.
+    #[error("need numeric {0}")]
+    NotNumeric(&'static str),
+    #[error("radius cannot be negative")]
+    NegativeRadius,
+    #[error("height or width cannot be negative")]
+    NegativeBox,
+    #[error("COUNT must be > 0")]
+    CountNotPositive,
+    /// STORE or STOREDIST (GEOSEARCHSTORE: `search_store`) with a WITH option.
+    #[error(
+        "{} is not compatible with WITHDIST, WITHHASH and WITHCOORD options",
+        if *search_store { "GEOSEARCHSTORE" } else { "STORE option in GEORADIUS" }
+    )]
+    StoreWithOptions { search_store: bool },
+    /// GEOSEARCH without FROMMEMBER or FROMLONLAT (the command's name as sent).
+    #[error("exactly one of FROMMEMBER or FROMLONLAT can be specified for {0}")]
+    NoCentre(String),
+    /// GEOSEARCH without BYRADIUS or BYBOX.
+    #[error("exactly one of BYRADIUS and BYBOX can be specified for {0}")]
+    NoShape(String),
+    #[error("the ANY argument requires COUNT argument")]
+    AnyWithoutCount,
+    /// A search around a member that the sorted set does not hold.
+    #[error("could not decode requested zset member")]
+    MemberMissing,
+}
 
 /// Why a change to the function libraries was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

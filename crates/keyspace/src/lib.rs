@@ -36,6 +36,7 @@ mod walk;
 mod watch;
 
 pub use blocking::{Served, WaiterId};
+pub use collections::geo;
 pub use collections::hash::Hash;
 pub use collections::list::{position as list_position, span as list_span, List};
 pub use collections::set::{
@@ -43,7 +44,7 @@ pub use collections::set::{
 };
 pub use collections::zset::{combine as zset_combine, select as zset_select, ZSet};
 pub use collections::Encodings;
-pub use error::{Error, LibraryError, Result};
+pub use error::{Error, GeoError, LibraryError, Result};
 pub use float::add as float_add;
 pub use keys::{check_key, check_value_len, Keys, RawRead, Reader};
 pub use keyspace::{KeyCount, Keyspace, KeyspaceOptions, OpenError, Transaction, FLUSH_STEP_KEYS};

@@ -96,6 +96,8 @@ pub fn keyspace_error(e: &rialto_keyspace::Error) -> Reply {
         E::ScoreNaN => Reply::error("ERR resulting score is not a number (NaN)"),
         E::Syntax => syntax(),
         E::WeightNotFloat => Reply::error("ERR weight value is not a float"),
+        // Their texts are Redis's, with the values they name.
+        E::Geo(g) => clean(format!("ERR {g}")),
         E::SortWeightNotDouble => {
             Reply::error("ERR One or more scores can't be converted into double")
         }

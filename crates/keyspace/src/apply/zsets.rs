@@ -1,8 +1,9 @@
 //! Sorted-set writes.
 
 use super::W;
+use crate::collections::geo;
 use crate::collections::{zset, Encodings};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::op::ZSetOp;
 use crate::value::{Score, Value};
 
@@ -63,6 +64,23 @@ pub(super) fn apply(k: &mut W<'_, '_, '_>, enc: &Encodings, op: &ZSetOp) -> Resu
         } => {
             let items = zset::combine(k, *op, keys, weights, *aggregate, *late)?;
             Value::Int(zset::store(k, enc, dst, items)?)
+        }
+        ZSetOp::GeoStore { form, args } => {
+            let src = args.get(form.src()).map(|a| &a[..]).unwrap_or_default();
+            let z = zset::ZSet::load(k, src)?;
+            let req = geo::parse(k, z.as_ref(), args, *form)?;
+            let Some((dst, dist)) = req.store.clone() else {
+                return Err(Error::Syntax);
+            };
+            let found = match &z {
+                Some(z) => geo::run(k, z, &req)?,
+                None => Vec::new(),
+            };
+            let items = found
+                .into_iter()
+                .map(|f| (f.member, if dist { f.dist } else { f.score }))
+                .collect();
+            Value::Int(zset::store(k, enc, &dst, items)?)
         }
     })
 }

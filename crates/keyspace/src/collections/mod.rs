@@ -39,6 +39,7 @@
 //! - Encoding moves one way, packed to large (as Redis's), when an entry count or an entry's
 //!   length passes the thresholds.
 
+pub mod geo;
 pub mod hash;
 pub mod list;
 pub(crate) mod packed;

@@ -80,6 +80,8 @@
 //!                   | aggregate: u8 (0 sum, 1 min, 2 max) | late: u8 (0 none, 1 syntax,
 //!                   2 weight not a float)
 //!       7 mpop      max: u8 | counted: u8 | [count: u64 if counted] | n: u64 | key*n
+//!       8 geostore  form: u8 (1 GEORADIUS, 2 GEORADIUSBYMEMBER, 3 GEOSEARCHSTORE) | n: u64
+//!                   | arg*n (the request as sent, its name first)
 //!  41 List         write: u8 | body
 //!       1 push      key | left: u8 | existing: u8 | n: u64 | element*n
 //!       2 pop       key | left: u8 | counted: u8 | [count: u64 if counted]
@@ -112,6 +114,7 @@ use super::{
     ZSetOp,
 };
 use crate::bits::{BitOp, FieldType, Overflow};
+use crate::collections::geo;
 use crate::error::{Error, Result};
 use crate::stores::{StoreSettings, VersionInfo};
 
@@ -544,6 +547,18 @@ impl Op {
                         w.u64(keys.len() as u64);
                         for k in keys {
                             w.bytes(k);
+                        }
+                    }
+                    ZSetOp::GeoStore { form, args } => {
+                        w.u8(8);
+                        w.u8(match form {
+                            geo::Form::Radius { .. } => 1,
+                            geo::Form::ByMember { .. } => 2,
+                            geo::Form::Search | geo::Form::SearchStore => 3,
+                        });
+                        w.u64(args.len() as u64);
+                        for a in args {
+                            w.bytes(a);
                         }
                     }
                     ZSetOp::RangeStore {
@@ -1229,6 +1244,20 @@ impl Op {
                         keys.push(r.bytes()?);
                     }
                     ZSetOp::MPop { keys, max, count }
+                }
+                8 => {
+                    let form = match r.u8()? {
+                        1 => geo::Form::Radius { ro: false },
+                        2 => geo::Form::ByMember { ro: false },
+                        3 => geo::Form::SearchStore,
+                        _ => return Err(Error::BadOp("bad geospatial form")),
+                    };
+                    let n = r.count(1)?;
+                    let mut args = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        args.push(r.bytes()?);
+                    }
+                    ZSetOp::GeoStore { form, args }
                 }
                 _ => return Err(Error::BadOp("unknown sorted set write")),
             }),
@@ -2008,6 +2037,22 @@ mod tests {
                 range: ZRange::Rank(0, -1),
                 rev: true,
                 limit: Some((1, -1)),
+            },
+            ZSetOp::GeoStore {
+                form: geo::Form::ByMember { ro: false },
+                args: vec![
+                    b("GEORADIUSBYMEMBER"),
+                    b("g"),
+                    b("m"),
+                    b("1"),
+                    b("km"),
+                    b("STORE"),
+                    b("d"),
+                ],
+            },
+            ZSetOp::GeoStore {
+                form: geo::Form::SearchStore,
+                args: vec![b("geosearchstore"), b("d"), b("g")],
             },
             ZSetOp::Store {
                 dst: b("d"),

@@ -448,6 +448,22 @@ impl ZSetOp {
             | ZSetOp::RemRange { key, .. }
             | ZSetOp::Pop { key, .. } => vec![key],
             ZSetOp::RangeStore { dst, src, .. } => vec![dst, src],
+            ZSetOp::GeoStore { form, args } => {
+                use crate::collections::geo::{radius_store_key, Form};
+                let at: &[usize] = match form {
+                    Form::SearchStore => &[1, 2],
+                    _ => &[1],
+                };
+                let dst = match form {
+                    Form::SearchStore => None,
+                    _ => radius_store_key(args),
+                };
+                at.iter()
+                    .copied()
+                    .chain(dst)
+                    .filter_map(|i| args.get(i))
+                    .collect()
+            }
             ZSetOp::MPop { keys, .. } => keys.iter().collect(),
             ZSetOp::Store { dst, keys, .. } => std::iter::once(dst).chain(keys).collect(),
         }
@@ -616,6 +632,16 @@ pub enum ZSetOp {
         aggregate: Aggregate,
         /// An option error to reply once the inputs are checked.
         late: Option<LateError>,
+    },
+    /// GEORADIUS and GEORADIUSBYMEMBER with STORE or STOREDIST, GEOSEARCHSTORE: the request
+    /// as sent, parsed where it is applied (its errors depend on the searched set, and come
+    /// in Redis's order); the destination becomes the members found, scored by position or
+    /// by distance (deleted when none). Replies how many.
+    GeoStore {
+        /// Which command: `Radius`, `ByMember` (not read-only) or `SearchStore`.
+        form: crate::collections::geo::Form,
+        /// The request, its name first.
+        args: Vec<Bytes>,
     },
 }
 

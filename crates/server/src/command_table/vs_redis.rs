@@ -415,6 +415,12 @@ fn getkeys_cases() -> Vec<Vec<String>> {
         "persist k",
         "rename a b",
         "renamenx a b",
+        "georadius k 1 2 3 km STORE a",
+        "georadius k 1 2 3 km STORE a STOREDIST b WITHDIST",
+        "georadius k 1 2 3 km store",
+        "georadiusbymember k m 3 km STOREDIST d",
+        "georadiusbymember k m store x",
+        "geosearchstore d s FROMMEMBER m BYRADIUS 1 km",
         // Errors: no keys, unknown commands, wrong arity.
         "scan 0",
         "scan 0 MATCH * COUNT 10 TYPE string",

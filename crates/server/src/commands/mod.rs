@@ -54,6 +54,17 @@ mod copy;
 mod del;
 mod exists;
 mod expire;
+mod geo_util;
+mod geoadd;
+mod geodist;
+mod geohash;
+mod geopos;
+mod georadius;
+mod georadius_ro;
+mod georadiusbymember;
+mod georadiusbymember_ro;
+mod geosearch;
+mod geosearchstore;
 mod get;
 mod getbit;
 mod getdel;
@@ -386,6 +397,16 @@ pub static COMMANDS: &[CommandSpec] = &[
     zstore::ZDIFFSTORE,
     sort::SORT,
     sort_ro::SORT_RO,
+    geoadd::GEOADD,
+    geodist::GEODIST,
+    geohash::GEOHASH,
+    geopos::GEOPOS,
+    georadius::GEORADIUS,
+    georadius_ro::GEORADIUS_RO,
+    georadiusbymember::GEORADIUSBYMEMBER,
+    georadiusbymember_ro::GEORADIUSBYMEMBER_RO,
+    geosearch::GEOSEARCH,
+    geosearchstore::GEOSEARCHSTORE,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
