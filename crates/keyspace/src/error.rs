@@ -90,6 +90,15 @@ pub enum Error {
     /// An operation's bytes do not decode (see [`crate::Op::decode`]).
     #[error("operation does not decode: {0}")]
     BadOp(&'static str),
+    /// RESTORE without REPLACE onto a key that exists.
+    #[error("target key name already exists")]
+    BusyKey,
+    /// RESTORE's TTL is negative.
+    #[error("invalid TTL value, must be >= 0")]
+    NegativeTtl,
+    /// RESTORE's payload was refused.
+    #[error(transparent)]
+    Payload(#[from] crate::rdb::PayloadError),
     /// A replicated log's stored position does not decode.
     #[error("a stored log state is damaged")]
     CorruptLogState,

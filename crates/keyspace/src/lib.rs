@@ -19,6 +19,7 @@ mod chunked;
 mod collections;
 mod counts;
 mod dbmap;
+mod dump;
 mod error;
 mod float;
 mod keys;
@@ -28,6 +29,7 @@ mod library;
 mod log_state;
 mod num;
 mod op;
+mod rdb;
 pub mod slot;
 mod sort;
 mod stores;
@@ -44,6 +46,7 @@ pub use collections::set::{
 };
 pub use collections::zset::{combine as zset_combine, select as zset_select, ZSet};
 pub use collections::Encodings;
+pub use dump::dump;
 pub use error::{Error, GeoError, LibraryError, Result};
 pub use float::add as float_add;
 pub use keys::{check_key, check_value_len, Keys, RawRead, Reader};
@@ -52,10 +55,14 @@ pub use layout::{CorruptRecord, Kind, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_L
 pub use num::{parse_double, strtod_prefix};
 pub use op::{
     Aggregate, BadTime, Combine, Cond, ExpireCond, FieldSub, HashOp, LateError, LexBound, LexRange,
-    LibraryOp, LibrarySource, ListOp, Op, OpKind, PartStoreOp, RestorePolicy, ScoreRange, Set,
-    SetAlgebra, SetOp, StoreOp, TtlChange, ZAddFlags, ZRange, ZSetOp, FORMAT_VERSION,
+    LibraryOp, LibrarySource, ListOp, Op, OpKind, PartStoreOp, RestoreOp, RestorePolicy,
+    ScoreRange, Set, SetAlgebra, SetOp, StoreOp, TtlChange, ZAddFlags, ZRange, ZSetOp,
+    FORMAT_VERSION,
 };
 pub use op::{SortBy, SortSpec, SortStore};
+pub use rdb::{
+    crc64, decode as decode_dump, encode as encode_dump, DumpValue, PayloadError, RDB_VERSION,
+};
 pub use rialto_lsm::Compression;
 pub use rialto_sort::DuplicatePolicy;
 pub use sort::{sort, SortMode};

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use rialto_io::MemFs;
 use rialto_keyspace::bits::{BitOp, FieldType, Overflow};
+use rialto_keyspace::{encode_dump, DumpValue, RestoreOp, SortBy, SortSpec, SortStore};
 use rialto_keyspace::{
     Aggregate, Combine, LexBound, LexRange, Score, ScoreRange, ZAddFlags, ZRange, ZSetOp,
 };
@@ -22,7 +23,6 @@ use rialto_keyspace::{
     Op, OpKind, RestorePolicy, Set, SetAlgebra, SetOp, StoreOp, StoreSettings, TtlChange, Value,
     VersionInfo,
 };
-use rialto_keyspace::{SortBy, SortSpec, SortStore};
 
 const KEYS: &[&str] = &["a", "b", "c", "n", "s:x", "s:y", "t:z"];
 
@@ -50,6 +50,41 @@ struct Step {
     advance_ms: i64,
     db: u8,
     kind: OpKind,
+}
+
+/// DUMP payloads of every kind, a few large enough for the small thresholds, and a damaged one.
+fn restore_payload() -> impl Strategy<Value = Bytes> {
+    let items = prop::collection::vec(prop_oneof![value(), field()], 1..12);
+    prop_oneof![
+        value().prop_map(DumpValue::String),
+        items.clone().prop_map(DumpValue::List),
+        items.clone().prop_map(|mut v| {
+            v.sort();
+            v.dedup();
+            DumpValue::Set(v)
+        }),
+        items.clone().prop_map(|mut v| {
+            v.sort();
+            v.dedup();
+            DumpValue::Hash(v.iter().map(|f| (f.clone(), f.clone())).collect())
+        }),
+        items.prop_map(|mut v| {
+            v.sort();
+            v.dedup();
+            DumpValue::ZSet(
+                v.iter()
+                    .enumerate()
+                    .map(|(i, m)| (m.clone(), i as f64 * 0.5))
+                    .collect(),
+            )
+        }),
+    ]
+    .prop_flat_map(|v| {
+        let good = Bytes::from(encode_dump(&v));
+        let mut bad = good.to_vec();
+        bad[0] ^= 0x40;
+        prop_oneof![4 => Just(good), 1 => Just(Bytes::from(bad))]
+    })
 }
 
 fn key() -> impl Strategy<Value = Bytes> {
@@ -304,6 +339,8 @@ fn kind() -> impl Strategy<Value = OpKind> {
         1 => (key(), key(), 0u8..2, any::<bool>())
             .prop_map(|(src, dst, dst_db, replace)| OpKind::Copy { src, dst, dst_db, replace }),
         1 => (key(), 0u8..2).prop_map(|(key, dst_db)| OpKind::Move { key, dst_db }),
+        2 => (key(), restore_payload(), prop_oneof![Just(Some(0i64)), Just(Some(500)), Just(Some(-1)), Just(None)], any::<bool>(), any::<bool>())
+            .prop_map(|(key, payload, ttl_ms, absolute, replace)| OpKind::Restore(RestoreOp { key, ttl_ms, absolute, replace, payload })),
         1 => (key(), 0u64..40, any::<bool>()).prop_map(|(key, offset, on)| OpKind::SetBit { key, offset, on }),
         1 => (prop::sample::select(&[BitOp::And, BitOp::Or, BitOp::Xor, BitOp::Not][..]), key(), prop::collection::vec(key(), 1..3))
             .prop_map(|(op, dst, mut keys)| {

@@ -528,6 +528,7 @@ impl Payload {
                 OpKind::List(l) => l.keys().into_iter().for_each(|k| key(k)),
                 OpKind::SwapDb { .. } => {}
                 OpKind::Sort(st) => key(&st.dst),
+                OpKind::Restore(r) => key(&r.key),
                 OpKind::MSet { pairs } | OpKind::MSetNx { pairs } => {
                     pairs.iter().for_each(|(k, _)| key(k))
                 }

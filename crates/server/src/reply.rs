@@ -102,6 +102,12 @@ pub fn keyspace_error(e: &rialto_keyspace::Error) -> Reply {
             Reply::error("ERR One or more scores can't be converted into double")
         }
         E::InvalidExpire { command } => invalid_expire(command),
+        E::BusyKey => Reply::error("BUSYKEY Target key name already exists."),
+        E::NegativeTtl => Reply::error("ERR Invalid TTL value, must be >= 0"),
+        E::Payload(rialto_keyspace::PayloadError::VersionOrChecksum) => {
+            Reply::error("ERR DUMP payload version or checksum are wrong")
+        }
+        E::Payload(rialto_keyspace::PayloadError::BadData) => Reply::error("ERR Bad data format"),
         E::Store(s) => store_error(s),
         E::Library(l) => library_error(l),
         E::Engine(e) => engine_error(e),

@@ -22,7 +22,8 @@ const SECRET_CONFIG_KEYS: &[&str] = &["requirepass", "user"];
 
 /// Which arguments of a command are secrets that a log must not show: AUTH's, HELLO's AUTH
 /// user and password, ACL SETUSER's user and rules (they hold passwords), CONFIG SET's values
-/// of secret keys. The same ones Redis 7.0 redacts.
+/// of secret keys, MIGRATE's AUTH password and AUTH2 user and password. The same ones Redis 7.0
+/// redacts.
 pub fn secret_args(args: &[Bytes]) -> Vec<usize> {
     let is = |a: &Bytes, s: &str| a.eq_ignore_ascii_case(s.as_bytes());
     let Some(cmd) = args.first() else {
@@ -40,6 +41,25 @@ pub fn secret_args(args: &[Bytes]) -> Vec<usize> {
             .find(|(_, a)| is(a, "auth"))
             .map(|(i, _)| (i + 1..(i + 3).min(args.len())).collect())
             .unwrap_or_default();
+    }
+    if is(cmd, "migrate") {
+        // Its options as MIGRATE parses them: up to KEYS or the first it does not know.
+        let mut out = Vec::new();
+        let mut j = 6;
+        while j < args.len() {
+            let more = args.len() - 1 - j;
+            if is(&args[j], "auth") && more >= 1 {
+                out.push(j + 1);
+                j += 1;
+            } else if is(&args[j], "auth2") && more >= 2 {
+                out.extend([j + 1, j + 2]);
+                j += 2;
+            } else if !is(&args[j], "copy") && !is(&args[j], "replace") {
+                break;
+            }
+            j += 1;
+        }
+        return out;
     }
     if is(cmd, "acl") && args.get(1).is_some_and(|a| is(a, "setuser")) {
         return (2..args.len()).collect();
@@ -273,6 +293,27 @@ mod tests {
         );
         assert_eq!(secrets("config set requirepass"), Vec::<usize>::new());
         assert_eq!(secrets("set auth pw"), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn migrate_credentials_are_secrets() {
+        let args = |s: &str| {
+            s.split(' ')
+                .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            secret_args(&args("migrate h 1 k 0 10 COPY AUTH pw")),
+            vec![8]
+        );
+        assert_eq!(
+            secret_args(&args("migrate h 1 k 0 10 AUTH2 u pw REPLACE")),
+            vec![7, 8]
+        );
+        assert_eq!(
+            secret_args(&args("migrate h 1 k 0 10 KEYS auth x")),
+            Vec::<usize>::new()
+        );
     }
 
     #[test]

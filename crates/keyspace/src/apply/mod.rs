@@ -11,6 +11,7 @@ mod catalog;
 mod hashes;
 mod keys;
 mod lists;
+mod restore;
 mod sets;
 mod sort_store;
 mod strings;
@@ -78,6 +79,7 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
                 OpKind::ZSet(z) => zsets::apply(&mut k, &stores.encodings, z),
                 OpKind::List(l) => lists::apply(&mut k, &stores.encodings, l),
                 OpKind::Sort(s) => sort_store::apply(&mut k, &stores.encodings, s),
+                OpKind::Restore(r) => restore::apply(&mut k, &stores.encodings, r),
                 kind => data(&mut k, kind),
             }
         }
@@ -121,6 +123,7 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         | OpKind::Move { .. }
         | OpKind::SwapDb { .. }
         | OpKind::Sort(_)
+        | OpKind::Restore(_)
         | OpKind::Library(_) => Err(crate::error::Error::BadOp("not a key-level op")),
     }
 }

@@ -109,9 +109,9 @@ use bytes::Bytes;
 
 use super::{
     Aggregate, BadTime, Combine, Cond, ExpireCond, FieldSub, HashOp, LateError, LexBound, LexRange,
-    LibraryOp, LibrarySource, ListOp, Op, OpKind, PartStoreOp, RestorePolicy, Score, ScoreRange,
-    Set, SetAlgebra, SetOp, SortBy, SortSpec, SortStore, StoreOp, TtlChange, ZAddFlags, ZRange,
-    ZSetOp,
+    LibraryOp, LibrarySource, ListOp, Op, OpKind, PartStoreOp, RestoreOp, RestorePolicy, Score,
+    ScoreRange, Set, SetAlgebra, SetOp, SortBy, SortSpec, SortStore, StoreOp, TtlChange, ZAddFlags,
+    ZRange, ZSetOp,
 };
 use crate::bits::{BitOp, FieldType, Overflow};
 use crate::collections::geo;
@@ -451,6 +451,18 @@ impl Op {
                         });
                     }
                 }
+            }
+            OpKind::Restore(r) => {
+                w.u8(44);
+                w.bytes(&r.key);
+                let flags = u8::from(r.replace)
+                    | u8::from(r.absolute) << 1
+                    | u8::from(r.ttl_ms.is_none()) << 2;
+                w.u8(flags);
+                if let Some(ttl) = r.ttl_ms {
+                    w.i64(ttl);
+                }
+                w.bytes(&r.payload);
             }
             OpKind::Sort(st) => {
                 w.u8(42);
@@ -1094,6 +1106,21 @@ impl Op {
                     });
                 }
                 OpKind::BitField { key, subs }
+            }
+            44 => {
+                let key = r.bytes()?;
+                let flags = r.u8()?;
+                if flags & !7 != 0 {
+                    return Err(Error::BadOp("unknown RESTORE flags"));
+                }
+                let ttl_ms = if flags & 4 == 0 { Some(r.i64()?) } else { None };
+                OpKind::Restore(RestoreOp {
+                    key,
+                    ttl_ms,
+                    absolute: flags & 2 != 0,
+                    replace: flags & 1 != 0,
+                    payload: r.bytes()?,
+                })
             }
             42 => OpKind::Sort(SortStore {
                 dst: r.bytes()?,
@@ -1836,6 +1863,50 @@ mod tests {
             }),
         );
         assert_eq!(Op::decode(&op.encode()).unwrap(), op);
+    }
+
+    #[test]
+    fn restores_round_trip_and_are_laid_out_as_documented() {
+        let b = |s: &'static str| Bytes::from_static(s.as_bytes());
+        for (ttl_ms, absolute, replace) in [
+            (Some(0), false, false),
+            (Some(-5), true, true),
+            (None, false, true),
+        ] {
+            let op = Op::new(
+                3,
+                4,
+                OpKind::Restore(RestoreOp {
+                    key: b("k"),
+                    ttl_ms,
+                    absolute,
+                    replace,
+                    payload: b("payload"),
+                }),
+            );
+            let bytes = op.encode();
+            assert_eq!(Op::decode(&bytes).unwrap(), op);
+            for cut in 0..bytes.len() {
+                assert!(Op::decode(&bytes[..cut]).is_err());
+            }
+        }
+        let op = Op::new(
+            0,
+            0,
+            OpKind::Restore(RestoreOp {
+                key: b("k"),
+                ttl_ms: Some(7),
+                absolute: true,
+                replace: true,
+                payload: b("p"),
+            }),
+        );
+        let enc = op.encode();
+        let body = [&[44, 1, b'k', 3][..], &7i64.to_le_bytes(), &[1, b'p']].concat();
+        assert!(enc.ends_with(&body), "{enc:?}");
+        let mut bad = enc;
+        bad[10 + 3] = 8;
+        assert!(Op::decode(&bad).is_err());
     }
 
     #[test]

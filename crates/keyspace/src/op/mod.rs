@@ -307,6 +307,26 @@ pub enum OpKind {
     ZSet(ZSetOp),
     /// A write to a list.
     List(ListOp),
+    /// RESTORE: a DUMP payload becomes the key's value.
+    Restore(RestoreOp),
+}
+
+/// RESTORE key ttl payload [REPLACE] [ABSTTL]. IDLETIME and FREQ are checked where the
+/// command arrived and not kept: Rialto keeps no access time or frequency per key. Everything
+/// Redis checks after looking at the key (the TTL, then the payload) is checked by `apply`, in
+/// Redis's order: BUSYKEY first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoreOp {
+    /// The key written.
+    pub key: Bytes,
+    /// The TTL argument in milliseconds (0: none), `None` when it is not an integer.
+    pub ttl_ms: Option<i64>,
+    /// ABSTTL: `ttl_ms` is a Unix time in milliseconds rather than a time to live.
+    pub absolute: bool,
+    /// REPLACE: an existing key is overwritten.
+    pub replace: bool,
+    /// The DUMP payload, as given (checked and decoded when applied).
+    pub payload: Bytes,
 }
 
 /// A write to a list: each creates the list if needed (pushes) and deletes it with its last

@@ -258,8 +258,8 @@ mod tests {
             assert_eq!(c.name, c.name.to_ascii_lowercase());
             assert!(seen.insert(c.name), "{} twice", c.name);
         }
-        assert_eq!(all().len(), 208);
-        assert_eq!(seen.len(), 208 + 79 + 12 + 7 + 5);
+        assert_eq!(all().len(), 211);
+        assert_eq!(seen.len(), 211 + 79 + 12 + 7 + 5);
     }
 
     #[test]

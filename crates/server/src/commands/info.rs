@@ -185,9 +185,10 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
             let s = &sh.stats;
             let (channels, shard_channels) = sh.hub.numchannels();
             let (tkeys, titems, tprefixes) = sh.tracking.totals();
+            // `migrate_cached_sockets` is always 0: MIGRATE opens a connection per call.
             let _ = write!(
                 o,
-                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nprotocol_errors:{}\r\nauth_failures:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\n",
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nprotocol_errors:{}\r\nauth_failures:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nmigrate_cached_sockets:0\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\n",
                 sh.clients.accepted.load(Ordering::Relaxed),
                 s.commands.load(Ordering::Relaxed),
                 s.net_input_bytes.load(Ordering::Relaxed),

@@ -31,6 +31,7 @@ use crate::server::Shared;
 
 mod block;
 mod multi;
+pub(crate) use multi::submit_watched;
 pub(crate) mod script;
 
 /// Replies pending before the connection stops decoding and resolves them (bounds memory).

@@ -604,7 +604,7 @@ impl Connection {
 /// this node's to the partition whose fate is unknown blocks the check; an empty record
 /// behind it settles that (it is applied after it, or the other never is), then the check
 /// runs once more.
-async fn submit_watched(
+pub(crate) async fn submit_watched(
     shared: &crate::server::Shared,
     c: &crate::cluster::Cluster,
     p: u32,
