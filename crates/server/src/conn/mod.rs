@@ -1020,6 +1020,9 @@ impl Connection {
                     return;
                 };
                 let micros = start.elapsed().as_micros() as u64;
+                // Judged against the threshold after the command, as Redis does: a CONFIG SET
+                // of slowlog-log-slower-than applies to itself.
+                let threshold = self.shared.slowlog.threshold_micros();
                 let slow = slow(threshold, micros).then_some(args);
                 self.record(id, micros, slow);
                 crate::errorstats::ran(&self.shared, id.index, &reply);
