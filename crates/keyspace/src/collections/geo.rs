@@ -599,36 +599,35 @@ fn deinterleave(bits: u64) -> (u32, u32) {
     (squeeze(bits), squeeze(bits >> 1))
 }
 
+/// Longitude bits of a geohash (odd positions), and latitude bits (even).
+const LON_BITS: u64 = 0xaaaa_aaaa_aaaa_aaaa;
+const LAT_BITS: u64 = 0x5555_5555_5555_5555;
+
 /// The cell `d` (±1) columns east of `c`, wrapping around the world.
 fn move_x(c: Cell, d: i8) -> Cell {
-    let width = 64 - u32::from(c.step) * 2;
-    let x = c.bits & 0xaaaa_aaaa_aaaa_aaaa;
-    let y = c.bits & 0x5555_5555_5555_5555;
-    let zz = 0x5555_5555_5555_5555u64 >> width;
-    let x = if d > 0 {
-        x.wrapping_add(zz + 1)
-    } else {
-        (x | zz).wrapping_sub(zz + 1)
-    };
-    Cell {
-        bits: (x & (0xaaaa_aaaa_aaaa_aaaa >> width)) | y,
-        step: c.step,
-    }
+    step_along(c, d, LON_BITS)
 }
 
 /// The cell `d` (±1) rows north of `c`.
 fn move_y(c: Cell, d: i8) -> Cell {
+    step_along(c, d, LAT_BITS)
+}
+
+/// `c` moved by `d` (±1) along the axis whose bits `axis` selects: that axis's interleaved
+/// bits counted up or down, carrying through the other axis's positions, the rest kept.
+fn step_along(c: Cell, d: i8, axis: u64) -> Cell {
     let width = 64 - u32::from(c.step) * 2;
-    let x = c.bits & 0xaaaa_aaaa_aaaa_aaaa;
-    let y = c.bits & 0x5555_5555_5555_5555;
-    let zz = 0xaaaa_aaaa_aaaa_aaaau64 >> width;
-    let y = if d > 0 {
-        y.wrapping_add(zz + 1)
+    let own = c.bits & axis;
+    let other = c.bits & !axis;
+    // Ones in the other axis's positions, so a carry crosses them.
+    let zz = !axis >> width;
+    let own = if d > 0 {
+        own.wrapping_add(zz + 1)
     } else {
-        (y | zz).wrapping_sub(zz + 1)
+        (own | zz).wrapping_sub(zz + 1)
     };
     Cell {
-        bits: x | (y & (0x5555_5555_5555_5555 >> width)),
+        bits: (own & (axis >> width)) | other,
         step: c.step,
     }
 }

@@ -22,6 +22,19 @@ pub fn unit(arg: &[u8]) -> CmdResult<f64> {
     checked(geo::unit(arg))
 }
 
+/// The scores of `members` in the sorted set at `key` (`None` for a member it lacks, every
+/// one when there is no set).
+pub fn scores(k: &mut R<'_, '_>, key: &[u8], members: &[Bytes]) -> CmdResult<Vec<Option<f64>>> {
+    let z = k.zset(key)?;
+    members
+        .iter()
+        .map(|m| match &z {
+            Some(z) => checked(z.score(k.keys(), m)),
+            None => Ok(None),
+        })
+        .collect()
+}
+
 /// A read form: the search's reply (an empty array when the key holds nothing).
 pub fn read(k: &mut R<'_, '_>, args: &[Bytes], form: Form) -> CmdResult {
     let z = k.zset(&args[form.src()])?;

@@ -4,8 +4,7 @@ use bytes::Bytes;
 use rialto_keyspace::geo;
 use rialto_resp::Reply;
 
-use super::geo_util::coords;
-use super::util::checked;
+use super::geo_util::{coords, scores};
 use super::{Handler, R};
 use crate::command_table::ArgType::{Key, String as Str};
 use crate::command_table::{arg, cmd, doc, CommandSpec, KeySpec};
@@ -26,20 +25,17 @@ pub const GEOPOS: CommandSpec = cmd("geopos", -2, &["readonly"], &["@read", "@ge
     .handler(Handler::Read(run));
 
 pub fn run(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
-    let z = k.zset(&args[1])?;
-    let mut out = Vec::with_capacity(args.len() - 2);
-    for m in &args[2..] {
-        let score = match &z {
-            Some(z) => checked(z.score(k.keys(), m))?,
-            None => None,
-        };
-        out.push(match score {
-            Some(s) => {
-                let (lon, lat) = geo::position(s);
-                coords(lon, lat)
-            }
-            None => Reply::NullArray,
-        });
-    }
-    Ok(Reply::Array(out))
+    let scores = scores(k, &args[1], &args[2..])?;
+    Ok(Reply::Array(
+        scores
+            .into_iter()
+            .map(|s| match s {
+                Some(s) => {
+                    let (lon, lat) = geo::position(s);
+                    coords(lon, lat)
+                }
+                None => Reply::NullArray,
+            })
+            .collect(),
+    ))
 }

@@ -15,6 +15,11 @@ use crate::reply::CmdResult;
 
 const FORM: Form = Form::Radius { ro: false };
 
+/// The cost of a search of the GEORADIUS family.
+pub(super) const RADIUS_COMPLEXITY: &str = "O(N+log(M)) where N is the number of elements \
+    inside the bounding box of the circular area delimited by center and radius and M is the \
+    number of items inside the index.";
+
 /// The arguments of a GEORADIUS form: `head` (the key, the centre and the shape), the
 /// options the family shares, then `extra` (STORE and STOREDIST in the writing forms).
 macro_rules! radius_args {
@@ -99,9 +104,7 @@ pub const GEORADIUS: CommandSpec = cmd(
         "3.2.0",
         "Finds the members of a geospatial index within a distance of a position, \
          optionally storing them in a sorted set.",
-        "O(N+log(M)) where N is the number of elements inside the bounding box of the \
-         circular area delimited by center and radius and M is the number of items inside \
-         the index.",
+        RADIUS_COMPLEXITY,
     )
     .deprecated(
         "6.2.0",

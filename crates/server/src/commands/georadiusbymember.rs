@@ -8,7 +8,7 @@ use bytes::Bytes;
 use rialto_keyspace::Op;
 
 use super::geo_util::{self, Form};
-use super::georadius::{radius_args, radius_key_specs};
+use super::georadius::{radius_args, radius_key_specs, RADIUS_COMPLEXITY};
 use super::{At, Handler, R};
 use crate::command_table::ArgType::{Block, Double, Integer, Key, OneOf, PureToken, String as Str};
 use crate::command_table::{arg, cmd, doc, Arg, CommandSpec, KeySpec};
@@ -42,9 +42,7 @@ pub const GEORADIUSBYMEMBER: CommandSpec = cmd(
         "3.2.0",
         "Finds the members of a geospatial index within a distance of one of its members, \
          optionally storing them in a sorted set.",
-        "O(N+log(M)) where N is the number of elements inside the bounding box of the \
-         circular area delimited by center and radius and M is the number of items inside \
-         the index.",
+        RADIUS_COMPLEXITY,
     )
     .deprecated(
         "6.2.0",

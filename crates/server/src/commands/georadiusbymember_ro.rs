@@ -4,7 +4,7 @@
 use bytes::Bytes;
 
 use super::geo_util::{self, Form};
-use super::georadius::radius_args;
+use super::georadius::{radius_args, RADIUS_COMPLEXITY};
 use super::{Handler, R};
 use crate::command_table::ArgType::{Block, Double, Integer, Key, OneOf, PureToken, String as Str};
 use crate::command_table::{arg, cmd, doc, Arg, CommandSpec, KeySpec};
@@ -31,9 +31,7 @@ pub const GEORADIUSBYMEMBER_RO: CommandSpec = cmd(
         "geo",
         "3.2.10",
         "Finds the members of a geospatial index within a distance of one of its members.",
-        "O(N+log(M)) where N is the number of elements inside the bounding box of the \
-         circular area delimited by center and radius and M is the number of items inside \
-         the index.",
+        RADIUS_COMPLEXITY,
     )
     .deprecated(
         "6.2.0",
