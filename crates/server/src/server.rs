@@ -116,6 +116,9 @@ pub struct Shared {
     pub command_latencies: crate::latency_histograms::CommandLatencies,
     /// `maxmemory`: when commands that may grow the data are refused.
     pub memory_limit: crate::process::MemoryLimit,
+    /// `Config::lacks_good_replicas`, kept beside the config so that the check every command
+    /// makes takes no lock (set at start and by CONFIG SET).
+    pub lacks_good_replicas: std::sync::atomic::AtomicBool,
 }
 
 /// 40 random hex digits, as Redis's run and replication ids.
@@ -307,6 +310,7 @@ impl Server {
         let latency = crate::latency::LatencyMonitor::default();
         latency.set_threshold_ms(cfg.latency_monitor_threshold_ms);
         let acllog_max_len = cfg.acllog_max_len;
+        let lacks_good_replicas = cfg.lacks_good_replicas();
         let memory_limit = crate::process::MemoryLimit::default();
         memory_limit.set_limit(cfg.maxmemory);
         let command_latencies =
@@ -346,6 +350,7 @@ impl Server {
             latency,
             command_latencies,
             memory_limit,
+            lacks_good_replicas: std::sync::atomic::AtomicBool::new(lacks_good_replicas),
         });
         crate::tracking::Tracking::install(&shared)
             .map_err(|e| ServerError::Start(format!("tracking thread: {e}")))?;

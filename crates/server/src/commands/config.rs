@@ -201,6 +201,9 @@ fn set_all(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
         next.output_buffer_limit,
     ));
     ctx.shared.keyspace.set_compression(next.compression);
+    ctx.shared
+        .lacks_good_replicas
+        .store(next.lacks_good_replicas(), Ordering::Relaxed);
     crate::server::apply_encodings(&ctx.shared.keyspace, &next);
     *ctx.shared.config.write() = next;
     Ok(reply::ok())

@@ -759,7 +759,8 @@ impl Connection {
                     let r = self.refused_in_multi(&args, r);
                     return self.reject(Some(a.index), r);
                 }
-                if self.shared.config.read().lacks_good_replicas() && self.may_write(a.spec, &args)
+                if self.shared.lacks_good_replicas.load(Ordering::Relaxed)
+                    && self.may_write(a.spec, &args)
                 {
                     let r = Reply::error("NOREPLICAS Not enough good replicas to write.");
                     let r = self.refused_in_multi(&args, r);
