@@ -268,32 +268,10 @@ pub(crate) fn load_env(lua: &Lua, full: &Table) -> mlua::Result<Table> {
             Ok(())
         })?,
     )?;
-    lua.load(
-        r#"
-        local api, setmetatable, error, tostring = ...
-        local function ro(t)
-            return setmetatable({}, {
-                __index = function(_, k)
-                    local v = rawget(t, k)
-                    if v == nil then
-                        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-                    end
-                    return v
-                end,
-                __newindex = function() error("Attempt to modify a readonly table", 2) end,
-                __metatable = false,
-            })
-        end
-        return { redis = ro(api) }
-        "#,
-    )
-    .set_name("=rialto")
-    .call((
-        api,
-        lua.globals().raw_get::<Function>("setmetatable")?,
-        lua.globals().raw_get::<Function>("error")?,
-        lua.globals().raw_get::<Function>("tostring")?,
-    ))
+    let (view, _) = crate::vm::strict_view(lua, &api, None)?;
+    let env = lua.create_table()?;
+    env.raw_set("redis", view)?;
+    Ok(env)
 }
 
 impl Vm {

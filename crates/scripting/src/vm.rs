@@ -883,53 +883,14 @@ impl Vm {
         ))?;
         // The environment of every chunk: reads fall through to the globals (an unknown name
         // is an error), writes are refused.
-        let (env, env_meta): (Table, Table) = lua
-            .load(
-                r#"
-                local real = ...
-                local meta = {
-                    __index = function(_, k)
-                        local v = rawget(real, k)
-                        if v == nil then
-                            error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-                        end
-                        return v
-                    end,
-                    __newindex = function() error("Attempt to modify a readonly table", 2) end,
-                    __metatable = false,
-                }
-                local env = setmetatable({}, meta)
-                rawset(real, "_G", env)
-                return env, meta
-                "#,
-            )
-            .set_name("=rialto")
-            .call(globals.clone())?;
+        let (env, env_meta) = strict_view(&lua, &globals, None)?;
+        globals.raw_set("_G", env.clone())?;
         // The environment of function libraries: the same, except that the globals read are
         // those `fstate.g` names now — the library API alone while a library loads, the
         // globals while a function runs.
         let fstate = lua.create_table()?;
         fstate.raw_set("g", globals.clone())?;
-        let (fenv, fenv_meta): (Table, Table) = lua
-            .load(
-                r#"
-                local state = ...
-                local meta = {
-                    __index = function(_, k)
-                        local v = rawget(state.g, k)
-                        if v == nil then
-                            error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-                        end
-                        return v
-                    end,
-                    __newindex = function() error("Attempt to modify a readonly table", 2) end,
-                    __metatable = false,
-                }
-                return setmetatable({}, meta), meta
-                "#,
-            )
-            .set_name("=rialto")
-            .call(fstate.clone())?;
+        let (fenv, fenv_meta) = strict_view(&lua, &fstate, Some("g"))?;
         let load_env = crate::functions::load_env(&lua, &redis)?;
         // What the metatables scripts can reach show, and `setmetatable` on a protected
         // table, read as Redis's read-only tables: `getmetatable(_G)` and `getmetatable('')`
@@ -1304,6 +1265,44 @@ impl std::fmt::Display for CallError {
 }
 
 impl std::error::Error for CallError {}
+
+/// A read-only view of `source` (of `source[field]`, looked up at every access, when `field`
+/// is given) and its metatable: reading a name it lacks is an error, as an unknown global
+/// is in Redis's scripts, and every write is refused, both with Redis 7.0's texts.
+pub(crate) fn strict_view(
+    lua: &Lua,
+    source: &Table,
+    field: Option<&str>,
+) -> mlua::Result<(Table, Table)> {
+    lua.load(
+        r#"
+        local source, field, setmetatable, rawget, error, tostring = ...
+        local meta = {
+            __index = function(_, k)
+                local t = source
+                if field then t = rawget(source, field) end
+                local v = rawget(t, k)
+                if v == nil then
+                    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+                end
+                return v
+            end,
+            __newindex = function() error("Attempt to modify a readonly table", 2) end,
+            __metatable = false,
+        }
+        return setmetatable({}, meta), meta
+        "#,
+    )
+    .set_name("=rialto")
+    .call((
+        source.clone(),
+        field,
+        lua.globals().raw_get::<Function>("setmetatable")?,
+        lua.globals().raw_get::<Function>("rawget")?,
+        lua.globals().raw_get::<Function>("error")?,
+        lua.globals().raw_get::<Function>("tostring")?,
+    ))
+}
 
 /// An error value a `pcall` caught, as Redis's C functions raise it (see `Vm::new`).
 fn settle_error(lua: &Lua, v: Value) -> mlua::Result<Value> {
