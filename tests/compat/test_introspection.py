@@ -356,3 +356,39 @@ def test_an_unauthenticated_client_that_does_not_read_is_disconnected(start_serv
 
     redis, rialto = both(start_server, run, password="secret")
     assert rialto == redis == (True, True)
+
+
+def query_buffer(r, name):
+    for line in r.execute_command("CLIENT", "LIST").decode().splitlines():
+        if f"name={name} " in line:
+            fields = dict(f.split("=", 1) for f in line.split(" ") if "=" in f)
+            return int(fields["qbuf"]) + int(fields["qbuf-free"])
+    return None
+
+
+@pytest.mark.parametrize("role", ["redis", "rialto"])
+def test_query_buffers_shrink_after_a_peak_and_go_when_idle(start_server, role):
+    s = start_server(role)
+    admin, c = s.client(), s.client()
+    c.client_setname("qb")
+    first = query_buffer(admin, "qb")
+    assert 16384 <= first < 32768
+    # One large request: the buffer grows to hold it, then shrinks back once requests are
+    # small again (to their peak, never to nothing while the client is busy).
+    c.set("x", "A" * 400_000)
+    peak = query_buffer(admin, "qb")
+    assert peak > 32768
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        c.set("x", "A" * 100)
+        if 0 < query_buffer(admin, "qb") < peak:
+            break
+        time.sleep(0.01)
+    assert 0 < query_buffer(admin, "qb") < peak
+    # Idle for more than two seconds: released.
+    deadline = time.monotonic() + 6
+    while time.monotonic() < deadline and query_buffer(admin, "qb") != 0:
+        time.sleep(0.1)
+    assert query_buffer(admin, "qb") == 0
+    # The next request allocates one again and is served.
+    assert c.get("x") == b"A" * 100

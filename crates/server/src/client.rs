@@ -39,6 +39,8 @@ pub struct ClientHandle {
     /// the buffer's room beyond them (CLIENT LIST `qbuf`, `qbuf-free`).
     pub qbuf: AtomicU64,
     pub qbuf_free: AtomicU64,
+    /// Asks the connection to release its query buffer, idle long enough (`trim_idle`).
+    pub trim_notify: Notify,
     pub info: Mutex<ClientInfo>,
     /// Set by CLIENT KILL or shutdown; the connection closes at its next step.
     pub killed: AtomicBool,
@@ -197,6 +199,9 @@ pub struct Clients {
     pub rejected: AtomicU64,
 }
 
+/// How long a client goes without reading before its query buffer is released.
+pub const QUERY_BUF_IDLE: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl Clients {
     /// Registers a new connection on socket `fd`.
     pub fn register(
@@ -221,6 +226,7 @@ impl Clients {
             last_sub: AtomicU8::new(0),
             qbuf: AtomicU64::new(0),
             qbuf_free: AtomicU64::new(0),
+            trim_notify: Notify::new(),
             info: Mutex::new(ClientInfo {
                 user: user.to_string(),
                 ..ClientInfo::default()
@@ -270,6 +276,20 @@ impl Clients {
     /// A snapshot of every client, in id order.
     pub fn all(&self) -> Vec<Arc<ClientHandle>> {
         self.map.lock().values().cloned().collect()
+    }
+
+    /// Asks every connection idle for more than [`QUERY_BUF_IDLE`] that still holds a query
+    /// buffer to release it (as Redis's client cron does): an idle client then costs no
+    /// buffer, and its next read allocates one again.
+    pub fn trim_idle(&self) {
+        for h in self.all() {
+            let held = h.qbuf.load(Ordering::Relaxed) + h.qbuf_free.load(Ordering::Relaxed);
+            let now = h.created.elapsed().as_millis() as u64;
+            let idle = now.saturating_sub(h.last_active_ms.load(Ordering::Relaxed));
+            if held > 0 && idle > QUERY_BUF_IDLE.as_millis() as u64 {
+                h.trim_notify.notify_one();
+            }
+        }
     }
 
     /// Asks every connection to close (shutdown).

@@ -430,6 +430,15 @@ impl Server {
             )
         };
 
+        let mut query_bufs = {
+            let sh = Arc::clone(&shared);
+            crate::periodic::Periodic::start(
+                "rialto-clients",
+                || Duration::from_secs(1),
+                move || sh.clients.trim_idle(),
+            )
+        };
+
         let mut rx = shared.shutdown.subscribe();
         while !*rx.borrow_and_update() {
             if rx.changed().await.is_err() {
@@ -459,6 +468,7 @@ impl Server {
         expiry.stop();
         reclaim.stop();
         maintenance.stop();
+        query_bufs.stop();
         if let Some(t) = http_task {
             let _ = t.await;
         }

@@ -87,6 +87,8 @@ struct Connection {
     shared: Arc<Shared>,
     client: Client,
     inbuf: BytesMut,
+    /// How the query buffer is sized down after a peak, and whether it was released.
+    qb: QueryBufSize,
     out: BytesMut,
     decoder: RequestDecoder,
     queue: VecDeque<Queued>,
@@ -110,6 +112,24 @@ struct Connection {
     /// The latency histograms of the thread serving the connection.
     latencies: Arc<crate::latency_histograms::Shard>,
 }
+
+/// The query buffer's sizing, as Redis's client cron sizes it: a buffer much larger than its
+/// recent peak shrinks to that peak (a one-off large request does not pin its memory), and
+/// one idle past `QUERY_BUF_IDLE` is released (`Clients::trim_idle` asks).
+#[derive(Debug, Default)]
+struct QueryBufSize {
+    /// The most bytes buffered since the last check.
+    peak: usize,
+    /// When the last check ran, in the handle's milliseconds since the connection began.
+    checked_ms: u64,
+    /// Released while idle: the next read allocates as it needs, not a whole chunk first.
+    released: bool,
+}
+
+/// How often a busy connection's buffer is checked against its peak.
+const QUERY_BUF_CHECK_MS: u64 = 250;
+/// Below this a buffer is never shrunk (Redis's `PROTO_RESIZE_THRESHOLD`).
+const QUERY_BUF_RESIZE_MIN: usize = 32 * 1024;
 
 /// Why [`Connection::serve`] returned.
 enum Exit {
@@ -166,6 +186,7 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
             reply: Default::default(),
         },
         inbuf: BytesMut::with_capacity(READ_CHUNK),
+        qb: QueryBufSize::default(),
         out: BytesMut::with_capacity(READ_CHUNK),
         decoder,
         queue: VecDeque::new(),
@@ -268,6 +289,10 @@ impl Connection {
             }
         };
         tokio::pin!(stop);
+        let trim_request = |h: Arc<crate::client::ClientHandle>| async move {
+            h.trim_notify.notified().await;
+        };
+        let mut trim = Box::pin(trim_request(Arc::clone(&self.client.handle)));
         loop {
             loop {
                 let (buffered, room) = (self.inbuf.len(), self.inbuf.capacity() - self.inbuf.len());
@@ -369,7 +394,9 @@ impl Connection {
                 );
                 return Ok(Exit::Closed);
             }
-            self.inbuf.reserve(READ_CHUNK);
+            if !self.qb.released {
+                self.inbuf.reserve(READ_CHUNK);
+            }
             let id = self.client.handle.id;
             let n = tokio::select! {
                 // The read first: a kill or a shutdown is also seen between reads (above).
@@ -389,6 +416,17 @@ impl Connection {
                     debug!(client = id, "closing idle client (timeout)");
                     return Ok(Exit::Closed);
                 }
+                _ = &mut trim => {
+                    trim = Box::pin(trim_request(Arc::clone(&self.client.handle)));
+                    if self.inbuf.is_empty() {
+                        self.inbuf = BytesMut::new();
+                        self.qb.released = true;
+                        let h = &self.client.handle;
+                        h.qbuf.store(0, Ordering::Relaxed);
+                        h.qbuf_free.store(0, Ordering::Relaxed);
+                    }
+                    continue;
+                }
             };
             if n == 0 {
                 return Ok(Exit::Closed);
@@ -396,15 +434,34 @@ impl Connection {
             // As Redis's `lastinteraction`: the last read, not the last command (one clock
             // read per read rather than per pipelined command).
             let handle = &self.client.handle;
-            handle.last_active_ms.store(
-                handle.created.elapsed().as_millis() as u64,
-                Ordering::Relaxed,
-            );
+            let now_ms = handle.created.elapsed().as_millis() as u64;
+            handle.last_active_ms.store(now_ms, Ordering::Relaxed);
+            self.size_query_buf(now_ms);
             self.shared
                 .stats
                 .net_input_bytes
                 .fetch_add(n as u64, Ordering::Relaxed);
         }
+    }
+
+    /// After a read: notes the buffer's peak, and every `QUERY_BUF_CHECK_MS` shrinks a buffer
+    /// of more than `QUERY_BUF_RESIZE_MIN` that is over twice its peak since the last check
+    /// (and wastes more than 4 KiB) to that peak, keeping what it holds.
+    fn size_query_buf(&mut self, now_ms: u64) {
+        let qb = &mut self.qb;
+        qb.released = false;
+        qb.peak = qb.peak.max(self.inbuf.len());
+        if now_ms.saturating_sub(qb.checked_ms) < QUERY_BUF_CHECK_MS {
+            return;
+        }
+        qb.checked_ms = now_ms;
+        let (len, cap) = (self.inbuf.len(), self.inbuf.capacity());
+        if cap - len > 4096 && cap > QUERY_BUF_RESIZE_MIN && cap / 2 > qb.peak {
+            let mut fresh = BytesMut::with_capacity(len.max(qb.peak));
+            fresh.extend_from_slice(&self.inbuf);
+            self.inbuf = fresh;
+        }
+        qb.peak = self.inbuf.len();
     }
 
     /// Executes one request; `true` when the connection must close.
