@@ -57,7 +57,7 @@ pub use op::{
 };
 pub use op::{SortBy, SortSpec, SortStore};
 pub use rialto_lsm::Compression;
-pub use rialto_sort::DuplicatePolicy;
+pub use rialto_sort::{DuplicatePolicy, FinishProgress};
 pub use sort::{sort, SortMode};
 pub use stores::settings::DEFAULT_KEEP as DEFAULT_STORE_KEEP;
 pub use stores::MAX_PREFIX_LEN as MAX_STORE_PREFIX_LEN;
