@@ -352,7 +352,7 @@ impl ServerView {
         // The sort's last figures (all done) before its done line, when the look after it
         // finds a later phase.
         if reporter.phase() == Some(Phase::Sort) && phase > Phase::Sort {
-            reporter.update(self.figures(Phase::Sort, None), None, at);
+            reporter.last_figures(self.figures(Phase::Sort, None));
         }
         let figs = self.figures(phase, step);
         reporter.enter(phase, figs, None, at);

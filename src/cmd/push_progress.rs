@@ -365,6 +365,13 @@ impl Reporter {
         self.start(phase, figs, detail, at);
     }
 
+    /// The last figures of the phase shown, for its done line, without writing anything.
+    pub fn last_figures(&mut self, figs: Figures) {
+        if let Some(c) = self.current.as_mut() {
+            c.now = figs;
+        }
+    }
+
     /// New figures (and step) for the phase shown; writes if it is time to.
     pub fn update(&mut self, figs: Figures, step: Option<&'static str>, at: Instant) {
         let Some(c) = self.current.as_mut() else {
@@ -931,6 +938,23 @@ mod tests {
         assert_eq!(
             (r.records_per_s, r.eta),
             (Some(1500.0), Some(Duration::ZERO))
+        );
+
+        // Its last figures, seen once the write began, make its done line, and only that.
+        let t0 = Instant::now();
+        let (mut rep, sink) = reporter(Mode::Lines { every: Some(SEC) }, t0);
+        rep.enter(Phase::Sort, sort_figs(0, None, 0), None, t0);
+        rep.last_figures(done);
+        rep.enter(Phase::Write, write_figures(done), None, t0 + 2 * SEC);
+        let text = sink.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[..2],
+            [
+                "push: sort started",
+                "push: sort done in 2.0s | 3,000 records | 300.0 kB | 3,000 of 3,000 records sorted | 1,500 records/s",
+            ],
+            "{text}"
         );
     }
 
