@@ -684,6 +684,36 @@ fn push_logged(args: &[&str]) -> String {
     err
 }
 
+/// A push whose sort spills (a 1 MiB sort budget, many runs, merge passes): its log shows the
+/// sort's work and rate, as for read and write, and its periodic lines an ETA at the speed
+/// of the push's spills once the sort's last step has said what it has to do.
+#[test]
+fn progress_of_a_spilling_sort_has_its_work_a_rate_and_an_eta() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("a.csv");
+    write_csv(&csv, 1_000_000, "a");
+    let csv = csv.to_str().unwrap();
+    let s = serve_with(&dir.path().join("served"), &["--push-memory-limit", "1mb"]);
+    let addr = format!("127.0.0.1:{}", s.port);
+    ok(&["store", "--server", &addr, "create", "s"]);
+    let extra = [&ID_SCORE[..], &["--progress-interval", "0.1"]].concat();
+    let err = push_logged(&push_args("--server", &addr, "s", csv, &extra));
+    s.stop();
+    // A look during the write (a million records: several looks) brings the sort's last
+    // figures.
+    let done = err.lines().find(|l| l.starts_with("push: sort done in "));
+    let done = done.unwrap_or_else(|| panic!("no sort done line in:\n{err}"));
+    assert!(
+        done.contains(" records sorted | ") && done.ends_with(" records/s"),
+        "{err}"
+    );
+    for line in err.lines().filter(|l| l.starts_with("push: sort ")) {
+        if line.contains(" records sorted") && line.contains(" elapsed") {
+            assert!(line.contains(" | ETA "), "{line}");
+        }
+    }
+}
+
 /// Progress written to a log: a line as each phase starts and ends, read, sort, write and
 /// swap in order, a summary, and no terminal control codes; `--quiet` writes none of it.
 #[test]

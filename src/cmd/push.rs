@@ -222,6 +222,7 @@ impl Progress {
             bytes: self.bytes,
             done: self.done_input + current_input,
             total: Some(self.total_input),
+            ..Figures::default()
         }
     }
 
@@ -235,8 +236,7 @@ impl Progress {
         Figures {
             records: self.records,
             bytes: self.bytes,
-            done: 0,
-            total: None,
+            ..Figures::default()
         }
     }
 }
@@ -248,6 +248,15 @@ struct ServerView {
     records: u64,
     bytes: u64,
     written: u64,
+    /// The sort's last step: records to process, done, merge passes left, and the speed of
+    /// the push's spills (`None`: nothing spilled).
+    sort_records: u64,
+    sort_done: u64,
+    merge_passes: u64,
+    spill_speed: Option<u64>,
+    /// Streamed writes the replay goes through, and done.
+    replay_total: u64,
+    replay_done: u64,
 }
 
 impl ServerView {
@@ -257,6 +266,12 @@ impl ServerView {
             records: s.records,
             bytes: s.bytes,
             written: s.written,
+            sort_records: s.sort.records,
+            sort_done: s.sort.done,
+            merge_passes: s.sort.merge_passes,
+            spill_speed: s.sort.spill_records_per_s,
+            replay_total: s.replay_total,
+            replay_done: s.replay_done,
         }
     }
 
@@ -287,7 +302,45 @@ impl ServerView {
             records: int("pushing-records").unwrap_or(0),
             bytes: int("pushing-bytes").unwrap_or(0),
             written: int("pushing-written-records").unwrap_or(0),
+            // Absent from a server before these fields: no measure, as before.
+            sort_records: int("pushing-sort-records").unwrap_or(0),
+            sort_done: int("pushing-sort-done-records").unwrap_or(0),
+            merge_passes: int("pushing-sort-merge-passes").unwrap_or(0),
+            spill_speed: int("pushing-sort-records-per-s"),
+            replay_total: int("pushing-replay-entries").unwrap_or(0),
+            replay_done: int("pushing-replay-done-entries").unwrap_or(0),
         })
+    }
+
+    /// The figures of `phase` (at `step`, for `swap`) as the server shows them.
+    fn figures(&self, phase: Phase, step: Option<&str>) -> Figures {
+        let added = Figures {
+            records: self.records,
+            bytes: self.bytes,
+            ..Figures::default()
+        };
+        match phase {
+            Phase::Write => Figures {
+                done: self.written,
+                total: Some(self.records),
+                ..added
+            },
+            // Zero records: `finish` has not said what it has to do yet.
+            Phase::Sort if self.sort_records > 0 => Figures {
+                done: self.sort_done,
+                total: Some(self.sort_records),
+                speed: self.spill_speed,
+                passes: self.merge_passes,
+                ..added
+            },
+            // Linking is not measured; the replay and after it the clean-up show the replay.
+            Phase::Swap if step != Some("linking") => Figures {
+                done: self.replay_done,
+                total: Some(self.replay_total),
+                ..added
+            },
+            _ => added,
+        }
     }
 
     /// Tells `reporter` what the server is doing.
@@ -296,20 +349,12 @@ impl ServerView {
             reporter.tick(at);
             return;
         };
-        let added = Figures {
-            records: self.records,
-            bytes: self.bytes,
-            done: 0,
-            total: None,
-        };
-        let figs = match phase {
-            Phase::Write => Figures {
-                done: self.written,
-                total: Some(self.records),
-                ..added
-            },
-            _ => added,
-        };
+        // The sort's last figures (all done) before its done line, when the look after it
+        // finds a later phase.
+        if reporter.phase() == Some(Phase::Sort) && phase > Phase::Sort {
+            reporter.last_figures(self.figures(Phase::Sort, None));
+        }
+        let figs = self.figures(phase, step);
         reporter.enter(phase, figs, None, at);
         reporter.update(figs, step, at);
     }

@@ -9,8 +9,14 @@
 //! mode) the commit is one phase, `commit`.
 //!
 //! Rates are averages over the phase so far and the ETA is the rest of the phase's work at
-//! that rate; both are pure functions of the figures and the time, tested below. `sort` and
-//! `swap` have no measure of their work, so they show their time and no ETA.
+//! that rate; both are pure functions of the figures and the time, tested below. Each phase
+//! counts its own work: `read` the input bytes, `write` the records written; `sort` the
+//! records its last step processes (the last buffer sorted in memory, the spill it waits
+//! for, the merge passes), whose ETA is the rest at the speed of the push's own spills,
+//! since the in-memory sort moves its count all at once: a push sorted wholly in memory has
+//! no spill to go by and says so ("no estimate"); `swap` the streamed writes replayed (while
+//! `replaying`, rated from when that step was first seen); linking and cleaning up are
+//! not measured, and show their time.
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -80,6 +86,11 @@ pub struct Figures {
     pub done: u64,
     /// The phase's whole work in that unit, when known.
     pub total: Option<u64>,
+    /// The speed of the phase's work known from elsewhere, in its unit per second (`sort`:
+    /// that of the push's spills; `None`: nothing spilled).
+    pub speed: Option<u64>,
+    /// Merge passes left (`sort`).
+    pub passes: u64,
 }
 
 impl Figures {
@@ -122,7 +133,9 @@ pub struct Rates {
 
 /// Rates of `phase` between `base` (its figures when it began) and `now`, `elapsed` apart.
 /// `None` where the phase counts nothing, or no time has passed; no ETA before any work is
-/// done, since a rate of zero says nothing about when it ends.
+/// done, since a rate of zero says nothing about when it ends. `sort` and `swap` count their
+/// work in their own unit ([`Figures::done`]) and have no byte rate; `sort`'s ETA goes by
+/// [`Figures::speed`].
 pub fn rates(phase: Phase, base: &Figures, now: &Figures, elapsed: Duration) -> Rates {
     let secs = elapsed.as_secs_f64();
     if secs < 1e-3 {
@@ -131,6 +144,9 @@ pub fn rates(phase: Phase, base: &Figures, now: &Figures, elapsed: Duration) -> 
             bytes_per_s: None,
             eta: None,
         };
+    }
+    if matches!(phase, Phase::Sort | Phase::Swap) {
+        return work_rates(phase, base, now, secs);
     }
     let counted = phase.counts_records();
     let records = now.processed(phase).saturating_sub(base.processed(phase));
@@ -148,6 +164,70 @@ pub fn rates(phase: Phase, base: &Figures, now: &Figures, elapsed: Duration) -> 
         records_per_s: counted.then_some(records as f64 / secs),
         bytes_per_s: counted.then_some(bytes as f64 / secs),
         eta,
+    }
+}
+
+/// The rates of `sort` and `swap`, in their unit of work. `sort`'s in-memory step moves its
+/// count all at once, so its ETA is the rest at the spills' speed, and its rate that speed
+/// until the count moves; `swap`'s are those of the replay so far.
+fn work_rates(phase: Phase, base: &Figures, now: &Figures, secs: f64) -> Rates {
+    let moved = now.done.saturating_sub(base.done);
+    let observed = (moved > 0).then(|| moved as f64 / secs);
+    let left = now.total.map(|t| t.saturating_sub(now.done));
+    let (per_s, eta_per_s) = match phase {
+        Phase::Sort => {
+            let speed = now.speed.filter(|&s| s > 0).map(|s| s as f64);
+            (observed.or(speed), speed)
+        }
+        _ => (now.total.and(observed), observed),
+    };
+    let eta = match left {
+        Some(0) => Some(Duration::ZERO),
+        Some(left) => eta_per_s.map(|r| Duration::from_secs_f64(left as f64 / r)),
+        None => None,
+    };
+    Rates {
+        records_per_s: per_s,
+        bytes_per_s: None,
+        eta,
+    }
+}
+
+/// What `sort` and `swap` count, for their lines.
+fn work_unit(phase: Phase) -> Option<&'static str> {
+    match phase {
+        Phase::Sort => Some("records sorted"),
+        Phase::Swap => Some("entries replayed"),
+        _ => None,
+    }
+}
+
+/// ` | 1,000 of 3,000 records sorted | 2 merge passes`: `sort`'s and `swap`'s work, where
+/// it is known.
+fn work_text(phase: Phase, now: &Figures) -> String {
+    let mut out = String::new();
+    if let (Some(unit), Some(total)) = (work_unit(phase), now.total) {
+        if phase == Phase::Swap && total == 0 {
+            return " | no streamed writes to replay".into();
+        }
+        let _ = write!(out, " | {} of {} {unit}", count(now.done), count(total));
+        match now.passes {
+            0 => {}
+            1 => out.push_str(" | 1 merge pass left"),
+            n => {
+                let _ = write!(out, " | {n} merge passes left");
+            }
+        }
+    }
+    out
+}
+
+/// ` | 500,000 records/s`, `sort`'s and `swap`'s rate in their unit.
+fn work_rate_text(phase: Phase, r: &Rates) -> String {
+    match (phase, r.records_per_s) {
+        (Phase::Sort, Some(rps)) => format!(" | {} records/s", count(rps.round() as u64)),
+        (Phase::Swap, Some(rps)) => format!(" | {} entries/s", count(rps.round() as u64)),
+        _ => String::new(),
     }
 }
 
@@ -218,6 +298,9 @@ struct Current {
     phase: Phase,
     step: Option<&'static str>,
     started: Instant,
+    /// When the step was first seen, and the figures then: the work of a new step is
+    /// counted from there.
+    step_started: Instant,
     base: Figures,
     now: Figures,
 }
@@ -282,15 +365,28 @@ impl Reporter {
         self.start(phase, figs, detail, at);
     }
 
+    /// The last figures of the phase shown, for its done line, without writing anything.
+    pub fn last_figures(&mut self, figs: Figures) {
+        if let Some(c) = self.current.as_mut() {
+            c.now = figs;
+        }
+    }
+
     /// New figures (and step) for the phase shown; writes if it is time to.
     pub fn update(&mut self, figs: Figures, step: Option<&'static str>, at: Instant) {
         let Some(c) = self.current.as_mut() else {
             return;
         };
-        c.now = figs;
-        if step.is_some() {
+        if step.is_some() && step != c.step {
+            // A step measured after one that was not (the replay after the link): its
+            // rates count from here.
+            if c.step.is_some() && c.now.total.is_none() {
+                c.base = figs;
+                c.step_started = at;
+            }
             c.step = step;
         }
+        c.now = figs;
         self.tick(at);
     }
 
@@ -327,7 +423,12 @@ impl Reporter {
                 for p in [Phase::Write, Phase::Swap] {
                     if p > last {
                         let took = exact_of(p).unwrap_or(Duration::ZERO);
-                        self.start(p, write_figures(figs), None, at);
+                        let seen = if p == Phase::Write {
+                            write_figures(figs)
+                        } else {
+                            figs
+                        };
+                        self.start(p, seen, None, at);
                         if let Some(c) = self.current.take() {
                             self.end(c, took, at);
                         }
@@ -369,6 +470,7 @@ impl Reporter {
             phase,
             step: None,
             started: at,
+            step_started: at,
             base: figs,
             now: figs,
         });
@@ -468,14 +570,16 @@ fn write_figures(figs: Figures) -> Figures {
 
 /// A periodic line: `push: write 50% | 1,500,000 of 3,000,000 records | 56.0 MB |
 /// 500,000 records/s | 18.7 MB/s | 3.0s elapsed | ETA 3.0s`.
+/// `elapsed` is the phase's time, `in_step` that of its step, which its rates count from.
 pub fn status_line_of(
     phase: Phase,
     step: Option<&'static str>,
     base: &Figures,
     now: &Figures,
     elapsed: Duration,
+    in_step: Duration,
 ) -> String {
-    let r = rates(phase, base, now, elapsed);
+    let r = rates(phase, base, now, in_step);
     let mut line = format!("push: {}", phase.name());
     if let Some(step) = step {
         let _ = write!(line, " ({step})");
@@ -502,6 +606,7 @@ pub fn status_line_of(
             );
         }
     }
+    line.push_str(&work_text(phase, now));
     if let (Some(rps), Some(bps)) = (r.records_per_s, r.bytes_per_s) {
         let _ = write!(
             line,
@@ -510,10 +615,15 @@ pub fn status_line_of(
             size(bps)
         );
     }
+    line.push_str(&work_rate_text(phase, &r));
     let _ = write!(line, " | {} elapsed", duration(elapsed));
     match r.eta {
         Some(eta) => {
             let _ = write!(line, " | ETA {}", duration(eta));
+        }
+        // A sort with its work known and no spill: in memory, with nothing to go by.
+        None if phase == Phase::Sort && now.total.is_some() && now.speed.is_none() => {
+            line.push_str(" | no estimate (sorted in memory, no spill to time)")
         }
         None => line.push_str(" | ETA unknown"),
     }
@@ -522,7 +632,8 @@ pub fn status_line_of(
 
 fn status_line(c: &Current, at: Instant) -> String {
     let elapsed = at.saturating_duration_since(c.started);
-    status_line_of(c.phase, c.step, &c.base, &c.now, elapsed)
+    let in_step = at.saturating_duration_since(c.step_started);
+    status_line_of(c.phase, c.step, &c.base, &c.now, elapsed, in_step)
 }
 
 /// The line that ends a phase: `push: read done in 25s | 3,000,000 records | 112.0 MB |
@@ -539,8 +650,11 @@ fn done_line(c: &Current, took: Duration, within: Option<Duration>) -> String {
         count(records),
         size(c.now.processed_bytes(c.phase) as f64)
     );
+    line.push_str(&work_text(c.phase, &c.now));
     if within.is_none() {
-        let r = rates(c.phase, &c.base, &c.now, took);
+        // Rates count from the step their base is from.
+        let before_step = c.step_started.saturating_duration_since(c.started);
+        let r = rates(c.phase, &c.base, &c.now, took.saturating_sub(before_step));
         if let (Some(rps), Some(bps)) = (r.records_per_s, r.bytes_per_s) {
             let _ = write!(
                 line,
@@ -549,6 +663,7 @@ fn done_line(c: &Current, took: Duration, within: Option<Duration>) -> String {
                 size(bps)
             );
         }
+        line.push_str(&work_rate_text(c.phase, &r));
     }
     line
 }
@@ -558,7 +673,12 @@ fn done_line(c: &Current, took: Duration, within: Option<Duration>) -> String {
 /// no measure of its work shows a block moving with time instead of a fill, and its step.
 fn bar_line(c: &Current, ended: bool, at: Instant) -> String {
     let elapsed = at.saturating_duration_since(c.started);
-    let r = rates(c.phase, &c.base, &c.now, elapsed);
+    let r = rates(
+        c.phase,
+        &c.base,
+        &c.now,
+        at.saturating_duration_since(c.step_started),
+    );
     let ratio = if ended { Some(1.0) } else { c.now.ratio() };
     let cells = match ratio {
         Some(ratio) => {
@@ -589,9 +709,15 @@ fn bar_line(c: &Current, ended: bool, at: Instant) -> String {
             let _ = write!(line, "  {step}");
         }
     }
-    match c.phase {
-        Phase::Write => {
+    match (c.phase, c.now.total) {
+        (Phase::Write, _) => {
             let _ = write!(line, "  {}/{} rec", count(c.now.done), count(c.now.records));
+        }
+        (Phase::Sort, Some(total)) => {
+            let _ = write!(line, "  {}/{} rec", count(c.now.done), count(total));
+        }
+        (Phase::Swap, Some(total)) if total > 0 => {
+            let _ = write!(line, "  {}/{} entries", count(c.now.done), count(total));
         }
         _ => {
             let _ = write!(
@@ -602,13 +728,24 @@ fn bar_line(c: &Current, ended: bool, at: Instant) -> String {
             );
         }
     }
-    if let (Some(rps), Some(bps)) = (r.records_per_s, r.bytes_per_s) {
-        let _ = write!(
-            line,
-            "  {} rec/s  {}/s",
-            count(rps.round() as u64),
-            size(bps)
-        );
+    match (r.records_per_s, r.bytes_per_s) {
+        (Some(rps), Some(bps)) => {
+            let _ = write!(
+                line,
+                "  {} rec/s  {}/s",
+                count(rps.round() as u64),
+                size(bps)
+            );
+        }
+        (Some(rps), None) => {
+            let unit = if c.phase == Phase::Swap {
+                "entries"
+            } else {
+                "rec"
+            };
+            let _ = write!(line, "  {} {unit}/s", count(rps.round() as u64));
+        }
+        _ => {}
     }
     line
 }
@@ -678,6 +815,7 @@ mod tests {
             bytes: records * 100,
             done: input,
             total: Some(1000),
+            ..Figures::default()
         }
     }
 
@@ -723,12 +861,13 @@ mod tests {
             bytes: 100_000,
             done,
             total: Some(1000),
+            ..Figures::default()
         };
         let r = rates(Phase::Write, &f(100), &f(400), 2 * SEC);
         assert_eq!(r.records_per_s, Some(150.0));
         assert_eq!(r.bytes_per_s, Some(15_000.0));
         assert_eq!(r.eta, Some(4 * SEC));
-        let line = status_line_of(Phase::Write, None, &f(100), &f(400), 2 * SEC);
+        let line = status_line_of(Phase::Write, None, &f(100), &f(400), 2 * SEC, 2 * SEC);
         assert_eq!(
             line,
             "push: write 40% | 400 of 1,000 records | 40.0 kB | 150 records/s | 15.0 kB/s | 2.0s elapsed | ETA 4.0s"
@@ -742,13 +881,126 @@ mod tests {
             bytes: 112_000_000,
             done: 0,
             total: None,
+            ..Figures::default()
         };
         let r = rates(Phase::Sort, &f, &f, 12 * SEC);
         assert_eq!((r.records_per_s, r.eta), (None, None));
-        let line = status_line_of(Phase::Swap, Some("replaying"), &f, &f, 12 * SEC);
+        let line = status_line_of(Phase::Swap, Some("replaying"), &f, &f, 12 * SEC, 12 * SEC);
         assert_eq!(
             line,
             "push: swap (replaying) | 3,000,000 records | 112.0 MB | 12s elapsed | ETA unknown"
+        );
+    }
+
+    fn sort_figs(done: u64, speed: Option<u64>, passes: u64) -> Figures {
+        Figures {
+            records: 3000,
+            bytes: 300_000,
+            done,
+            total: Some(4000),
+            speed,
+            passes,
+        }
+    }
+
+    #[test]
+    fn sort_eta_is_the_rest_at_the_spills_speed() {
+        let base = sort_figs(0, Some(1000), 1);
+        // The in-memory sort has not moved the count: the spills' speed is the rate.
+        let r = rates(Phase::Sort, &base, &base, SEC);
+        assert_eq!((r.records_per_s, r.eta), (Some(1000.0), Some(4 * SEC)));
+        assert_eq!(r.bytes_per_s, None);
+        // 1,000 sorted in memory in 0.5 s: that is the rate seen, the ETA still at the
+        // spills' speed (the rest is writing and merging).
+        let now = sort_figs(1000, Some(1000), 1);
+        let r = rates(Phase::Sort, &base, &now, SEC / 2);
+        assert_eq!((r.records_per_s, r.eta), (Some(2000.0), Some(3 * SEC)));
+        let line = status_line_of(Phase::Sort, None, &base, &now, SEC, SEC / 2);
+        assert_eq!(
+            line,
+            "push: sort 25% | 3,000 records | 300.0 kB | 1,000 of 4,000 records sorted | 1 merge pass left | 2,000 records/s | 1.0s elapsed | ETA 3.0s"
+        );
+        // Nothing spilled: sorted in memory, and no speed to estimate by.
+        let mem = Figures {
+            total: Some(3000),
+            ..sort_figs(0, None, 0)
+        };
+        let r = rates(Phase::Sort, &mem, &mem, SEC);
+        assert_eq!((r.records_per_s, r.eta), (None, None));
+        let line = status_line_of(Phase::Sort, None, &mem, &mem, SEC, SEC);
+        assert!(
+            line.ends_with("| 0 of 3,000 records sorted | 1.0s elapsed | no estimate (sorted in memory, no spill to time)"),
+            "{line}"
+        );
+        // Done: its records over its time, whatever the speed.
+        let done = Figures { done: 3000, ..mem };
+        let r = rates(Phase::Sort, &mem, &done, 2 * SEC);
+        assert_eq!(
+            (r.records_per_s, r.eta),
+            (Some(1500.0), Some(Duration::ZERO))
+        );
+
+        // Its last figures, seen once the write began, make its done line, and only that.
+        let t0 = Instant::now();
+        let (mut rep, sink) = reporter(Mode::Lines { every: Some(SEC) }, t0);
+        rep.enter(Phase::Sort, sort_figs(0, None, 0), None, t0);
+        rep.last_figures(done);
+        rep.enter(Phase::Write, write_figures(done), None, t0 + 2 * SEC);
+        let text = sink.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[..2],
+            [
+                "push: sort started",
+                "push: sort done in 2.0s | 3,000 records | 300.0 kB | 3,000 of 3,000 records sorted | 1,500 records/s",
+            ],
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn swap_rates_the_replay_from_when_it_was_seen() {
+        let t0 = Instant::now();
+        let (mut r, sink) = reporter(Mode::Lines { every: Some(SEC) }, t0);
+        let added = Figures {
+            records: 10,
+            bytes: 100,
+            ..Figures::default()
+        };
+        let replay = |done, total| Figures {
+            done,
+            total: Some(total),
+            ..added
+        };
+        r.enter(Phase::Swap, added, None, t0);
+        r.update(added, Some("linking"), t0 + SEC);
+        // The replay seen 4 s in: 100 of 1,000 entries; 2 s later 500.
+        r.update(replay(100, 1000), Some("replaying"), t0 + 4 * SEC);
+        r.update(replay(500, 1000), Some("replaying"), t0 + 6 * SEC);
+        r.update(replay(1000, 1000), Some("cleaning up"), t0 + 7 * SEC);
+        r.finish(added, &[], t0 + 8 * SEC);
+        let text = sink.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[1..5],
+            [
+                "push: swap (linking) | 10 records | 100 B | 1.0s elapsed | ETA unknown",
+                "push: swap (replaying) 10% | 10 records | 100 B | 100 of 1,000 entries replayed | 4.0s elapsed | ETA unknown",
+                "push: swap (replaying) 50% | 10 records | 100 B | 500 of 1,000 entries replayed | 200 entries/s | 6.0s elapsed | ETA 2.5s",
+                "push: swap (cleaning up) 100% | 10 records | 100 B | 1,000 of 1,000 entries replayed | 300 entries/s | 7.0s elapsed | ETA 0.0s",
+            ],
+            "{text}"
+        );
+        assert!(
+            lines[5].starts_with("push: swap done in 8.0s | 10 records | 100 B | 1,000 of 1,000 entries replayed | 225 entries/s"),
+            "{text}"
+        );
+        // Nothing streamed meanwhile: said so, with no rate.
+        let none = replay(0, 0);
+        let line = status_line_of(Phase::Swap, Some("replaying"), &none, &none, SEC, SEC);
+        assert!(
+            line.contains("| no streamed writes to replay | 1.0s elapsed | ETA 0.0s"),
+            "{line}"
         );
     }
 
@@ -800,6 +1052,7 @@ mod tests {
             bytes: 200_000,
             done: 0,
             total: None,
+            ..Figures::default()
         };
         r.enter(Phase::Sort, total, None, t0 + 20 * SEC);
         let writing = |done| Figures {
@@ -853,6 +1106,7 @@ mod tests {
             bytes: 100,
             done: 0,
             total: None,
+            ..Figures::default()
         };
         r.enter(Phase::Read, read_figs(0, 0), None, t0);
         r.enter(Phase::Sort, total, None, t0 + SEC);

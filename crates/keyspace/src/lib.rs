@@ -64,7 +64,7 @@ pub use rdb::{
     crc64, decode as decode_dump, encode as encode_dump, DumpValue, PayloadError, RDB_VERSION,
 };
 pub use rialto_lsm::Compression;
-pub use rialto_sort::DuplicatePolicy;
+pub use rialto_sort::{DuplicatePolicy, FinishProgress};
 pub use sort::{sort, SortMode};
 pub use stores::settings::DEFAULT_KEEP as DEFAULT_STORE_KEEP;
 pub use stores::MAX_PREFIX_LEN as MAX_STORE_PREFIX_LEN;

@@ -565,6 +565,30 @@ fn stores(w: &mut PromWriter, sh: &Shared) {
             p.written,
         );
         w.gauge(
+            "rialto_push_sort_records",
+            "Records the push's sort processes as it ends: the last buffer sorted in memory, the spill waited for, the merge passes'.",
+            &labels,
+            p.sort.records,
+        );
+        w.gauge(
+            "rialto_push_sort_done_records",
+            "Of rialto_push_sort_records, those processed so far.",
+            &labels,
+            p.sort.done,
+        );
+        w.gauge(
+            "rialto_push_replay_entries",
+            "Streamed-write log entries the push's replay goes through (an upper bound).",
+            &labels,
+            p.replay_total,
+        );
+        w.gauge(
+            "rialto_push_replay_done_entries",
+            "Of rialto_push_replay_entries, those gone through so far.",
+            &labels,
+            p.replay_done,
+        );
+        w.gauge(
             "rialto_push_progress_ratio",
             "Share of the push's added records written into tables (0 while adding, 1 once linked).",
             &labels,

@@ -78,6 +78,15 @@ pub struct PushingStatus {
     pub bytes: u64,
     pub written_records: u64,
     pub progress_ratio: f64,
+    /// The sort's last step (`sorting`): its records, those done, the merge passes left, and
+    /// the time left at the speed of the push's spills (`null` without a spill).
+    pub sort_records: u64,
+    pub sort_done_records: u64,
+    pub sort_merge_passes: u64,
+    pub sort_eta_seconds: Option<f64>,
+    /// Real-time log entries the replay goes through (`replaying`), and those done.
+    pub replay_entries: u64,
+    pub replay_done_entries: u64,
     pub elapsed_seconds: f64,
     /// The client id of the connection that owns it; `null` for an in-process push.
     pub owner: Option<u64>,
@@ -267,6 +276,12 @@ fn stores<'a>(
                     bytes: live.map_or(0, |s| s.bytes),
                     written_records: live.map_or(0, |s| s.written),
                     progress_ratio: live.map_or(0.0, PushStatus::progress_ratio),
+                    sort_records: live.map_or(0, |s| s.sort.records),
+                    sort_done_records: live.map_or(0, |s| s.sort.done),
+                    sort_merge_passes: live.map_or(0, |s| s.sort.merge_passes),
+                    sort_eta_seconds: live.and_then(|s| s.sort.eta()).map(|d| d.as_secs_f64()),
+                    replay_entries: live.map_or(0, |s| s.replay_total),
+                    replay_done_entries: live.map_or(0, |s| s.replay_done),
                     elapsed_seconds: live.map_or(0.0, |s| s.elapsed.as_secs_f64()),
                     owner: live.and_then(|s| s.owner),
                 }
@@ -461,6 +476,15 @@ mod tests {
             records: 200,
             bytes: 2000,
             written: 50,
+            sort: rialto_keyspace::FinishProgress {
+                records: 300,
+                done: 150,
+                in_memory: 100,
+                merge_passes: 0,
+                spill_records_per_s: Some(50),
+            },
+            replay_done: 0,
+            replay_total: 0,
             elapsed: Duration::from_millis(1500),
         }];
         let s = stores(metas.iter(), &pushes);
@@ -473,6 +497,8 @@ mod tests {
         let p = z.pushing.as_ref().expect("pushing");
         assert_eq!((p.version, p.phase, p.records), (4, "writing", 200));
         assert_eq!((p.progress_ratio, p.owner), (0.25, Some(9)));
+        assert_eq!((p.sort_records, p.sort_done_records), (300, 150));
+        assert_eq!(p.sort_eta_seconds, Some(3.0));
 
         // A push the catalog names but the registry does not hold (yet, or any more).
         let s = stores([meta("zeta", b"z:", 3, 2, Some(5))].iter(), &pushes);

@@ -29,6 +29,12 @@
 //! of runs read at once is capped (the *fan-in*, at most 64); when there are more, `finish`
 //! first merges the smallest runs into bigger ones until few enough remain (multi-pass merge).
 //!
+//! `finish` publishes its work as it goes, for another thread to read through
+//! [`Sorter::watch`] ([`FinishProgress`]): the records it sorts in memory, writes for the spill
+//! it waits for and merges in each pass, and those done (counted per block written). Each
+//! spill times its sort and write, so that the rest can be estimated at this sort's own speed;
+//! an input sorted wholly in memory has no spill, and so no estimate.
+//!
 //! Duplicate keys meet in the merge: the merge order puts the highest sequence number first
 //! among equal keys, so `LastWins` keeps the first and drops the rest, and `Error` fails when
 //! it sees the second. Spills with `LastWins` already drop duplicates within their buffer.
@@ -86,6 +92,7 @@
 mod buffer;
 mod error;
 mod merge;
+mod progress;
 mod run;
 
 use std::fmt;
@@ -93,6 +100,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use rialto_io::FsRef;
 
@@ -101,9 +109,11 @@ use buffer::{
     TOUCH_BATCH,
 };
 use merge::{Merger, Source};
+use progress::{merge_plan, FinishCounters, Tally};
 use run::{ReadAhead, Run, RunReader, RunWriter};
 
 pub use error::SortError;
+pub use progress::{FinishProgress, SortWatch};
 
 /// What to do with several records of one key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,6 +173,7 @@ pub(crate) struct Counters {
     runs_spilled: AtomicU64,
     bytes_spilled: AtomicU64,
     duplicates_dropped: AtomicU64,
+    finish: FinishCounters,
 }
 
 impl Counters {
@@ -252,6 +263,9 @@ struct Spill {
     handle: JoinHandle<SpillOutcome>,
     /// Asks the thread to stop writing (checked before each block).
     cancel: Arc<AtomicBool>,
+    /// The records and memory of the buffer it writes.
+    records: u64,
+    bytes: u64,
 }
 
 /// Collects records and sorts them; see the crate docs.
@@ -341,12 +355,19 @@ impl Sorter {
         self.counters.stats(self.records)
     }
 
+    /// A handle on how far [`Sorter::finish`] is, to read from another thread while it runs.
+    pub fn watch(&self) -> SortWatch {
+        SortWatch(Arc::clone(&self.counters))
+    }
+
     /// Sorts what remains in memory, merges runs down to the fan-in if needed, and returns
-    /// the sorted stream.
+    /// the sorted stream. Its progress is published as it goes (see [`Sorter::watch`]).
     pub fn finish(mut self) -> Result<Sorted, SortError> {
         if self.failed {
             return Err(SortError::failed_earlier(&self.tmp_dir));
         }
+        let in_memory = self.active.entries.len() as u64;
+        self.plan_finish(in_memory, self.inflight.as_ref());
         // A spill still running when it is the first one is called off: its buffer is in
         // memory anyway, and with no run to read both buffers stay within the limit. The
         // input is then sorted without writing anything (all of it, if the spill was still
@@ -360,6 +381,8 @@ impl Sorter {
         let (chunks, mut entries) = active.into_parts();
         let parts =
             sort_in_parts(&chunks, &mut entries).map_err(|m| sort_failed(&self.tmp_dir, m))?;
+        let fc = &self.counters.finish;
+        fc.in_memory_sorted.store(in_memory, Ordering::Relaxed);
         let frozen = Arc::new(Frozen { chunks, entries });
         let mut sources: Vec<Source> = Vec::new();
         match self.wait_spill(cancel)? {
@@ -370,6 +393,8 @@ impl Sorter {
                 sources.push(Source::mem(Arc::new(Frozen { chunks, entries }), 0, end));
             }
         }
+        // The spill waited for is done, and the runs are now known exactly.
+        self.plan_finish(in_memory, None);
         sources.extend(
             parts
                 .into_iter()
@@ -393,6 +418,31 @@ impl Sorter {
             records: self.records,
             counters: Arc::clone(&self.counters),
         })
+    }
+
+    /// Publishes `finish`'s work: the last buffer's `in_memory` records, the records of
+    /// `inflight` (the spill still to wait for, if any; once it is done, counted as done)
+    /// and the merge passes the runs (with `inflight`'s) need.
+    fn plan_finish(&self, in_memory: u64, inflight: Option<&Spill>) {
+        let fc = &self.counters.finish;
+        let spill_records = match inflight {
+            Some(s) => s.records,
+            None => fc.spill_records.load(Ordering::Relaxed),
+        };
+        let mut runs: Vec<(u64, u64)> = self.runs.iter().map(|r| (r.len, r.records)).collect();
+        // A first spill still running is called off and merged from memory: no run.
+        if let (Some(s), false) = (inflight, self.runs.is_empty()) {
+            runs.push((s.bytes, s.records));
+        }
+        let (passes, merge_records) = merge_plan(&runs, self.cfg.fan_in);
+        fc.in_memory.store(in_memory, Ordering::Relaxed);
+        fc.spill_records.store(spill_records, Ordering::Relaxed);
+        if inflight.is_none() {
+            fc.spill_written.store(spill_records, Ordering::Relaxed);
+        }
+        fc.merge_passes.store(passes, Ordering::Relaxed);
+        fc.records
+            .store(in_memory + spill_records + merge_records, Ordering::Relaxed);
     }
 
     fn next_path(&mut self) -> PathBuf {
@@ -438,6 +488,7 @@ impl Sorter {
             Joined::Nothing => Buffer::new(self.cfg.chunk_size),
         };
         let full = std::mem::replace(&mut self.active, next);
+        let (records, bytes) = (full.entries.len() as u64, full.mem_used() as u64);
         let path = self.next_path();
         let fs = Arc::clone(&self.fs);
         let cfg = self.cfg.clone();
@@ -448,8 +499,13 @@ impl Sorter {
             .name("rialto-sort-spill".into())
             .spawn(move || {
                 let mut buf = full;
-                match spill_buffer(&fs, path, &cfg, &mut buf, counters, &thread_cancel) {
+                let began = Instant::now();
+                counters.finish.spill_written.store(0, Ordering::Relaxed);
+                let spilled = spill_buffer(&fs, path, &cfg, &mut buf, &counters, &thread_cancel);
+                match spilled {
                     Ok(run) => {
+                        // The sort's speed, for an estimate of `finish`.
+                        counters.finish.spilled(records, began.elapsed());
                         buf.recycle();
                         SpillOutcome::Written(run, buf)
                     }
@@ -459,7 +515,12 @@ impl Sorter {
                 }
             })
             .map_err(|e| SortError::io(&self.tmp_dir, e))?;
-        self.inflight = Some(Spill { handle, cancel });
+        self.inflight = Some(Spill {
+            handle,
+            cancel,
+            records,
+            bytes,
+        });
         Ok(())
     }
 
@@ -474,6 +535,11 @@ impl Sorter {
             let group = self.runs.split_off(self.runs.len() - take);
             let merged = self.merge_runs(group)?;
             self.runs.push(merged);
+            let passes = &self.counters.finish.merge_passes;
+            passes.store(
+                passes.load(Ordering::Relaxed).saturating_sub(1),
+                Ordering::Relaxed,
+            );
         }
         Ok(())
     }
@@ -497,6 +563,7 @@ impl Sorter {
             path,
             self.cfg.block_size,
             Arc::clone(&self.counters),
+            Tally::Merge,
             None,
         )?;
         while let Some((key, value, seq)) = merger.next()? {
@@ -524,7 +591,7 @@ fn spill_buffer(
     path: PathBuf,
     cfg: &Config,
     buf: &mut Buffer,
-    counters: Arc<Counters>,
+    counters: &Arc<Counters>,
     cancel: &Arc<AtomicBool>,
 ) -> Result<Run, SortError> {
     #[cfg(test)]
@@ -545,7 +612,8 @@ fn spill_buffer(
         fs,
         path,
         cfg.block_size,
-        Arc::clone(&counters),
+        Arc::clone(counters),
+        Tally::Spill,
         Some(Arc::clone(cancel)),
     )?;
     let mut dropped = 0;
@@ -687,6 +755,37 @@ mod tests {
         assert!(runs >= 5, "{runs}");
         // Every spill wrote its run (and a merge pass wrote more: 7 runs, fan-in 4).
         assert!(mem.op_count(rialto_io::FaultOp::Create) > runs);
+    }
+
+    #[test]
+    fn spills_time_themselves_and_finish_publishes_its_work() {
+        let mem = MemFs::new();
+        let mut s = Sorter::new(Arc::new(mem.clone()), opts(64 << 10)).unwrap();
+        let watch = s.watch();
+        for i in (0..2000u32).rev() {
+            s.add(&i.to_be_bytes(), &[i as u8; 80]).unwrap();
+        }
+        let before = watch.finish_progress();
+        assert_eq!((before.records, before.done), (0, 0));
+        assert!(before.spill_records_per_s.is_some_and(|r| r > 0));
+        let sorted = s.finish().unwrap();
+        let p = watch.finish_progress();
+        // The last buffer, the spill waited for, and the merge passes (7 runs, fan-in 4).
+        assert!(p.in_memory > 0 && p.records > p.in_memory, "{p:?}");
+        assert_eq!((p.done, p.merge_passes), (p.records, 0));
+        assert_eq!(p.eta(), Some(std::time::Duration::ZERO));
+        drop(sorted);
+
+        // Sorted in memory: no speed to go by, so no estimate.
+        let mut s = Sorter::new(Arc::new(mem), opts(1 << 20)).unwrap();
+        let watch = s.watch();
+        for i in 0..100u32 {
+            s.add(&i.to_be_bytes(), b"v").unwrap();
+        }
+        let _sorted = s.finish().unwrap();
+        let p = watch.finish_progress();
+        assert_eq!((p.records, p.done, p.in_memory), (100, 100, 100));
+        assert_eq!((p.spill_records_per_s, p.eta()), (None, None));
     }
 
     #[test]

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use rialto_io::{FsRef, RandomAccessFile, WritableFile};
 
 use crate::buffer::key_prefix;
+use crate::progress::Tally;
 use crate::{Counters, SortError};
 
 /// Bytes of a block header: payload length and checksum.
@@ -111,6 +112,9 @@ pub(crate) struct RunWriter {
     block_size: usize,
     len: u64,
     records: u64,
+    /// Records of the blocks written so far, and where they are counted.
+    records_counted: u64,
+    tally: Tally,
     counters: Arc<Counters>,
     cancel: Option<Arc<AtomicBool>>,
 }
@@ -121,6 +125,7 @@ impl RunWriter {
         path: PathBuf,
         block_size: usize,
         counters: Arc<Counters>,
+        tally: Tally,
         cancel: Option<Arc<AtomicBool>>,
     ) -> Result<Self, SortError> {
         let file = fs.create(&path).map_err(|e| SortError::io(&path, e))?;
@@ -136,6 +141,8 @@ impl RunWriter {
             block_size,
             len: 0,
             records: 0,
+            records_counted: 0,
+            tally,
             counters,
             cancel,
         })
@@ -183,6 +190,10 @@ impl RunWriter {
         self.counters
             .bytes_spilled
             .fetch_add(written, Ordering::Relaxed);
+        self.counters
+            .finish
+            .add(self.tally, self.records - self.records_counted);
+        self.records_counted = self.records;
         if self.block.capacity() > 4 * (self.block_size + HEADER_LEN) {
             // A huge record passed through: give its memory back.
             self.block = Vec::with_capacity(self.block_size + HEADER_LEN + 64);
@@ -686,7 +697,8 @@ mod tests {
     /// A run of 500 records, some larger than a block, in `/t/r`.
     fn write_run(fs: &FsRef, counters: Arc<Counters>) -> (Run, Expected) {
         fs.create_dir_all(Path::new("/t")).unwrap();
-        let mut w = RunWriter::create(fs, "/t/r".into(), 4096, counters, None).unwrap();
+        let mut w =
+            RunWriter::create(fs, "/t/r".into(), 4096, counters, Tally::Nothing, None).unwrap();
         let mut expect = Vec::new();
         for i in 0..500u64 {
             let key = format!("key{i:05}").into_bytes();
@@ -739,7 +751,15 @@ mod tests {
             let mem = MemFs::new();
             let fs: FsRef = Arc::new(mem.clone());
             fs.create_dir_all(Path::new("/t")).unwrap();
-            let mut w = RunWriter::create(&fs, "/t/r".into(), 4096, Arc::default(), None).unwrap();
+            let mut w = RunWriter::create(
+                &fs,
+                "/t/r".into(),
+                4096,
+                Arc::default(),
+                Tally::Nothing,
+                None,
+            )
+            .unwrap();
             let mut expect = Vec::new();
             // About 3.5 spans, values of every length up to ~3 blocks.
             let mut i = 0u64;
@@ -798,7 +818,15 @@ mod tests {
         let mem = MemFs::new();
         let fs: FsRef = Arc::new(mem.clone());
         fs.create_dir_all(Path::new("/t")).unwrap();
-        let mut w = RunWriter::create(&fs, "/t/r".into(), 4096, Arc::default(), None).unwrap();
+        let mut w = RunWriter::create(
+            &fs,
+            "/t/r".into(),
+            4096,
+            Arc::default(),
+            Tally::Nothing,
+            None,
+        )
+        .unwrap();
         w.add(b"k", b"v", 0).unwrap();
         assert_eq!(mem.file_names("/t").len(), 1);
         drop(w);

@@ -7,6 +7,8 @@
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
+use rialto_sort::{FinishProgress, SortWatch};
+
 use super::table_writer::SortedSource;
 use super::StoreResult;
 
@@ -78,18 +80,47 @@ pub(super) struct PushProgress {
     records: AtomicU64,
     bytes: AtomicU64,
     written: AtomicU64,
+    /// The sorter's own progress, read as the sort runs.
+    sort: Option<SortWatch>,
+    replay_done: AtomicU64,
+    replay_total: AtomicU64,
     started: Instant,
 }
 
 impl PushProgress {
-    pub(super) fn new() -> PushProgress {
+    pub(super) fn new(sort: Option<SortWatch>) -> PushProgress {
         PushProgress {
             phase: AtomicU8::new(PushPhase::Adding as u8),
             records: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             written: AtomicU64::new(0),
+            sort,
+            replay_done: AtomicU64::new(0),
+            replay_total: AtomicU64::new(0),
             started: Instant::now(),
         }
+    }
+
+    /// The replay is about to go through the log from entry number `first` to `until`
+    /// (excluded): they join its work.
+    pub(super) fn replay_expect(&self, first: u64, until: u64) {
+        let done = self.replay_done.load(Ordering::Relaxed);
+        self.replay_total
+            .store(done + until.saturating_sub(first), Ordering::Relaxed);
+    }
+
+    /// The replay went through `n` more entries.
+    pub(super) fn replay_seen(&self, n: u64) {
+        let done = self.replay_done.fetch_add(n, Ordering::Relaxed) + n;
+        // Numbers of discarded transactions have no entry, so the total is an upper bound;
+        // more entries than expected (written meanwhile) raise it.
+        self.replay_total.fetch_max(done, Ordering::Relaxed);
+    }
+
+    /// The swap replayed the rest: the replay is done.
+    pub(super) fn replay_done(&self) {
+        let total = self.replay_total.load(Ordering::Relaxed);
+        self.replay_done.fetch_max(total, Ordering::Relaxed);
     }
 
     pub(super) fn enter(&self, phase: PushPhase) {
@@ -124,6 +155,13 @@ impl PushProgress {
             records: self.records.load(Ordering::Relaxed),
             bytes: self.bytes.load(Ordering::Relaxed),
             written: self.written.load(Ordering::Relaxed),
+            sort: self
+                .sort
+                .as_ref()
+                .map(SortWatch::finish_progress)
+                .unwrap_or_default(),
+            replay_done: self.replay_done.load(Ordering::Relaxed),
+            replay_total: self.replay_total.load(Ordering::Relaxed),
             elapsed: self.started.elapsed(),
         }
     }
@@ -201,6 +239,13 @@ pub struct PushStatus {
     pub bytes: u64,
     /// Records written into the new version's tables so far (while committing).
     pub written: u64,
+    /// How far the sort's last step is (while sorting); all zero before it.
+    pub sort: FinishProgress,
+    /// Real-time log entries the replay went through so far (whether or not they were in the
+    /// rewind window), and of how many: an upper bound, since numbers of discarded
+    /// transactions have no entry, raised if entries keep coming.
+    pub replay_done: u64,
+    pub replay_total: u64,
     /// Time since it began.
     pub elapsed: Duration,
 }
@@ -276,7 +321,7 @@ mod tests {
 
     #[test]
     fn tally_publishes_in_batches_and_when_dropped() {
-        let p = PushProgress::new();
+        let p = PushProgress::new(None);
         {
             let mut t = p.tally();
             for _ in 0..PUBLISH_EVERY {
@@ -295,7 +340,7 @@ mod tests {
 
     #[test]
     fn written_records_give_the_progress_ratio() {
-        let p = PushProgress::new();
+        let p = PushProgress::new(None);
         {
             let mut t = p.tally();
             for _ in 0..4 {
@@ -311,6 +356,29 @@ mod tests {
         assert_eq!(s.progress_ratio(), 0.75);
         p.enter(PushPhase::after("write"));
         assert_eq!(p.status(2, "s", None).progress_ratio(), 1.0);
+    }
+
+    #[test]
+    fn replay_progress_counts_entries_gone_through() {
+        let p = PushProgress::new(None);
+        let st = |p: &PushProgress| {
+            let s = p.status(2, "s", None);
+            (s.replay_done, s.replay_total)
+        };
+        assert_eq!(st(&p), (0, 0));
+        // Entries 10 to 2,009 in the log.
+        p.replay_expect(10, 2010);
+        p.replay_seen(1000);
+        assert_eq!(st(&p), (1000, 2000));
+        p.replay_seen(900);
+        // The next pass: 100 left and 500 more written since.
+        p.replay_expect(1910, 2510);
+        assert_eq!(st(&p), (1900, 2500));
+        p.replay_seen(700);
+        assert_eq!(st(&p), (2600, 2600));
+        p.replay_expect(2610, 2620);
+        p.replay_done();
+        assert_eq!(st(&p), (2610, 2610));
     }
 
     #[test]

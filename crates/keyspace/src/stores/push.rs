@@ -364,7 +364,7 @@ impl Stores {
                 return Err(StoreError::Input(e.to_string()));
             }
         };
-        let progress = Arc::new(PushProgress::new());
+        let progress = Arc::new(PushProgress::new(Some(sorter.watch())));
         let session = Session {
             store: name.to_string(),
             meta,
@@ -658,13 +658,17 @@ impl Stores {
         rialto_killpoint::kill_point("push.linked");
 
         // Replay the streamed writes in chunks while they keep coming, then swap.
-        let (mut from, mut replayed) = replay_published(db, merger, m, s.pushing, 0)?;
+        let replay = |from: u64| {
+            let until = self.rt.peek(m.id);
+            replay_published(db, merger, m, s.pushing, from, until, &s.progress)
+        };
+        let (mut from, mut replayed) = replay(0)?;
         loop {
             let pending = self.rt.peek(m.id).saturating_sub(from);
             if pending as usize <= SWAP_TAIL {
                 break;
             }
-            let (next, n) = replay_published(db, merger, m, s.pushing, from)?;
+            let (next, n) = replay(from)?;
             replayed += n;
             if next == from {
                 // Nothing published beyond `from` yet: the swap takes the rest.
@@ -683,6 +687,7 @@ impl Stores {
             created_ms: now_ms(),
         };
         self.end_push(merger, &s.store, Some((info, tail_from)))?;
+        s.progress.replay_done();
         // The swap is durable; the push's caller has not heard of it.
         rialto_killpoint::kill_point("push.swapped");
         lap("replay");
@@ -707,12 +712,15 @@ impl Stores {
 
 /// Replays the published real-time log entries from number `from` on, within the rewind
 /// window; returns the entry number after the last one seen and how many were replayed.
+/// `progress` counts the entries gone through, of those numbered below `until`.
 fn replay_published(
     db: &Db,
     merger: &Merger<Db>,
     m: &StoreMeta,
     p: Pushing,
     from: u64,
+    until: u64,
+    progress: &PushProgress,
 ) -> StoreResult<(u64, u64)> {
     let cutoff = p.started_ms.saturating_sub(m.rewind_ms as i64);
     let (_, hi) = rt_range(m.id);
@@ -722,10 +730,18 @@ fn replay_published(
         snapshot: None,
     })?;
     it.seek_to_first();
+    if it.valid() {
+        progress.replay_expect(rt_number(it.key()).unwrap_or(from), until);
+    }
     let mut next = from;
     let mut replayed = 0u64;
+    let mut seen = 0u64;
     let mut out = ChunkedWriter::new(merger, REPLAY_CHUNK);
     while it.valid() {
+        seen += 1;
+        if seen.is_multiple_of(REPLAY_CHUNK as u64) {
+            progress.replay_seen(REPLAY_CHUNK as u64);
+        }
         let n = rt_number(it.key()).unwrap_or(next);
         let e = RtEntry::decode(it.value()).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         if e.at_ms >= cutoff {
@@ -741,6 +757,7 @@ fn replay_published(
     }
     it.status()?;
     out.finish()?;
+    progress.replay_seen(seen % REPLAY_CHUNK as u64);
     Ok((next, replayed))
 }
 

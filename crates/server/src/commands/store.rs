@@ -375,8 +375,10 @@ fn create_options(
     Ok((prefix, rewind_ms, settings))
 }
 
-/// The `pushing-phase`, `-records`, `-bytes`, `-written-records` and `-elapsed-ms` fields:
-/// what `rialto push` polls to show the server's phases while it waits for PUSH COMMIT.
+/// The `pushing-phase`, `-records`, `-bytes`, `-written-records`, `-elapsed-ms`, the sort's
+/// (`-sort-records`, `-sort-done-records`, `-sort-merge-passes`, `-sort-records-per-s`) and
+/// the replay's (`-replay-entries`, `-replay-done-entries`) fields: what `rialto push` polls
+/// to show the server's phases, with rates and ETAs, while it waits for PUSH COMMIT.
 fn push_progress(st: &PushStatus, out: &mut Vec<(Reply, Reply)>) {
     let num = |n: u64| Reply::Integer(n.min(i64::MAX as u64) as i64);
     out.push((Reply::bulk("pushing-phase"), Reply::bulk(st.phase.name())));
@@ -386,6 +388,23 @@ fn push_progress(st: &PushStatus, out: &mut Vec<(Reply, Reply)>) {
     out.push((
         Reply::bulk("pushing-elapsed-ms"),
         num(st.elapsed.as_millis().min(u128::from(u64::MAX)) as u64),
+    ));
+    let sort = &st.sort;
+    out.push((Reply::bulk("pushing-sort-records"), num(sort.records)));
+    out.push((Reply::bulk("pushing-sort-done-records"), num(sort.done)));
+    out.push((
+        Reply::bulk("pushing-sort-merge-passes"),
+        num(sort.merge_passes),
+    ));
+    // Null when nothing was spilled: the sort is in memory and has no speed to go by.
+    out.push((
+        Reply::bulk("pushing-sort-records-per-s"),
+        sort.spill_records_per_s.map_or(Reply::Null, num),
+    ));
+    out.push((Reply::bulk("pushing-replay-entries"), num(st.replay_total)));
+    out.push((
+        Reply::bulk("pushing-replay-done-entries"),
+        num(st.replay_done),
     ));
 }
 
@@ -467,7 +486,7 @@ pub fn describe_with_push(s: &StoreMeta, live: Option<&PushStatus>) -> Reply {
 mod tests {
     use std::time::Duration;
 
-    use rialto_keyspace::{PushPhase, Pushing};
+    use rialto_keyspace::{FinishProgress, PushPhase, Pushing};
 
     use super::*;
 
@@ -512,21 +531,48 @@ mod tests {
             id: 3,
             store: "s".into(),
             owner: Some(9),
-            phase: PushPhase::Writing,
+            phase: PushPhase::Sorting,
             records: 200,
             bytes: 2000,
             written: 50,
+            sort: FinishProgress {
+                records: 300,
+                done: 100,
+                in_memory: 100,
+                merge_passes: 1,
+                spill_records_per_s: Some(4000),
+            },
+            replay_done: 5,
+            replay_total: 8,
             elapsed: Duration::from_millis(1500),
         };
         let r = describe_with_push(&meta(Some(3)), Some(&st));
         assert_eq!(field(&r, "pushing-version"), Some(&Reply::Integer(3)));
-        assert_eq!(field(&r, "pushing-phase"), Some(&Reply::bulk("writing")));
+        assert_eq!(field(&r, "pushing-phase"), Some(&Reply::bulk("sorting")));
         assert_eq!(field(&r, "pushing-records"), Some(&Reply::Integer(200)));
         assert_eq!(field(&r, "pushing-bytes"), Some(&Reply::Integer(2000)));
         let written = field(&r, "pushing-written-records");
         assert_eq!(written, Some(&Reply::Integer(50)));
         let elapsed = field(&r, "pushing-elapsed-ms");
         assert_eq!(elapsed, Some(&Reply::Integer(1500)));
+        for (name, n) in [
+            ("pushing-sort-records", 300),
+            ("pushing-sort-done-records", 100),
+            ("pushing-sort-merge-passes", 1),
+            ("pushing-sort-records-per-s", 4000),
+            ("pushing-replay-entries", 8),
+            ("pushing-replay-done-entries", 5),
+        ] {
+            assert_eq!(field(&r, name), Some(&Reply::Integer(n)), "{name}");
+        }
+        // No spill, no speed.
+        let in_memory = PushStatus {
+            sort: FinishProgress::default(),
+            ..st.clone()
+        };
+        let r2 = describe_with_push(&meta(Some(3)), Some(&in_memory));
+        let speed = field(&r2, "pushing-sort-records-per-s");
+        assert_eq!(speed, Some(&Reply::Null));
         // Still the last field, as before these were added.
         let Reply::Map(pairs) = &r else {
             unreachable!()

@@ -94,7 +94,20 @@ function pushingCell(p) {
     el("div", {}, bar, " ", el("span", { class: "pushing-progress" }, Math.round(p.progress_ratio * 100) + "%")),
     el("div", { class: "muted" }, el("span", { class: "pushing-records" }, count(p.records)), " records, " + bytes(p.bytes) + ", " + count(p.written_records) + " written"),
     el("div", { class: "muted" }, seconds(p.elapsed_seconds) + (p.owner === null ? ", in-process" : ", client " + p.owner)),
+    stepWork(p),
   );
+}
+
+// The work of the sort's last step or of the replay, while the push is in it.
+function stepWork(p) {
+  if (p.phase === "sorting" && p.sort_records > 0) {
+    const eta = p.sort_eta_seconds === null ? "no estimate (in memory)" : "ETA " + seconds(p.sort_eta_seconds);
+    return el("div", { class: "muted pushing-step" }, "sort " + count(p.sort_done_records) + " of " + count(p.sort_records) + " records, " + eta);
+  }
+  if (p.phase === "replaying" && p.replay_entries > 0) {
+    return el("div", { class: "muted pushing-step" }, "replay " + count(p.replay_done_entries) + " of " + count(p.replay_entries) + " entries");
+  }
+  return el("span", {});
 }
 
 function renderStores(s) {
