@@ -385,10 +385,12 @@ def test_query_buffers_shrink_after_a_peak_and_go_when_idle(start_server, role):
             break
         time.sleep(0.01)
     assert 0 < query_buffer(admin, "qb") < peak
-    # Idle for more than two seconds: released.
+    # Idle for more than two seconds: released (Redis may keep an allocation of a few bytes
+    # once the buffer was resized; Rialto frees it).
+    released = (lambda n: n == 0) if role == "rialto" else (lambda n: n < 1024)
     deadline = time.monotonic() + 6
-    while time.monotonic() < deadline and query_buffer(admin, "qb") != 0:
+    while time.monotonic() < deadline and not released(query_buffer(admin, "qb")):
         time.sleep(0.1)
-    assert query_buffer(admin, "qb") == 0
+    assert released(query_buffer(admin, "qb"))
     # The next request allocates one again and is served.
     assert c.get("x") == b"A" * 100
