@@ -6,9 +6,18 @@ use crate::keys::{Keys, RawRead};
 use crate::layout::Kind;
 use crate::rdb::{self, DumpValue};
 
+/// A key's value as a DUMP payload, and the expiry of the record it was read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dumped {
+    /// The payload.
+    pub payload: Vec<u8>,
+    /// When the key expires, Unix milliseconds (`None`: never).
+    pub expire_at_ms: Option<i64>,
+}
+
 /// The DUMP payload of `key`'s value, `None` if it has none. O(N) in a collection's members,
 /// read in one state.
-pub fn dump<T: RawRead + ?Sized>(k: &mut Keys<'_, T>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+pub fn dump<T: RawRead + ?Sized>(k: &mut Keys<'_, T>, key: &[u8]) -> Result<Option<Dumped>> {
     let Some(rec) = k.get(key)? else {
         return Ok(None);
     };
@@ -31,5 +40,8 @@ pub fn dump<T: RawRead + ?Sized>(k: &mut Keys<'_, T>, key: &[u8]) -> Result<Opti
             None => None,
         },
     };
-    Ok(value.map(|v| rdb::encode(&v)))
+    Ok(value.map(|v| Dumped {
+        payload: rdb::encode(&v),
+        expire_at_ms: rec.expire_at_ms,
+    }))
 }

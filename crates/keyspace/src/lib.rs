@@ -46,7 +46,7 @@ pub use collections::set::{
 };
 pub use collections::zset::{combine as zset_combine, select as zset_select, ZSet};
 pub use collections::Encodings;
-pub use dump::dump;
+pub use dump::{dump, Dumped};
 pub use error::{Error, GeoError, LibraryError, Result};
 pub use float::add as float_add;
 pub use keys::{check_key, check_value_len, Keys, RawRead, Reader};

@@ -53,7 +53,7 @@ fn restore(
 fn dumped(ks: &Keyspace, key: &str) -> Option<DumpValue> {
     ks.read(0, NOW, |k| dump(k, key.as_bytes()))
         .unwrap()
-        .map(|p| decode_dump(&p).unwrap())
+        .map(|d| decode_dump(&d.payload).unwrap())
 }
 
 fn sorted(v: DumpValue) -> DumpValue {

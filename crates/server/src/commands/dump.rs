@@ -32,7 +32,7 @@ pub const DUMP: CommandSpec = cmd(
 
 pub fn run(k: &mut R<'_, '_>, args: &[Bytes]) -> CmdResult {
     match rialto_keyspace::dump(k.keys(), &args[1]) {
-        Ok(Some(p)) => Ok(Reply::Bulk(Bytes::from(p))),
+        Ok(Some(d)) => Ok(Reply::Bulk(Bytes::from(d.payload))),
         Ok(None) => Ok(Reply::Null),
         Err(e) => Err(reply::keyspace_error(&e)),
     }

@@ -214,7 +214,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let watch = shared.keyspace.new_watch();
     let watched = shared.keyspace.watch(&watch, db, req.keys.clone());
     Outcome::Later(Box::pin(async move {
-        if let Err(e) = settle(&shared, watched).await {
+        if let Err(e) = crate::conn::settle(&shared.keyspace, watched).await {
             return reply::engine_error(&e);
         }
         let now = shared.now_ms();
@@ -240,29 +240,16 @@ pub fn run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }))
 }
 
-/// Waits for `h`, running the merger's queue here first if it runs on the threads that ask.
-async fn settle<T>(
-    shared: &Shared,
-    mut h: rialto_txn::CommitHandle<T>,
-) -> rialto_engine::Result<T> {
-    shared.keyspace.run_queued();
-    match h.try_take() {
-        Some(outcome) => outcome,
-        None => crate::wake::relayed(h).await,
-    }
-}
-
 /// The DUMP payloads and expiries of the keys that exist, read in one state.
 fn read(shared: &Shared, db: u8, now: i64, keys: &[Bytes]) -> rialto_keyspace::Result<Vec<Item>> {
     shared.keyspace.read(db, now, |k| {
         let mut items = Vec::new();
         for key in keys {
-            let Some(rec) = k.get(key)? else { continue };
-            if let Some(p) = rialto_keyspace::dump(k, key)? {
+            if let Some(d) = rialto_keyspace::dump(k, key)? {
                 items.push(Item {
                     key: key.clone(),
-                    payload: Bytes::from(p),
-                    expire_at_ms: rec.expire_at_ms,
+                    payload: Bytes::from(d.payload),
+                    expire_at_ms: d.expire_at_ms,
                 });
             }
         }
@@ -421,7 +408,7 @@ async fn delete(
             Some(tx) => tx.apply(&op).map(|_| true),
             None => Ok(false),
         });
-    match settle(shared, h).await {
+    match crate::conn::settle(&shared.keyspace, h).await {
         Ok(Ok(deleted)) => Ok(deleted),
         Ok(Err(e)) => Err(reply::keyspace_error(&e)),
         Err(e) => Err(reply::engine_error(&e)),

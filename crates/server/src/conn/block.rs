@@ -63,12 +63,8 @@ impl Connection {
         loop {
             let (deliver, mut rx) = channel();
             let keyspace = &self.shared.keyspace;
-            let mut h = keyspace.block(pop.op.clone(), pop.keys.clone(), deliver, |r, w| (r, w));
-            keyspace.run_queued();
-            let outcome = match h.try_take() {
-                Some(o) => o,
-                None => crate::wake::relayed(h).await,
-            };
+            let h = keyspace.block(pop.op.clone(), pop.keys.clone(), deliver, |r, w| (r, w));
+            let outcome = super::settle(keyspace, h).await;
             let (r, waiter) = match outcome {
                 Ok(x) => x,
                 Err(e) => return reply::engine_error(&e),

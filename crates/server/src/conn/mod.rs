@@ -131,6 +131,20 @@ const QUERY_BUF_CHECK_MS: u64 = 250;
 /// Below this a buffer is never shrunk (Redis's `PROTO_RESIZE_THRESHOLD`).
 const QUERY_BUF_RESIZE_MIN: usize = 32 * 1024;
 
+/// Waits for a merger job enqueued on `keyspace`, executing the queue here first when the
+/// merger runs on the threads that submit (`merger-inline`); a durable write is then released
+/// through this thread's relay.
+pub(crate) async fn settle<T>(
+    keyspace: &rialto_keyspace::Keyspace,
+    mut h: CommitHandle<T>,
+) -> rialto_engine::Result<T> {
+    keyspace.run_queued();
+    match h.try_take() {
+        Some(outcome) => outcome,
+        None => crate::wake::relayed(h).await,
+    }
+}
+
 /// Why [`Connection::serve`] returned.
 enum Exit {
     /// The connection is done.

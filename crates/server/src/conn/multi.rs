@@ -591,12 +591,8 @@ impl Connection {
 
     /// Waits for a merger job this connection enqueued (executing the queue first when the
     /// merger runs inline).
-    async fn commit<T>(&mut self, mut h: CommitHandle<T>) -> rialto_engine::Result<T> {
-        self.shared.keyspace.run_queued();
-        match h.try_take() {
-            Some(outcome) => outcome,
-            None => crate::wake::relayed(h).await,
-        }
+    async fn commit<T>(&mut self, h: CommitHandle<T>) -> rialto_engine::Result<T> {
+        super::settle(&self.shared.keyspace, h).await
     }
 }
 
