@@ -94,11 +94,25 @@ fn init_logging(level: &str, format: &str) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(ansi);
-    let _ = if format == "json" {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
+    // CONFIG SET loglevel swaps the filter while the server runs.
+    let reloadable = |level: &str| {
+        EnvFilter::try_new(level).map_err(|e| format!("not a log level or filter: {e}"))
     };
+    if format == "json" {
+        let builder = builder.json().with_filter_reloading();
+        let handle = builder.reload_handle();
+        rialto_server::set_log_filter(Box::new(move |level| {
+            handle.reload(reloadable(level)?).map_err(|e| e.to_string())
+        }));
+        let _ = builder.try_init();
+    } else {
+        let builder = builder.with_filter_reloading();
+        let handle = builder.reload_handle();
+        rialto_server::set_log_filter(Box::new(move |level| {
+            handle.reload(reloadable(level)?).map_err(|e| e.to_string())
+        }));
+        let _ = builder.try_init();
+    }
 }
 
 /// Whether log lines carry ANSI colours: only on a terminal (a file or a pipe gets plain

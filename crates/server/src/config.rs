@@ -284,6 +284,27 @@ type Getter = fn(&Config) -> String;
 const NOT_IN_CLUSTER: &str =
     "not in cluster mode: a write is acknowledged once the Kafka log holds it";
 
+/// Changes the process's log filter (`loglevel` at run time): the directives, or why they are
+/// refused. Installed by the binary that set up logging.
+pub type LogFilter = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+
+static LOG_FILTER: std::sync::OnceLock<LogFilter> = std::sync::OnceLock::new();
+
+/// Installs the hook CONFIG SET loglevel calls (once per process; later calls are ignored).
+pub fn set_log_filter(f: LogFilter) {
+    let _ = LOG_FILTER.set(f);
+}
+
+/// Applies `loglevel` to the process's logging; without a hook (an embedded server whose
+/// host owns logging) there is nothing to change.
+pub(crate) fn apply_log_level(level: &str) -> Result<(), String> {
+    LOG_FILTER.get().map_or(Ok(()), |f| f(level))
+}
+
+/// Why `port` and `bind` are fixed in cluster mode.
+const ADDRESS_IN_CLUSTER: &str =
+    "fixed in cluster mode: the node's address is announced to the cluster";
+
 /// One configuration key.
 pub struct Key {
     /// The name, as in the file, after `--` on the command line, and in CONFIG GET/SET.
@@ -573,16 +594,26 @@ macro_rules! key {
     };
 }
 
-/// Every key. Read-only compatibility keys (`save`, `appendonly`) exist because tools such as
+/// Every key. Read-only compatibility keys (`save`, `appendonly`, `daemonize`, `replicaof`) exist because tools such as
 /// redis-benchmark ask for them.
 pub static KEYS: &[Key] = &[
     key!("dir", false, "Database directory (default ./rialto-data). Created if missing; one server per directory (locked).",
         |c, v| c.dir = PathBuf::from(v), |c| c.dir.display().to_string()),
-    key!("bind", false, "Addresses to listen on, space-separated (default 127.0.0.1). Binding elsewhere without a password is refused by protected mode.",
-        |c, v| c.bind = v.split_whitespace().map(parse_ip).collect::<Result<Vec<_>, _>>()?,
+    key!("bind", true, "Addresses to listen on, space-separated (default 127.0.0.1). Binding elsewhere without a password is refused by protected mode. CONFIG SET listens on the new addresses before it closes the old ones (clients already connected stay); if one cannot be bound nothing changes. Fixed at start in cluster mode, where the node's address is announced to the cluster.",
+        |c, v| {
+            let bind = v.split_whitespace().map(parse_ip).collect::<Result<Vec<_>, _>>()?;
+            if bind.is_empty() { return Err("needs at least one address".into()); }
+            if c.cluster.enabled && bind != c.bind { return Err(ADDRESS_IN_CLUSTER.into()); }
+            c.bind = bind
+        },
         |c| c.bind.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(" ")),
-    key!("port", false, "TCP port of the Redis protocol (default 6379; 0 picks a free port and logs it).",
-        |c, v| c.port = parse_num(v)?, |c| c.port.to_string()),
+    key!("port", true, "TCP port of the Redis protocol (default 6379; 0 picks a free port and logs it). CONFIG SET listens on the new port before it closes the old one (clients already connected stay); if it cannot be bound nothing changes. Fixed at start in cluster mode, where the node's address is announced to the cluster.",
+        |c, v| {
+            let port: u16 = parse_num(v)?;
+            if c.cluster.enabled && port != c.port { return Err(ADDRESS_IN_CLUSTER.into()); }
+            c.port = port
+        },
+        |c| c.port.to_string()),
     key!("appendfsync", false, "When writes are acknowledged (default always): always = after an fdatasync covered them (nothing acknowledged is ever lost); everysec = once written, synced every second (power loss can lose ~1 s); no = never synced by Rialto (power loss can lose everything since the last memtable switch).",
         |c, v| c.appendfsync = Durability::parse(v).ok_or_else(|| format!("'{v}' is not always, everysec or no"))?,
         |c| c.appendfsync.name().into()),
@@ -761,8 +792,8 @@ pub static KEYS: &[Key] = &[
         |c, v| c.cluster.replica_max_lag = Duration::from_millis(parse_num(v)?), |c| c.cluster.replica_max_lag.as_millis().to_string()),
     key!("cluster-handover-wait-ms", true, "Milliseconds a command is held while its slot's master is changing at this node (it is handing the partition over, or has not applied its own claim yet) before it is answered TRYAGAIN (default 1000; 0: at once). Held, it is answered MOVED or served once the new master is known.",
         |c, v| c.cluster.handover_wait = Duration::from_millis(parse_num(v)?), |c| c.cluster.handover_wait.as_millis().to_string()),
-    key!("loglevel", false, "Log level: error, warn, info, debug, trace (default info); RUST_LOG overrides.",
-        |c, v| c.log_level = v.to_string(), |c| c.log_level.clone()),
+    key!("loglevel", true, "Log level: error, warn, info, debug, trace (default info), or tracing directives such as info,rialto_lsm=debug. At start RUST_LOG overrides it; CONFIG SET changes it at run time.",
+        |c, v| { if v.trim().is_empty() { return Err("needs a level".into()); } c.log_level = v.to_string() }, |c| c.log_level.clone()),
     key!("log-format", false, "Log format: text or json (default text).",
         |c, v| { if v != "text" && v != "json" { return Err("must be text or json".into()); } c.log_format = v.to_string() },
         |c| c.log_format.clone()),
@@ -792,10 +823,54 @@ pub static KEYS: &[Key] = &[
         name: "appendonly",
         mutable: false,
         doc: "Read-only, for Redis tools: always yes (the journal is the database).",
-        set: |_, _| Err("the journal is always on".into()),
+        set: |_, v| {
+            if !v.eq_ignore_ascii_case("yes") {
+                return Err("the journal is always on".into());
+            }
+            Ok(())
+        },
         get: |_| "yes".into(),
     },
+    Key {
+        name: "daemonize",
+        mutable: false,
+        doc: "Read-only, for Redis tools: always no (Rialto runs in the foreground; a supervisor such as systemd runs it as a service).",
+        set: |_, v| {
+            if !v.eq_ignore_ascii_case("no") {
+                return Err("Rialto runs in the foreground".into());
+            }
+            Ok(())
+        },
+        get: |_| "no".into(),
+    },
+    Key {
+        name: "replicaof",
+        mutable: false,
+        doc: "Read-only, for Redis tools: always empty (no node follows a master over Redis's replication protocol; in cluster mode replicas apply the Kafka log, and ROLE and CLUSTER NODES show who masters what).",
+        set: |_, v| {
+            if !v.trim().is_empty() {
+                return Err(NOT_A_REPLICA.into());
+            }
+            Ok(())
+        },
+        get: |_| String::new(),
+    },
+    Key {
+        name: "slaveof",
+        mutable: false,
+        doc: "Read-only: another name of replicaof.",
+        set: |_, v| {
+            if !v.trim().is_empty() {
+                return Err(NOT_A_REPLICA.into());
+            }
+            Ok(())
+        },
+        get: |_| String::new(),
+    },
 ];
+
+/// Why `replicaof` cannot be set.
+const NOT_A_REPLICA: &str = "no node follows a master over Redis's replication protocol";
 
 /// The key named `name` (case-insensitive).
 pub fn key(name: &str) -> Option<&'static Key> {

@@ -1,7 +1,7 @@
 //! Rialto's Redis-protocol server (`rialto serve`): RESP2/RESP3 connections over the LSM
 //! engine, every write through the transaction merger.
 //!
-//! Layout: `server` (listeners, shutdown), `conn` (one connection's read-execute-write
+//! Layout: `server` (start, shutdown), `listen` (the accept loops, rebound by CONFIG SET), `conn` (one connection's read-execute-write
 //! loop), `commands` (one file per command, declaring it with its handler: a read over the
 //! keyspace, a write turned into an op the keyspace applies, or a connection or server
 //! command), `command_table` (what reads those declarations: lookup, resolution, arity, keys,
@@ -26,6 +26,7 @@ mod glob;
 mod http;
 mod latency;
 mod latency_histograms;
+mod listen;
 mod monitor;
 mod ops;
 mod periodic;
@@ -42,4 +43,5 @@ mod workers;
 
 pub use commands::store::describe as describe_store;
 pub use config::{help_text, parse_push_page_cache, CacheSize, Config, ConfigError};
+pub use config::{set_log_filter, LogFilter};
 pub use server::{keyspace_options, serve, start, start_on, RunningServer, Server, ServerError};

@@ -85,8 +85,10 @@ pub struct Shared {
     pub registry: Registry,
     pub started: Instant,
     pub run_id: String,
-    /// The port actually bound (config may say 0).
-    pub port: u16,
+    /// The port listened on (config may say 0); CONFIG SET port changes it.
+    pub port: std::sync::atomic::AtomicU16,
+    /// The accept loops (rebound by CONFIG SET port and bind).
+    pub listeners: crate::listen::Listeners,
     pub shutdown: watch::Sender<bool>,
     pub scan_cursors: Mutex<crate::commands::scan::Cursors>,
     /// The bulk connection thread, where a connection moves once it owns a push (see
@@ -335,7 +337,8 @@ impl Server {
             registry: Registry::new(),
             started: Instant::now(),
             run_id,
-            port,
+            port: std::sync::atomic::AtomicU16::new(port),
+            listeners: crate::listen::Listeners::default(),
             shutdown,
             scan_cursors: Mutex::new(Default::default()),
             bulk: std::sync::OnceLock::new(),
@@ -378,7 +381,12 @@ impl Server {
         self.listeners
             .first()
             .and_then(|l| l.local_addr().ok())
-            .unwrap_or_else(|| SocketAddr::new(IpAddr::from([127, 0, 0, 1]), self.shared.port))
+            .unwrap_or_else(|| {
+                SocketAddr::new(
+                    IpAddr::from([127, 0, 0, 1]),
+                    self.shared.port.load(Ordering::Relaxed),
+                )
+            })
     }
 
     /// Where the operations endpoint listens, if enabled.
@@ -394,20 +402,13 @@ impl Server {
     /// Serves until shutdown is requested, then stops gracefully.
     pub async fn run(self) -> Result<(), ServerError> {
         let shared = self.shared;
-        for l in &self.listeners {
-            if let Ok(a) = l.local_addr() {
-                info!(addr = %a, "ready to accept connections");
-            }
-        }
         let workers = self.workers;
-        let mut accept_tasks = Vec::new();
-        for l in self.listeners {
-            accept_tasks.push(tokio::spawn(accept_loop(
-                l,
-                Arc::clone(&shared),
-                Arc::clone(&workers),
-            )));
-        }
+        shared.listeners.start(
+            &shared,
+            tokio::runtime::Handle::current(),
+            Arc::clone(&workers),
+            self.listeners,
+        );
         let http_task = self.http.map(|l| {
             let st: Arc<dyn crate::http::OpsState> = Arc::new(crate::ops::Ops(Arc::clone(&shared)));
             if let Ok(a) = l.local_addr() {
@@ -446,9 +447,7 @@ impl Server {
             }
         }
         info!("shutting down: no new connections, finishing in-flight commands");
-        for t in accept_tasks {
-            t.abort();
-        }
+        shared.listeners.stop();
         let timeout = shared.config.read().shutdown_timeout;
         let deadline = Instant::now() + timeout;
         while !shared.clients.is_empty() && Instant::now() < deadline {
@@ -472,7 +471,7 @@ impl Server {
         if let Some(t) = http_task {
             let _ = t.await;
         }
-        // The accept tasks were aborted: nothing else holds the workers.
+        // The accept loops were stopped: nothing else holds the workers.
         for _ in 0..100 {
             if Arc::strong_count(&workers) == 1 {
                 break;
@@ -565,25 +564,6 @@ fn close_engine(shared: Arc<Shared>) -> Result<(), ServerError> {
     shared.keyspace.close().map_err(ServerError::Close)?;
     info!("database closed; every acknowledged write is durable");
     Ok(())
-}
-
-async fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    workers: Arc<crate::workers::Workers>,
-) {
-    loop {
-        let (stream, addr) = match listener.accept().await {
-            Ok(s) => s,
-            Err(e) => {
-                // EMFILE and friends: back off instead of spinning.
-                warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        workers.serve(stream, addr, Arc::clone(&shared));
-    }
 }
 
 /// Checks limits and protected mode, then runs the connection.

@@ -634,3 +634,70 @@ fn durable_replies_released_by_the_syncer_are_counted_through_the_relay() {
     assert!(batches >= 1 && batches <= relayed, "{info}");
     srv.shutdown().unwrap();
 }
+
+fn config_set(c: &mut redis::Connection, pairs: &[&str]) -> redis::RedisResult<()> {
+    redis::cmd("CONFIG").arg("SET").arg(pairs).query(c)
+}
+
+/// CONFIG SET port listens on the new port before it closes the old one; clients already
+/// connected stay. A port that cannot be bound changes nothing: not the listener, not the
+/// other parameters of the same call.
+#[test]
+fn config_set_port_rebinds_and_rolls_back_when_the_port_is_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let new_port = free.local_addr().unwrap().port();
+    drop(free);
+    config_set(&mut c, &["port", &new_port.to_string()]).unwrap();
+    let moved = std::net::SocketAddr::from(([127, 0, 0, 1], new_port));
+    let mut d = common::client(moved);
+    let _: () = redis::cmd("PING").query(&mut d).unwrap();
+    assert!(std::net::TcpStream::connect(srv.addr).is_err());
+    // The connection made before the move still works.
+    let _: () = redis::cmd("PING").query(&mut c).unwrap();
+    let info: String = redis::cmd("INFO").arg("server").query(&mut c).unwrap();
+    assert_eq!(common::info_field(&info, "tcp_port"), new_port.to_string());
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_port = taken.local_addr().unwrap().port().to_string();
+    let err = config_set(&mut c, &["maxmemory", "10000001", "port", &taken_port]).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("(possibly related to argument 'port') - Unable to listen on this port"),
+        "{err}"
+    );
+    let mm: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("maxmemory").query(&mut c).unwrap();
+    assert_eq!(mm, vec!["maxmemory", "0"]);
+    let _: () = redis::cmd("PING").query(&mut common::client(moved)).unwrap();
+    // Back to the first port: the listener closed there let it go.
+    config_set(&mut c, &["port", &srv.addr.port().to_string()]).unwrap();
+    let _: () = redis::cmd("PING").query(&mut common::client(srv.addr)).unwrap();
+    srv.shutdown().unwrap();
+}
+
+/// A parameter fixed at start accepts the value it has, so a tool that sets every parameter
+/// CONFIG GET lists succeeds; any other value is Redis's immutable error.
+#[test]
+fn config_set_of_a_fixed_parameter_accepts_its_own_value_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let all: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("*").query(&mut c).unwrap();
+    for kv in all.chunks(2) {
+        // requirepass and user change the ACL; the value CONFIG GET shows is not a setting.
+        if kv[0] == "requirepass" || kv[0] == "user" {
+            continue;
+        }
+        config_set(&mut c, &[&kv[0], &kv[1]])
+            .unwrap_or_else(|e| panic!("CONFIG SET {} {:?}: {e}", kv[0], kv[1]));
+    }
+    let again: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("*").query(&mut c).unwrap();
+    assert_eq!(all, again);
+    for (name, other) in [("threads", "3"), ("daemonize", "yes"), ("appendonly", "no")] {
+        let err = config_set(&mut c, &[name, other]).unwrap_err();
+        assert!(err.to_string().contains("can't set immutable config"), "{name}: {err}");
+    }
+    srv.shutdown().unwrap();
+}

@@ -136,13 +136,29 @@ fn matching(ctx: &Ctx<'_>, patterns: &[Bytes]) -> Reply {
     Reply::Map(pairs)
 }
 
+/// Whether setting `name` to `value` leaves `current` as it is.
+fn unchanged(current: &crate::config::Config, name: &str, value: &[u8]) -> bool {
+    let mut probe = current.clone();
+    probe.set(name, &String::from_utf8_lossy(value)).is_ok() && probe.get(name) == current.get(name)
+}
+
+/// The system's reason a listener failed.
+fn cause(e: &crate::listen::ListenError) -> String {
+    match e {
+        crate::listen::ListenError::Bind { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
+}
+
 /// Changes options (all or none): `args` are option, value pairs.
 fn set_all(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
     if args.is_empty() || !args.len().is_multiple_of(2) {
         return Err(reply::wrong_arity("config|set"));
     }
     // Every name is checked before any value, as Redis does: the first unknown, immutable or
-    // repeated one fails the whole call.
+    // repeated one fails the whole call. A parameter fixed at start accepts the value it has
+    // (a tool that sets every parameter CONFIG GET lists changes nothing and succeeds).
+    let current = ctx.shared.config.read().clone();
     let mut seen: Vec<&'static str> = Vec::with_capacity(args.len() / 2);
     for pair in args.chunks_exact(2) {
         let name = String::from_utf8_lossy(&pair[0]);
@@ -151,7 +167,7 @@ fn set_all(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
                 "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
             )));
         };
-        let why = if !key.mutable {
+        let why = if !key.mutable && !unchanged(&current, key.name, &pair[1]) {
             "can't set immutable config"
         } else if seen.contains(&key.name) {
             "duplicate parameter"
@@ -163,7 +179,7 @@ fn set_all(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
             "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
         )));
     }
-    let mut next = ctx.shared.config.read().clone();
+    let mut next = current.clone();
     for pair in args.chunks_exact(2) {
         let name = String::from_utf8_lossy(&pair[0]).into_owned();
         let value = String::from_utf8_lossy(&pair[1]).into_owned();
@@ -176,6 +192,36 @@ fn set_all(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
                 "ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}"
             )));
         }
+    }
+    // What can fail to apply goes first: on a failure nothing has changed.
+    let relevel = next.log_level != current.log_level;
+    if relevel {
+        crate::config::apply_log_level(&next.log_level).map_err(|why| {
+            reply::err_string(format!(
+                "ERR CONFIG SET failed (possibly related to argument 'loglevel') - {why}"
+            ))
+        })?;
+    }
+    if next.port != current.port || next.bind != current.bind {
+        let port = ctx
+            .shared
+            .listeners
+            .rebind(ctx.shared, &next.bind, next.port)
+            .map_err(|e| {
+                let (name, why) = if next.port != current.port {
+                    ("port", format!("Unable to listen on this port: {}", cause(&e)))
+                } else {
+                    ("bind", format!("Failed to bind to specified addresses: {}", cause(&e)))
+                };
+                if relevel {
+                    let _ = crate::config::apply_log_level(&current.log_level);
+                }
+                reply::err_string(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+                ))
+            })?;
+        next.port = port;
+        ctx.shared.port.store(port, Ordering::Relaxed);
     }
     // Side effects of keys that live outside the config struct.
     ctx.shared

@@ -124,7 +124,7 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
                 std::env::consts::ARCH,
                 std::process::id(),
                 sh.run_id,
-                sh.port,
+                sh.port.load(std::sync::atomic::Ordering::Relaxed),
                 uptime / 86_400,
                 cfg.hz,
                 std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
