@@ -139,7 +139,9 @@ impl Listeners {
                         .loops
                         .push(spawn(&running.rt, l, addr, shared, &running.workers));
                 }
-                Err(source) => warn!(addr = %addr, error = %source, "cannot accept on a bound address"),
+                Err(source) => {
+                    warn!(addr = %addr, error = %source, "cannot accept on a bound address")
+                }
             }
         }
         Ok(chosen)

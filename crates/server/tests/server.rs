@@ -668,12 +668,20 @@ fn config_set_port_rebinds_and_rolls_back_when_the_port_is_taken() {
             .contains("(possibly related to argument 'port') - Unable to listen on this port"),
         "{err}"
     );
-    let mm: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("maxmemory").query(&mut c).unwrap();
+    let mm: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("maxmemory")
+        .query(&mut c)
+        .unwrap();
     assert_eq!(mm, vec!["maxmemory", "0"]);
-    let _: () = redis::cmd("PING").query(&mut common::client(moved)).unwrap();
+    let _: () = redis::cmd("PING")
+        .query(&mut common::client(moved))
+        .unwrap();
     // Back to the first port: the listener closed there let it go.
     config_set(&mut c, &["port", &srv.addr.port().to_string()]).unwrap();
-    let _: () = redis::cmd("PING").query(&mut common::client(srv.addr)).unwrap();
+    let _: () = redis::cmd("PING")
+        .query(&mut common::client(srv.addr))
+        .unwrap();
     srv.shutdown().unwrap();
 }
 
@@ -684,7 +692,11 @@ fn config_set_of_a_fixed_parameter_accepts_its_own_value_only() {
     let dir = tempfile::tempdir().unwrap();
     let srv = common::start(dir.path());
     let mut c = common::client(srv.addr);
-    let all: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("*").query(&mut c).unwrap();
+    let all: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("*")
+        .query(&mut c)
+        .unwrap();
     for kv in all.chunks(2) {
         // requirepass and user change the ACL; the value CONFIG GET shows is not a setting.
         if kv[0] == "requirepass" || kv[0] == "user" {
@@ -693,11 +705,18 @@ fn config_set_of_a_fixed_parameter_accepts_its_own_value_only() {
         config_set(&mut c, &[&kv[0], &kv[1]])
             .unwrap_or_else(|e| panic!("CONFIG SET {} {:?}: {e}", kv[0], kv[1]));
     }
-    let again: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("*").query(&mut c).unwrap();
+    let again: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("*")
+        .query(&mut c)
+        .unwrap();
     assert_eq!(all, again);
     for (name, other) in [("threads", "3"), ("daemonize", "yes"), ("appendonly", "no")] {
         let err = config_set(&mut c, &[name, other]).unwrap_err();
-        assert!(err.to_string().contains("can't set immutable config"), "{name}: {err}");
+        assert!(
+            err.to_string().contains("can't set immutable config"),
+            "{name}: {err}"
+        );
     }
     srv.shutdown().unwrap();
 }

@@ -209,9 +209,15 @@ fn set_all(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
             .rebind(ctx.shared, &next.bind, next.port)
             .map_err(|e| {
                 let (name, why) = if next.port != current.port {
-                    ("port", format!("Unable to listen on this port: {}", cause(&e)))
+                    (
+                        "port",
+                        format!("Unable to listen on this port: {}", cause(&e)),
+                    )
                 } else {
-                    ("bind", format!("Failed to bind to specified addresses: {}", cause(&e)))
+                    (
+                        "bind",
+                        format!("Failed to bind to specified addresses: {}", cause(&e)),
+                    )
                 };
                 if relevel {
                     let _ = crate::config::apply_log_level(&current.log_level);
