@@ -73,6 +73,8 @@ pub fn run(args: Args) -> Result<(), ServeError> {
             .map_err(|e| ServeError::Config(format!("config file {path}: {e}")))?;
         cfg.apply_toml(path, &text)
             .map_err(|e| ServeError::Config(e.to_string()))?;
+        // Absolute, so CONFIG REWRITE finds it whatever the working directory becomes.
+        cfg.config_file = Some(std::path::absolute(path).unwrap_or_else(|_| path.into()));
     }
     cfg.apply_flags(&options)
         .map_err(|e| ServeError::Config(e.to_string()))?;

@@ -17,6 +17,8 @@ use crate::pubsub::ObufLimit;
 /// Everything the server is configured with.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The file the server read at start (`--config`), which CONFIG REWRITE rewrites.
+    pub config_file: Option<PathBuf>,
     pub dir: PathBuf,
     pub bind: Vec<IpAddr>,
     pub port: u16,
@@ -162,6 +164,7 @@ impl Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
+            config_file: None,
             dir: PathBuf::from("rialto-data"),
             bind: vec![IpAddr::from([127, 0, 0, 1])],
             port: 6379,
@@ -419,6 +422,31 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     n.checked_mul(mul)
         .and_then(|v| usize::try_from(v).ok())
         .ok_or_else(|| format!("'{s}' is too large"))
+}
+
+/// A value of the file as the setter takes it (as `apply_toml` reads it).
+fn toml_text(v: &toml_edit::Value) -> Option<String> {
+    match v {
+        toml_edit::Value::String(s) => Some(s.value().clone()),
+        toml_edit::Value::Integer(i) => Some(i.value().to_string()),
+        toml_edit::Value::Boolean(b) => Some(yes_no(*b.value())),
+        toml_edit::Value::Float(f) => Some(f.value().to_string()),
+        _ => None,
+    }
+}
+
+/// `text` as a file value, of the type the file used for it (or a number when it is one).
+fn toml_value(text: &str, was: Option<&toml_edit::Value>) -> toml_edit::Value {
+    match was {
+        Some(toml_edit::Value::Boolean(_)) if text == "yes" || text == "no" => {
+            toml_edit::Value::from(text == "yes")
+        }
+        Some(toml_edit::Value::String(_)) => toml_edit::Value::from(text),
+        _ => match text.parse::<i64>() {
+            Ok(n) if n.to_string() == text => toml_edit::Value::from(n),
+            _ => toml_edit::Value::from(text),
+        },
+    }
 }
 
 /// `client-output-buffer-limit`'s value, Redis's syntax: one or more `<class> <hard> <soft>
@@ -927,6 +955,53 @@ impl Config {
         Ok(())
     }
 
+    /// The text of configuration file `old` rewritten to hold this configuration, as Redis's
+    /// CONFIG REWRITE does: a key the file sets gets the running value in place (comments and
+    /// layout kept); a key the file leaves out is added only when its running value is not the
+    /// default. `users`, when given, replaces the file's `user` entries (the ACL changed since
+    /// start); otherwise they stay as written.
+    pub fn rewrite_toml(&self, old: &str, users: Option<&[String]>) -> Result<String, String> {
+        let mut doc: toml_edit::DocumentMut = old.parse().map_err(|e: toml_edit::TomlError| {
+            e.to_string()
+                .lines()
+                .next()
+                .unwrap_or("parse error")
+                .to_string()
+        })?;
+        let defaults = Config::default();
+        for k in KEYS {
+            if k.name == "user" {
+                continue;
+            }
+            let now = (k.get)(self);
+            let written = doc.get(k.name).and_then(toml_edit::Item::as_value);
+            let same = match written {
+                Some(v) => toml_text(v).as_deref() == Some(now.as_str()),
+                None => now == (k.get)(&defaults),
+            };
+            if !same {
+                let mut v = toml_value(&now, written);
+                if let Some(w) = written {
+                    // A comment after the old value stays after the new one.
+                    *v.decor_mut() = w.decor().clone();
+                }
+                doc[k.name] = toml_edit::value(v);
+            }
+        }
+        if let Some(users) = users {
+            let mut arr = toml_edit::Array::new();
+            for u in users {
+                arr.push(u.as_str());
+            }
+            if arr.is_empty() {
+                doc.remove("user");
+            } else {
+                doc["user"] = toml_edit::value(arr);
+            }
+        }
+        Ok(doc.to_string())
+    }
+
     /// Applies `--key value` pairs from the command line.
     pub fn apply_flags(&mut self, args: &[String]) -> Result<(), ConfigError> {
         let mut it = args.iter();
@@ -1266,5 +1341,36 @@ mod tests {
         assert!(!e.to_string().contains('\n'));
         let e = c.apply_toml("f", "port = { a = 1 }").unwrap_err();
         assert!(e.to_string().contains("table"));
+    }
+
+    /// CONFIG REWRITE's text: values the file sets change in place with their comments, keys
+    /// left at their defaults stay out, and reading the new text back gives the running values.
+    #[test]
+    fn rewrite_keeps_comments_and_reads_back_as_the_running_configuration() {
+        let file = "# ours\nport = 7000 # the port\ntimeout = 5\nprotected-mode = true\n";
+        let mut running = Config::default();
+        running.apply_toml("f", file).unwrap();
+        running.set("timeout", "30").unwrap();
+        running.set("protected-mode", "no").unwrap();
+        running.set("maxmemory", "1mb").unwrap();
+        let users = vec!["default on nopass ~* &* +@all".to_string()];
+        let text = running.rewrite_toml(file, Some(&users)).unwrap();
+        assert!(
+            text.starts_with("# ours\nport = 7000 # the port\ntimeout = 30\n"),
+            "{text}"
+        );
+        assert!(text.contains("protected-mode = false\n"), "{text}");
+        assert!(text.contains("maxmemory = 1048576\n"), "{text}");
+        assert!(!text.contains("slowlog"), "defaults stay out: {text}");
+        let mut back = Config::default();
+        back.apply_toml("f", &text).unwrap();
+        for k in KEYS {
+            if k.name != "user" {
+                assert_eq!(back.get(k.name), running.get(k.name), "{}", k.name);
+            }
+        }
+        assert_eq!(back.users, users);
+        // Nothing changed: the same text.
+        assert_eq!(back.rewrite_toml(&text, None).unwrap(), text);
     }
 }

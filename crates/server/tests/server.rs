@@ -720,3 +720,58 @@ fn config_set_of_a_fixed_parameter_accepts_its_own_value_only() {
     }
     srv.shutdown().unwrap();
 }
+
+/// CONFIG REWRITE writes the running configuration into the file the server started with (a
+/// server started from none says so), and a restart from that file runs with it.
+#[test]
+fn config_rewrite_persists_config_set_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let err = redis::cmd("CONFIG")
+        .arg("REWRITE")
+        .query::<()>(&mut c)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("running without a config file"),
+        "{err}"
+    );
+    srv.shutdown().unwrap();
+
+    let file = dir.path().join("rialto.toml");
+    std::fs::write(&file, "# kept\ntimeout = 5 # seconds\n").unwrap();
+    let srv = common::start_with(dir.path(), |c| {
+        c.apply_toml("rialto.toml", "timeout = 5\n").unwrap();
+        c.config_file = Some(file.clone());
+    });
+    let mut c = common::client(srv.addr);
+    config_set(&mut c, &["timeout", "30", "maxmemory", "1mb"]).unwrap();
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "reader", "on", ">pw", "~k*", "+get"])
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG").arg("REWRITE").query(&mut c).unwrap();
+    srv.shutdown().unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.starts_with("# kept\ntimeout = 30 # seconds\n"),
+        "{text}"
+    );
+
+    let srv = common::start_with(dir.path(), |c| {
+        c.apply_toml("rialto.toml", &text).unwrap();
+    });
+    let mut c = common::client(srv.addr);
+    let got: Vec<String> = redis::cmd("CONFIG")
+        .arg(&["GET", "timeout", "maxmemory"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(got, vec!["timeout", "30", "maxmemory", "1048576"]);
+    let mut reader = redis::Client::open(format!("redis://reader:pw@{}/", srv.addr))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let v: Option<String> = redis::cmd("GET").arg("k1").query(&mut reader).unwrap();
+    assert_eq!(v, None);
+    srv.shutdown().unwrap();
+}

@@ -68,6 +68,20 @@ const CONFIG_RESETSTAT: CommandSpec = cmd(
 ))
 .handler(Handler::Conn(resetstat));
 
+const CONFIG_REWRITE: CommandSpec = cmd(
+    "config|rewrite",
+    2,
+    &["admin", "noscript", "loading", "stale"],
+    &["@admin", "@slow", "@dangerous"],
+)
+.docs(doc(
+    "server",
+    "2.8.0",
+    "Writes the running configuration into the configuration file the server started with.",
+    "O(1)",
+))
+.handler(Handler::Conn(rewrite));
+
 const CONFIG_HELP: CommandSpec = cmd("config|help", 2, &["loading", "stale"], &["@slow"])
     .docs(doc(
         "server",
@@ -84,7 +98,13 @@ pub const CONFIG: CommandSpec = cmd("config", -2, &[], &["@slow"])
         "Groups the subcommands that read and change the server configuration.",
         "Varies by subcommand.",
     ))
-    .subs(&[CONFIG_GET, CONFIG_SET, CONFIG_RESETSTAT, CONFIG_HELP]);
+    .subs(&[
+        CONFIG_GET,
+        CONFIG_SET,
+        CONFIG_RESETSTAT,
+        CONFIG_REWRITE,
+        CONFIG_HELP,
+    ]);
 
 fn get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Reply(matching(ctx, &args[2..]))
@@ -114,6 +134,78 @@ fn resetstat(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     ctx.shared.errors.reset();
     ctx.shared.command_latencies.reset();
     Outcome::Reply(reply::ok())
+}
+
+fn rewrite(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
+    Outcome::Reply(match rewrite_file(ctx) {
+        Ok(()) => reply::ok(),
+        Err(e) => e,
+    })
+}
+
+/// Rewrites the configuration file in place: the new text goes to a file beside it, synced,
+/// then renamed over it, so a crash leaves the old file or the new one, never a mix.
+fn rewrite_file(ctx: &Ctx<'_>) -> Result<(), Reply> {
+    let cfg = ctx.shared.config.read().clone();
+    let Some(path) = cfg.config_file.clone() else {
+        return Err(reply::err_string(
+            "ERR The server is running without a config file".into(),
+        ));
+    };
+    let failed = |why: String| reply::err_string(format!("ERR Rewriting config file: {why}"));
+    let old = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(failed(e.to_string())),
+    };
+    // Users go in only when the ACL changed since start: otherwise the file's own entries
+    // (perhaps with clear-text passwords its owner chose) stay as written.
+    let live = user_lines(&ctx.shared.acl.read());
+    let at_start = crate::auth::acl_from_config(&cfg)
+        .map(|a| user_lines(&a))
+        .unwrap_or_default();
+    let users = (live != at_start).then_some(live);
+    let text = cfg
+        .rewrite_toml(&old, users.as_deref())
+        .map_err(|e| failed(format!("{}: {e}", path.display())))?;
+    write_atomically(&path, text.as_bytes()).map_err(|e| failed(e.to_string()))?;
+    tracing::info!(file = %path.display(), "configuration rewritten (CONFIG REWRITE)");
+    Ok(())
+}
+
+/// Every ACL user as a `user` entry takes it (ACL LIST's lines without `user `).
+fn user_lines(acl: &crate::acl::Acl) -> Vec<String> {
+    acl.users()
+        .into_iter()
+        .map(|u| {
+            let mut line = String::from_utf8_lossy(u.name()).into_owned();
+            line.push(' ');
+            line.push_str(&String::from_utf8_lossy(&u.describe()));
+            line
+        })
+        .collect()
+}
+
+fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let name = path.file_name().map_or_else(
+        || std::ffi::OsString::from("config"),
+        std::ffi::OsStr::to_os_string,
+    );
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(&name);
+    tmp_name.push(".rewrite");
+    let tmp = dir.join(tmp_name);
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir)?.sync_all()
 }
 
 fn help(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
