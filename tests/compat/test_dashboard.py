@@ -157,3 +157,29 @@ def test_markup_in_a_prefix_stays_text(browser, dashboard_server):
     assert not browser.find_elements("id", "injected")
     assert browser.title == "Rialto"
     c.close()
+
+
+def test_an_unchanged_part_is_not_redrawn(browser, dashboard_server):
+    """A poll whose data did not change leaves the page's elements as they are (an open page
+    costs its browser a fetch a second, not a layout); a change redraws the part it touches."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    c = dashboard_server.client(decode_responses=True)
+    c.execute_command("STORE", "CREATE", "still", "PREFIX", "still:")
+    browser.get(dashboard_server.metrics_url + "/")
+    _wait(browser, "the store", lambda d: _cell(d, "still", ".prefix") == "still:")
+    merger_rows = browser.find_element("css selector", "#group-sizes .bar")
+    polls = lambda d: int(d.find_element("id", "poll-state").get_attribute("data-polls") or 0)  # noqa: E731
+    seen = polls(browser)
+    _wait(browser, "two more polls", lambda d: polls(d) >= seen + 2)
+    # Nothing was written: the merger's bars are the same elements.
+    merger_rows.text
+    c.set("still:k", "v")
+    def redrawn(d):
+        try:
+            merger_rows.text
+            return False
+        except StaleElementReferenceException:
+            return True
+    _wait(browser, "the merger's figures redrawn after a write", redrawn)
+    c.close()

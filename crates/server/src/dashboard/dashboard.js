@@ -256,15 +256,38 @@ function renderCluster(c) {
   replaceRows(document.querySelector("#partitions tbody"), rows);
 }
 
+// What each part of the page was last drawn from: a part whose inputs did not change since
+// the last poll is left alone, so an idle page costs the browser one fetch a second and no
+// layout (the browser often shares its machine with a server under load).
+const drawn = new Map();
+
+function redraw(part, inputs, draw) {
+  const key = JSON.stringify(inputs);
+  if (drawn.get(part) === key) return;
+  drawn.set(part, key);
+  draw();
+}
+
+// The parts of the page that show times relative to now change with the clock: their
+// inputs include the texts those times render as, so they redraw only when a text changes.
 function render(s) {
   const read = s.server.read_only ? " · READ-ONLY: " + s.server.read_only : "";
-  document.getElementById("server-info").textContent =
+  const info =
     "v" + s.server.version + " · " + s.server.mode + " · up " + seconds(s.server.uptime_seconds) + " · " +
     count(s.server.connected_clients) + " clients" + read;
-  renderStores(s);
-  renderIo(s.io);
-  renderMerger(s.merger);
-  renderCluster(s.cluster);
+  redraw("info", info, () => {
+    document.getElementById("server-info").textContent = info;
+  });
+  const now = s.server.now_ms;
+  const made = s.stores.map((st) => [st.current, st.previous].map((v) => (v ? ago(v.created_ms, now) : null)));
+  redraw("stores", [s.stores, s.pushes, made], () => renderStores(s));
+  const io = s.io;
+  const moving = io.events.some((e) => e.start_micros + e.duration_micros >= io.now_micros - WINDOW_US);
+  const flushed = io.flushes.map((f) => seconds(Math.max(0, (io.now_micros - f.start_micros) / 1e6)));
+  const { now_micros, ...still } = io;
+  redraw("io", [still, flushed, moving ? now_micros : null], () => renderIo(io));
+  redraw("merger", s.merger, () => renderMerger(s.merger));
+  redraw("cluster", s.cluster, () => renderCluster(s.cluster));
 }
 
 let polls = 0;
