@@ -61,6 +61,84 @@ pub struct ClientHandle {
     /// if its time ran out.
     pub unblock: Mutex<Option<bool>>,
     pub unblock_notify: Notify,
+    /// Bytes the connection's buffers hold: its query buffer, its reply buffer and the
+    /// commands a MULTI queued (set by the connection, see [`ClientHandle::set_buffers`]).
+    buffers: AtomicU64,
+    /// Of `buffers`, the reply buffer's.
+    output: AtomicU64,
+    /// Bytes of pub/sub messages, invalidations and monitor lines waiting in its mailbox.
+    mail: AtomicU64,
+    /// Commands queued by MULTI and their bytes (CLIENT LIST `multi`, `multi-mem`; -1 and 0
+    /// outside MULTI).
+    pub multi: AtomicI64,
+    pub multi_mem: AtomicU64,
+    /// CLIENT NO-EVICT: never evicted for `maxmemory-clients`.
+    pub no_evict: AtomicBool,
+    memory: Arc<ClientMemory>,
+}
+
+/// Clients holding this or less are never evicted: an idle connection's own buffers.
+pub const EVICT_MIN_BYTES: u64 = 32 * 1024;
+
+/// The memory of every client together, and `maxmemory-clients`: when the total passes the
+/// limit the clients holding the most are closed until it is under again.
+#[derive(Default)]
+pub struct ClientMemory {
+    total: AtomicU64,
+    /// Bytes, 0 for no limit.
+    limit: AtomicU64,
+    /// Clients closed for the limit (INFO `evicted_clients`).
+    pub evicted: AtomicU64,
+    /// The thread that evicts, woken when the total passes the limit.
+    evictor: std::sync::OnceLock<std::thread::Thread>,
+    /// The last pass found nothing it may close while over the limit: growth no longer wakes
+    /// the thread (its once-a-second pass retries) until the total falls under the limit.
+    stalled: AtomicBool,
+}
+
+impl ClientMemory {
+    /// Bytes every client holds together (INFO `mem_clients_normal`).
+    pub fn total(&self) -> u64 {
+        self.total.load(Ordering::Relaxed)
+    }
+
+    /// Sets the limit in bytes (0: none) and evicts at once if the total is over it.
+    pub fn set_limit(&self, bytes: u64) {
+        self.limit.store(bytes, Ordering::Relaxed);
+        self.stalled.store(false, Ordering::Relaxed);
+        self.wake_if_over();
+    }
+
+    /// The thread [`Clients::evict`] runs on.
+    pub fn set_evictor(&self, t: std::thread::Thread) {
+        let _ = self.evictor.set(t);
+    }
+
+    fn add(&self, delta: i64) {
+        if delta >= 0 {
+            self.total.fetch_add(delta as u64, Ordering::Relaxed);
+            self.wake_if_over();
+        } else {
+            self.total
+                .fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
+            if !self.over() {
+                self.stalled.store(false, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn over(&self) -> bool {
+        let limit = self.limit.load(Ordering::Relaxed);
+        limit != 0 && self.total.load(Ordering::Relaxed) > limit
+    }
+
+    fn wake_if_over(&self) {
+        if self.over() && !self.stalled.load(Ordering::Relaxed) {
+            if let Some(t) = self.evictor.get() {
+                t.unpark();
+            }
+        }
+    }
 }
 
 /// Tracking is on (`t`).
@@ -84,6 +162,40 @@ pub struct ClientInfo {
 }
 
 impl ClientHandle {
+    /// Records the bytes the connection's buffers hold now, `output` of them for replies.
+    pub fn set_buffers(&self, bytes: u64, output: u64) {
+        self.output.store(output, Ordering::Relaxed);
+        let old = self.buffers.swap(bytes, Ordering::Relaxed);
+        if old != bytes {
+            self.memory.add(bytes as i64 - old as i64);
+        }
+    }
+
+    /// Records mail queued (`delta` > 0) or taken; called under the mailbox's lock.
+    pub fn add_mail(&self, delta: i64) {
+        if delta >= 0 {
+            self.mail.fetch_add(delta as u64, Ordering::Relaxed);
+        } else {
+            self.mail.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
+        }
+        self.memory.add(delta);
+    }
+
+    /// Bytes the reply buffer grew beyond its first chunk, and mail waiting (CLIENT LIST
+    /// `omem`, which in Redis likewise leaves out a client's fixed reply buffer: 0 for a
+    /// client whose replies fit it).
+    pub fn output_memory(&self) -> u64 {
+        self.output
+            .load(Ordering::Relaxed)
+            .saturating_sub(crate::conn::REPLY_CHUNK as u64)
+            + self.mail.load(Ordering::Relaxed)
+    }
+
+    /// Bytes this client holds (CLIENT LIST `tot-mem`).
+    pub fn memory(&self) -> u64 {
+        self.buffers.load(Ordering::Relaxed) + self.mail.load(Ordering::Relaxed)
+    }
+
     /// Asks the connection to close.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);
@@ -122,6 +234,9 @@ impl ClientHandle {
         if self.blocked.load(Ordering::Relaxed) {
             flags.push('b');
         }
+        if self.no_evict.load(Ordering::Relaxed) {
+            flags.push('e');
+        }
         // OPTIN and OPTOUT have no letter in Redis 7.0 (`O` is a monitor).
         for (bit, c) in [
             (FLAG_TRACKING, 't'),
@@ -136,7 +251,7 @@ impl ClientHandle {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -145,8 +260,12 @@ impl ClientHandle {
             age,
             idle_ms / 1000,
             self.db.load(Ordering::Relaxed),
+            self.multi.load(Ordering::Relaxed),
             self.qbuf.load(Ordering::Relaxed),
             self.qbuf_free.load(Ordering::Relaxed),
+            self.multi_mem.load(Ordering::Relaxed),
+            self.output_memory(),
+            self.memory(),
             self.last_command_name(),
             info.user,
             self.redir.load(Ordering::Relaxed),
@@ -197,6 +316,8 @@ pub struct Clients {
     pub accepted: AtomicU64,
     /// Connections refused for maxclients.
     pub rejected: AtomicU64,
+    /// Their memory together, and `maxmemory-clients`.
+    pub memory: Arc<ClientMemory>,
 }
 
 /// How long a client goes without reading before its query buffer is released.
@@ -242,15 +363,68 @@ impl Clients {
             blocked: AtomicBool::new(false),
             unblock: Mutex::new(None),
             unblock_notify: Notify::new(),
+            buffers: AtomicU64::new(0),
+            output: AtomicU64::new(0),
+            mail: AtomicU64::new(0),
+            multi: AtomicI64::new(-1),
+            multi_mem: AtomicU64::new(0),
+            no_evict: AtomicBool::new(false),
+            memory: Arc::clone(&self.memory),
         });
         self.accepted.fetch_add(1, Ordering::Relaxed);
         self.map.lock().insert(id, Arc::clone(&h));
         h
     }
 
-    /// Removes a closed connection.
+    /// Removes a closed connection; what its buffers held no longer counts.
     pub fn unregister(&self, id: u64) {
-        self.map.lock().remove(&id);
+        if let Some(h) = self.map.lock().remove(&id) {
+            // Mail is released with the mailbox, which may outlive this.
+            h.set_buffers(0, 0);
+        }
+    }
+
+    /// While the clients' memory is over `maxmemory-clients`: closes the clients holding the
+    /// most (never one holding [`EVICT_MIN_BYTES`] or less, or with CLIENT NO-EVICT), largest first,
+    /// until what the others hold is under the limit. Returns how many it closed.
+    pub fn evict(&self) -> usize {
+        let limit = self.memory.limit.load(Ordering::Relaxed);
+        if !self.memory.over() {
+            return 0;
+        }
+        let mut all = self.all();
+        // A client already closing frees its memory soon: it is neither counted nor chosen.
+        all.retain(|h| !h.killed.load(Ordering::Relaxed));
+        let mut total: u64 = all.iter().map(|h| h.memory()).sum();
+        let mut candidates: Vec<(u64, Arc<ClientHandle>)> = all
+            .into_iter()
+            .filter(|h| !h.no_evict.load(Ordering::Relaxed))
+            .map(|h| (h.memory(), h))
+            .filter(|(m, _)| *m > EVICT_MIN_BYTES)
+            .collect();
+        candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
+        let mut closed = 0;
+        for (mem, h) in candidates {
+            if total <= limit {
+                break;
+            }
+            tracing::warn!(
+                client = h.id,
+                bytes = mem,
+                limit,
+                "closing client: the clients' memory is over maxmemory-clients"
+            );
+            h.kill();
+            total -= mem;
+            closed += 1;
+        }
+        self.memory
+            .evicted
+            .fetch_add(closed as u64, Ordering::Relaxed);
+        if total > limit {
+            self.memory.stalled.store(true, Ordering::Relaxed);
+        }
+        closed
     }
 
     /// Client `id`, if connected.

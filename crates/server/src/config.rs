@@ -34,6 +34,9 @@ pub struct Config {
     /// `maxmemory`: bytes of the allocator's in use beyond which commands that may grow the
     /// data are refused (0: no limit). Nothing is evicted.
     pub maxmemory: u64,
+    /// `maxmemory-clients`: what every client's buffers may hold together before the clients
+    /// holding the most are closed.
+    pub maxmemory_clients: ClientsLimit,
     /// `min-replicas-to-write` and `min-replicas-max-lag` (seconds): writes are refused while
     /// fewer good replicas than the first are connected, when both are above 0. A standalone
     /// node has no replicas, so any N above 0 refuses every write.
@@ -176,6 +179,7 @@ impl Default for Config {
             users: Vec::new(),
             acllog_max_len: 128,
             maxmemory: 0,
+            maxmemory_clients: ClientsLimit::Bytes(0),
             min_replicas_to_write: 0,
             min_replicas_max_lag: 10,
             maxclients: 10_000,
@@ -330,6 +334,44 @@ fn parse_bool(s: &str) -> Result<bool, String> {
         "no" | "false" | "off" | "0" => Ok(false),
         // Redis's text for its yes/no parameters.
         _ => Err("argument must be 'yes' or 'no'".into()),
+    }
+}
+
+/// `maxmemory-clients`: bytes, or a percentage of `maxmemory`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientsLimit {
+    Bytes(u64),
+    Percent(u32),
+}
+
+impl ClientsLimit {
+    fn parse(s: &str) -> Result<ClientsLimit, String> {
+        if let Some(p) = s.trim().strip_suffix('%') {
+            let p: u32 = parse_num(p)?;
+            if p > 100 {
+                // Redis's text.
+                return Err("percentage argument must be less or equal to 100".into());
+            }
+            return Ok(ClientsLimit::Percent(p));
+        }
+        parse_size(s).map(|n| ClientsLimit::Bytes(n as u64))
+    }
+
+    /// The limit in bytes with `maxmemory` (0: none).
+    pub fn bytes(self, maxmemory: u64) -> u64 {
+        match self {
+            ClientsLimit::Bytes(n) => n,
+            ClientsLimit::Percent(p) => maxmemory / 100 * u64::from(p),
+        }
+    }
+}
+
+impl std::fmt::Display for ClientsLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientsLimit::Bytes(n) => write!(f, "{n}"),
+            ClientsLimit::Percent(p) => write!(f, "{p}%"),
+        }
     }
 }
 
@@ -827,6 +869,8 @@ pub static KEYS: &[Key] = &[
         |c| c.log_format.clone()),
     key!("maxmemory", true, "Bytes the allocator may have in use before commands that may grow the data (SET, INCR... Redis's deny-oom commands, and any command queued in MULTI) are refused with Redis's OOM error (default 0: no limit). Nothing is evicted, as with Redis's noeviction policy: Rialto keeps its data on disk, and its memory is the caches and memtables sized by their own keys. The bytes in use are read at most every 100 ms.",
         |c, v| c.maxmemory = parse_size(v)? as u64, |c| c.maxmemory.to_string()),
+    key!("maxmemory-clients", true, "Bytes every client's buffers may hold together (query buffers, reply buffers, commands queued by MULTI, pub/sub messages waiting), as a size or a percentage of maxmemory (default 0: no limit; a percentage with maxmemory 0 is no limit). Past it the clients holding the most are closed, largest first, until the rest are under it (INFO evicted_clients); a client holding 32 KiB or less (an idle connection's buffers), or marked CLIENT NO-EVICT, never is.",
+        |c, v| c.maxmemory_clients = ClientsLimit::parse(v)?, |c| c.maxmemory_clients.to_string()),
     key!("maxmemory-policy", true, "For Redis tools: always noeviction (no key is ever evicted).",
         |_c, v| { if !v.eq_ignore_ascii_case("noeviction") { return Err("no key is ever evicted: the policy can only be noeviction".into()); } },
         |_c| "noeviction".into()),

@@ -42,6 +42,11 @@ impl Periodic {
         }
     }
 
+    /// The thread, to wake it before its interval ends (`unpark`): `None` if it did not start.
+    pub fn thread(&self) -> Option<std::thread::Thread> {
+        self.thread.as_ref().map(|t| t.thread().clone())
+    }
+
     /// Stops the thread and waits for it (a pass in progress finishes first).
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Release);

@@ -185,6 +185,14 @@ pub struct Mailbox {
     notify: Notify,
 }
 
+impl Drop for Mailbox {
+    fn drop(&mut self) {
+        // What never reached the client no longer counts as its memory.
+        let q = self.queue.get_mut();
+        self.handle.add_mail(-(q.bytes as i64));
+    }
+}
+
 impl Mailbox {
     /// The client's id.
     pub fn id(&self) -> u64 {
@@ -212,7 +220,9 @@ impl Mailbox {
             Item::Monitor(_) => ItemKind::Monitor,
             _ => ItemKind::Other,
         };
-        q.bytes += item.size();
+        let size = item.size();
+        q.bytes += size;
+        self.handle.add_mail(size as i64);
         q.items.push_back(item);
         let over_hard = limit.hard != 0 && q.bytes > limit.hard;
         let over_soft = limit.soft != 0 && q.bytes > limit.soft;
@@ -237,6 +247,7 @@ impl Mailbox {
             );
             q.closed = true;
             q.items.clear();
+            self.handle.add_mail(-(q.bytes as i64));
             q.bytes = 0;
             drop(q);
             self.handle.kill();
@@ -250,6 +261,7 @@ impl Mailbox {
     /// Takes every waiting item, oldest first.
     pub fn take(&self) -> VecDeque<Item> {
         let mut q = self.queue.lock();
+        self.handle.add_mail(-(q.bytes as i64));
         q.bytes = 0;
         q.over_soft_since = None;
         std::mem::take(&mut q.items)

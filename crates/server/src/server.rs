@@ -431,14 +431,25 @@ impl Server {
             )
         };
 
+        // Releases idle clients' query buffers each second, and closes clients for
+        // `maxmemory-clients` as soon as their memory passes it (it wakes the thread).
         let mut query_bufs = {
             let sh = Arc::clone(&shared);
             crate::periodic::Periodic::start(
                 "rialto-clients",
                 || Duration::from_secs(1),
-                move || sh.clients.trim_idle(),
+                move || {
+                    sh.clients.evict();
+                    sh.clients.trim_idle();
+                },
             )
         };
+        if let Some(t) = query_bufs.thread() {
+            let memory = &shared.clients.memory;
+            memory.set_evictor(t);
+            let cfg = shared.config.read();
+            memory.set_limit(cfg.maxmemory_clients.bytes(cfg.maxmemory));
+        }
 
         let mut rx = shared.shutdown.subscribe();
         while !*rx.borrow_and_update() {

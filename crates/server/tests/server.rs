@@ -775,3 +775,59 @@ fn config_rewrite_persists_config_set_across_a_restart() {
     assert_eq!(v, None);
     srv.shutdown().unwrap();
 }
+
+/// `maxmemory-clients`: a client whose buffers push every client's memory past the limit is
+/// closed; one marked CLIENT NO-EVICT, and small ones, stay. CLIENT LIST shows what each holds.
+#[test]
+fn clients_over_maxmemory_clients_are_closed_largest_first() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    config_set(&mut c, &["maxmemory-clients", "1mb"]).unwrap();
+    let partial = |s: &mut std::net::TcpStream| {
+        s.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3000000\r\n")
+            .unwrap();
+        s.write_all(&vec![b'x'; 1_500_000]).unwrap();
+    };
+    let mut kept = common::raw(srv.addr);
+    assert_eq!(
+        common::exchange(&mut kept, b"CLIENT NO-EVICT on\r\n", 5),
+        b"+OK\r\n"
+    );
+    partial(&mut kept);
+    let mut big = common::raw(srv.addr);
+    big.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    partial(&mut big);
+    let mut buf = [0u8; 16];
+    assert_eq!(
+        big.read(&mut buf).unwrap_or(0),
+        0,
+        "the largest evictable client is closed"
+    );
+    let _: () = redis::cmd("PING").query(&mut c).unwrap();
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut c).unwrap();
+    let line = list
+        .lines()
+        .find(|l| l.contains("flags=e"))
+        .expect("the no-evict client");
+    let tot: u64 = line
+        .split(' ')
+        .find_map(|f| f.strip_prefix("tot-mem="))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(tot > 1_500_000, "{line}");
+    kept.write_all(&vec![b'x'; 1_500_000]).unwrap();
+    kept.write_all(b"\r\n").unwrap();
+    assert_eq!(common::exchange(&mut kept, b"", 5), b"+OK\r\n");
+    let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+    assert_eq!(common::info_field(&info, "evicted_clients"), "1");
+    // MULTI's queue shows in CLIENT LIST.
+    let _: () = redis::cmd("MULTI").query(&mut c).unwrap();
+    let _: () = redis::cmd("SET").arg("a").arg("b").query(&mut c).unwrap();
+    let mut other = common::client(srv.addr);
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut other).unwrap();
+    assert!(list.contains("multi=1 "), "{list}");
+    srv.shutdown().unwrap();
+}

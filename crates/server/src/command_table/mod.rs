@@ -259,7 +259,7 @@ mod tests {
             assert!(seen.insert(c.name), "{} twice", c.name);
         }
         assert_eq!(all().len(), 211);
-        assert_eq!(seen.len(), 211 + 80 + 12 + 7 + 5);
+        assert_eq!(seen.len(), 211 + 81 + 12 + 7 + 5);
     }
 
     #[test]

@@ -234,6 +234,26 @@ const CLIENT_REPLY: CommandSpec = cmd(
 )
 .handler(Handler::Conn(reply_mode));
 
+const CLIENT_NO_EVICT: CommandSpec = cmd(
+    "client|no-evict",
+    3,
+    &["admin", "noscript", "loading", "stale"],
+    &["@admin", "@slow", "@dangerous", "@connection"],
+)
+.docs(
+    doc(
+        "connection",
+        "7.0.0",
+        "Exempts this connection from maxmemory-clients, or makes it evictable again.",
+        "O(1)",
+    )
+    .args(&[arg("enabled", OneOf).sub(&[
+        arg("on", PureToken).token("ON"),
+        arg("off", PureToken).token("OFF"),
+    ])]),
+)
+.handler(Handler::Conn(no_evict));
+
 const CLIENT_HELP: CommandSpec = cmd(
     "client|help",
     2,
@@ -347,6 +367,7 @@ pub const CLIENT: CommandSpec = cmd("client", -2, &[], &["@slow"])
         CLIENT_KILL,
         CLIENT_UNBLOCK,
         CLIENT_REPLY,
+        CLIENT_NO_EVICT,
         CLIENT_TRACKING,
         CLIENT_CACHING,
         CLIENT_GETREDIR,
@@ -768,6 +789,18 @@ fn trackinginfo(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
 
 /// CLIENT REPLY ON | OFF | SKIP: only ON answers (OK); OFF and SKIP answer nothing, and SKIP
 /// is ignored while replies are off, as in Redis.
+fn no_evict(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let on = if is(&args[2], "on") {
+        true
+    } else if is(&args[2], "off") {
+        false
+    } else {
+        return Outcome::Reply(reply::syntax());
+    };
+    ctx.client.handle.no_evict.store(on, Ordering::Relaxed);
+    Outcome::Reply(reply::ok())
+}
+
 fn reply_mode(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let mode = &mut ctx.client.reply;
     if is(&args[2], "on") {

@@ -539,6 +539,7 @@ mod tests {
                 info(command_table::lookup_fullname(b"client|kill").expect("kill")),
                 info(command_table::lookup_fullname(b"client|unblock").expect("unblock")),
                 info(command_table::lookup_fullname(b"client|reply").expect("reply")),
+                info(command_table::lookup_fullname(b"client|no-evict").expect("no-evict")),
                 info(command_table::lookup_fullname(b"client|tracking").expect("tracking")),
                 info(command_table::lookup_fullname(b"client|caching").expect("caching")),
                 info(command_table::lookup_fullname(b"client|getredir").expect("getredir")),

@@ -123,6 +123,7 @@ fn resetstat(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
         &s.expired_keys,
         &s.rejected_protocol,
         &s.auth_failures,
+        &ctx.shared.clients.memory.evicted,
     ] {
         c.store(0, Ordering::Relaxed);
     }
@@ -340,6 +341,10 @@ fn set_all(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<Reply, Reply> {
         .set_enabled(next.latency_tracking);
     ctx.shared.acl_log.lock().set_max_len(next.acllog_max_len);
     ctx.shared.memory_limit.set_limit(next.maxmemory);
+    ctx.shared
+        .clients
+        .memory
+        .set_limit(next.maxmemory_clients.bytes(next.maxmemory));
     ctx.shared.monitors.set_limit(crate::monitor::limit_of(
         next.obuf_normal,
         next.output_buffer_limit,

@@ -146,7 +146,7 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
             let libraries = sh.scripts.libraries();
             let _ = write!(
                 o,
-                "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\nused_memory_rss:{}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\ntotal_system_memory:{}\r\ntotal_system_memory_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:noeviction\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\nnumber_of_cached_scripts:{}\r\nnumber_of_functions:{}\r\nnumber_of_libraries:{}\r\n",
+                "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\nused_memory_rss:{}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\ntotal_system_memory:{}\r\ntotal_system_memory_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:noeviction\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\nmem_clients_normal:{}\r\nnumber_of_cached_scripts:{}\r\nnumber_of_functions:{}\r\nnumber_of_libraries:{}\r\n",
                 m.used,
                 human(m.used),
                 m.rss,
@@ -159,6 +159,7 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
                 cfg.maxmemory,
                 human(cfg.maxmemory),
                 if m.used == 0 { 0.0 } else { m.rss as f64 / m.used as f64 },
+                sh.clients.memory.total(),
                 sh.scripts.cached_scripts(),
                 libraries.iter().map(|l| l.functions.len()).sum::<usize>(),
                 libraries.len(),
@@ -188,7 +189,7 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
             // `migrate_cached_sockets` is always 0: MIGRATE opens a connection per call.
             let _ = write!(
                 o,
-                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nprotocol_errors:{}\r\nauth_failures:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nmigrate_cached_sockets:0\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\n",
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nprotocol_errors:{}\r\nauth_failures:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nmigrate_cached_sockets:0\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\nevicted_clients:{}\r\n",
                 sh.clients.accepted.load(Ordering::Relaxed),
                 s.commands.load(Ordering::Relaxed),
                 s.net_input_bytes.load(Ordering::Relaxed),
@@ -204,6 +205,7 @@ fn section(sh: &Shared, port: u16, name: &str, o: &mut String) {
                 titems,
                 tprefixes,
                 sh.errors.total(),
+                sh.clients.memory.evicted.load(Ordering::Relaxed),
             );
         }
         "errorstats" => sh.errors.render(o),

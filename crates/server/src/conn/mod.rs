@@ -42,6 +42,8 @@ const OUT_FLUSH_BYTES: usize = 256 * 1024;
 const UNAUTHENTICATED_OUT_BYTES: usize = 1024;
 /// Read buffer growth step.
 const READ_CHUNK: usize = 16 * 1024;
+/// The reply buffer a connection starts with.
+pub(crate) const REPLY_CHUNK: usize = 16 * 1024;
 /// Consecutive GET/MGET requests of one read decoded before the first runs, so that the
 /// row-cache lines they need are fetched together (`Db::prefetch`).
 const READ_AHEAD: usize = 32;
@@ -201,7 +203,7 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
         },
         inbuf: BytesMut::with_capacity(READ_CHUNK),
         qb: QueryBufSize::default(),
-        out: BytesMut::with_capacity(READ_CHUNK),
+        out: BytesMut::with_capacity(REPLY_CHUNK),
         decoder,
         queue: VecDeque::new(),
         queue_has_commit: false,
@@ -438,6 +440,7 @@ impl Connection {
                         let h = &self.client.handle;
                         h.qbuf.store(0, Ordering::Relaxed);
                         h.qbuf_free.store(0, Ordering::Relaxed);
+                        self.note_memory();
                     }
                     continue;
                 }
@@ -451,6 +454,7 @@ impl Connection {
             let now_ms = handle.created.elapsed().as_millis() as u64;
             handle.last_active_ms.store(now_ms, Ordering::Relaxed);
             self.size_query_buf(now_ms);
+            self.note_memory();
             self.shared
                 .stats
                 .net_input_bytes
@@ -516,10 +520,21 @@ impl Connection {
         Ok(close)
     }
 
+    /// Publishes what the connection's buffers hold (CLIENT LIST, `maxmemory-clients`).
+    fn note_memory(&self) {
+        let (queued, queued_bytes) = self.queued();
+        let h = &self.client.handle;
+        h.multi.store(queued, Ordering::Relaxed);
+        h.multi_mem.store(queued_bytes, Ordering::Relaxed);
+        let output = self.out.capacity() as u64;
+        h.set_buffers(self.inbuf.capacity() as u64 + output + queued_bytes, output);
+    }
+
     /// Resolves every pending reply and writes everything out.
     async fn flush(&mut self) -> std::io::Result<()> {
         self.drain().await;
         self.take_mail();
+        self.note_memory();
         let limit = self.shared.config.read().output_buffer_limit;
         if limit != 0 && self.out.len() > limit {
             warn!(

@@ -174,6 +174,13 @@ impl Connection {
         })
     }
 
+    /// Commands queued and their bytes: `(-1, 0)` outside MULTI, as CLIENT LIST shows it.
+    pub(super) fn queued(&self) -> (i64, u64) {
+        self.multi
+            .as_ref()
+            .map_or((-1, 0), |m| (m.queued.len() as i64, m.bytes as u64))
+    }
+
     /// Leaves the transaction (DISCARD, RESET) and forgets the watched keys.
     pub(super) fn discard(&mut self) {
         self.multi = None;
