@@ -168,6 +168,12 @@ pub trait PipelinedCommit: KvEngine {
     /// Reads the newest applied state, published or not: what read-modify-write operations
     /// executed by the committer build on.
     fn get_applied(&self, key: &[u8]) -> Result<Option<Bytes>>;
+    /// Counts `n` reads the committer made for operations (not for bookkeeping) in the
+    /// workload the engine tunes itself to, as reads through [`KvEngine`] count. The default
+    /// counts nothing.
+    fn note_reads(&self, n: u64) {
+        let _ = n;
+    }
     /// Iterates the newest applied state, published or not, between `lower` (inclusive) and
     /// `upper` (exclusive): the view of the committer, for operations that walk a range.
     /// REQUIRES: called by the committer between groups, so the applied state holds still.

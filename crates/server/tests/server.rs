@@ -614,6 +614,38 @@ fn triad_state_is_in_info_and_its_mode_in_config() {
     srv.shutdown().unwrap();
 }
 
+/// The characterizer counts the reads an operation makes (an INCR reads its key through the
+/// same tables a GET does), but not the bookkeeping read of the record a write replaces: a
+/// stream of INCRs of distinct keys is balanced, not write-heavy, so level 0 is not left to
+/// grow under it. (A key an earlier write of the same group holds is read from the group,
+/// not from the engine, and does not count.)
+#[test]
+fn reads_inside_operations_count_in_the_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    for chunk in 0..30 {
+        let mut p = redis::pipe();
+        for i in 0..1000 {
+            p.incr(format!("n{chunk}-{i}"), 1).ignore();
+        }
+        let _: () = p.query(&mut c).unwrap();
+    }
+    let info: String = redis::cmd("INFO")
+        .arg("rialto_triad")
+        .query(&mut c)
+        .unwrap();
+    let window = common::info_field(&info, "last_window");
+    let reads: f64 = window
+        .split(',')
+        .find_map(|f| f.strip_prefix("read_fraction="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{info}"));
+    assert!((0.45..=0.55).contains(&reads), "{info}");
+    assert_eq!(common::info_field(&info, "workload"), "balanced", "{info}");
+    srv.shutdown().unwrap();
+}
+
 #[test]
 fn durable_replies_released_by_the_syncer_are_counted_through_the_relay() {
     let dir = tempfile::tempdir().unwrap();

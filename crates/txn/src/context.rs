@@ -251,7 +251,12 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
         if !o.observes(key) {
             return;
         }
-        match self.get(key) {
+        // The observer's read is bookkeeping: not counted as the workload's.
+        let old = match self.group.lookup(key) {
+            Some(v) => Ok(v),
+            None => self.engine.get_applied(key),
+        };
+        match old {
             Ok(old) => o.staged(key, old.as_deref(), new),
             Err(e) => {
                 self.observe_failed.get_or_insert(e);
@@ -260,11 +265,13 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
     }
 
     /// The newest value of `key`: this transaction's own writes, then earlier transactions of
-    /// its group, then the engine's applied state.
+    /// its group, then the engine's applied state (a read the engine counts in its workload:
+    /// an INCR reads through the same tables a GET does).
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>> {
         if let Some(v) = self.group.lookup(key) {
             return Ok(v);
         }
+        self.engine.note_reads(1);
         self.engine.get_applied(key)
     }
 
@@ -387,6 +394,7 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
         self.group.build_ordered();
         let group: &Group = self.group;
         let mut out = Vec::new();
+        self.engine.note_reads(1);
         let mut it = self
             .engine
             .iter_applied(Some(lower.to_vec()), Some(upper.to_vec()))?;
@@ -429,6 +437,7 @@ impl<'a, E: PipelinedCommit> TxnContext<'a, E> {
         self.group.build_ordered();
         let group: &Group = self.group;
         let mut out = Vec::new();
+        self.engine.note_reads(1);
         let mut it = self
             .engine
             .iter_applied(Some(lower.to_vec()), Some(upper.to_vec()))?;

@@ -1419,6 +1419,10 @@ impl PipelinedCommit for Db {
         self.inner.get_at_seq(key, seq, BlockFill::Missed)
     }
 
+    fn note_reads(&self, n: u64) {
+        self.inner.record_reads(n as usize);
+    }
+
     fn iter_applied(&self, lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) -> Result<DbIter> {
         iter::applied(&self.inner, lower, upper)
     }
