@@ -171,13 +171,14 @@ impl ClientHandle {
         }
     }
 
-    /// Records mail queued (`delta` > 0) or taken; called under the mailbox's lock.
-    pub fn add_mail(&self, delta: i64) {
-        if delta >= 0 {
-            self.mail.fetch_add(delta as u64, Ordering::Relaxed);
-        } else {
-            self.mail.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
-        }
+    /// Records the bytes waiting in the mailbox (called under its lock, so a plain store).
+    pub fn set_mail(&self, bytes: u64) {
+        self.mail.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Adds `delta` to every client's total (the mailbox reports its bytes in steps, see
+    /// `pubsub::MAIL_REPORT_STEP`, so a publish does not touch the shared total).
+    pub fn add_to_total(&self, delta: i64) {
         self.memory.add(delta);
     }
 

@@ -171,10 +171,29 @@ struct Subs {
 struct Queue {
     items: VecDeque<Item>,
     bytes: usize,
+    /// Of `bytes`, what every client's memory total holds (see [`MAIL_REPORT_STEP`]).
+    reported: usize,
     /// Since when the queue has been over the soft limit.
     over_soft_since: Option<Instant>,
     /// Over a limit: the connection is being closed, nothing more is queued.
     closed: bool,
+}
+
+/// The mailbox reports its bytes to every client's memory total (`maxmemory-clients`) once
+/// they moved this far from what it last reported: a message that is delivered and taken at
+/// once touches only the subscriber's own counter, not the total every publisher shares.
+pub const MAIL_REPORT_STEP: usize = 64 * 1024;
+
+impl Queue {
+    /// Mirrors `bytes` into the client's counters after a change.
+    fn account(&mut self, handle: &ClientHandle) {
+        handle.set_mail(self.bytes as u64);
+        let moved = self.bytes.abs_diff(self.reported);
+        if moved >= MAIL_REPORT_STEP || (self.bytes == 0 && moved > 0) {
+            handle.add_to_total(self.bytes as i64 - self.reported as i64);
+            self.reported = self.bytes;
+        }
+    }
 }
 
 /// A connection's mailbox: its subscriptions and the items waiting for it.
@@ -189,7 +208,8 @@ impl Drop for Mailbox {
     fn drop(&mut self) {
         // What never reached the client no longer counts as its memory.
         let q = self.queue.get_mut();
-        self.handle.add_mail(-(q.bytes as i64));
+        q.bytes = 0;
+        q.account(&self.handle);
     }
 }
 
@@ -222,7 +242,7 @@ impl Mailbox {
         };
         let size = item.size();
         q.bytes += size;
-        self.handle.add_mail(size as i64);
+        q.account(&self.handle);
         q.items.push_back(item);
         let over_hard = limit.hard != 0 && q.bytes > limit.hard;
         let over_soft = limit.soft != 0 && q.bytes > limit.soft;
@@ -247,8 +267,8 @@ impl Mailbox {
             );
             q.closed = true;
             q.items.clear();
-            self.handle.add_mail(-(q.bytes as i64));
             q.bytes = 0;
+            q.account(&self.handle);
             drop(q);
             self.handle.kill();
             return false;
@@ -261,8 +281,8 @@ impl Mailbox {
     /// Takes every waiting item, oldest first.
     pub fn take(&self) -> VecDeque<Item> {
         let mut q = self.queue.lock();
-        self.handle.add_mail(-(q.bytes as i64));
         q.bytes = 0;
+        q.account(&self.handle);
         q.over_soft_since = None;
         std::mem::take(&mut q.items)
     }
