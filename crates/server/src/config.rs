@@ -664,6 +664,26 @@ macro_rules! key {
     };
 }
 
+/// A key with one value, for Redis tools that read or set it: setting that value (ignoring
+/// case and surrounding blanks) succeeds and changes nothing; any other is refused with `$why`.
+macro_rules! constant {
+    ($name:literal, $value:literal, $mutable:literal, $why:expr, $doc:literal) => {
+        Key {
+            name: $name,
+            mutable: $mutable,
+            doc: $doc,
+            set: |_, v| {
+                if v.trim().eq_ignore_ascii_case($value) {
+                    Ok(())
+                } else {
+                    Err($why.into())
+                }
+            },
+            get: |_| $value.into(),
+        }
+    };
+}
+
 /// Every key. Read-only compatibility keys (`save`, `appendonly`, `daemonize`, `replicaof`) exist because tools such as
 /// redis-benchmark ask for them.
 pub static KEYS: &[Key] = &[
@@ -879,66 +899,15 @@ pub static KEYS: &[Key] = &[
         |c| c.min_replicas_to_write.to_string()),
     key!("min-replicas-max-lag", true, "Seconds since its last acknowledgement within which a replica counts as good for min-replicas-to-write (default 10; 0 turns min-replicas-to-write off, as in Redis).",
         |c, v| c.min_replicas_max_lag = parse_num(v)?, |c| c.min_replicas_max_lag.to_string()),
-    Key {
-        name: "save",
-        mutable: true,
-        doc: "For Redis tools: always empty (no snapshots; Rialto persists every write). Setting it to the empty string, as tools and test harnesses do to turn snapshots off, succeeds; any schedule is refused.",
-        set: |_, v| {
-            if !v.trim().is_empty() {
-                return Err("Rialto persists every write; snapshots do not exist".into());
-            }
-            Ok(())
-        },
-        get: |_| String::new(),
-    },
-    Key {
-        name: "appendonly",
-        mutable: false,
-        doc: "Read-only, for Redis tools: always yes (the journal is the database).",
-        set: |_, v| {
-            if !v.eq_ignore_ascii_case("yes") {
-                return Err("the journal is always on".into());
-            }
-            Ok(())
-        },
-        get: |_| "yes".into(),
-    },
-    Key {
-        name: "daemonize",
-        mutable: false,
-        doc: "Read-only, for Redis tools: always no (Rialto runs in the foreground; a supervisor such as systemd runs it as a service).",
-        set: |_, v| {
-            if !v.eq_ignore_ascii_case("no") {
-                return Err("Rialto runs in the foreground".into());
-            }
-            Ok(())
-        },
-        get: |_| "no".into(),
-    },
-    Key {
-        name: "replicaof",
-        mutable: false,
-        doc: "Read-only, for Redis tools: always empty (no node follows a master over Redis's replication protocol; in cluster mode replicas apply the Kafka log, and ROLE and CLUSTER NODES show who masters what).",
-        set: |_, v| {
-            if !v.trim().is_empty() {
-                return Err(NOT_A_REPLICA.into());
-            }
-            Ok(())
-        },
-        get: |_| String::new(),
-    },
-    Key {
-        name: "slaveof",
-        mutable: false,
-        doc: "Read-only: another name of replicaof.",
-        set: |_, v| {
-            if !v.trim().is_empty() {
-                return Err(NOT_A_REPLICA.into());
-            }
-            Ok(())
-        },
-        get: |_| String::new(),
-    },
+    constant!("save", "", true, "Rialto persists every write; snapshots do not exist",
+        "For Redis tools: always empty (no snapshots; Rialto persists every write). Setting it to the empty string, as tools and test harnesses do to turn snapshots off, succeeds; any schedule is refused."),
+    constant!("appendonly", "yes", false, "the journal is always on",
+        "Read-only, for Redis tools: always yes (the journal is the database)."),
+    constant!("daemonize", "no", false, "Rialto runs in the foreground",
+        "Read-only, for Redis tools: always no (Rialto runs in the foreground; a supervisor such as systemd runs it as a service)."),
+    constant!("replicaof", "", false, NOT_A_REPLICA,
+        "Read-only, for Redis tools: always empty (no node follows a master over Redis's replication protocol; in cluster mode replicas apply the Kafka log, and ROLE and CLUSTER NODES show who masters what)."),
+    constant!("slaveof", "", false, NOT_A_REPLICA, "Read-only: another name of replicaof."),
 ];
 
 /// Why `replicaof` cannot be set.
