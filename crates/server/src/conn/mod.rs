@@ -948,10 +948,14 @@ impl Connection {
             }
             Handler::Write(f) => {
                 let start = Instant::now();
-                let at = At {
-                    db: self.client.db,
-                    now_ms: self.shared.now_ms(),
-                    databases: self.shared.config.read().databases,
+                let at = {
+                    let c = self.shared.config.read();
+                    At {
+                        db: self.client.db,
+                        now_ms: self.shared.now_ms(),
+                        databases: c.databases,
+                        hll_sparse_max: c.hll_sparse_max_bytes as u64,
+                    }
                 };
                 let op = match f(at, &args) {
                     Ok(op) => op,
@@ -1007,10 +1011,14 @@ impl Connection {
             }
             Handler::Block(f) => {
                 let start = Instant::now();
-                let at = At {
-                    db: self.client.db,
-                    now_ms: self.shared.now_ms(),
-                    databases: self.shared.config.read().databases,
+                let at = {
+                    let c = self.shared.config.read();
+                    At {
+                        db: self.client.db,
+                        now_ms: self.shared.now_ms(),
+                        databases: c.databases,
+                        hll_sparse_max: c.hll_sparse_max_bytes as u64,
+                    }
                 };
                 let reply = match f(at, &args) {
                     Ok(pop) => {
