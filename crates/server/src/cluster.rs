@@ -729,7 +729,9 @@ pub fn route(
     if p != mine {
         return c.route_away(slot, p);
     }
-    let write = spec.has_flag("write");
+    // A command run as an op (a one-key PFCOUNT, flagged `readonly` as in Redis) goes through
+    // the partition's log, which only its master writes.
+    let write = spec.has_flag("write") || matches!(a.handler, Handler::Write(_));
     if c.node.is_master(p) {
         // A read waits until the new master has applied its claim, past every write its
         // predecessors acknowledged (a write's reply comes from the applier in order anyway).

@@ -32,6 +32,7 @@ pub const PFCOUNT: CommandSpec = cmd(
     )
     .args(&[arg("key", Key).key(0).multi()]),
 )
+.may_replicate()
 .handler(Handler::Write(run))
 .read_form(union, writes);
 

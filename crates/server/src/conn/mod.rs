@@ -1262,7 +1262,7 @@ pub(super) fn monitored(spec: &crate::command_table::CommandSpec) -> bool {
 /// Whether `spec` reads or writes keys: refused on a monitor connection, as Redis refuses
 /// a replica.
 fn touches_keys(spec: &crate::command_table::CommandSpec) -> bool {
-    spec.has_flag("write") || spec.has_flag("readonly") || spec.has_flag("may_replicate")
+    spec.has_flag("write") || spec.has_flag("readonly") || spec.may_replicate
 }
 
 /// The commands RESP2's subscribed mode allows, Redis's list.

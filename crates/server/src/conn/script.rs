@@ -271,7 +271,8 @@ impl TxHost<'_, '_, '_> {
         if (spec.has_flag("noscript") || base.has_flag("noscript")) && !self.ctx.allow_noscript {
             return Err(err("ERR This Redis command is not allowed from script"));
         }
-        if self.read_only && spec.has_flag("write") {
+        // Redis counts its hidden `may_replicate` commands (PFCOUNT) as writes here.
+        if self.read_only && (spec.has_flag("write") || spec.may_replicate) {
             return Err(err(
                 "ERR Write commands are not allowed from read-only scripts.",
             ));
