@@ -286,9 +286,13 @@ impl Hll {
         self.raise(index, value, sparse_max)
     }
 
-    /// Raises register `index` to `value` if it is lower: whether it changed. A dense value's
-    /// cache is left to the caller, a sparse edit invalidates it.
+    /// Raises register `index` to `value` (1 to 63) if it is lower: whether it changed. A
+    /// dense value's cache is left to the caller, a sparse edit invalidates it.
     pub fn raise(&mut self, index: usize, value: u8, sparse_max: usize) -> Result<bool, HllError> {
+        if value == 0 || value > REGISTER_MAX || index >= REGISTERS {
+            // Every register already holds at least 0; no register holds more than 6 bits.
+            return Ok(false);
+        }
         if self.is_dense() {
             Ok(self.dense_raise(index, value))
         } else {
