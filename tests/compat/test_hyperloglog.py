@@ -149,6 +149,7 @@ def test_cached_cardinality_is_written_back(pair):
     both(pair, "EVAL", "redis.call('PFADD', KEYS[1], 'g'); return redis.call('PFCOUNT', KEYS[1])", "1", "h")
     both(pair, "EVAL_RO", "return redis.call('PFCOUNT', KEYS[1])", "1", "h2")
     both(pair, "EVAL", "return redis.call('PFCOUNT', KEYS[1])", "1", "h2")
+    both(pair, "EVAL", "return redis.call('PFSELFTEST')", "0")
     same_value(pair, "h")
     same_value(pair, "h2")
 

@@ -96,7 +96,7 @@ mod mset;
 mod persist;
 mod pfadd;
 mod pfcount;
-mod pfdebug;
+pub(crate) mod pfdebug;
 mod pfmerge;
 mod rename;
 mod role;

@@ -72,15 +72,20 @@ pub fn run(at: At, args: &[Bytes]) -> CmdResult<Op> {
 /// Runs off the connection's thread: ten million additions take a while.
 fn self_test(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     let sparse_max = ctx.shared.config.read().hll_sparse_max_bytes;
-    let seed = rand::random::<u64>();
     Outcome::Later(Box::pin(async move {
-        let job = tokio::task::spawn_blocking(move || hll::self_test(seed, sparse_max));
-        match job.await {
-            Ok(Ok(())) => reply::ok(),
-            Ok(Err(f)) => failure(&f),
-            Err(e) => reply::err_string(format!("ERR PFSELFTEST failed: {e}")),
-        }
+        let job = tokio::task::spawn_blocking(move || self_test_reply(sparse_max));
+        job.await
+            .unwrap_or_else(|e| reply::err_string(format!("ERR PFSELFTEST failed: {e}")))
     }))
+}
+
+/// PFSELFTEST's reply, with `hll-sparse-max-bytes` at `sparse_max` (a script calls it here:
+/// the script waits, as in Redis).
+pub(crate) fn self_test_reply(sparse_max: usize) -> Reply {
+    match hll::self_test(rand::random::<u64>(), sparse_max) {
+        Ok(()) => reply::ok(),
+        Err(f) => failure(&f),
+    }
 }
 
 fn failure(f: &SelfTestFailure) -> Reply {

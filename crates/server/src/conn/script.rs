@@ -326,6 +326,12 @@ impl TxHost<'_, '_, '_> {
                 None => (Reply::simple("PONG"), false),
             },
             "echo" => (Reply::Bulk(args[1].clone()), false),
+            "pfselftest" => (
+                commands::pfdebug::self_test_reply(
+                    usize::try_from(self.ctx.hll_sparse_max).unwrap_or(usize::MAX),
+                ),
+                false,
+            ),
             // Reachable once DEBUG SET-DISABLE-DENY-SCRIPTS allows it: the values a script's
             // reply conversions are tested with (RESP3 types, converted as the script's
             // `redis.setresp` asks).
