@@ -6,8 +6,8 @@ sockets, every reply compared byte for byte.
 
 Both servers must be running on --host (127.0.0.1) without a password; both are FLUSHALLed. Two
 streams run per seed: one in RESP2 and one that starts with HELLO 3. Commands come from a small
-key space (so they collide) and cover the string, bitmap, hash, set, sorted-set, key, connection
-and server
+key space (so they collide) and cover the string, bitmap, HyperLogLog, hash, set, sorted-set, key,
+connection and server
 commands Rialto implements, with random valid and invalid arguments (wrong arity, bad integers and floats, syntax
 errors, conflicting options, odd casing, unknown commands and subcommands).
 
@@ -22,6 +22,10 @@ whole set), whole HSCAN, SSCAN and ZSCAN pages as sets, random picks (HRANDFIELD
 count, and a string's OBJECT ENCODING by being one. Errors are always compared exactly. SPOP is
 only sent with counts whose outcome is not random. Sorted sets' lex ranges run on keys whose
 members all have score 0 (`z:lex*`): Redis leaves a lex range over different scores unspecified.
+HyperLogLogs live on their own keys (`hll:*`), read back with GET so their bytes are compared;
+one of them (`hll:c`) is also damaged with SETRANGE and APPEND, and it and the keys of the
+general space get PFADDs of at most one element (Redis keeps the registers a PFADD set before it met the damage; Rialto's failed write
+writes nothing).
 
 On the first mismatch it prints the seed, stream, command index, command and both replies, then
 shrinks the stream (delta debugging, replaying from an empty database each time) to a short
@@ -129,6 +133,12 @@ SORT_WEIGHTS = [b"1", b"2", b"2", b"10", b"-3", b"0.5", b"1", b"", b"1e5", b"inf
 SORT_BAD_WEIGHTS = [b"x", b"nan", b"1e400", b"1 "]
 SORT_BY = [b"w_*", b"w_*", b"h_*->f", b"h_*->f", b"h_*->g", b"nosort", b"k*", b"*", b"w_*->", b"#", b"w_*\x00x", b"h_*->"]
 SORT_GET = [b"#", b"#", b"w_*", b"h_*->f", b"h_*->g", b"nosuch", b"k*", b"*->", b"h_*->f\x00", b"w_*->f"]
+# HyperLogLogs: keys only the HyperLogLog generators write (and damage: HLL_DAMAGED), elements
+# from a space wide enough to fill registers and small enough to repeat.
+HLL_KEYS = [b"hll:0", b"hll:1", b"hll:2", b"hll:c"]
+HLL_KEY_WEIGHTS = [10, 7, 4, 4]
+HLL_DAMAGED = b"hll:c"
+HLL_SPARSE_MAX = [b"3000", b"3000", b"3000", b"400", b"100", b"0"]
 SORT_LIMITS = [(b"0", b"1"), (b"1", b"2"), (b"0", b"-1"), (b"-3", b"2"), (b"2", b"100"), (b"5", b"0"), (b"100", b"1"), (b"0", b"0"), (b"1", b"9223372036854775807"), (b"x", b"1")]
 
 
@@ -177,6 +187,8 @@ class Gen:
             (8, self.sort), (6, self.sort_setup),
             (6, self.geoadd), (2, self.geopos), (2, self.geodist), (2, self.geohash),
             (4, self.georadius), (5, self.geosearch), (2, self.geosearchstore),
+            (8, self.pfadd), (4, self.pfcount), (2, self.pfmerge), (2, self.pfdebug),
+            (4, self.hll_read), (1.5, self.hll_damage), (0.3, self.hll_config),
         ]
         # Whether a MULTI is open (as far as the stream knows): whole-keyspace reads, CLIENT,
         # HELLO and server commands are not generated inside one (their replies inside a
@@ -582,6 +594,58 @@ class Gen:
 
     def touch(self):
         return [self.ci(b"TOUCH")] + self.keys_()
+
+    def hll_key(self):
+        # Now and then a key of the general space: a string that is no HyperLogLog, or another
+        # type (WRONGTYPE either way).
+        if self.rng.random() < 0.06:
+            return self.key()
+        return self.rng.choices(HLL_KEYS, HLL_KEY_WEIGHTS)[0]
+
+    def hll_element(self):
+        r = self.rng.random()
+        if r < 0.03:
+            return b""
+        if r < 0.06:
+            return bytes(self.rng.randrange(256) for _ in range(self.rng.randrange(1, 20)))
+        return b"e%d" % self.rng.randrange(30000)
+
+    def pfadd(self):
+        key = self.hll_key()
+        n = self.rng.choices([0, 1, 2, 5, 30, 300], [1, 6, 4, 3, 2, 1])[0]
+        if key not in HLL_KEYS[:3]:
+            # The damaged key, or one of the general space that other writes may damage.
+            n = min(n, 1)
+        return [self.ci(b"PFADD"), key] + [self.hll_element() for _ in range(n)]
+
+    def pfcount(self):
+        n = self.rng.choices([1, 2, 3], [6, 2, 1])[0]
+        return [self.ci(b"PFCOUNT")] + [self.hll_key() for _ in range(n)]
+
+    def pfmerge(self):
+        return [self.ci(b"PFMERGE"), self.hll_key()] + [self.hll_key() for _ in range(self.rng.randint(0, 3))]
+
+    def pfdebug(self):
+        sub = self.rng.choices([b"GETREG", b"DECODE", b"ENCODING", b"TODENSE", b"nosuch"], [1, 4, 4, 2, 1])[0]
+        return [self.ci(b"PFDEBUG"), self.ci(sub), self.hll_key()]
+
+    def hll_read(self):
+        key = self.rng.choices(HLL_KEYS, HLL_KEY_WEIGHTS)[0]
+        return self.rng.choices(
+            [[b"GET", key], [b"GETRANGE", key, b"15", b"15"], [b"STRLEN", key], [b"OBJECT", b"ENCODING", key]],
+            [6, 2, 1, 1],
+        )[0]
+
+    def hll_damage(self):
+        if self.rng.random() < 0.25:
+            return [b"APPEND", HLL_DAMAGED, bytes(self.rng.randrange(256) for _ in range(self.rng.randint(1, 3)))]
+        if self.rng.random() < 0.1:
+            return [b"DEL", HLL_DAMAGED]
+        at = self.rng.randrange(40) if self.rng.random() < 0.6 else self.rng.randrange(3000)
+        return [b"SETRANGE", HLL_DAMAGED, b"%d" % at, bytes([self.rng.randrange(256)])]
+
+    def hll_config(self):
+        return [b"CONFIG", b"SET", b"hll-sparse-max-bytes", self.rng.choice(HLL_SPARSE_MAX)]
 
     def field(self):
         return self.rng.choices(FIELDS, FIELD_WEIGHTS)[0]
@@ -1222,6 +1286,13 @@ class Gen:
             return args
         if len(args) > 1 and args[1] in SORT_KEYS + [SORT_ERRNO_RESET[1]]:
             # A broken write could make a SORT key's order one the sides keep differently.
+            return args
+        if len(args) > 1 and (args[1] == HLL_DAMAGED or (args[0].upper() == b"PFADD" and args[1] not in HLL_KEYS)):
+            # A second element for the damaged HyperLogLog (see the module docs), or a bad
+            # offset that grows it to an odd length.
+            return args
+        if [a.upper() for a in args[:3]] == [b"CONFIG", b"SET", b"HLL-SPARSE-MAX-BYTES"]:
+            # Refusals of a bad size are worded differently (Rialto's size parser is shared).
             return args
         args = list(args)
         # Keep the subcommand of container commands (a bare COMMAND lists the whole table, in

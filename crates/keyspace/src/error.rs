@@ -99,6 +99,9 @@ pub enum Error {
     /// RESTORE's payload was refused.
     #[error(transparent)]
     Payload(#[from] crate::rdb::PayloadError),
+    /// A HyperLogLog command refused the value or the request.
+    #[error(transparent)]
+    Hll(#[from] crate::hll::HllError),
     /// A replicated log's stored position does not decode.
     #[error("a stored log state is damaged")]
     CorruptLogState,

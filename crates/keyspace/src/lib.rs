@@ -22,6 +22,7 @@ mod dbmap;
 mod dump;
 mod error;
 mod float;
+pub mod hll;
 mod keys;
 mod keyspace;
 mod layout;
@@ -54,10 +55,10 @@ pub use keyspace::{KeyCount, Keyspace, KeyspaceOptions, OpenError, Transaction, 
 pub use layout::{CorruptRecord, Kind, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
 pub use num::{parse_double, strtod_prefix};
 pub use op::{
-    Aggregate, BadTime, Combine, Cond, ExpireCond, FieldSub, HashOp, LateError, LexBound, LexRange,
-    LibraryOp, LibrarySource, ListOp, Op, OpKind, PartStoreOp, RestoreOp, RestorePolicy,
-    ScoreRange, Set, SetAlgebra, SetOp, StoreOp, TtlChange, ZAddFlags, ZRange, ZSetOp,
-    FORMAT_VERSION,
+    Aggregate, BadTime, Combine, Cond, ExpireCond, FieldSub, HashOp, HllDebug, HllOp, LateError,
+    LexBound, LexRange, LibraryOp, LibrarySource, ListOp, Op, OpKind, PartStoreOp, RestoreOp,
+    RestorePolicy, ScoreRange, Set, SetAlgebra, SetOp, StoreOp, TtlChange, ZAddFlags, ZRange,
+    ZSetOp, FORMAT_VERSION,
 };
 pub use op::{SortBy, SortSpec, SortStore};
 pub use rdb::{

@@ -34,6 +34,8 @@ pub enum Value {
         /// Pairs (a count was given) rather than a flat list.
         nested: bool,
     },
+    /// A status line (PFDEBUG ENCODING's `dense`).
+    Status(&'static str),
     /// Members and their scores as [member, score] pairs in every protocol (ZMPOP).
     ScoredPairs(Vec<(Bytes, Score)>),
 }

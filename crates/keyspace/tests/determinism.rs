@@ -23,6 +23,7 @@ use rialto_keyspace::{
     Op, OpKind, RestorePolicy, Set, SetAlgebra, SetOp, StoreOp, StoreSettings, TtlChange, Value,
     VersionInfo,
 };
+use rialto_keyspace::{HllDebug, HllOp};
 
 const KEYS: &[&str] = &["a", "b", "c", "n", "s:x", "s:y", "t:z"];
 
@@ -248,6 +249,28 @@ fn set_op() -> impl Strategy<Value = OpKind> {
 
 /// SORT ... STORE over the keys, weighed by the keys its elements name (single letters are
 /// keys here) or their hash fields.
+/// HyperLogLog writes, with small sparse limits so that promotions to dense happen; over
+/// keys that other ops make strings of any bytes, so refusals are exercised too.
+fn hll_op() -> impl Strategy<Value = OpKind> {
+    let elements = || prop::collection::vec(prop_oneof![value(), field()], 0..40);
+    let sparse_max = || prop_oneof![Just(0u64), Just(40), Just(3000)];
+    let sub = prop_oneof![
+        Just(HllDebug::GetReg),
+        Just(HllDebug::Decode),
+        Just(HllDebug::Encoding),
+        Just(HllDebug::ToDense),
+        Just(HllDebug::Unknown(Bytes::from_static(b"nope"))),
+    ];
+    prop_oneof![
+        4 => (key(), elements(), sparse_max())
+            .prop_map(|(key, elements, sparse_max)| OpKind::Hll(HllOp::Add { key, elements, sparse_max })),
+        2 => key().prop_map(|key| OpKind::Hll(HllOp::Count { key })),
+        2 => (key(), prop::collection::vec(key(), 0..3), sparse_max())
+            .prop_map(|(dst, keys, sparse_max)| OpKind::Hll(HllOp::Merge { dst, keys, sparse_max })),
+        1 => (key(), sub).prop_map(|(key, sub)| OpKind::Hll(HllOp::Debug { key, sub })),
+    ]
+}
+
 fn sort_op() -> impl Strategy<Value = OpKind> {
     let pattern = || {
         prop::sample::select(&["*", "s:*", "*->f", "s:*->g", "#", "nosort"][..])
@@ -311,6 +334,7 @@ fn kind() -> impl Strategy<Value = OpKind> {
         4 => zset_op(),
         4 => list_op(),
         2 => sort_op(),
+        3 => hll_op(),
         1 => (key(), value()).prop_map(|(key, value)| OpKind::SetNx { key, value }),
         1 => pairs().prop_map(|pairs| OpKind::MSet { pairs }),
         1 => pairs().prop_map(|pairs| OpKind::MSetNx { pairs }),

@@ -526,6 +526,7 @@ impl Payload {
                 OpKind::Sets(o) => o.keys().into_iter().for_each(|k| key(k)),
                 OpKind::ZSet(z) => z.keys().into_iter().for_each(|k| key(k)),
                 OpKind::List(l) => l.keys().into_iter().for_each(|k| key(k)),
+                OpKind::Hll(h) => h.keys().into_iter().for_each(|k| key(k)),
                 OpKind::SwapDb { .. } => {}
                 OpKind::Sort(st) => key(&st.dst),
                 OpKind::Restore(r) => key(&r.key),
@@ -728,7 +729,9 @@ pub fn route(
     if p != mine {
         return c.route_away(slot, p);
     }
-    let write = spec.has_flag("write");
+    // A command run as an op (a one-key PFCOUNT, flagged `readonly` as in Redis) goes through
+    // the partition's log, which only its master writes.
+    let write = spec.has_flag("write") || matches!(a.handler, Handler::Write(_));
     if c.node.is_master(p) {
         // A read waits until the new master has applied its claim, past every write its
         // predecessors acknowledged (a write's reply comes from the applier in order anyway).

@@ -75,6 +75,8 @@ pub struct Config {
     pub zset_max_listpack_entries: usize,
     pub zset_max_listpack_value: usize,
     pub list_max_listpack_size: i64,
+    /// `hll-sparse-max-bytes`: the longest sparse HyperLogLog, header included.
+    pub hll_sparse_max_bytes: usize,
     pub list_compress_depth: u32,
     pub slowlog_log_slower_than: i64,
     pub slowlog_max_len: usize,
@@ -214,6 +216,7 @@ impl Default for Config {
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
             list_max_listpack_size: -2,
+            hll_sparse_max_bytes: rialto_keyspace::hll::DEFAULT_SPARSE_MAX_BYTES,
             list_compress_depth: 0,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
@@ -542,6 +545,15 @@ pub fn parse_push_page_cache(s: &str) -> Result<rialto_keyspace::PushPageCache, 
         .map_err(|_| format!("'{s}' is not auto, all, none or a size (e.g. 4gb)"))
 }
 
+/// `hll-sparse-max-bytes`: a size (memory units taken, as Redis's) of at most `LONG_MAX`.
+fn parse_hll_sparse_max(v: &str) -> Result<usize, String> {
+    let n = parse_size(v)?;
+    if n > i64::MAX as usize {
+        return Err(format!("'{v}' is too large"));
+    }
+    Ok(n)
+}
+
 fn parse_num<T: std::str::FromStr>(s: &str) -> Result<T, String> {
     s.trim()
         .parse()
@@ -784,6 +796,8 @@ pub static KEYS: &[Key] = &[
         |c, v| c.list_max_listpack_size = parse_num(v)?, |c| c.list_max_listpack_size.to_string()),
     key!("list-max-ziplist-size", true, "The same setting as list-max-listpack-size.",
         |c, v| c.list_max_listpack_size = parse_num(v)?, |c| c.list_max_listpack_size.to_string()),
+    key!("hll-sparse-max-bytes", true, "Longest a HyperLogLog may grow in its sparse encoding, in bytes, its 16-byte header included (default 3000; 0 to LONG_MAX, as Redis takes it): a PFADD or PFMERGE that would make it longer, or needs a register above 32, converts it to the dense encoding (12304 bytes), for good. HyperLogLogs are strings holding Redis's bytes, so this changes what GET returns; each write carries the value in force where it arrived, so every node that applies it writes the same bytes.",
+        |c, v| c.hll_sparse_max_bytes = parse_hll_sparse_max(v)?, |c| c.hll_sparse_max_bytes.to_string()),
     key!("list-compress-depth", true, "Accepted for Redis compatibility and kept (default 0); it changes nothing: Rialto compresses whole tables (see compression), not a list's inner nodes.",
         |c, v| c.list_compress_depth = parse_num(v)?, |c| c.list_compress_depth.to_string()),
     key!("slowlog-log-slower-than", true, "Log commands slower than this many microseconds (default 10000; 0 all; negative none).",

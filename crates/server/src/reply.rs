@@ -111,7 +111,20 @@ pub fn keyspace_error(e: &rialto_keyspace::Error) -> Reply {
         E::Store(s) => store_error(s),
         E::Library(l) => library_error(l),
         E::Engine(e) => engine_error(e),
+        E::Hll(h) => hll_error(h),
         E::Corrupt(_) | E::BadOp(_) | E::CorruptLogState => clean(format!("ERR {e}")),
+    }
+}
+
+/// A refused HyperLogLog, in Redis's words.
+pub fn hll_error(e: &rialto_keyspace::hll::HllError) -> Reply {
+    use rialto_keyspace::hll::HllError as H;
+    match e {
+        H::NotHll => Reply::error("WRONGTYPE Key is not a valid HyperLogLog string value."),
+        H::Corrupt => Reply::error("INVALIDOBJ Corrupted HLL object detected"),
+        H::NoKey => Reply::error("ERR The specified key does not exist"),
+        H::NotSparse => Reply::error("ERR HLL encoding is not sparse"),
+        H::UnknownSubcommand(name) => clean(format!("ERR Unknown PFDEBUG subcommand '{name}'")),
     }
 }
 
@@ -158,6 +171,7 @@ pub fn value(v: rialto_keyspace::Value) -> Reply {
         V::Store(m) => crate::commands::store::describe(&m),
         V::Array(items) => Reply::Array(items.into_iter().map(value).collect()),
         V::Score(s) => Reply::Double(s.0),
+        V::Status(s) => Reply::simple(s),
         V::ScoredPairs(items) => Reply::Array(
             items
                 .into_iter()

@@ -9,6 +9,7 @@
 mod bitmaps;
 mod catalog;
 mod hashes;
+mod hll;
 mod keys;
 mod lists;
 mod restore;
@@ -80,6 +81,7 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
                 OpKind::List(l) => lists::apply(&mut k, &stores.encodings, l),
                 OpKind::Sort(s) => sort_store::apply(&mut k, &stores.encodings, s),
                 OpKind::Restore(r) => restore::apply(&mut k, &stores.encodings, r),
+                OpKind::Hll(h) => hll::apply(&mut k, h),
                 kind => data(&mut k, kind),
             }
         }
@@ -124,6 +126,7 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         | OpKind::SwapDb { .. }
         | OpKind::Sort(_)
         | OpKind::Restore(_)
+        | OpKind::Hll(_)
         | OpKind::Library(_) => Err(crate::error::Error::BadOp("not a key-level op")),
     }
 }

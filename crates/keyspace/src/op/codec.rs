@@ -91,6 +91,12 @@
 //!       6 trim      key | start: i64 | stop: i64
 //!       7 move      src | dst | from_left: u8 | to_left: u8
 //!       8 mpop      left: u8 | counted: u8 | [count: u64 if counted] | n: u64 | key*n
+//!  46 Hll          write: u8 | body
+//!       1 add       key | sparse_max: u64 | n: u64 | element*n
+//!       2 count     key
+//!       3 merge     dst | sparse_max: u64 | n: u64 | key*n
+//!       4 debug     key | sub: u8 (1 GETREG, 2 DECODE, 3 ENCODING, 4 TODENSE, 5 other)
+//!                   | [name if 5]
 //!  score := f64 LE (never NaN)
 //!  zrange := 1 start: i64 | stop: i64  (rank)
 //!          | 2 min: score | max: score | ex: u8 (bits: 1 min, 2 max)
@@ -108,10 +114,10 @@
 use bytes::Bytes;
 
 use super::{
-    Aggregate, BadTime, Combine, Cond, ExpireCond, FieldSub, HashOp, LateError, LexBound, LexRange,
-    LibraryOp, LibrarySource, ListOp, Op, OpKind, PartStoreOp, RestoreOp, RestorePolicy, Score,
-    ScoreRange, Set, SetAlgebra, SetOp, SortBy, SortSpec, SortStore, StoreOp, TtlChange, ZAddFlags,
-    ZRange, ZSetOp,
+    Aggregate, BadTime, Combine, Cond, ExpireCond, FieldSub, HashOp, HllDebug, HllOp, LateError,
+    LexBound, LexRange, LibraryOp, LibrarySource, ListOp, Op, OpKind, PartStoreOp, RestoreOp,
+    RestorePolicy, Score, ScoreRange, Set, SetAlgebra, SetOp, SortBy, SortSpec, SortStore, StoreOp,
+    TtlChange, ZAddFlags, ZRange, ZSetOp,
 };
 use crate::bits::{BitOp, FieldType, Overflow};
 use crate::collections::geo;
@@ -711,6 +717,55 @@ impl Op {
                         w.u64(keys.len() as u64);
                         for k in keys {
                             w.bytes(k);
+                        }
+                    }
+                }
+            }
+            OpKind::Hll(h) => {
+                w.u8(46);
+                let list = |w: &mut Writer, items: &[Bytes]| {
+                    w.u64(items.len() as u64);
+                    for i in items {
+                        w.bytes(i);
+                    }
+                };
+                match h {
+                    HllOp::Add {
+                        key,
+                        elements,
+                        sparse_max,
+                    } => {
+                        w.u8(1);
+                        w.bytes(key);
+                        w.u64(*sparse_max);
+                        list(&mut w, elements);
+                    }
+                    HllOp::Count { key } => {
+                        w.u8(2);
+                        w.bytes(key);
+                    }
+                    HllOp::Merge {
+                        dst,
+                        keys,
+                        sparse_max,
+                    } => {
+                        w.u8(3);
+                        w.bytes(dst);
+                        w.u64(*sparse_max);
+                        list(&mut w, keys);
+                    }
+                    HllOp::Debug { key, sub } => {
+                        w.u8(4);
+                        w.bytes(key);
+                        match sub {
+                            HllDebug::GetReg => w.u8(1),
+                            HllDebug::Decode => w.u8(2),
+                            HllDebug::Encoding => w.u8(3),
+                            HllDebug::ToDense => w.u8(4),
+                            HllDebug::Unknown(name) => {
+                                w.u8(5);
+                                w.bytes(name);
+                            }
                         }
                     }
                 }
@@ -1399,6 +1454,41 @@ impl Op {
                     _ => return Err(Error::BadOp("unknown set write")),
                 })
             }
+            46 => {
+                let list = |r: &mut Reader| -> Result<Vec<Bytes>> {
+                    let n = r.count(1)?;
+                    let mut items = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        items.push(r.bytes()?);
+                    }
+                    Ok(items)
+                };
+                OpKind::Hll(match r.u8()? {
+                    1 => HllOp::Add {
+                        key: r.bytes()?,
+                        sparse_max: r.u64()?,
+                        elements: list(&mut r)?,
+                    },
+                    2 => HllOp::Count { key: r.bytes()? },
+                    3 => HllOp::Merge {
+                        dst: r.bytes()?,
+                        sparse_max: r.u64()?,
+                        keys: list(&mut r)?,
+                    },
+                    4 => HllOp::Debug {
+                        key: r.bytes()?,
+                        sub: match r.u8()? {
+                            1 => HllDebug::GetReg,
+                            2 => HllDebug::Decode,
+                            3 => HllDebug::Encoding,
+                            4 => HllDebug::ToDense,
+                            5 => HllDebug::Unknown(r.bytes()?),
+                            _ => return Err(Error::BadOp("unknown PFDEBUG subcommand")),
+                        },
+                    },
+                    _ => return Err(Error::BadOp("unknown HyperLogLog write")),
+                })
+            }
             _ => return Err(Error::BadOp("unknown kind")),
         };
         if !r.0.is_empty() {
@@ -1787,6 +1877,56 @@ mod tests {
         let enc = op.encode();
         // kind 34, write 3, key, seed (varint), has_count, count (varint).
         assert!(enc.ends_with(&[34, 3, 1, b'k', 1, 1, 5]), "{enc:?}");
+    }
+
+    #[test]
+    fn hll_writes_round_trip() {
+        let b = |s: &'static str| Bytes::from_static(s.as_bytes());
+        for op in [
+            HllOp::Add {
+                key: b("k"),
+                elements: vec![b("a"), b("")],
+                sparse_max: 3000,
+            },
+            HllOp::Add {
+                key: b("k"),
+                elements: vec![],
+                sparse_max: 0,
+            },
+            HllOp::Count { key: b("k") },
+            HllOp::Merge {
+                dst: b("d"),
+                keys: vec![b("a"), b("b")],
+                sparse_max: 12,
+            },
+            HllOp::Debug {
+                key: b("k"),
+                sub: HllDebug::GetReg,
+            },
+            HllOp::Debug {
+                key: b("k"),
+                sub: HllDebug::Decode,
+            },
+            HllOp::Debug {
+                key: b("k"),
+                sub: HllDebug::Encoding,
+            },
+            HllOp::Debug {
+                key: b("k"),
+                sub: HllDebug::ToDense,
+            },
+            HllOp::Debug {
+                key: b("k"),
+                sub: HllDebug::Unknown(b("what")),
+            },
+        ] {
+            let op = Op::new(3, 9, OpKind::Hll(op));
+            let enc = op.encode();
+            assert_eq!(Op::decode(&enc).unwrap(), op);
+            assert!(Op::decode(&enc[..enc.len() - 1]).is_err());
+        }
+        let op = Op::new(0, 0, OpKind::Hll(HllOp::Count { key: b("k") }));
+        assert!(op.encode().ends_with(&[46, 2, 1, b'k']));
     }
 
     #[test]

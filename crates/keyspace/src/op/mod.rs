@@ -309,6 +309,74 @@ pub enum OpKind {
     List(ListOp),
     /// RESTORE: a DUMP payload becomes the key's value.
     Restore(RestoreOp),
+    /// A write to a HyperLogLog (a string holding Redis's representation).
+    Hll(HllOp),
+}
+
+/// A HyperLogLog command that may write (`crate::hll`): each reads the string, refuses one
+/// that is not a HyperLogLog, and writes the bytes Redis would hold after the command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HllOp {
+    /// PFADD key element...: 1 if a register changed or the key was made, else 0.
+    Add {
+        /// The key.
+        key: Bytes,
+        /// The elements.
+        elements: Vec<Bytes>,
+        /// `hll-sparse-max-bytes` where the command arrived: the bytes written depend on it.
+        sparse_max: u64,
+    },
+    /// PFCOUNT key (one key): the estimate. A stale cached cardinality is computed and
+    /// written back into the value, as Redis does; a valid one is replied without a write.
+    Count {
+        /// The key.
+        key: Bytes,
+    },
+    /// PFMERGE dst src...: the destination (created if missing) takes the largest value of
+    /// each register among itself and the sources; OK.
+    Merge {
+        /// The destination, also merged.
+        dst: Bytes,
+        /// The sources.
+        keys: Vec<Bytes>,
+        /// As for `Add`.
+        sparse_max: u64,
+    },
+    /// PFDEBUG subcommand key.
+    Debug {
+        /// The key.
+        key: Bytes,
+        /// What to do.
+        sub: HllDebug,
+    },
+}
+
+/// PFDEBUG's subcommands. Redis looks the key up before the subcommand, so an unknown one is
+/// carried (and refused once the key is found to be a HyperLogLog).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HllDebug {
+    /// Every register's value (a sparse value is made dense first).
+    GetReg,
+    /// The sparse opcodes as text.
+    Decode,
+    /// `dense` or `sparse`.
+    Encoding,
+    /// Makes a sparse value dense: 1 if converted.
+    ToDense,
+    /// Anything else, as sent.
+    Unknown(Bytes),
+}
+
+impl HllOp {
+    /// Every key it reads or writes.
+    pub fn keys(&self) -> Vec<&Bytes> {
+        match self {
+            HllOp::Add { key, .. } | HllOp::Count { key } | HllOp::Debug { key, .. } => {
+                vec![key]
+            }
+            HllOp::Merge { dst, keys, .. } => std::iter::once(dst).chain(keys).collect(),
+        }
+    }
 }
 
 /// RESTORE key ttl payload [REPLACE] [ABSTTL]. IDLETIME and FREQ are checked where the

@@ -258,8 +258,8 @@ mod tests {
             assert_eq!(c.name, c.name.to_ascii_lowercase());
             assert!(seen.insert(c.name), "{} twice", c.name);
         }
-        assert_eq!(all().len(), 211);
-        assert_eq!(seen.len(), 211 + 81 + 12 + 7 + 5);
+        assert_eq!(all().len(), 216);
+        assert_eq!(seen.len(), 216 + 81 + 12 + 7 + 5);
     }
 
     #[test]
@@ -484,6 +484,12 @@ mod tests {
             for extra in 0..4 {
                 let n = c.arity.unsigned_abs() as usize + extra;
                 if !check_arity(c, n) {
+                    continue;
+                }
+                // PFMERGE with a destination alone: its sources' spec starts past the end,
+                // so Redis's specs (and `COMMAND GETKEYS`) find no key where the legacy range
+                // names the destination.
+                if c.name == "pfmerge" && n == 2 {
                     continue;
                 }
                 let args: Vec<Bytes> = (0..n).map(|i| Bytes::from(format!("a{i}"))).collect();

@@ -34,6 +34,9 @@ pub struct CommandSpec {
     /// A command that writes only with some arguments (SORT with STORE): the read that runs
     /// it otherwise, and the test of the arguments that selects `handler`.
     pub read_form: Option<ReadForm>,
+    /// Redis's hidden `may_replicate` flag (not in `COMMAND INFO`): a command not flagged
+    /// `write` that may still change data (PFCOUNT's cache), refused in read-only scripts.
+    pub may_replicate: bool,
 }
 
 /// See [`CommandSpec::read_form`].
@@ -241,6 +244,7 @@ pub const fn cmd(
         handler: None,
         getkeys: None,
         read_form: None,
+        may_replicate: false,
     }
 }
 
@@ -291,6 +295,14 @@ impl CommandSpec {
     ) -> Self {
         CommandSpec {
             read_form: Some(ReadForm { read, writes }),
+            ..self
+        }
+    }
+
+    /// Sets Redis's hidden `may_replicate` flag (see the field).
+    pub const fn may_replicate(self) -> Self {
+        CommandSpec {
+            may_replicate: true,
             ..self
         }
     }

@@ -26,7 +26,7 @@ const EXCEPTION_SUBCOMMAND_SUBSET: &[&str] = &[
 ];
 
 /// Key-spec notes are free text, written in our own words.
-const EXCEPTION_KEY_SPEC_NOTES: &[&str] = &["set", "getex", "bitfield"];
+const EXCEPTION_KEY_SPEC_NOTES: &[&str] = &["set", "getex", "bitfield", "pfcount"];
 
 /// COMMAND DOCS prose, written in our own words for every command: these fields' values are
 /// replaced by a placeholder on both sides before comparing (the history's versions are kept).
@@ -421,6 +421,13 @@ fn getkeys_cases() -> Vec<Vec<String>> {
         "georadiusbymember k m 3 km STOREDIST d",
         "georadiusbymember k m store x",
         "geosearchstore d s FROMMEMBER m BYRADIUS 1 km",
+        "pfadd k",
+        "pfadd k a b",
+        "pfcount a",
+        "pfcount a b c",
+        "pfmerge d",
+        "pfmerge d a b",
+        "pfdebug getreg k",
         // Errors: no keys, unknown commands, wrong arity.
         "scan 0",
         "scan 0 MATCH * COUNT 10 TYPE string",

@@ -94,6 +94,10 @@ mod mget;
 mod move_;
 mod mset;
 mod persist;
+mod pfadd;
+mod pfcount;
+pub(crate) mod pfdebug;
+mod pfmerge;
 mod rename;
 mod role;
 mod rpoplpush;
@@ -413,6 +417,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     georadiusbymember_ro::GEORADIUSBYMEMBER_RO,
     geosearch::GEOSEARCH,
     geosearchstore::GEOSEARCHSTORE,
+    pfadd::PFADD,
+    pfcount::PFCOUNT,
+    pfmerge::PFMERGE,
+    pfdebug::PFDEBUG,
+    pfdebug::PFSELFTEST,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
@@ -509,6 +518,9 @@ pub struct At {
     pub now_ms: i64,
     /// How many databases there are (`databases`), for commands that name one.
     pub databases: usize,
+    /// `hll-sparse-max-bytes`: the bytes a HyperLogLog write leaves depend on it, so its ops
+    /// carry it.
+    pub hll_sparse_max: u64,
 }
 
 impl At {

@@ -963,10 +963,14 @@ impl Connection {
             }
             Handler::Write(f) => {
                 let start = Instant::now();
-                let at = At {
-                    db: self.client.db,
-                    now_ms: self.shared.now_ms(),
-                    databases: self.shared.config.read().databases,
+                let at = {
+                    let c = self.shared.config.read();
+                    At {
+                        db: self.client.db,
+                        now_ms: self.shared.now_ms(),
+                        databases: c.databases,
+                        hll_sparse_max: c.hll_sparse_max_bytes as u64,
+                    }
                 };
                 let op = match f(at, &args) {
                     Ok(op) => op,
@@ -1022,10 +1026,14 @@ impl Connection {
             }
             Handler::Block(f) => {
                 let start = Instant::now();
-                let at = At {
-                    db: self.client.db,
-                    now_ms: self.shared.now_ms(),
-                    databases: self.shared.config.read().databases,
+                let at = {
+                    let c = self.shared.config.read();
+                    At {
+                        db: self.client.db,
+                        now_ms: self.shared.now_ms(),
+                        databases: c.databases,
+                        hll_sparse_max: c.hll_sparse_max_bytes as u64,
+                    }
                 };
                 let reply = match f(at, &args) {
                     Ok(pop) => {
@@ -1269,7 +1277,7 @@ pub(super) fn monitored(spec: &crate::command_table::CommandSpec) -> bool {
 /// Whether `spec` reads or writes keys: refused on a monitor connection, as Redis refuses
 /// a replica.
 fn touches_keys(spec: &crate::command_table::CommandSpec) -> bool {
-    spec.has_flag("write") || spec.has_flag("readonly") || spec.has_flag("may_replicate")
+    spec.has_flag("write") || spec.has_flag("readonly") || spec.may_replicate
 }
 
 /// The commands RESP2's subscribed mode allows, Redis's list.

@@ -238,7 +238,10 @@ impl Connection {
             return Pending::Ready(Reply::NullArray);
         }
         let now_ms = self.shared.now_ms();
-        let databases = self.shared.config.read().databases;
+        let (databases, hll_sparse_max) = {
+            let c = self.shared.config.read();
+            (c.databases, c.hll_sparse_max_bytes as u64)
+        };
         let slot = m.slot;
         // The database each command runs in: SELECTs queued before it decide (their effect on
         // the connection waits for the transaction, with the other connection commands).
@@ -268,6 +271,7 @@ impl Connection {
                 db,
                 now_ms,
                 databases,
+                hll_sparse_max,
             };
             let step = match q.handler {
                 Handler::Write(f) => match f(at, &q.args) {

@@ -125,6 +125,9 @@ pub(crate) struct ScriptCtx {
     unrestricted: bool,
     db: u8,
     databases: usize,
+    /// `hll-sparse-max-bytes` when the script started (the default for a cluster log's
+    /// scripts: replicas must run them alike).
+    hll_sparse_max: u64,
     /// A script of a cluster's log: where its keys may be and the record's time.
     replicated: Option<Replicated>,
     /// Where its commands are shown (MONITOR); none for a cluster log's scripts.
@@ -167,6 +170,7 @@ impl ScriptCtx {
             user,
             db: 0,
             databases: 1,
+            hll_sparse_max: rialto_keyspace::hll::DEFAULT_SPARSE_MAX_BYTES as u64,
             replicated: Some(at),
             monitors: None,
             refusals: None,
@@ -267,7 +271,8 @@ impl TxHost<'_, '_, '_> {
         if (spec.has_flag("noscript") || base.has_flag("noscript")) && !self.ctx.allow_noscript {
             return Err(err("ERR This Redis command is not allowed from script"));
         }
-        if self.read_only && spec.has_flag("write") {
+        // Redis counts its hidden `may_replicate` commands (PFCOUNT) as writes here.
+        if self.read_only && (spec.has_flag("write") || spec.may_replicate) {
             return Err(err(
                 "ERR Write commands are not allowed from read-only scripts.",
             ));
@@ -321,6 +326,12 @@ impl TxHost<'_, '_, '_> {
                 None => (Reply::simple("PONG"), false),
             },
             "echo" => (Reply::Bulk(args[1].clone()), false),
+            "pfselftest" => (
+                commands::pfdebug::self_test_reply(
+                    usize::try_from(self.ctx.hll_sparse_max).unwrap_or(usize::MAX),
+                ),
+                false,
+            ),
             // Reachable once DEBUG SET-DISABLE-DENY-SCRIPTS allows it: the values a script's
             // reply conversions are tested with (RESP3 types, converted as the script's
             // `redis.setresp` asks).
@@ -445,6 +456,7 @@ impl TxHost<'_, '_, '_> {
             db: self.db,
             now_ms: self.tx.now_ms(),
             databases: self.ctx.databases,
+            hll_sparse_max: self.ctx.hll_sparse_max,
         };
         match spec.handler_for(args) {
             Some(Handler::Write(f)) => match f(at, args).map(|op| self.replayable_seed(op)) {
@@ -690,9 +702,14 @@ impl Connection {
 
     /// What a script run by this connection needs.
     pub(super) fn script_ctx(&self) -> ScriptCtx {
-        let (limit, databases, no_replicas) = {
+        let (limit, databases, no_replicas, hll_sparse_max) = {
             let c = self.shared.config.read();
-            (c.lua_time_limit_ms, c.databases, c.lacks_good_replicas())
+            (
+                c.lua_time_limit_ms,
+                c.databases,
+                c.lacks_good_replicas(),
+                c.hll_sparse_max_bytes as u64,
+            )
         };
         self.shared.scripts.set_time_limit_ms(limit);
         ScriptCtx {
@@ -701,6 +718,7 @@ impl Connection {
             unrestricted: self.client.unrestricted,
             db: self.client.db,
             databases,
+            hll_sparse_max,
             replicated: None,
             monitors: Some(Arc::clone(&self.shared.monitors)),
             refusals: Some((Arc::clone(&self.shared), Arc::clone(&self.client.handle))),
