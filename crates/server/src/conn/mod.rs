@@ -113,6 +113,9 @@ struct Connection {
     watch: Option<rialto_keyspace::Watch>,
     /// The latency histograms of the thread serving the connection.
     latencies: Arc<crate::latency_histograms::Shard>,
+    /// What [`Connection::note_memory`] published last: the query and reply buffers'
+    /// capacities and MULTI's queued commands and bytes.
+    noted: (usize, usize, i64, u64),
 }
 
 /// The query buffer's sizing, as Redis's client cron sizes it: a buffer much larger than its
@@ -218,6 +221,7 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
         multi: None,
         watch: None,
         latencies: shared.command_latencies.shard_here(),
+        noted: (0, 0, -1, 0),
     };
     serve_and_close(conn).await;
 }
@@ -520,14 +524,25 @@ impl Connection {
         Ok(close)
     }
 
-    /// Publishes what the connection's buffers hold (CLIENT LIST, `maxmemory-clients`).
-    fn note_memory(&self) {
+    /// Publishes what the connection's buffers hold (CLIENT LIST, `maxmemory-clients`);
+    /// nothing when it is what was published last (the steady state of a serving client).
+    fn note_memory(&mut self) {
         let (queued, queued_bytes) = self.queued();
+        let now = (
+            self.inbuf.capacity(),
+            self.out.capacity(),
+            queued,
+            queued_bytes,
+        );
+        if now == self.noted {
+            return;
+        }
+        self.noted = now;
         let h = &self.client.handle;
         h.multi.store(queued, Ordering::Relaxed);
         h.multi_mem.store(queued_bytes, Ordering::Relaxed);
-        let output = self.out.capacity() as u64;
-        h.set_buffers(self.inbuf.capacity() as u64 + output + queued_bytes, output);
+        let output = now.1 as u64;
+        h.set_buffers(now.0 as u64 + output + queued_bytes, output);
     }
 
     /// Resolves every pending reply and writes everything out.
