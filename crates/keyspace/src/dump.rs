@@ -39,6 +39,7 @@ pub fn dump<T: RawRead + ?Sized>(k: &mut Keys<'_, T>, key: &[u8]) -> Result<Opti
             Some(z) => Some(DumpValue::ZSet(z.entries(k)?)),
             None => None,
         },
+        Kind::Stream => return Err(crate::error::StreamError::NoDump.into()),
     };
     Ok(value.map(|v| Dumped {
         payload: rdb::encode(&v),

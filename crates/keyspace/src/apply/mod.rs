@@ -14,6 +14,7 @@ mod lists;
 mod restore;
 mod sets;
 mod sort_store;
+pub(crate) mod streams;
 mod strings;
 mod zsets;
 
@@ -78,6 +79,7 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
                 OpKind::Sets(o) => sets::apply(&mut k, &stores.encodings, o),
                 OpKind::ZSet(z) => zsets::apply(&mut k, &stores.encodings, z),
                 OpKind::List(l) => lists::apply(&mut k, &stores.encodings, l),
+                OpKind::Stream(x) => streams::apply(&mut k, x),
                 OpKind::Sort(s) => sort_store::apply(&mut k, &stores.encodings, s),
                 OpKind::Restore(r) => restore::apply(&mut k, &stores.encodings, r),
                 kind => data(&mut k, kind),
@@ -119,6 +121,7 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         | OpKind::Sets(_)
         | OpKind::ZSet(_)
         | OpKind::List(_)
+        | OpKind::Stream(_)
         | OpKind::Copy { .. }
         | OpKind::Move { .. }
         | OpKind::SwapDb { .. }

@@ -195,10 +195,25 @@ mod srandmember;
 mod srem;
 mod sscan;
 pub mod store;
+mod stream_util;
 mod sunion;
 mod sunionstore;
 mod swapdb;
 mod time;
+mod xack;
+mod xadd;
+mod xautoclaim;
+mod xclaim;
+mod xdel;
+mod xgroup;
+mod xinfo;
+mod xlen;
+mod xpending;
+mod xrange;
+mod xread;
+mod xreadgroup;
+mod xsetid;
+mod xtrim;
 
 /// Every top-level command, in the order `COMMAND` lists them.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -413,6 +428,21 @@ pub static COMMANDS: &[CommandSpec] = &[
     georadiusbymember_ro::GEORADIUSBYMEMBER_RO,
     geosearch::GEOSEARCH,
     geosearchstore::GEOSEARCHSTORE,
+    xack::XACK,
+    xadd::XADD,
+    xautoclaim::XAUTOCLAIM,
+    xclaim::XCLAIM,
+    xdel::XDEL,
+    xgroup::XGROUP,
+    xinfo::XINFO,
+    xlen::XLEN,
+    xpending::XPENDING,
+    xrange::XRANGE,
+    xread::XREAD,
+    xreadgroup::XREADGROUP,
+    xrange::XREVRANGE,
+    xsetid::XSETID,
+    xtrim::XTRIM,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
@@ -509,6 +539,8 @@ pub struct At {
     pub now_ms: i64,
     /// How many databases there are (`databases`), for commands that name one.
     pub databases: usize,
+    /// The stream node limits XADD and XTRIM carry in their ops.
+    pub stream_node: rialto_keyspace::NodeLimits,
 }
 
 impl At {
@@ -543,6 +575,10 @@ pub struct BlockingPop {
     pub timeout_ms: Option<u64>,
     /// Its reply when the time runs out.
     pub timed_out: Reply,
+    /// Whether it may wait at all (XREAD and XREADGROUP without BLOCK never do).
+    pub may_wait: bool,
+    /// The reply a script gets instead of running it (XREAD and XREADGROUP with BLOCK).
+    pub in_script: Option<Reply>,
 }
 
 /// A blocking pop.

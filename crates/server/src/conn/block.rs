@@ -60,6 +60,15 @@ impl Connection {
         if let Some(c) = self.shared.cluster.clone() {
             return self.blocking_pop_remote(c, pop, at_slot, deadline).await;
         }
+        if !pop.may_wait {
+            let keyspace = &self.shared.keyspace;
+            let h = keyspace.enqueue(pop.op, |r, _| r);
+            return match super::settle(keyspace, h).await {
+                Ok(Ok(v)) => reply::value(v),
+                Ok(Err(e)) => reply::keyspace_error(&e),
+                Err(e) => reply::engine_error(&e),
+            };
+        }
         loop {
             let (deliver, mut rx) = channel();
             let keyspace = &self.shared.keyspace;
@@ -134,7 +143,7 @@ impl Connection {
             if ex.log_pos.is_some() {
                 self.client.last_write = ex.log_pos;
             }
-            if !matches!(ex.reply, Reply::Null | Reply::NullArray) {
+            if !pop.may_wait || !matches!(ex.reply, Reply::Null | Reply::NullArray) {
                 self.shared.keyspace.unblock(id);
                 return ex.reply;
             }

@@ -952,6 +952,7 @@ impl Connection {
                     db: self.client.db,
                     now_ms: self.shared.now_ms(),
                     databases: self.shared.config.read().databases,
+                    stream_node: self.shared.config.read().stream_node(),
                 };
                 let op = match f(at, &args) {
                     Ok(op) => op,
@@ -1011,6 +1012,7 @@ impl Connection {
                     db: self.client.db,
                     now_ms: self.shared.now_ms(),
                     databases: self.shared.config.read().databases,
+                    stream_node: self.shared.config.read().stream_node(),
                 };
                 let reply = match f(at, &args) {
                     Ok(pop) => {

@@ -232,6 +232,7 @@ impl Connection {
         }
         let now_ms = self.shared.now_ms();
         let databases = self.shared.config.read().databases;
+        let stream_node = self.shared.config.read().stream_node();
         let slot = m.slot;
         // The database each command runs in: SELECTs queued before it decide (their effect on
         // the connection waits for the transaction, with the other connection commands).
@@ -261,6 +262,7 @@ impl Connection {
                 db,
                 now_ms,
                 databases,
+                stream_node,
             };
             let step = match q.handler {
                 Handler::Write(f) => match f(at, &q.args) {

@@ -125,6 +125,7 @@ pub(crate) struct ScriptCtx {
     unrestricted: bool,
     db: u8,
     databases: usize,
+    stream_node: rialto_keyspace::NodeLimits,
     /// A script of a cluster's log: where its keys may be and the record's time.
     replicated: Option<Replicated>,
     /// Where its commands are shown (MONITOR); none for a cluster log's scripts.
@@ -167,6 +168,7 @@ impl ScriptCtx {
             user,
             db: 0,
             databases: 1,
+            stream_node: rialto_keyspace::NodeLimits::default(),
             replicated: Some(at),
             monitors: None,
             refusals: None,
@@ -445,6 +447,7 @@ impl TxHost<'_, '_, '_> {
             db: self.db,
             now_ms: self.tx.now_ms(),
             databases: self.ctx.databases,
+            stream_node: self.ctx.stream_node,
         };
         match spec.handler_for(args) {
             Some(Handler::Write(f)) => match f(at, args).map(|op| self.replayable_seed(op)) {
@@ -456,6 +459,9 @@ impl TxHost<'_, '_, '_> {
             },
             // A script never waits: a blocking pop allowed in scripts is its pop.
             Some(Handler::Block(f)) => match f(at, args) {
+                Ok(commands::BlockingPop {
+                    in_script: Some(r), ..
+                }) => (r, false),
                 Ok(b) => match self.tx.apply(&b.op) {
                     Ok(v) => (reply::value(v), true),
                     Err(e) => (reply::keyspace_error(&e), false),
@@ -690,9 +696,14 @@ impl Connection {
 
     /// What a script run by this connection needs.
     pub(super) fn script_ctx(&self) -> ScriptCtx {
-        let (limit, databases, no_replicas) = {
+        let (limit, databases, no_replicas, stream_node) = {
             let c = self.shared.config.read();
-            (c.lua_time_limit_ms, c.databases, c.lacks_good_replicas())
+            (
+                c.lua_time_limit_ms,
+                c.databases,
+                c.lacks_good_replicas(),
+                c.stream_node(),
+            )
         };
         self.shared.scripts.set_time_limit_ms(limit);
         ScriptCtx {
@@ -701,6 +712,7 @@ impl Connection {
             unrestricted: self.client.unrestricted,
             db: self.client.db,
             databases,
+            stream_node,
             replicated: None,
             monitors: Some(Arc::clone(&self.shared.monitors)),
             refusals: Some((Arc::clone(&self.shared), Arc::clone(&self.client.handle))),
