@@ -129,7 +129,6 @@ pub fn invalid_stream_id() -> Reply {
 /// A refused stream command, in Redis's words.
 pub fn stream_error(e: &rialto_keyspace::StreamError) -> Reply {
     use rialto_keyspace::{NoGroupForm, StreamError as S};
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     match e {
         S::InvalidId => invalid_stream_id(),
         S::IdNotGreater => Reply::error(
@@ -140,23 +139,29 @@ pub fn stream_error(e: &rialto_keyspace::StreamError) -> Reply {
             "ERR The stream has exhausted the last possible ID, unable to add more items",
         ),
         S::TooLarge => Reply::error("ERR Elements are too large to be stored"),
-        S::NoGroup { key, group, form } => clean(match form {
-            NoGroupForm::ReadGroup => format!(
-                "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
-                text(key),
-                text(group)
-            ),
-            NoGroupForm::KeyOrGroup => format!(
-                "NOGROUP No such key '{}' or consumer group '{}'",
-                text(key),
-                text(group)
-            ),
-            NoGroupForm::ForKey => format!(
-                "NOGROUP No such consumer group '{}' for key name '{}'",
-                text(group),
-                text(key)
-            ),
-        }),
+        S::NoGroup { key, group, form } => match form {
+            NoGroupForm::ReadGroup => c_format(&[
+                b"NOGROUP No such key '",
+                key,
+                b"' or consumer group '",
+                group,
+                b"' in XREADGROUP with GROUP option",
+            ]),
+            NoGroupForm::KeyOrGroup => c_format(&[
+                b"NOGROUP No such key '",
+                key,
+                b"' or consumer group '",
+                group,
+                b"'",
+            ]),
+            NoGroupForm::ForKey => c_format(&[
+                b"NOGROUP No such consumer group '",
+                group,
+                b"' for key name '",
+                key,
+                b"'",
+            ]),
+        },
         S::GroupExists => Reply::error("BUSYGROUP Consumer Group name already exists"),
         S::GroupNeedsKey => Reply::error(
             "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.",
@@ -180,8 +185,23 @@ pub fn stream_error(e: &rialto_keyspace::StreamError) -> Reply {
         S::NoDump => Reply::error("ERR DUMP of a stream is not supported by Rialto yet"),
         S::UnderStore => Reply::error("ERR streams cannot be kept under a store's prefix"),
         S::ClaimInteger(what) => clean(format!("ERR Invalid {what} argument for XCLAIM")),
-        S::ClaimOption(opt) => clean(format!("ERR Unrecognized XCLAIM option '{}'", text(opt))),
+        S::ClaimOption(opt) => c_format(&[b"ERR Unrecognized XCLAIM option '", opt, b"'"]),
     }
+}
+
+/// An error reply made as Redis's `addReplyErrorFormat` makes one from `%s` arguments: each part
+/// a C string (it ends at a NUL), the bytes as they are, CR and LF as spaces.
+fn c_format(parts: &[&[u8]]) -> Reply {
+    let mut out = Vec::new();
+    for p in parts {
+        let end = p.iter().position(|&c| c == 0).unwrap_or(p.len());
+        out.extend(
+            p[..end]
+                .iter()
+                .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
+        );
+    }
+    Reply::Error(bytes::Bytes::from(out))
 }
 
 /// A refused function library change, in Redis's words.

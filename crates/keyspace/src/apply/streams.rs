@@ -326,7 +326,7 @@ fn read(
             ReadFrom::After(id) => *id,
             ReadFrom::Last => s.meta.last,
         };
-        if s.is_empty() || !s.last_valid(k)?.is_some_and(|top| top > after) {
+        if s.is_empty() || s.last_valid(k)?.is_none_or(|top| top <= after) {
             continue;
         }
         let Some(start) = after.next() else { continue };

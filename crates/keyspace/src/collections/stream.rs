@@ -126,6 +126,8 @@ impl StreamId {
         if s.len() > 127 {
             return None;
         }
+        // Redis reads the argument as a C string: it ends at a NUL.
+        let s = s.split(|&c| c == 0).next().unwrap_or_default();
         match s {
             b"-" if !strict => return Some((StreamId::MIN, true)),
             b"+" if !strict => return Some((StreamId::MAX, true)),
@@ -144,13 +146,32 @@ impl StreamId {
     }
 }
 
-/// Redis's `string2ull`: decimal digits fitting a u64 (a leading `-` is refused; leading
-/// zeros are allowed).
+/// Redis's `string2ull`: a canonical integer that is not negative, or else what C's `strtoull`
+/// reads when it reads the whole text (leading spaces, a sign, leading zeros; a `-` negates
+/// modulo 2^64), within 64 bits.
 fn parse_u64(s: &[u8]) -> Option<u64> {
-    if s.is_empty() || s.len() > 20 || !s.iter().all(u8::is_ascii_digit) {
+    if let Some(v) = rialto_resp::parse_redis_int(s) {
+        return u64::try_from(v).ok();
+    }
+    // C's isspace: the ASCII whitespace and the vertical tab.
+    let skip = s
+        .iter()
+        .take_while(|c| c.is_ascii_whitespace() || **c == 0x0b)
+        .count();
+    let rest = &s[skip..];
+    let (negative, digits) = match rest.split_first() {
+        Some((b'-', d)) => (true, d),
+        Some((b'+', d)) => (false, d),
+        _ => (false, rest),
+    };
+    if s.is_empty() || digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    std::str::from_utf8(s).ok()?.parse().ok()
+    let mut v = 0u64;
+    for d in digits {
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(if negative { v.wrapping_neg() } else { v })
 }
 
 impl std::fmt::Display for StreamId {
@@ -1435,6 +1456,11 @@ mod tests {
         assert_eq!(p("-"), None);
         assert_eq!(p("5-"), None);
         assert_eq!(p("-5"), None);
+        assert_eq!(p(" 7"), Some(StreamId::new(7, 0)));
+        assert_eq!(p("+7-+1"), Some(StreamId::new(7, 1)));
+        assert_eq!(p("7- 1"), Some(StreamId::new(7, 1)));
+        assert_eq!(p("7 "), None);
+        assert_eq!(p("1-"), None);
         assert_eq!(p("18446744073709551616"), None);
         assert_eq!(
             StreamId::parse(b"+", 0, false, false),

@@ -63,7 +63,7 @@ pub const XADD: CommandSpec = cmd(
 pub fn run(at: At, args: &[Bytes]) -> CmdResult<rialto_keyspace::Op> {
     let p = add_or_trim(args, true, at.stream_node)?;
     let fields = &args[(p.id_at + 1).min(args.len())..];
-    if fields.len() < 2 || fields.len() % 2 != 0 {
+    if fields.len() < 2 || !fields.len().is_multiple_of(2) {
         return Err(reply::wrong_arity("xadd"));
     }
     let id = match p.id {

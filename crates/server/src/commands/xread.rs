@@ -89,7 +89,7 @@ pub fn read_args(args: &[Bytes], group_form: bool) -> CmdResult<ReadArgs> {
             r.count = reply::int_arg(&args[i])?.max(0) as u64;
         } else if is(o, "streams") && more > 0 {
             let n = args.len() - (i + 1);
-            if n % 2 != 0 {
+            if !n.is_multiple_of(2) {
                 return Err(Reply::error(
                     "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
                 ));
