@@ -26,7 +26,7 @@ pub const XACK: CommandSpec = cmd(
     .args(&[
         arg("key", Key).key(0),
         arg("group", Str),
-        arg("ID", Str).multi(),
+        arg("id", Str).multi(),
     ]),
 )
 .handler(Handler::Write(run));

@@ -52,7 +52,7 @@ pub const XADD: CommandSpec = cmd(
             arg("threshold", Str),
             arg("count", Integer).token("LIMIT").since("6.2.0").opt(),
         ]),
-        arg("id_or_auto", OneOf).sub(&[arg("auto_id", PureToken).token("*"), arg("ID", Str)]),
+        arg("id_or_auto", OneOf).sub(&[arg("auto_id", PureToken).token("*"), arg("id", Str)]),
         arg("field_value", Block)
             .multi()
             .sub(&[arg("field", Str), arg("value", Str)]),

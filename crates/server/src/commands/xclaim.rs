@@ -30,7 +30,7 @@ pub const XCLAIM: CommandSpec = cmd(
         arg("group", Str),
         arg("consumer", Str),
         arg("min-idle-time", Str),
-        arg("ID", Str).multi(),
+        arg("id", Str).multi(),
         arg("ms", Integer).token("IDLE").opt(),
         arg("unix-time-milliseconds", UnixTime).token("TIME").opt(),
         arg("count", Integer).token("RETRYCOUNT").opt(),

@@ -23,7 +23,7 @@ pub const XDEL: CommandSpec = cmd(
         "Deletes entries from a stream by id.",
         "O(1) per entry deleted, plus a read of its node.",
     )
-    .args(&[arg("key", Key).key(0), arg("ID", Str).multi()]),
+    .args(&[arg("key", Key).key(0), arg("id", Str).multi()]),
 )
 .handler(Handler::Write(run));
 

@@ -31,7 +31,7 @@ const XGROUP_CREATE: CommandSpec = cmd(
     .args(&[
         arg("key", Key).key(0),
         arg("groupname", Str),
-        arg("id", OneOf).sub(&[arg("ID", Str), arg("new_id", PureToken).token("$")]),
+        arg("id", OneOf).sub(&[arg("id", Str), arg("new_id", PureToken).token("$")]),
         arg("mkstream", PureToken).token("MKSTREAM").opt(),
         arg("entries_read", Integer).token("ENTRIESREAD").opt(),
     ]),
@@ -136,7 +136,7 @@ const XGROUP_SETID: CommandSpec = cmd(
     .args(&[
         arg("key", Key).key(0),
         arg("groupname", Str),
-        arg("id", OneOf).sub(&[arg("ID", Str), arg("new_id", PureToken).token("$")]),
+        arg("id", OneOf).sub(&[arg("id", Str), arg("new_id", PureToken).token("$")]),
         arg("entries_read", Integer).token("ENTRIESREAD").opt(),
     ]),
 )

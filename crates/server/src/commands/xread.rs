@@ -51,7 +51,7 @@ pub const XREAD: CommandSpec = cmd(
         arg("milliseconds", Integer).token("BLOCK").opt(),
         arg("streams", Block)
             .token("STREAMS")
-            .sub(&[arg("key", Key).key(0).multi(), arg("ID", Str).multi()]),
+            .sub(&[arg("key", Key).key(0).multi(), arg("id", Str).multi()]),
     ]),
 )
 .handler(Handler::Block(run));

@@ -35,7 +35,7 @@ pub const XREADGROUP: CommandSpec = cmd(
         arg("noack", PureToken).token("NOACK").opt(),
         arg("streams", Block).token("STREAMS").sub(&[
             arg("key", Key).key(0).multi(),
-            arg("ID", Str).multi(),
+            arg("id", Str).multi(),
         ]),
     ]),
 )
