@@ -1,7 +1,8 @@
 """Streams through redis-py, against Redis 7 and the server under test: blocking XREAD and
 XREADGROUP woken by XADD from another connection (in the order they blocked), consumer-group
-flows (read, history, ack, claim, autoclaim, consumer deletion), and (Rialto) streams and their
-groups surviving a restart and a SIGKILL.
+flows (read, history, ack, claim, autoclaim, consumer deletion), DUMP and RESTORE both ways
+between the two servers, and (Rialto) streams and their groups surviving a restart and a
+SIGKILL.
 """
 
 import signal
@@ -231,3 +232,29 @@ def test_restart_keeps_streams_and_groups(target, start_server, how):
     got = c.execute_command("XREADGROUP", "GROUP", "g", "bob", "COUNT", "2", "STREAMS", "s", ">")
     assert [i for i, _ in entries(got, b"s")] == [b"6-1", b"7-1"]
     c.close()
+
+
+def test_dump_and_restore_move_streams_both_ways(pair):
+    ref, tgt = raw(pair[0]), raw(pair[1])
+    for c in (ref, tgt):
+        c.config_set("stream-node-max-entries", 3)
+        for i in range(1, 12):
+            c.xadd("s", {"f": i, **({"g": i * 10} if i % 4 == 0 else {})}, id=f"{i}-0")
+        c.xdel("s", "2-0", "9-0")
+        c.xgroup_create("s", "g", id="0")
+        c.execute_command("XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "STREAMS", "s", ">")
+        c.execute_command("XREADGROUP", "GROUP", "g", "bob", "COUNT", "2", "STREAMS", "s", ">")
+        c.xack("s", "g", "3-0")
+        c.xgroup_create("s", "h", id="$", entries_read=9)
+    moved = [(ref, tgt, ref.dump("s")), (tgt, ref, tgt.dump("s")), (tgt, tgt, tgt.dump("s"))]
+    for src, dst, payload in moved:
+        dst.restore("copy", 0, payload, replace=True)
+        for what in (("XRANGE", "{k}", "-", "+"), ("XINFO", "GROUPS", "{k}"), ("XPENDING", "{k}", "g", "-", "+", "10")):
+            got = dst.execute_command(*[a.format(k="copy") for a in what])
+            want = src.execute_command(*[a.format(k="s") for a in what])
+            if what[0] == "XPENDING":
+                got, want = [p[:2] + p[3:] for p in got], [p[:2] + p[3:] for p in want]
+            assert got == want, what
+        info = dst.xinfo_stream("copy")
+        shown = tuple(field(info, f) for f in ("length", "last-generated-id", "entries-added"))
+        assert shown == (9, b"11-0", 11)

@@ -206,9 +206,6 @@ pub enum StreamError {
     /// A blocked XREADGROUP's stream was removed or replaced.
     #[error("the stream waited on no longer exists")]
     KeyGone,
-    /// DUMP (and MIGRATE) of a stream: its payload type is not written.
-    #[error("DUMP of a stream is not supported")]
-    NoDump,
     /// Streams are not kept under a store's prefix.
     #[error("streams cannot be kept under a store's prefix")]
     UnderStore,

@@ -182,7 +182,6 @@ pub fn stream_error(e: &rialto_keyspace::StreamError) -> Reply {
             "NOGROUP the consumer group this client was blocked on no longer exists",
         ),
         S::KeyGone => Reply::error("UNBLOCKED the stream key no longer exists"),
-        S::NoDump => Reply::error("ERR DUMP of a stream is not supported by Rialto yet"),
         S::UnderStore => Reply::error("ERR streams cannot be kept under a store's prefix"),
         S::ClaimInteger(what) => clean(format!("ERR Invalid {what} argument for XCLAIM")),
         S::ClaimOption(opt) => c_format(&[b"ERR Unrecognized XCLAIM option '", opt, b"'"]),

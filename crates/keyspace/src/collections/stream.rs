@@ -48,6 +48,7 @@ use super::{member_key, member_of, next_version, packed, SCAN_CHUNK};
 use crate::error::{Error, Result, StreamError};
 use crate::keys::{check_key, check_value_len, Keys, RawRead, RawWrite};
 use crate::layout::{CorruptRecord, Kind, Record};
+use crate::rdb::stream::{DumpGroup, DumpNode, StreamDump};
 
 const ENTRY: u8 = 0x00;
 const NODE: u8 = 0x01;
@@ -1441,6 +1442,133 @@ impl Writer {
         k.put_record(key, self.old.as_ref(), Kind::Stream, true, &payload, at);
         Ok(())
     }
+}
+
+/// The stream `s` as a DUMP payload carries it (every node, entry, group and pending entry,
+/// read in the state `s` was loaded in).
+pub(crate) fn export<T: RawRead + ?Sized>(k: &mut Keys<'_, T>, s: &Stream) -> Result<StreamDump> {
+    let v = s.meta.version;
+    let mut d = StreamDump {
+        length: s.meta.length,
+        last: s.meta.last,
+        first: s.meta.first,
+        max_deleted: s.meta.max_deleted,
+        entries_added: s.meta.entries_added,
+        ..StreamDump::default()
+    };
+    let (mut lower, upper) = id_bounds(v, NODE, &[], StreamId::MIN, StreamId::MAX);
+    loop {
+        let chunk = k.io.scan_raw(&lower, &upper, SCAN_CHUNK)?;
+        let n = chunk.len();
+        for (key, value) in &chunk {
+            let master = id_of_key(v, key)?;
+            let node = Node::decode(value)?;
+            let entries = s.range(k, master, node.last, 0, false)?;
+            d.nodes.push(DumpNode {
+                master,
+                master_fields: node.master,
+                entries: entries.into_iter().map(|e| (e.id, e.fields)).collect(),
+                deleted: node.deleted,
+                last: node.last,
+            });
+        }
+        match chunk.last() {
+            Some((key, _)) if n == SCAN_CHUNK => lower = after(key.clone()),
+            _ => break,
+        }
+    }
+    for g in &s.meta.groups {
+        let pending = s.pending(k, g.gid, None, StreamId::MIN, StreamId::MAX, 0)?;
+        let mut consumers = Vec::with_capacity(g.consumers.len());
+        for c in &g.consumers {
+            let own = s.pending(k, g.gid, Some(c.cid), StreamId::MIN, StreamId::MAX, 0)?;
+            consumers.push((
+                c.name.clone(),
+                c.seen_ms,
+                own.iter().map(|p| p.id).collect(),
+            ));
+        }
+        d.groups.push(DumpGroup {
+            name: g.name.clone(),
+            last: g.last,
+            entries_read: g.entries_read,
+            pending: pending
+                .iter()
+                .map(|p| (p.id, p.delivered_ms, p.deliveries))
+                .collect(),
+            consumers,
+        });
+    }
+    Ok(d)
+}
+
+/// Writes the stream `d` (a RESTOREd payload) at `key`, which holds nothing: its nodes as they
+/// were, its counters, groups, consumers and pending entries.
+pub(crate) fn import<T: RawWrite + ?Sized>(
+    k: &mut Keys<'_, T>,
+    key: &[u8],
+    d: &StreamDump,
+) -> Result<()> {
+    let bad = || Error::Payload(crate::rdb::PayloadError::BadData);
+    let mut w = Writer::create(k, key)?;
+    let v = w.v();
+    for n in d.nodes.iter().filter(|n| !n.entries.is_empty()) {
+        let mut body = 0;
+        for (id, fields) in &n.entries {
+            let names: Vec<Bytes> = fields.iter().step_by(2).cloned().collect();
+            body += Node::entry_bytes(n.master, *id, fields, names == n.master_fields);
+            let payload = packed::encode(fields.iter().map(|f| &f[..]));
+            check_value_len(payload.len())?;
+            k.io.put_raw(&entry_key(v, *id), &payload);
+        }
+        let node = Node {
+            live: n.entries.len() as u64,
+            deleted: n.deleted,
+            body,
+            last: n.last,
+            master: n.master_fields.clone(),
+        };
+        k.io.put_raw(&node_key(v, n.master), &node.encode());
+    }
+    w.meta.length = d.length;
+    w.meta.last = d.last;
+    w.meta.first = d.first;
+    w.meta.max_deleted = d.max_deleted;
+    w.meta.entries_added = d.entries_added;
+    for g in &d.groups {
+        if !w.add_group(&g.name, g.last, g.entries_read) {
+            return Err(bad());
+        }
+        let mut owner = std::collections::HashMap::new();
+        for (name, seen, ids) in &g.consumers {
+            let (cid, created) = w.consumer(&g.name, name, *seen, true).ok_or_else(bad)?;
+            if !created {
+                return Err(bad());
+            }
+            for id in ids {
+                if owner.insert(*id, cid).is_some() {
+                    return Err(bad());
+                }
+            }
+        }
+        for (id, at, n) in &g.pending {
+            // A pending entry no consumer holds is dropped (Redis's loader leaves it ownerless).
+            let Some(cid) = owner.remove(id) else {
+                continue;
+            };
+            let p = Pending {
+                id: *id,
+                delivered_ms: *at,
+                deliveries: *n,
+                cid,
+            };
+            w.put_pending(k, &g.name, None, p)?;
+        }
+        if !owner.is_empty() {
+            return Err(bad());
+        }
+    }
+    w.finish(k, key)
 }
 
 #[cfg(test)]
