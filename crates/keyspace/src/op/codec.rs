@@ -2647,4 +2647,143 @@ mod tests {
         long.push(0x01);
         assert!(Op::decode(&long).is_err());
     }
+
+    #[test]
+    fn stream_ops_round_trip_and_refuse_damage() {
+        use crate::op::{
+            AddId, BadStreamId, GroupStart, NodeLimits, ReadFrom, StreamId, StreamOp, Trim, TrimBy,
+        };
+        let b = |s: &str| Bytes::copy_from_slice(s.as_bytes());
+        let id = StreamId::new(7, u64::MAX);
+        let trim = Trim {
+            by: TrimBy::MinId(id),
+            approx: true,
+            limit: 30,
+        };
+        let ops = vec![
+            StreamOp::Add {
+                key: b("s"),
+                nomkstream: true,
+                id: AddId::Ms(5),
+                fields: vec![b("f"), b("")],
+                trim: Some(trim),
+                node: NodeLimits::default(),
+            },
+            StreamOp::Add {
+                key: b("s"),
+                nomkstream: false,
+                id: AddId::Exact(id),
+                fields: vec![b("f"), b("v")],
+                trim: Some(Trim {
+                    by: TrimBy::MaxLen(0),
+                    approx: false,
+                    limit: 0,
+                }),
+                node: NodeLimits {
+                    max_bytes: 0,
+                    max_entries: 1,
+                },
+            },
+            StreamOp::Trim {
+                key: b("s"),
+                trim,
+                node: NodeLimits::default(),
+            },
+            StreamOp::Del {
+                key: b("s"),
+                ids: vec![id, StreamId::MIN],
+                bad: true,
+            },
+            StreamOp::SetId {
+                key: b("s"),
+                last: id,
+                entries_added: Some(3),
+                max_deleted: None,
+            },
+            StreamOp::Read {
+                streams: vec![(b("a"), ReadFrom::Last), (b("b"), ReadFrom::After(id))],
+                count: 9,
+                bad: Some((1, BadStreamId::Greater)),
+            },
+            StreamOp::ReadGroup {
+                group: b("g"),
+                consumer: b("c"),
+                streams: vec![(b("a"), None), (b("b"), Some(id))],
+                count: 0,
+                noack: true,
+                served: true,
+                bad: Some((0, BadStreamId::Dollar)),
+            },
+            StreamOp::GroupCreate {
+                key: b("s"),
+                group: b("g"),
+                start: GroupStart::Bad,
+                mkstream: true,
+                entries_read: -1,
+            },
+            StreamOp::GroupSetId {
+                key: b("s"),
+                group: b("g"),
+                start: GroupStart::Id(id),
+                entries_read: 4,
+            },
+            StreamOp::GroupDestroy {
+                key: b("s"),
+                group: b("g"),
+            },
+            StreamOp::CreateConsumer {
+                key: b("s"),
+                group: b("g"),
+                consumer: b("c"),
+            },
+            StreamOp::DelConsumer {
+                key: b("s"),
+                group: b("g"),
+                consumer: b("c"),
+            },
+            StreamOp::Ack {
+                key: b("s"),
+                group: b("g"),
+                ids: vec![id],
+                bad: false,
+            },
+            StreamOp::Claim {
+                key: b("s"),
+                group: b("g"),
+                consumer: b("c"),
+                args: vec![b("0"), b("1-1"), b("FORCE")],
+            },
+            StreamOp::AutoClaim {
+                key: b("s"),
+                group: b("g"),
+                consumer: b("c"),
+                min_idle: 10,
+                start: id,
+                count: 100,
+                justid: true,
+            },
+        ];
+        for op in ops {
+            let op = Op::new(3, 77, OpKind::Stream(op));
+            let bytes = op.encode();
+            assert_eq!(Op::decode(&bytes).unwrap(), op);
+            for cut in 0..bytes.len() {
+                assert!(Op::decode(&bytes[..cut]).is_err(), "{cut}");
+            }
+        }
+        // Fields that are not pairs are refused.
+        let odd = Op::new(
+            0,
+            0,
+            OpKind::Stream(StreamOp::Add {
+                key: b("s"),
+                nomkstream: false,
+                id: AddId::Auto,
+                fields: vec![b("f")],
+                trim: None,
+                node: NodeLimits::default(),
+            }),
+        );
+        assert!(Op::decode(&odd.encode()).is_err());
+    }
 }
