@@ -113,6 +113,10 @@ impl Connection {
         at_slot: Option<(u16, u32)>,
         deadline: Option<tokio::time::Instant>,
     ) -> Reply {
+        let mut pop = pop;
+        if pop.may_wait {
+            pop.op.kind = self.resolve_last_ids(&pop.op);
+        }
         loop {
             let (deliver, mut rx) = channel();
             let id = self
@@ -155,6 +159,42 @@ impl Connection {
                 }
             }
         }
+    }
+
+    /// XREAD's `$` made the last id this node's state holds, once: each retry through the log
+    /// must read after the same id, or entries added between two retries would be skipped.
+    fn resolve_last_ids(&self, op: &rialto_keyspace::Op) -> rialto_keyspace::OpKind {
+        use rialto_keyspace::{OpKind, ReadFrom, Stream, StreamId, StreamOp};
+        let OpKind::Stream(StreamOp::Read {
+            streams,
+            count,
+            bad,
+        }) = &op.kind
+        else {
+            return op.kind.clone();
+        };
+        let resolved = streams
+            .iter()
+            .map(|(key, from)| {
+                let from = match from {
+                    ReadFrom::Last => {
+                        ReadFrom::After(self.shared.keyspace.read(op.db, op.now_ms, |k| {
+                            Stream::load(k, key)
+                                .ok()
+                                .flatten()
+                                .map_or(StreamId::MIN, |s| s.meta.last)
+                        }))
+                    }
+                    after => *after,
+                };
+                (key.clone(), from)
+            })
+            .collect();
+        OpKind::Stream(StreamOp::Read {
+            streams: resolved,
+            count: *count,
+            bad: *bad,
+        })
     }
 
     /// The reply of a pop that stopped waiting unserved.
