@@ -154,8 +154,8 @@ pub const XGROUP: CommandSpec = cmd("xgroup", -2, &[], &["@slow"])
         XGROUP_CREATECONSUMER,
         XGROUP_DELCONSUMER,
         XGROUP_DESTROY,
-        XGROUP_HELP,
         XGROUP_SETID,
+        XGROUP_HELP,
     ]);
 
 fn help(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {

@@ -96,7 +96,7 @@ pub const XINFO: CommandSpec = cmd("xinfo", -2, &[], &["@slow"])
         "A container for the stream introspection commands.",
         "Depends on the subcommand.",
     ))
-    .subs(&[XINFO_CONSUMERS, XINFO_GROUPS, XINFO_HELP, XINFO_STREAM]);
+    .subs(&[XINFO_CONSUMERS, XINFO_GROUPS, XINFO_STREAM, XINFO_HELP]);
 
 fn help(_: &mut Ctx<'_>, _: &[Bytes]) -> Outcome {
     Outcome::Reply(help::reply(&XINFO))
