@@ -29,7 +29,8 @@
 # Usage:
 #   scripts/redis-tcl-tests.sh [options] [UNIT...] [-- RUNTEST-ARGS...]
 #     UNIT                 a unit of the suite, e.g. unit/multi (or multi) or unit/type/list (default:
-#                          unit/multi unit/scripting unit/functions unit/pubsub unit/tracking)
+#                          unit/multi unit/scripting unit/functions unit/pubsub unit/tracking
+#                          unit/type/stream unit/type/stream-cgroups)
 #     --side S             both (default), redis or rialto: run one side only (no comparison)
 #     --test-timeout S     runtest --timeout: seconds without progress = a hung test (default 60)
 #     --unit-timeout S     wall-clock limit of one runtest run (default 900)
@@ -91,7 +92,7 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 
 REDIS_VERSION=7.0.15
-DEFAULT_UNITS=(unit/multi unit/scripting unit/functions unit/pubsub unit/tracking)
+DEFAULT_UNITS=(unit/multi unit/scripting unit/functions unit/pubsub unit/tracking unit/type/stream unit/type/stream-cgroups)
 APT_SRC_FILE=/etc/apt/sources.list.d/redis-tcl-tests-src.sources
 EXPECTED_FILE=${REDIS_TCL_EXPECTED:-$repo/tests/redis-tcl/expected-failures.txt}
 

@@ -141,6 +141,17 @@ HLL_DAMAGED = b"hll:c"
 HLL_SPARSE_MAX = [b"3000", b"3000", b"3000", b"400", b"100", b"0"]
 SORT_LIMITS = [(b"0", b"1"), (b"1", b"2"), (b"0", b"-1"), (b"-3", b"2"), (b"2", b"100"), (b"5", b"0"), (b"100", b"1"), (b"0", b"0"), (b"1", b"9223372036854775807"), (b"x", b"1")]
 
+# Streams: keys only the stream generators write (and, now and then, a key of the shared pool,
+# for WRONGTYPE both ways); explicit ids from a small range (`*` would take each server's clock),
+# `ms-*` for the next sequence; groups and consumers from small pools. Idle times and delivery
+# times differ between the servers by how long the commands took: min-idle arguments are 0 or
+# an hour (never between), and replies that carry times are compared with them masked.
+STREAM_KEYS = [b"s:0", b"s:1", b"s:2"]
+STREAM_GROUPS = [b"g0", b"g1", b"g2"]
+STREAM_CONSUMERS = [b"c0", b"c1", b"c2", b""]
+STREAM_FIELDS = [b"f", b"g", b"f", b"h", b"12", b"", b"x" * 70]
+STREAM_BAD_IDS = [b"abc", b"-1", b"1-", b"1-x", b"", b"18446744073709551616", b"+", b"-", b"1.5", b" 2", b"+3-1", b"-01", b"4-\x005"]
+
 
 class Gen:
     """A seeded stream of commands (lists of bytes)."""
@@ -189,6 +200,10 @@ class Gen:
             (4, self.georadius), (5, self.geosearch), (2, self.geosearchstore),
             (8, self.pfadd), (4, self.pfcount), (2, self.pfmerge), (2, self.pfdebug),
             (4, self.hll_read), (1.5, self.hll_damage), (0.3, self.hll_config),
+            (10, self.xadd), (2, self.xlen), (4, self.xrange), (2, self.xdel), (2, self.xtrim),
+            (3, self.xread), (1, self.xsetid), (3, self.xgroup), (5, self.xreadgroup),
+            (2, self.xack), (3, self.xpending), (2, self.xclaim), (2, self.xautoclaim),
+            (3, self.xinfo), (0.3, self.stream_nodes),
         ]
         # Whether a MULTI is open (as far as the stream knows): whole-keyspace reads, CLIENT,
         # HELLO and server commands are not generated inside one (their replies inside a
@@ -1002,6 +1017,218 @@ class Gen:
             args += [self.ci(b"COUNT"), self.rng.choice([b"1", b"3", b"0"])]
         return args
 
+    # --- streams
+
+    def skey(self):
+        if self.rng.random() < 0.04:
+            return self.key()
+        return self.rng.choice(STREAM_KEYS)
+
+    def sid(self, strict=True, star=False):
+        """An explicit id, now and then one that does not parse (or a `ms-*`)."""
+        r = self.rng.random()
+        if r < 0.04:
+            return self.rng.choice(STREAM_BAD_IDS)
+        # A clock for the streams: XADD's ids mostly move forward, the others land around
+        # what was added lately.
+        if not hasattr(self, "sms"):
+            self.sms = 1
+        if star:
+            if self.rng.random() < 0.3:
+                self.sms += self.rng.randint(1, 3)
+            ms = self.sms if self.rng.random() < 0.85 else self.rng.randint(0, self.sms)
+            if r < 0.6:
+                return b"%d-*" % ms
+        else:
+            ms = self.rng.randint(max(0, self.sms - 25), self.sms + 1)
+        if r < 0.15:
+            return b"%d" % ms
+        if r < 0.17:
+            return b"18446744073709551615-18446744073709551615"
+        return b"%d-%d" % (ms, self.rng.randint(0, 3))
+
+    def sbound(self, low):
+        r = self.rng.random()
+        if r < 0.25:
+            return b"-" if low else b"+"
+        if r < 0.3:
+            return b"+" if low else b"-"
+        if r < 0.45:
+            return b"(" + self.sid()
+        return self.sid()
+
+    def sfields(self):
+        out = []
+        for _ in range(self.rng.randint(1, 3)):
+            out += [self.rng.choice(STREAM_FIELDS), self.value()]
+        if self.rng.random() < 0.03:
+            out.pop()
+        return out
+
+    def strim(self):
+        kind = self.ci(self.rng.choice([b"MAXLEN", b"MINID"]))
+        op = self.rng.choice([[], [b"="], [b"~"], [b"~"]])
+        if kind.upper() == b"MAXLEN":
+            thr = self.rng.choice([b"0", b"1", b"2", b"3", b"5", b"8", b"-1", b"x"])
+        else:
+            thr = self.sid()
+        args = [kind] + op + [thr]
+        if self.rng.random() < 0.3:
+            args += [self.ci(b"LIMIT"), self.rng.choice([b"0", b"1", b"2", b"5", b"-1", b"y"])]
+        return args
+
+    def xadd(self):
+        args = [self.ci(b"XADD"), self.skey()]
+        if self.rng.random() < 0.1:
+            args.append(self.ci(b"NOMKSTREAM"))
+        if self.rng.random() < 0.25:
+            args += self.strim()
+        return args + [self.sid(star=True)] + self.sfields()
+
+    def xlen(self):
+        return [self.ci(b"XLEN"), self.skey()]
+
+    def xrange(self):
+        rev = self.rng.random() < 0.4
+        a, b = self.sbound(not rev), self.sbound(rev)
+        args = [self.ci(b"XREVRANGE" if rev else b"XRANGE"), self.skey(), a, b]
+        if self.rng.random() < 0.4:
+            args += [self.ci(b"COUNT"), self.rng.choice([b"0", b"1", b"2", b"5", b"-1", b"x"])]
+        return args
+
+    def xdel(self):
+        return [self.ci(b"XDEL"), self.skey()] + [self.sid() for _ in range(self.rng.randint(1, 3))]
+
+    def xtrim(self):
+        return [self.ci(b"XTRIM"), self.skey()] + self.strim()
+
+    def xsetid(self):
+        args = [self.ci(b"XSETID"), self.skey(), self.sid()]
+        if self.rng.random() < 0.3:
+            args += [self.ci(b"ENTRIESADDED"), self.rng.choice([b"0", b"3", b"10", b"100", b"-1", b"z"])]
+        if self.rng.random() < 0.3:
+            args += [self.ci(b"MAXDELETEDID"), self.sid()]
+        return args
+
+    def xstreams(self, group):
+        keys = [self.skey() for _ in range(self.rng.randint(1, 2))]
+        ids = []
+        for _ in keys:
+            r = self.rng.random()
+            if group:
+                ids.append(b">" if r < 0.6 else b"$" if r < 0.63 else b"0" if r < 0.8 else self.sid())
+            else:
+                ids.append(b"$" if r < 0.15 else b">" if r < 0.17 else b"0" if r < 0.4 else self.sid())
+        if self.rng.random() < 0.03:
+            ids.pop()
+        return [self.ci(b"STREAMS")] + keys + ids
+
+    def xread(self):
+        args = [self.ci(b"XREAD")]
+        if self.rng.random() < 0.4:
+            args += [self.ci(b"COUNT"), self.rng.choice([b"1", b"2", b"0", b"-1"])]
+        if self.rng.random() < 0.1:
+            args += [self.ci(b"BLOCK"), self.rng.choice([b"1", b"2", b"-1", b"x"])]
+        return args + self.xstreams(False)
+
+    def xgroup(self):
+        key, group = self.skey(), self.rng.choice(STREAM_GROUPS)
+        r = self.rng.random()
+        if r < 0.4:
+            args = [self.ci(b"XGROUP"), self.ci(b"CREATE"), key, group, self.rng.choice([b"$", b"0", self.sid()])]
+            if self.rng.random() < 0.4:
+                args.append(self.ci(b"MKSTREAM"))
+            if self.rng.random() < 0.2:
+                args += [self.ci(b"ENTRIESREAD"), self.rng.choice([b"0", b"2", b"-1", b"-2", b"q"])]
+            return args
+        if r < 0.55:
+            args = [self.ci(b"XGROUP"), self.ci(b"SETID"), key, group, self.rng.choice([b"$", b"0", b"+", self.sid()])]
+            if self.rng.random() < 0.3:
+                args += [self.ci(b"ENTRIESREAD"), self.rng.choice([b"0", b"3", b"-1"])]
+            return args
+        if r < 0.65:
+            return [self.ci(b"XGROUP"), self.ci(b"DESTROY"), key, group]
+        if r < 0.8:
+            return [self.ci(b"XGROUP"), self.ci(b"CREATECONSUMER"), key, group, self.rng.choice(STREAM_CONSUMERS)]
+        if r < 0.95:
+            return [self.ci(b"XGROUP"), self.ci(b"DELCONSUMER"), key, group, self.rng.choice(STREAM_CONSUMERS)]
+        # (HELP's text is Rialto's own words, design.md 11.4.)
+        return [self.ci(b"XGROUP"), self.rng.choice([b"NOSUCH", b"CREATE"])]
+
+    def xreadgroup(self):
+        args = [self.ci(b"XREADGROUP"), self.ci(b"GROUP"), self.rng.choice(STREAM_GROUPS), self.rng.choice(STREAM_CONSUMERS)]
+        if self.rng.random() < 0.4:
+            args += [self.ci(b"COUNT"), self.rng.choice([b"1", b"2", b"0"])]
+        if self.rng.random() < 0.15:
+            args.append(self.ci(b"NOACK"))
+        if self.rng.random() < 0.08:
+            args += [self.ci(b"BLOCK"), self.rng.choice([b"1", b"2"])]
+        return args + self.xstreams(True)
+
+    def xack(self):
+        return [self.ci(b"XACK"), self.skey(), self.rng.choice(STREAM_GROUPS)] + [self.sid() for _ in range(self.rng.randint(1, 3))]
+
+    def min_idle(self):
+        return self.rng.choice([b"0", b"0", b"3600000", b"-5", b"x"])
+
+    def xpending(self):
+        args = [self.ci(b"XPENDING"), self.skey(), self.rng.choice(STREAM_GROUPS)]
+        if self.rng.random() < 0.6:
+            if self.rng.random() < 0.3:
+                args += [self.ci(b"IDLE"), self.min_idle()]
+            args += [self.sbound(True), self.sbound(False), self.rng.choice([b"1", b"3", b"10", b"0", b"-1"])]
+            if self.rng.random() < 0.4:
+                args.append(self.rng.choice(STREAM_CONSUMERS))
+        return args
+
+    def xclaim(self):
+        args = [self.ci(b"XCLAIM"), self.skey(), self.rng.choice(STREAM_GROUPS), self.rng.choice(STREAM_CONSUMERS), self.min_idle()]
+        args += [self.sid() for _ in range(self.rng.randint(1, 3))]
+        for opt in (b"FORCE", b"JUSTID"):
+            if self.rng.random() < 0.2:
+                args.append(self.ci(opt))
+        if self.rng.random() < 0.15:
+            args += [self.ci(b"IDLE"), self.rng.choice([b"0", b"100000000", b"x"])]
+        if self.rng.random() < 0.1:
+            args += [self.ci(b"TIME"), self.rng.choice([b"1", b"4102444800000"])]
+        if self.rng.random() < 0.15:
+            args += [self.ci(b"RETRYCOUNT"), self.rng.choice([b"0", b"5", b"-1"])]
+        if self.rng.random() < 0.1:
+            args += [self.ci(b"LASTID"), self.sid()]
+        if self.rng.random() < 0.03:
+            args.append(self.ci(b"NOSUCH"))
+        return args
+
+    def xautoclaim(self):
+        args = [self.ci(b"XAUTOCLAIM"), self.skey(), self.rng.choice(STREAM_GROUPS), self.rng.choice(STREAM_CONSUMERS), self.min_idle(), self.sbound(True)]
+        if self.rng.random() < 0.5:
+            args += [self.ci(b"COUNT"), self.rng.choice([b"1", b"2", b"10", b"0", b"-1"])]
+        if self.rng.random() < 0.3:
+            args.append(self.ci(b"JUSTID"))
+        return args
+
+    def xinfo(self):
+        key = self.skey()
+        r = self.rng.random()
+        if r < 0.4:
+            args = [self.ci(b"XINFO"), self.ci(b"STREAM"), key]
+            if self.rng.random() < 0.4:
+                args.append(self.ci(b"FULL"))
+                if self.rng.random() < 0.5:
+                    args += [self.ci(b"COUNT"), self.rng.choice([b"0", b"1", b"3", b"-1"])]
+            return args
+        if r < 0.7:
+            return [self.ci(b"XINFO"), self.ci(b"GROUPS"), key]
+        if r < 0.95:
+            return [self.ci(b"XINFO"), self.ci(b"CONSUMERS"), key, self.rng.choice(STREAM_GROUPS)]
+        return [self.ci(b"XINFO"), self.rng.choice([b"NOSUCH", b"STREAM"])]
+
+    def stream_nodes(self):
+        """Small nodes, so that approximate trims have nodes to remove."""
+        if self.in_multi:
+            return [self.ci(b"XLEN"), self.skey()]
+        return [b"CONFIG", b"SET", b"stream-node-max-entries", self.rng.choice([b"2", b"3", b"5", b"100"])]
+
     # --- SORT
 
     def sort_elem(self):
@@ -1321,7 +1548,7 @@ class Gen:
             if not (self.in_multi and maker in (self.keys, self.scan, self.scan_all, self.hscan_all, self.dbsize, self.randomkey, self.client, self.hello, self.server)):
                 break
         args = maker()
-        if self.rng.random() < 0.07 and args[0].upper() != b"QUIT" and [a.upper() for a in args[:2]] != [b"CLIENT", b"KILL"]:
+        if self.rng.random() < 0.07 and args[0].upper() != b"QUIT" and [a.upper() for a in args[:2]] not in ([b"CLIENT", b"KILL"], [b"CONFIG", b"SET"]):
             args = self.mutate(args)
         name = args[0].upper()
         if name == b"MULTI" and len(args) == 1:
@@ -1428,6 +1655,80 @@ def _scan_shape(rep):
     )
 
 
+def _tree(rep):
+    """A reply as nested Python values: arrays as lists, maps as ["%", k, v, ...], the kind of
+    every scalar kept."""
+    if rep.kind == "%":
+        out = ["%"]
+        for k, v in rep.value:
+            out += [_tree(k), _tree(v)]
+        return out
+    if rep.kind in ("*", "~", ">") and rep.value is not None:
+        return [_tree(x) for x in rep.value]
+    return (rep.kind, rep.value)
+
+
+def _fields(node):
+    """The key-value pairs of a map as _tree gives it (RESP3 map or RESP2 flat array)."""
+    flat = node[1:] if node[:1] == ["%"] else node
+    return [(flat[i], i + (1 if node[:1] == ["%"] else 0) + 1) for i in range(0, len(flat) - 1, 2)]
+
+
+def _mask(node, key, how):
+    """Applies `how` to the value of `key` (bytes) in map `node`, in place."""
+    if not isinstance(node, list):
+        return
+    for k, at in _fields(node):
+        if k == ("$", key) or k == ("+", key):
+            node[at] = how(node[at])
+
+
+def _mask_items(index):
+    """Masks element `index` of each array in a list."""
+    def how(v):
+        if isinstance(v, list):
+            for item in v:
+                if isinstance(item, list) and len(item) > index:
+                    item[index] = "*"
+        return v
+    return how
+
+
+def _stream_times_masked(args, rep):
+    """A stream reply with what depends on each server's clock (idle, seen and delivery times)
+    and Redis's radix-tree internals (radix-tree-nodes) masked; None if not such a reply."""
+    name = args[0].upper()
+    sub = args[1].upper() if len(args) > 1 else b""
+    t = _tree(rep)
+    if not isinstance(t, list):
+        return None
+    if name == b"XPENDING" and len(args) >= 6:
+        _mask_items(2)(t)
+        return t
+    if name == b"XINFO" and sub == b"CONSUMERS":
+        for c in t:
+            _mask(c, b"idle", lambda v: "*")
+        return t
+    if name == b"XINFO" and sub == b"STREAM":
+        _mask(t, b"radix-tree-nodes", lambda v: "*")
+
+        def group(g):
+            _mask(g, b"pending", _mask_items(2))
+
+            def consumers(cs):
+                for c in cs if isinstance(cs, list) else []:
+                    _mask(c, b"seen-time", lambda v: "*")
+                    _mask(c, b"pending", _mask_items(1))
+                return cs
+
+            _mask(g, b"consumers", consumers)
+            return g
+
+        _mask(t, b"groups", lambda gs: [group(g) for g in gs] if isinstance(gs, list) else gs)
+        return t
+    return None
+
+
 def compare(args, a, b):
     """None if `a` and `b` agree for command `args`, else a short reason."""
     if a.note or b.note:
@@ -1453,6 +1754,10 @@ def compare(args, a, b):
             tol = 2000 if name.startswith(b"P") else 2
             return None if abs(ra.value - rb.value) <= tol else "TTLs differ by more than 2 s"
         return "different reply"
+    if name in (b"XPENDING", b"XINFO"):
+        ta, tb = _stream_times_masked(args, ra), _stream_times_masked(args, rb)
+        if ta is not None or tb is not None:
+            return None if ta == tb else f"{name.decode()}: different reply (times masked)"
     if name == b"TIME":
         ok = all(
             r.kind == "*" and r.value is not None and len(r.value) == 2 and all(x.kind == "$" and (x.value or b"").isdigit() for x in r.value)

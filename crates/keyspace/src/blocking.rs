@@ -29,7 +29,7 @@ use rialto_txn::TxnContext;
 use crate::error::Error;
 use crate::keys::{Keys, Txn};
 use crate::layout::Kind;
-use crate::op::{ListOp, Op, OpKind, ZSetOp};
+use crate::op::{ListOp, Op, OpKind, StreamOp, ZSetOp};
 use crate::stores::Stores;
 use crate::value::Value;
 
@@ -90,6 +90,20 @@ impl Blocked {
             if inner.ready_set.insert(slot.clone()) {
                 inner.ready.push_back(slot);
                 self.has_ready.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// A flush of logical database `db` (every one: `None`) ran: every key waited on there is
+    /// ready (a blocked XREADGROUP learns its stream is gone).
+    pub(crate) fn signal_flushed(&self, db: Option<u8>) {
+        match db {
+            Some(db) => self.signal_db(db),
+            None => {
+                let dbs: HashSet<u8> = self.inner.lock().queues.keys().map(|s| s.0).collect();
+                for db in dbs {
+                    self.signal_db(db);
+                }
             }
         }
     }
@@ -192,9 +206,14 @@ impl Blocked {
     /// The oldest waiter on `slot`, with its op for that key (`None`: to be told only).
     fn first_waiter(&self, slot: &(u8, Bytes)) -> Option<(u64, Option<OpKind>)> {
         let inner = self.inner.lock();
-        let id = *inner.queues.get(slot)?.front()?;
-        let w = inner.waiters.get(&id)?;
-        Some((id, w.op.as_ref().map(|op| retarget(op, &slot.1))))
+        // Stream readers are served apart (`serve_stream_readers`): they pop nothing.
+        inner.queues.get(slot)?.iter().find_map(|id| {
+            let w = inner.waiters.get(id)?;
+            match &w.op {
+                Some(op) if reads_new_entries(op) => None,
+                op => Some((*id, op.as_ref().map(|op| retarget(op, &slot.1)))),
+            }
+        })
     }
 
     /// Moves a waiter served by its pop to the ones being delivered: off every queue.
@@ -219,8 +238,71 @@ fn retarget(op: &OpKind, key: &Bytes) -> OpKind {
             max: *max,
             count: *count,
         }),
+        OpKind::Stream(StreamOp::Read { streams, count, .. }) => OpKind::Stream(StreamOp::Read {
+            streams: streams
+                .iter()
+                .filter(|(k, _)| k == key)
+                .take(1)
+                .cloned()
+                .collect(),
+            count: *count,
+            bad: None,
+        }),
+        OpKind::Stream(StreamOp::ReadGroup {
+            group,
+            consumer,
+            streams,
+            count,
+            noack,
+            served,
+            ..
+        }) => OpKind::Stream(StreamOp::ReadGroup {
+            group: group.clone(),
+            consumer: consumer.clone(),
+            streams: streams
+                .iter()
+                .filter(|(k, _)| k == key)
+                .take(1)
+                .cloned()
+                .collect(),
+            count: *count,
+            noack: *noack,
+            served: *served,
+            bad: None,
+        }),
         other => other.clone(),
     }
+}
+
+/// The op a waiter registers (see [`crate::apply::streams::waiting_form`]): a stream read's
+/// `$` resolved in the transaction that found nothing, so no entry added after it is missed.
+pub(crate) fn waiting_form(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> OpKind {
+    let OpKind::Stream(s) = &op.kind else {
+        return op.kind.clone();
+    };
+    let catalog = stores.exec_catalog();
+    let mut io = Txn(tx);
+    let mut k = Keys {
+        io: &mut io,
+        db: stores.dbs.physical(op.db),
+        now_ms: op.now_ms,
+        stores: &catalog,
+        rt: None,
+        watches: None,
+    };
+    match crate::apply::streams::waiting_form(&mut k, s) {
+        Ok(s) => OpKind::Stream(s),
+        Err(_) => op.kind.clone(),
+    }
+}
+
+/// Whether a waiter's op only reads what a write added (XREAD, XREADGROUP): every waiter
+/// of the key is tried, not only until one finds nothing, since each reads from its own id.
+fn reads_new_entries(op: &OpKind) -> bool {
+    matches!(
+        op,
+        OpKind::Stream(StreamOp::Read { .. } | StreamOp::ReadGroup { .. })
+    )
 }
 
 /// Whether `key` of logical database `db` holds the kind `op` pops from (a list, or a sorted set for the ZSet pops).
@@ -235,6 +317,7 @@ fn source_fits(
 ) -> bool {
     let want = match op {
         OpKind::ZSet(_) => Kind::ZSet,
+        OpKind::Stream(_) => Kind::Stream,
         _ => Kind::List,
     };
     let catalog = stores.exec_catalog();
@@ -274,6 +357,7 @@ pub(crate) fn register(
 pub(crate) fn serve(tx: &mut TxnContext<'_, Db>, stores: &Stores, now_ms: i64) {
     let blocked = &stores.watches.blocked;
     while let Some(slot) = blocked.next_ready() {
+        serve_stream_readers(tx, stores, now_ms, &slot);
         while let Some((id, kind)) = blocked.first_waiter(&slot) {
             let Some(kind) = kind else {
                 // Told at once: it pops through the log itself and waits again if it lost.
@@ -305,6 +389,52 @@ pub(crate) fn serve(tx: &mut TxnContext<'_, Db>, stores: &Stores, now_ms: i64) {
                 // so no element goes to a client that is no longer waiting.
                 None => tx.rollback_to(before),
             }
+        }
+    }
+}
+
+/// Serves the stream readers waiting on `slot`, oldest first: each that its read finds
+/// something for (or, for XREADGROUP, an error: its key or group is gone) is served; the
+/// others keep waiting. XREAD waits on through a key that holds another kind; XREADGROUP
+/// runs its read regardless, which reports the key gone.
+fn serve_stream_readers(
+    tx: &mut TxnContext<'_, Db>,
+    stores: &Stores,
+    now_ms: i64,
+    slot: &(u8, Bytes),
+) {
+    let blocked = &stores.watches.blocked;
+    let ids: Vec<(u64, OpKind)> = {
+        let inner = blocked.inner.lock();
+        let Some(q) = inner.queues.get(slot) else {
+            return;
+        };
+        q.iter()
+            .filter_map(|id| {
+                let w = inner.waiters.get(id)?;
+                let op = w.op.as_ref().filter(|op| reads_new_entries(op))?;
+                Some((*id, retarget(op, &slot.1)))
+            })
+            .collect()
+    };
+    for (id, kind) in ids {
+        let group_read = matches!(kind, OpKind::Stream(StreamOp::ReadGroup { .. }));
+        if !group_read && !source_fits(tx, stores, slot.0, now_ms, &slot.1, &kind) {
+            continue;
+        }
+        let op = Op::new(slot.0, now_ms, kind);
+        let before = tx.savepoint();
+        let result = match crate::apply::apply(tx, stores, &op) {
+            Ok(v) if took(&v) => Ok(v),
+            Ok(_) => continue,
+            Err(e) => Err(e),
+        };
+        match blocked.take_served(id) {
+            Some(deliver) => tx.after_commit(Box::new(move |failure| match failure {
+                None => deliver(result),
+                Some(e) => deliver(Err(Error::Engine(e.duplicate()))),
+            })),
+            None => tx.rollback_to(before),
         }
     }
 }

@@ -39,6 +39,12 @@ pub fn dump<T: RawRead + ?Sized>(k: &mut Keys<'_, T>, key: &[u8]) -> Result<Opti
             Some(z) => Some(DumpValue::ZSet(z.entries(k)?)),
             None => None,
         },
+        Kind::Stream => match crate::collections::stream::Stream::load(k, key)? {
+            Some(s) => Some(DumpValue::Stream(Box::new(
+                crate::collections::stream::export(k, &s)?,
+            ))),
+            None => None,
+        },
     };
     Ok(value.map(|v| Dumped {
         payload: rdb::encode(&v),

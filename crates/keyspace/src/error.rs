@@ -62,9 +62,13 @@ pub enum Error {
     /// store created while database 0 is swapped.
     #[error("database 0 holds stores: it cannot be swapped, nor stores created while it is")]
     StoresPinDatabaseZero,
-    /// An element index past either end of a list (LSET).
+    /// A geospatial request was refused.
     #[error(transparent)]
     Geo(#[from] GeoError),
+    /// A stream command was refused.
+    #[error(transparent)]
+    Stream(#[from] StreamError),
+    /// An element index past either end of a list (LSET).
     #[error("index out of range")]
     IndexOutOfRange,
     /// An expiry time given to `command` is out of range (checked only once the key exists,
@@ -143,6 +147,78 @@ pub enum GeoError {
     /// A search around a member that the sorted set does not hold.
     #[error("could not decode requested zset member")]
     MemberMissing,
+}
+
+/// Which of Redis's texts a missing consumer group is reported with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoGroupForm {
+    /// XREADGROUP's.
+    ReadGroup,
+    /// XPENDING's, XCLAIM's and XAUTOCLAIM's: no such key or group.
+    KeyOrGroup,
+    /// XGROUP's and XINFO CONSUMERS': no such group for the key.
+    ForKey,
+}
+
+/// Why a stream command is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StreamError {
+    /// An id argument does not parse.
+    #[error("invalid stream id")]
+    InvalidId,
+    /// XADD's id is not above the stream's last id.
+    #[error("the id is not greater than the stream's last id")]
+    IdNotGreater,
+    /// XADD's explicit id is 0-0.
+    #[error("the id must be greater than 0-0")]
+    IdZero,
+    /// The last id is the greatest there is.
+    #[error("the stream has exhausted the last possible id")]
+    Exhausted,
+    /// An entry's fields and values exceed a node's limit (1 GiB).
+    #[error("the entry is too large")]
+    TooLarge,
+    /// No such key or consumer group.
+    #[error("no consumer group {group:?} for key {key:?}")]
+    NoGroup {
+        key: bytes::Bytes,
+        group: bytes::Bytes,
+        form: NoGroupForm,
+    },
+    /// XGROUP CREATE of a group that exists.
+    #[error("the consumer group exists")]
+    GroupExists,
+    /// XGROUP on a missing key without MKSTREAM.
+    #[error("the key does not exist")]
+    GroupNeedsKey,
+    /// XSETID below the last live entry.
+    #[error("the id is below the stream's top entry")]
+    SetIdBelowTop,
+    /// XSETID's ENTRIESADDED below the stream's length.
+    #[error("entries added is below the stream's length")]
+    EntriesAddedBelowLength,
+    /// `$` given to XREADGROUP.
+    #[error("$ is meaningless for XREADGROUP")]
+    DollarInReadGroup,
+    /// `>` given to XREAD.
+    #[error("> is only for XREADGROUP")]
+    GreaterInRead,
+    /// A blocked XREADGROUP's group was removed.
+    #[error("the consumer group waited on no longer exists")]
+    GroupGone,
+    /// A blocked XREADGROUP's stream was removed or replaced.
+    #[error("the stream waited on no longer exists")]
+    KeyGone,
+    /// Streams are not kept under a store's prefix.
+    #[error("streams cannot be kept under a store's prefix")]
+    UnderStore,
+    /// An XCLAIM integer option (`what`: min-idle-time, IDLE, TIME, RETRYCOUNT) is no
+    /// integer.
+    #[error("invalid {0} argument for XCLAIM")]
+    ClaimInteger(&'static str),
+    /// An XCLAIM option that is none.
+    #[error("unrecognized XCLAIM option")]
+    ClaimOption(bytes::Bytes),
 }
 
 /// Why a change to the function libraries was refused.

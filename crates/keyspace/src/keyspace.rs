@@ -213,13 +213,16 @@ impl Keyspace {
         self.merger.enqueue(move |tx| {
             let r = crate::apply::apply(tx, &stores, &op);
             let waiter = match &r {
-                Ok(v) if !crate::blocking::took(v) => Some(crate::blocking::register(
-                    &stores,
-                    op.db,
-                    keys,
-                    Some(op.kind.clone()),
-                    deliver,
-                )),
+                Ok(v) if !crate::blocking::took(v) => {
+                    let kind = crate::blocking::waiting_form(tx, &stores, &op);
+                    Some(crate::blocking::register(
+                        &stores,
+                        op.db,
+                        keys,
+                        Some(kind),
+                        deliver,
+                    ))
+                }
                 _ => None,
             };
             let out = done(r, waiter);

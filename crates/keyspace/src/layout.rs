@@ -4,8 +4,9 @@
 //! data key    0x01 | db (1 byte) | user key                 -> value record
 //! expiry key  0x02 | db (1 byte) | at_ms (8 bytes, BE) | key -> empty
 //! value record: flags (1 byte) | [expire_at_ms (8 bytes, LE) if flags & HAS_EXPIRY] | payload
-//! flags: kind (high 4 bits: 0 string, 1 hash, 2 list, 3 set, 4 sorted set) | LARGE (0x02)
-//!        | HAS_EXPIRY (0x01)
+//! flags: kind (high 4 bits: 0 string, 1 hash, 2 list, 3 set, 4 sorted set, 5 stream)
+//!        | LARGE (0x02)
+//!        | HAS_EXPIRY (0x01); a stream is always LARGE
 //! ```
 //!
 //! A string's payload is its bytes. A collection's is either *packed* (its members in the
@@ -47,6 +48,7 @@ pub enum Kind {
     List = 2,
     Set = 3,
     ZSet = 4,
+    Stream = 5,
 }
 
 impl Kind {
@@ -57,6 +59,7 @@ impl Kind {
             2 => Kind::List,
             3 => Kind::Set,
             4 => Kind::ZSet,
+            5 => Kind::Stream,
             _ => return None,
         })
     }
@@ -69,6 +72,7 @@ impl Kind {
             Kind::List => "list",
             Kind::Set => "set",
             Kind::ZSet => "zset",
+            Kind::Stream => "stream",
         }
     }
 }
@@ -76,7 +80,11 @@ impl Kind {
 /// The kind and encoding a record's first byte states, if it is one this version writes.
 pub(crate) fn kind_of(flags: u8) -> Option<(Kind, bool)> {
     let kind = Kind::from_bits(flags >> 4)?;
-    if flags & !(0xf0 | LARGE | HAS_EXPIRY) != 0 || (kind == Kind::String && flags & LARGE != 0) {
+    let large = flags & LARGE != 0;
+    if flags & !(0xf0 | LARGE | HAS_EXPIRY) != 0
+        || (kind == Kind::String && large)
+        || (kind == Kind::Stream && !large)
+    {
         return None;
     }
     Some((kind, flags & LARGE != 0))
@@ -288,14 +296,18 @@ mod tests {
         assert!(Record::decode(Bytes::new()).is_err());
         assert!(Record::decode(Bytes::from_static(&[0x01, 1, 2])).is_err());
         assert!(Record::decode(Bytes::from_static(&[0x50])).is_err());
+        assert!(Record::decode(Bytes::from_static(&[0x60])).is_err());
         assert!(Record::decode(Bytes::from_static(&[0x02])).is_err());
         assert!(Record::decode(Bytes::from_static(&[0x14])).is_err());
     }
 
     #[test]
     fn collections_keep_their_kind_and_encoding() {
-        for kind in [Kind::Hash, Kind::List, Kind::Set, Kind::ZSet] {
+        for kind in [Kind::Hash, Kind::List, Kind::Set, Kind::ZSet, Kind::Stream] {
             for large in [false, true] {
+                if kind == Kind::Stream && !large {
+                    continue;
+                }
                 for at in [None, Some(77)] {
                     let r = Record {
                         expire_at_ms: at,

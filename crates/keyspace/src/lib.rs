@@ -45,20 +45,24 @@ pub use collections::list::{position as list_position, span as list_span, List};
 pub use collections::set::{
     inter as set_inter, is_intset_record, union_or_diff as set_union_or_diff, SetValue,
 };
+pub use collections::stream::{
+    Consumer as StreamConsumer, Entry as StreamEntry, Group as StreamGroup, Meta as StreamMeta,
+    NodeLimits, Pending as StreamPending, Stream, StreamId,
+};
 pub use collections::zset::{combine as zset_combine, select as zset_select, ZSet};
 pub use collections::Encodings;
 pub use dump::{dump, Dumped};
-pub use error::{Error, GeoError, LibraryError, Result};
+pub use error::{Error, GeoError, LibraryError, NoGroupForm, Result, StreamError};
 pub use float::add as float_add;
 pub use keys::{check_key, check_value_len, Keys, RawRead, Reader};
 pub use keyspace::{KeyCount, Keyspace, KeyspaceOptions, OpenError, Transaction, FLUSH_STEP_KEYS};
 pub use layout::{CorruptRecord, Kind, Record, MAX_USER_KEY_LEN, MAX_USER_VALUE_LEN};
 pub use num::{parse_double, strtod_prefix};
 pub use op::{
-    Aggregate, BadTime, Combine, Cond, ExpireCond, FieldSub, HashOp, HllDebug, HllOp, LateError,
-    LexBound, LexRange, LibraryOp, LibrarySource, ListOp, Op, OpKind, PartStoreOp, RestoreOp,
-    RestorePolicy, ScoreRange, Set, SetAlgebra, SetOp, StoreOp, TtlChange, ZAddFlags, ZRange,
-    ZSetOp, FORMAT_VERSION,
+    AddId, Aggregate, BadStreamId, BadTime, Combine, Cond, ExpireCond, FieldSub, GroupStart,
+    HashOp, HllDebug, HllOp, LateError, LexBound, LexRange, LibraryOp, LibrarySource, ListOp, Op,
+    OpKind, PartStoreOp, ReadFrom, RestoreOp, RestorePolicy, ScoreRange, Set, SetAlgebra, SetOp,
+    StoreOp, StreamOp, Trim, TrimBy, TtlChange, ZAddFlags, ZRange, ZSetOp, FORMAT_VERSION,
 };
 pub use op::{SortBy, SortSpec, SortStore};
 pub use rdb::{

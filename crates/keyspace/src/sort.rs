@@ -66,7 +66,7 @@ pub fn sort<T: RawRead + ?Sized>(
             Kind::List => List::load(k, &spec.key)?.map_or(Source::Missing, Source::List),
             Kind::Set => SetValue::load(k, &spec.key)?.map_or(Source::Missing, Source::Set),
             Kind::ZSet => ZSet::load(k, &spec.key)?.map_or(Source::Missing, Source::ZSet),
-            Kind::String | Kind::Hash => return Err(Error::WrongType),
+            Kind::String | Kind::Hash | Kind::Stream => return Err(Error::WrongType),
         },
     };
     let mut alpha = spec.alpha;

@@ -38,6 +38,8 @@ pub enum Value {
     Status(&'static str),
     /// Members and their scores as [member, score] pairs in every protocol (ZMPOP).
     ScoredPairs(Vec<(Bytes, Score)>),
+    /// Key-value pairs: a RESP3 map, an array of [key, value] arrays in RESP2 (XREAD's streams).
+    Map(Vec<(Value, Value)>),
 }
 
 /// A sorted-set score: a double that is never NaN (parsing refuses it, arithmetic that makes

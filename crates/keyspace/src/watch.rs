@@ -145,7 +145,9 @@ impl Watches {
         if self.any() {
             self.touch_slow(db, key, deleted);
         }
-        if !deleted && self.blocked.any() {
+        // A deletion readies the key too: a blocked XREADGROUP is then told its stream is
+        // gone (a pop finds nothing and keeps waiting).
+        if self.blocked.any() {
             self.blocked.signal(self.dbs.logical(db), key);
         }
     }
@@ -155,6 +157,10 @@ impl Watches {
     pub(crate) fn flushed(&self, db: u8, all: bool) {
         if let Some(e) = self.sink() {
             e.flushed(self.dbs.logical(db), all);
+        }
+        if self.blocked.any() {
+            self.blocked
+                .signal_flushed((!all).then(|| self.dbs.logical(db)));
         }
     }
 

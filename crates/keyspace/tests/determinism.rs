@@ -1,8 +1,9 @@
 //! `apply` is deterministic: random sequences of ops — strings, expiry (with the clock moving
 //! past expiry times), the expiry pass's deletions, stores, streamed writes landing on a
 //! store's versions and real-time log during a push, the push's swap and abort, rollbacks,
-//! FLUSHDB and FLUSHALL steps, function library changes, hash, set, sorted-set and list writes
-//! (packed, made large past small thresholds, deleted, expired, renamed, overwritten), and ops
+//! FLUSHDB and FLUSHALL steps, function library changes, hash, set, sorted-set, list and stream
+//! writes (packed, made large past small thresholds, deleted, expired, renamed, overwritten;
+//! streams with `*` ids, small nodes, groups, pending entries and claims), and ops
 //! that fail — applied to
 //! two fresh keyspaces give the same replies and the same content digest, also after the
 //! reclaim pass; and each op, encoded to bytes and decoded, applies as the original did.
@@ -231,6 +232,67 @@ fn list_op() -> impl Strategy<Value = OpKind> {
     list.prop_map(OpKind::List)
 }
 
+/// Stream writes with the `*` ids of the op's clock, small nodes, approximate trims, groups,
+/// pending entries and claims (whose times are the op's), and reads that run as ops.
+fn stream_op() -> impl Strategy<Value = OpKind> {
+    use rialto_keyspace::{
+        AddId, GroupStart, NodeLimits, ReadFrom, StreamId, StreamOp, Trim, TrimBy,
+    };
+    let id = || (0u64..6, 0u64..3).prop_map(|(ms, seq)| StreamId::new(ms, seq));
+    let node = NodeLimits {
+        max_bytes: 60,
+        max_entries: 2,
+    };
+    let trim = prop_oneof![
+        (0u64..4).prop_map(TrimBy::MaxLen),
+        id().prop_map(TrimBy::MinId),
+    ];
+    let trim = (trim, any::<bool>(), 0u64..3).prop_map(|(by, approx, limit)| Trim {
+        by,
+        approx,
+        limit: if approx { limit } else { 0 },
+    });
+    let group =
+        || prop::sample::select(vec!["g", "h"]).prop_map(|g| Bytes::from_static(g.as_bytes()));
+    let consumer =
+        || prop::sample::select(vec!["x", "y"]).prop_map(|c| Bytes::from_static(c.as_bytes()));
+    let stream = prop_oneof![
+        4 => (key(), prop_oneof![Just(AddId::Auto), id().prop_map(AddId::Exact), (0u64..6).prop_map(AddId::Ms)],
+              prop::collection::vec(prop_oneof![value(), field()], 1..3), prop::option::weighted(0.3, trim.clone()))
+            .prop_map(move |(key, id, mut fields, trim)| {
+                if fields.len() % 2 == 1 {
+                    fields.push(Bytes::from_static(b"v"));
+                }
+                StreamOp::Add { key, nomkstream: false, id, fields, trim, node }
+            }),
+        1 => (key(), trim).prop_map(move |(key, trim)| StreamOp::Trim { key, trim, node }),
+        1 => (key(), prop::collection::vec(id(), 1..3)).prop_map(|(key, ids)| StreamOp::Del { key, ids, bad: false }),
+        1 => (key(), group(), any::<bool>())
+            .prop_map(|(key, group, mkstream)| StreamOp::GroupCreate { key, group, start: GroupStart::Id(StreamId::MIN), mkstream, entries_read: -1 }),
+        2 => (key(), group(), consumer(), prop::option::weighted(0.3, id()), 0u64..3)
+            .prop_map(|(key, group, consumer, from, count)| StreamOp::ReadGroup {
+                group, consumer, streams: vec![(key, from)], count, noack: false, served: false, bad: None,
+            }),
+        1 => (key(), group(), prop::collection::vec(id(), 1..3)).prop_map(|(key, group, ids)| StreamOp::Ack { key, group, ids, bad: false }),
+        1 => (key(), group(), consumer(), prop_oneof![Just("0"), Just("50")], id(), any::<bool>())
+            .prop_map(|(key, group, consumer, idle, id, force)| {
+                let mut args = vec![Bytes::from_static(idle.as_bytes()), id.to_bytes()];
+                if force {
+                    args.push(Bytes::from_static(b"FORCE"));
+                }
+                StreamOp::Claim { key, group, consumer, args }
+            }),
+        1 => (key(), group(), consumer(), 0u64..100)
+            .prop_map(|(key, group, consumer, min_idle)| StreamOp::AutoClaim { key, group, consumer, min_idle, start: StreamId::MIN, count: 2, justid: false }),
+        1 => (key(), group(), consumer()).prop_map(|(key, group, consumer)| StreamOp::DelConsumer { key, group, consumer }),
+        1 => (key(), group()).prop_map(|(key, group)| StreamOp::GroupDestroy { key, group }),
+        1 => (key(), prop::option::of(id())).prop_map(|(key, from)| StreamOp::Read {
+            streams: vec![(key, from.map_or(ReadFrom::Last, ReadFrom::After))], count: 0, bad: None,
+        }),
+    ];
+    stream.prop_map(OpKind::Stream)
+}
+
 fn set_op() -> impl Strategy<Value = OpKind> {
     let members = || prop::collection::vec(prop_oneof![value(), field()], 1..5);
     let algebra =
@@ -333,6 +395,7 @@ fn kind() -> impl Strategy<Value = OpKind> {
         4 => set_op(),
         4 => zset_op(),
         4 => list_op(),
+        4 => stream_op(),
         2 => sort_op(),
         3 => hll_op(),
         1 => (key(), value()).prop_map(|(key, value)| OpKind::SetNx { key, value }),

@@ -66,6 +66,9 @@ pub enum Reply {
     /// Pairs as Redis sends a list of them (HRANDFIELD WITHVALUES, ZRANGE WITHSCORES): RESP3
     /// an array of two-element arrays; RESP2 a flat array of 2n elements.
     Pairs(Vec<(Reply, Reply)>),
+    /// Key-value pairs as Redis sends XREAD's streams: `%n` in RESP3; in RESP2 an array of n
+    /// two-element arrays.
+    Keyed(Vec<(Reply, Reply)>),
     /// `~n`; RESP2: an array.
     Set(Vec<Reply>),
     /// `,d`; RESP2: a bulk string of the same text (see [`write_double`]).
@@ -137,6 +140,21 @@ impl Reply {
                     v.encode(proto, buf);
                 }
             }
+            Reply::Keyed(pairs) if proto == Protocol::Resp3 => {
+                write_map_header(buf, proto, pairs.len());
+                for (k, v) in pairs {
+                    k.encode(proto, buf);
+                    v.encode(proto, buf);
+                }
+            }
+            Reply::Keyed(pairs) => {
+                write_array_header(buf, proto, pairs.len());
+                for (k, v) in pairs {
+                    write_array_header(buf, proto, 2);
+                    k.encode(proto, buf);
+                    v.encode(proto, buf);
+                }
+            }
             Reply::Pairs(pairs) if proto == Protocol::Resp3 => {
                 write_array_header(buf, proto, pairs.len());
                 for (k, v) in pairs {
@@ -199,6 +217,12 @@ impl Reply {
             Reply::Map(p) => Reply::Array(
                 p.iter()
                     .flat_map(|(k, v)| [k.as_received(proto), v.as_received(proto)])
+                    .collect(),
+            ),
+            Reply::Keyed(p) if resp3 => Reply::Map(pairs(p)),
+            Reply::Keyed(p) => Reply::Array(
+                p.iter()
+                    .map(|(k, v)| Reply::Array(vec![k.as_received(proto), v.as_received(proto)]))
                     .collect(),
             ),
             Reply::Pairs(p) if resp3 => Reply::Array(

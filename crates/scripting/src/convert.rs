@@ -18,6 +18,18 @@ use rialto_resp::Reply;
 /// Most nesting of tables converted to a reply (deeper is an error, not a stack overflow).
 const MAX_DEPTH: usize = 1000;
 
+/// `[key, value]` tables in a sequence.
+fn pair_sequence(lua: &Lua, pairs: &[(Reply, Reply)], resp: u8) -> mlua::Result<Value> {
+    sequence(
+        lua,
+        pairs.len(),
+        pairs.iter().map(|(k, v)| {
+            let pair = [reply_to_lua(lua, k, resp)?, reply_to_lua(lua, v, resp)?];
+            Ok(Value::Table(lua.create_sequence_from(pair)?))
+        }),
+    )
+}
+
 /// A reply as a Lua value, for a script that speaks RESP `resp` (2 or 3).
 pub fn reply_to_lua(lua: &Lua, r: &Reply, resp: u8) -> mlua::Result<Value> {
     Ok(match r {
@@ -46,22 +58,25 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp: u8) -> mlua::Result<Value> {
             items.len(),
             items.iter().map(|v| reply_to_lua(lua, v, resp)),
         )?,
-        Reply::Map(pairs) if resp == 3 => {
+        Reply::Map(pairs) | Reply::Keyed(pairs) if resp == 3 => {
             let t = lua.create_table()?;
             for (k, v) in pairs {
                 t.raw_set(reply_to_lua(lua, k, resp)?, reply_to_lua(lua, v, resp)?)?;
             }
             field(lua, "map", Value::Table(t))?
         }
-        Reply::Pairs(pairs) if resp == 3 => sequence(
+        Reply::Pairs(pairs) if resp == 3 => pair_sequence(lua, pairs, resp)?,
+        // XREAD's streams: a RESP3 map (above), else [key, value] pairs.
+        Reply::Keyed(pairs) => pair_sequence(lua, pairs, resp)?,
+        Reply::Pairs(pairs) => sequence(
             lua,
-            pairs.len(),
-            pairs.iter().map(|(k, v)| {
-                let pair = [reply_to_lua(lua, k, resp)?, reply_to_lua(lua, v, resp)?];
-                Ok(Value::Table(lua.create_sequence_from(pair)?))
-            }),
+            pairs.len() * 2,
+            pairs
+                .iter()
+                .flat_map(|(k, v)| [k, v])
+                .map(|r| reply_to_lua(lua, r, resp)),
         )?,
-        Reply::Map(pairs) | Reply::Pairs(pairs) => sequence(
+        Reply::Map(pairs) => sequence(
             lua,
             pairs.len() * 2,
             pairs

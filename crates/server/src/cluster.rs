@@ -527,6 +527,7 @@ impl Payload {
                 OpKind::ZSet(z) => z.keys().into_iter().for_each(|k| key(k)),
                 OpKind::List(l) => l.keys().into_iter().for_each(|k| key(k)),
                 OpKind::Hll(h) => h.keys().into_iter().for_each(|k| key(k)),
+                OpKind::Stream(x) => x.keys().into_iter().for_each(|k| key(k)),
                 OpKind::SwapDb { .. } => {}
                 OpKind::Sort(st) => key(&st.dst),
                 OpKind::Restore(r) => key(&r.key),

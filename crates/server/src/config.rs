@@ -77,6 +77,9 @@ pub struct Config {
     pub list_max_listpack_size: i64,
     /// `hll-sparse-max-bytes`: the longest sparse HyperLogLog, header included.
     pub hll_sparse_max_bytes: usize,
+    /// `stream-node-max-bytes` and `-entries`: when a stream's entries start a new node.
+    pub stream_node_max_bytes: u64,
+    pub stream_node_max_entries: u64,
     pub list_compress_depth: u32,
     pub slowlog_log_slower_than: i64,
     pub slowlog_max_len: usize,
@@ -151,6 +154,14 @@ pub struct ClusterConfig {
 }
 
 impl Config {
+    /// The stream node limits an op carries (see the keyspace's `stream` module).
+    pub fn stream_node(&self) -> rialto_keyspace::NodeLimits {
+        rialto_keyspace::NodeLimits {
+            max_bytes: self.stream_node_max_bytes,
+            max_entries: self.stream_node_max_entries,
+        }
+    }
+
     /// Whether writes are refused with NOREPLICAS: min-replicas-to-write asks for replicas
     /// (with a max lag above 0, as Redis requires) and a standalone node has none.
     pub fn lacks_good_replicas(&self) -> bool {
@@ -217,6 +228,8 @@ impl Default for Config {
             zset_max_listpack_value: 64,
             list_max_listpack_size: -2,
             hll_sparse_max_bytes: rialto_keyspace::hll::DEFAULT_SPARSE_MAX_BYTES,
+            stream_node_max_bytes: 4096,
+            stream_node_max_entries: 100,
             list_compress_depth: 0,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
@@ -784,6 +797,10 @@ pub static KEYS: &[Key] = &[
         |c, v| c.set_max_listpack_entries = parse_num(v)?, |c| c.set_max_listpack_entries.to_string()),
     key!("set-max-listpack-value", true, "Longest member, in bytes, a packed set that is no intset holds (default 64); see set-max-intset-entries.",
         |c, v| c.set_max_listpack_value = parse_num(v)?, |c| c.set_max_listpack_value.to_string()),
+    key!("stream-node-max-bytes", true, "Most bytes of a stream node (default 4096; 0: no limit): a stream's entries are grouped in nodes as Redis groups them in listpacks, counted in Redis's listpack bytes, and an approximate trim (MAXLEN ~, MINID ~) removes whole nodes only. Each XADD and XTRIM carries the value it was sent under, so replicas build the same nodes.",
+        |c, v| c.stream_node_max_bytes = parse_num(v)?, |c| c.stream_node_max_bytes.to_string()),
+    key!("stream-node-max-entries", true, "Most entries of a stream node, deleted ones included (default 100; 0: no limit); see stream-node-max-bytes.",
+        |c, v| c.stream_node_max_entries = parse_num(v)?, |c| c.stream_node_max_entries.to_string()),
     key!("zset-max-listpack-entries", true, "Most members a sorted set keeps packed in its one record (default 128), in score order: a read is one point read, a write rewrites the record. Beyond it, or beyond zset-max-listpack-value, each member becomes two keys of its own, one by member and one in score order (OBJECT ENCODING skiplist); a sorted set never goes back. Under a store's prefix sorted sets are always packed. Also named zset-max-ziplist-entries.",
         |c, v| c.zset_max_listpack_entries = parse_num(v)?, |c| c.zset_max_listpack_entries.to_string()),
     key!("zset-max-ziplist-entries", true, "The same setting as zset-max-listpack-entries.",
@@ -915,6 +932,16 @@ pub static KEYS: &[Key] = &[
         |c, v| c.min_replicas_max_lag = parse_num(v)?, |c| c.min_replicas_max_lag.to_string()),
     constant!("save", "", true, "Rialto persists every write; snapshots do not exist",
         "For Redis tools: always empty (no snapshots; Rialto persists every write). Setting it to the empty string, as tools and test harnesses do to turn snapshots off, succeeds; any schedule is refused."),
+    Key {
+        name: "aof-use-rdb-preamble",
+        mutable: true,
+        doc: "For Redis tools and test suites: Rialto writes no append-only file, so there is no preamble to choose; yes or no is accepted and changes nothing (reads yes).",
+        set: |_, v| match v.trim().to_ascii_lowercase().as_str() {
+            "yes" | "no" => Ok(()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        get: |_| "yes".into(),
+    },
     constant!("appendonly", "yes", false, "the journal is always on",
         "Read-only, for Redis tools: always yes (the journal is the database)."),
     constant!("daemonize", "no", false, "Rialto runs in the foreground",
@@ -1304,7 +1331,11 @@ mod tests {
         let mut c = Config::default();
         for k in KEYS {
             let v = (k.get)(&c);
-            if k.name == "save" || k.name == "appendonly" || k.name == "user" {
+            if k.name == "save"
+                || k.name == "appendonly"
+                || k.name == "user"
+                || k.name == "aof-use-rdb-preamble"
+            {
                 continue;
             }
             // requirepass's empty default means "none".

@@ -108,6 +108,7 @@ pub fn keyspace_error(e: &rialto_keyspace::Error) -> Reply {
             Reply::error("ERR DUMP payload version or checksum are wrong")
         }
         E::Payload(rialto_keyspace::PayloadError::BadData) => Reply::error("ERR Bad data format"),
+        E::Stream(x) => stream_error(x),
         E::Store(s) => store_error(s),
         E::Library(l) => library_error(l),
         E::Engine(e) => engine_error(e),
@@ -131,6 +132,88 @@ pub fn hll_error(e: &rialto_keyspace::hll::HllError) -> Reply {
 /// A command on a key holding another kind of value.
 pub fn wrong_type() -> Reply {
     Reply::error("WRONGTYPE Operation against a key holding the wrong kind of value")
+}
+
+/// The invalid stream id error.
+pub fn invalid_stream_id() -> Reply {
+    Reply::error("ERR Invalid stream ID specified as stream command argument")
+}
+
+/// A refused stream command, in Redis's words.
+pub fn stream_error(e: &rialto_keyspace::StreamError) -> Reply {
+    use rialto_keyspace::{NoGroupForm, StreamError as S};
+    match e {
+        S::InvalidId => invalid_stream_id(),
+        S::IdNotGreater => Reply::error(
+            "ERR The ID specified in XADD is equal or smaller than the target stream top item",
+        ),
+        S::IdZero => Reply::error("ERR The ID specified in XADD must be greater than 0-0"),
+        S::Exhausted => Reply::error(
+            "ERR The stream has exhausted the last possible ID, unable to add more items",
+        ),
+        S::TooLarge => Reply::error("ERR Elements are too large to be stored"),
+        S::NoGroup { key, group, form } => match form {
+            NoGroupForm::ReadGroup => c_format(&[
+                b"NOGROUP No such key '",
+                key,
+                b"' or consumer group '",
+                group,
+                b"' in XREADGROUP with GROUP option",
+            ]),
+            NoGroupForm::KeyOrGroup => c_format(&[
+                b"NOGROUP No such key '",
+                key,
+                b"' or consumer group '",
+                group,
+                b"'",
+            ]),
+            NoGroupForm::ForKey => c_format(&[
+                b"NOGROUP No such consumer group '",
+                group,
+                b"' for key name '",
+                key,
+                b"'",
+            ]),
+        },
+        S::GroupExists => Reply::error("BUSYGROUP Consumer Group name already exists"),
+        S::GroupNeedsKey => Reply::error(
+            "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.",
+        ),
+        S::SetIdBelowTop => Reply::error(
+            "ERR The ID specified in XSETID is smaller than the target stream top item",
+        ),
+        S::EntriesAddedBelowLength => Reply::error(
+            "ERR The entries_added specified in XSETID is smaller than the target stream length",
+        ),
+        S::DollarInReadGroup => Reply::error(
+            "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.",
+        ),
+        S::GreaterInRead => Reply::error(
+            "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.",
+        ),
+        S::GroupGone => Reply::error(
+            "NOGROUP the consumer group this client was blocked on no longer exists",
+        ),
+        S::KeyGone => Reply::error("UNBLOCKED the stream key no longer exists"),
+        S::UnderStore => Reply::error("ERR streams cannot be kept under a store's prefix"),
+        S::ClaimInteger(what) => clean(format!("ERR Invalid {what} argument for XCLAIM")),
+        S::ClaimOption(opt) => c_format(&[b"ERR Unrecognized XCLAIM option '", opt, b"'"]),
+    }
+}
+
+/// An error reply made as Redis's `addReplyErrorFormat` makes one from `%s` arguments: each part
+/// a C string (it ends at a NUL), the bytes as they are, CR and LF as spaces.
+fn c_format(parts: &[&[u8]]) -> Reply {
+    let mut out = Vec::new();
+    for p in parts {
+        let end = p.iter().position(|&c| c == 0).unwrap_or(p.len());
+        out.extend(
+            p[..end]
+                .iter()
+                .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
+        );
+    }
+    Reply::Error(bytes::Bytes::from(out))
 }
 
 /// A refused function library change, in Redis's words.
@@ -170,6 +253,12 @@ pub fn value(v: rialto_keyspace::Value) -> Reply {
         V::Members(ms) => Reply::Set(ms.into_iter().map(Reply::Bulk).collect()),
         V::Store(m) => crate::commands::store::describe(&m),
         V::Array(items) => Reply::Array(items.into_iter().map(value).collect()),
+        V::Map(pairs) => Reply::Keyed(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (value(k), value(v)))
+                .collect(),
+        ),
         V::Score(s) => Reply::Double(s.0),
         V::Status(s) => Reply::simple(s),
         V::ScoredPairs(items) => Reply::Array(

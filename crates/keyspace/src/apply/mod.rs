@@ -15,6 +15,7 @@ mod lists;
 mod restore;
 mod sets;
 mod sort_store;
+pub(crate) mod streams;
 mod strings;
 mod zsets;
 
@@ -79,6 +80,7 @@ pub(crate) fn apply(tx: &mut TxnContext<'_, Db>, stores: &Stores, op: &Op) -> Re
                 OpKind::Sets(o) => sets::apply(&mut k, &stores.encodings, o),
                 OpKind::ZSet(z) => zsets::apply(&mut k, &stores.encodings, z),
                 OpKind::List(l) => lists::apply(&mut k, &stores.encodings, l),
+                OpKind::Stream(x) => streams::apply(&mut k, x),
                 OpKind::Sort(s) => sort_store::apply(&mut k, &stores.encodings, s),
                 OpKind::Restore(r) => restore::apply(&mut k, &stores.encodings, r),
                 OpKind::Hll(h) => hll::apply(&mut k, h),
@@ -121,6 +123,7 @@ fn data(k: &mut W<'_, '_, '_>, kind: &OpKind) -> Result<Value> {
         | OpKind::Sets(_)
         | OpKind::ZSet(_)
         | OpKind::List(_)
+        | OpKind::Stream(_)
         | OpKind::Copy { .. }
         | OpKind::Move { .. }
         | OpKind::SwapDb { .. }

@@ -50,6 +50,9 @@ pub(super) fn apply(k: &mut W<'_, '_, '_>, enc: &Encodings, op: &RestoreOp) -> R
         DumpValue::ZSet(items) => {
             zset::store(k, enc, key, items)?;
         }
+        DumpValue::Stream(st) => {
+            crate::collections::stream::import(k, key, &st)?;
+        }
         DumpValue::List(items) => {
             for i in &items {
                 check_value_len(i.len())?;

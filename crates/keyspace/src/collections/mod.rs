@@ -44,6 +44,7 @@ pub mod hash;
 pub mod list;
 pub(crate) mod packed;
 pub mod set;
+pub mod stream;
 pub mod zset;
 
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
@@ -274,6 +275,7 @@ pub(crate) fn repack<T: crate::keys::RawRead + ?Sized>(
         layout::Kind::Set => set::repack(k, rec),
         layout::Kind::ZSet => zset::repack(k, rec),
         layout::Kind::List => list::repack(k, rec),
+        layout::Kind::Stream => Err(crate::error::StreamError::UnderStore.into()),
         _ => Err(Error::Corrupt(CorruptRecord("unknown collection"))),
     }
 }

@@ -114,6 +114,9 @@
 use bytes::Bytes;
 
 use super::{
+    AddId, BadStreamId, GroupStart, NodeLimits, ReadFrom, StreamId, StreamOp, Trim, TrimBy,
+};
+use super::{
     Aggregate, BadTime, Combine, Cond, ExpireCond, FieldSub, HashOp, HllDebug, HllOp, LateError,
     LexBound, LexRange, LibraryOp, LibrarySource, ListOp, Op, OpKind, PartStoreOp, RestoreOp,
     RestorePolicy, Score, ScoreRange, Set, SetAlgebra, SetOp, SortBy, SortSpec, SortStore, StoreOp,
@@ -637,6 +640,10 @@ impl Op {
                 w.u8(43);
                 w.u8(*a);
                 w.u8(*b);
+            }
+            OpKind::Stream(x) => {
+                w.u8(45);
+                encode_stream(&mut w, x);
             }
             OpKind::List(l) => {
                 w.u8(41);
@@ -1347,6 +1354,7 @@ impl Op {
                 a: r.u8()?,
                 b: r.u8()?,
             },
+            45 => OpKind::Stream(decode_stream(&mut r)?),
             41 => OpKind::List(match r.u8()? {
                 1 => {
                     let key = r.bytes()?;
@@ -1496,6 +1504,452 @@ impl Op {
         }
         Ok(Op { db, now_ms, kind })
     }
+}
+
+fn encode_stream(w: &mut Writer, x: &StreamOp) {
+    let id = |w: &mut Writer, id: &StreamId| {
+        w.u64(id.ms);
+        w.u64(id.seq);
+    };
+    let ids = |w: &mut Writer, ids: &[StreamId]| {
+        w.u64(ids.len() as u64);
+        for i in ids {
+            id(w, i);
+        }
+    };
+    let trim = |w: &mut Writer, t: &Option<Trim>| match t {
+        None => w.u8(0),
+        Some(t) => {
+            w.u8(1);
+            match t.by {
+                TrimBy::MaxLen(n) => {
+                    w.u8(1);
+                    w.u64(n);
+                }
+                TrimBy::MinId(m) => {
+                    w.u8(2);
+                    id(w, &m);
+                }
+            }
+            w.u8(u8::from(t.approx));
+            w.u64(t.limit);
+        }
+    };
+    let node = |w: &mut Writer, n: &NodeLimits| {
+        w.u64(n.max_bytes);
+        w.u64(n.max_entries);
+    };
+    let bad_id = |w: &mut Writer, b: &Option<(u64, BadStreamId)>| match b {
+        None => w.u8(0),
+        Some((at, why)) => {
+            w.u8(match why {
+                BadStreamId::Invalid => 1,
+                BadStreamId::Dollar => 2,
+                BadStreamId::Greater => 3,
+            });
+            w.u64(*at);
+        }
+    };
+    let start = |w: &mut Writer, s: &GroupStart| match s {
+        GroupStart::Last => w.u8(0),
+        GroupStart::Id(i) => {
+            w.u8(1);
+            id(w, i);
+        }
+        GroupStart::Bad => w.u8(2),
+    };
+    match x {
+        StreamOp::Add {
+            key,
+            nomkstream,
+            id: add,
+            fields,
+            trim: t,
+            node: n,
+        } => {
+            w.u8(1);
+            w.bytes(key);
+            w.u8(u8::from(*nomkstream));
+            match add {
+                AddId::Auto => w.u8(0),
+                AddId::Ms(ms) => {
+                    w.u8(1);
+                    w.u64(*ms);
+                }
+                AddId::Exact(i) => {
+                    w.u8(2);
+                    id(w, i);
+                }
+            }
+            w.u64(fields.len() as u64);
+            for f in fields {
+                w.bytes(f);
+            }
+            trim(w, t);
+            node(w, n);
+        }
+        StreamOp::Trim {
+            key,
+            trim: t,
+            node: n,
+        } => {
+            w.u8(2);
+            w.bytes(key);
+            trim(w, &Some(*t));
+            node(w, n);
+        }
+        StreamOp::Del { key, ids: i, bad } => {
+            w.u8(3);
+            w.bytes(key);
+            w.u8(u8::from(*bad));
+            ids(w, i);
+        }
+        StreamOp::SetId {
+            key,
+            last,
+            entries_added,
+            max_deleted,
+        } => {
+            w.u8(4);
+            w.bytes(key);
+            id(w, last);
+            w.u8(u8::from(entries_added.is_some()));
+            if let Some(n) = entries_added {
+                w.u64(*n);
+            }
+            w.u8(u8::from(max_deleted.is_some()));
+            if let Some(m) = max_deleted {
+                id(w, m);
+            }
+        }
+        StreamOp::Read {
+            streams,
+            count,
+            bad,
+        } => {
+            w.u8(5);
+            bad_id(w, bad);
+            w.u64(streams.len() as u64);
+            for (k, from) in streams {
+                w.bytes(k);
+                match from {
+                    ReadFrom::After(i) => {
+                        w.u8(0);
+                        id(w, i);
+                    }
+                    ReadFrom::Last => w.u8(1),
+                }
+            }
+            w.u64(*count);
+        }
+        StreamOp::ReadGroup {
+            group,
+            consumer,
+            streams,
+            count,
+            noack,
+            served,
+            bad,
+        } => {
+            w.u8(6);
+            bad_id(w, bad);
+            w.bytes(group);
+            w.bytes(consumer);
+            w.u64(streams.len() as u64);
+            for (k, from) in streams {
+                w.bytes(k);
+                w.u8(u8::from(from.is_some()));
+                if let Some(i) = from {
+                    id(w, i);
+                }
+            }
+            w.u64(*count);
+            w.u8(u8::from(*noack));
+            w.u8(u8::from(*served));
+        }
+        StreamOp::GroupCreate {
+            key,
+            group,
+            start: s,
+            mkstream,
+            entries_read,
+        } => {
+            w.u8(7);
+            w.bytes(key);
+            w.bytes(group);
+            start(w, s);
+            w.u8(u8::from(*mkstream));
+            w.i64(*entries_read);
+        }
+        StreamOp::GroupSetId {
+            key,
+            group,
+            start: s,
+            entries_read,
+        } => {
+            w.u8(8);
+            w.bytes(key);
+            w.bytes(group);
+            start(w, s);
+            w.i64(*entries_read);
+        }
+        StreamOp::GroupDestroy { key, group } => {
+            w.u8(9);
+            w.bytes(key);
+            w.bytes(group);
+        }
+        StreamOp::CreateConsumer {
+            key,
+            group,
+            consumer,
+        } => {
+            w.u8(10);
+            w.bytes(key);
+            w.bytes(group);
+            w.bytes(consumer);
+        }
+        StreamOp::DelConsumer {
+            key,
+            group,
+            consumer,
+        } => {
+            w.u8(11);
+            w.bytes(key);
+            w.bytes(group);
+            w.bytes(consumer);
+        }
+        StreamOp::Ack {
+            key,
+            group,
+            ids: i,
+            bad,
+        } => {
+            w.u8(12);
+            w.bytes(key);
+            w.bytes(group);
+            w.u8(u8::from(*bad));
+            ids(w, i);
+        }
+        StreamOp::Claim {
+            key,
+            group,
+            consumer,
+            args,
+        } => {
+            w.u8(13);
+            w.bytes(key);
+            w.bytes(group);
+            w.bytes(consumer);
+            w.u64(args.len() as u64);
+            for a in args {
+                w.bytes(a);
+            }
+        }
+        StreamOp::AutoClaim {
+            key,
+            group,
+            consumer,
+            min_idle,
+            start: s,
+            count,
+            justid,
+        } => {
+            w.u8(14);
+            w.bytes(key);
+            w.bytes(group);
+            w.bytes(consumer);
+            w.u64(*min_idle);
+            id(w, s);
+            w.u64(*count);
+            w.u8(u8::from(*justid));
+        }
+    }
+}
+
+fn decode_stream(r: &mut Reader<'_>) -> Result<StreamOp> {
+    fn id(r: &mut Reader<'_>) -> Result<StreamId> {
+        Ok(StreamId::new(r.u64()?, r.u64()?))
+    }
+    fn ids(r: &mut Reader<'_>) -> Result<Vec<StreamId>> {
+        let n = r.count(2)?;
+        (0..n).map(|_| id(r)).collect()
+    }
+    fn trim(r: &mut Reader<'_>) -> Result<Option<Trim>> {
+        if !r.bool()? {
+            return Ok(None);
+        }
+        let by = match r.u8()? {
+            1 => TrimBy::MaxLen(r.u64()?),
+            2 => TrimBy::MinId(id(r)?),
+            _ => return Err(Error::BadOp("bad trim")),
+        };
+        Ok(Some(Trim {
+            by,
+            approx: r.bool()?,
+            limit: r.u64()?,
+        }))
+    }
+    fn node(r: &mut Reader<'_>) -> Result<NodeLimits> {
+        Ok(NodeLimits {
+            max_bytes: r.u64()?,
+            max_entries: r.u64()?,
+        })
+    }
+    fn start(r: &mut Reader<'_>) -> Result<GroupStart> {
+        Ok(match r.u8()? {
+            0 => GroupStart::Last,
+            1 => GroupStart::Id(id(r)?),
+            2 => GroupStart::Bad,
+            _ => return Err(Error::BadOp("bad group start")),
+        })
+    }
+    fn bad_id(r: &mut Reader<'_>) -> Result<Option<(u64, BadStreamId)>> {
+        let why = match r.u8()? {
+            0 => return Ok(None),
+            1 => BadStreamId::Invalid,
+            2 => BadStreamId::Dollar,
+            3 => BadStreamId::Greater,
+            _ => return Err(Error::BadOp("bad id flag")),
+        };
+        Ok(Some((r.u64()?, why)))
+    }
+    fn list(r: &mut Reader<'_>) -> Result<Vec<Bytes>> {
+        let n = r.count(1)?;
+        (0..n).map(|_| r.bytes()).collect()
+    }
+    Ok(match r.u8()? {
+        1 => {
+            let key = r.bytes()?;
+            let nomkstream = r.bool()?;
+            let add = match r.u8()? {
+                0 => AddId::Auto,
+                1 => AddId::Ms(r.u64()?),
+                2 => AddId::Exact(id(r)?),
+                _ => return Err(Error::BadOp("bad stream id form")),
+            };
+            let fields = list(r)?;
+            if fields.is_empty() || fields.len() % 2 != 0 {
+                return Err(Error::BadOp("fields and values are not pairs"));
+            }
+            StreamOp::Add {
+                key,
+                nomkstream,
+                id: add,
+                fields,
+                trim: trim(r)?,
+                node: node(r)?,
+            }
+        }
+        2 => {
+            let key = r.bytes()?;
+            let t = trim(r)?.ok_or(Error::BadOp("XTRIM without a trim"))?;
+            StreamOp::Trim {
+                key,
+                trim: t,
+                node: node(r)?,
+            }
+        }
+        3 => StreamOp::Del {
+            key: r.bytes()?,
+            bad: r.bool()?,
+            ids: ids(r)?,
+        },
+        4 => StreamOp::SetId {
+            key: r.bytes()?,
+            last: id(r)?,
+            entries_added: if r.bool()? { Some(r.u64()?) } else { None },
+            max_deleted: if r.bool()? { Some(id(r)?) } else { None },
+        },
+        5 => {
+            let bad = bad_id(r)?;
+            let n = r.count(2)?;
+            let mut streams = Vec::with_capacity(n);
+            for _ in 0..n {
+                let k = r.bytes()?;
+                let from = match r.u8()? {
+                    0 => ReadFrom::After(id(r)?),
+                    1 => ReadFrom::Last,
+                    _ => return Err(Error::BadOp("bad read start")),
+                };
+                streams.push((k, from));
+            }
+            StreamOp::Read {
+                streams,
+                count: r.u64()?,
+                bad,
+            }
+        }
+        6 => {
+            let bad = bad_id(r)?;
+            let group = r.bytes()?;
+            let consumer = r.bytes()?;
+            let n = r.count(2)?;
+            let mut streams = Vec::with_capacity(n);
+            for _ in 0..n {
+                let k = r.bytes()?;
+                let from = if r.bool()? { Some(id(r)?) } else { None };
+                streams.push((k, from));
+            }
+            StreamOp::ReadGroup {
+                group,
+                consumer,
+                streams,
+                count: r.u64()?,
+                noack: r.bool()?,
+                served: r.bool()?,
+                bad,
+            }
+        }
+        7 => StreamOp::GroupCreate {
+            key: r.bytes()?,
+            group: r.bytes()?,
+            start: start(r)?,
+            mkstream: r.bool()?,
+            entries_read: r.i64()?,
+        },
+        8 => StreamOp::GroupSetId {
+            key: r.bytes()?,
+            group: r.bytes()?,
+            start: start(r)?,
+            entries_read: r.i64()?,
+        },
+        9 => StreamOp::GroupDestroy {
+            key: r.bytes()?,
+            group: r.bytes()?,
+        },
+        10 => StreamOp::CreateConsumer {
+            key: r.bytes()?,
+            group: r.bytes()?,
+            consumer: r.bytes()?,
+        },
+        11 => StreamOp::DelConsumer {
+            key: r.bytes()?,
+            group: r.bytes()?,
+            consumer: r.bytes()?,
+        },
+        12 => StreamOp::Ack {
+            key: r.bytes()?,
+            group: r.bytes()?,
+            bad: r.bool()?,
+            ids: ids(r)?,
+        },
+        13 => StreamOp::Claim {
+            key: r.bytes()?,
+            group: r.bytes()?,
+            consumer: r.bytes()?,
+            args: list(r)?,
+        },
+        14 => StreamOp::AutoClaim {
+            key: r.bytes()?,
+            group: r.bytes()?,
+            consumer: r.bytes()?,
+            min_idle: r.u64()?,
+            start: id(r)?,
+            count: r.u64()?,
+            justid: r.bool()?,
+        },
+        _ => return Err(Error::BadOp("unknown stream write")),
+    })
 }
 
 struct Writer(Vec<u8>);
@@ -2332,5 +2786,144 @@ mod tests {
         long.extend_from_slice(&[0xff; 10]);
         long.push(0x01);
         assert!(Op::decode(&long).is_err());
+    }
+
+    #[test]
+    fn stream_ops_round_trip_and_refuse_damage() {
+        use crate::op::{
+            AddId, BadStreamId, GroupStart, NodeLimits, ReadFrom, StreamId, StreamOp, Trim, TrimBy,
+        };
+        let b = |s: &str| Bytes::copy_from_slice(s.as_bytes());
+        let id = StreamId::new(7, u64::MAX);
+        let trim = Trim {
+            by: TrimBy::MinId(id),
+            approx: true,
+            limit: 30,
+        };
+        let ops = vec![
+            StreamOp::Add {
+                key: b("s"),
+                nomkstream: true,
+                id: AddId::Ms(5),
+                fields: vec![b("f"), b("")],
+                trim: Some(trim),
+                node: NodeLimits::default(),
+            },
+            StreamOp::Add {
+                key: b("s"),
+                nomkstream: false,
+                id: AddId::Exact(id),
+                fields: vec![b("f"), b("v")],
+                trim: Some(Trim {
+                    by: TrimBy::MaxLen(0),
+                    approx: false,
+                    limit: 0,
+                }),
+                node: NodeLimits {
+                    max_bytes: 0,
+                    max_entries: 1,
+                },
+            },
+            StreamOp::Trim {
+                key: b("s"),
+                trim,
+                node: NodeLimits::default(),
+            },
+            StreamOp::Del {
+                key: b("s"),
+                ids: vec![id, StreamId::MIN],
+                bad: true,
+            },
+            StreamOp::SetId {
+                key: b("s"),
+                last: id,
+                entries_added: Some(3),
+                max_deleted: None,
+            },
+            StreamOp::Read {
+                streams: vec![(b("a"), ReadFrom::Last), (b("b"), ReadFrom::After(id))],
+                count: 9,
+                bad: Some((1, BadStreamId::Greater)),
+            },
+            StreamOp::ReadGroup {
+                group: b("g"),
+                consumer: b("c"),
+                streams: vec![(b("a"), None), (b("b"), Some(id))],
+                count: 0,
+                noack: true,
+                served: true,
+                bad: Some((0, BadStreamId::Dollar)),
+            },
+            StreamOp::GroupCreate {
+                key: b("s"),
+                group: b("g"),
+                start: GroupStart::Bad,
+                mkstream: true,
+                entries_read: -1,
+            },
+            StreamOp::GroupSetId {
+                key: b("s"),
+                group: b("g"),
+                start: GroupStart::Id(id),
+                entries_read: 4,
+            },
+            StreamOp::GroupDestroy {
+                key: b("s"),
+                group: b("g"),
+            },
+            StreamOp::CreateConsumer {
+                key: b("s"),
+                group: b("g"),
+                consumer: b("c"),
+            },
+            StreamOp::DelConsumer {
+                key: b("s"),
+                group: b("g"),
+                consumer: b("c"),
+            },
+            StreamOp::Ack {
+                key: b("s"),
+                group: b("g"),
+                ids: vec![id],
+                bad: false,
+            },
+            StreamOp::Claim {
+                key: b("s"),
+                group: b("g"),
+                consumer: b("c"),
+                args: vec![b("0"), b("1-1"), b("FORCE")],
+            },
+            StreamOp::AutoClaim {
+                key: b("s"),
+                group: b("g"),
+                consumer: b("c"),
+                min_idle: 10,
+                start: id,
+                count: 100,
+                justid: true,
+            },
+        ];
+        for op in ops {
+            let op = Op::new(3, 77, OpKind::Stream(op));
+            let bytes = op.encode();
+            assert_eq!(Op::decode(&bytes).unwrap(), op);
+            for cut in 0..bytes.len() {
+                assert!(Op::decode(&bytes[..cut]).is_err(), "{cut}");
+            }
+        }
+        // Fields that are not pairs are refused.
+        let odd = Op::new(
+            0,
+            0,
+            OpKind::Stream(StreamOp::Add {
+                key: b("s"),
+                nomkstream: false,
+                id: AddId::Auto,
+                fields: vec![b("f")],
+                trim: None,
+                node: NodeLimits::default(),
+            }),
+        );
+        assert!(Op::decode(&odd.encode()).is_err());
     }
 }

@@ -307,6 +307,8 @@ pub enum OpKind {
     ZSet(ZSetOp),
     /// A write to a list.
     List(ListOp),
+    /// A stream command (its reads too, when they run as ops: XREAD, which may wait).
+    Stream(StreamOp),
     /// RESTORE: a DUMP payload becomes the key's value.
     Restore(RestoreOp),
     /// A write to a HyperLogLog (a string holding Redis's representation).
@@ -525,6 +527,200 @@ pub enum FieldSub {
         incr: i64,
         overflow: crate::bits::Overflow,
     },
+}
+
+pub use crate::collections::stream::{NodeLimits, StreamId};
+
+/// XADD's id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddId {
+    /// `*`: from the op's time.
+    Auto,
+    /// `ms-*`: the next sequence in that millisecond.
+    Ms(u64),
+    /// An explicit id.
+    Exact(StreamId),
+}
+
+/// A trim (XTRIM, XADD's MAXLEN and MINID).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trim {
+    /// MAXLEN's length, or MINID's id.
+    pub by: TrimBy,
+    /// `~`: whole nodes only.
+    pub approx: bool,
+    /// At most this many entries (0: no limit).
+    pub limit: u64,
+}
+
+/// What a trim keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrimBy {
+    MaxLen(u64),
+    MinId(StreamId),
+}
+
+/// Where XREAD reads a stream from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadFrom {
+    /// Entries after this id.
+    After(StreamId),
+    /// `$`: entries added after the read (resolved when a waiter registers).
+    Last,
+}
+
+/// Why an XREAD or XREADGROUP id argument was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadStreamId {
+    /// It does not parse.
+    Invalid,
+    /// `$` given to XREADGROUP.
+    Dollar,
+    /// `>` given to XREAD.
+    Greater,
+}
+
+/// An id argument of XGROUP CREATE and SETID, kept as given until the key is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupStart {
+    /// `$`: the stream's last id.
+    Last,
+    Id(StreamId),
+    /// Did not parse (reported after the key's checks, as Redis does).
+    Bad,
+}
+
+/// A stream command as an op.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamOp {
+    /// XADD: the new id, or null with NOMKSTREAM on a missing key.
+    Add {
+        key: Bytes,
+        nomkstream: bool,
+        id: AddId,
+        /// Fields and values, alternating.
+        fields: Vec<Bytes>,
+        trim: Option<Trim>,
+        node: NodeLimits,
+    },
+    /// XTRIM: how many entries it deleted.
+    Trim {
+        key: Bytes,
+        trim: Trim,
+        node: NodeLimits,
+    },
+    /// XDEL: how many entries existed. `bad`: an id did not parse (an error once the key is
+    /// found to be a stream).
+    Del {
+        key: Bytes,
+        ids: Vec<StreamId>,
+        bad: bool,
+    },
+    /// XSETID.
+    SetId {
+        key: Bytes,
+        last: StreamId,
+        entries_added: Option<u64>,
+        max_deleted: Option<StreamId>,
+    },
+    /// XREAD: entries after each stream's id, at most `count` per stream (0: all). A read
+    /// that runs as an op so that it can wait (BLOCK) in the merger's order.
+    Read {
+        streams: Vec<(Bytes, ReadFrom)>,
+        count: u64,
+        /// The first id argument that was refused, reported once the keys before it and its
+        /// own were checked, as Redis does.
+        bad: Option<(u64, BadStreamId)>,
+    },
+    /// XREADGROUP: `from` `None` is `>` (new entries), else the consumer's history after
+    /// it. `served`: run for a waiter woken by a write (a missing key or group is an error
+    /// then, and new entries are served even when none is live, as Redis does).
+    ReadGroup {
+        group: Bytes,
+        consumer: Bytes,
+        streams: Vec<(Bytes, Option<StreamId>)>,
+        count: u64,
+        noack: bool,
+        served: bool,
+        /// As [`StreamOp::Read`]'s.
+        bad: Option<(u64, BadStreamId)>,
+    },
+    /// XGROUP CREATE.
+    GroupCreate {
+        key: Bytes,
+        group: Bytes,
+        start: GroupStart,
+        mkstream: bool,
+        entries_read: i64,
+    },
+    /// XGROUP SETID.
+    GroupSetId {
+        key: Bytes,
+        group: Bytes,
+        start: GroupStart,
+        entries_read: i64,
+    },
+    /// XGROUP DESTROY.
+    GroupDestroy { key: Bytes, group: Bytes },
+    /// XGROUP CREATECONSUMER.
+    CreateConsumer {
+        key: Bytes,
+        group: Bytes,
+        consumer: Bytes,
+    },
+    /// XGROUP DELCONSUMER.
+    DelConsumer {
+        key: Bytes,
+        group: Bytes,
+        consumer: Bytes,
+    },
+    /// XACK (`bad` as for XDEL).
+    Ack {
+        key: Bytes,
+        group: Bytes,
+        ids: Vec<StreamId>,
+        bad: bool,
+    },
+    /// XCLAIM: the arguments from min-idle-time on, as sent (parsed where applied, after the
+    /// key and group are found, as Redis parses them).
+    Claim {
+        key: Bytes,
+        group: Bytes,
+        consumer: Bytes,
+        args: Vec<Bytes>,
+    },
+    /// XAUTOCLAIM.
+    AutoClaim {
+        key: Bytes,
+        group: Bytes,
+        consumer: Bytes,
+        min_idle: u64,
+        start: StreamId,
+        count: u64,
+        justid: bool,
+    },
+}
+
+impl StreamOp {
+    /// The keys it reads or writes.
+    pub fn keys(&self) -> Vec<&Bytes> {
+        match self {
+            StreamOp::Read { streams, .. } => streams.iter().map(|(k, _)| k).collect(),
+            StreamOp::ReadGroup { streams, .. } => streams.iter().map(|(k, _)| k).collect(),
+            StreamOp::Add { key, .. }
+            | StreamOp::Trim { key, .. }
+            | StreamOp::Del { key, .. }
+            | StreamOp::SetId { key, .. }
+            | StreamOp::GroupCreate { key, .. }
+            | StreamOp::GroupSetId { key, .. }
+            | StreamOp::GroupDestroy { key, .. }
+            | StreamOp::CreateConsumer { key, .. }
+            | StreamOp::DelConsumer { key, .. }
+            | StreamOp::Ack { key, .. }
+            | StreamOp::Claim { key, .. }
+            | StreamOp::AutoClaim { key, .. } => vec![key],
+        }
+    }
 }
 
 impl ZSetOp {

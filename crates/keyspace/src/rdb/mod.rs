@@ -14,7 +14,8 @@
 //! Every length is checked against the bytes left before anything is allocated (an LZF
 //! string's declared size against what its compressed bytes can expand to), so a malicious
 //! payload fails with [`PayloadError::BadData`], never a panic or a huge allocation.
-//! Streams, modules and zipmap hashes are refused as data this keyspace cannot hold.
+//! Streams are read in Redis 7.0's and 6's encodings and written in 7.0's (see [`stream`]);
+//! modules and zipmap hashes are refused as data this keyspace cannot hold.
 //!
 //! [`encode`] writes the simplest types Redis 7.0 loads into its own compact encodings, as
 //! it does when it reads an RDB file: a string as an RDB string (integers of up to 32 bits in
@@ -26,6 +27,7 @@
 mod crc64;
 mod lzf;
 mod packed;
+pub mod stream;
 
 use std::collections::HashSet;
 
@@ -61,6 +63,8 @@ pub enum DumpValue {
     ZSet(Vec<(Bytes, f64)>),
     /// A hash's fields and values.
     Hash(Vec<(Bytes, Bytes)>),
+    /// A stream: its nodes, entries, counters and consumer groups.
+    Stream(Box<stream::StreamDump>),
 }
 
 /// The RDB object types (`rdb.h`).
@@ -83,8 +87,12 @@ pub enum DumpType {
     ListQuicklist = 14,
     HashListpack = 16,
     ZSetListpack = 17,
+    /// Redis 6's streams (no first id, deletion or entries-read counters).
+    StreamListpacks = 15,
     /// Nodes of listpacks or single plain elements.
     ListQuicklist2 = 18,
+    /// Redis 7.0's streams.
+    StreamListpacks2 = 19,
     /// Redis 7.2's; its payloads carry RDB version 11, which the version check refuses first.
     SetListpack = 20,
 }
@@ -104,9 +112,11 @@ impl DumpType {
             12 => T::ZSetZiplist,
             13 => T::HashZiplist,
             14 => T::ListQuicklist,
+            15 => T::StreamListpacks,
             16 => T::HashListpack,
             17 => T::ZSetListpack,
             18 => T::ListQuicklist2,
+            19 => T::StreamListpacks2,
             20 => T::SetListpack,
             _ => return None,
         })
@@ -166,6 +176,10 @@ pub fn encode(v: &DumpValue) -> Vec<u8> {
                 put_string(&mut out, m);
                 out.extend_from_slice(&s.to_le_bytes());
             }
+        }
+        DumpValue::Stream(st) => {
+            out.push(DumpType::StreamListpacks2 as u8);
+            stream::encode(&mut out, st);
         }
         DumpValue::Hash(items) => {
             out.push(DumpType::Hash as u8);
@@ -361,6 +375,9 @@ impl<'a> Reader<'a> {
                     items.push((self.string()?, self.string()?));
                 }
                 hash(items)?
+            }
+            T::StreamListpacks | T::StreamListpacks2 => {
+                DumpValue::Stream(Box::new(self.stream(t == T::StreamListpacks2)?))
             }
             T::ListZiplist => list(packed::ziplist(&self.string()?)?)?,
             T::SetIntset => set(packed::intset(&self.string()?)?)?,

@@ -53,6 +53,8 @@ pub fn blocking_move(
         timeout_ms,
         // Redis 7.0 answers a timed-out BLMOVE with a null array, not a null string.
         timed_out: Reply::NullArray,
+        may_wait: true,
+        in_script: None,
     })
 }
 

@@ -66,6 +66,8 @@ fn pop(at: At, args: &[Bytes], left: bool) -> CmdResult<BlockingPop> {
         keys,
         timeout_ms,
         timed_out: Reply::NullArray,
+        may_wait: true,
+        in_script: None,
     })
 }
 

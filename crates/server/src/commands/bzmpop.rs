@@ -48,5 +48,7 @@ pub fn run(at: At, args: &[Bytes]) -> CmdResult<BlockingPop> {
         keys,
         timeout_ms,
         timed_out: Reply::NullArray,
+        may_wait: true,
+        in_script: None,
     })
 }

@@ -412,10 +412,18 @@ fn value_digest(
         Kind::Set => 2,
         Kind::ZSet => 3,
         Kind::Hash => 4,
+        Kind::Stream => 6,
     };
     mix_digest(digest, &type_number.to_be_bytes());
     if record.kind == Kind::String {
         mix_digest(digest, &record.value);
+    }
+    if record.kind == Kind::Stream {
+        // Each entry's `ms.seq`, then its fields and values, in order (groups are not mixed).
+        for (e, _) in fields {
+            mix_digest(digest, e);
+        }
+        return;
     }
     if record.kind == Kind::List {
         // A list's elements, in order, each mixed into the value's digest itself.
@@ -477,6 +485,30 @@ fn members_of(
                     .map(|es| es.into_iter().map(|e| (e, Bytes::new())).collect()),
                 None => Ok(Vec::new()),
             }
+        });
+    }
+    if record.kind == Kind::Stream {
+        return shared.keyspace.read(db, now, |k| {
+            let Some(s) = crate::commands::util::checked(rialto_keyspace::Stream::load(k, key))?
+            else {
+                return Ok(Vec::new());
+            };
+            let entries = crate::commands::util::checked(s.range(
+                k,
+                rialto_keyspace::StreamId::MIN,
+                rialto_keyspace::StreamId::MAX,
+                0,
+                false,
+            ))?;
+            let mut out = Vec::new();
+            for e in entries {
+                out.push((
+                    Bytes::from(format!("{}.{}", e.id.ms, e.id.seq)),
+                    Bytes::new(),
+                ));
+                out.extend(e.fields.into_iter().map(|f| (f, Bytes::new())));
+            }
+            Ok(out)
         });
     }
     if !matches!(record.kind, Kind::Hash | Kind::ZSet) {

@@ -199,10 +199,25 @@ mod srandmember;
 mod srem;
 mod sscan;
 pub mod store;
+mod stream_util;
 mod sunion;
 mod sunionstore;
 mod swapdb;
 mod time;
+mod xack;
+mod xadd;
+mod xautoclaim;
+mod xclaim;
+mod xdel;
+mod xgroup;
+mod xinfo;
+mod xlen;
+mod xpending;
+mod xrange;
+mod xread;
+mod xreadgroup;
+mod xsetid;
+mod xtrim;
 
 /// Every top-level command, in the order `COMMAND` lists them.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -422,6 +437,21 @@ pub static COMMANDS: &[CommandSpec] = &[
     pfmerge::PFMERGE,
     pfdebug::PFDEBUG,
     pfdebug::PFSELFTEST,
+    xack::XACK,
+    xadd::XADD,
+    xautoclaim::XAUTOCLAIM,
+    xclaim::XCLAIM,
+    xdel::XDEL,
+    xgroup::XGROUP,
+    xinfo::XINFO,
+    xlen::XLEN,
+    xpending::XPENDING,
+    xrange::XRANGE,
+    xread::XREAD,
+    xreadgroup::XREADGROUP,
+    xrange::XREVRANGE,
+    xsetid::XSETID,
+    xtrim::XTRIM,
 ];
 
 /// Keys as read commands see them: the keyspace's view, with failures as error replies.
@@ -521,6 +551,8 @@ pub struct At {
     /// `hll-sparse-max-bytes`: the bytes a HyperLogLog write leaves depend on it, so its ops
     /// carry it.
     pub hll_sparse_max: u64,
+    /// The stream node limits XADD and XTRIM carry in their ops.
+    pub stream_node: rialto_keyspace::NodeLimits,
 }
 
 impl At {
@@ -555,6 +587,10 @@ pub struct BlockingPop {
     pub timeout_ms: Option<u64>,
     /// Its reply when the time runs out.
     pub timed_out: Reply,
+    /// Whether it may wait at all (XREAD and XREADGROUP without BLOCK never do).
+    pub may_wait: bool,
+    /// The reply a script gets instead of running it (XREAD and XREADGROUP with BLOCK).
+    pub in_script: Option<Reply>,
 }
 
 /// A blocking pop.

@@ -143,6 +143,7 @@ pub fn encoding_of(rec: &Record) -> &'static str {
         (Kind::ZSet, false) => "listpack",
         (Kind::ZSet, true) => "skiplist",
         (Kind::List, _) => "quicklist",
+        (Kind::Stream, _) => "stream",
     }
 }
 

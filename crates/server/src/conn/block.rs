@@ -60,6 +60,15 @@ impl Connection {
         if let Some(c) = self.shared.cluster.clone() {
             return self.blocking_pop_remote(c, pop, at_slot, deadline).await;
         }
+        if !pop.may_wait {
+            let keyspace = &self.shared.keyspace;
+            let h = keyspace.enqueue(pop.op, |r, _| r);
+            return match super::settle(keyspace, h).await {
+                Ok(Ok(v)) => reply::value(v),
+                Ok(Err(e)) => reply::keyspace_error(&e),
+                Err(e) => reply::engine_error(&e),
+            };
+        }
         loop {
             let (deliver, mut rx) = channel();
             let keyspace = &self.shared.keyspace;
@@ -104,6 +113,10 @@ impl Connection {
         at_slot: Option<(u16, u32)>,
         deadline: Option<tokio::time::Instant>,
     ) -> Reply {
+        let mut pop = pop;
+        if pop.may_wait {
+            pop.op.kind = self.resolve_last_ids(&pop.op);
+        }
         loop {
             let (deliver, mut rx) = channel();
             let id = self
@@ -134,7 +147,7 @@ impl Connection {
             if ex.log_pos.is_some() {
                 self.client.last_write = ex.log_pos;
             }
-            if !matches!(ex.reply, Reply::Null | Reply::NullArray) {
+            if !pop.may_wait || !matches!(ex.reply, Reply::Null | Reply::NullArray) {
                 self.shared.keyspace.unblock(id);
                 return ex.reply;
             }
@@ -146,6 +159,42 @@ impl Connection {
                 }
             }
         }
+    }
+
+    /// XREAD's `$` made the last id this node's state holds, once: each retry through the log
+    /// must read after the same id, or entries added between two retries would be skipped.
+    fn resolve_last_ids(&self, op: &rialto_keyspace::Op) -> rialto_keyspace::OpKind {
+        use rialto_keyspace::{OpKind, ReadFrom, Stream, StreamId, StreamOp};
+        let OpKind::Stream(StreamOp::Read {
+            streams,
+            count,
+            bad,
+        }) = &op.kind
+        else {
+            return op.kind.clone();
+        };
+        let resolved = streams
+            .iter()
+            .map(|(key, from)| {
+                let from = match from {
+                    ReadFrom::Last => {
+                        ReadFrom::After(self.shared.keyspace.read(op.db, op.now_ms, |k| {
+                            Stream::load(k, key)
+                                .ok()
+                                .flatten()
+                                .map_or(StreamId::MIN, |s| s.meta.last)
+                        }))
+                    }
+                    after => *after,
+                };
+                (key.clone(), from)
+            })
+            .collect();
+        OpKind::Stream(StreamOp::Read {
+            streams: resolved,
+            count: *count,
+            bad: *bad,
+        })
     }
 
     /// The reply of a pop that stopped waiting unserved.

@@ -985,6 +985,7 @@ impl Connection {
                         now_ms: self.shared.now_ms(),
                         databases: c.databases,
                         hll_sparse_max: c.hll_sparse_max_bytes as u64,
+                        stream_node: c.stream_node(),
                     }
                 };
                 let op = match f(at, &args) {
@@ -1048,6 +1049,7 @@ impl Connection {
                         now_ms: self.shared.now_ms(),
                         databases: c.databases,
                         hll_sparse_max: c.hll_sparse_max_bytes as u64,
+                        stream_node: c.stream_node(),
                     }
                 };
                 let reply = match f(at, &args) {

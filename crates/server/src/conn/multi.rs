@@ -238,9 +238,9 @@ impl Connection {
             return Pending::Ready(Reply::NullArray);
         }
         let now_ms = self.shared.now_ms();
-        let (databases, hll_sparse_max) = {
+        let (databases, hll_sparse_max, stream_node) = {
             let c = self.shared.config.read();
-            (c.databases, c.hll_sparse_max_bytes as u64)
+            (c.databases, c.hll_sparse_max_bytes as u64, c.stream_node())
         };
         let slot = m.slot;
         // The database each command runs in: SELECTs queued before it decide (their effect on
@@ -272,6 +272,7 @@ impl Connection {
                 now_ms,
                 databases,
                 hll_sparse_max,
+                stream_node,
             };
             let step = match q.handler {
                 Handler::Write(f) => match f(at, &q.args) {

@@ -128,6 +128,7 @@ pub(crate) struct ScriptCtx {
     /// `hll-sparse-max-bytes` when the script started (the default for a cluster log's
     /// scripts: replicas must run them alike).
     hll_sparse_max: u64,
+    stream_node: rialto_keyspace::NodeLimits,
     /// A script of a cluster's log: where its keys may be and the record's time.
     replicated: Option<Replicated>,
     /// Where its commands are shown (MONITOR); none for a cluster log's scripts.
@@ -171,6 +172,7 @@ impl ScriptCtx {
             db: 0,
             databases: 1,
             hll_sparse_max: rialto_keyspace::hll::DEFAULT_SPARSE_MAX_BYTES as u64,
+            stream_node: rialto_keyspace::NodeLimits::default(),
             replicated: Some(at),
             monitors: None,
             refusals: None,
@@ -457,6 +459,7 @@ impl TxHost<'_, '_, '_> {
             now_ms: self.tx.now_ms(),
             databases: self.ctx.databases,
             hll_sparse_max: self.ctx.hll_sparse_max,
+            stream_node: self.ctx.stream_node,
         };
         match spec.handler_for(args) {
             Some(Handler::Write(f)) => match f(at, args).map(|op| self.replayable_seed(op)) {
@@ -468,6 +471,9 @@ impl TxHost<'_, '_, '_> {
             },
             // A script never waits: a blocking pop allowed in scripts is its pop.
             Some(Handler::Block(f)) => match f(at, args) {
+                Ok(commands::BlockingPop {
+                    in_script: Some(r), ..
+                }) => (r, false),
                 Ok(b) => match self.tx.apply(&b.op) {
                     Ok(v) => (reply::value(v), true),
                     Err(e) => (reply::keyspace_error(&e), false),
@@ -702,13 +708,14 @@ impl Connection {
 
     /// What a script run by this connection needs.
     pub(super) fn script_ctx(&self) -> ScriptCtx {
-        let (limit, databases, no_replicas, hll_sparse_max) = {
+        let (limit, databases, no_replicas, hll_sparse_max, stream_node) = {
             let c = self.shared.config.read();
             (
                 c.lua_time_limit_ms,
                 c.databases,
                 c.lacks_good_replicas(),
                 c.hll_sparse_max_bytes as u64,
+                c.stream_node(),
             )
         };
         self.shared.scripts.set_time_limit_ms(limit);
@@ -719,6 +726,7 @@ impl Connection {
             db: self.client.db,
             databases,
             hll_sparse_max,
+            stream_node,
             replicated: None,
             monitors: Some(Arc::clone(&self.shared.monitors)),
             refusals: Some((Arc::clone(&self.shared), Arc::clone(&self.client.handle))),
