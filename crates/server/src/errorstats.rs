@@ -121,46 +121,47 @@ fn error_text(r: &Reply) -> Option<&[u8]> {
     }
 }
 
-/// Command `index` (in the registry) ran and answered `reply`: an error counts as a failed
-/// call of it and as an error reply.
-pub fn ran(shared: &Shared, index: usize, reply: &Reply) {
+/// The command or subcommand of statistics slot `slot` ran and answered `reply`: an error
+/// counts as a failed call of it and as an error reply.
+pub fn ran(shared: &Shared, slot: usize, reply: &Reply) {
     if let Some(text) = error_text(reply) {
         shared.errors.count(text);
     }
-    failed(shared, index, reply);
+    failed(shared, slot, reply);
 }
 
-/// Command `index` ran and answered `reply`, an error reply already counted as one (a
+/// Slot `slot`'s command ran and answered `reply`, an error reply already counted as one (a
 /// script's error that one of its calls answered): only a failed call of it.
-pub fn failed(shared: &Shared, index: usize, reply: &Reply) {
+pub fn failed(shared: &Shared, slot: usize, reply: &Reply) {
     if error_text(reply).is_some() {
-        if let Some(e) = shared.registry.entry(index) {
+        if let Some(e) = shared.registry.entry(slot) {
             e.failed.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
 
-/// A request was refused before it ran with `reply`: a rejected call of command `index`
-/// when it was known (an unknown command has none) and an error reply.
-pub fn rejected(shared: &Shared, index: Option<usize>, reply: &Reply) {
+/// A request was refused before it ran with `reply`: a rejected call of slot `slot` when it
+/// was known (an unknown command has none; one refused before its subcommand was resolved
+/// counts on its container) and an error reply.
+pub fn rejected(shared: &Shared, slot: Option<usize>, reply: &Reply) {
     if let Some(text) = error_text(reply) {
         shared.errors.count(text);
-        if let Some(e) = index.and_then(|i| shared.registry.entry(i)) {
+        if let Some(e) = slot.and_then(|s| shared.registry.entry(s)) {
             e.rejected.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
 
-/// The replies of a transaction's commands (EXEC's array, `indexes[i]` running the command
-/// of `replies[i]`): each error is a failed call of its command, as each ran inside EXEC;
+/// The replies of a transaction's commands (EXEC's array, `slots[i]` running the command of
+/// `replies[i]`): each error is a failed call of its command, as each ran inside EXEC;
 /// `counted` lists the positions of scripts' errors already counted as error replies.
-pub fn ran_in_exec(shared: &Shared, indexes: &[usize], reply: &Reply, counted: &[usize]) {
+pub fn ran_in_exec(shared: &Shared, slots: &[usize], reply: &Reply, counted: &[usize]) {
     if let Reply::Array(replies) = reply {
-        for (pos, (index, r)) in indexes.iter().zip(replies).enumerate() {
+        for (pos, (slot, r)) in slots.iter().zip(replies).enumerate() {
             if counted.contains(&pos) {
-                failed(shared, *index, r);
+                failed(shared, *slot, r);
             } else {
-                ran(shared, *index, r);
+                ran(shared, *slot, r);
             }
         }
     }

@@ -863,3 +863,33 @@ fn clients_over_maxmemory_clients_are_closed_largest_first() {
     assert!(list.contains("multi=1 "), "{list}");
     srv.shutdown().unwrap();
 }
+
+/// INFO commandstats counts each subcommand apart, under its full name, as Redis 7 does
+/// (`cmdstat_config|get`); an unknown subcommand is no call of anything (errorstats only).
+#[test]
+fn commandstats_count_subcommands_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = common::start(dir.path());
+    let mut c = common::client(srv.addr);
+    let _: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("port")
+        .query(&mut c)
+        .unwrap();
+    let _: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("bind")
+        .query(&mut c)
+        .unwrap();
+    let _: i64 = redis::cmd("CLIENT").arg("ID").query(&mut c).unwrap();
+    let r: redis::RedisResult<()> = redis::cmd("CONFIG").arg("NOSUCH").query(&mut c);
+    assert!(r.is_err());
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut c)
+        .unwrap();
+    assert!(stats.contains("cmdstat_config|get:calls=2,"), "{stats}");
+    assert!(stats.contains("cmdstat_client|id:calls=1,"), "{stats}");
+    assert!(!stats.contains("cmdstat_config:"), "{stats}");
+    srv.shutdown().unwrap();
+}

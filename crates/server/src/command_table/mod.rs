@@ -118,6 +118,12 @@ pub fn slot_of(index: usize, spec: &'static CommandSpec) -> usize {
     }
 }
 
+/// The statistics slot of the top-level command at position `index` in [`all`] (a request
+/// refused before its subcommand was resolved counts there).
+pub fn top_slot(index: usize) -> usize {
+    usize::from(SLOT_BASE.get(index).copied().unwrap_or(0))
+}
+
 /// Every command and subcommand with its statistics slot, in slot order.
 pub fn slots() -> impl Iterator<Item = (usize, &'static CommandSpec)> {
     all()

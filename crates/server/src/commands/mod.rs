@@ -728,9 +728,8 @@ pub struct Registry {
 impl Registry {
     pub fn new() -> Registry {
         Registry {
-            entries: command_table::all()
-                .iter()
-                .map(|spec| Entry {
+            entries: command_table::slots()
+                .map(|(_, spec)| Entry {
                     spec,
                     calls: AtomicU64::new(0),
                     micros: AtomicU64::new(0),
@@ -741,12 +740,13 @@ impl Registry {
         }
     }
 
-    /// The entry of the top-level command at `index` in [`command_table::all`].
-    pub fn entry(&self, index: usize) -> Option<&Entry> {
-        self.entries.get(index)
+    /// The entry of statistics slot `slot` ([`command_table::slot_of`]): each command and each
+    /// subcommand has its own, as Redis 7 counts `config|get` apart from `config|set`.
+    pub fn entry(&self, slot: usize) -> Option<&Entry> {
+        self.entries.get(slot)
     }
 
-    /// Every entry.
+    /// Every entry, in slot order.
     pub fn entries(&self) -> &[Entry] {
         &self.entries
     }
@@ -761,11 +761,10 @@ impl Default for Registry {
 /// Where a call's statistics go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StatsAt {
-    /// The top-level command's position in [`command_table::all`]: INFO commandstats and the
-    /// error counters.
+    /// The top-level command's position in [`command_table::all`].
     pub index: usize,
     /// The command's or subcommand's own statistics slot ([`command_table::slot_of`]): its
-    /// latency histogram.
+    /// latency histogram, INFO commandstats and the error counters.
     pub slot: usize,
 }
 
@@ -781,12 +780,19 @@ impl StatsAt {
 /// An admitted request: what runs it, and where its statistics go.
 #[derive(Debug, Clone, Copy)]
 pub struct Admitted {
-    /// The top-level command's position in [`command_table::all`] (and the registry).
+    /// The top-level command's position in [`command_table::all`].
     pub index: usize,
     /// The command or subcommand resolved.
     pub spec: &'static CommandSpec,
     /// What runs the command or subcommand.
     pub handler: Handler,
+}
+
+impl Admitted {
+    /// The statistics slot of the command or subcommand resolved.
+    pub fn slot(&self) -> usize {
+        command_table::slot_of(self.index, self.spec)
+    }
 }
 
 /// A request [`admit`] refused: the error reply, and the top-level command it counts as a
@@ -921,10 +927,18 @@ mod tests {
     #[test]
     fn statistics_follow_the_declarations() {
         let registry = Registry::new();
-        for (i, spec) in command_table::all().iter().enumerate() {
-            let entry = registry.entry(i).expect("entry");
+        for (slot, spec) in command_table::slots() {
+            let entry = registry.entry(slot).expect("entry");
             assert!(std::ptr::eq(entry.spec, spec));
         }
-        assert!(registry.entry(command_table::all().len()).is_none());
+        assert!(registry.entry(command_table::slot_count()).is_none());
+        for (i, top) in command_table::all().iter().enumerate() {
+            let entry = registry.entry(command_table::top_slot(i)).expect("top");
+            assert!(std::ptr::eq(entry.spec, top));
+            for sub in top.subcommands {
+                let entry = registry.entry(command_table::slot_of(i, sub)).expect("sub");
+                assert!(std::ptr::eq(entry.spec, sub));
+            }
+        }
     }
 }

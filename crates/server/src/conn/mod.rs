@@ -668,9 +668,9 @@ impl Connection {
                         Ok(ex) => {
                             self.record(id, ex.micros, ex.slow_args);
                             if ex.error_counted {
-                                crate::errorstats::failed(&self.shared, id.index, &ex.reply);
+                                crate::errorstats::failed(&self.shared, id.slot, &ex.reply);
                             } else {
-                                crate::errorstats::ran(&self.shared, id.index, &ex.reply);
+                                crate::errorstats::ran(&self.shared, id.slot, &ex.reply);
                             }
                             if ex.track_seq != 0 {
                                 // Its write is published: what it invalidated for this very
@@ -688,7 +688,7 @@ impl Connection {
                         }
                         Err(e) => {
                             let r = reply::engine_error(&e);
-                            crate::errorstats::ran(&self.shared, id.index, &r);
+                            crate::errorstats::ran(&self.shared, id.slot, &r);
                             r
                         }
                     }
@@ -699,7 +699,7 @@ impl Connection {
                         self.client.last_write = ex.log_pos;
                     }
                     self.record(id, ex.micros, ex.slow_args);
-                    crate::errorstats::ran(&self.shared, id.index, &ex.reply);
+                    crate::errorstats::ran(&self.shared, id.slot, &ex.reply);
                     ex.reply
                 }
             };
@@ -732,9 +732,10 @@ impl Connection {
         }
     }
 
-    /// Answers a request refused before it ran: a rejected call of command `index`, if known.
-    fn reject(&mut self, index: Option<usize>, r: Reply) {
-        crate::errorstats::rejected(&self.shared, index, &r);
+    /// Answers a request refused before it ran: a rejected call of statistics slot `slot`,
+    /// if known.
+    fn reject(&mut self, slot: Option<usize>, r: Reply) {
+        crate::errorstats::rejected(&self.shared, slot, &r);
         self.push(Pending::Ready(r));
     }
 
@@ -743,7 +744,7 @@ impl Connection {
         self.shared
             .command_latencies
             .record(&self.latencies, id.slot, micros);
-        if let Some(entry) = self.shared.registry.entry(id.index) {
+        if let Some(entry) = self.shared.registry.entry(id.slot) {
             entry.calls.fetch_add(1, Ordering::Relaxed);
             entry.micros.fetch_add(micros, Ordering::Relaxed);
             self.shared.latency.observe_with(micros, || {
@@ -792,7 +793,10 @@ impl Connection {
         }
         if let Some(refusal) = self.debug_refused(&args) {
             let r = self.refused_in_multi(&args, refusal);
-            return self.reject(crate::command_table::index_of(&args[0]), r);
+            return self.reject(
+                crate::command_table::index_of(&args[0]).map(crate::command_table::top_slot),
+                r,
+            );
         }
         let mut at_slot = None;
         let (id, handler, spec) = match crate::commands::admit(&self.client, &args) {
@@ -806,19 +810,19 @@ impl Connection {
                     a.spec.name
                 ));
                 let r = self.refused_in_multi(&args, r);
-                return self.reject(Some(a.index), r);
+                return self.reject(Some(a.slot()), r);
             }
             Ok(a) if self.client.handle.monitor.load(Ordering::Relaxed) && touches_keys(a.spec) => {
                 // A monitor is a replica to Redis, which refuses it the keyspace.
                 let r = Reply::error("ERR Replica can't interact with the keyspace");
-                return self.reject(Some(a.index), r);
+                return self.reject(Some(a.slot()), r);
             }
             Ok(a) => {
                 self.client.handle.set_last(a.index, a.spec);
                 if self.shared.scripts.busy() && !a.spec.has_flag("allow_busy") {
                     let r = self.shared.scripts.busy_reply();
                     let r = self.refused_in_multi(&args, r);
-                    return self.reject(Some(a.index), r);
+                    return self.reject(Some(a.slot()), r);
                 }
                 if let Some(c) = &self.shared.cluster {
                     let shared = &self.shared;
@@ -852,20 +856,20 @@ impl Connection {
                     };
                     if let Some(r) = refused {
                         let r = self.refused_in_multi(&args, r);
-                        return self.reject(Some(a.index), r);
+                        return self.reject(Some(a.slot()), r);
                     }
                 }
                 if self.shared.memory_limit.exceeded() && self.refused_on_oom(a.spec, &args) {
                     let r = Reply::error("OOM command not allowed when used memory > 'maxmemory'.");
                     let r = self.refused_in_multi(&args, r);
-                    return self.reject(Some(a.index), r);
+                    return self.reject(Some(a.slot()), r);
                 }
                 if self.shared.lacks_good_replicas.load(Ordering::Relaxed)
                     && self.may_write(a.spec, &args)
                 {
                     let r = Reply::error("NOREPLICAS Not enough good replicas to write.");
                     let r = self.refused_in_multi(&args, r);
-                    return self.reject(Some(a.index), r);
+                    return self.reject(Some(a.slot()), r);
                 }
                 if let (Some(m), Some(slot)) = (self.multi.as_mut(), at_slot) {
                     // A transaction in the cluster is one record of one partition: its keys
@@ -874,13 +878,13 @@ impl Connection {
                         let r =
                             Reply::error("CROSSSLOT Keys in request don't hash to the same slot");
                         let r = self.refused_in_multi(&args, r);
-                        return self.reject(Some(a.index), r);
+                        return self.reject(Some(a.slot()), r);
                     }
                 }
                 if self.multi.is_some() {
                     match self.queue_in_multi(a, args) {
                         // +QUEUED, or a refusal (counted as one).
-                        Ok(r) => return self.reject(Some(a.index), r),
+                        Ok(r) => return self.reject(Some(a.slot()), r),
                         Err(runs_now) => args = runs_now,
                     }
                 }
@@ -897,7 +901,7 @@ impl Connection {
                     crate::auth::log_refusal(&self.shared, &self.client.handle, event);
                 }
                 let r = self.refused_in_multi(&args, refused.reply);
-                return self.reject(refused.index, r);
+                return self.reject(refused.index.map(crate::command_table::top_slot), r);
             }
         };
         // Monitors see a command as it starts (so EVAL comes before the commands its script
@@ -943,7 +947,7 @@ impl Connection {
                 let micros = start.elapsed().as_micros() as u64;
                 let slow = slow(threshold, micros).then_some(args);
                 self.record(id, micros, slow);
-                crate::errorstats::ran(&self.shared, id.index, &r);
+                crate::errorstats::ran(&self.shared, id.slot, &r);
                 self.push(Pending::Ready(r));
             }
             Handler::Read(f) => {
@@ -994,7 +998,7 @@ impl Connection {
                         let micros = start.elapsed().as_micros() as u64;
                         let slow = slow(threshold, micros).then_some(args);
                         self.record(id, micros, slow);
-                        crate::errorstats::ran(&self.shared, id.index, &r);
+                        crate::errorstats::ran(&self.shared, id.slot, &r);
                         return self.push(Pending::Ready(r));
                     }
                 };
@@ -1066,7 +1070,7 @@ impl Connection {
                 };
                 let micros = start.elapsed().as_micros() as u64;
                 self.record(id, micros, slow(threshold, micros).then_some(args));
-                crate::errorstats::ran(&self.shared, id.index, &reply);
+                crate::errorstats::ran(&self.shared, id.slot, &reply);
                 self.push(Pending::Ready(reply));
             }
             Handler::Script(cmd) => {
@@ -1075,7 +1079,7 @@ impl Connection {
                 if let Pending::Ready(r) = &pending {
                     // Refused by its own checks (numkeys, NOSCRIPT): a failed call, as in Redis.
                     self.record(id, start.elapsed().as_micros() as u64, None);
-                    crate::errorstats::ran(&self.shared, id.index, r);
+                    crate::errorstats::ran(&self.shared, id.slot, r);
                 }
                 self.push(pending);
             }
@@ -1084,7 +1088,7 @@ impl Connection {
                 let pending = self.transaction_command(cmd, id, args).await;
                 if let Pending::Ready(r) = &pending {
                     self.record(id, start.elapsed().as_micros() as u64, None);
-                    crate::errorstats::ran(&self.shared, id.index, r);
+                    crate::errorstats::ran(&self.shared, id.slot, r);
                 }
                 self.push(pending);
             }
@@ -1137,7 +1141,7 @@ impl Connection {
                 let threshold = self.shared.slowlog.threshold_micros();
                 let slow = slow(threshold, micros).then_some(args);
                 self.record(id, micros, slow);
-                crate::errorstats::ran(&self.shared, id.index, &reply);
+                crate::errorstats::ran(&self.shared, id.slot, &reply);
                 if matches!(handler, Handler::Acl(_))
                     && self.shared.acl_generation.load(Ordering::Acquire) != generation
                 {

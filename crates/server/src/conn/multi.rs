@@ -250,7 +250,11 @@ impl Connection {
         let source = crate::monitor::Source::Client(self.client.handle.addr);
         let mut after = Vec::new();
         // Whose reply each element of EXEC's is, for the error counters.
-        let indexes: Vec<usize> = m.queued.iter().map(|q| q.index).collect();
+        let indexes: Vec<usize> = m
+            .queued
+            .iter()
+            .map(|q| crate::command_table::slot_of(q.index, q.spec))
+            .collect();
         for q in m.queued {
             if let Some(denied) = self.denied_now(q.spec, &q.args) {
                 steps.push(Step::Done(denied));

@@ -446,9 +446,9 @@ impl TxHost<'_, '_, '_> {
     }
 
     /// A call refused before it ran: a rejected call of command `index`, if known.
-    fn count_rejected(&self, index: Option<usize>, reply: &Reply) {
+    fn count_rejected(&self, slot: Option<usize>, reply: &Reply) {
         if let Some(shared) = self.stats() {
-            crate::errorstats::rejected(shared, index, reply);
+            crate::errorstats::rejected(shared, slot, reply);
         }
     }
 
@@ -507,13 +507,14 @@ impl Host for TxHost<'_, '_, '_> {
         let spec = match self.resolve(&args) {
             Ok(spec) => spec,
             Err(refused) => {
-                self.count_rejected(index, &refused.0);
+                self.count_rejected(index.map(command_table::top_slot), &refused.0);
                 return refused;
             }
         };
+        let slot = index.map(|i| command_table::slot_of(i, spec));
         self.wrote |= spec.has_flag("write");
         if let Err(refused) = self.check_replicated(spec, &args) {
-            self.count_rejected(index, &refused.0);
+            self.count_rejected(slot, &refused.0);
             return refused;
         }
         if let Some(m) = self.ctx.monitors.as_deref().filter(|m| m.active()) {
@@ -523,13 +524,13 @@ impl Host for TxHost<'_, '_, '_> {
         }
         let start = Instant::now();
         let (reply, wrote) = self.execute(spec, &args);
-        if let (Some(shared), Some(index)) = (self.stats(), index) {
-            if let Some(e) = shared.registry.entry(index) {
+        if let (Some(shared), Some(slot)) = (self.stats(), slot) {
+            if let Some(e) = shared.registry.entry(slot) {
                 e.calls.fetch_add(1, Ordering::Relaxed);
                 e.micros
                     .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
             }
-            crate::errorstats::ran(shared, index, &reply);
+            crate::errorstats::ran(shared, slot, &reply);
         }
         (reply, wrote)
     }
