@@ -1417,86 +1417,66 @@ impl Op {
                 }
                 _ => return Err(Error::BadOp("unknown list write")),
             }),
-            34 => {
-                let list = |r: &mut Reader| -> Result<Vec<Bytes>> {
-                    let n = r.count(1)?;
-                    let mut items = Vec::with_capacity(n);
-                    for _ in 0..n {
-                        items.push(r.bytes()?);
-                    }
-                    Ok(items)
-                };
-                OpKind::Sets(match r.u8()? {
-                    1 => SetOp::Add {
-                        key: r.bytes()?,
-                        members: list(&mut r)?,
-                    },
-                    2 => SetOp::Rem {
-                        key: r.bytes()?,
-                        members: list(&mut r)?,
-                    },
-                    3 => {
-                        let key = r.bytes()?;
-                        let seed = r.u64()?;
-                        let count = if r.bool()? { Some(r.u64()?) } else { None };
-                        SetOp::Pop { key, count, seed }
-                    }
-                    4 => SetOp::Move {
-                        src: r.bytes()?,
+            34 => OpKind::Sets(match r.u8()? {
+                1 => SetOp::Add {
+                    key: r.bytes()?,
+                    members: r.byte_list()?,
+                },
+                2 => SetOp::Rem {
+                    key: r.bytes()?,
+                    members: r.byte_list()?,
+                },
+                3 => {
+                    let key = r.bytes()?;
+                    let seed = r.u64()?;
+                    let count = if r.bool()? { Some(r.u64()?) } else { None };
+                    SetOp::Pop { key, count, seed }
+                }
+                4 => SetOp::Move {
+                    src: r.bytes()?,
+                    dst: r.bytes()?,
+                    member: r.bytes()?,
+                },
+                5 => {
+                    let algebra = match r.u8()? {
+                        1 => SetAlgebra::Inter,
+                        2 => SetAlgebra::Union,
+                        3 => SetAlgebra::Diff,
+                        _ => return Err(Error::BadOp("unknown set algebra")),
+                    };
+                    SetOp::Store {
+                        algebra,
                         dst: r.bytes()?,
-                        member: r.bytes()?,
-                    },
-                    5 => {
-                        let algebra = match r.u8()? {
-                            1 => SetAlgebra::Inter,
-                            2 => SetAlgebra::Union,
-                            3 => SetAlgebra::Diff,
-                            _ => return Err(Error::BadOp("unknown set algebra")),
-                        };
-                        SetOp::Store {
-                            algebra,
-                            dst: r.bytes()?,
-                            keys: list(&mut r)?,
-                        }
+                        keys: r.byte_list()?,
                     }
-                    _ => return Err(Error::BadOp("unknown set write")),
-                })
-            }
-            46 => {
-                let list = |r: &mut Reader| -> Result<Vec<Bytes>> {
-                    let n = r.count(1)?;
-                    let mut items = Vec::with_capacity(n);
-                    for _ in 0..n {
-                        items.push(r.bytes()?);
-                    }
-                    Ok(items)
-                };
-                OpKind::Hll(match r.u8()? {
-                    1 => HllOp::Add {
-                        key: r.bytes()?,
-                        sparse_max: r.u64()?,
-                        elements: list(&mut r)?,
+                }
+                _ => return Err(Error::BadOp("unknown set write")),
+            }),
+            46 => OpKind::Hll(match r.u8()? {
+                1 => HllOp::Add {
+                    key: r.bytes()?,
+                    sparse_max: r.u64()?,
+                    elements: r.byte_list()?,
+                },
+                2 => HllOp::Count { key: r.bytes()? },
+                3 => HllOp::Merge {
+                    dst: r.bytes()?,
+                    sparse_max: r.u64()?,
+                    keys: r.byte_list()?,
+                },
+                4 => HllOp::Debug {
+                    key: r.bytes()?,
+                    sub: match r.u8()? {
+                        1 => HllDebug::GetReg,
+                        2 => HllDebug::Decode,
+                        3 => HllDebug::Encoding,
+                        4 => HllDebug::ToDense,
+                        5 => HllDebug::Unknown(r.bytes()?),
+                        _ => return Err(Error::BadOp("unknown PFDEBUG subcommand")),
                     },
-                    2 => HllOp::Count { key: r.bytes()? },
-                    3 => HllOp::Merge {
-                        dst: r.bytes()?,
-                        sparse_max: r.u64()?,
-                        keys: list(&mut r)?,
-                    },
-                    4 => HllOp::Debug {
-                        key: r.bytes()?,
-                        sub: match r.u8()? {
-                            1 => HllDebug::GetReg,
-                            2 => HllDebug::Decode,
-                            3 => HllDebug::Encoding,
-                            4 => HllDebug::ToDense,
-                            5 => HllDebug::Unknown(r.bytes()?),
-                            _ => return Err(Error::BadOp("unknown PFDEBUG subcommand")),
-                        },
-                    },
-                    _ => return Err(Error::BadOp("unknown HyperLogLog write")),
-                })
-            }
+                },
+                _ => return Err(Error::BadOp("unknown HyperLogLog write")),
+            }),
             _ => return Err(Error::BadOp("unknown kind")),
         };
         if !r.0.is_empty() {
@@ -2190,6 +2170,16 @@ impl Reader<'_> {
             }),
             _ => return Err(Error::BadOp("bad range")),
         })
+    }
+
+    /// A count, then that many byte strings.
+    fn byte_list(&mut self) -> Result<Vec<Bytes>> {
+        let n = self.count(1)?;
+        let mut items = Vec::with_capacity(n);
+        for _ in 0..n {
+            items.push(self.bytes()?);
+        }
+        Ok(items)
     }
 
     fn bytes(&mut self) -> Result<Bytes> {
